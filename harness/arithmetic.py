@@ -1,0 +1,74 @@
+"""Serving arithmetic: pure functions with the seeds' definitions (SPEC.md, Definitions)."""
+
+from __future__ import annotations
+
+MIB = 1024 * 1024
+
+# Bytes per cached value for each KV cache type: q8_0 stores 32 values in 34 bytes, q4_0 in 18.
+BYTES_PER_VALUE = {"f32": 4.0, "f16": 2.0, "bf16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32, "fp8": 1.0}
+
+
+def kv_bytes_per_token(layers: int, kv_heads: int, head_dim: int, cache_type: str = "f16") -> float:
+    """2 (K and V) x layers x KV heads x head_dim x bytes per value."""
+    try:
+        per_value = BYTES_PER_VALUE[cache_type]
+    except KeyError:
+        raise ValueError(f"unknown cache type {cache_type!r}; use one of {', '.join(BYTES_PER_VALUE)}") from None
+    return 2 * layers * kv_heads * head_dim * per_value
+
+
+def pad_to(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+def llama_kv_caches(
+    layers: int,
+    kv_heads: int,
+    head_dim: int,
+    slots: int,
+    ctx_per_slot: int,
+    cache_type: str = "f16",
+    swa_layers: int = 0,
+    swa_window: int = 0,
+    ubatch: int = 512,
+) -> list[dict]:
+    """The KV caches llama-server allocates with explicit slots and no unified cache.
+
+    One entry per cache it logs: the full-attention layers hold ``ctx_per_slot`` cells per slot;
+    sliding-window layers (Gemma 3) hold the window plus one micro-batch, padded to 256 cells,
+    but never more than the slot's context. Sizes are in bytes.
+    """
+    caches = []
+    full_layers = layers - swa_layers
+    per_cell_layer = 2 * kv_heads * head_dim * BYTES_PER_VALUE[cache_type]
+    if full_layers > 0:
+        caches.append({"cells": ctx_per_slot, "layers": full_layers, "seqs": slots,
+                       "bytes": ctx_per_slot * full_layers * per_cell_layer * slots})
+    if swa_layers > 0:
+        cells = min(ctx_per_slot, pad_to(swa_window + ubatch, 256))
+        caches.append({"cells": cells, "layers": swa_layers, "seqs": slots,
+                       "bytes": cells * swa_layers * per_cell_layer * slots})
+    return caches
+
+
+def llama_kv_log_line(cache: dict, cache_type: str = "f16") -> str:
+    """The ``llama_kv_cache: size = ...`` line llama-server prints for one cache."""
+    total = cache["bytes"] / MIB
+    half = total / 2
+    return (f"llama_kv_cache: size = {total:7.2f} MiB ({cache['cells']:6d} cells, {cache['layers']:3d} layers, "
+            f"{cache['seqs']:2d}/{cache['seqs']} seqs), K ({cache_type}): {half:7.2f} MiB, V ({cache_type}): {half:7.2f} MiB")
+
+
+def vllm_kv_log_lines(pool_tokens: int, max_model_len: int) -> list[str]:
+    """vLLM's two startup lines for a pool of ``pool_tokens`` tokens."""
+    return [
+        f"GPU KV cache size: {pool_tokens:,} tokens",
+        f"Maximum concurrency for {max_model_len:,} tokens per request: {pool_tokens / max_model_len:.2f}x",
+    ]
+
+
+def speed_limit(bandwidth_gb_s: float, model_gb: float) -> float:
+    """Seed 002: the fastest one person can be served, tokens/s = bandwidth / model size."""
+    if model_gb <= 0:
+        raise ValueError("model size must be positive")
+    return bandwidth_gb_s / model_gb

@@ -1,0 +1,515 @@
+"""The practice server's HTTP application: OpenAI routes, metrics, slots, ground truth, faults.
+
+Ground truth: for every request the server keeps when it received it and, for each output token,
+the time it was scheduled and the time it was written to the socket, as ``time.monotonic()``
+seconds (CLOCK_MONOTONIC on Linux, the clock ``time.perf_counter()`` also reads there, so a client
+on the same host can compare directly). ``GET /practice/truth/<id>`` returns one request (the id is
+the client's ``X-Request-Id`` header, else the completion id); ``GET /practice/timing`` summarises
+the server's own lateness (sent minus scheduled) since start or the last ``POST /practice/reset``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from array import array
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from harness import __version__
+from harness.arithmetic import llama_kv_caches, llama_kv_log_line, vllm_kv_log_lines
+from harness.practice.engine import Sequence, clock, make_engine
+from harness.practice.http import Request, Responder
+from harness.practice.profile import Profile
+from harness.practice.replies import plan_reply
+from harness.practice.tokenizer import encode_chat
+
+TRUTH_KEEP = 50_000
+_SAFE_ID = re.compile(r"[^A-Za-z0-9_.:-]")
+
+
+def nearest_rank(values, p: float):
+    """Nearest-rank percentile (SPEC.md): smallest value with at least p% of values at or below."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * p // 100))
+    return ordered[int(rank) - 1]
+
+
+@dataclass
+class Truth:
+    id: str
+    received: float
+    received_wall: float
+    prompt_tokens: int
+    max_tokens: int
+    scheduled: array = field(default_factory=lambda: array("d"))
+    sent: array = field(default_factory=lambda: array("d"))
+    cached_tokens: int = 0
+    seat: int | None = None
+    admitted: float | None = None
+    finish_reason: str | None = None
+    outcome: str = "running"
+    fault: str | None = None
+
+    def as_dict(self) -> dict:
+        first = self.sent[0] if self.sent else None
+        return {
+            "id": self.id,
+            "clock": "monotonic",
+            "received": self.received,
+            "received_wall": self.received_wall,
+            "admitted": self.admitted,
+            "queued_s": None if self.admitted is None else self.admitted - self.received,
+            "seat": self.seat,
+            "prompt_tokens": self.prompt_tokens,
+            "cached_tokens": self.cached_tokens,
+            "max_tokens": self.max_tokens,
+            "output_tokens": len(self.sent),
+            "ttft_s": None if first is None else first - self.received,
+            "scheduled": list(self.scheduled),
+            "sent": list(self.sent),
+            "finish_reason": self.finish_reason,
+            "outcome": self.outcome,
+            "fault": self.fault,
+        }
+
+
+@dataclass
+class Faults:
+    cut_after: int | None = None
+    stall_s: float | None = None
+    stall_after: int = 1
+    malformed: bool = False
+    no_usage: bool = False
+    error_500: bool = False
+
+    def label(self) -> str | None:
+        names = [n for n, on in (("cut", self.cut_after is not None), ("stall", self.stall_s is not None),
+                                 ("malformed", self.malformed), ("no-usage", self.no_usage),
+                                 ("error-500", self.error_500)) if on]
+        return ",".join(names) or None
+
+
+def parse_fault_header(value: str) -> Faults:
+    """``X-Practice-Fault``: comma-separated ``error-500``, ``cut:K``, ``stall:S[@K]``,
+    ``malformed``, ``no-usage``."""
+    faults = Faults()
+    for item in filter(None, (v.strip() for v in value.split(","))):
+        name, _, arg = item.partition(":")
+        if name == "error-500":
+            faults.error_500 = True
+        elif name == "cut":
+            faults.cut_after = int(arg or 0)
+        elif name == "stall":
+            secs, _, after = arg.partition("@")
+            faults.stall_s = float(secs or 30)
+            faults.stall_after = int(after or 1)
+        elif name == "malformed":
+            faults.malformed = True
+        elif name == "no-usage":
+            faults.no_usage = True
+        else:
+            raise ValueError(f"unknown fault {item!r}")
+    return faults
+
+
+class PracticeApp:
+    def __init__(self, profile: Profile, loop, api_key: str | None = None, log=None) -> None:
+        self.profile = profile
+        self.p = profile.raw
+        self.mode = profile.mode
+        self.api_key = api_key
+        self.engine = make_engine(self.p, loop)
+        self.rng = random.Random(self.p["seed"])
+        self.truth: OrderedDict[str, Truth] = OrderedDict()
+        self.lateness = array("d")
+        self.started = time.time()
+        self.log = log
+        self._n = 0
+        self.requests_total = 0
+        self.errors_total = 0
+
+    # -- startup log ----------------------------------------------------------------------------
+    def load_log_lines(self) -> list[str]:
+        p, m = self.p, self.p["model"]
+        lines = [f"practice server {__version__}: profile {self.profile.name} ({self.mode} dialect)"]
+        if self.mode == "llama":
+            if all(k in m for k in ("layers", "kv_heads", "head_dim")):
+                caches = llama_kv_caches(m["layers"], m["kv_heads"], m["head_dim"], p["seats"], p["ctx_per_seat"],
+                                         p["cache_type"], m.get("swa_layers", 0), m.get("swa_window", 0))
+                lines += [llama_kv_log_line(c, p["cache_type"]) for c in caches]
+            lines.append(f"srv    load_model: initializing, n_slots = {p['seats']}, n_ctx_slot = {p['ctx_per_seat']}, "
+                         f"kv_unified = 'false'")
+            lines.append("main: server is listening")
+        else:
+            pool = p.get("pool_tokens", p["seats"] * p["ctx_per_seat"])
+            lines += [f"INFO [kv_cache_utils.py] {line}" for line in vllm_kv_log_lines(pool, p["ctx_per_seat"])]
+            lines.append("INFO:     Application startup complete.")
+        return lines
+
+    def _log(self, line: str) -> None:
+        if self.log is not None:
+            self.log.write(line + "\n")
+            self.log.flush()
+
+    # -- routing --------------------------------------------------------------------------------
+    def handle(self, req: Request, res: Responder) -> None:
+        path = req.path.rstrip("/") or "/"
+        if path in ("/health", "/v1/health"):
+            res.send_json(200, {"status": "ok"})
+            return
+        if path == "/metrics":
+            res.send(200, self.metrics_text().encode(), content_type="text/plain; version=0.0.4")
+            return
+        if path.startswith("/practice/"):
+            self.practice_route(req, res, path)
+            return
+        if self.api_key is not None and not self._authorised(req):
+            self._error(res, 401, "Invalid API Key", "authentication_error")
+            return
+        if path in ("/v1/models", "/models"):
+            res.send_json(200, self.models())
+        elif path in ("/v1/chat/completions", "/chat/completions"):
+            if req.method != "POST":
+                self._error(res, 405, "use POST for chat completions", "invalid_request_error")
+            else:
+                self.chat(req, res)
+        elif path == "/slots" and self.mode == "llama":
+            res.send_json(200, self.slots())
+        elif path == "/props" and self.mode == "llama":
+            res.send_json(200, {"total_slots": self.p["seats"],
+                                "default_generation_settings": {"n_ctx": self.p["ctx_per_seat"]},
+                                "model_path": self.p["model"]["id"], "build_info": f"practice-{__version__}"})
+        else:
+            self._error(res, 404, f"no route {req.method} {req.path}", "not_found_error")
+
+    def _authorised(self, req: Request) -> bool:
+        auth = req.headers.get("authorization", "")
+        token = auth[7:] if auth.lower().startswith("bearer ") else req.headers.get("x-api-key", "")
+        return token == self.api_key
+
+    def _error(self, res: Responder, status: int, message: str, kind: str, **extra) -> None:
+        self.errors_total += 1
+        if self.mode == "vllm":
+            body = {"object": "error", "message": message, "type": kind, "param": None, "code": status}
+        else:
+            body = {"error": {"code": status, "message": message, "type": kind, **extra}}
+        res.send_json(status, body)
+
+    # -- simple routes --------------------------------------------------------------------------
+    def models(self) -> dict:
+        created = int(self.started)
+        return {"object": "list", "data": [
+            {"id": mid, "object": "model", "created": created, "owned_by": "practice"} for mid in self.profile.model_ids]}
+
+    def slots(self) -> list[dict]:
+        engine = self.engine
+        busy = {s.seat: s for s in engine.running if s.seat is not None}
+        out = []
+        for i in range(self.p["seats"]):
+            seq = busy.get(i)
+            out.append({"id": i, "id_task": -1 if seq is None else seq.seq_no, "n_ctx": self.p["ctx_per_seat"],
+                        "speculative": False, "is_processing": seq is not None,
+                        "next_token": {"has_next_token": seq is not None,
+                                       "n_decoded": 0 if seq is None else seq.emitted}})
+        return out
+
+    def practice_route(self, req: Request, res: Responder, path: str) -> None:
+        if path == "/practice/timing":
+            res.send_json(200, self.timing_summary())
+        elif path == "/practice/reset" and req.method == "POST":
+            self.lateness = array("d")
+            res.send_json(200, {"reset": True})
+        elif path == "/practice/profile":
+            res.send_json(200, self.p)
+        elif path.startswith("/practice/truth/"):
+            truth = self.truth.get(path[len("/practice/truth/"):])
+            if truth is None:
+                self._error(res, 404, "no such request id (the server keeps the last 50,000)", "not_found_error")
+            else:
+                res.send_json(200, truth.as_dict())
+        else:
+            self._error(res, 404, f"no route {req.method} {req.path}", "not_found_error")
+
+    def timing_summary(self) -> dict:
+        late = self.lateness
+        n = len(late)
+        c = self.engine.counters
+        return {
+            "events": n,
+            "lateness_mean_s": (sum(late) / n) if n else None,
+            "lateness_p50_s": nearest_rank(late, 50),
+            "lateness_p99_s": nearest_rank(late, 99),
+            "lateness_max_s": max(late) if n else None,
+            "behind_resets": c.behind_resets,
+            "running": len(self.engine.running),
+            "waiting": len(self.engine.waiting),
+        }
+
+    # -- chat completions -----------------------------------------------------------------------
+    def chat(self, req: Request, res: Responder) -> None:
+        received = clock()
+        self.requests_total += 1
+        try:
+            body = req.json()
+        except (ValueError, UnicodeDecodeError) as exc:
+            self._error(res, 400, f"request body is not valid JSON: {exc}", "invalid_request_error")
+            return
+        if not isinstance(body, dict):
+            self._error(res, 400, "request body must be a JSON object", "invalid_request_error")
+            return
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+            self._error(res, 400, "'messages' is required: a non-empty list of {role, content} objects",
+                        "invalid_request_error")
+            return
+        model = body.get("model")
+        if self.p["check_model"] and model is not None and model not in self.profile.model_ids:
+            self._error(res, 404, f"The model `{model}` does not exist.", "NotFoundError" if self.mode == "vllm"
+                        else "not_found_error")
+            return
+        max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
+        if max_tokens is not None and (not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1):
+            self._error(res, 400, f"max_tokens must be a positive integer, got {max_tokens!r}", "invalid_request_error")
+            return
+        try:
+            faults = self._faults(req)
+        except ValueError as exc:
+            self._error(res, 400, f"X-Practice-Fault: {exc}", "invalid_request_error")
+            return
+        prompt = encode_chat(messages, body.get("tools"))
+        ctx = self.p["ctx_per_seat"]
+        needed = len(prompt) + (max_tokens or 0)
+        if needed > ctx or len(prompt) >= ctx:
+            if self.mode == "llama":
+                self._error(res, 400, f"request ({needed} tokens) exceeds the available context size ({ctx} tokens), "
+                            "try increasing it", "exceed_context_size_error", n_prompt_tokens=len(prompt), n_ctx=ctx)
+            else:
+                self._error(res, 400, f"This model's maximum context length is {ctx} tokens. However, you requested "
+                            f"{needed} tokens ({len(prompt)} in the messages, {max_tokens or 0} in the completion). "
+                            "Please reduce the length of the messages or completion.", "BadRequestError")
+            return
+        if faults.error_500:
+            self._error(res, 500, "injected fault: internal server error", "server_error")
+            return
+        limit = self.p["faults"]["queue_limit"]
+        if limit is not None and len(self.engine.waiting) >= limit:
+            self._error(res, 429, f"server busy: {len(self.engine.waiting)} requests already waiting", "rate_limit_error")
+            return
+
+        self._n += 1
+        rid = _SAFE_ID.sub("", req.headers.get("x-request-id", ""))[:128] or f"chatcmpl-{self._n:08x}{int(received * 1e6) & 0xFFFFFF:06x}"
+        budget = max_tokens if max_tokens is not None else ctx - len(prompt)
+        rng = random.Random(hash((self.p["seed"], self._n)))
+        plan = plan_reply(body, self.p, rng, budget)
+        truth = Truth(rid, received, time.time(), len(prompt), budget, fault=faults.label())
+        self.truth[rid] = truth
+        if len(self.truth) > TRUTH_KEEP:
+            self.truth.popitem(last=False)
+        stream = bool(body.get("stream", False))
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage", False))
+        sink_cls = StreamSink if stream else WholeSink
+        sink = sink_cls(self, res, rid, body.get("model") or self.p["model"]["id"], truth, faults, include_usage)
+        seq = Sequence(rid, prompt, plan, sink, received,
+                       stall_after=faults.stall_after if faults.stall_s is not None else None,
+                       stall_s=faults.stall_s or 0.0)
+        sink.start()
+        self.engine.submit(seq)
+
+    def _faults(self, req: Request) -> Faults:
+        header = req.headers.get("x-practice-fault")
+        if header:
+            return parse_fault_header(header)
+        f, r = self.p["faults"], self.rng
+        faults = Faults()
+        if f["error_500_share"] and r.random() < f["error_500_share"]:
+            faults.error_500 = True
+        if f["cut_share"] and r.random() < f["cut_share"]:
+            faults.cut_after = f["cut_after_tokens"]
+        if f["stall_share"] and r.random() < f["stall_share"]:
+            faults.stall_s = f["stall_s"]
+        if f["malformed_share"] and r.random() < f["malformed_share"]:
+            faults.malformed = True
+        if f["no_usage_share"] and r.random() < f["no_usage_share"]:
+            faults.no_usage = True
+        return faults
+
+    # -- pieces shared by both sinks ------------------------------------------------------------
+    def usage(self, seq: Sequence) -> dict:
+        return {"prompt_tokens": len(seq.prompt), "completion_tokens": seq.emitted,
+                "total_tokens": len(seq.prompt) + seq.emitted,
+                "prompt_tokens_details": {"cached_tokens": seq.cached}}
+
+    def timings(self, seq: Sequence, end: float) -> dict:
+        prompt_n = max(1, len(seq.prompt) - seq.cached)
+        prompt_ms = max(seq.prefill_s, 1e-6) * 1000
+        first = seq.first_token_at or end
+        predicted_ms = max(end - first, 1e-6) * 1000
+        n = max(seq.emitted, 1)
+        return {"cache_n": seq.cached, "prompt_n": prompt_n, "prompt_ms": round(prompt_ms, 3),
+                "prompt_per_token_ms": round(prompt_ms / prompt_n, 3),
+                "prompt_per_second": round(prompt_n / prompt_ms * 1000, 3),
+                "predicted_n": seq.emitted, "predicted_ms": round(predicted_ms, 3),
+                "predicted_per_token_ms": round(predicted_ms / n, 3),
+                "predicted_per_second": round(n / predicted_ms * 1000, 3)}
+
+    def reasoning_field(self) -> str:
+        return "reasoning_content" if self.mode == "llama" else "reasoning"
+
+    # -- metrics --------------------------------------------------------------------------------
+    def metrics_text(self) -> str:
+        e, c = self.engine, self.engine.counters
+        if self.mode == "llama":
+            per_decode = c.busy_seat_steps / c.decode_steps if c.decode_steps else 0.0
+            rows = [
+                ("prompt_tokens_total", "counter", "Number of prompt tokens processed, excluding cached tokens.", c.prompt_tokens),
+                ("prompt_tokens_cached_total", "counter", "Number of prompt tokens served from the cache.", c.cached_tokens),
+                ("prompt_seconds_total", "counter", "Prompt process time.", c.prompt_seconds),
+                ("tokens_predicted_total", "counter", "Number of generation tokens processed.", c.generated_tokens),
+                ("tokens_predicted_seconds_total", "counter", "Predict process time.", c.decode_seconds),
+                ("n_decode_total", "counter", "Total number of llama_decode() calls.", c.decode_steps),
+                ("n_busy_slots_per_decode", "counter", "Average number of busy slots per llama_decode() call.", per_decode),
+                ("prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s.",
+                 c.prompt_tokens / c.prompt_seconds if c.prompt_seconds else 0.0),
+                ("predicted_tokens_seconds", "gauge", "Average generation throughput in tokens/s.",
+                 c.generated_tokens / c.decode_seconds if c.decode_seconds else 0.0),
+                ("requests_processing", "gauge", "Number of requests processing.", len(e.running)),
+                ("requests_deferred", "gauge", "Number of requests deferred.", len(e.waiting)),
+            ]
+            out = []
+            for name, kind, help_text, value in rows:
+                out += [f"# HELP llamacpp:{name} {help_text}", f"# TYPE llamacpp:{name} {kind}", f"llamacpp:{name} {value}"]
+            return "\n".join(out) + "\n"
+        label = f'{{model_name="{self.p["model"]["id"]}"}}'
+        pool = getattr(e, "pool", None)
+        rows = [
+            ("num_requests_running", "gauge", "Number of requests in model execution batches.", len(e.running)),
+            ("num_requests_waiting", "gauge", "Number of requests waiting to be processed.", len(e.waiting)),
+            ("kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", e.kv_usage()),
+            ("num_preemptions_total", "counter", "Cumulative number of preemption from the engine.", c.preemptions),
+            ("prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.",
+             pool.queries if pool else 0),
+            ("prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.",
+             pool.hits if pool else 0),
+            ("prompt_tokens_total", "counter", "Number of prefill tokens processed.", c.prompt_tokens + c.cached_tokens),
+            ("generation_tokens_total", "counter", "Number of generation tokens processed.", c.generated_tokens),
+            ("request_success_total", "counter", "Count of successfully processed requests.", c.requests_finished),
+        ]
+        out = []
+        for name, kind, help_text, value in rows:
+            out += [f"# HELP vllm:{name} {help_text}", f"# TYPE vllm:{name} {kind}", f"vllm:{name}{label} {value}"]
+        return "\n".join(out) + "\n"
+
+
+class _SinkBase:
+    def __init__(self, app: PracticeApp, res: Responder, rid: str, model: str, truth: Truth,
+                 faults: Faults, include_usage: bool) -> None:
+        self.app, self.res, self.rid, self.model = app, res, rid, model
+        self.truth, self.faults, self.include_usage = truth, faults, include_usage
+        self.created = int(time.time())
+
+    @property
+    def closed(self) -> bool:
+        return self.res.closed
+
+    def _record(self, seq: Sequence, scheduled: float) -> None:
+        sent = clock()
+        t = self.truth
+        if t.admitted is None:
+            t.admitted, t.seat, t.cached_tokens = seq.admitted_at, seq.seat, seq.cached
+        t.scheduled.append(scheduled)
+        t.sent.append(sent)
+        self.app.lateness.append(sent - scheduled)
+
+
+class StreamSink(_SinkBase):
+    """Writes SSE chunks as tokens come due; each token is one event and one socket write."""
+
+    def start(self) -> None:
+        head = (f'data: {{"id":"{self.rid}","object":"chat.completion.chunk","created":{self.created},'
+                f'"model":{json.dumps(self.model)},"choices":[{{"index":0,"delta":{{')
+        self._head = head.encode()
+        self._tail = b'},"logprobs":null,"finish_reason":null}]}\n\n'
+        self.res.start_stream(headers=[("X-Request-Id", self.rid)])
+        role = '"role":"assistant","content":null' if self.app.mode == "llama" else '"role":"assistant","content":""'
+        self.res.chunk(self._head + role.encode() + self._tail)
+
+    def token(self, seq: Sequence, index: int, scheduled: float) -> None:
+        field_name, text = seq.plan.pieces[index]
+        if field_name == "tool_args":
+            if index == 0 or seq.plan.pieces[index - 1][0] != "tool_args":
+                delta = ('"tool_calls":[{"index":0,"id":"call_' + self.rid[-12:] + '","type":"function","function":{"name":'
+                         + json.dumps(seq.plan.tool_name) + ',"arguments":' + json.dumps(text) + "}}]")
+            else:
+                delta = '"tool_calls":[{"index":0,"function":{"arguments":' + json.dumps(text) + "}}]"
+        elif field_name == "reasoning":
+            delta = f'"{self.app.reasoning_field()}":' + json.dumps(text)
+        else:
+            delta = '"content":' + json.dumps(text)
+        self.res.chunk(self._head + delta.encode() + self._tail)
+        self._record(seq, scheduled)
+        if self.faults.malformed and index == min(1, seq.length - 1):
+            self.res.chunk(b'data: {"choices":[{"delta":{"content":"unterminated\n\n')
+        if self.faults.cut_after is not None and seq.emitted >= self.faults.cut_after:
+            self.truth.outcome = "cut"
+            self.res.abort()
+
+    def finish(self, seq: Sequence) -> None:
+        if self.closed:
+            return
+        end = clock()
+        t = self.truth
+        t.finish_reason, t.outcome = seq.plan.finish_reason, "ok"
+        final = {"id": self.rid, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+                 "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": seq.plan.finish_reason}]}
+        if self.app.mode == "llama" and not self.faults.no_usage:
+            final["timings"] = self.app.timings(seq, end)
+        out = b"data: " + json.dumps(final).encode() + b"\n\n"
+        if self.include_usage and not self.faults.no_usage:
+            usage = {"id": self.rid, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
+                     "choices": [], "usage": self.app.usage(seq)}
+            if self.app.mode == "llama":
+                usage["timings"] = final["timings"]
+            out += b"data: " + json.dumps(usage).encode() + b"\n\n"
+        out += b"data: [DONE]\n\n"
+        self.res.chunk(out)
+        self.res.end()
+
+
+class WholeSink(_SinkBase):
+    """Collects the reply and sends one JSON body when the last token is due."""
+
+    def start(self) -> None:
+        pass
+
+    def token(self, seq: Sequence, index: int, scheduled: float) -> None:
+        self._record(seq, scheduled)
+        if self.faults.cut_after is not None and seq.emitted >= self.faults.cut_after:
+            self.truth.outcome = "cut"
+            self.res.abort()
+
+    def finish(self, seq: Sequence) -> None:
+        if self.closed:
+            return
+        t = self.truth
+        t.finish_reason, t.outcome = seq.plan.finish_reason, "ok"
+        parts = {"reasoning": "", "content": "", "tool_args": ""}
+        for field_name, text in seq.plan.pieces[: seq.emitted]:
+            parts[field_name] += text
+        message: dict = {"role": "assistant", "content": parts["content"] or None}
+        if parts["reasoning"]:
+            message[self.app.reasoning_field()] = parts["reasoning"]
+        if seq.plan.tool_name and parts["tool_args"]:
+            message["tool_calls"] = [{"id": "call_" + self.rid[-12:], "type": "function",
+                                      "function": {"name": seq.plan.tool_name, "arguments": parts["tool_args"]}}]
+        body = {"id": self.rid, "object": "chat.completion", "created": self.created, "model": self.model,
+                "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": seq.plan.finish_reason}]}
+        if not self.faults.no_usage:
+            body["usage"] = self.app.usage(seq)
+            if self.app.mode == "llama":
+                body["timings"] = self.app.timings(seq, clock())
+        self.res.send_json(200, body, headers=[("X-Request-Id", self.rid)])

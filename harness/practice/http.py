@@ -1,0 +1,179 @@
+"""A small HTTP/1.1 server on asyncio protocols, built for streaming many SSE responses cheaply.
+
+It parses one request at a time per connection (keep-alive, Content-Length bodies), hands a
+``Request`` and a ``Responder`` to the application, and lets the application answer at once
+(``send``) or stream with chunked transfer encoding (``start_stream``/``chunk``/``end``). A
+general framework would cost several times the CPU per event; this server has one job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from dataclasses import dataclass
+from typing import Callable
+from urllib.parse import parse_qs, urlsplit
+
+MAX_HEADER = 64 * 1024
+MAX_BODY = 64 * 1024 * 1024
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
+            413: "Payload Too Large", 429: "Too Many Requests", 500: "Internal Server Error",
+            503: "Service Unavailable"}
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: dict
+    headers: dict  # lower-case names
+    body: bytes
+
+    def json(self):
+        return json.loads(self.body.decode("utf-8"))
+
+
+class Responder:
+    """One response on one connection. After ``end`` or ``abort`` further calls do nothing."""
+
+    __slots__ = ("_proto", "closed", "_streaming", "_keep_alive")
+
+    def __init__(self, proto: "HttpProtocol", keep_alive: bool) -> None:
+        self._proto = proto
+        self.closed = False
+        self._streaming = False
+        self._keep_alive = keep_alive
+
+    def _head(self, status: int, headers: list[tuple[str, str]]) -> bytes:
+        lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}"]
+        lines += [f"{k}: {v}" for k, v in headers]
+        lines.append("Connection: keep-alive" if self._keep_alive else "Connection: close")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    def send(self, status: int, body: bytes, content_type: str = "application/json",
+             headers: list[tuple[str, str]] | None = None) -> None:
+        if self.closed:
+            return
+        hdrs = [("Content-Type", content_type), ("Content-Length", str(len(body))), *(headers or [])]
+        self._proto.write(self._head(status, hdrs) + body)
+        self._finish()
+
+    def send_json(self, status: int, obj, headers: list[tuple[str, str]] | None = None) -> None:
+        self.send(status, json.dumps(obj).encode("utf-8"), headers=headers)
+
+    def start_stream(self, status: int = 200, content_type: str = "text/event-stream",
+                     headers: list[tuple[str, str]] | None = None) -> None:
+        hdrs = [("Content-Type", content_type), ("Cache-Control", "no-cache"),
+                ("Transfer-Encoding", "chunked"), *(headers or [])]
+        self._streaming = True
+        self._proto.write(self._head(status, hdrs))
+
+    def chunk(self, data: bytes) -> None:
+        if not self.closed:
+            self._proto.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def end(self) -> None:
+        if not self.closed:
+            self._proto.write(b"0\r\n\r\n")
+            self._finish()
+
+    def abort(self) -> None:
+        """Drop the connection mid-response (a stream cut off)."""
+        if not self.closed:
+            self.closed = True
+            self._proto.close()
+
+    def _finish(self) -> None:
+        self.closed = True
+        self._proto.response_done(self._keep_alive)
+
+
+Handler = Callable[[Request, Responder], None]
+
+
+class HttpProtocol(asyncio.Protocol):
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.transport: asyncio.Transport | None = None
+        self.buf = bytearray()
+        self.busy: Responder | None = None
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            except OSError:
+                pass
+
+    def connection_lost(self, exc) -> None:
+        if self.busy is not None:
+            self.busy.closed = True
+        self.transport = None
+
+    def write(self, data: bytes) -> None:
+        if self.transport is not None:
+            self.transport.write(data)
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+    def response_done(self, keep_alive: bool) -> None:
+        self.busy = None
+        if not keep_alive:
+            self.close()
+        elif self.buf:
+            self._parse()
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        if self.busy is None:
+            self._parse()
+
+    def _parse(self) -> None:
+        end = self.buf.find(b"\r\n\r\n")
+        if end < 0:
+            if len(self.buf) > MAX_HEADER:
+                self._reject(413, "request headers too large")
+            return
+        try:
+            head = self.buf[:end].decode("latin-1").split("\r\n")
+            method, target, version = head[0].split(" ", 2)
+            headers = {}
+            for line in head[1:]:
+                name, _, value = line.partition(":")
+                headers[name.strip().lower()] = value.strip()
+            length = int(headers.get("content-length", "0") or 0)
+        except ValueError:
+            self._reject(400, "malformed HTTP request")
+            return
+        if length > MAX_BODY:
+            self._reject(413, "request body too large")
+            return
+        if len(self.buf) < end + 4 + length:
+            return
+        body = bytes(self.buf[end + 4 : end + 4 + length])
+        del self.buf[: end + 4 + length]
+        parts = urlsplit(target)
+        keep_alive = headers.get("connection", "").lower() != "close" and version == "HTTP/1.1"
+        responder = Responder(self, keep_alive)
+        self.busy = responder
+        request = Request(method.upper(), parts.path, parse_qs(parts.query), headers, body)
+        try:
+            self.handler(request, responder)
+        except Exception as exc:  # an application bug must not kill the server
+            responder.send_json(500, {"error": {"code": 500, "message": f"internal error: {exc!r}",
+                                                "type": "server_error"}})
+
+    def _reject(self, status: int, message: str) -> None:
+        responder = Responder(self, keep_alive=False)
+        responder.send_json(status, {"error": {"code": status, "message": message, "type": "invalid_request_error"}})
+        self.buf.clear()
+
+
+async def serve(handler: Handler, host: str, port: int) -> asyncio.base_events.Server:
+    loop = asyncio.get_running_loop()
+    return await loop.create_server(lambda: HttpProtocol(handler), host, port, reuse_address=True, backlog=1024)

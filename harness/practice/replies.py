@@ -1,0 +1,141 @@
+"""What the practice server says: a plan of output tokens, decided before the first one is sent.
+
+Pure functions of the request, the profile and a seeded generator. A plan is a list of
+``(field, text)`` pieces, one per output token, where field is ``reasoning``, ``content`` or
+``tool_args`` (the first ``tool_args`` piece opens the call), plus the finish reason.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from dataclasses import dataclass
+
+from harness.practice.tokenizer import pieces
+
+_WORDS = (
+    "the server keeps a seat for each conversation and writes one token per step while the "
+    "batch shares every pass over the weights so a second person costs far less than the first "
+    "until the seats fill and newcomers wait in line for a place memory bandwidth sets the pace "
+    "of decoding and the cache holds what each prompt already said"
+).split()
+_THOUGHT = "let me think about what is being asked and answer briefly".split()
+_CITIES = ["Paris", "Lisbon", "Oslo", "Nairobi", "Osaka", "Lima"]
+
+
+@dataclass(frozen=True)
+class ReplyPlan:
+    pieces: list[tuple[str, str]]
+    finish_reason: str
+    tool_name: str | None = None
+    tool_arguments: str | None = None
+
+
+def output_length(spec: dict, rng: random.Random) -> int:
+    kind = spec["kind"]
+    if kind == "fixed":
+        return int(spec.get("tokens", 256))
+    if kind == "uniform":
+        return rng.randint(int(spec.get("low", 1)), int(spec.get("high", 512)))
+    median = float(spec.get("median", 200))
+    sigma = float(spec.get("sigma", 0.5))
+    return max(1, int(round(math.exp(math.log(median) + sigma * rng.gauss(0.0, 1.0)))))
+
+
+def example_for(schema: dict, name: str = "") -> object:
+    """A value that satisfies a JSON Schema of the kinds chat APIs use for tools and replies."""
+    if not isinstance(schema, dict):
+        return None
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    for combo in ("anyOf", "oneOf", "allOf"):
+        if schema.get(combo):
+            return example_for(schema[combo][0], name)
+    kind = schema.get("type", "object" if "properties" in schema else "string")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {key: example_for(sub, key) for key, sub in props.items()}
+    if kind == "array":
+        count = max(1, int(schema.get("minItems", 1)))
+        return [example_for(schema.get("items", {}), name) for _ in range(count)]
+    if kind == "integer":
+        return int(schema.get("minimum", 3))
+    if kind == "number":
+        return float(schema.get("minimum", 21.5))
+    if kind == "boolean":
+        return True
+    if kind == "null":
+        return None
+    lowered = name.lower()
+    if "city" in lowered or "location" in lowered:
+        return _CITIES[len(name) % len(_CITIES)]
+    if "unit" in lowered:
+        return "celsius"
+    text = "example"
+    min_len = int(schema.get("minLength", 0))
+    return (text * (1 + min_len // len(text)))[: max(min_len, len(text))]
+
+
+def _prose(n: int, rng: random.Random) -> list[str]:
+    start = rng.randrange(len(_WORDS))
+    out = []
+    for i in range(n):
+        word = _WORDS[(start + i) % len(_WORDS)]
+        out.append(word.capitalize() if i == 0 else " " + word)
+    return out
+
+
+def _thinking(n: int) -> list[str]:
+    return [(" " if i else "") + _THOUGHT[i % len(_THOUGHT)] for i in range(n)]
+
+
+def _tool_choice_name(request: dict) -> str | None:
+    choice = request.get("tool_choice")
+    if isinstance(choice, dict):
+        return (choice.get("function") or {}).get("name")
+    return None
+
+
+def plan_reply(request: dict, profile: dict, rng: random.Random, max_tokens: int) -> ReplyPlan:
+    """Decide every output token of one reply, capped at ``max_tokens``."""
+    out_spec = profile["output"]
+    thinking_enabled = (request.get("chat_template_kwargs") or {}).get("enable_thinking", True)
+    think = int(out_spec.get("thinking_tokens", 0)) if thinking_enabled else 0
+    plan: list[tuple[str, str]] = [("reasoning", t) for t in _thinking(think)]
+    tools = request.get("tools") or []
+    fmt = request.get("response_format") or {}
+    finish = "stop"
+    tool_name = tool_args = None
+    prose = False
+
+    if tools and request.get("tool_choice") != "none":
+        tool_name = _tool_choice_name(request) or str(tools[0].get("function", {}).get("name", "tool"))
+        params = next(
+            (t["function"].get("parameters", {}) for t in tools if t.get("function", {}).get("name") == tool_name),
+            {},
+        )
+        tool_args = json.dumps(example_for(params))
+        if profile["features"]["tool_parser"]:
+            plan += [("tool_args", p) for p in pieces(tool_args)]
+            finish = "tool_calls"
+        else:
+            block = "<tool_call>\n" + json.dumps({"name": tool_name, "arguments": json.loads(tool_args)}) + "\n</tool_call>"
+            plan += [("content", p) for p in pieces(block)]
+    elif fmt.get("type") == "json_schema" and profile["features"]["json_schema"]:
+        schema = (fmt.get("json_schema") or {}).get("schema", {})
+        plan += [("content", p) for p in pieces(json.dumps(example_for(schema)))]
+    elif fmt.get("type") == "json_object" and profile["features"]["json_schema"]:
+        plan += [("content", p) for p in pieces(json.dumps({"answer": "example"}))]
+    else:
+        prose = True
+        plan += [("content", p) for p in _prose(output_length(out_spec["length"], rng), rng)]
+
+    # A reply that reaches max_tokens stops on length (a prose reply that lands exactly on it too).
+    if len(plan) > max_tokens or (len(plan) == max_tokens and prose):
+        plan, finish = plan[:max_tokens], "length"
+    return ReplyPlan(plan, finish, tool_name, tool_args)

@@ -1,0 +1,83 @@
+"""Run the practice server: ``harness practice`` and ``make mock``."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import signal
+import sys
+from pathlib import Path
+
+from harness.errors import ConfigError, PortBusy
+from harness.practice.app import PracticeApp
+from harness.practice.http import serve
+from harness.practice.profile import Profile
+
+DEFAULT_PORT = 8099  # no engine in the seeds uses it (they use 8000, 8080-8083, 5000, 13305)
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def new_event_loop(use_uvloop: bool = True) -> asyncio.AbstractEventLoop:
+    if use_uvloop:
+        try:
+            import uvloop
+
+            return uvloop.new_event_loop()
+        except ImportError:
+            pass
+    return asyncio.new_event_loop()
+
+
+def run(profile: Profile, host: str = "127.0.0.1", port: int = DEFAULT_PORT, api_key: str | None = None,
+        log_path: str | None = None, use_uvloop: bool = True, out=sys.stdout) -> int:
+    if host not in LOOPBACK and api_key is None:
+        print(f"warning: serving without an API key on {host}, beyond loopback: anyone on the network can use it",
+              file=sys.stderr)
+    loop = new_event_loop(use_uvloop)
+    asyncio.set_event_loop(loop)
+    log = open(log_path, "a", encoding="utf-8") if log_path else None
+    app = PracticeApp(profile, loop, api_key=api_key, log=log)
+    try:
+        server = loop.run_until_complete(serve(app.handle, host, port))
+    except OSError as exc:
+        if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+            raise PortBusy(f"{host}:{port} is already in use; stop what holds it (it may be an earlier practice "
+                           f"server, which is fine to reuse) or pass --port") from exc
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    for line in app.load_log_lines():
+        app._log(line)
+    p = profile.raw
+    print(f"practice server: slots={p['seats']} profile={profile.name} mode={profile.mode} "
+          f"ctx_per_slot={p['ctx_per_seat']} listening on http://{host}:{port} (base URL http://{host}:{port}/v1)",
+          file=out, flush=True)
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+        except (NotImplementedError, RuntimeError):
+            pass
+    try:
+        loop.run_until_complete(stop.wait())
+    finally:
+        server.close()
+        loop.close()
+        if log:
+            log.close()
+    print("practice server: stopped", file=out, flush=True)
+    return 0
+
+
+def api_key_from_env(var: str | None) -> str | None:
+    if not var:
+        return None
+    value = os.environ.get(var)
+    if not value:
+        raise ConfigError(f"--api-key-env names {var}, but that environment variable is empty; export it or drop the option")
+    return value
+
+
+def resolve_log(path: str | None) -> str | None:
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,95 @@
+"""Shared fixtures: start a real practice server (a separate process) on a free port."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RunningServer:
+    def __init__(self, proc: subprocess.Popen, port: int, log: Path, out: Path) -> None:
+        self.proc, self.port, self.log, self.out = proc, port, log, out
+        self.root = f"http://127.0.0.1:{port}"
+        self.base_url = self.root + "/v1"
+
+    def truth(self, rid: str) -> dict:
+        return requests.get(f"{self.root}/practice/truth/{rid}", timeout=5).json()
+
+    def metrics(self) -> str:
+        return requests.get(f"{self.root}/metrics", timeout=5).text
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+def start_practice(tmp_path: Path, profile: str | dict = "kit", extra: list[str] | None = None,
+                   env: dict | None = None) -> RunningServer:
+    if isinstance(profile, dict):
+        path = tmp_path / f"profile-{profile['name']}.yaml"
+        path.write_text(yaml.safe_dump(profile))
+        profile = str(path)
+    port = free_port()
+    log, out = tmp_path / f"practice-{port}.log", tmp_path / f"practice-{port}.out"
+    cmd = [sys.executable, "-m", "harness.cli", "practice", "--profile", profile, "--port", str(port),
+           "--log-file", str(log), *(extra or [])]
+    with open(out, "w") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, **(env or {})})
+    server = RunningServer(proc, port, log, out)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"practice server exited: {out.read_text()}")
+        try:
+            if requests.get(server.root + "/health", timeout=0.5).status_code == 200:
+                return server
+        except requests.RequestException:
+            time.sleep(0.05)
+    server.stop()
+    raise RuntimeError("practice server did not become healthy in 30 s")
+
+
+@pytest.fixture
+def practice(tmp_path):
+    """Call with a profile name or dict (and extra CLI args); every server is stopped afterwards."""
+    started: list[RunningServer] = []
+
+    def _start(profile="kit", extra=None, env=None) -> RunningServer:
+        server = start_practice(tmp_path, profile, extra, env)
+        started.append(server)
+        return server
+
+    yield _start
+    for server in started:
+        server.stop()
+
+
+def kit_profile(**changes) -> dict:
+    """The shipped kit profile as a dict, with changes (used to make timing exact for tests)."""
+    data = yaml.safe_load((ROOT / "harness/practice/profiles/kit.yaml").read_text())
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            data[key] = {**data[key], **value}
+        else:
+            data[key] = value
+    return data

@@ -31,12 +31,14 @@ def llama_kv_caches(
     swa_layers: int = 0,
     swa_window: int = 0,
     ubatch: int = 512,
+    swa_full: bool = False,
 ) -> list[dict]:
     """The KV caches llama-server allocates with explicit slots and no unified cache.
 
     One entry per cache it logs: the full-attention layers hold ``ctx_per_slot`` cells per slot;
     sliding-window layers (Gemma 3) hold the window plus one micro-batch, padded to 256 cells,
-    but never more than the slot's context. Sizes are in bytes.
+    but never more than the slot's context; ``--swa-full`` gives them the whole context, which
+    llama-server needs to reuse a cached prefix longer than the window. Sizes are in bytes.
     """
     caches = []
     full_layers = layers - swa_layers
@@ -45,7 +47,7 @@ def llama_kv_caches(
         caches.append({"cells": ctx_per_slot, "layers": full_layers, "seqs": slots,
                        "bytes": ctx_per_slot * full_layers * per_cell_layer * slots})
     if swa_layers > 0:
-        cells = min(ctx_per_slot, pad_to(swa_window + ubatch, 256))
+        cells = ctx_per_slot if swa_full else min(ctx_per_slot, pad_to(swa_window + ubatch, 256))
         caches.append({"cells": cells, "layers": swa_layers, "seqs": slots,
                        "bytes": cells * swa_layers * per_cell_layer * slots})
     return caches

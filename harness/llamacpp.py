@@ -105,15 +105,19 @@ def find_model() -> Path:
 
 def server_argv(binary: Path, model: Path, port: int, slots: int = 4, ctx_per_slot: int = 2048,
                 cache_type: str = "f16", host: str = "127.0.0.1", cache_ram: int = 0, threads: int | None = None,
+                swa_full: bool = False,
                 alias: str = MODEL_ALIAS, extra: list[str] | None = None) -> list[str]:
     """llama-server with every setting that changes a result stated. ``--ctx-size`` is the total
     across slots (slots x context per slot); an explicit ``--parallel`` keeps the cache per slot."""
     argv = [str(binary), "--model", str(model), "--alias", alias, "--host", host, "--port", str(port),
             "--parallel", str(slots), "--ctx-size", str(slots * ctx_per_slot),
             "--cache-type-k", cache_type, "--cache-type-v", cache_type,
-            "--cache-ram", str(cache_ram), "--metrics", "--jinja"]
+            "--cache-ram", str(cache_ram), "--metrics", "--jinja",
+            "--verbosity", "4"]  # level 4 logs the llama_kv_cache size lines the allocation check reads
     if threads:
         argv += ["--threads", str(threads)]
+    if swa_full:  # sliding-window models (Gemma 3) reuse a cached prefix only with a full-size SWA cache
+        argv.append("--swa-full")
     return argv + list(extra or [])
 
 

@@ -87,6 +87,10 @@ class Faults:
     no_usage: bool = False
     error_500: bool = False
 
+    @property
+    def any(self) -> bool:
+        return bool(self.cut_after is not None or self.malformed)
+
     def label(self) -> str | None:
         names = [n for n, on in (("cut", self.cut_after is not None), ("stall", self.stall_s is not None),
                                  ("malformed", self.malformed), ("no-usage", self.no_usage),
@@ -223,6 +227,9 @@ class PracticeApp:
             res.send_json(200, self.timing_summary())
         elif path == "/practice/reset" and req.method == "POST":
             self.lateness = array("d")
+            for name in ("step_late", "step_spread"):
+                if hasattr(self.engine, name):
+                    setattr(self.engine, name, array("d"))
             res.send_json(200, {"reset": True})
         elif path == "/practice/profile":
             res.send_json(200, self.p)
@@ -246,6 +253,10 @@ class PracticeApp:
             "lateness_p99_s": nearest_rank(late, 99),
             "lateness_max_s": max(late) if n else None,
             "behind_resets": c.behind_resets,
+            "step_late_p50_s": nearest_rank(getattr(self.engine, "step_late", []), 50),
+            "step_late_p99_s": nearest_rank(getattr(self.engine, "step_late", []), 99),
+            "step_spread_p50_s": nearest_rank(getattr(self.engine, "step_spread", []), 50),
+            "step_spread_p99_s": nearest_rank(getattr(self.engine, "step_spread", []), 99),
             "running": len(self.engine.running),
             "waiting": len(self.engine.waiting),
         }
@@ -405,6 +416,20 @@ class PracticeApp:
         return "\n".join(out) + "\n"
 
 
+_DELTAS: dict[tuple[str, str], bytes] = {}
+
+
+def _delta_bytes(name: str, text: str) -> bytes:
+    """The encoded ``"field":"text"`` part of a delta; the vocabulary is small, so it is cached."""
+    key = (name, text)
+    out = _DELTAS.get(key)
+    if out is None:
+        out = f'"{name}":{json.dumps(text)}'.encode()
+        if len(_DELTAS) < 100_000:
+            _DELTAS[key] = out
+    return out
+
+
 class _SinkBase:
     def __init__(self, app: PracticeApp, res: Responder, rid: str, model: str, truth: Truth,
                  faults: Faults, include_usage: bool) -> None:
@@ -435,28 +460,42 @@ class StreamSink(_SinkBase):
         self._head = head.encode()
         self._tail = b'},"logprobs":null,"finish_reason":null}]}\n\n'
         self.res.start_stream(headers=[("X-Request-Id", self.rid)])
+        self._write = self.res.raw_writer()
         role = '"role":"assistant","content":null' if self.app.mode == "llama" else '"role":"assistant","content":""'
         self.res.chunk(self._head + role.encode() + self._tail)
 
     def token(self, seq: Sequence, index: int, scheduled: float) -> None:
-        field_name, text = seq.plan.pieces[index]
-        if field_name == "tool_args":
-            if index == 0 or seq.plan.pieces[index - 1][0] != "tool_args":
-                delta = ('"tool_calls":[{"index":0,"id":"call_' + self.rid[-12:] + '","type":"function","function":{"name":'
-                         + json.dumps(seq.plan.tool_name) + ',"arguments":' + json.dumps(text) + "}}]")
-            else:
-                delta = '"tool_calls":[{"index":0,"function":{"arguments":' + json.dumps(text) + "}}]"
+        # The hot path (one call per token event): kept flat on purpose.
+        res = self.res
+        if res.closed:
+            return
+        pieces = seq.plan.pieces
+        field_name, text = pieces[index]
+        if field_name == "content":
+            delta = _DELTAS.get(("content", text)) or _delta_bytes("content", text)
         elif field_name == "reasoning":
-            delta = f'"{self.app.reasoning_field()}":' + json.dumps(text)
+            delta = _delta_bytes(self.app.reasoning_field(), text)
+        elif index == 0 or pieces[index - 1][0] != "tool_args":
+            delta = ('"tool_calls":[{"index":0,"id":"call_' + self.rid[-12:] + '","type":"function","function":{"name":'
+                     + json.dumps(seq.plan.tool_name) + ',"arguments":' + json.dumps(text) + "}}]").encode()
         else:
-            delta = '"content":' + json.dumps(text)
-        self.res.chunk(self._head + delta.encode() + self._tail)
-        self._record(seq, scheduled)
-        if self.faults.malformed and index == min(1, seq.length - 1):
-            self.res.chunk(b'data: {"choices":[{"delta":{"content":"unterminated\n\n')
-        if self.faults.cut_after is not None and seq.emitted >= self.faults.cut_after:
-            self.truth.outcome = "cut"
-            self.res.abort()
+            delta = b'"tool_calls":[{"index":0,"function":{"arguments":' + json.dumps(text).encode() + b"}}]"
+        payload = self._head + delta + self._tail
+        self._write(b"%x\r\n%s\r\n" % (len(payload), payload))
+        sent = clock()
+        truth = self.truth
+        truth.scheduled.append(scheduled)
+        truth.sent.append(sent)
+        self.app.lateness.append(sent - scheduled)
+        if truth.admitted is None:
+            truth.admitted, truth.seat, truth.cached_tokens = seq.admitted_at, seq.seat, seq.cached
+        faults = self.faults
+        if faults.any:
+            if faults.malformed and index == min(1, seq.length - 1):
+                res.chunk(b'data: {"choices":[{"delta":{"content":"unterminated\n\n')
+            if faults.cut_after is not None and seq.emitted >= faults.cut_after:
+                truth.outcome = "cut"
+                res.abort()
 
     def finish(self, seq: Sequence) -> None:
         if self.closed:

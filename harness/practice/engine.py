@@ -16,6 +16,8 @@ Both talk to the HTTP side through a ``Sink`` (one per request) and never touch 
 from __future__ import annotations
 
 import asyncio
+import heapq
+from array import array
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -26,6 +28,28 @@ from harness.practice.replies import ReplyPlan
 
 clock = time.monotonic
 BEHIND_RESET_S = 0.1
+SPIN_S = 0.0015  # wake this early and spin to the deadline: event-loop timers are only ms-precise
+
+
+class PreciseTimer:
+    """Run a callback at an absolute ``clock()`` deadline: never early, typically microseconds late.
+
+    asyncio's timers round to milliseconds (uvloop's can even fire early), so the timer wakes
+    ``SPIN_S`` before the deadline and spins the rest of the way.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, spin_s: float = SPIN_S) -> None:
+        self.loop = loop
+        self.spin_s = spin_s
+
+    def at(self, due: float, fn, *args) -> asyncio.TimerHandle:
+        return self.loop.call_later(max(0.0, due - clock() - self.spin_s), self._fire, due, fn, args)
+
+    @staticmethod
+    def _fire(due: float, fn, args) -> None:
+        while clock() < due:
+            pass
+        fn(*args)
 
 
 class Sink(Protocol):
@@ -59,9 +83,8 @@ class Sequence:
     blocks: int = 0
     seq_no: int = 0
 
-    @property
-    def length(self) -> int:
-        return len(self.plan.pieces)
+    def __post_init__(self) -> None:
+        self.length = len(self.plan.pieces)
 
 
 @dataclass
@@ -107,11 +130,15 @@ class BatchedEngine:
             self.pool = None
             self.seat_cache = SeatCache(self.seats, reuse=profile["prefix_cache"] == "per-seat")
         self.loop = loop
+        self.timer = PreciseTimer(loop)
         self.state = EngineState()
         self.counters = Counters()
         self._stepping = False
         self._handle: asyncio.TimerHandle | None = None
         self._seq_no = 0
+        # Diagnostics: per step, how late the first token was written and how long all took.
+        self.step_late = array("d")
+        self.step_spread = array("d")
 
     # -- what /metrics and /slots read --------------------------------------------------------
     @property
@@ -217,7 +244,7 @@ class BatchedEngine:
             if paused:  # only stalled sequences: wake at the earliest resume time
                 resume = min(s.paused_until for s in paused)
                 self._stepping = True
-                self._handle = self.loop.call_later(max(0.0, resume - now), self._plan_step, resume)
+                self._handle = self.timer.at(resume, self._plan_step, resume)
             else:
                 self._stepping = False
             return
@@ -226,10 +253,11 @@ class BatchedEngine:
         end = start + duration
         self.counters.prompt_seconds += prefill_s
         self._stepping = True
-        self._handle = self.loop.call_later(max(0.0, end - now), self._end_step, end, decode, prefill_done, start)
+        self._handle = self.timer.at(end, self._end_step, end, decode, prefill_done, start)
 
     def _end_step(self, end: float, decode: list, prefill_done: list, start: float) -> None:
         now = clock()
+        self.step_late.append(now - end)
         c = self.counters
         c.decode_steps += 1
         c.busy_seat_steps += len(self.state.running)
@@ -255,6 +283,7 @@ class BatchedEngine:
                 finished.append(seq)
             elif seq.stall_after is not None and seq.emitted == seq.stall_after:
                 seq.paused_until = end + seq.stall_s
+        self.step_spread.append(clock() - now)
         for seq in finished:
             seq.state = "done"
             self._release(seq)
@@ -269,17 +298,26 @@ class BatchedEngine:
 
 
 class FixedEngine:
-    """Fixed timing per request, independent of load: the ruler for client benchmarks."""
+    """Fixed timing per request, independent of load: the ruler for client benchmarks.
+
+    One ticker serves every stream: a heap of (deadline, n, sequence) and a single precise timer
+    armed for the earliest deadline, so a busy server pays one wake-up per batch of due tokens
+    rather than one timer per token.
+    """
 
     def __init__(self, profile: dict, loop: asyncio.AbstractEventLoop) -> None:
         self.ttft = float(profile["timing"]["ttft_s"])
         self.itl = float(profile["timing"]["itl_s"])
         self.loop = loop
+        self.timer = PreciseTimer(loop)
         self.state = EngineState()
         self.counters = Counters()
         self.seats = int(profile["seats"])
         self.pooled = False
         self.seat_cache = None
+        self._heap: list = []
+        self._n = 0
+        self._armed: float | None = None
 
     @property
     def running(self) -> list[Sequence]:
@@ -296,8 +334,25 @@ class FixedEngine:
         seq.state = "decode"
         seq.admitted_at = seq.arrived
         self.state.running.append(seq)
-        due = seq.arrived + self.ttft
-        self.loop.call_later(max(0.0, due - clock()), self._tick, seq, due)
+        self._push(seq.arrived + self.ttft, seq)
+        self._arm()
+
+    def _push(self, due: float, seq: Sequence) -> None:
+        self._n += 1
+        heapq.heappush(self._heap, (due, self._n, seq))
+
+    def _arm(self) -> None:
+        if self._heap and (self._armed is None or self._heap[0][0] < self._armed):
+            self._armed = self._heap[0][0]
+            self.timer.at(self._armed, self._run)
+
+    def _run(self) -> None:
+        self._armed = None
+        heap, now = self._heap, clock()
+        while heap and heap[0][0] <= now:
+            due, _, seq = heapq.heappop(heap)
+            self._tick(seq, due)
+        self._arm()
 
     def _tick(self, seq: Sequence, due: float) -> None:
         if seq.sink.closed:
@@ -316,7 +371,7 @@ class FixedEngine:
         nxt = due + self.itl
         if seq.stall_after is not None and seq.emitted == seq.stall_after:
             nxt += seq.stall_s
-        self.loop.call_later(max(0.0, nxt - clock()), self._tick, seq, nxt)
+        self._push(nxt, seq)
 
     def _done(self, seq: Sequence) -> None:
         if seq in self.state.running:

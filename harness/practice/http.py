@@ -69,6 +69,12 @@ class Responder:
         self._streaming = True
         self._proto.write(self._head(status, hdrs))
 
+    def raw_writer(self):
+        """The transport's own ``write`` (the caller frames chunks and checks ``closed`` first):
+        the streaming hot path, without the Python calls in between."""
+        transport = self._proto.transport
+        return transport.write if transport is not None else (lambda data: None)
+
     def chunk(self, data: bytes) -> None:
         if not self.closed:
             self._proto.write(b"%x\r\n%s\r\n" % (len(data), data))

@@ -19,8 +19,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from harness import __version__
+from harness.metrics import percentile as nearest_rank
 from harness.arithmetic import llama_kv_caches, llama_kv_log_line, vllm_kv_log_lines
-from harness.practice.engine import Sequence, clock, make_engine
+from harness.practice.engine import PreciseTimer, Sequence, clock, make_engine
 from harness.practice.http import Request, Responder
 from harness.practice.profile import Profile
 from harness.practice.replies import plan_reply
@@ -28,15 +29,6 @@ from harness.practice.tokenizer import encode_chat
 
 TRUTH_KEEP = 50_000
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_.:-]")
-
-
-def nearest_rank(values, p: float):
-    """Nearest-rank percentile (SPEC.md): smallest value with at least p% of values at or below."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = max(1, -(-len(ordered) * p // 100))
-    return ordered[int(rank) - 1]
 
 
 @dataclass
@@ -131,6 +123,7 @@ class PracticeApp:
         self.rng = random.Random(self.p["seed"])
         self.truth: OrderedDict[str, Truth] = OrderedDict()
         self.lateness = array("d")
+        self.gc_pauses = array("d")
         self.started = time.time()
         self.log = log
         self._n = 0
@@ -253,6 +246,8 @@ class PracticeApp:
             "lateness_p99_s": nearest_rank(late, 99),
             "lateness_max_s": max(late) if n else None,
             "behind_resets": c.behind_resets,
+            "spun_s": PreciseTimer.spun_s,
+            "gc_pause_max_s": max(self.gc_pauses) if self.gc_pauses else None,
             "step_late_p50_s": nearest_rank(getattr(self.engine, "step_late", []), 50),
             "step_late_p99_s": nearest_rank(getattr(self.engine, "step_late", []), 99),
             "step_spread_p50_s": nearest_rank(getattr(self.engine, "step_spread", []), 50),
@@ -505,14 +500,17 @@ class StreamSink(_SinkBase):
         t.finish_reason, t.outcome = seq.plan.finish_reason, "ok"
         final = {"id": self.rid, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
                  "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": seq.plan.finish_reason}]}
-        if self.app.mode == "llama" and not self.faults.no_usage:
+        # As llama-server does: timings ride the usage chunk when there is one, else the last chunk.
+        llama_timings = self.app.mode == "llama" and not self.faults.no_usage
+        with_usage = self.include_usage and not self.faults.no_usage
+        if llama_timings and not with_usage:
             final["timings"] = self.app.timings(seq, end)
         out = b"data: " + json.dumps(final).encode() + b"\n\n"
-        if self.include_usage and not self.faults.no_usage:
+        if with_usage:
             usage = {"id": self.rid, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
                      "choices": [], "usage": self.app.usage(seq)}
-            if self.app.mode == "llama":
-                usage["timings"] = final["timings"]
+            if llama_timings:
+                usage["timings"] = self.app.timings(seq, end)
             out += b"data: " + json.dumps(usage).encode() + b"\n\n"
         out += b"data: [DONE]\n\n"
         self.res.chunk(out)

@@ -84,7 +84,9 @@ def quiet_gc(loop, app, young_every: float = 1.0, full_every: float = 30.0) -> N
     last_full = [time.monotonic()]
 
     def tick() -> None:
+        t0 = time.perf_counter()
         gc.collect(1)
+        app.gc_pauses.append(time.perf_counter() - t0)
         engine = app.engine
         if not engine.running and not engine.waiting and time.monotonic() - last_full[0] > full_every:
             gc.collect()

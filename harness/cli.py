@@ -6,10 +6,10 @@ import argparse
 import sys
 
 from harness import __version__
-from harness.commands import check, demo, llama_cpu, practice
+from harness.commands import check, demo, llama_cpu, practice, sweep
 from harness.errors import HarnessError
 
-COMMANDS = (practice, check, demo, llama_cpu)
+COMMANDS = (practice, check, demo, llama_cpu, sweep)
 
 
 def build_parser() -> argparse.ArgumentParser:

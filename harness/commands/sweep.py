@@ -1,0 +1,165 @@
+"""``harness sweep``: the closed-loop concurrency sweep, a drop-in for the lab's load-test.py.
+
+Every option of the lab's script keeps its name and meaning; each level's record is validated
+and appended to the notebook before the next level starts, and each request's exact sample goes
+to a samples file beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from harness.errors import ConfigError, TargetUnreachable
+from harness.levels import LAB_ID, aggregate, sample_record
+from harness.prompts import PROMPT_SETS, build_prompts, load_prompt_file
+from harness.records import append_record
+
+WARMUP_PROMPT = "Answer with a single word: ok"
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("sweep", help="closed-loop concurrency sweep (drop-in for the lab's load-test.py)",
+                       description="Drive an OpenAI-compatible endpoint at each concurrency level and append one "
+                                   "JSON line per level to the notebook.")
+    p.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="OpenAI-compatible base URL ending in /v1")
+    p.add_argument("--model", required=True, help="model name the server reports at /v1/models")
+    p.add_argument("--concurrency", default="1,5,10,20", help="comma-separated levels, run in order")
+    p.add_argument("--requests", type=int, default=40, help="requests per level (at least)")
+    p.add_argument("--min-rounds", type=int, default=0, help="at least this many requests per worker per level")
+    p.add_argument("--max-tokens", type=int, default=128)
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds a request may take")
+    p.add_argument("--prompt-set", default="mixed", choices=list(PROMPT_SETS))
+    p.add_argument("--prompt-file", help="JSONL prompts ({'prompt': ...} or {'messages': [...]}) instead of a set")
+    p.add_argument("--warmup", type=int, default=1, help="discarded short requests before the first level")
+    p.add_argument("--slo-ttft", type=float, default=2.0, help="goodput objective for TTFT, seconds")
+    p.add_argument("--slo-tpot", type=float, default=0.1, help="goodput objective for TPOT, seconds")
+    p.add_argument("--label", default="run")
+    p.add_argument("--engine", default="unknown")
+    p.add_argument("--engine-version", default="unknown")
+    p.add_argument("--host-desc", default="unknown", help="machine description for the record")
+    p.add_argument("--quant", default="unknown")
+    p.add_argument("--context-length", type=int, default=0, help="context per sequence the server was started with")
+    p.add_argument("--server-slots", type=int, default=0, help="sequences the server runs at once")
+    p.add_argument("--api-key-env", default="LOADTEST_API_KEY", help="environment variable holding the API key")
+    p.add_argument("--labbook", default="labbook.md", help="notebook to append one JSON line per level to")
+    p.add_argument("--samples", help="file for per-request samples (default: beside the notebook)")
+    p.add_argument("--metrics-url", help="engine /metrics URL to sample during each level (default: derived from "
+                                         "--base-url; 'none' to skip)")
+    p.set_defaults(func=run)
+
+
+def parse_levels(text: str) -> list[int]:
+    try:
+        levels = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"--concurrency must be comma-separated whole numbers, got {text!r}") from None
+    if not levels or min(levels) < 1:
+        raise ConfigError(f"--concurrency lists no level, or one below 1: {text!r}")
+    return levels
+
+
+def _root(base_url: str) -> tuple[str, str]:
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"--base-url must look like http://HOST:PORT/v1, got {base_url!r}")
+    return f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/") or "/v1"
+
+
+def run(args) -> int:
+    levels = parse_levels(args.concurrency)
+    if args.requests < 1 or args.max_tokens < 2:
+        raise ConfigError("--requests must be at least 1 and --max-tokens at least 2")
+    root, base_path = _root(args.base_url)
+    api_key = os.environ.get(args.api_key_env) or None
+    metrics_url = None if args.metrics_url == "none" else (args.metrics_url or root + "/metrics")
+    samples_path = Path(args.samples) if args.samples else Path(args.labbook).with_suffix(".samples.jsonl")
+
+    from harness import loadgen  # imports Locust, which patches the standard library: only now
+
+    try:
+        listed = loadgen.check_models(args.base_url, args.model, api_key)
+    except Exception as exc:  # connection refused, DNS, TLS: one line, no traceback
+        raise TargetUnreachable(f"nothing answers at {args.base_url} ({type(exc).__name__}); start the server "
+                                "or fix --base-url") from exc
+    if listed and args.model not in listed:
+        print(f"warning: the server lists {', '.join(map(str, listed))}, not {args.model!r}; requests may fail",
+              file=sys.stderr)
+
+    print(f"==> {args.label}: {args.model} at {args.base_url}")
+    print(f"    prompt set {args.prompt_file or args.prompt_set}, at least {args.requests} request(s) per level"
+          f"{f' and {args.min_rounds} per worker' if args.min_rounds else ''}, max_tokens {args.max_tokens}, "
+          f"temperature {args.temperature}")
+    print(f"    goodput objective: TTFT <= {args.slo_ttft} s and TPOT <= {args.slo_tpot} s; "
+          f"{args.warmup} warm-up request(s)", flush=True)
+
+    workload = {"path": base_path + "/chat/completions", "model": args.model, "max_tokens": args.max_tokens,
+                "temperature": args.temperature, "api_key": api_key, "timeout": args.timeout}
+    if args.warmup > 0:
+        loadgen.run_closed_level(root, {**workload, "prompts": [WARMUP_PROMPT], "max_tokens": 8}, 1, args.warmup,
+                                 args.timeout)
+
+    exit_code, written = 0, 0
+    try:
+        for level in levels:
+            count = max(args.requests, args.min_rounds * level)
+            prompts = (load_prompt_file(args.prompt_file, count) if args.prompt_file
+                       else build_prompts(args.prompt_set, count))
+            result = loadgen.run_closed_level(root, {**workload, "prompts": prompts}, level, count, args.timeout,
+                                              metrics_url=metrics_url)
+            row = aggregate(result.samples, level, result.wall_s, args.slo_ttft, args.slo_tpot)
+            row["client_cpu"] = round(result.client_cpu, 3)
+            row["client_limited"] = bool(result.client_cpu > 0.9 and row["mean_in_flight"] < 0.8 * level)
+            if result.metrics:
+                row["server_metrics"] = result.metrics
+            record = {
+                "lab": LAB_ID, "harness_schema": 1, "label": args.label, "engine": args.engine,
+                "engine_version": args.engine_version, "host": args.host_desc, "quant": args.quant,
+                "context_length": args.context_length or None, "server_slots": args.server_slots or None,
+                "model": args.model, "base_url": args.base_url,
+                "prompt_set": "file:" + Path(args.prompt_file).name if args.prompt_file else args.prompt_set,
+                "max_tokens": args.max_tokens, "temperature": args.temperature, "slo_ttft_s": args.slo_ttft,
+                "slo_tpot_s": args.slo_tpot, "arrival": "closed",
+                "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **row,
+            }
+            append_record(args.labbook, record, "level")
+            written += 1
+            with open(samples_path, "a", encoding="utf-8") as fh:
+                for s in result.samples:
+                    fh.write(json.dumps(sample_record(s, args.label, level)) + "\n")
+            print_level(record)
+            if record["completed"] == 0:
+                exit_code = 1
+    except KeyboardInterrupt:
+        print(f"\n    interrupted: {written} finished level(s) are in {args.labbook}", file=sys.stderr)
+        return 130
+    print(f"    appended {written} line(s) to {args.labbook}; samples in {samples_path}")
+    if exit_code:
+        print("    at least one level completed no request; see its first error above", file=sys.stderr)
+    return exit_code
+
+
+def _fmt(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def print_level(r: dict) -> None:
+    t, p = r["ttft_s"], r["tpot_s"]
+    print(f"  c={r['concurrency']:>3}  ok {r['completed']:>3}/{r['requests']:<3} fail {r['failed']:<3} "
+          f"wall {r['wall_s']:>7.2f}s  out/s {r['output_tokens_per_s']:>8.2f}  "
+          f"TTFT p50 {_fmt(t['p50'], '.3f')} p90 {_fmt(t['p90'], '.3f')} p95 {_fmt(t['p95'], '.3f')}  "
+          f"TPOT p50 {_fmt(p['p50'], '.4f')} p90 {_fmt(p['p90'], '.4f')}", flush=True)
+    print(f"         goodput {r['goodput_requests_per_s']:.3f} req/s ({r['within_slo']}/{r['completed']} within SLO)  "
+          f"in flight {r['mean_in_flight']:.1f}  prompt {r['prompt_tokens_mean']} tok, cached "
+          f"{r['cached_tokens_mean']}  tokens from {r['token_counts']}  finish {r['finish_reasons']}  "
+          f"client CPU {r['client_cpu']:.0%}", flush=True)
+    if r.get("client_limited"):
+        print("         warning: the client may be the limit (a full core, in flight well below c); "
+              "run the load from another machine or with more processes", flush=True)
+    if r["first_error"]:
+        print(f"         first error: {r['first_error']}", flush=True)

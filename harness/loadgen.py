@@ -1,0 +1,103 @@
+"""Run load levels with Locust as a library.
+
+This is the only module of the package that imports Locust (it monkey-patches the standard
+library on import), so the CLI imports it only when a sweep runs. The user class lives in
+``locustfiles/llm_user.py``, shared with the web UI and headless runs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import gevent  # noqa: F401  (imported before locust patches, as locust itself does)
+from locust import events as locust_events
+from locust.env import Environment
+
+import psutil
+import requests
+
+from harness.server_metrics import MetricsSampler
+from harness.stream import Sample
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load_user_module():
+    name = "harness_llm_user"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, ROOT / "locustfiles" / "llm_user.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    module._collect.enabled = False  # the sweep collects its own samples
+    return module
+
+
+@dataclass
+class LevelRun:
+    samples: list[Sample]
+    wall_s: float
+    client_cpu: float
+    metrics: dict = field(default_factory=dict)
+
+
+def run_closed_level(root_url: str, workload_kwargs: dict, concurrency: int, count: int, timeout: float,
+                     metrics_url: str | None = None, on_sample=None) -> LevelRun:
+    """``concurrency`` users, each sending its next request when the last one ends, until
+    ``count`` requests have finished (the level's budget)."""
+    user = _load_user_module()
+    workload = user.Workload(budget=count, **workload_kwargs)
+    env = Environment(user_classes=[user.ChatUser], events=locust_events, host=root_url)
+    env.harness_workload = workload
+    env.harness_workload_external = True
+    collected: list[Sample] = []
+
+    def listener(request_type, name, context=None, **_kw):
+        if name == "chat" and context and "sample" in context:
+            collected.append(context["sample"])
+            if on_sample:
+                on_sample(context["sample"])
+
+    env.events.request.add_listener(listener)
+    sampler = MetricsSampler(metrics_url) if metrics_url else None
+    proc = psutil.Process()
+    cpu0 = proc.cpu_times()
+    runner = env.create_local_runner()
+    if sampler:
+        sampler.start()
+    t0 = time.perf_counter()
+    try:
+        runner.start(concurrency, spawn_rate=max(concurrency, 1))
+        deadline = time.monotonic() + timeout + 30 + count * 0.0  # each request is bounded by the timeout
+        while len(collected) < count and time.monotonic() < deadline:
+            gevent.sleep(0.02)
+            if len(collected) < count and workload.budget == 0 and runner.user_count == 0:
+                break
+    finally:
+        runner.stop()
+        runner.quit()
+        env.events.request.remove_listener(listener)
+        if sampler:
+            sampler.stop()
+    ends = [s.t_end for s in collected if s.t_end is not None]
+    wall = (max(ends) - t0) if ends else time.perf_counter() - t0
+    cpu1 = proc.cpu_times()
+    client_cpu = (cpu1.user + cpu1.system - cpu0.user - cpu0.system) / max(wall, 1e-9)
+    return LevelRun(collected, wall, client_cpu, sampler.summary() if sampler else {})
+
+
+def check_models(base_url: str, model: str, api_key: str | None, timeout: float = 10.0) -> list[str]:
+    """The ids the server lists at /models ([] when it lists none or the route is missing)."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    resp = requests.get(base_url.rstrip("/") + "/models", headers=headers, timeout=timeout)
+    if resp.status_code != 200:
+        return []
+    try:
+        return [m.get("id") for m in resp.json().get("data", []) if isinstance(m, dict)]
+    except ValueError:
+        return []

@@ -1,0 +1,91 @@
+"""Sample an engine's Prometheus ``/metrics`` while a level runs, and summarise the samples."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+# Gauges summarised as mean and max; counters reported as the change over the level.
+GAUGES = (
+    "llamacpp:requests_processing", "llamacpp:requests_deferred", "llamacpp:n_busy_slots_per_decode",
+    "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
+    "vllm:gpu_cache_usage_perc",
+)
+COUNTERS = (
+    "llamacpp:prompt_tokens_total", "llamacpp:prompt_tokens_cached_total", "llamacpp:tokens_predicted_total",
+    "vllm:num_preemptions_total", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
+    "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
+)
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    """Sample name -> value, summed over label sets, for the families we watch."""
+    wanted = set(GAUGES) | set(COUNTERS)
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name in wanted:
+                out[sample.name] = out.get(sample.name, 0.0) + float(sample.value)
+    return out
+
+
+def summarise(snapshots: list[dict[str, float]]) -> dict:
+    """Mean and max of each gauge, the change of each counter, and how many samples were taken."""
+    if not snapshots:
+        return {}
+    summary: dict = {"samples": len(snapshots)}
+    for name in GAUGES:
+        values = [s[name] for s in snapshots if name in s]
+        if values:
+            summary[name] = {"mean": round(sum(values) / len(values), 3), "max": round(max(values), 3)}
+    for name in COUNTERS:
+        values = [s[name] for s in snapshots if name in s]
+        if len(values) >= 2:
+            summary[name] = {"delta": round(values[-1] - values[0], 3)}
+    return summary
+
+
+class MetricsSampler:
+    """Polls ``url`` every ``interval`` seconds on a background thread (a greenlet under gevent)."""
+
+    def __init__(self, url: str, interval: float = 0.5, timeout: float = 2.0) -> None:
+        self.url, self.interval, self.timeout = url, interval, timeout
+        self.snapshots: list[dict[str, float]] = []
+        self.errors = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def poll_once(self) -> None:
+        try:
+            resp = requests.get(self.url, timeout=self.timeout)
+            if resp.status_code == 200:
+                self.snapshots.append(parse_metrics(resp.text))
+            else:
+                self.errors += 1
+        except (requests.RequestException, ValueError):
+            self.errors += 1
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.poll_once()
+            self._stop.wait(self.interval)
+
+    def start(self) -> None:
+        self.poll_once()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(self.timeout + 1)
+        self.poll_once()
+
+    def summary(self) -> dict:
+        out = summarise(self.snapshots)
+        if self.errors and out:
+            out["errors"] = self.errors
+        return out

@@ -1,0 +1,229 @@
+"""A Locust user that streams chat completions and measures each request exactly.
+
+One class, three uses:
+
+* web UI:   ``locust -f locustfiles/llm_user.py --host http://127.0.0.1:8099 --web-host 127.0.0.1``
+* headless: ``locust -f locustfiles/llm_user.py --headless -u 8 -r 8 -t 30s --stop-timeout 60
+            --host ... --ttft-p95-max 1.0 --fail-ratio-max 0.01`` (exit 1 when a threshold fails)
+* library:  ``harness.loadgen`` runs it level by level for ``harness sweep``.
+
+Each request fires Locust's ``request`` event three times: ``chat`` (whole request, end of
+stream), and the ``METRIC`` rows ``TTFT`` and ``TPOT`` for the live view. The exact sample (every
+token's arrival on ``time.perf_counter()``) rides in ``context["sample"]``; reported percentiles
+come from those samples, never from Locust's rounded buckets. Streams are read line by line from
+the underlying socket response, because FastHttp's own ``iter_lines`` waits for 1 KiB blocks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import time
+
+from locust import FastHttpUser, constant, events, task
+
+from harness.levels import distribution
+from harness.prompts import PROMPT_SETS, build_prompts
+from harness.stream import Sample, StreamParser
+
+
+class Workload:
+    """What each request sends; a ``budget`` (requests left) ends a closed-loop level."""
+
+    def __init__(self, path: str, model: str | None, prompts, max_tokens: int, temperature: float = 0.0,
+                 api_key: str | None = None, timeout: float = 300.0, budget: int | None = None) -> None:
+        self.path, self.model, self.max_tokens = path, model, max_tokens
+        self.temperature, self.api_key, self.timeout = temperature, api_key, timeout
+        self._prompts = itertools.cycle(prompts)
+        self.budget = budget
+
+    def take(self) -> str | None:
+        """The next prompt, or None when the level's budget is spent (atomic under gevent)."""
+        if self.budget is not None:
+            if self.budget <= 0:
+                return None
+            self.budget -= 1
+        return next(self._prompts)
+
+    def body(self, prompt: str) -> bytes:
+        body = {"messages": [{"role": "user", "content": prompt}], "max_tokens": self.max_tokens,
+                "temperature": self.temperature, "stream": True, "stream_options": {"include_usage": True}}
+        if self.model:
+            body["model"] = self.model
+        return json.dumps(body).encode()
+
+    def headers(self) -> dict:
+        h = {"Content-Type": "application/json", "Accept": "text/event-stream", "Accept-Encoding": "identity"}
+        if self.api_key:
+            h["Authorization"] = f"Bearer {self.api_key}"
+        return h
+
+
+def stream_once(client, workload: Workload, prompt: str) -> Sample:
+    """One streamed request on a FastHttpSession; never raises for HTTP or stream problems."""
+    t_send = time.perf_counter()
+    parser = StreamParser(t_send)
+    error = None
+    try:
+        with client.post(workload.path, data=workload.body(prompt), headers=workload.headers(), stream=True,
+                         catch_response=True, name="chat") as resp:
+            status = resp.status_code
+            if status != 200:
+                text = (resp.text or "")[:200].replace("\n", " ") if status else str(resp.error)[:200]
+                error = f"HTTP {status}: {text}" if status else f"ConnectionError: {text}"
+            else:
+                raw = resp._response  # the socket response: read as lines arrive
+                while True:
+                    line = raw.readline(b"\n")
+                    if not line:
+                        break
+                    parser.feed(line, time.perf_counter())
+            sample = parser.finish(time.perf_counter(), error)
+            resp.request_meta["response_time"] = (sample.t_end - t_send) * 1000
+            resp.request_meta["context"] = {"sample": sample}
+            if sample.ok:
+                resp.success()
+            else:
+                resp.failure(sample.error)
+            return sample
+    except Exception as exc:  # a cut stream raises out of readline; record it ourselves
+        sample = parser.finish(time.perf_counter(), f"{type(exc).__name__}: {str(exc)[:160]}")
+        events.request.fire(request_type="POST", name="chat", response_time=(sample.t_end - t_send) * 1000,
+                            response_length=0, exception=exc, context={"sample": sample}, url=workload.path,
+                            response=None, start_time=time.time())
+        return sample
+
+
+def _metric_rows(environment, sample: Sample) -> None:
+    if not sample.ok:
+        return
+    for name, value in (("TTFT", sample.ttft), ("TPOT", sample.tpot)):
+        if value is not None:
+            environment.events.request.fire(request_type="METRIC", name=name, response_time=value * 1000,
+                                            response_length=0, exception=None, context={}, url=None,
+                                            response=None, start_time=time.time())
+
+
+class ChatUser(FastHttpUser):
+    """Closed loop: send, read the whole stream, send the next."""
+
+    wait_time = constant(0)
+    network_timeout = 300.0
+    connection_timeout = 10.0
+    abstract = False
+
+    def on_start(self) -> None:
+        self.workload: Workload = workload_for(self.environment)
+
+    @task
+    def chat(self) -> None:
+        prompt = self.workload.take()
+        if prompt is None:  # budget spent: wait for the runner to end the level
+            self.wait_idle()
+            return
+        sample = stream_once(self.client, self.workload, prompt)
+        _metric_rows(self.environment, sample)
+
+    def wait_idle(self) -> None:
+        import gevent
+
+        gevent.sleep(0.05)
+
+
+# -- standalone use (web UI, headless): options and thresholds ---------------------------------------
+
+@events.init_command_line_parser.add_listener
+def _options(parser) -> None:
+    group = parser  # include_in_web_ui works on the parser itself, not on argument groups
+    group.add_argument("--model", default="", include_in_web_ui=True, help="model name the server reports (empty: omit)")
+    group.add_argument("--max-tokens", type=int, default=128, include_in_web_ui=True)
+    group.add_argument("--prompt-set", default="mixed", choices=list(PROMPT_SETS), include_in_web_ui=True)
+    group.add_argument("--api-base-path", default="/v1", include_in_web_ui=True, help="path before /chat/completions")
+    group.add_argument("--api-key-env", default="LOADTEST_API_KEY", include_in_web_ui=False,
+                       help="environment variable holding the API key")
+    group.add_argument("--ttft-p95-max", type=float, default=0.0, help="headless: fail when TTFT p95 exceeds this (s)")
+    group.add_argument("--fail-ratio-max", type=float, default=-1.0, help="headless: fail above this failure ratio")
+
+
+SAMPLES: list[Sample] = []
+
+
+def workload_for(environment) -> Workload:
+    existing = getattr(environment, "harness_workload", None)
+    if existing is not None:
+        return existing
+    o = environment.parsed_options
+    path = o.api_base_path.rstrip("/") + "/chat/completions"
+    wl = Workload(path, o.model or None, build_prompts(o.prompt_set, 256), o.max_tokens,
+                  api_key=os.environ.get(o.api_key_env) or None)
+    environment.harness_workload = wl
+    return wl
+
+
+@events.request.add_listener
+def _collect(request_type, name, context=None, **_kw) -> None:
+    if name == "chat" and context and "sample" in context and getattr(_collect, "enabled", True):
+        SAMPLES.append(context["sample"])
+
+
+@events.init.add_listener
+def _web_tab(environment, **_kw) -> None:
+    if environment.web_ui is None:
+        return
+    from flask import jsonify
+
+    @environment.web_ui.app.route("/harness/exact")
+    def exact():
+        return jsonify(exact_summary(SAMPLES))
+
+    environment.web_ui.template_args.setdefault("extended_tabs", []).append(
+        {"title": "Exact TTFT/TPOT", "key": "harness-exact"})
+    environment.web_ui.template_args.setdefault("extended_tables", []).append(
+        {"key": "harness-exact", "structure": [{"key": "metric", "title": "Metric"}, {"key": "p50", "title": "p50"},
+                                               {"key": "p90", "title": "p90"}, {"key": "p95", "title": "p95"},
+                                               {"key": "p99", "title": "p99"}, {"key": "mean", "title": "mean"}]})
+
+    from flask import request as flask_request
+
+    @environment.web_ui.app.after_request
+    def _extend(response):
+        if flask_request.path == "/stats/requests" and response.is_json:
+            data = response.get_json()
+            summary = exact_summary(SAMPLES)
+            rows = [{"metric": "TTFT (s)", **summary["ttft_s"]}, {"metric": "TPOT (s)", **summary["tpot_s"]}]
+            data["extended_stats"] = [{"key": "harness-exact", "data": rows}]
+            response.set_data(json.dumps(data))
+        return response
+
+
+def exact_summary(samples: list[Sample]) -> dict:
+    ok = [s for s in samples if s.ok]
+    return {
+        "requests": len(samples), "ok": len(ok),
+        "output_tokens": sum(s.output_tokens or 0 for s in ok),
+        "ttft_s": distribution([s.ttft for s in ok], 4),
+        "tpot_s": distribution([s.tpot for s in ok if s.tpot is not None], 5),
+    }
+
+
+@events.quitting.add_listener
+def _thresholds(environment, **_kw) -> None:
+    o = getattr(environment, "parsed_options", None)
+    if o is None or getattr(environment, "harness_workload_external", False):
+        return
+    summary = exact_summary(SAMPLES)
+    problems = []
+    if summary["requests"]:
+        ratio = 1 - summary["ok"] / summary["requests"]
+        if o.fail_ratio_max >= 0 and ratio > o.fail_ratio_max:
+            problems.append(f"failure ratio {ratio:.3f} > {o.fail_ratio_max}")
+    p95 = summary["ttft_s"]["p95"]
+    if o.ttft_p95_max > 0 and (p95 is None or p95 > o.ttft_p95_max):
+        problems.append(f"TTFT p95 {p95} s > {o.ttft_p95_max} s")
+    print(f"harness exact: {json.dumps(summary)}")
+    if problems:
+        print("harness thresholds FAILED: " + "; ".join(problems))
+        environment.process_exit_code = 1
+    elif o.ttft_p95_max > 0 or o.fail_ratio_max >= 0:
+        print("harness thresholds passed")

@@ -61,7 +61,20 @@ class Workload:
 
 
 def stream_once(client, workload: Workload, prompt: str) -> Sample:
-    """One streamed request on a FastHttpSession; never raises for HTTP or stream problems."""
+    """One streamed request on a FastHttpSession; never raises for HTTP or stream problems.
+
+    Some servers (llama-server, observed) close the connection after every streamed response
+    although they advertise keep-alive, and the pool hands that dead connection to the next
+    request, which then fails before a byte is sent back. Such a request never reached the
+    server, so it is sent once more on a fresh connection; any other failure is recorded.
+    """
+    sample = _stream_attempt(client, workload, prompt, final=False)
+    if sample is None:
+        sample = _stream_attempt(client, workload, prompt, final=True)
+    return sample
+
+
+def _stream_attempt(client, workload: Workload, prompt: str, final: bool) -> Sample | None:
     t_send = time.perf_counter()
     parser = StreamParser(t_send)
     error = None
@@ -69,6 +82,11 @@ def stream_once(client, workload: Workload, prompt: str) -> Sample:
         with client.post(workload.path, data=workload.body(prompt), headers=workload.headers(), stream=True,
                          catch_response=True, name="chat") as resp:
             status = resp.status_code
+            if status == 0 and not final and "closed" in str(resp.error):
+                resp.request_meta["context"] = {"stale_connection": True}
+                resp.request_meta["name"] = "stale-connection (resent)"
+                resp.success()  # not a request the server saw: do not count it
+                return None
             if status != 200:
                 text = (resp.text or "")[:200].replace("\n", " ") if status else str(resp.error)[:200]
                 error = f"HTTP {status}: {text}" if status else f"ConnectionError: {text}"

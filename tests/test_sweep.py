@@ -1,0 +1,141 @@
+"""`harness sweep` against the practice server (a separate process) and the lab's own commands."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.levels import LAB_ID
+from harness.records import read_records
+from tests.conftest import ROOT, kit_profile
+
+pytestmark = pytest.mark.slow
+
+
+def sweep(*args, env=None, timeout=180):
+    cmd = [sys.executable, "-m", "harness", "sweep", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                          env={**os.environ, **(env or {})})
+
+
+def levels(book: Path) -> list[dict]:
+    result = read_records(book, "level", select=lambda o: o.get("lab") == LAB_ID)
+    assert not result.warnings
+    return result.records
+
+
+def test_measured_ttft_and_tpot_match_the_servers_truth(practice, tmp_path):
+    a, b = 0.010, 0.002
+    server = practice(kit_profile(name="exact", seats=4, output={"length": {"kind": "fixed", "tokens": 200}},
+                                  timing={"step_base_s": a, "step_per_seq_s": b, "prefill_tokens_per_s": 20000}))
+    book = tmp_path / "labbook.md"
+    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1,8", "--requests", "8",
+                "--max-tokens", "40", "--label", "exact", "--labbook", str(book))
+    assert out.returncode == 0, out.stderr
+    one, eight = levels(book)
+    # c=1: one sequence per step, TPOT = a + b
+    assert one["tpot_s"]["p50"] == pytest.approx(a + b, rel=0.1)
+    # c=8 on 4 seats: 4 run (TPOT = a + 4b) while 4 wait a whole answer, so TTFT p90 covers the wait
+    assert eight["tpot_s"]["p50"] == pytest.approx(a + 4 * b, rel=0.1)
+    assert eight["ttft_s"]["p90"] > 39 * (a + 4 * b) * 0.9
+    assert one["token_counts"] == "usage" and one["finish_reasons"] == {"length": 8}
+    assert eight["server_metrics"]["llamacpp:requests_deferred"]["max"] >= 3
+    samples = [json.loads(line) for line in book.with_suffix(".samples.jsonl").read_text().splitlines()]
+    assert len(samples) == 16 and all(len(s["token_times_s"]) == 40 for s in samples)
+
+
+def test_the_labs_printed_command_works_and_records_keep_the_field_names(practice, tmp_path):
+    server = practice("kit")
+    book = tmp_path / "labbook.md"
+    book.write_text("# Part 9\nprose stays\n")
+    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1,5", "--requests", "5",
+                "--min-rounds", "2", "--max-tokens", "16", "--prompt-set", "mixed", "--label", "llama-baseline",
+                "--labbook", str(book), "--engine", "practice", "--quant", "Q4_K_M", "--context-length", "4096",
+                "--server-slots", "8")
+    assert out.returncode == 0, out.stderr
+    recs = levels(book)
+    assert [r["requests"] for r in recs] == [5, 10]  # max(requests, min_rounds x c)
+    for field in ("lab", "label", "engine", "quant", "context_length", "server_slots", "output_tokens_per_s",
+                  "goodput_requests_per_s", "mean_in_flight", "cached_tokens_mean", "finish_reasons", "first_error"):
+        assert field in recs[0]
+    assert book.read_text().startswith("# Part 9\nprose stays\n")
+    assert "c=  5" in out.stdout and "appended 2 line(s)" in out.stdout
+
+
+def test_prefix_pair_shared_is_cached_and_control_is_not(practice, tmp_path):
+    server = practice("kit")
+    book = tmp_path / "labbook.md"
+    for prompt_set, label in (("unique-prefix", "control"), ("shared-prefix", "shared")):
+        out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1,4", "--requests", "8",
+                    "--max-tokens", "8", "--prompt-set", prompt_set, "--label", label, "--labbook", str(book))
+        assert out.returncode == 0, out.stderr
+    recs = {(r["label"], r["concurrency"]): r for r in levels(book)}
+    for c in (1, 4):
+        shared, control = recs[("shared", c)], recs[("control", c)]
+        assert shared["cached_tokens_mean"] > 0.5 * shared["prompt_tokens_mean"]
+        assert control["cached_tokens_mean"] < 0.1 * control["prompt_tokens_mean"]
+
+
+def test_api_key_is_used_and_never_written(practice, tmp_path):
+    key = "sk-never-in-a-record-123"
+    server = practice("kit", extra=["--api-key-env", "PK"], env={"PK": key})
+    book = tmp_path / "labbook.md"
+    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "2", "--requests", "2",
+                "--max-tokens", "4", "--labbook", str(book), "--api-key-env", "MY_KEY", env={"MY_KEY": key})
+    assert out.returncode == 0, out.stderr
+    assert levels(book)[0]["completed"] == 2
+    for text in (book.read_text(), book.with_suffix(".samples.jsonl").read_text(), out.stdout, out.stderr):
+        assert key not in text
+
+
+def test_cut_streams_are_failures_not_successes(practice, tmp_path):
+    server = practice(kit_profile(name="cuts", faults={"cut_share": 1.0, "cut_after_tokens": 3}))
+    book = tmp_path / "labbook.md"
+    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "2", "--requests", "4",
+                "--max-tokens", "16", "--labbook", str(book), "--warmup", "0")
+    assert out.returncode == 1  # a level that completed nothing
+    rec = levels(book)[0]
+    assert rec["completed"] == 0 and rec["failed"] == 4 and rec["first_error"]
+
+
+def test_wrong_model_is_warned_and_counted(practice, tmp_path):
+    server = practice("kit")
+    book = tmp_path / "labbook.md"
+    out = sweep("--base-url", server.base_url, "--model", "gpt-4o", "--concurrency", "1", "--requests", "2",
+                "--max-tokens", "4", "--labbook", str(book), "--warmup", "0")
+    assert "not 'gpt-4o'" in out.stderr
+    rec = levels(book)[0]
+    assert rec["failed"] == 2 and rec["first_error"].startswith("HTTP 404")
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--concurrency", "1,x"], "--concurrency must be comma-separated whole numbers"),
+    (["--concurrency", ","], "lists no level"),
+    (["--concurrency", "0,2"], "lists no level, or one below 1"),
+    (["--base-url", "http://127.0.0.1:9/v1"], "nothing answers at"),
+    (["--base-url", "ftp://x/v1"], "--base-url must look like"),
+])
+def test_bad_input_is_one_line(tmp_path, args, words):
+    base = ["--model", "m", "--labbook", str(tmp_path / "b.md")]
+    out = sweep(*base, *args)
+    assert out.returncode == 2
+    assert words in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_headless_locust_thresholds_pass_and_fail(practice, tmp_path):
+    server = practice("kit")
+    base = [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles/llm_user.py"), "--headless", "-u", "4",
+            "-r", "4", "-t", "3s", "--stop-timeout", "20", "--host", server.root, "--max-tokens", "8", "--only-summary"]
+    ok = subprocess.run(base + ["--ttft-p95-max", "2.0", "--fail-ratio-max", "0"], capture_output=True, text=True,
+                        timeout=60, cwd=tmp_path)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "harness thresholds passed" in ok.stdout + ok.stderr
+    bad = subprocess.run(base + ["--ttft-p95-max", "0.001"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert bad.returncode == 1
+    assert "TTFT p95" in bad.stdout + bad.stderr

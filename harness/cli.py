@@ -6,10 +6,10 @@ import argparse
 import sys
 
 from harness import __version__
-from harness.commands import check, demo, llama_cpu, practice, sweep
+from harness.commands import check, demo, llama_cpu, practice, summarise, sweep
 from harness.errors import HarnessError
 
-COMMANDS = (practice, check, demo, llama_cpu, sweep)
+COMMANDS = (practice, check, demo, llama_cpu, sweep, summarise)
 
 
 def build_parser() -> argparse.ArgumentParser:

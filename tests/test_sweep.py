@@ -139,3 +139,33 @@ def test_headless_locust_thresholds_pass_and_fail(practice, tmp_path):
     bad = subprocess.run(base + ["--ttft-p95-max", "0.001"], capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert bad.returncode == 1
     assert "TTFT p95" in bad.stdout + bad.stderr
+
+
+def test_fit_and_knee_come_out_as_the_profile_implies(practice, tmp_path):
+    a, b = 0.010, 0.002
+    server = practice(kit_profile(name="fit", seats=10, output={"length": {"kind": "fixed", "tokens": 100}},
+                                  timing={"step_base_s": a, "step_per_seq_s": b, "prefill_tokens_per_s": 50000}))
+    book = tmp_path / "labbook.md"
+    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1,4,10", "--requests", "10",
+                "--max-tokens", "60", "--label", "fit", "--server-slots", "10", "--labbook", str(book))
+    assert out.returncode == 0, out.stderr
+    from harness import curves
+
+    d = curves.curve(curves.by_label(levels(book))["fit"])
+    assert d.fit["a_s"] == pytest.approx(a, abs=0.002) and d.fit["b_s"] == pytest.approx(b, rel=0.2)
+    assert d.operating_point == 10  # TPOT at 10 is 30 ms, well inside 0.1 s
+    assert d.scaling[4] > 0.5  # batching pays below the seats
+
+
+def test_pooled_cache_keeps_its_hits_at_c10_where_per_seat_loses_them(practice, tmp_path):
+    shares = {}
+    for profile in ("kit", "vllm"):
+        server = practice(profile)
+        book = tmp_path / f"{profile}.md"
+        out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1,10", "--requests",
+                    "10", "--max-tokens", "8", "--prompt-set", "shared-prefix", "--label", profile,
+                    "--labbook", str(book))
+        assert out.returncode == 0, out.stderr
+        shares[profile] = {r["concurrency"]: r["cached_tokens_mean"] / r["prompt_tokens_mean"] for r in levels(book)}
+    assert shares["vllm"][10] >= shares["vllm"][1] - 0.1, shares  # blocks are shared across the whole pool
+    assert shares["kit"][10] < shares["vllm"][10] - 0.2, shares  # cold seats in the first wave miss

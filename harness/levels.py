@@ -83,6 +83,17 @@ def aggregate(samples: list[Sample], concurrency: int, wall_s: float, slo_ttft: 
     }
 
 
+def peak_in_flight(samples: list[Sample]) -> int:
+    """The most requests that were in flight at one moment (sends and ends as a sweep line)."""
+    events = sorted([(s.t_send, 1) for s in samples if s.t_end is not None]
+                    + [(s.t_end, -1) for s in samples if s.t_end is not None], key=lambda e: (e[0], e[1]))
+    now = peak = 0
+    for _, step in events:
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
 def sample_record(s: Sample, label: str, concurrency: int) -> dict:
     """One raw sample as a JSON line for the samples file (times relative to the send)."""
     rel = (lambda t: None if t is None else round(t - s.t_send, 6))

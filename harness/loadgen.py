@@ -20,6 +20,7 @@ from locust.env import Environment
 import psutil
 import requests
 
+from harness.arrivals import arrival_offsets
 from harness.server_metrics import MetricsSampler
 from harness.stream import Sample
 
@@ -47,12 +48,19 @@ class LevelRun:
 
 
 def run_closed_level(root_url: str, workload_kwargs: dict, concurrency: int, count: int, timeout: float,
-                     metrics_url: str | None = None, on_sample=None) -> LevelRun:
+                     metrics_url: str | None = None) -> LevelRun:
     """``concurrency`` users, each sending its next request when the last one ends, until
     ``count`` requests have finished (the level's budget)."""
     user = _load_user_module()
     workload = user.Workload(budget=count, **workload_kwargs)
-    env = Environment(user_classes=[user.ChatUser], events=locust_events, host=root_url)
+    return _drive(root_url, user.ChatUser, workload, concurrency, count, timeout, metrics_url)
+
+
+def _drive(root_url: str, user_class, workload, users: int, count: int | None, timeout: float,
+           metrics_url: str | None, duration: float | None = None) -> LevelRun:
+    """Start ``users`` Locust users on ``workload``; stop when ``count`` samples are in, or, for a
+    timed level, when the duration is over and every request already sent has finished."""
+    env = Environment(user_classes=[user_class], events=locust_events, host=root_url)
     env.harness_workload = workload
     env.harness_workload_external = True
     collected: list[Sample] = []
@@ -60,8 +68,6 @@ def run_closed_level(root_url: str, workload_kwargs: dict, concurrency: int, cou
     def listener(request_type, name, context=None, **_kw):
         if name == "chat" and context and "sample" in context:
             collected.append(context["sample"])
-            if on_sample:
-                on_sample(context["sample"])
 
     env.events.request.add_listener(listener)
     sampler = MetricsSampler(metrics_url) if metrics_url else None
@@ -72,12 +78,14 @@ def run_closed_level(root_url: str, workload_kwargs: dict, concurrency: int, cou
         sampler.start()
     t0 = time.perf_counter()
     try:
-        runner.start(concurrency, spawn_rate=max(concurrency, 1))
-        deadline = time.monotonic() + timeout + 30 + count * 0.0  # each request is bounded by the timeout
+        runner.start(users, spawn_rate=max(users, 1))
+        if duration is not None:
+            gevent.sleep(duration)
+            workload.budget = 0  # send nothing more; let what is in flight finish
+            count = workload.issued
+        deadline = time.monotonic() + timeout + 30  # every request is bounded by the timeout
         while len(collected) < count and time.monotonic() < deadline:
             gevent.sleep(0.02)
-            if len(collected) < count and workload.budget == 0 and runner.user_count == 0:
-                break
     finally:
         runner.stop()
         runner.quit()
@@ -89,6 +97,23 @@ def run_closed_level(root_url: str, workload_kwargs: dict, concurrency: int, cou
     cpu1 = proc.cpu_times()
     client_cpu = (cpu1.user + cpu1.system - cpu0.user - cpu0.system) / max(wall, 1e-9)
     return LevelRun(collected, wall, client_cpu, sampler.summary() if sampler else {})
+
+
+def run_open_level(root_url: str, workload_kwargs: dict, rate: float, count: int, poisson: bool, timeout: float,
+                   metrics_url: str | None = None, seed: int = 1) -> LevelRun:
+    """``count`` requests arriving at ``rate`` per second (open loop), each on its own greenlet."""
+    user = _load_user_module()
+    workload = user.Workload(budget=count, **workload_kwargs)
+    workload.arrivals = arrival_offsets(rate, count, poisson, seed)
+    return _drive(root_url, user.ArrivalUser, workload, 1, count, timeout + workload.arrivals[-1], metrics_url)
+
+
+def run_timed_level(root_url: str, workload_kwargs: dict, concurrency: int, duration: float, timeout: float,
+                    metrics_url: str | None = None) -> LevelRun:
+    """Closed loop for ``duration`` seconds; then no new requests, and the ones in flight finish."""
+    user = _load_user_module()
+    workload = user.Workload(budget=None, **workload_kwargs)
+    return _drive(root_url, user.ChatUser, workload, concurrency, None, timeout, metrics_url, duration=duration)
 
 
 def check_models(base_url: str, model: str, api_key: str | None, timeout: float = 10.0) -> list[str]:

@@ -37,6 +37,8 @@ class Workload:
         self.temperature, self.api_key, self.timeout = temperature, api_key, timeout
         self._prompts = itertools.cycle(prompts)
         self.budget = budget
+        self.issued = 0
+        self.arrivals: list[float] | None = None  # open loop: send offsets in seconds from the start
 
     def take(self) -> str | None:
         """The next prompt, or None when the level's budget is spent (atomic under gevent)."""
@@ -44,6 +46,7 @@ class Workload:
             if self.budget <= 0:
                 return None
             self.budget -= 1
+        self.issued += 1
         return next(self._prompts)
 
     def body(self, prompt: str) -> bytes:
@@ -147,6 +150,44 @@ class ChatUser(FastHttpUser):
         import gevent
 
         gevent.sleep(0.05)
+
+
+class ArrivalUser(FastHttpUser):
+    """Open loop: one user sends each request at its scheduled arrival time on a greenlet of its
+    own, whatever the server's speed, so offered load does not fall when the server slows."""
+
+    wait_time = constant(0)
+    network_timeout = 300.0
+    connection_timeout = 10.0
+    concurrency = 4096  # connections in this user's pool: one per request in flight
+    fixed_count = 1
+
+    def on_start(self) -> None:
+        self.workload = workload_for(self.environment)
+        self.done = False
+
+    @task
+    def dispatch(self) -> None:
+        import gevent
+
+        if self.done or not self.workload.arrivals:
+            gevent.sleep(0.05)
+            return
+        start = time.perf_counter()
+        greenlets = []
+        for offset in self.workload.arrivals:
+            delay = start + offset - time.perf_counter()
+            if delay > 0:
+                gevent.sleep(delay)
+            prompt = self.workload.take()
+            if prompt is None:
+                break
+            greenlets.append(gevent.spawn(self._one, prompt))
+        gevent.joinall(greenlets)
+        self.done = True
+
+    def _one(self, prompt: str) -> None:
+        _metric_rows(self.environment, stream_once(self.client, self.workload, prompt))
 
 
 # -- standalone use (web UI, headless): options and thresholds ---------------------------------------

@@ -169,3 +169,58 @@ def test_pooled_cache_keeps_its_hits_at_c10_where_per_seat_loses_them(practice, 
         shares[profile] = {r["concurrency"]: r["cached_tokens_mean"] / r["prompt_tokens_mean"] for r in levels(book)}
     assert shares["vllm"][10] >= shares["vllm"][1] - 0.1, shares  # blocks are shared across the whole pool
     assert shares["kit"][10] < shares["vllm"][10] - 0.2, shares  # cold seats in the first wave miss
+
+
+def test_open_loop_keeps_the_offered_rate_whatever_the_server_does(practice, tmp_path):
+    server = practice("ruler")  # every request lasts 0.05 + 127 x 0.01 = 1.32 s, no seats
+    book = tmp_path / "labbook.md"
+    out = sweep("--base-url", server.base_url, "--model", "ruler", "--rate", "20", "--requests", "40",
+                "--max-tokens", "128", "--label", "open", "--labbook", str(book), "--warmup", "0")
+    assert out.returncode == 0, out.stderr
+    rec = levels(book)[0]
+    assert rec["arrival"] == "fixed-rate" and rec["rate_rps"] == 20 and rec["completed"] == 40
+    assert 22 <= rec["concurrency"] <= 30  # peak in flight = rate x duration = 26.4
+    assert rec["wall_s"] == pytest.approx(39 / 20 + 1.32, abs=0.3)
+    assert rec["ttft_s"]["p99"] < 0.1  # an open loop on a seatless server never queues
+
+
+def test_poisson_arrivals_are_seeded(tmp_path):
+    from harness.arrivals import arrival_offsets
+
+    a = arrival_offsets(10, 500, poisson=True, seed=3)
+    assert a == arrival_offsets(10, 500, poisson=True, seed=3) and a != arrival_offsets(10, 500, True, seed=4)
+    assert a[-1] / 499 == pytest.approx(0.1, rel=0.15)  # mean gap 1 / rate
+    assert arrival_offsets(4, 3, poisson=False) == [0, 0.25, 0.5]
+
+
+def test_duration_bounded_level_drains(practice, tmp_path):
+    server = practice("kit")
+    book = tmp_path / "labbook.md"
+    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "3", "--duration", "2",
+                "--max-tokens", "16", "--label", "timed", "--labbook", str(book), "--warmup", "0")
+    assert out.returncode == 0, out.stderr
+    rec = levels(book)[0]
+    assert rec["duration_s"] == 2 and rec["failed"] == 0 and rec["completed"] >= 6
+    assert 2.0 <= rec["wall_s"] < 3.5
+
+
+def test_interrupt_between_levels_keeps_a_valid_notebook(practice, tmp_path):
+    import signal
+    import time
+
+    server = practice(kit_profile(name="slow", output={"length": {"kind": "fixed", "tokens": 400}}))
+    book = tmp_path / "labbook.md"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "sweep", "--base-url", server.base_url, "--model",
+                             "local-chat", "--concurrency", "1,2", "--requests", "2", "--max-tokens", "20", "--label",
+                             "cut", "--labbook", str(book), "--warmup", "0", "--timeout", "60"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (book.exists() and book.read_text().strip()):
+        time.sleep(0.1)
+    time.sleep(0.3)  # now inside the second level
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err and "1 finished level(s)" in err
+    recs = levels(book)
+    assert [r["concurrency"] for r in recs] == [1]

@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from harness.errors import ConfigError, TargetUnreachable
-from harness.levels import LAB_ID, aggregate, sample_record
+from harness.levels import LAB_ID, aggregate, peak_in_flight, sample_record
 from harness.prompts import PROMPT_SETS, build_prompts, load_prompt_file
 from harness.records import append_record
 
@@ -49,9 +49,25 @@ def add_parser(sub) -> None:
     p.add_argument("--api-key-env", default="LOADTEST_API_KEY", help="environment variable holding the API key")
     p.add_argument("--labbook", default="labbook.md", help="notebook to append one JSON line per level to")
     p.add_argument("--samples", help="file for per-request samples (default: beside the notebook)")
+    p.add_argument("--rate", help="open loop: comma-separated arrival rates (requests/s), one level each, instead of "
+                                   "--concurrency")
+    p.add_argument("--poisson", action="store_true", help="with --rate: Poisson arrivals instead of evenly spaced")
+    p.add_argument("--duration", type=float, help="closed loop for this many seconds per level (then drain) instead "
+                                                  "of a request count")
+    p.add_argument("--seed", type=int, default=1, help="seed for Poisson arrivals")
     p.add_argument("--metrics-url", help="engine /metrics URL to sample during each level (default: derived from "
                                          "--base-url; 'none' to skip)")
     p.set_defaults(func=run)
+
+
+def parse_rates(text: str) -> list[float]:
+    try:
+        rates = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"--rate must be comma-separated numbers (requests per second), got {text!r}") from None
+    if not rates or min(rates) <= 0:
+        raise ConfigError(f"--rate lists no rate, or one that is not positive: {text!r}")
+    return rates
 
 
 def parse_levels(text: str) -> list[int]:
@@ -72,9 +88,14 @@ def _root(base_url: str) -> tuple[str, str]:
 
 
 def run(args) -> int:
-    levels = parse_levels(args.concurrency)
+    rates = parse_rates(args.rate) if args.rate else None
+    levels = rates if rates else parse_levels(args.concurrency)
     if args.requests < 1 or args.max_tokens < 2:
         raise ConfigError("--requests must be at least 1 and --max-tokens at least 2")
+    if args.duration is not None and (args.duration <= 0 or rates):
+        raise ConfigError("--duration takes a positive number of seconds and works with --concurrency, not --rate")
+    if args.poisson and not rates:
+        raise ConfigError("--poisson needs --rate")
     root, base_path = _root(args.base_url)
     api_key = os.environ.get(args.api_key_env) or None
     metrics_url = None if args.metrics_url == "none" else (args.metrics_url or root + "/metrics")
@@ -107,14 +128,27 @@ def run(args) -> int:
     exit_code, written = 0, 0
     try:
         for level in levels:
-            count = max(args.requests, args.min_rounds * level)
-            prompts = (load_prompt_file(args.prompt_file, count) if args.prompt_file
-                       else build_prompts(args.prompt_set, count))
-            result = loadgen.run_closed_level(root, {**workload, "prompts": prompts}, level, count, args.timeout,
-                                              metrics_url=metrics_url)
-            row = aggregate(result.samples, level, result.wall_s, args.slo_ttft, args.slo_tpot)
+            count = args.requests if rates else max(args.requests, args.min_rounds * int(level))
+            prompts = (load_prompt_file(args.prompt_file, max(count, 64)) if args.prompt_file
+                       else build_prompts(args.prompt_set, max(count, 64)))
+            extra: dict = {"arrival": "closed"}
+            if rates:
+                result = loadgen.run_open_level(root, {**workload, "prompts": prompts}, level, count, args.poisson,
+                                                args.timeout, metrics_url=metrics_url, seed=args.seed)
+                extra = {"arrival": "poisson" if args.poisson else "fixed-rate", "rate_rps": level}
+                concurrency = max(1, peak_in_flight(result.samples))
+            elif args.duration:
+                result = loadgen.run_timed_level(root, {**workload, "prompts": prompts}, level, args.duration,
+                                                 args.timeout, metrics_url=metrics_url)
+                extra["duration_s"] = args.duration
+                concurrency = level
+            else:
+                result = loadgen.run_closed_level(root, {**workload, "prompts": prompts}, level, count, args.timeout,
+                                                  metrics_url=metrics_url)
+                concurrency = level
+            row = aggregate(result.samples, concurrency, result.wall_s, args.slo_ttft, args.slo_tpot)
             row["client_cpu"] = round(result.client_cpu, 3)
-            row["client_limited"] = bool(result.client_cpu > 0.9 and row["mean_in_flight"] < 0.8 * level)
+            row["client_limited"] = bool(result.client_cpu > 0.9 and row["mean_in_flight"] < 0.8 * concurrency)
             if result.metrics:
                 row["server_metrics"] = result.metrics
             record = {
@@ -124,14 +158,14 @@ def run(args) -> int:
                 "model": args.model, "base_url": args.base_url,
                 "prompt_set": "file:" + Path(args.prompt_file).name if args.prompt_file else args.prompt_set,
                 "max_tokens": args.max_tokens, "temperature": args.temperature, "slo_ttft_s": args.slo_ttft,
-                "slo_tpot_s": args.slo_tpot, "arrival": "closed",
+                "slo_tpot_s": args.slo_tpot, **extra,
                 "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **row,
             }
             append_record(args.labbook, record, "level")
             written += 1
             with open(samples_path, "a", encoding="utf-8") as fh:
                 for s in result.samples:
-                    fh.write(json.dumps(sample_record(s, args.label, level)) + "\n")
+                    fh.write(json.dumps(sample_record(s, args.label, concurrency)) + "\n")
             print_level(record)
             if record["completed"] == 0:
                 exit_code = 1
@@ -150,6 +184,8 @@ def _fmt(value, spec: str) -> str:
 
 def print_level(r: dict) -> None:
     t, p = r["ttft_s"], r["tpot_s"]
+    if r.get("rate_rps"):
+        print(f"  rate {r['rate_rps']:g}/s ({r['arrival']}), peak in flight {r['concurrency']}")
     print(f"  c={r['concurrency']:>3}  ok {r['completed']:>3}/{r['requests']:<3} fail {r['failed']:<3} "
           f"wall {r['wall_s']:>7.2f}s  out/s {r['output_tokens_per_s']:>8.2f}  "
           f"TTFT p50 {_fmt(t['p50'], '.3f')} p90 {_fmt(t['p90'], '.3f')} p95 {_fmt(t['p95'], '.3f')}  "

@@ -14,7 +14,7 @@ LLAMA_CMAKE   := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL
 PORT        ?= 8099
 PROFILE     ?= kit
 
-.PHONY: help setup test test-fast mock check llama-cpu demo bench-server clean
+.PHONY: help setup test test-fast mock check llama-cpu demo bench-server bench-client ui clean
 
 help:
 	@echo "make setup         create .venv and install the harness with its test tools"
@@ -24,6 +24,8 @@ help:
 	@echo "make check         memory bandwidth, the speed limit, and whether the practice server is up"
 	@echo "make llama-cpu     install the real CPU llama-server and the Gemma 3 270M model"
 	@echo "make bench-server  the practice server's own timing benchmark (prints a table)"
+	@echo "make bench-client  how precisely the load generator measures, against the practice server's truth"
+	@echo "make ui            the Locust web UI on http://127.0.0.1:8089 (HOST=http://127.0.0.1:8099 by default)"
 
 setup: $(STAMP)
 
@@ -54,6 +56,14 @@ check: $(STAMP)
 
 demo: $(STAMP)
 	$(HARNESS) demo
+
+# The Locust web UI for ad-hoc load, bound to 127.0.0.1 (HOST is the server, e.g. the practice server).
+HOST ?= http://127.0.0.1:$(PORT)
+ui: $(STAMP)
+	$(BIN)/locust -f locustfiles/llm_user.py --host $(HOST) --web-host 127.0.0.1 --web-port 8089 --stop-timeout 60
+
+bench-client: $(STAMP)
+	$(BIN)/python scripts/bench_client.py
 
 bench-server: $(STAMP)
 	$(BIN)/python scripts/bench_server.py

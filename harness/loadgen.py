@@ -7,6 +7,7 @@ library on import), so the CLI imports it only when a sweep runs. The user class
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import sys
 import time
@@ -57,7 +58,7 @@ def run_closed_level(root_url: str, workload_kwargs: dict, concurrency: int, cou
 
 
 def _drive(root_url: str, user_class, workload, users: int, count: int | None, timeout: float,
-           metrics_url: str | None, duration: float | None = None) -> LevelRun:
+           metrics_url: str | None, duration: float | None = None, spawn_rate: float | None = None) -> LevelRun:
     """Start ``users`` Locust users on ``workload``; stop when ``count`` samples are in, or, for a
     timed level, when the duration is over and every request already sent has finished."""
     env = Environment(user_classes=[user_class], events=locust_events, host=root_url)
@@ -76,9 +77,13 @@ def _drive(root_url: str, user_class, workload, users: int, count: int | None, t
     runner = env.create_local_runner()
     if sampler:
         sampler.start()
+    # A full garbage collection pauses every stream for milliseconds; a level is bounded, so the
+    # collector waits until it ends (reference counting still frees almost everything at once).
+    gc.collect()
+    gc.disable()
     t0 = time.perf_counter()
     try:
-        runner.start(users, spawn_rate=max(users, 1))
+        runner.start(users, spawn_rate=spawn_rate or max(users, 1))
         if duration is not None:
             gevent.sleep(duration)
             workload.budget = 0  # send nothing more; let what is in flight finish
@@ -87,6 +92,7 @@ def _drive(root_url: str, user_class, workload, users: int, count: int | None, t
         while len(collected) < count and time.monotonic() < deadline:
             gevent.sleep(0.02)
     finally:
+        gc.enable()
         runner.stop()
         runner.quit()
         env.events.request.remove_listener(listener)
@@ -109,11 +115,12 @@ def run_open_level(root_url: str, workload_kwargs: dict, rate: float, count: int
 
 
 def run_timed_level(root_url: str, workload_kwargs: dict, concurrency: int, duration: float, timeout: float,
-                    metrics_url: str | None = None) -> LevelRun:
+                    metrics_url: str | None = None, spawn_rate: float | None = None) -> LevelRun:
     """Closed loop for ``duration`` seconds; then no new requests, and the ones in flight finish."""
     user = _load_user_module()
     workload = user.Workload(budget=None, **workload_kwargs)
-    return _drive(root_url, user.ChatUser, workload, concurrency, None, timeout, metrics_url, duration=duration)
+    return _drive(root_url, user.ChatUser, workload, concurrency, None, timeout, metrics_url, duration=duration,
+                  spawn_rate=spawn_rate)
 
 
 def check_models(base_url: str, model: str, api_key: str | None, timeout: float = 10.0) -> list[str]:

@@ -35,6 +35,7 @@ class Sample:
     saw_done: bool = False
     timings: dict | None = None
     text: str = ""
+    request_id: str | None = None  # the completion id the server gave this response
 
     @property
     def ttft(self) -> float | None:
@@ -79,6 +80,8 @@ class StreamParser:
             return
         if not isinstance(obj, dict):
             return
+        if self.s.request_id is None and isinstance(obj.get("id"), str):
+            self.s.request_id = obj["id"]
         if "error" in obj and self.s.error is None:
             err = obj["error"]
             self.s.error = f"StreamError: {err.get('message', err) if isinstance(err, dict) else err}"

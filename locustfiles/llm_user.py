@@ -132,7 +132,6 @@ class ChatUser(FastHttpUser):
     wait_time = constant(0)
     network_timeout = 300.0
     connection_timeout = 10.0
-    abstract = False
 
     def on_start(self) -> None:
         self.workload: Workload = workload_for(self.environment)
@@ -161,6 +160,7 @@ class ArrivalUser(FastHttpUser):
     connection_timeout = 10.0
     concurrency = 4096  # connections in this user's pool: one per request in flight
     fixed_count = 1
+    abstract = True  # not offered in the web UI or headless runs; the sweep's open loop uses it
 
     def on_start(self) -> None:
         self.workload = workload_for(self.environment)

@@ -224,3 +224,35 @@ def test_interrupt_between_levels_keeps_a_valid_notebook(practice, tmp_path):
     assert "Traceback" not in err and "1 finished level(s)" in err
     recs = levels(book)
     assert [r["concurrency"] for r in recs] == [1]
+
+
+def test_web_ui_shows_exact_percentiles(practice, tmp_path):
+    import time
+
+    import requests
+
+    from tests.conftest import free_port
+
+    server = practice("kit")
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles/llm_user.py"), "--host",
+                             server.root, "--web-host", "127.0.0.1", "--web-port", str(port), "--autostart", "-u", "2",
+                             "-r", "2", "-t", "20s", "--max-tokens", "8"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline, rows = time.monotonic() + 30, None
+        while time.monotonic() < deadline:
+            try:
+                stats = requests.get(f"http://127.0.0.1:{port}/stats/requests", timeout=2).json()
+                rows = stats["extended_stats"][0]["data"]
+                names = {s["name"] for s in stats["stats"]}
+                if rows[0]["p50"] is not None and {"TTFT", "TPOT", "chat"} <= names:
+                    break
+            except (requests.RequestException, KeyError, ValueError):
+                pass
+            time.sleep(0.5)
+        assert rows and rows[0]["metric"] == "TTFT (s)" and rows[0]["p50"] is not None
+        assert {"TTFT", "TPOT", "chat"} <= names
+    finally:
+        proc.terminate()
+        proc.wait(20)

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""How precisely the load generator measures (a benchmark, not a test): prints a table.
+
+The practice server's ``ruler`` profile (first token 50 ms after a request arrives, then one
+token every 10 ms, 128 tokens, one SSE event per write) runs pinned to one core; this process,
+the Locust client as ``harness sweep`` drives it, runs pinned to the other. For each number of
+concurrent streams the client runs a closed loop for a fixed time; then every request's
+measured token times are compared with the times the server wrote those tokens (its ground
+truth, on the same monotonic clock). Error = client time - server write time.
+
+    .venv/bin/python scripts/bench_client.py [--seconds 8] [--streams 1,16,64,256]
+"""
+
+from gevent import monkey
+
+monkey.patch_all()
+
+import argparse  # noqa: E402
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import psutil  # noqa: E402
+import requests  # noqa: E402
+from tabulate import tabulate  # noqa: E402
+
+from harness import loadgen  # noqa: E402
+from harness.metrics import percentile  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def start_server(profile: str, core: int, extra: list[str]) -> tuple[subprocess.Popen, str]:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "practice", "--profile", profile, "--port",
+                             str(port), *extra], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    psutil.Process(proc.pid).cpu_affinity([core])
+    root = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            requests.get(root + "/health", timeout=0.5)
+            return proc, root
+        except requests.RequestException:
+            time.sleep(0.05)
+    raise SystemExit("practice server did not start")
+
+
+def ms(v):
+    return None if v is None else round(v * 1000, 2)
+
+
+def run_case(root: str, streams: int, seconds: float) -> dict:
+    wl = {"path": "/v1/chat/completions", "model": None, "prompts": ["benchmark"], "max_tokens": 128}
+    # users start over one second, as people would, so equal-length streams are not in lockstep
+    result = loadgen.run_timed_level(root, wl, streams, seconds, timeout=60, spawn_rate=max(streams, 1))
+    ok = [s for s in result.samples if s.ok]
+    ttft_err, itl_err, send_gap = [], [], []
+    session = requests.Session()
+    for s in ok:
+        truth = session.get(f"{root}/practice/truth/{s.request_id}", timeout=10).json()
+        sent = truth.get("sent") or []
+        if not sent or len(sent) != len(s.token_times):
+            continue
+        # TTFT error: when the client saw the first token minus when the server wrote it
+        ttft_err.append(s.t_first - sent[0])
+        # ITL error: each gap as the client saw it minus the same gap as the server wrote it
+        itl_err.extend((b - a) - (wb - wa) for a, b, wa, wb in zip(s.token_times, s.token_times[1:], sent, sent[1:]))
+        send_gap.append(truth["received"] - s.t_send)
+    tokens = sum(s.output_tokens or 0 for s in ok)
+    return {"streams": streams, "requests": len(result.samples), "ok": len(ok),
+            "tokens/s": round(tokens / result.wall_s), "client CPU": f"{result.client_cpu:.0%}",
+            "TTFT err p50 ms": ms(percentile(ttft_err, 50)), "TTFT err p99 ms": ms(percentile(ttft_err, 99)),
+            "ITL err p50 ms": ms(percentile(itl_err, 50)), "ITL err p99 ms": ms(percentile(itl_err, 99)),
+            "send to server p50 ms": ms(percentile(send_gap, 50)),
+            "client is the limit": "yes" if result.client_cpu > 0.9 else "no"}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--streams", default="1,16,64,256")
+    parser.add_argument("--ceiling", action="store_true", default=True)
+    args = parser.parse_args()
+    cores = sorted(os.sched_getaffinity(0))
+    server_core, client_core = cores[0], cores[-1]
+    psutil.Process().cpu_affinity([client_core])
+    rows = []
+    proc, root = start_server("ruler", server_core, [])
+    try:
+        for n in (int(x) for x in args.streams.split(",")):
+            rows.append(run_case(root, n, args.seconds))
+            print(f"  {n} streams: {rows[-1]['tokens/s']} tok/s, client CPU {rows[-1]['client CPU']}", file=sys.stderr)
+    finally:
+        proc.terminate()
+    print(tabulate(rows, headers="keys", tablefmt="github"))
+    # Zero-delay ceiling: tokens as fast as the server writes them; whichever side is busier is the limit.
+    profile = ROOT / "runs" / "bench-zero.yaml"
+    profile.parent.mkdir(exist_ok=True)
+    profile.write_text((ROOT / "harness/practice/profiles/ruler.yaml").read_text()
+                       .replace("ttft_s: 0.05", "ttft_s: 0.0").replace("itl_s: 0.01", "itl_s: 0.0")
+                       .replace("name: ruler", "name: zero"))
+    proc, root = start_server(str(profile), server_core, [])
+    try:
+        sp = psutil.Process(proc.pid)
+        c0 = sp.cpu_times()
+        t0 = time.monotonic()
+        row = run_case(root, 16, args.seconds)
+        c1, el = sp.cpu_times(), time.monotonic() - t0
+        server_cpu = (c1.user + c1.system - c0.user - c0.system) / el
+    finally:
+        proc.terminate()
+    print(f"\nzero-delay ceiling, 16 streams: {row['tokens/s']} tokens/s with client CPU {row['client CPU']} "
+          f"and server CPU {server_cpu:.0%} (the busier side is the limit)")
+    print(f"server on core {server_core}, client on core {client_core}; {args.seconds:g} s closed loop per row; "
+          "TTFT error = client's first-token time - server's write time; ITL error = client gap - server gap "
+          "(same monotonic clock); 'send to server' = client send time to the server's parse of the request")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -63,20 +63,22 @@ class StreamParser:
         self._usage: dict | None = None
 
     def feed(self, line: bytes | str, t: float) -> None:
-        if isinstance(line, bytes):
-            line = line.decode("utf-8", errors="replace")
-        line = line.strip()
-        if not line or line.startswith(":") or not line.startswith("data:"):
-            return
+        # The hot path of every client: blank separators and comments are dropped before any work.
+        if isinstance(line, str):
+            line = line.encode("utf-8", errors="replace")
+        if not line.startswith(b"data:"):
+            line = line.strip()
+            if not line.startswith(b"data:"):
+                return
         data = line[5:].strip()
-        if data == "[DONE]":
+        if data == b"[DONE]":
             self.s.saw_done = True
             return
         try:
             obj = json.loads(data)
-        except json.JSONDecodeError:
+        except ValueError:  # JSONDecodeError, or bytes that are not UTF-8
             if self.s.error is None:
-                self.s.error = f"MalformedSSE: {data[:80]!r}"
+                self.s.error = f"MalformedSSE: {data[:80].decode('utf-8', errors='replace')!r}"
             return
         if not isinstance(obj, dict):
             return

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import matplotlib
 
+from harness.curves import completed_levels
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
@@ -27,7 +29,7 @@ def crowd_chart(levels_by_label: dict[str, dict[int, dict]], path: str | Path, p
     """Total output tokens/s and p95 first-token wait against crowd size, one line per label."""
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
     for label, levels in levels_by_label.items():
-        cs = sorted(c for c, r in levels.items() if r.get("completed"))
+        cs = completed_levels(levels)
         top.plot(cs, [levels[c]["output_tokens_per_s"] for c in cs], marker="o", label=label)
         p95 = [(levels[c]["ttft_s"].get("p95") or levels[c]["ttft_s"].get("p90")) for c in cs]
         bottom.plot(cs, p95, marker="o", label=label)
@@ -51,7 +53,7 @@ def crowd_chart(levels_by_label: dict[str, dict[int, dict]], path: str | Path, p
 
 def tpot_chart(label: str, levels: dict[int, dict], fit: dict | None, path: str | Path) -> Path:
     """TPOT p50 and p90 against concurrency with the fitted line a + b c."""
-    cs = sorted(c for c, r in levels.items() if r.get("completed"))
+    cs = completed_levels(levels)
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(cs, [levels[c]["tpot_s"]["p50"] for c in cs], "o", label="TPOT p50")
     ax.plot(cs, [levels[c]["tpot_s"]["p90"] for c in cs], "x", label="TPOT p90")

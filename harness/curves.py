@@ -53,19 +53,31 @@ def _p(rec: dict, key: str, pct: str) -> float | None:
     return (rec.get(key) or {}).get(pct)
 
 
+def completed_levels(levels: dict[int, dict]) -> list[int]:
+    """Concurrency values whose record finished at least one request, ascending."""
+    return sorted(level for level, rec in levels.items() if rec.get("completed"))
+
+
+def cached_share(rec: dict) -> float | None:
+    """Mean cached prompt tokens as a share of the mean prompt, or None when either is unknown."""
+    cached, prompt = rec.get("cached_tokens_mean"), rec.get("prompt_tokens_mean")
+    return None if cached is None or not prompt else cached / prompt
+
+
 def curve(levels: dict[int, dict]) -> Curve:
-    cs = sorted(c for c, r in levels.items() if r.get("completed"))
+    cs = completed_levels(levels)
     if not cs:
         return Curve(levels=[])
     first = levels[cs[0]]
     d = Curve(levels=cs, slo_ttft=first.get("slo_ttft_s", DEFAULT_SLO_TTFT),
               slo_tpot=first.get("slo_tpot_s", DEFAULT_SLO_TPOT))
-    d.per_request = first["output_tokens_per_s"] / cs[0]
-    d.scaling = {c: (levels[c]["output_tokens_per_s"] / (c * d.per_request) if d.per_request else None) for c in cs}
-    for prev, cur in zip(cs, cs[1:]):
-        gain = (levels[cur]["output_tokens_per_s"] - levels[prev]["output_tokens_per_s"]) / (cur - prev)
-        if gain < 0.5 * d.per_request:
-            d.knee = (prev, cur)
+    tput = [levels[c]["output_tokens_per_s"] for c in cs]
+    d.per_request = tput[0] / cs[0]
+    d.scaling = {c: (t / (c * d.per_request) if d.per_request else None) for c, t in zip(cs, tput)}
+    for i in range(1, len(cs)):
+        per_added = (tput[i] - tput[i - 1]) / (cs[i] - cs[i - 1])
+        if per_added < d.per_request / 2:
+            d.knee = (cs[i - 1], cs[i])
             break
     for c in cs:
         r = levels[c]
@@ -101,40 +113,43 @@ def copies_for(peak: int, capacity: int, spare_share: float = 0.2) -> tuple[int,
 
 
 def check(labels: dict[str, dict[int, dict]]) -> list[tuple[str, str]]:
-    """The lab's validation rules: (PASS | WARN | FAIL, what was checked)."""
-    out: list[tuple[str, str]] = []
+    """The lab's validation rules, as (PASS | WARN | FAIL, finding) pairs."""
+    findings: list[tuple[str, str]] = []
 
-    def verdict(ok: bool, text: str, otherwise: str = "FAIL") -> None:
-        out.append(("PASS" if ok else otherwise, text))
+    def rule(passed: bool, finding: str, severity: str = "FAIL") -> None:
+        findings.append(("PASS" if passed else severity, finding))
 
-    base = set(BASELINE_LEVELS)
-    sweeps = [n for n, lv in labels.items()
-              if base <= set(lv) and all(lv[c]["completed"] for c in base) and lv[1].get("prompt_set") == "mixed"]
-    verdict(bool(sweeps), f"a mixed-prompt sweep completed every level of {sorted(base)}: {', '.join(sweeps) or 'none'}")
-    for name in sweeps:
-        lv = labels[name]
-        failed = sum(r["failed"] for r in lv.values())
-        verdict(failed == 0, f"{name}: failed requests over all levels = {failed}", "WARN")
-        verdict(all(r.get("token_counts") == "usage" for r in lv.values()),
-                f"{name}: output tokens counted from the server's usage block", "WARN")
-        missing = [k for k in ("host", "quant", "context_length", "server_slots") if lv[1].get(k) in (None, "unknown")]
-        verdict(not missing, f"{name}: run context recorded ({', '.join(missing) + ' missing' if missing else 'complete'})",
-                "WARN")
-    def with_set(s: str) -> list[str]:
-        return [n for n, lv in labels.items() if any(r.get("prompt_set") == s for r in lv.values())]
+    need = set(BASELINE_LEVELS)
+    baselines = [name for name, lv in labels.items()
+                 if need <= set(lv) and all(lv[c]["completed"] for c in need) and lv[1].get("prompt_set") == "mixed"]
+    rule(bool(baselines), f"baseline sweep (mixed prompts, every level of {sorted(need)} completed): "
+                          f"{', '.join(baselines) or 'none found'}")
+    for name in baselines:
+        recs = labels[name].values()
+        failures = sum(r["failed"] for r in recs)
+        rule(failures == 0, f"{name}: {failures} failed request(s) across its levels", "WARN")
+        rule(all(r.get("token_counts") == "usage" for r in recs),
+             f"{name}: every level took its token counts from the usage block", "WARN")
+        absent = [k for k in ("host", "quant", "context_length", "server_slots")
+                  if labels[name][1].get(k) in (None, "unknown")]
+        rule(not absent, f"{name}: test conditions recorded" + (f" except {', '.join(absent)}" if absent else ""), "WARN")
 
-    shared, unique = with_set("shared-prefix"), with_set("unique-prefix")
-    verdict(bool(shared) and bool(unique), f"prefix pair present: shared {shared or 'none'}, control {unique or 'none'}")
+    def labels_using(prompt_set: str) -> list[str]:
+        return [n for n, lv in labels.items() if any(r.get("prompt_set") == prompt_set for r in lv.values())]
+
+    shared, control = labels_using("shared-prefix"), labels_using("unique-prefix")
+    rule(bool(shared and control), f"prefix pair: shared {shared or 'missing'}, control {control or 'missing'}")
     for name in shared:
-        for c, r in sorted(labels[name].items()):
-            if r.get("cached_tokens_mean") is None or not r.get("prompt_tokens_mean"):
-                verdict(False, f"{name} c={c}: the server reported no cached-token count", "WARN")
-                continue
-            share = r["cached_tokens_mean"] / r["prompt_tokens_mean"]
-            verdict(share > 0.5, f"{name} c={c}: cached tokens are {share:.0%} of the prompt")
-    for name in unique:
-        for c, r in sorted(labels[name].items()):
-            if r.get("cached_tokens_mean") is not None and r.get("prompt_tokens_mean"):
-                share = r["cached_tokens_mean"] / r["prompt_tokens_mean"]
-                verdict(share < 0.1, f"{name} c={c}: cached tokens are {share:.0%} of the prompt (control)")
-    return out
+        for c, rec in sorted(labels[name].items()):
+            share = cached_share(rec)
+            if share is None:
+                rule(False, f"{name} at c={c}: no cached-token count came back from the server", "WARN")
+            else:
+                rule(share > 0.5, f"{name} at c={c}: {share:.0%} of the prompt was served from cache (needs > 50 %)")
+    for name in control:
+        for c, rec in sorted(labels[name].items()):
+            share = cached_share(rec)
+            if share is not None:
+                rule(share < 0.1, f"{name} at c={c}: {share:.0%} of the prompt was served from cache (control, "
+                                  "needs < 10 %)")
+    return findings

@@ -43,8 +43,11 @@ def _token_counts(samples: list[Sample]):
 
 
 def _mean(values: Iterable) -> float | None:
-    present = [v for v in values if v is not None]
-    return round(statistics.fmean(present), 1) if present else None
+    """Mean of the values that are present, to one decimal; None when none is."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return None
+    return round(sum(known) / len(known), 1)
 
 
 def aggregate(samples: list[Sample], concurrency: int, wall_s: float, slo_ttft: float, slo_tpot: float) -> dict:

@@ -125,8 +125,9 @@ def _tag() -> str:
     return f"Request {secrets.token_hex(8)}."
 
 
-def build_prompts(prompt_set: str, count: int) -> list[str]:
+def make_prompts(kind: str, count: int) -> list[str]:
     """``count`` prompts from ``prompt_set``, cycling through its texts."""
+    prompt_set = kind
     if prompt_set == "mixed":
         return [f"{_tag()} {SHORT[i % len(SHORT)]}" for i in range(count)]
     if prompt_set == "shared-prefix":
@@ -134,7 +135,7 @@ def build_prompts(prompt_set: str, count: int) -> list[str]:
     if prompt_set in ("unique-prefix", "long"):
         return [f"{_tag()}\n{PREAMBLE}\n\nQuestion: {QUESTIONS[i % len(QUESTIONS)]}" for i in range(count)]
     if prompt_set == "mixed-long":
-        return [build_prompts("long" if i % 4 == 3 else "mixed", 1)[0] for i in range(count)]
+        return [make_prompts("long" if i % 4 == 3 else "mixed", 1)[0] for i in range(count)]
     raise ConfigError(f"unknown prompt set {prompt_set!r}; use one of {', '.join(PROMPT_SETS)} or --prompt-file")
 
 

@@ -24,7 +24,7 @@ import time
 from locust import FastHttpUser, constant, events, task
 
 from harness.levels import distribution
-from harness.prompts import PROMPT_SETS, build_prompts
+from harness.prompts import PROMPT_SETS, make_prompts
 from harness.stream import Sample, StreamParser
 
 
@@ -214,7 +214,7 @@ def workload_for(environment) -> Workload:
         return existing
     o = environment.parsed_options
     path = o.api_base_path.rstrip("/") + "/chat/completions"
-    wl = Workload(path, o.model or None, build_prompts(o.prompt_set, 256), o.max_tokens,
+    wl = Workload(path, o.model or None, make_prompts(o.prompt_set, 256), o.max_tokens,
                   api_key=os.environ.get(o.api_key_env) or None)
     environment.harness_workload = wl
     return wl

@@ -82,7 +82,7 @@ def run_case(root: str, streams: int, seconds: float) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.strip().split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--streams", default="1,16,64,256")
     parser.add_argument("--ceiling", action="store_true", default=True)

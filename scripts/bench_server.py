@@ -129,7 +129,7 @@ def run_case(profile: str, streams: int, seconds: float, max_tokens: int, server
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.strip().split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--streams", default="1,16,64,256")
     parser.add_argument("--profiles", default="fleet,ruler")

@@ -65,7 +65,7 @@ def test_check_rules(tmp_path):
     labels = curves.by_label(base + pair)
     assert all(v == "PASS" for v, _ in curves.check(labels))
     bad = curves.by_label(base + [dict(pair[1], cached_tokens_mean=10)] + pair[:1])
-    assert ("FAIL", "sh c=1: cached tokens are 1% of the prompt") in curves.check(bad)
+    assert ("FAIL", "sh at c=1: 1% of the prompt was served from cache (needs > 50 %)") in curves.check(bad)
     book = write_book(tmp_path / "b.md", base + [dict(pair[1], cached_tokens_mean=10)] + pair[:1])
     assert main(["summarise", "--labbook", str(book), "--check"]) == 1
     good = write_book(tmp_path / "g.md", base + pair)
@@ -80,7 +80,7 @@ def test_summarise_reads_seed_shaped_lines_and_records_a_summary(tmp_path, capsy
     assert main(["summarise", "--labbook", str(book), "--label", "seedrun", "--markdown", "--record",
                  "--promise", "1.0", "--peak", "120", "--chart", str(tmp_path / "c.png")]) == 0
     out = capsys.readouterr().out
-    assert "| c " in out and "TPOT p50 ~" in out and "120 / 20 -> 6 copies, 8 with 20% spares" in out
+    assert "| c " in out and "TPOT p50 fit: " in out and "120 / 20 -> 6 copies, 8 with 20% spares" in out
     assert (tmp_path / "c.png").stat().st_size > 10_000
     summary = json.loads(book.read_text().strip().splitlines()[-1])
     assert summary["record"] == "curve-summary" and summary["capacity_within_promise"] == 20

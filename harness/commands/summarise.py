@@ -14,6 +14,10 @@ from harness.levels import LAB_ID
 from harness.records import append_record, read_records
 
 
+# Conditions a level-by-level comparison assumes equal; any difference is printed above the table.
+CONDITIONS = ("engine", "model", "quant", "prompt_set", "max_tokens", "context_length", "server_slots")
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("summarise", help="curves, comparisons and checks from the notebook (drop-in for "
                                          "summarise-load.py)")
@@ -116,20 +120,22 @@ def run(args) -> int:
 
 
 def bar(value: float, top: float, width: int = 24) -> str:
-    filled = int(round(width * value / top)) if top > 0 else 0
-    return "#" * filled + "." * (width - filled)
+    """A text bar: ``value`` as a share of ``top`` in ``width`` cells."""
+    cells = 0 if top <= 0 else round(width * value / top)
+    return "=" * cells + " " * (width - cells) + "|"
 
 
 def print_curve(label: str, levels: dict[int, dict], markdown: bool) -> curves.Curve:
     d = curves.curve(levels)
     if not d.levels:
-        print(f"{label}: no level completed any request")
+        print(f"{label}: no level finished a single request, so there is no curve")
         return d
-    first = levels[d.levels[0]]
-    print(f"==> {label}: {first.get('engine')} {first.get('engine_version')}, model {first.get('model')}, prompt set "
-          f"{first.get('prompt_set')}, max_tokens {first.get('max_tokens')}")
-    print(f"    host {first.get('host')}, quant {first.get('quant')}, context {first.get('context_length')}, server "
-          f"slots {first.get('server_slots')}, objective TTFT <= {d.slo_ttft} s, TPOT <= {d.slo_tpot} s")
+    head_rec = levels[d.levels[0]]
+    conditions = ", ".join(f"{k} {head_rec.get(k)}" for k in ("engine", "engine_version", "model", "quant", "host"))
+    print(f"==> curve for {label} ({conditions})")
+    print(f"    prompts {head_rec.get('prompt_set')}, up to {head_rec.get('max_tokens')} tokens out, context "
+          f"{head_rec.get('context_length')}, slots {head_rec.get('server_slots')}; objective TTFT <= {d.slo_ttft} s "
+          f"and TPOT <= {d.slo_tpot} s")
     head = ["c", "ok", "out tok/s", "scaling", "req/s", "goodput", "TTFT p50", "TTFT p90", "TTFT p95",
             "TPOT p50", "TPOT p90", "in flight", "cached"]
     rows = []
@@ -142,38 +148,37 @@ def print_curve(label: str, levels: dict[int, dict], markdown: bool) -> curves.C
                      _f(r["tpot_s"].get("p50"), ".4f"), _f(r["tpot_s"].get("p90"), ".4f"),
                      f"{r.get('mean_in_flight', 0):.1f}", r.get("cached_tokens_mean")])
     print(tabulate(rows, headers=head, tablefmt="github" if markdown else "plain", disable_numparse=True))
-    top_out = max(levels[c]["output_tokens_per_s"] for c in d.levels)
-    top_tpot = max(levels[c]["tpot_s"].get("p90") or 0 for c in d.levels)
-    print("\n    output tokens/s                     TPOT p90 (s)")
+    peak = max(levels[c]["output_tokens_per_s"] for c in d.levels)
+    worst = max(levels[c]["tpot_s"].get("p90") or 0 for c in d.levels)
+    print(f"\n    {'c':>5}  {'output tokens/s':<33}{'TPOT p90':<25}")
     for c in d.levels:
-        r = levels[c]
-        tp = r["tpot_s"].get("p90") or 0
-        print(f"    c={c:>3} {bar(r['output_tokens_per_s'], top_out)} {r['output_tokens_per_s']:>8.1f}   "
-              f"{bar(tp, top_tpot, 16)} {tp:.4f}")
+        out, tp = levels[c]["output_tokens_per_s"], levels[c]["tpot_s"].get("p90") or 0
+        print(f"    {c:>5}  {bar(out, peak)} {out:<7.1f} {bar(tp, worst, 16)} {tp:.4f} s")
     print()
+    first = d.levels[0]
     if d.knee:
-        print(f"    knee: between c={d.knee[0]} and c={d.knee[1]}: each added request gained less than half of one "
-              f"request's throughput at c={d.levels[0]}")
+        print(f"    knee: c={d.knee[0]} -> c={d.knee[1]} is the first step where each extra request added less than "
+              f"half of what one request gets alone at c={first}")
     else:
-        print("    knee: not reached at these levels; every step still gained at least half of one request's throughput")
+        print(f"    knee: none within these levels (each step added at least half of one request's c={first} rate)")
     if d.fit:
         a, b = d.fit["a_s"], d.fit["b_s"]
-        print(f"    TPOT p50 ~ {a * 1000:.2f} ms + {b * 1000:.3f} ms x c (fitted on c = "
-              f"{', '.join(map(str, d.fit['levels_used']))})")
+        print(f"    TPOT p50 fit: {a * 1000:.2f} ms + {b * 1000:.3f} ms per concurrent request "
+              f"(least squares over c = {', '.join(map(str, d.fit['levels_used']))})")
         for c in d.fit["levels_used"]:
             step = a + b * c
-            predicted = c / step if step > 0 else float("nan")
-            print(f"      c={c:>3}: c / fitted TPOT = {predicted:8.1f} tok/s if every request were always decoding; "
-                  f"measured {levels[c]['output_tokens_per_s']:8.1f}")
+            bound = c / step if step > 0 else float("nan")
+            print(f"      c={c:<4} c / (a + b c) = {bound:8.1f} tok/s if all {c} were decoding all the time; "
+                  f"measured {levels[c]['output_tokens_per_s']:.1f}")
         if d.ceiling:
-            print(f"    ceiling as c grows: 1 / b = {d.ceiling:.1f} tok/s; TPOT p50 reaches {d.slo_tpot} s at "
-                  f"c = {d.c_at_slo:.1f}")
+            print(f"    ceiling: 1 / b = {d.ceiling:.1f} tok/s however many are admitted; TPOT p50 would reach "
+                  f"{d.slo_tpot} s near c = {d.c_at_slo:.1f}")
         else:
-            print("    b <= 0: TPOT did not rise with concurrency at these levels, so no ceiling follows")
+            print("    ceiling: none can be read off, TPOT does not grow with c at these levels (b <= 0)")
     else:
-        print("    TPOT fit: needs at least two levels at or below the server's slot count")
-    print(f"    operating point (no failures, both p90s within the objective): "
-          f"{'c=' + str(d.operating_point) if d.operating_point else 'none of the levels run'}")
+        print("    TPOT fit: not possible; it takes two or more levels within the server's slots")
+    op = f"c={d.operating_point}" if d.operating_point else "no level qualifies"
+    print(f"    operating point: {op} (highest level with no failures and TTFT p90, TPOT p90 inside the objective)")
     return d
 
 
@@ -181,10 +186,10 @@ def print_compare(a: str, b: str, labels: dict) -> int:
     shared = sorted(set(labels[a]) & set(labels[b]))
     if not shared:
         raise ConfigError(f"{a} and {b} share no concurrency level; run both at the same levels")
-    ra, rb = labels[a][shared[0]], labels[b][shared[0]]
-    for field in ("model", "max_tokens", "prompt_set", "context_length", "server_slots", "quant", "engine"):
-        if ra.get(field) != rb.get(field):
-            print(f"    note: {field} differs: {ra.get(field)} vs {rb.get(field)}")
+    first_a, first_b = labels[a][shared[0]], labels[b][shared[0]]
+    for name in CONDITIONS:
+        if first_a.get(name) != first_b.get(name):
+            print(f"    not equal: {name} is {first_a.get(name)!r} in A and {first_b.get(name)!r} in B")
     print(f"==> {a} (A) against {b} (B)")
     rows = []
     for c in shared:
@@ -203,7 +208,7 @@ def print_compare(a: str, b: str, labels: dict) -> int:
 
 
 def print_check(labels: dict) -> int:
-    print("==> checking the notebook against the lab's validation rules")
+    print("==> the lab's validation rules, applied to the notebook")
     results = curves.check(labels)
     for verdict, text in results:
         print(f"    {verdict:<4}  {text}")

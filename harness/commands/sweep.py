@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from harness.errors import ConfigError, TargetUnreachable
 from harness.levels import LAB_ID, aggregate, peak_in_flight, sample_record
-from harness.prompts import PROMPT_SETS, build_prompts, load_prompt_file
+from harness.prompts import PROMPT_SETS, make_prompts, load_prompt_file
 from harness.records import append_record
 
 WARMUP_PROMPT = "Answer with a single word: ok"
@@ -130,7 +130,7 @@ def run(args) -> int:
         for level in levels:
             count = args.requests if rates else max(args.requests, args.min_rounds * int(level))
             prompts = (load_prompt_file(args.prompt_file, max(count, 64)) if args.prompt_file
-                       else build_prompts(args.prompt_set, max(count, 64)))
+                       else make_prompts(args.prompt_set, max(count, 64)))
             extra: dict = {"arrival": "closed"}
             if rates:
                 result = loadgen.run_open_level(root, {**workload, "prompts": prompts}, level, count, args.poisson,

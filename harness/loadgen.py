@@ -20,12 +20,14 @@ from locust.env import Environment
 
 import psutil
 import requests
+import urllib3
 
 from harness.arrivals import arrival_offsets
 from harness.server_metrics import MetricsSampler
 from harness.stream import Sample
 
 ROOT = Path(__file__).resolve().parents[1]
+urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
 
 
 def _load_user_module():
@@ -126,7 +128,8 @@ def run_timed_level(root_url: str, workload_kwargs: dict, concurrency: int, dura
 def check_models(base_url: str, model: str, api_key: str | None, timeout: float = 10.0) -> list[str]:
     """The ids the server lists at /models ([] when it lists none or the route is missing)."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    resp = requests.get(base_url.rstrip("/") + "/models", headers=headers, timeout=timeout)
+    # Certificates are not verified, as by the load client: local endpoints often use self-signed ones.
+    resp = requests.get(base_url.rstrip("/") + "/models", headers=headers, timeout=timeout, verify=False)
     if resp.status_code != 200:
         return []
     try:

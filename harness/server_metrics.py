@@ -60,7 +60,7 @@ class MetricsSampler:
 
     def poll_once(self) -> None:
         try:
-            resp = requests.get(self.url, timeout=self.timeout)
+            resp = requests.get(self.url, timeout=self.timeout, verify=False)  # as the load client: no verification
             if resp.status_code == 200:
                 self.snapshots.append(parse_metrics(resp.text))
             else:

@@ -23,9 +23,9 @@ def free_port() -> int:
 
 
 class RunningServer:
-    def __init__(self, proc: subprocess.Popen, port: int, log: Path, out: Path) -> None:
+    def __init__(self, proc: subprocess.Popen, port: int, log: Path, out: Path, scheme: str = "http") -> None:
         self.proc, self.port, self.log, self.out = proc, port, log, out
-        self.root = f"http://127.0.0.1:{port}"
+        self.root = f"{scheme}://127.0.0.1:{port}"
         self.base_url = self.root + "/v1"
 
     def truth(self, rid: str) -> dict:
@@ -44,7 +44,7 @@ class RunningServer:
 
 
 def start_practice(tmp_path: Path, profile: str | dict = "kit", extra: list[str] | None = None,
-                   env: dict | None = None) -> RunningServer:
+                   env: dict | None = None, scheme: str = "http") -> RunningServer:
     if isinstance(profile, dict):
         path = tmp_path / f"profile-{profile['name']}.yaml"
         path.write_text(yaml.safe_dump(profile))
@@ -55,16 +55,17 @@ def start_practice(tmp_path: Path, profile: str | dict = "kit", extra: list[str]
            "--log-file", str(log), *(extra or [])]
     with open(out, "w") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, **(env or {})})
-    server = RunningServer(proc, port, log, out)
+    server = RunningServer(proc, port, log, out, scheme)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"practice server exited: {out.read_text()}")
         try:
-            if requests.get(server.root + "/health", timeout=0.5).status_code == 200:
+            if requests.get(server.root + "/health", timeout=0.5, verify=False).status_code == 200:
                 return server
         except requests.RequestException:
             time.sleep(0.05)
+        time.sleep(0.01)
     server.stop()
     raise RuntimeError("practice server did not become healthy in 30 s")
 
@@ -74,8 +75,8 @@ def practice(tmp_path):
     """Call with a profile name or dict (and extra CLI args); every server is stopped afterwards."""
     started: list[RunningServer] = []
 
-    def _start(profile="kit", extra=None, env=None) -> RunningServer:
-        server = start_practice(tmp_path, profile, extra, env)
+    def _start(profile="kit", extra=None, env=None, scheme="http") -> RunningServer:
+        server = start_practice(tmp_path, profile, extra, env, scheme)
         started.append(server)
         return server
 

@@ -256,3 +256,17 @@ def test_web_ui_shows_exact_percentiles(practice, tmp_path):
     finally:
         proc.terminate()
         proc.wait(20)
+
+
+def test_https_endpoint(practice, tmp_path):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
+    server = practice("kit", extra=["--tls-cert", str(cert), "--tls-key", str(key)], scheme="https")
+    book = tmp_path / "labbook.md"
+    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "2", "--requests", "4",
+                "--max-tokens", "8", "--labbook", str(book))
+    assert out.returncode == 0, out.stdout + out.stderr
+    rec = levels(book)[0]
+    assert rec["completed"] == 4 and rec["base_url"].startswith("https://")
+    assert rec["server_metrics"]["samples"] >= 2

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.practice import profile as profiles
-from harness.practice.server import DEFAULT_PORT, api_key_from_env, resolve_log, run as run_server
+from harness.practice.server import DEFAULT_PORT, api_key_from_env, resolve_log, run as run_server, tls_context
 
 
 def add_parser(sub) -> None:
@@ -18,6 +18,8 @@ def add_parser(sub) -> None:
     p.add_argument("--log-file", help="write the engine-style load log here")
     p.add_argument("--seed", type=int, help="override the profile's random seed")
     p.add_argument("--no-uvloop", action="store_true", help="use the standard asyncio loop")
+    p.add_argument("--tls-cert", help="serve HTTPS with this PEM certificate (and --tls-key)")
+    p.add_argument("--tls-key", help="PEM private key for --tls-cert")
     p.set_defaults(func=run)
 
 
@@ -31,4 +33,5 @@ def run(args) -> int:
         overrides["seed"] = args.seed
     profile = profiles.load_profile(args.profile, overrides)
     return run_server(profile, host=args.host, port=args.port, api_key=api_key_from_env(args.api_key_env),
-                      log_path=resolve_log(args.log_file), use_uvloop=not args.no_uvloop)
+                      log_path=resolve_log(args.log_file), use_uvloop=not args.no_uvloop,
+                      tls=tls_context(args.tls_cert, args.tls_key))

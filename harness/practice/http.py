@@ -180,6 +180,7 @@ class HttpProtocol(asyncio.Protocol):
         self.buf.clear()
 
 
-async def serve(handler: Handler, host: str, port: int) -> asyncio.base_events.Server:
+async def serve(handler: Handler, host: str, port: int, ssl_context=None) -> asyncio.base_events.Server:
     loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: HttpProtocol(handler), host, port, reuse_address=True, backlog=1024)
+    return await loop.create_server(lambda: HttpProtocol(handler), host, port, reuse_address=True, backlog=1024,
+                                    ssl=ssl_context)

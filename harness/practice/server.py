@@ -31,8 +31,22 @@ def new_event_loop(use_uvloop: bool = True) -> asyncio.AbstractEventLoop:
     return asyncio.new_event_loop()
 
 
+def tls_context(cert: str | None, key: str | None):
+    """A server TLS context from PEM files, or None for plain HTTP."""
+    if not cert:
+        return None
+    import ssl
+
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        ctx.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"cannot load TLS certificate {cert} / key {key}: {exc}") from exc
+    return ctx
+
+
 def run(profile: Profile, host: str = "127.0.0.1", port: int = DEFAULT_PORT, api_key: str | None = None,
-        log_path: str | None = None, use_uvloop: bool = True, out=sys.stdout) -> int:
+        log_path: str | None = None, use_uvloop: bool = True, out=sys.stdout, tls=None) -> int:
     if host not in LOOPBACK and api_key is None:
         print(f"warning: serving without an API key on {host}, beyond loopback: anyone on the network can use it",
               file=sys.stderr)
@@ -41,7 +55,7 @@ def run(profile: Profile, host: str = "127.0.0.1", port: int = DEFAULT_PORT, api
     log = open(log_path, "a", encoding="utf-8") if log_path else None
     app = PracticeApp(profile, loop, api_key=api_key, log=log)
     try:
-        server = loop.run_until_complete(serve(app.handle, host, port))
+        server = loop.run_until_complete(serve(app.handle, host, port, tls))
     except OSError as exc:
         if exc.errno in (errno.EADDRINUSE, errno.EACCES):
             raise PortBusy(f"{host}:{port} is already in use; stop what holds it (it may be an earlier practice "
@@ -51,8 +65,9 @@ def run(profile: Profile, host: str = "127.0.0.1", port: int = DEFAULT_PORT, api
         app._log(line)
     quiet_gc(loop, app)
     p = profile.raw
+    scheme = "https" if tls else "http"
     print(f"practice server: slots={p['seats']} profile={profile.name} mode={profile.mode} "
-          f"ctx_per_slot={p['ctx_per_seat']} listening on http://{host}:{port} (base URL http://{host}:{port}/v1)",
+          f"ctx_per_slot={p['ctx_per_seat']} listening on {scheme}://{host}:{port} (base URL {scheme}://{host}:{port}/v1)",
           file=out, flush=True)
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

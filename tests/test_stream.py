@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 from harness.stream import StreamParser
 
 FIXTURES = Path(__file__).parent / "fixtures" / "streams"
@@ -76,3 +78,18 @@ def test_tool_call_delta_is_a_token():
              'data: {"choices":[{"delta":{},"finish_reason":"tool_calls"}]}', "data: [DONE]"]
     s = parse(lines)
     assert s.ok and s.fields == ["tool_calls"] and s.ttft == 0.01
+
+
+@pytest.mark.parametrize("name,fields,tokens,source,cached,finish", [
+    ("vllm-reasoning.sse", ["reasoning", "content"], 4, "usage", 16, "length"),
+    ("vllm-tool-call.sse", ["tool_calls"], 12, "usage", None, "tool_calls"),
+    ("mlx-lm.sse", ["reasoning", "content"], 3, "usage", 8, "stop"),
+    ("trtllm-reasoning-content.sse", ["reasoning_content", "content"], 2, "usage", None, "stop"),
+])
+def test_engine_stream_shapes(name, fields, tokens, source, cached, finish):
+    lines = FIXTURES.joinpath(name).read_bytes().split(b"\n")
+    s = parse(lines)
+    assert s.ok, s.error
+    assert (s.fields, s.output_tokens, s.token_source, s.cached_tokens, s.finish_reason) == (
+        fields, tokens, source, cached, finish)
+    assert s.request_id.startswith("chatcmpl-")

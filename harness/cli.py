@@ -6,10 +6,10 @@ import argparse
 import sys
 
 from harness import __version__
-from harness.commands import check, demo, llama_cpu, practice, summarise, sweep
+from harness.commands import check, demo, llama_cpu, practice, predict, summarise, sweep, verify_allocation
 from harness.errors import HarnessError
 
-COMMANDS = (practice, check, demo, llama_cpu, sweep, summarise)
+COMMANDS = (practice, check, demo, llama_cpu, sweep, summarise, predict, verify_allocation)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -109,3 +109,22 @@ def test_dry_run_command_states_every_setting(tmp_path):
     for flag in ("--parallel 8", "--ctx-size 32768", "--cache-type-k q8_0", "--cache-type-v q8_0", "--metrics",
                  "--cache-ram 0", "--host 127.0.0.1", "--port 8080"):
         assert flag in cmd
+
+
+def test_model_facts_come_from_the_gguf_file():
+    from harness.modelinfo import load_model
+
+    m = load_model(str(llamacpp.find_model()))
+    assert (m.layers, m.kv_heads, m.head_dim, m.swa_layers, m.swa_window) == (18, 1, 256, 15, 512)
+    assert m.formats["GGUF"]["tensor_bytes"] == 246_587_904
+
+
+def test_verify_allocation_against_the_real_log(llama, capsys):
+    from harness.cli import main
+
+    base = ["verify-allocation", "--log", str(llama.log_path), "--model", str(llamacpp.find_model()), "--slots", "4"]
+    assert main(base + ["--ctx-per-slot", "2048"]) == 0
+    assert main(base + ["--ctx-per-slot", "4096"]) == 1  # a deliberately wrong setting
+    out = capsys.readouterr().out
+    assert "log says 24.00 MiB (2048 cells" in out and "prediction is 48.00 MiB (4096 cells" in out
+    assert "n_ctx_slot = 2048" in out

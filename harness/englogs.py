@@ -1,0 +1,120 @@
+"""Read what an engine says it allocated, from its own load log. Pure: text in, facts out.
+Both shapes of llama-server's slot lines are understood (older builds print them apart)."""
+
+from __future__ import annotations
+
+import re
+
+_KV = re.compile(r"llama_kv_cache: size =\s*([\d.]+) MiB \(\s*(\d+) cells,\s*(\d+) layers,\s*(\d+)/(\d+) seqs\), "
+                 r"K \((\w+)\):\s*([\d.]+) MiB, V \((\w+)\):\s*([\d.]+) MiB")
+_SLOTS_NEW = re.compile(r"n_slots = (\d+), n_ctx_slot = (\d+)")
+_SLOTS_COUNT = re.compile(r"initializing slots, n_slots = (\d+)")
+_SLOT_CTX = re.compile(r"new slot,? n_ctx(?:_slot)? = (\d+)")
+_OFFLOAD = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
+_MODEL_BUF = re.compile(r"(\S+) model buffer size =\s*([\d.]+) MiB")
+_COMPUTE_BUF = re.compile(r"(\S+) compute buffer size =\s*([\d.]+) MiB")
+_VLLM_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
+_VLLM_CONC = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
+_VLLM_AVAIL = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
+_VLLM_LOAD = re.compile(r"Model loading took ([\d.]+) GiB")
+
+
+def _num(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def parse_llama_server(text: str) -> dict:
+    caches = [{"mib": float(m[1]), "cells": int(m[2]), "layers": int(m[3]), "seqs": int(m[4]),
+               "k_type": m[6], "v_type": m[8]} for m in _KV.finditer(text)]
+    out: dict = {"kv_caches": caches}
+    if (m := _SLOTS_NEW.search(text)):
+        out["n_slots"], out["n_ctx_slot"] = int(m[1]), int(m[2])
+    else:
+        if (m := _SLOTS_COUNT.search(text)):
+            out["n_slots"] = int(m[1])
+        if (m := _SLOT_CTX.search(text)):
+            out["n_ctx_slot"] = int(m[1])
+    if (m := _OFFLOAD.search(text)):
+        out["offloaded_layers"] = [int(m[1]), int(m[2])]
+    out["model_buffers_mib"] = {k: float(v) for k, v in _MODEL_BUF.findall(text)}
+    out["compute_buffers_mib"] = {k: float(v) for k, v in _COMPUTE_BUF.findall(text)}
+    out["prompt_cache_disabled"] = "prompt cache is disabled" in text
+    return out
+
+
+def parse_vllm(text: str) -> dict:
+    out: dict = {}
+    if (m := _VLLM_TOKENS.search(text)):
+        out["kv_tokens"] = _num(m[1])
+    if (m := _VLLM_CONC.search(text)):
+        out["max_model_len"], out["max_concurrency"] = _num(m[1]), float(m[2])
+    if (m := _VLLM_AVAIL.search(text)):
+        out["available_kv_gib"] = float(m[1])
+    if (m := _VLLM_LOAD.search(text)):
+        out["model_loading_gib"] = float(m[1])
+    return out
+
+
+def detect_engine(text: str) -> str | None:
+    if _KV.search(text) or _SLOTS_NEW.search(text) or _SLOTS_COUNT.search(text):
+        return "llama-server"
+    if _VLLM_TOKENS.search(text):
+        return "vllm"
+    return None
+
+
+def pool_tokens(engine: str, facts: dict) -> int | None:
+    """Tokens of KV the engine holds for all sequences together (full-attention cache for llama-server)."""
+    if engine == "vllm":
+        return facts.get("kv_tokens")
+    caches = facts.get("kv_caches") or []
+    if not caches:
+        return None
+    full = max(caches, key=lambda c: c["cells"])
+    return full["cells"] * full["seqs"]
+
+
+def compare(engine: str, observed: dict, predicted) -> list[str]:
+    """Every way the log disagrees with the prediction, each naming both figures and a likely cause."""
+    problems: list[str] = []
+    if engine == "llama-server":
+        want = predicted.caches
+        got = observed.get("kv_caches") or []
+        if not got:
+            return ["the log has no 'llama_kv_cache: size = ...' line; start llama-server with --verbosity 4 "
+                    "(or a build that logs it) and pass that log"]
+        if len(got) != len(want):
+            problems.append(f"the log shows {len(got)} KV cache(s), the prediction {len(want)}: a sliding-window model "
+                            "logs one cache per attention kind; check the model file")
+        for w, g in zip(want, got):
+            mib = w["bytes"] / 2**20
+            if abs(g["mib"] - mib) > 0.01 or g["cells"] != w["cells"] or g["seqs"] != w["seqs"]:
+                cause = []
+                if g["cells"] != w["cells"]:
+                    cause.append(f"context per slot (log {g['cells']} cells, predicted {w['cells']}; "
+                                 f"n_ctx_slot = {observed.get('n_ctx_slot', '?')})")
+                if g["seqs"] != w["seqs"]:
+                    cause.append(f"slots (log {g['seqs']} seqs, predicted {w['seqs']})")
+                if g["layers"] != w["layers"]:
+                    cause.append(f"layers (log {g['layers']}, predicted {w['layers']})")
+                if g["k_type"] != predicted_type(predicted):
+                    cause.append(f"cache type (log {g['k_type']}, predicted {predicted_type(predicted)})")
+                problems.append(f"KV cache: log says {g['mib']:.2f} MiB ({g['cells']} cells, {g['layers']} layers, "
+                                f"{g['seqs']} seqs) but the prediction is {mib:.2f} MiB ({w['cells']} cells, "
+                                f"{w['layers']} layers, {w['seqs']} seqs); likely cause: "
+                                + ("; ".join(cause) or "bytes per value differ: check the cache type"))
+    else:
+        got = observed.get("kv_tokens")
+        if got is None:
+            return ["the log has no 'GPU KV cache size: N tokens' line; pass the vLLM server's startup log"]
+        if got != predicted.vllm_tokens:
+            problems.append(f"KV pool: log says {got:,} tokens but the prediction is {predicted.vllm_tokens:,} tokens; "
+                            "likely cause: block size other than 16, a different KV dtype, or the memory fraction "
+                            "deciding the pool instead of --kv-cache-memory-bytes")
+    return problems
+
+
+def predicted_type(predicted) -> str:
+    line = predicted.log_lines[0] if predicted.log_lines else ""
+    m = re.search(r"K \((\w+)\)", line)
+    return m[1] if m else "?"

@@ -1,0 +1,69 @@
+"""Predictions: the labs' printed tables digit for digit, configurations, and verify-allocation."""
+
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.errors import ConfigError
+from harness.modelinfo import from_table, load_model
+from harness.predict import predict_allocation
+
+EXPECTED = Path(__file__).parent / "fixtures" / "expected"
+
+
+@pytest.mark.parametrize("table,expected", [("lab09", "lab09-task1.txt"), ("lab08", "lab08-task1.txt")])
+def test_lab_tables_digit_for_digit(table, expected, capsys):
+    assert main(["predict", "--model", "qwen3-8b", "--table", table]) == 0
+    assert capsys.readouterr().out == EXPECTED.joinpath(expected).read_text()
+
+
+def test_lab_log_lines_for_the_tiers():
+    qwen = from_table("qwen3-8b")
+    assert predict_allocation(qwen, "llama-server", 20, 4096, "f16").log_lines == [
+        "llama_kv_cache: size = 11520.00 MiB (  4096 cells,  36 layers, 20/20 seqs), K (f16): 5760.00 MiB, "
+        "V (f16): 5760.00 MiB"]
+    assert predict_allocation(qwen, "llama-server", 20, 4096, "q8_0").log_lines[0].startswith(
+        "llama_kv_cache: size = 6120.00 MiB (  4096 cells,  36 layers, 20/20 seqs), K (q8_0): 3060.00 MiB")
+    vllm = predict_allocation(qwen, "vllm", 20, 4096, "fp8")
+    assert (vllm.vllm_tokens, vllm.vllm_blocks) == (81_920, 5_120)
+    assert vllm.log_lines[1] == "Maximum concurrency for 4,096 tokens per request: 20.00x"
+
+
+def practice_log(practice, profile):
+    server = practice(profile)
+    return server.log
+
+
+@pytest.mark.slow
+def test_verify_allocation_on_a_vllm_style_log(practice, tmp_path, capsys):
+    log = practice_log(practice, "vllm")  # the practice server's vLLM profile: Qwen3-8B shape, 81,920 tokens
+    book = tmp_path / "labbook.md"
+    args = ["verify-allocation", "--log", str(log), "--model", "qwen3-8b", "--slots", "20", "--ctx-per-slot", "4096",
+            "--labbook", str(book)]
+    assert main(args) == 0
+    assert main(args[:-2] + ["--kv-bytes", str(147_456 * 40_000)]) == 1
+    assert "log says 81,920 tokens but the prediction is 40,000 tokens" in capsys.readouterr().out
+    assert '"verdict": "match"' in book.read_text()
+
+
+@pytest.mark.slow
+def test_equal_pool_is_refused_when_pools_differ(practice, capsys):
+    kit, vllm = practice_log(practice, "kit"), practice_log(practice, "vllm")
+    assert main(["verify-allocation", "--equal-pool", str(kit), str(vllm)]) == 1
+    assert "not an equal pool: llama-server" in capsys.readouterr().out  # 8 x 4,096 = 32,768 against 81,920
+    assert main(["verify-allocation", "--equal-pool", str(vllm), str(vllm)]) == 0
+
+
+def test_bad_inputs_are_clear(tmp_path, capsys):
+    not_gguf = tmp_path / "model.gguf"
+    not_gguf.write_bytes(b"not a gguf file at all")
+    with pytest.raises(ConfigError, match="not a readable GGUF file"):
+        load_model(str(not_gguf))
+    with pytest.raises(ConfigError, match="not in"):
+        load_model("no-such-model")
+    other = tmp_path / "other.log"
+    other.write_text("INFO: some other program started\n")
+    assert main(["verify-allocation", "--log", str(other)]) == 2
+    assert "no llama-server or vLLM allocation lines" in capsys.readouterr().err
+    assert main(["verify-allocation", "--log", str(tmp_path / "missing.log")]) == 2

@@ -12,6 +12,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+def _save(fig, path: str | Path) -> Path:
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def conditions(levels_by_label: dict[str, dict[int, dict]], promise_s: float | None) -> str:
     """The test conditions printed above every chart: traffic profile, crowd sizes, promise."""
     recs = [r for lv in levels_by_label.values() for r in lv.values()]
@@ -43,12 +52,7 @@ def crowd_chart(levels_by_label: dict[str, dict[int, dict]], path: str | Path, p
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle(conditions(levels_by_label, promise_s), fontsize=9)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def tpot_chart(label: str, levels: dict[int, dict], fit: dict | None, path: str | Path) -> Path:
@@ -66,9 +70,4 @@ def tpot_chart(label: str, levels: dict[int, dict], fit: dict | None, path: str 
     ax.set_title(f"{label}: TPOT against concurrency", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, path)

@@ -115,7 +115,21 @@ class EngineState:
     waiting: deque = field(default_factory=deque)
 
 
-class BatchedEngine:
+class _Engine:
+    """What the HTTP side reads from either engine."""
+
+    state: EngineState
+
+    @property
+    def running(self) -> list[Sequence]:
+        return self.state.running
+
+    @property
+    def waiting(self) -> deque:
+        return self.state.waiting
+
+
+class BatchedEngine(_Engine):
     def __init__(self, profile: dict, loop: asyncio.AbstractEventLoop) -> None:
         timing = profile["timing"]
         self.a = float(timing["step_base_s"])
@@ -145,13 +159,6 @@ class BatchedEngine:
         self.step_spread = array("d")
 
     # -- what /metrics and /slots read --------------------------------------------------------
-    @property
-    def running(self) -> list[Sequence]:
-        return self.state.running
-
-    @property
-    def waiting(self) -> deque:
-        return self.state.waiting
 
     def used_blocks(self) -> int:
         return sum(s.blocks for s in self.state.running)
@@ -301,7 +308,7 @@ class BatchedEngine:
         self._plan_step(end)
 
 
-class FixedEngine:
+class FixedEngine(_Engine):
     """Fixed timing per request, independent of load: the ruler for client benchmarks.
 
     One ticker serves every stream: a heap of (deadline, n, sequence) and a single precise timer
@@ -323,13 +330,6 @@ class FixedEngine:
         self._n = 0
         self._armed: float | None = None
 
-    @property
-    def running(self) -> list[Sequence]:
-        return self.state.running
-
-    @property
-    def waiting(self) -> deque:
-        return self.state.waiting
 
     def kv_usage(self) -> float:
         return 0.0

@@ -1,0 +1,104 @@
+"""Feature probes: what a server really delivers, judged from its replies. Pure functions: a
+reply (already parsed JSON) in, a verdict with the exact reason out."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import jsonschema
+
+FEATURES_LAB = "part-08/lab-same-model-every-engine"
+TOOL_NAME = "get_current_weather"
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": TOOL_NAME,
+    "description": "Current weather conditions for one city.",
+    "parameters": {"type": "object",
+                   "properties": {"city": {"type": "string", "description": "the city, e.g. Porto"},
+                                  "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+                   "required": ["city"]}}}
+PERSON_SCHEMA = {"type": "object",
+                 "properties": {"name": {"type": "string"}, "born": {"type": "integer"}, "field": {"type": "string"}},
+                 "required": ["name", "born", "field"], "additionalProperties": False}
+# Neither prompt mentions JSON, tools by name, or field names: the server has to do the work.
+TOOL_PROMPT = "How is the weather in Lisbon at the moment? Please check with the tool."
+PERSON_PROMPT = "Tell me about one physicist who was awarded the Nobel Prize."
+_EMPTY_THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.DOTALL)
+
+
+def _message(reply: dict) -> tuple[dict, str | None]:
+    choice = (reply.get("choices") or [{}])[0] or {}
+    return choice.get("message") or {}, choice.get("finish_reason")
+
+
+def _reasoning_field(message: dict) -> str | None:
+    return next((k for k in ("reasoning_content", "reasoning") if message.get(k)), None)
+
+
+def judge_tool_call(name: str | None, arguments, text: str, finish: str | None) -> dict:
+    """Supported only when a tool call names the weather function with a string ``city``."""
+    out = {"supported": False, "called": name, "arguments": None, "finish_reason": finish}
+    if name is None:
+        if "<tool_call>" in (text or ""):
+            out["detail"] = "the model wrote a <tool_call> block as text; the server did not parse it (server finding)"
+        elif finish == "length":
+            out["detail"] = "the token budget ran out before any tool call (finish_reason length)"
+        else:
+            out["detail"] = "replied without tool_calls: " + (text or "").strip()[:80]
+        return out
+    try:
+        args = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except json.JSONDecodeError:
+        out["detail"] = "tool_calls came back but their arguments are not valid JSON"
+        return out
+    out["arguments"] = args
+    if name == TOOL_NAME and isinstance(args, dict) and isinstance(args.get("city"), str):
+        out["supported"] = True
+    else:
+        out["detail"] = f"tool_calls came back, but not {TOOL_NAME} with a city string"
+    return out
+
+
+def judge_tool_reply(reply: dict) -> dict:
+    message, finish = _message(reply)
+    calls = message.get("tool_calls") or []
+    fn = ((calls[0] or {}).get("function") or {}) if calls else {}
+    out = judge_tool_call(fn.get("name") if calls else None, fn.get("arguments"), message.get("content") or "", finish)
+    out["reasoning_field"] = _reasoning_field(message)
+    return out
+
+
+def judge_schema_reply(reply: dict, schema: dict = PERSON_SCHEMA) -> dict:
+    """Supported only when the content (after an empty think block, if any) validates against the schema."""
+    message, finish = _message(reply)
+    content = message.get("content") or ""
+    stripped = _EMPTY_THINK.sub("", content, count=1)
+    out = {"supported": False, "value": None, "think_block_removed": stripped != content, "finish_reason": finish,
+           "reasoning_field": _reasoning_field(message)}
+    try:
+        value = json.loads(stripped)
+    except json.JSONDecodeError:
+        out["detail"] = "the request was accepted but the reply is not JSON: " + stripped.strip()[:80]
+        return out
+    out["value"] = value
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(value), key=lambda e: list(e.path))
+    if errors:
+        out["detail"] = "JSON that does not match the schema: " + "; ".join(e.message for e in errors[:3])
+    else:
+        out["supported"] = True
+    return out
+
+
+def assemble_tool_deltas(events: list[dict]) -> tuple[str | None, str, str, str | None]:
+    """(function name, arguments, content text, finish reason) from streamed chunks."""
+    name, args, text, finish = None, "", "", None
+    for event in events:
+        for choice in event.get("choices") or []:
+            delta = choice.get("delta") or {}
+            text += delta.get("content") or ""
+            for call in delta.get("tool_calls") or []:
+                fn = call.get("function") or {}
+                name = name or fn.get("name")
+                args += fn.get("arguments") or ""
+            finish = choice.get("finish_reason") or finish
+    return name, args, text, finish

@@ -128,3 +128,17 @@ def test_verify_allocation_against_the_real_log(llama, capsys):
     out = capsys.readouterr().out
     assert "log says 24.00 MiB (2048 cells" in out and "prediction is 48.00 MiB (4096 cells" in out
     assert "n_ctx_slot = 2048" in out
+
+
+def test_probe_records_what_the_real_server_does(llama, tmp_path, capsys):
+    from harness.cli import main
+    from harness.records import read_records
+
+    book = tmp_path / "labbook.md"
+    assert main(["probe", "--engine", "llama.cpp", "--base-url", base(llama), "--model", llamacpp.MODEL_ALIAS,
+                 "--max-tokens", "48", "--labbook", str(book)]) == 0
+    rec = read_records(book, "features").records[0]
+    assert rec["models_endpoint"]["supported"] and rec["models_endpoint"]["model_ids"] == [llamacpp.MODEL_ALIAS]
+    for section in ("tool_calling", "streaming_tool_calling", "structured_output"):
+        assert rec[section]["status"] == 200
+        assert rec[section]["supported"] or rec[section]["detail"]  # a verdict, and the reason when it is no

@@ -142,3 +142,19 @@ def test_probe_records_what_the_real_server_does(llama, tmp_path, capsys):
     for section in ("tool_calling", "streaming_tool_calling", "structured_output"):
         assert rec[section]["status"] == 200
         assert rec[section]["supported"] or rec[section]["detail"]  # a verdict, and the reason when it is no
+
+
+def test_measure_on_the_real_server(llama, tmp_path):
+    from harness.cli import main
+    from harness.records import read_records
+
+    book = tmp_path / "labbook.md"
+    assert main(["measure", "--engine", "llama.cpp", "--base-url", base(llama), "--model", llamacpp.MODEL_ALIAS,
+                 "--backend", "CPU", "--quant", "Q4_K_M", "--max-tokens", "16", "--repetitions", "1",
+                 "--long-repeats", "6", "--server-pid", str(llama.proc.pid), "--labbook", str(book)]) == 0
+    short, long = read_records(book, "engine-speed").records
+    assert short["token_source"] == "usage" and short["decode_tokens_per_s"] > 1
+    assert long["prompt_tokens"] > short["prompt_tokens"] + 300
+    assert long["prefill_tokens_per_s"] and long["server_prefill_tokens_per_s"]  # both ways of reading prefill
+    assert short["max_cached_prompt_tokens"] < 64
+    assert short["process_resident_mb"] > 50

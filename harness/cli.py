@@ -6,11 +6,11 @@ import argparse
 import sys
 
 from harness import __version__
-from harness.commands import (check, demo, llama_cpu, measure, practice, predict, probe, summarise, sweep,
-                              verify_allocation)
+from harness.commands import (check, demo, engines, llama_cpu, measure, practice, predict, probe, summarise,
+                              sweep, verify_allocation)
 from harness.errors import HarnessError
 
-COMMANDS = (practice, check, demo, llama_cpu, sweep, summarise, predict, verify_allocation, probe, measure)
+COMMANDS = (practice, check, demo, llama_cpu, sweep, summarise, predict, verify_allocation, probe, measure, engines)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -150,7 +150,8 @@ def test_measure_on_the_real_server(llama, tmp_path):
 
     book = tmp_path / "labbook.md"
     assert main(["measure", "--engine", "llama.cpp", "--base-url", base(llama), "--model", llamacpp.MODEL_ALIAS,
-                 "--backend", "CPU", "--quant", "Q4_K_M", "--max-tokens", "16", "--repetitions", "1",
+                 "--backend", "CPU", "--quant", "Q4_K_M", "--engine-version", "b11434", "--max-tokens", "16",
+                 "--repetitions", "1",
                  "--long-repeats", "6", "--server-pid", str(llama.proc.pid), "--labbook", str(book)]) == 0
     short, long = read_records(book, "engine-speed").records
     assert short["token_source"] == "usage" and short["decode_tokens_per_s"] > 1
@@ -158,3 +159,8 @@ def test_measure_on_the_real_server(llama, tmp_path):
     assert long["prefill_tokens_per_s"] and long["server_prefill_tokens_per_s"]  # both ways of reading prefill
     assert short["max_cached_prompt_tokens"] < 64
     assert short["process_resident_mb"] > 50
+    # with a features record beside it, the lab's check passes on the CPU path only when allowed
+    assert main(["probe", "--engine", "llama.cpp", "--base-url", base(llama), "--model", llamacpp.MODEL_ALIAS,
+                 "--max-tokens", "32", "--labbook", str(book)]) == 0
+    assert main(["engines", "--labbook", str(book), "--check", "--allow-cpu"]) == 0
+    assert main(["engines", "--labbook", str(book), "--check"]) == 1

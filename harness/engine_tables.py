@@ -1,0 +1,173 @@
+"""Single-user engine comparison from records: latest per engine, memory source, tables, the check.
+Pure functions over record dicts."""
+
+from __future__ import annotations
+
+import json
+
+from tabulate import tabulate
+
+CACHE_LIMIT = 64  # more reused prompt tokens than this: the run measured the prefix cache, not prefill
+
+
+def latest_per_engine(speed_records: list[dict], feature_records: list[dict]):
+    """(engines in first-seen order, engine -> {short, long}, engine -> features), newest record wins."""
+    order: list[str] = []
+    speed: dict[str, dict] = {}
+    features: dict[str, dict] = {}
+    for rec in sorted(speed_records + feature_records, key=lambda r: r.get("measured_on", "")):
+        engine = rec.get("engine", "?")
+        if engine not in order:
+            order.append(engine)
+        if rec.get("probe") == "features":
+            features[engine] = rec
+        else:
+            speed.setdefault(engine, {})[rec["test"]] = rec
+    return order, speed, features
+
+
+def memory_added(rec: dict) -> tuple[float | None, str]:
+    """The reading that best says what this server added on this kind of machine, and its source.
+
+    Discrete NVIDIA: the per-process figure (it counts the server wherever it runs), else the
+    device figure (WSL2 lists no processes). AMD: VRAM plus GTT. DGX Spark and other Linux
+    without a device total: MemAvailable. Mac: vm_stat's active + wired + compressed."""
+    added, loaded = rec.get("memory_delta_mb") or {}, rec.get("memory") or {}
+    if loaded.get("gpu_total_mb"):
+        if (added.get("gpu_process_mb") or 0) > 0:
+            return added["gpu_process_mb"], "nvidia-smi per-process"
+        if added.get("gpu_used_mb") is not None:
+            return added["gpu_used_mb"], "nvidia-smi device"
+    if "rocm_vram_used_mb" in added or "rocm_gtt_used_mb" in added:
+        return added.get("rocm_vram_used_mb", 0) + added.get("rocm_gtt_used_mb", 0), "rocm-smi VRAM+GTT"
+    if added.get("mem_available_mb") is not None:
+        return added["mem_available_mb"], "MemAvailable"
+    if added.get("mac_used_mb") is not None:
+        return added["mac_used_mb"], "vm_stat active+wired+compressed"
+    return None, "no idle snapshot"
+
+
+def _v(value, digits: int = 2):
+    if value is None:
+        return "—"
+    return f"{value:.{digits}f}" if isinstance(value, float) else value
+
+
+def _yes(section: dict | None) -> str:
+    return "—" if not section else ("yes" if section.get("supported") else "no")
+
+
+def speed_rows(order, speed, ceiling: float | None = None) -> list[list]:
+    rows = []
+    for engine in order:
+        pair = speed.get(engine)
+        if not pair:
+            continue
+        s, lo = pair.get("short", {}), pair.get("long", {})
+        rec = lo or s
+        mem, source = memory_added(rec)
+        row = [engine, rec.get("quant") or "—", rec.get("backend") or "—", _v(s.get("ttft_s"), 3),
+               _v(lo.get("ttft_s"), 3), _v(rec.get("prefill_tokens_per_s"), 1), _v(s.get("decode_tokens_per_s")),
+               _v(lo.get("decode_tokens_per_s")), _v(mem), source]
+        if ceiling:
+            row.append(_v(s["decode_tokens_per_s"] / ceiling) if s.get("decode_tokens_per_s") else "—")
+        rows.append(row)
+    return rows
+
+
+SPEED_HEAD = ["Engine", "Quant", "Backend", "TTFT short s", "TTFT long s", "Prefill tok/s", "Decode short tok/s",
+              "Decode long tok/s", "Memory added MB", "Memory source"]
+
+
+def feature_rows(order, features) -> list[list]:
+    rows = []
+    for engine in order:
+        f = features.get(engine)
+        if f:
+            details = [f[s].get("detail") for s in ("tool_calling", "streaming_tool_calling", "structured_output")
+                       if (f.get(s) or {}).get("detail")]
+            rows.append([engine, _yes(f.get("models_endpoint")), _yes(f.get("tool_calling")),
+                         _yes(f.get("streaming_tool_calling")), _yes(f.get("structured_output")),
+                         "; ".join(details) or "—"])
+    return rows
+
+
+def render(order, speed, features, ceiling: float | None = None) -> str:
+    head = SPEED_HEAD + (["measured / ceiling"] if ceiling else [])
+    sp, fe = speed_rows(order, speed, ceiling), feature_rows(order, features)
+    as_js = lambda v: "'—'" if v in (None, "—") else (repr(v) if isinstance(v, str) else json.dumps(v))  # noqa: E731
+    parts = ["Speed and memory (medians; prefill from the short/long difference)", "",
+             tabulate(sp, headers=head, tablefmt="github", disable_numparse=True), "", "API features", "",
+             tabulate(fe, headers=["Engine", "/v1/models", "Tool calling", "Tool calling, streamed", "JSON schema",
+                                   "Detail"], tablefmt="github", disable_numparse=True), "",
+             "Recording-sheet rows, speed (engine and quant, TTFT short, TTFT long, prefill, decode short, decode "
+             "long, memory MB)"]
+    for engine in order:
+        pair = speed.get(engine) or {}
+        s, lo = pair.get("short", {}), pair.get("long", {})
+        rec = lo or s
+        if rec:
+            values = [f"{engine}, {rec.get('quant') or '?'}", s.get("ttft_s"), lo.get("ttft_s"),
+                      rec.get("prefill_tokens_per_s"), s.get("decode_tokens_per_s"), lo.get("decode_tokens_per_s"),
+                      memory_added(rec)[0]]
+            parts.append("  [" + ", ".join(as_js(v) for v in values) + "],")
+    parts.append("Recording-sheet rows, features")
+    parts += ["  [" + ", ".join(as_js(v) for v in row) + "]," for row in fe]
+    return "\n".join(parts)
+
+
+def check(order, speed, features, allow_cpu: bool = False, ceiling: float | None = None) -> list[tuple[str, str, str]]:
+    """The lab's rules as (PASS | WARN | FAIL, engine, finding)."""
+    out: list[tuple[str, str, str]] = []
+    say = lambda level, engine, text: out.append((level, engine, text))  # noqa: E731
+    if not order:
+        say("FAIL", "-", "no engine-speed or features records for this lab in the notebook")
+    for engine in order:
+        pair = speed.get(engine, {})
+        if set(pair) != {"short", "long"}:
+            say("FAIL", engine, f"speed tests present: {sorted(pair) or 'none'}; both short and long are needed")
+        for test, rec in sorted(pair.items()):
+            if rec.get("ttft_s") is None or rec.get("decode_tokens_per_s") is None:
+                say("FAIL", engine, f"{test}: TTFT or decode rate missing")
+            if not rec.get("engine_version") or not rec.get("quant"):
+                say("FAIL", engine, f"{test}: engine version or quant not recorded")
+            backend = (rec.get("backend") or "").strip()
+            if not backend or (backend.upper() == "CPU" and not allow_cpu):
+                say("FAIL", engine, f"{test}: backend '{backend}' does not name an accelerator (--allow-cpu for the "
+                                    "CPU path)")
+            if rec.get("prompt_tag") is False:
+                say("FAIL", engine, f"{test}: measured with --reuse-prompt, i.e. the cache, not prefill")
+            cached = rec.get("max_cached_prompt_tokens")
+            if cached is None:
+                say("WARN", engine, f"{test}: no cached-token count came back; read the server log")
+            elif cached > CACHE_LIMIT:
+                say("FAIL", engine, f"{test}: {cached} prompt tokens were served from cache (limit {CACHE_LIMIT})")
+            if rec.get("completion_tokens") != rec.get("max_tokens"):
+                say("WARN", engine, f"{test}: {rec.get('completion_tokens')} tokens generated instead of "
+                                    f"{rec.get('max_tokens')} (finish {rec.get('finish_reason')})")
+            if rec.get("token_source") != "usage":
+                say("WARN", engine, f"{test}: token counts estimated from chunks")
+        rec = pair.get("long") or pair.get("short")
+        if rec:
+            if rec.get("prefill_tokens_per_s") is None:
+                say("WARN", engine, "prefill could not be computed from the short/long difference")
+            mem, source = memory_added(rec)
+            if not rec.get("memory_delta_mb"):
+                say("WARN", engine, "no memory added figure (no idle snapshot given)")
+            elif mem is not None and mem <= 0:
+                say("WARN", engine, f"memory added is {mem} MB by {source}; take a fresh idle snapshot")
+        if ceiling and pair.get("short", {}).get("decode_tokens_per_s"):
+            ratio = pair["short"]["decode_tokens_per_s"] / ceiling
+            say("FAIL" if ratio > 1 else "PASS", engine,
+                f"decode is {ratio:.2f} of the predicted ceiling {ceiling:.1f} tok/s"
+                + ("; above 1 means the bandwidth figure is wrong" if ratio > 1 else ""))
+        feat = features.get(engine)
+        if not feat:
+            say("FAIL", engine, "no features record (run harness probe)")
+        else:
+            for section in ("tool_calling", "structured_output"):
+                if not isinstance((feat.get(section) or {}).get("supported"), bool):
+                    say("FAIL", engine, f"features record lacks a yes/no for {section}")
+        if feat and set(pair) == {"short", "long"}:
+            say("PASS", engine, "short and long speed records and a features record present")
+    return out

@@ -132,7 +132,8 @@ def check(order, speed, features, allow_cpu: bool = False, ceiling: float | None
             if not rec.get("engine_version") or not rec.get("quant"):
                 say("FAIL", engine, f"{test}: engine version or quant not recorded")
             backend = (rec.get("backend") or "").strip()
-            if not backend or (backend.upper() == "CPU" and not allow_cpu):
+            cpu_only = backend.lower() == "cpu"
+            if backend == "" or (cpu_only and not allow_cpu):
                 say("FAIL", engine, f"{test}: backend '{backend}' does not name an accelerator (--allow-cpu for the "
                                     "CPU path)")
             if rec.get("prompt_tag") is False:

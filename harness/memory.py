@@ -57,33 +57,46 @@ def snapshot() -> dict:
         snap["rocm_gtt_used_mb"] = sum(_float(c.get("GTT Total Used Memory (B)")) or 0 for c in cards) / MB
     vmstat = _run(["vm_stat"])
     if vmstat:
-        page, pages = 4096, {}
-        for line in vmstat.splitlines():
-            if "page size of" in line:
-                page = int(next((t for t in line.replace("(", " ").split() if t.isdigit()), page))
-            key, _, value = line.partition(":")
-            if value.strip().rstrip(".").isdigit():
-                pages[key.strip()] = int(value.strip().rstrip("."))
-        mb = lambda name: pages.get(name, 0) * page / MB  # noqa: E731
-        snap["mac_free_mb"], snap["mac_wired_mb"] = mb("Pages free"), mb("Pages wired down")
-        snap["mac_compressed_mb"] = mb("Pages occupied by compressor")
-        snap["mac_used_mb"] = mb("Pages active") + snap["mac_wired_mb"] + snap["mac_compressed_mb"]
+        snap.update(mac_pages(vmstat))
     return snap
 
 
+# vm_stat rows that make up each macOS figure; "used" is active + wired + compressed pages.
+MAC_ROWS = {"mac_free_mb": ("Pages free",), "mac_wired_mb": ("Pages wired down",),
+            "mac_compressed_mb": ("Pages occupied by compressor",),
+            "mac_used_mb": ("Pages active", "Pages wired down", "Pages occupied by compressor")}
+
+
+def mac_pages(vmstat: str) -> dict:
+    """MB figures from ``vm_stat`` output (its first line states the page size)."""
+    page_size = 4096
+    counts: dict[str, int] = {}
+    for row in vmstat.splitlines():
+        name, _, rest = row.partition(":")
+        digits = rest.strip().rstrip(".")
+        if digits.isdigit():
+            counts[name.strip()] = int(digits)
+        elif "page size of" in row:
+            sizes = [word for word in row.replace("(", " ").split() if word.isdigit()]
+            page_size = int(sizes[0]) if sizes else page_size
+    return {figure: sum(counts.get(r, 0) for r in rows) * page_size / MB for figure, rows in MAC_ROWS.items()}
+
+
+# Figures that grow when a server loads (available memory is the one that shrinks).
+GROWING = ("gpu_used_mb", "gpu_process_mb", "rocm_vram_used_mb", "rocm_gtt_used_mb", "mac_wired_mb", "mac_used_mb")
+
+
 def delta(idle: dict, loaded: dict) -> dict:
-    """What the server added, per source (available memory counts down, the others up)."""
-    out = {}
-    if idle.get("mem_available_mb") is not None and loaded.get("mem_available_mb") is not None:
-        out["mem_available_mb"] = round(idle["mem_available_mb"] - loaded["mem_available_mb"])
-    for key in ("gpu_used_mb", "gpu_process_mb", "rocm_vram_used_mb", "rocm_gtt_used_mb", "mac_wired_mb",
-                "mac_used_mb"):
-        before = idle.get(key)
-        if key == "gpu_process_mb" and before is None and idle.get("gpu_total_mb"):
-            before = 0.0  # nvidia-smi answered at idle and listed no process
-        if before is not None and loaded.get(key) is not None:
-            out[key] = round(loaded[key] - before)
-    return out
+    """What the server added, per source present in both snapshots."""
+    added: dict[str, int] = {}
+    pairs = {name: (idle.get(name), loaded.get(name)) for name in ("mem_available_mb", *GROWING)}
+    if pairs["gpu_process_mb"][0] is None and idle.get("gpu_total_mb"):
+        pairs["gpu_process_mb"] = (0.0, pairs["gpu_process_mb"][1])  # nvidia-smi listed no process at idle
+    for name, (before, after) in pairs.items():
+        if before is None or after is None:
+            continue
+        added[name] = round(before - after) if name == "mem_available_mb" else round(after - before)
+    return added
 
 
 def process_rss_mb(pid: int | None) -> float | None:

@@ -27,8 +27,10 @@ _EMPTY_THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.DOTALL)
 
 
 def _message(reply: dict) -> tuple[dict, str | None]:
-    choice = (reply.get("choices") or [{}])[0] or {}
-    return choice.get("message") or {}, choice.get("finish_reason")
+    """The first choice's message and finish reason ({} and None when the reply has no choice)."""
+    choices = reply.get("choices") or []
+    first = choices[0] if choices and isinstance(choices[0], dict) else {}
+    return first.get("message") or {}, first.get("finish_reason")
 
 
 def _reasoning_field(message: dict) -> str | None:

@@ -10,7 +10,6 @@ import statistics
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import requests
 
@@ -97,7 +96,7 @@ def measure_test(args, key, name: str, prompt: str) -> dict:
     if not args.no_warmup:
         one(args, key, prompt)
     runs = [one(args, key, prompt) for _ in range(args.repetitions)]
-    cached = [r["cached_tokens"] for r in runs if r["cached_tokens"] is not None]
+    reused = [run["cached_tokens"] for run in runs if isinstance(run["cached_tokens"], int)]
     r2 = lambda v, d: None if v is None else round(v, d)  # noqa: E731
     return {"lab": FEATURES_LAB, "harness_schema": 1, "engine": args.engine, "engine_version": args.engine_version,
             "backend": args.backend, "host": args.host, "model": args.model, "quant": args.quant,
@@ -106,7 +105,7 @@ def measure_test(args, key, name: str, prompt: str) -> dict:
             "decode_tokens_per_s": r2(_median(runs, "decode_tokens_per_s"), 2),
             "prompt_tokens": _median(runs, "prompt_tokens"), "completion_tokens": _median(runs, "completion_tokens"),
             "token_source": runs[-1]["token_source"], "finish_reason": runs[-1]["finish_reason"],
-            "text_fields": runs[-1]["fields"], "max_cached_prompt_tokens": max(cached) if cached else None,
+            "text_fields": runs[-1]["fields"], "max_cached_prompt_tokens": max(reused, default=None),
             "prompt_tag": not args.reuse_prompt,
             "server_prefill_tokens_per_s": _median(runs, "server_prefill"),
             "server_decode_tokens_per_s": _median(runs, "server_decode"),
@@ -124,7 +123,8 @@ def run(args) -> int:
     if args.snapshot_only:
         snap = memory.snapshot()
         validate(snap, "memory-snapshot", where=args.snapshot_only)
-        Path(args.snapshot_only).write_text(json.dumps(snap, indent=2) + "\n", encoding="utf-8")
+        with open(args.snapshot_only, "w", encoding="utf-8") as fh:
+            json.dump(snap, fh, indent=1)
         print(f"    idle snapshot written to {args.snapshot_only}")
         print("    " + json.dumps({k: round(v) for k, v in snap.items() if isinstance(v, float)}))
         return 0
@@ -133,7 +133,8 @@ def run(args) -> int:
     idle = {}
     if args.idle_snapshot:
         try:
-            idle = json.loads(Path(args.idle_snapshot).read_text(encoding="utf-8"))
+            with open(args.idle_snapshot, encoding="utf-8") as fh:
+                idle = json.load(fh)
         except (OSError, json.JSONDecodeError) as exc:
             raise ConfigError(f"cannot read the idle snapshot {args.idle_snapshot}: {exc}") from exc
         if idle.get("hostname") not in (None, platform.node()):

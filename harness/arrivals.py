@@ -1,4 +1,5 @@
-"""Open-loop arrival schedules: pure and seeded (a generator per schedule, never the global one)."""
+"""Load shapes, pure: open-loop arrival schedules (seeded, a generator per schedule, never the
+global one) and how a level's requests are split over Locust workers."""
 
 from __future__ import annotations
 
@@ -16,4 +17,16 @@ def arrival_offsets(rate: float, count: int, poisson: bool, seed: int = 1) -> li
     for _ in range(count):
         out.append(t)
         t += rng.expovariate(rate)
+    return out
+
+
+def shares(count: int, users: dict[str, int]) -> dict[str, int]:
+    """Split a level's ``count`` requests over workers in proportion to their users (exact total)."""
+    total = sum(users.values())
+    if total <= 0:
+        return {k: 0 for k in users}
+    out = {k: count * u // total for k, u in users.items()}
+    leftover = count - sum(out.values())
+    for k in sorted(users, key=lambda k: -users[k])[:leftover]:
+        out[k] += 1
     return out

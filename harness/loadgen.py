@@ -22,7 +22,7 @@ import psutil
 import requests
 import urllib3
 
-from harness.arrivals import arrival_offsets
+from harness.arrivals import arrival_offsets, shares
 from harness.server_metrics import MetricsSampler
 from harness.stream import Sample
 
@@ -136,3 +136,85 @@ def check_models(base_url: str, model: str, api_key: str | None, timeout: float 
         return [m.get("id") for m in resp.json().get("data", []) if isinstance(m, dict)]
     except ValueError:
         return []
+
+
+class DistributedLoad:
+    """Locust master in this process and ``processes`` worker processes (``locust --worker``) on this
+    machine, for when one client process is the limit. Each level's requests are split over the
+    workers by their users; workers send every exact sample back as it finishes."""
+
+    def __init__(self, root_url: str, processes: int, worker_args: list[str], connect_timeout: float = 60.0) -> None:
+        import socket
+        import subprocess
+
+        user = _load_user_module()
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.env = Environment(user_classes=[user.ChatUser], events=locust_events, host=root_url)
+        self.runner = self.env.create_master_runner("127.0.0.1", port)
+        self.samples: list[Sample] = []
+        self.runner.register_message("harness_sample",
+                                     lambda environment, msg, **_: self.samples.append(Sample(**msg.data)))
+        cmd = [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "llm_user.py"), "--worker",
+               "--master-host", "127.0.0.1", "--master-port", str(port), "--host", root_url, *worker_args]
+        self.procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                      for _ in range(processes)]
+        deadline = time.monotonic() + connect_timeout
+        while len(self.runner.clients.ready) < processes:
+            if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
+                self.close()
+                raise RuntimeError(f"only {len(self.runner.clients.ready)} of {processes} Locust workers connected")
+            gevent.sleep(0.1)
+
+    def _spawned(self) -> dict[str, int] | None:
+        """Users per worker once every worker has reported this level's spawning complete."""
+        from locust.runners import STATE_RUNNING
+
+        clients = list(self.runner.clients.values())
+        if clients and all(c.state == STATE_RUNNING for c in clients):
+            return {c.id: c.user_count for c in clients}
+        return None
+
+    def level(self, concurrency: int, count: int, timeout: float, metrics_url: str | None = None) -> LevelRun:
+        self.samples = []
+        sampler = MetricsSampler(metrics_url) if metrics_url else None
+        procs = [psutil.Process(p.pid) for p in self.procs]
+        cpu0 = sum(sum(p.cpu_times()[:2]) for p in procs)
+        if sampler:
+            sampler.start()
+        try:
+            self.runner.start(concurrency, spawn_rate=max(concurrency, 1))
+            deadline = time.monotonic() + 60
+            users = self._spawned()
+            while (users is None or sum(users.values()) < concurrency) and time.monotonic() < deadline:
+                gevent.sleep(0.02)
+                users = self._spawned()
+            for client_id, share in shares(count, users or {}).items():
+                self.runner.send_message("harness_budget", share, client_id=client_id)
+            deadline = time.monotonic() + timeout + 30
+            while len(self.samples) < count and time.monotonic() < deadline:
+                gevent.sleep(0.02)
+        finally:
+            self.runner.stop()
+            if sampler:
+                sampler.stop()
+        got = list(self.samples)
+        sends = [s.t_send for s in got]
+        ends = [s.t_end for s in got if s.t_end is not None]
+        wall = (max(ends) - min(sends)) if ends else 0.0  # one host: the workers share CLOCK_MONOTONIC
+        cpu = sum(sum(p.cpu_times()[:2]) for p in procs) - cpu0
+        return LevelRun(got, wall, cpu / max(wall, 1e-9) / max(len(procs), 1), sampler.summary() if sampler else {})
+
+    def close(self) -> None:
+        try:
+            self.runner.quit()
+        finally:
+            for p in self.procs:
+                if p.poll() is None:
+                    p.terminate()
+            for p in self.procs:
+                try:
+                    p.wait(10)
+                except Exception:
+                    p.kill()

@@ -197,6 +197,7 @@ def _options(parser) -> None:
     group = parser  # include_in_web_ui works on the parser itself, not on argument groups
     group.add_argument("--model", default="", include_in_web_ui=True, help="model name the server reports (empty: omit)")
     group.add_argument("--max-tokens", type=int, default=128, include_in_web_ui=True)
+    group.add_argument("--temperature", type=float, default=0.0, include_in_web_ui=True)
     group.add_argument("--prompt-set", default="mixed", choices=list(PROMPT_SETS), include_in_web_ui=True)
     group.add_argument("--api-base-path", default="/v1", include_in_web_ui=True, help="path before /chat/completions")
     group.add_argument("--api-key-env", default="LOADTEST_API_KEY", include_in_web_ui=False,
@@ -214,10 +215,40 @@ def workload_for(environment) -> Workload:
         return existing
     o = environment.parsed_options
     path = o.api_base_path.rstrip("/") + "/chat/completions"
-    wl = Workload(path, o.model or None, make_prompts(o.prompt_set, 256), o.max_tokens,
+    wl = Workload(path, o.model or None, make_prompts(o.prompt_set, 256), o.max_tokens, temperature=o.temperature,
                   api_key=os.environ.get(o.api_key_env) or None)
+    if _is_worker(environment):
+        wl.budget = 0  # a sweep's worker waits for the master to hand it a share of the level
     environment.harness_workload = wl
     return wl
+
+
+def _is_worker(environment) -> bool:
+    from locust.runners import WorkerRunner
+
+    return isinstance(environment.runner, WorkerRunner)
+
+
+@events.init.add_listener
+def _sweep_worker(environment, **_kw) -> None:
+    """As a worker of ``harness sweep --processes``: take a share of the level's requests from the
+    master (users wait until it comes), and send every exact sample back to it."""
+    if not _is_worker(environment):
+        return
+    import dataclasses
+
+    runner = environment.runner
+
+    def on_budget(environment, msg, **_):
+        workload_for(environment).budget = int(msg.data)
+
+    runner.register_message("harness_budget", on_budget)
+
+    def forward(request_type, name, context=None, **_):
+        if name == "chat" and context and "sample" in context:
+            runner.send_message("harness_sample", dataclasses.asdict(context["sample"]))
+
+    environment.events.request.add_listener(forward)
 
 
 @events.request.add_listener

@@ -270,3 +270,26 @@ def test_https_endpoint(practice, tmp_path):
     rec = levels(book)[0]
     assert rec["completed"] == 4 and rec["base_url"].startswith("https://")
     assert rec["server_metrics"]["samples"] >= 2
+
+
+def test_processes_split_the_load_over_locust_workers(practice, tmp_path):
+    server = practice(kit_profile(name="dist", output={"length": {"kind": "fixed", "tokens": 30}}))
+    book = tmp_path / "labbook.md"
+    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1,6", "--requests", "9",
+                "--max-tokens", "20", "--label", "dist", "--labbook", str(book), "--processes", "2", timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "load from 2 Locust worker process(es)" in out.stdout
+    one, six = levels(book)
+    assert (one["requests"], six["requests"]) == (9, 9) and one["failed"] == six["failed"] == 0
+    assert six["processes"] == 2 and six["token_counts"] == "usage"
+    assert six["tpot_s"]["p50"] > one["tpot_s"]["p50"]  # six sequences share each decode step
+    samples = book.with_suffix(".samples.jsonl").read_text().splitlines()
+    assert len(samples) == 18
+
+
+def test_shares_follow_the_users():
+    from harness.arrivals import shares
+
+    assert shares(10, {"a": 2, "b": 1, "c": 0}) == {"a": 7, "b": 3, "c": 0}
+    assert sum(shares(17, {"a": 3, "b": 3, "c": 1}).values()) == 17
+    assert shares(5, {}) == {}

@@ -55,6 +55,8 @@ def add_parser(sub) -> None:
     p.add_argument("--duration", type=float, help="closed loop for this many seconds per level (then drain) instead "
                                                   "of a request count")
     p.add_argument("--seed", type=int, default=1, help="seed for Poisson arrivals")
+    p.add_argument("--processes", type=int, default=0, help="closed loop: run the load in N Locust worker processes "
+                                                            "(a master here) when one client process is the limit")
     p.add_argument("--metrics-url", help="engine /metrics URL to sample during each level (default: derived from "
                                          "--base-url; 'none' to skip)")
     p.set_defaults(func=run)
@@ -96,6 +98,8 @@ def run(args) -> int:
         raise ConfigError("--duration takes a positive number of seconds and works with --concurrency, not --rate")
     if args.poisson and not rates:
         raise ConfigError("--poisson needs --rate")
+    if args.processes and (rates or args.duration or args.prompt_file):
+        raise ConfigError("--processes works with the closed loop and the built-in prompt sets only")
     root, base_path = _root(args.base_url)
     api_key = os.environ.get(args.api_key_env) or None
     metrics_url = None if args.metrics_url == "none" else (args.metrics_url or root + "/metrics")
@@ -125,6 +129,13 @@ def run(args) -> int:
         loadgen.run_closed_level(root, {**workload, "prompts": [WARMUP_PROMPT], "max_tokens": 8}, 1, args.warmup,
                                  args.timeout)
 
+    distributed = None
+    if args.processes:
+        worker_args = ["--model", args.model, "--max-tokens", str(args.max_tokens), "--temperature",
+                       str(args.temperature), "--prompt-set", args.prompt_set, "--api-base-path", base_path,
+                       "--api-key-env", args.api_key_env]
+        distributed = loadgen.DistributedLoad(root, args.processes, worker_args)
+        print(f"    load from {args.processes} Locust worker process(es)", flush=True)
     exit_code, written = 0, 0
     try:
         for level in levels:
@@ -141,6 +152,10 @@ def run(args) -> int:
                 result = loadgen.run_timed_level(root, {**workload, "prompts": prompts}, level, args.duration,
                                                  args.timeout, metrics_url=metrics_url)
                 extra["duration_s"] = args.duration
+                concurrency = level
+            elif distributed:
+                result = distributed.level(level, count, args.timeout, metrics_url=metrics_url)
+                extra["processes"] = args.processes
                 concurrency = level
             else:
                 result = loadgen.run_closed_level(root, {**workload, "prompts": prompts}, level, count, args.timeout,
@@ -172,6 +187,9 @@ def run(args) -> int:
     except KeyboardInterrupt:
         print(f"\n    interrupted: {written} finished level(s) are in {args.labbook}", file=sys.stderr)
         return 130
+    finally:
+        if distributed:
+            distributed.close()
     print(f"    appended {written} line(s) to {args.labbook}; samples in {samples_path}")
     if exit_code:
         print("    at least one level completed no request; see its first error above", file=sys.stderr)

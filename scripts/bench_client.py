@@ -55,10 +55,13 @@ def ms(v):
     return None if v is None else round(v * 1000, 2)
 
 
-def run_case(root: str, streams: int, seconds: float) -> dict:
+def run_case(root: str, streams: int, seconds: float, distributed=None) -> dict:
     wl = {"path": "/v1/chat/completions", "model": None, "prompts": ["benchmark"], "max_tokens": 128}
-    # users start over one second, as people would, so equal-length streams are not in lockstep
-    result = loadgen.run_timed_level(root, wl, streams, seconds, timeout=60, spawn_rate=max(streams, 1))
+    if distributed is not None:  # Locust workers: a request budget of about `seconds` of streaming per user
+        result = distributed.level(streams, count=max(streams, int(streams * seconds / 1.33)), timeout=60)
+    else:
+        # users start over one second, as people would, so equal-length streams are not in lockstep
+        result = loadgen.run_timed_level(root, wl, streams, seconds, timeout=60, spawn_rate=max(streams, 1))
     ok = [s for s in result.samples if s.ok]
     ttft_err, itl_err, send_gap = [], [], []
     session = requests.Session()
@@ -85,7 +88,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.strip().split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--streams", default="1,16,64,256")
-    parser.add_argument("--ceiling", action="store_true", default=True)
+    parser.add_argument("--processes", type=int, default=0,
+                        help="also run each row with the client spread over this many Locust worker processes")
     args = parser.parse_args()
     cores = sorted(os.sched_getaffinity(0))
     server_core, client_core = cores[0], cores[-1]
@@ -96,6 +100,14 @@ def main() -> int:
         for n in (int(x) for x in args.streams.split(",")):
             rows.append(run_case(root, n, args.seconds))
             print(f"  {n} streams: {rows[-1]['tokens/s']} tok/s, client CPU {rows[-1]['client CPU']}", file=sys.stderr)
+        if args.processes:
+            dist = loadgen.DistributedLoad(root, args.processes, ["--max-tokens", "128", "--prompt-set", "mixed"])
+            try:
+                for n in (int(x) for x in args.streams.split(",")):
+                    rows.append({"streams": f"{n} ({args.processes} processes)",
+                                 **{k: v for k, v in run_case(root, n, args.seconds, dist).items() if k != "streams"}})
+            finally:
+                dist.close()
     finally:
         proc.terminate()
     print(tabulate(rows, headers="keys", tablefmt="github"))

@@ -5,7 +5,9 @@ from __future__ import annotations
 from harness.arithmetic import speed_limit
 from harness.machines import load_machines, lookup
 from harness.modelinfo import load_model
-from harness.predict import GIB, ceiling_table, decode_ceiling, predict_allocation, serving_table
+from harness.arithmetic import kv_bytes_per_token
+from harness.predict import (GIB, aggregate_ceiling, ceiling_table, decode_ceiling, predict_allocation,
+                             serving_table)
 
 LAB_ENGINES = {"llama-server, Q4_K_M GGUF": ("GGUF Q4_K_M", ["f16", "q8_0"]),
                "vLLM, AWQ safetensors": ("AWQ 4-bit g128", ["f16", "fp8"])}
@@ -52,6 +54,9 @@ def run(args) -> int:
                               args.kv_bytes)
     print(f"==> {model.name} ({model.source}): {model.layers} layers ({model.swa_layers} sliding-window, window "
           f"{model.swa_window or '-'}), {model.kv_heads} KV heads x {model.head_dim}")
+    per_type = ", ".join(f"{ct} {kv_bytes_per_token(model.layers, model.kv_heads, model.head_dim, ct):,.0f}"
+                         for ct in ("f16", "q8_0", "q4_0", "fp8"))
+    print(f"    KV bytes per token by cache type: {per_type}")
     print(f"    KV cache {args.cache_type}: {pred.kv_per_token:,.0f} bytes per token; {args.slots} x "
           f"{args.ctx_per_slot:,} tokens -> {pred.pool_bytes:,.0f} bytes = {pred.pool_bytes / 2**20:,.2f} MiB")
     print(f"    {args.engine} should log:")
@@ -67,11 +72,22 @@ def run(args) -> int:
         verdict = "" if not usable else (" -> fits" if total <= usable * 1e9 else " -> does NOT fit")
         print(f"    weights ({fmt_name}) + pool = {total / GIB:.2f} GiB before compute buffers"
               f"{f' against {usable} GB usable' if usable else ''}{verdict}")
-    if machine and fmt:
+    if machine:
         bw = machine["bandwidth_gb_s"]
-        short = decode_ceiling(bw, fmt["tensor_bytes"], fmt["embedding_bytes"], pred.kv_per_token, 100)
-        long = decode_ceiling(bw, fmt["tensor_bytes"], fmt["embedding_bytes"], pred.kv_per_token, 1500)
-        print(f"    {machine['name']} at {bw} GB/s: one sequence decodes at most {short:.1f} tok/s at 100 tokens of "
-              f"context, {long:.1f} at 1,500; speed limit (bandwidth / size) "
-              f"{speed_limit(bw, fmt['tensor_bytes'] / 1e9):.1f} tok/s")
+        print(f"    {machine['name']} at {bw} GB/s, decode ceilings (one sequence at 100 / 1,500 tokens of context; "
+              f"speed limit = bandwidth / size):")
+        for name, f in model.formats.items():
+            short = decode_ceiling(bw, f["tensor_bytes"], f["embedding_bytes"], pred.kv_per_token, 100)
+            long = decode_ceiling(bw, f["tensor_bytes"], f["embedding_bytes"], pred.kv_per_token, 1500)
+            print(f"      {name:<16} {short:7.1f} / {long:7.1f} tok/s; speed limit "
+                  f"{speed_limit(bw, f['tensor_bytes'] / 1e9):.1f} tok/s")
+        if fmt:
+            read = fmt["tensor_bytes"] - fmt["embedding_bytes"]
+            print(f"    aggregate at batch B ({fmt_name}, {args.cache_type} cache), tok/s in total (per sequence):")
+            for context in (100, 1500):
+                cells = []
+                for batch in sorted({1, max(1, args.slots // 2), args.slots}):
+                    total, per = aggregate_ceiling(bw, read, pred.kv_per_token, batch, context)
+                    cells.append(f"B={batch} {total:.0f} ({per:.1f})")
+                print(f"      context {context:>5}: " + "  ".join(cells))
     return 0

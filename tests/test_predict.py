@@ -90,3 +90,23 @@ def test_log_from_the_other_engine_is_refused(practice, capsys):
     log = practice_log(practice, "kit")  # a llama-server-style log
     assert main(["verify-allocation", "--log", str(log), "--engine", "vllm"]) == 2
     assert "looks like a llama-server log, not vllm" in capsys.readouterr().err
+
+
+def test_hugging_face_directory_is_read_from_config_and_safetensors_headers(tmp_path):
+    import json
+    import struct
+
+    (tmp_path / "config.json").write_text(json.dumps({"num_hidden_layers": 4, "num_attention_heads": 8,
+                                                      "num_key_value_heads": 2, "hidden_size": 512}))
+    tensors = {"model.embed_tokens.weight": [0, 1000], "model.layers.0.mlp.weight": [1000, 5000],
+               "__metadata__": {"format": "pt"}}
+    header = json.dumps({k: (v if k == "__metadata__" else {"dtype": "BF16", "shape": [1], "data_offsets": v})
+                         for k, v in tensors.items()}).encode()
+    (tmp_path / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + bytes(5000))
+    m = load_model(str(tmp_path))
+    assert (m.layers, m.kv_heads, m.head_dim) == (4, 2, 64)
+    assert m.formats["safetensors"] == {"tensor_bytes": 5000, "embedding_bytes": 1000}
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ConfigError, match="no config.json"):
+        load_model(str(empty))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import requests
 from prometheus_client.parser import text_string_to_metric_families

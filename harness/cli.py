@@ -7,10 +7,10 @@ import sys
 
 from harness import __version__
 from harness.commands import (check, demo, engines, llama_cpu, measure, practice, predict, probe, summarise,
-                              sweep, verify_allocation)
+                              sweep, track, verify_allocation)
 from harness.errors import HarnessError
 
-COMMANDS = (practice, check, demo, llama_cpu, sweep, summarise, predict, verify_allocation, probe, measure, engines)
+COMMANDS = (practice, check, demo, llama_cpu, sweep, summarise, predict, verify_allocation, probe, measure, engines, track)
 
 
 def build_parser() -> argparse.ArgumentParser:

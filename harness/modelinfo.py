@@ -44,17 +44,16 @@ def from_table(key: str, path: Path = TABLE) -> ModelInfo:
 
 
 def from_gguf(path: Path) -> ModelInfo:
-    from gguf import GGUFReader
+    from harness.gguf_header import read_header
 
     try:
-        reader = GGUFReader(str(path))
-    except Exception as exc:  # the gguf package raises ValueError, struct errors, ...
+        reader = read_header(path)
+    except (OSError, ValueError, KeyError, struct.error) as exc:
         raise ConfigError(f"{path} is not a readable GGUF file ({type(exc).__name__}); pass a .gguf file, a Hugging "
                           "Face directory or a model-table name") from exc
 
     def field_value(key: str, default=None):
-        f = reader.fields.get(key)
-        return default if f is None else f.contents()
+        return reader.fields.get(key, default)
 
     arch = field_value("general.architecture")
     if not arch:

@@ -3,6 +3,7 @@ before anything is measured. Exit 1 on a mismatch, naming both figures and the l
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -25,6 +26,9 @@ def add_parser(sub) -> None:
     p.add_argument("--kv-bytes", type=int, help="vLLM --kv-cache-memory-bytes")
     p.add_argument("--labbook", help="append the allocation record to this notebook")
     p.add_argument("--label", default="")
+    p.add_argument("--observe-only", action="store_true",
+                   help="read and record what the log allocated without predicting it (vLLM sized by a memory "
+                        "fraction, where the pool is what is left after weights and activations)")
     p.add_argument("--equal-pool", nargs=2, metavar=("LOG_A", "LOG_B"),
                    help="instead: say whether two engines' logs show the same KV pool in tokens")
     p.set_defaults(func=run)
@@ -72,10 +76,14 @@ def run(args) -> int:
     pred = predict_allocation(model, engine, args.slots, args.ctx_per_slot, args.cache_type, args.swa_full,
                               args.kv_bytes)
     observed = facts(engine, text)
-    problems = englogs.compare(engine, observed, pred)
-    for line in pred.log_lines:
+    problems = [] if args.observe_only else englogs.compare(engine, observed, pred)
+    for line in ([] if args.observe_only else pred.log_lines):
         print(f"predicted: {line}")
-    if problems:
+    if args.observe_only:
+        pool = englogs.pool_tokens(engine, observed)
+        print(f"observed: {args.log} holds {f'{pool:,}' if pool is not None else 'an unreadable number of'} tokens "
+              f"of KV; {json.dumps(observed)}")
+    elif problems:
         for problem in problems:
             print(f"MISMATCH: {problem}")
     else:
@@ -88,7 +96,8 @@ def run(args) -> int:
                                "swa_full": args.swa_full, "kv_bytes": args.kv_bytes},
                   "observed": observed, "predicted": {"log_lines": pred.log_lines, "pool_bytes": pred.pool_bytes,
                                                       "vllm_tokens": pred.vllm_tokens},
-                  "verdict": "mismatch" if problems else "match", "problems": problems,
+                  "verdict": "observed" if args.observe_only else "mismatch" if problems else "match",
+                  "problems": problems,
                   "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         append_record(args.labbook, record, "allocation")
     return 1 if problems else 0

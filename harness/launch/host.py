@@ -33,6 +33,10 @@ class HostLauncher:
         """The exact command line, for dry runs and the run manifest."""
         return shlex.join(self.argv)
 
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
     def start(self, timeout: float = 120.0) -> None:
         if port_open(self.host, self.port):
             who = holder(self.port)

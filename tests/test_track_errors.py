@@ -1,0 +1,98 @@
+"""Bad input to a track run: an engine not installed, a model file missing, a port already in use,
+an engine that never becomes healthy. Each gives one clear line, the manifest records the failed
+step, and no server is left running."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+
+from harness.errors import ConfigError
+from harness.plans import load_plan
+from harness.track import Runner
+from tests.conftest import free_port
+
+
+def write_plan(tmp_path: Path, engine: dict, settings: dict | None = None) -> Path:
+    spec = {"schema_version": 1, "title": "a test engine", "launcher": "host", "port": "{port}", "health": "/health",
+            "api_model": "m", "log": "stdout", "health_timeout_s": 2, **engine}
+    spec.setdefault("settings", {})["port"] = free_port()
+    engine_file = tmp_path / f"{spec['name']}.yaml"
+    engine_file.write_text(yaml.safe_dump(spec))
+    plan = {"schema_version": 1, "name": "bad-input", "title": "bad input", "variables": {},
+            "stages": [{"id": "a", "engine": str(engine_file), "settings": settings or {}, "steps": ["probe"]},
+                       "report"]}
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    return path
+
+
+def run(tmp_path: Path, plan_path: Path) -> tuple[int, dict, list[str]]:
+    lines: list[str] = []
+    runner = Runner(load_plan(str(plan_path)), tmp_path / "run", out=lines.append)
+    code = runner.execute(resume=False)
+    return code, json.loads((tmp_path / "run" / "manifest.json").read_text()), lines
+
+
+def steps(manifest: dict) -> dict[str, dict]:
+    return {s["id"]: s for s in manifest["steps"]}
+
+
+def assert_failed_start(code: int, manifest: dict, lines: list[str], message: str) -> None:
+    assert code == 1 and manifest["status"] == "failed"
+    start = steps(manifest)["a/start"]
+    assert start["status"] == "failed" and message in start["reason"]
+    assert steps(manifest)["a/probe"]["status"] == "pending"  # not run, and a --resume will run it
+    fail_lines = [x for x in lines if "FAIL  a/start" in x]
+    assert len(fail_lines) == 1 and message in fail_lines[0]
+
+
+def test_engine_not_installed(tmp_path):
+    plan = write_plan(tmp_path, {"name": "missing", "binary": "/nonexistent/bin/engine-server", "args": []})
+    assert_failed_start(*run(tmp_path, plan), "cannot start /nonexistent/bin/engine-server")
+
+
+def test_model_file_missing(tmp_path):
+    plan = write_plan(tmp_path, {"name": "needs-model", "binary": "{python}", "resolve": {"python": "python"},
+                                 "settings": {"python": "auto", "model": "/nonexistent/model.gguf"},
+                                 "args": [["-c", "print('{model}')"]]})
+    assert_failed_start(*run(tmp_path, plan), "model file /nonexistent/model.gguf not found")
+
+
+def test_port_in_use_names_the_holder(tmp_path):
+    plan = write_plan(tmp_path, {"name": "busy", "binary": "{python}", "resolve": {"python": "python"},
+                                 "settings": {"python": "auto"}, "args": [["-c", "pass"]]})
+    port = yaml.safe_load(next(tmp_path.glob("busy.yaml")).read_text())["settings"]["port"]
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", port))
+        holder.listen()
+        code, manifest, lines = run(tmp_path, plan)
+    assert_failed_start(code, manifest, lines, f"port {port} is already in use")
+    assert "(pid " in steps(manifest)["a/start"]["reason"]
+
+
+def test_engine_that_never_becomes_healthy_is_stopped(tmp_path):
+    marker = f"never-healthy-{free_port()}"
+    plan = write_plan(tmp_path, {"name": "sleepy", "binary": "{python}", "resolve": {"python": "python"},
+                                 "settings": {"python": "auto"},
+                                 "args": [["-c", f"import time; time.sleep(60)  # {marker}"]]})
+    assert_failed_start(*run(tmp_path, plan), "was not healthy after 2 s")
+    left = [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])]
+    assert left == [], "the engine process was left running"
+
+
+def test_resume_refuses_a_changed_plan_and_a_fresh_run_refuses_an_old_directory(tmp_path):
+    plan_path = write_plan(tmp_path, {"name": "missing", "binary": "/nonexistent/engine", "args": []})
+    run(tmp_path, plan_path)
+    with pytest.raises(ConfigError, match="already holds a run; use --resume"):
+        Runner(load_plan(str(plan_path)), tmp_path / "run").execute(resume=False)
+    plan_path.write_text(plan_path.read_text() + "\n# edited\n")
+    with pytest.raises(ConfigError, match="changed since"):
+        Runner(load_plan(str(plan_path)), tmp_path / "run").execute(resume=True)
+    assert sys.executable  # the runner uses this interpreter for every harness step

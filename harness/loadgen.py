@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import importlib.util
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -158,7 +159,8 @@ class DistributedLoad:
                                      lambda environment, msg, **_: self.samples.append(Sample(**msg.data)))
         cmd = [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "llm_user.py"), "--worker",
                "--master-host", "127.0.0.1", "--master-port", str(port), "--host", root_url, *worker_args]
-        self.procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        env = {**os.environ, "HARNESS_SWEEP_WORKER": "1"}  # take each level's share from this master
+        self.procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
                       for _ in range(processes)]
         deadline = time.monotonic() + connect_timeout
         while len(self.runner.clients.ready) < processes:

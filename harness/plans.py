@@ -20,7 +20,8 @@ from harness.engines import Engine, load_engine
 from harness.errors import ConfigError
 from harness.records import problems
 
-TRACK_DIR = Path(__file__).resolve().parents[1] / "tracks"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+TRACK_DIR = REPO_ROOT / "tracks"
 BLOCK_KINDS = ("verify-allocation", "sweep", "prefix-pair", "probe", "measure", "recovery", "admission")
 GLOBAL_KINDS = ("predict", "summarise", "compare", "check", "report")
 _WHOLE_VAR = re.compile(r"^\$\{(\w+)\}$")

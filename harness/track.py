@@ -21,7 +21,7 @@ from pathlib import Path
 import requests
 
 from harness import __version__
-from harness.engines import (api_model, engine_env, engine_files, expand_vars, launch_argv, port_of,
+from harness.engines import (api_model, engine_env, engine_files, expand_vars, fill, launch_argv, port_of,
                              resolve_settings, version_argv)
 from harness.errors import ConfigError, HarnessError, InstallError
 from harness.launch.host import HostLauncher
@@ -164,6 +164,16 @@ class Runner:
         if kind == "container":
             return ContainerLauncher(argv=argv, host=ctx["host"], port=ctx["port"], health_url=ctx["health_url"],
                                      log_path=ctx["out"], env=env)
+        if kind == "compose":
+            from harness.launch.compose import ComposeLauncher
+            from harness.plans import REPO_ROOT
+
+            c = engine["compose"]
+            variables = {k: fill(v, settings, f"engine {engine.name} compose variable {k}")
+                         for k, v in c["variables"].items()}
+            return ComposeLauncher(service=c["service"], profile=c.get("profile", c["service"]), variables=variables,
+                                   env_file=REPO_ROOT / fill(c["env_file"], settings), host=ctx["host"],
+                                   port=ctx["port"], health_url=ctx["health_url"], log_path=ctx["out"])
         if kind == "service":
             stop = [expand_vars(x, {}) for x in engine.get("stop_command", [])]
             return ServiceLauncher(argv=argv, stop_argv=stop, host=ctx["host"], port=ctx["port"],
@@ -277,7 +287,7 @@ class Runner:
                     self.out(f"write {self._file_path(name)}:\n" + "\n".join("    " + x for x in text.splitlines()))
                 env = engine_env(block.engine, ctx["settings"])
                 prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-                self.out(f"start: {prefix + ' ' if prefix else ''}{shlex.join(launch_argv(block.engine, ctx['settings']))}")
+                self.out(f"start: {prefix + ' ' if prefix else ''}{self.make_launcher(block, ctx).command()}")
                 self.out(f"wait:  {ctx['health_url']} answers 200")
             else:
                 ctx = None
@@ -464,6 +474,8 @@ class Runner:
             raise InstallError(f"model file {model} not found; download it first or fix the plan's variables")
 
     def read_version(self, block: Block, ctx: dict) -> str:
+        if block.engine["launcher"] == "compose":
+            return self.launcher.version(block.engine["compose"].get("version_command"))
         argv = version_argv(block.engine, ctx["settings"])
         if not argv:
             return block.record.get("engine_version", "unknown")
@@ -471,6 +483,8 @@ class Runner:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
         except (OSError, subprocess.TimeoutExpired):
             return "unknown"
+        if done.returncode != 0:
+            return f"unknown ({shlex.join(argv)} exited with status {done.returncode})"
         lines = [x.strip() for x in (done.stdout + done.stderr).splitlines() if x.strip()]
         for line in lines:
             if line.lower().startswith("version"):

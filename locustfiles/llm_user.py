@@ -194,19 +194,28 @@ class ArrivalUser(FastHttpUser):
 
 @events.init_command_line_parser.add_listener
 def _options(parser) -> None:
-    group = parser  # include_in_web_ui works on the parser itself, not on argument groups
-    group.add_argument("--model", default="", include_in_web_ui=True, help="model name the server reports (empty: omit)")
-    group.add_argument("--max-tokens", type=int, default=128, include_in_web_ui=True)
-    group.add_argument("--temperature", type=float, default=0.0, include_in_web_ui=True)
-    group.add_argument("--prompt-set", default="mixed", choices=list(PROMPT_SETS), include_in_web_ui=True)
-    group.add_argument("--api-base-path", default="/v1", include_in_web_ui=True, help="path before /chat/completions")
-    group.add_argument("--api-key-env", default="LOADTEST_API_KEY", include_in_web_ui=False,
-                       help="environment variable holding the API key")
-    group.add_argument("--ttft-p95-max", type=float, default=0.0, help="headless: fail when TTFT p95 exceeds this (s)")
-    group.add_argument("--fail-ratio-max", type=float, default=-1.0, help="headless: fail above this failure ratio")
+    # include_in_web_ui works on the parser itself, not on argument groups; every option can also be
+    # set through its LOCUST_* environment variable (the compose services are configured that way).
+    def option(name: str, **kw) -> None:
+        parser.add_argument(name, env_var="LOCUST_" + name[2:].upper().replace("-", "_"), **kw)
+
+    option("--model", default="", include_in_web_ui=True, help="model name the server reports (empty: omit)")
+    option("--max-tokens", type=int, default=128, include_in_web_ui=True)
+    option("--temperature", type=float, default=0.0, include_in_web_ui=True)
+    option("--prompt-set", default="mixed", choices=list(PROMPT_SETS), include_in_web_ui=True)
+    option("--api-base-path", default="/v1", include_in_web_ui=True, help="path before /chat/completions")
+    option("--api-key-env", default="LOADTEST_API_KEY", include_in_web_ui=False,
+           help="environment variable holding the API key")
+    option("--ttft-p95-max", type=float, default=0.0, help="headless: fail when TTFT p95 exceeds this (s)")
+    option("--fail-ratio-max", type=float, default=-1.0, help="headless: fail above this failure ratio")
+    option("--labbook", default="", help="headless: append one level record for the run to this notebook (and its "
+                                          "exact samples beside it)")
+    option("--label", default="locust", help="label of that record")
 
 
 SAMPLES: list[Sample] = []
+SWEEP_WORKER_ENV = "HARNESS_SWEEP_WORKER"  # set by harness sweep --processes for its workers
+RUN_WINDOW: dict[str, float] = {}
 
 
 def workload_for(environment) -> Workload:
@@ -217,7 +226,7 @@ def workload_for(environment) -> Workload:
     path = o.api_base_path.rstrip("/") + "/chat/completions"
     wl = Workload(path, o.model or None, make_prompts(o.prompt_set, 256), o.max_tokens, temperature=o.temperature,
                   api_key=os.environ.get(o.api_key_env) or None)
-    if _is_worker(environment):
+    if _is_worker(environment) and os.environ.get(SWEEP_WORKER_ENV):
         wl.budget = 0  # a sweep's worker waits for the master to hand it a share of the level
     environment.harness_workload = wl
     return wl
@@ -230,9 +239,31 @@ def _is_worker(environment) -> bool:
 
 
 @events.init.add_listener
+def _master_collects(environment, **_kw) -> None:
+    """As the master of distributed Locust (``--master``, the compose services): the workers send
+    every exact sample here, so the master's summary, thresholds and records cover all of them."""
+    from locust.runners import MasterRunner
+
+    if isinstance(environment.runner, MasterRunner):
+        environment.runner.register_message(
+            "harness_sample", lambda environment, msg, **_: SAMPLES.append(Sample(**msg.data)))
+
+
+@events.test_start.add_listener
+def _started(environment, **_kw) -> None:
+    RUN_WINDOW["start"] = time.perf_counter()
+
+
+@events.test_stop.add_listener
+def _stopped(environment, **_kw) -> None:
+    RUN_WINDOW["stop"] = time.perf_counter()
+
+
+@events.init.add_listener
 def _sweep_worker(environment, **_kw) -> None:
-    """As a worker of ``harness sweep --processes``: take a share of the level's requests from the
-    master (users wait until it comes), and send every exact sample back to it."""
+    """As a worker: send every exact sample to the master. A worker of ``harness sweep
+    --processes`` also takes its share of each level's requests from the master (users wait until
+    it comes); a plain worker sends requests until the master stops it."""
     if not _is_worker(environment):
         return
     import dataclasses
@@ -312,8 +343,30 @@ def _thresholds(environment, **_kw) -> None:
     if o.ttft_p95_max > 0 and (p95 is None or p95 > o.ttft_p95_max):
         problems.append(f"TTFT p95 {p95} s > {o.ttft_p95_max} s")
     print(f"harness exact: {json.dumps(summary)}")
+    if getattr(o, "labbook", "") and SAMPLES and not _is_worker(environment):
+        _write_record(environment, o)
     if problems:
         print("harness thresholds FAILED: " + "; ".join(problems))
         environment.process_exit_code = 1
     elif o.ttft_p95_max > 0 or o.fail_ratio_max >= 0:
         print("harness thresholds passed")
+
+
+def _write_record(environment, o) -> None:
+    """One level record (the seed's fields) for the whole headless run, from the exact samples."""
+    from harness.levels import LAB_ID, aggregate, sample_record
+    from harness.records import append_record
+
+    users = max(getattr(environment.runner, "target_user_count", 0) or 0, 1)
+    wall = RUN_WINDOW.get("stop", time.perf_counter()) - RUN_WINDOW.get("start", time.perf_counter())
+    row = aggregate(list(SAMPLES), users, max(wall, 1e-6), 2.0, 0.1)
+    record = {"lab": LAB_ID, "harness_schema": 1, "label": o.label, "engine": "unknown", "model": o.model or "",
+              "base_url": environment.host or "", "prompt_set": o.prompt_set, "max_tokens": o.max_tokens,
+              "temperature": o.temperature, "slo_ttft_s": 2.0, "slo_tpot_s": 0.1,
+              "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **row}
+    append_record(o.labbook, record, "level")
+    samples_path = os.path.splitext(o.labbook)[0] + ".samples.jsonl"
+    with open(samples_path, "a", encoding="utf-8") as fh:
+        for s in SAMPLES:
+            fh.write(json.dumps(sample_record(s, o.label, users)) + "\n")
+    print(f"harness: appended a level record for {o.label} ({len(SAMPLES)} exact samples) to {o.labbook}")

@@ -215,7 +215,7 @@ def test_interrupt_between_levels_keeps_a_valid_notebook(practice, tmp_path):
     server = practice(kit_profile(name="slow", output={"length": {"kind": "fixed", "tokens": 400}}))
     book = tmp_path / "labbook.md"
     proc = subprocess.Popen([sys.executable, "-m", "harness", "sweep", "--base-url", server.base_url, "--model",
-                             "local-chat", "--concurrency", "1,2", "--requests", "2", "--max-tokens", "20", "--label",
+                             "local-chat", "--concurrency", "1,2", "--requests", "2", "--max-tokens", "80", "--label",
                              "cut", "--labbook", str(book), "--warmup", "0", "--timeout", "60"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30

@@ -5,6 +5,7 @@ step, and no server is left running."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import sys
 from pathlib import Path
@@ -111,3 +112,45 @@ def test_external_endpoint_is_measured_and_left_running(tmp_path, practice):
     assert server.proc.poll() is None  # still running: not ours to stop
     notebook = (tmp_path / "run" / "labbook.md").read_text()
     assert '"engine": "someone-else"' in notebook and '"probe": "features"' in notebook
+
+
+FAKE_MLX = """#!{python}
+# Stands in for mlx_lm.server: takes its flags, and serves the practice server under the model
+# name it was given, checking every request's "model" as mlx_lm.server does (it would load it).
+import argparse, os, sys, yaml
+p = argparse.ArgumentParser()
+for flag in ("--model", "--host", "--port", "--prompt-cache-size", "--log-level"):
+    p.add_argument(flag)
+a = p.parse_args()
+profile = yaml.safe_load(open(os.path.join({root!r}, "harness/practice/profiles/kit.yaml")))
+profile.update(name="mlx", check_model=True)
+profile["model"].update(id=a.model, aliases=[])
+path = os.path.join(os.environ["TMPDIR_FOR_FAKE"], "mlx-profile.yaml")
+yaml.safe_dump(profile, open(path, "w"))
+os.execv(sys.executable, [sys.executable, "-m", "harness.cli", "practice", "--profile", path, "--host", a.host,
+                          "--port", a.port])
+"""
+
+
+def test_mlx_shim_sends_exactly_the_served_path(tmp_path, monkeypatch):
+    bin_dir, model = tmp_path / "bin", tmp_path / "models" / "mlx-community" / "Qwen3-8B-4bit"
+    bin_dir.mkdir()
+    model.mkdir(parents=True)
+    fake = bin_dir / "mlx_lm.server"
+    fake.write_text(FAKE_MLX.format(python=sys.executable, root=str(Path(__file__).resolve().parents[1])))
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("TMPDIR_FOR_FAKE", str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[1]))
+    plan = {"schema_version": 1, "name": "mlx", "title": "mlx shim", "variables": {},
+            "stages": [{"id": "mlx", "engine": "mlx-lm", "settings": {"model": str(model), "port": free_port()},
+                        "record": {"quant": "MLX 4-bit"},
+                        "steps": ["probe", {"sweep": {"label": "mlx-c1", "concurrency": "1", "requests": 2,
+                                                      "max_tokens": 8}}]}]}
+    path = tmp_path / "mlx.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    code, manifest, lines = run(tmp_path, path)
+    assert code == 0, [(s["id"], s["status"], s["reason"]) for s in manifest["steps"]]
+    assert manifest["engines"]["mlx"]["command"].startswith(f"mlx_lm.server --model {model} ")
+    notebook = (tmp_path / "run" / "labbook.md").read_text()
+    assert f'"model": "{model}"' in notebook  # the sweep sent the path, which the server accepted

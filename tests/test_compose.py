@@ -21,7 +21,7 @@ from tests.conftest import ROOT, free_port
 
 SCHEMA = ROOT / ".venv" / "compose_spec.json"
 ENV_FILES = sorted((ROOT / "compose" / "env").glob("*.env"))
-TRACK_SERVICES = {"track-s": ["llama-cuda", "vllm", "trtllm"], "track-n": ["llama-cuda", "vllm", "tabbyapi"],
+TRACK_SERVICES = {"track-s": ["llama-cuda", "vllm", "trtllm"], "track-n": ["llama-cuda", "tabbyapi"],
                   "track-x": ["llama-vulkan", "llama-rocm", "vllm-rocm"],
                   "cpu": ["llama-cpu", "practice", "locust-master", "locust-worker"]}
 ENGINE_SERVICES = ["llama-cpu", "llama-cuda", "llama-vulkan", "llama-rocm", "vllm", "vllm-rocm", "trtllm", "tabbyapi",

@@ -14,7 +14,7 @@ import psutil
 import pytest
 import yaml
 
-from harness.errors import ConfigError
+from harness.errors import ConfigError, EngineError
 from harness.plans import load_plan
 from harness.track import Runner
 from tests.conftest import free_port
@@ -154,3 +154,75 @@ def test_mlx_shim_sends_exactly_the_served_path(tmp_path, monkeypatch):
     assert manifest["engines"]["mlx"]["command"].startswith(f"mlx_lm.server --model {model} ")
     notebook = (tmp_path / "run" / "labbook.md").read_text()
     assert f'"model": "{model}"' in notebook  # the sweep sent the path, which the server accepted
+
+
+FAKE_LEMONADE = """#!{python}
+# Stands in for the Lemonade CLI: `load` starts a server in the background under the model name
+# and returns, `unload` stops it, as the real service loads and unloads a llama.cpp backend.
+import os, signal, subprocess, sys, yaml
+state = os.path.join(os.environ["TMPDIR_FOR_FAKE"], "lemonade.pid")
+if sys.argv[1] == "--version":
+    print("lemonade 0.0-fake")
+elif sys.argv[1] == "load":
+    assert sys.argv[3:] == ["--ctx-size", "8192", "--llamacpp", "rocm", "--llamacpp-args",
+                            "--flash-attn on --cache-ram 0"], sys.argv
+    profile = yaml.safe_load(open(os.path.join({root!r}, "harness/practice/profiles/kit.yaml")))
+    profile.update(name="lemonade", check_model=True)
+    profile["model"].update(id=sys.argv[2], aliases=[])
+    path = os.path.join(os.environ["TMPDIR_FOR_FAKE"], "lemonade-profile.yaml")
+    yaml.safe_dump(profile, open(path, "w"))
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "practice", "--profile", path, "--host",
+                             os.environ["LEMONADE_HOST"], "--port", os.environ["LEMONADE_PORT"]],
+                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    open(state, "w").write(str(proc.pid))
+elif sys.argv[1] == "unload" and os.path.exists(state):
+    os.kill(int(open(state).read()), signal.SIGTERM)
+    os.remove(state)
+"""
+
+
+def test_lemonade_is_loaded_and_unloaded_through_its_cli(tmp_path, monkeypatch):
+    from harness.launch.ports import port_open, wait_port_free
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "lemonade"
+    fake.write_text(FAKE_LEMONADE.format(python=sys.executable, root=str(Path(__file__).resolve().parents[1])))
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("TMPDIR_FOR_FAKE", str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[1]))
+    port = free_port()
+    plan = {"schema_version": 1, "name": "lemonade", "title": "lemonade", "variables": {},
+            "stages": [{"id": "lemonade-rocm", "engine": "lemonade", "settings": {"port": port},
+                        "record": {"engine": "lemonade-rocm"}, "steps": ["probe"]}]}
+    path = tmp_path / "lemonade.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    code, manifest, _ = run(tmp_path, path)
+    assert code == 0, [(s["id"], s["status"], s["reason"]) for s in manifest["steps"]]
+    assert steps(manifest)["lemonade-rocm/stop"]["reason"] == "model unloaded; the service keeps its port"
+    assert manifest["engines"]["lemonade-rocm"]["version"] == "lemonade 0.0-fake"
+    assert '"engine": "lemonade-rocm"' in (tmp_path / "run" / "labbook.md").read_text()
+    assert wait_port_free("127.0.0.1", port, 10) and not port_open("127.0.0.1", port)
+
+
+def test_tabbyapi_key_comes_from_its_token_file_and_is_never_recorded(tmp_path):
+    tabby = tmp_path / "tabbyAPI"
+    tabby.mkdir()
+    (tabby / "api_tokens.yml").write_text("api_key: s3cret-key-123\nadmin_key: admin-456\n")
+    plan = {"schema_version": 1, "name": "tabby", "title": "tabby", "variables": {},
+            "stages": [{"id": "exl3", "engine": "tabbyapi", "settings": {"tabby_dir": str(tabby)}, "steps": ["probe"]}]}
+    path = tmp_path / "tabby.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    loaded = load_plan(str(path))
+    runner = Runner(loaded, tmp_path / "run", dry_run=True)
+    block = loaded.blocks["exl3"]
+    ctx = runner.context(block)
+    assert Runner.api_key_env(block, ctx["settings"]) == {"TABBY_API_KEY": "s3cret-key-123"}
+    lines: list[str] = []
+    Runner(loaded, tmp_path / "run", out=lines.append).execute(resume=False)  # start.sh is missing: fails early
+    written = "\n".join(p.read_text() for p in (tmp_path / "run").rglob("*") if p.is_file()) + "\n".join(lines)
+    assert "s3cret-key-123" not in written
+    (tabby / "api_tokens.yml").write_text("admin_key: only-admin\n")
+    with pytest.raises(EngineError, match="holds no api_key"):
+        Runner.api_key_env(block, ctx["settings"])

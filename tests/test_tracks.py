@@ -131,7 +131,7 @@ def test_track_n_tiers(tmp_path, tier, slots, cache, alt, dtype, kv_bytes, fract
     assert got["exllamav3"] == [f"{HOME}/tabbyAPI/start.sh"]
     block = plan.blocks["exllamav3"]
     files = engines.engine_files(block.engine, Runner(plan, tmp_path, dry_run=True).context(block)["settings"])
-    config = files["config.yml"]
+    config = files[f"{HOME}/tabbyAPI/config.yml"]
     for line in ("host: 127.0.0.1", "port: 5000", "disable_auth: false", f"model_dir: {HOME}/models/turboderp",
                  "model_name: Qwen3-8B-exl3-4.0bpw", "max_seq_len: 8192", "cache_size: 8192", "cache_mode: FP16",
                  "reasoning: true"):
@@ -234,7 +234,7 @@ def test_dry_run_prints_every_command_in_order(track, tmp_path):
     starts = [x for x in lines if x.startswith("start: ")]
     assert len(starts) == len(plan.blocks)
     order = [line.split(":")[0] for line in lines if line.split(":")[0] in {s.id.split(":")[0] for s in plan.steps}]
-    assert order[0].startswith("predict") and order[-1] == "report"
+    assert order[0] == "preflight" and order[1].startswith("predict") and order[-1] == "report"
     assert not (tmp_path / "manifest.json").exists()  # a dry run starts and writes nothing
 
 

@@ -1,0 +1,83 @@
+"""harness cleanup after a run that died with its server still up: the server is found by the run's
+own manifest (never by process name), stopped, and its port proven free."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import yaml
+
+from harness import cleanup
+from harness.launch.ports import port_open
+from tests.conftest import ROOT, free_port
+
+
+def test_cleanup_after_a_killed_run_leaves_nothing_running(tmp_path):
+    port = free_port()
+    plan = {"schema_version": 1, "name": "dies", "title": "a run that dies", "variables": {},
+            "stages": [{"id": "practice", "engine": "practice", "settings": {"port": port},
+                        "steps": [{"sweep": {"label": "long", "concurrency": "1", "requests": 400, "max_tokens": 64}}]}]}
+    path = tmp_path / "dies.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "track", str(path), "--run-dir", str(runs / "r1")],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    entry = {}
+    while not entry.get("running"):
+        assert time.monotonic() < deadline and proc.poll() is None, "the run never started its server"
+        time.sleep(0.2)
+        try:
+            entry = json.loads((runs / "r1" / "manifest.json").read_text())["engines"].get("practice", {})
+        except (OSError, json.JSONDecodeError, KeyError):
+            entry = {}
+    os.kill(proc.pid, signal.SIGKILL)  # the harness dies; its server does not
+    proc.wait(10)
+    assert port_open("127.0.0.1", port) and psutil.pid_exists(entry["pid"])
+    assert [s["block"] for s in cleanup.recorded_servers(runs)] == ["practice"]
+
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "cleanup", "--runs", str(runs), "--models",
+                           str(tmp_path / "models")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"r1/practice: pid {entry['pid']} stopped; port {port} is free" in done.stdout
+    assert not port_open("127.0.0.1", port)
+    assert not psutil.pid_exists(entry["pid"]) or psutil.Process(entry["pid"]).status() == psutil.STATUS_ZOMBIE
+    assert cleanup.recorded_servers(runs) == []
+    again = subprocess.run([sys.executable, "-m", "harness.cli", "cleanup", "--runs", str(runs)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=60)
+    assert "servers our runs left running: 0" in again.stdout
+
+
+def test_a_reused_pid_is_never_killed(tmp_path):
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        entry = {"manifest": tmp_path / "m.json", "block": "x", "pid": other.pid, "command": "/opt/llama-server -m x",
+                 "port": None}
+        (tmp_path / "m.json").write_text(json.dumps({"engines": {"x": {"running": True}}}))
+        assert cleanup.stop_server(entry).startswith("already gone")
+        assert other.poll() is None  # a stranger holding a recycled pid is left alone
+    finally:
+        other.kill()
+
+
+def test_remove_one_checkpoint_only_inside_the_library(tmp_path):
+    library = tmp_path / "models"
+    ckpt = library / "Qwen" / "Qwen3-8B"
+    ckpt.mkdir(parents=True)
+    (ckpt / "model.safetensors").write_bytes(b"x" * 1000)
+    log = tmp_path / "cleanup.jsonl"
+    rec = cleanup.remove_checkpoint(ckpt, library, log)
+    assert rec["bytes"] == 1000 and not ckpt.exists() and (library / "Qwen").exists()
+    assert json.loads(log.read_text())["removed"] == str(ckpt.resolve())
+    try:
+        cleanup.remove_checkpoint(tmp_path, library, log)
+    except ValueError as exc:
+        assert "is not inside the model library" in str(exc)
+    else:
+        raise AssertionError("removing something outside the library must be refused")

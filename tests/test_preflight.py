@@ -1,0 +1,96 @@
+"""Preflight findings, each with its exact message, and the preflight as a plan's first step."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import namedtuple
+from pathlib import Path
+
+import yaml
+
+from harness import preflight
+from harness.plans import load_plan
+from harness.track import Runner
+from tests.conftest import ROOT
+
+Usage = namedtuple("Usage", "total used free")
+
+
+def test_port_held_by_a_test_server_names_it(practice):
+    server = practice("kit")
+    f = preflight.port_free("127.0.0.1", server.port)
+    assert f.level == "FAIL"
+    assert f.text.startswith(f"{server.port} is in use by ") and f.text.endswith("; stop it first (one server at a "
+                                                                                 "time)")
+
+
+def test_missing_and_truncated_model(tmp_path):
+    f = preflight.model_file(str(tmp_path / "Qwen3-8B-Q4_K_M.gguf"))
+    assert (f.level, f.text) == ("FAIL", f"{tmp_path}/Qwen3-8B-Q4_K_M.gguf not found; download it first (the lab's hf "
+                                         "download command)")
+    part = tmp_path / "part.gguf"
+    part.write_bytes(b"x" * 10)
+    f = preflight.model_file(str(part), size=5_027_784_512)
+    assert (f.level, f.text) == ("FAIL", f"{part} is 10 bytes, expected 5,027,784,512; the download is incomplete or "
+                                         "another file; download it again")
+    (tmp_path / "hf").mkdir()
+    assert preflight.model_file(str(tmp_path / "hf")).text == f"{tmp_path}/hf has no config.json; the download is " \
+                                                              "incomplete"
+
+
+def test_cpu_only_backend_line():
+    text = "load_backend: loaded CPU backend\nAvailable devices:\n  (none)\n"
+    f = preflight.llama_devices(text)
+    assert (f.level, f.text) == ("FAIL", "llama-server lists no device: a CPU-only build; rebuild llama.cpp with the "
+                                         "track's backend (CUDA, Vulkan, HIP or Metal) before going on")
+    assert preflight.llama_devices(text, allow_cpu=True).level == "PASS"
+    cuda = "Available devices:\n  CUDA0: NVIDIA GB10 (122502 MiB, 119000 MiB free)\n"
+    assert preflight.llama_devices(cuda).text == "CUDA0: NVIDIA GB10 (122502 MiB, 119000 MiB free)"
+
+
+def test_too_little_disk_from_a_fake_filesystem_reading():
+    f = preflight.free_disk("/models", 50, usage=lambda _: Usage(100e9, 88e9, 12e9))
+    assert (f.level, f.text) == ("FAIL", "12.0 GB free under /models, the plan needs 50.0 GB; free space (harness "
+                                         "cleanup lists what the models and environments take)")
+    assert preflight.free_disk("/m", 50, usage=lambda _: Usage(100e9, 45e9, 55e9)).level == "WARN"
+    assert preflight.free_disk("/m", 50, usage=lambda _: Usage(100e9, 10e9, 90e9)).level == "PASS"
+
+
+def test_nvidia_memory_in_use_with_no_model():
+    busy = preflight.nvidia("NVIDIA GeForce RTX 4090, 24564, 3120, 580.65\n")
+    assert busy[0].level == "WARN" and busy[0].text == ("NVIDIA GeForce RTX 4090, 24,564 MiB, driver 580.65, 3,120 "
+                                                        "MiB in use with no model loaded: close what holds it, the "
+                                                        "lab cannot have that memory")
+    spark = preflight.nvidia("NVIDIA GB10, [N/A], [N/A], 580.95\n")
+    assert spark[0].level == "PASS" and "not reported (unified memory)" in spark[0].text
+    assert preflight.python_version((3, 9, 18)).text == "Python 3.9.18 is older than 3.10; install a newer one"
+
+
+def test_a_failing_preflight_stops_the_run_before_any_server_starts(tmp_path):
+    plan = {"schema_version": 1, "name": "pf", "title": "pf", "variables": {"DISK_GB": 1},
+            "stages": ["preflight", {"id": "a", "engine": "llama-server", "settings": {"model": "/nonexistent/m.gguf",
+                                                                                      "llama_bin": "/nonexistent"},
+                                     "steps": ["probe"]}]}
+    path = tmp_path / "pf.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    lines: list[str] = []
+    code = Runner(load_plan(str(path)), tmp_path / "run", out=lines.append).execute(resume=False)
+    import json
+
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    pre = next(s for s in manifest["steps"] if s["id"] == "preflight")
+    assert code == 1 and pre["status"] == "failed" and pre["reason"] == "2 check(s) failed; nothing was started"
+    texts = [f["text"] for f in pre["result"]["findings"] if f["level"] == "FAIL"]
+    assert texts == ["/nonexistent/llama-server not found; install it as the track's install lesson describes",
+                     "/nonexistent/m.gguf not found; download it first (the lab's hf download command)"]
+    assert all(s["status"] == "pending" for s in manifest["steps"] if s["id"].startswith("a/"))
+    assert "a" not in manifest["engines"]
+
+
+def test_gpu_track_preflight_reports_honestly_what_this_machine_lacks():
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "preflight", "s"], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert done.returncode == 1
+    assert "FAIL  model" in done.stdout and "Qwen3-8B-Q4_K_M.gguf not found" in done.stdout
+    assert Path("/usr/bin/nvidia-smi").exists() or "FAIL  gpu" in done.stdout

@@ -17,7 +17,7 @@ PORT        ?= 8099
 PROFILE     ?= kit
 
 .PHONY: help setup test test-fast mock check llama-cpu demo practice-demo track-cpu track-s track-n track-x track-m \
-        bench-server bench-client ui clean clean-servers
+        bench-server bench-client ui clean clean-servers compose-config
 
 help:
 	@echo "make setup         create .venv and install the harness with its test tools"
@@ -32,6 +32,7 @@ help:
 	@echo "make llama-cpu     install the real CPU llama-server and the Gemma 3 270M model"
 	@echo "make bench-server  the practice server's own timing benchmark (prints a table)"
 	@echo "make bench-client  how precisely the load generator measures, against the practice server's truth"
+	@echo "make compose-config TRACK=track-s SERVICE=vllm   a profile resolved with a track's pinned env file"
 	@echo "make clean-servers stop every server our runs left running, prove the ports free, list disk use"
 	@echo "make ui            the Locust web UI on http://127.0.0.1:8089 (HOST=http://127.0.0.1:8099 by default)"
 
@@ -92,6 +93,13 @@ bench-client: $(STAMP)
 
 bench-server: $(STAMP)
 	$(BIN)/python scripts/bench_server.py
+
+# The compose file with one track's pinned env file (compose/env/$(TRACK).env) and one profile,
+# resolved offline: make compose-config TRACK=track-s SERVICE=vllm (needs docker-compose or docker compose).
+TRACK   ?= track-s
+SERVICE ?= vllm
+compose-config:
+	docker-compose -p llm-harness -f compose/compose.yaml --env-file compose/env/$(TRACK).env --profile $(SERVICE) config
 
 # Stop every server our runs left running (by their manifests), prove the ports free, list disk use.
 clean-servers: $(STAMP)

@@ -21,11 +21,11 @@ from tests.conftest import ROOT, free_port
 
 SCHEMA = ROOT / ".venv" / "compose_spec.json"
 ENV_FILES = sorted((ROOT / "compose" / "env").glob("*.env"))
-TRACK_SERVICES = {"track-s": ["llama-cuda", "vllm", "trtllm"], "track-n": ["llama-cuda", "tabbyapi"],
+TRACK_SERVICES = {"track-s": ["llama-cuda", "vllm", "trtllm"], "track-n": ["llama-cuda", "vllm-upstream", "tabbyapi"],
                   "track-x": ["llama-vulkan", "llama-rocm", "vllm-rocm"],
                   "cpu": ["llama-cpu", "practice", "locust-master", "locust-worker"]}
-ENGINE_SERVICES = ["llama-cpu", "llama-cuda", "llama-vulkan", "llama-rocm", "vllm", "vllm-rocm", "trtllm", "tabbyapi",
-                   "practice"]
+ENGINE_SERVICES = ["llama-cpu", "llama-cuda", "llama-vulkan", "llama-rocm", "vllm", "vllm-upstream", "vllm-rocm",
+                   "trtllm", "tabbyapi", "practice"]
 
 
 def doc_for(env_file: Path, **extra) -> dict:
@@ -43,7 +43,7 @@ def schema() -> dict:
 def test_every_profile_validates_against_the_compose_spec(env_file):
     doc = doc_for(env_file)
     assert compose.profiles(doc) == sorted(["llama-cpu", "llama-cuda", "llama-vulkan", "llama-rocm", "vllm",
-                                            "vllm-rocm", "trtllm", "tabbyapi", "practice", "locust"])
+                                            "vllm-upstream", "vllm-rocm", "trtllm", "tabbyapi", "practice", "locust"])
     for profile in compose.profiles(doc):
         active = {"services": compose.services_for(doc, profile)}
         assert compose.schema_problems(active, schema()) == [], profile
@@ -68,7 +68,9 @@ def test_invariants_of_every_engine_service():
         assert test[0] == "CMD" and "health" in " ".join(test), name
         if name.startswith(("vllm", "trtllm")):
             assert test[1] == "python3", f"{name}: its image has no curl; use python3"
-    for name in ("vllm", "trtllm", "tabbyapi", "llama-cuda"):
+        if name in ("vllm-upstream", "vllm-rocm"):  # their images' entrypoint is the server itself
+            assert svc["entrypoint"] == ["/usr/bin/env"] and svc["command"][:2] == ["vllm", "serve"]
+    for name in ("vllm", "vllm-upstream", "trtllm", "tabbyapi", "llama-cuda"):
         device = doc["services"][name]["deploy"]["resources"]["reservations"]["devices"][0]
         assert device["capabilities"] == ["gpu"] and device["driver"] == "nvidia"
     rocm = doc["services"]["llama-rocm"]
@@ -108,7 +110,8 @@ def test_engine_services_state_every_setting_and_follow_the_variables():
                     "Schema check above covers the same ground)")
 @pytest.mark.parametrize("env_file", ENV_FILES, ids=lambda p: p.stem)
 def test_docker_compose_config_accepts_every_profile(env_file):
-    for profile in ("llama-cpu", "llama-cuda", "llama-vulkan", "vllm", "trtllm", "tabbyapi", "locust"):
+    for profile in ("llama-cpu", "llama-cuda", "llama-vulkan", "vllm", "vllm-upstream", "vllm-rocm", "trtllm",
+                    "tabbyapi", "locust"):
         done = subprocess.run(["docker-compose", "-p", "llm-harness", "-f", str(ROOT / "compose/compose.yaml"),
                                "--env-file", str(env_file), "--profile", profile, "config", "--quiet"],
                               capture_output=True, text=True, timeout=60)

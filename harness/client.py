@@ -11,7 +11,7 @@ from harness.stream import Sample, StreamParser
 
 
 def stream_chat(base_url: str, body: dict, api_key: str | None = None, timeout: float = 60.0,
-                headers: dict | None = None, session: requests.Session | None = None) -> Sample:
+                headers: dict | None = None, session: requests.Session | None = None, verify: bool = True) -> Sample:
     """Send one streamed chat completion and return what the client saw (never raises for HTTP)."""
     body = {**body, "stream": True, "stream_options": {"include_usage": True}}
     hdrs = {"Accept-Encoding": "identity", **(headers or {})}
@@ -22,7 +22,7 @@ def stream_chat(base_url: str, body: dict, api_key: str | None = None, timeout: 
     parser = StreamParser(t_send)
     try:
         with http.post(base_url.rstrip("/") + "/chat/completions", json=body, headers=hdrs, stream=True,
-                       timeout=timeout) as resp:
+                       timeout=timeout, verify=verify) as resp:
             if resp.status_code != 200:
                 message = resp.text[:200].replace("\n", " ")
                 return parser.finish(time.perf_counter(), f"HTTP {resp.status_code}: {message}")

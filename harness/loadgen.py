@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import importlib.util
 import os
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -84,17 +85,32 @@ def _drive(root_url: str, user_class, workload, users: int, count: int | None, t
     # collector waits until it ends (reference counting still frees almost everything at once).
     gc.collect()
     gc.disable()
+    # Ctrl-C is taken by the main greenlet between waits, never inside a user's greenlet (where it
+    # would print a traceback and leave the level half-stopped).
+    interrupted: list[bool] = []
+    on_sigint = gevent.signal_handler(signal.SIGINT, lambda: interrupted.append(True))
+
+    def wait(seconds: float) -> None:
+        if interrupted:
+            raise KeyboardInterrupt
+        gevent.sleep(seconds)
+
     t0 = time.perf_counter()
     try:
         runner.start(users, spawn_rate=spawn_rate or max(users, 1))
         if duration is not None:
-            gevent.sleep(duration)
+            end = time.monotonic() + duration
+            while time.monotonic() < end:
+                wait(min(0.05, max(0.0, end - time.monotonic())))
             workload.budget = 0  # send nothing more; let what is in flight finish
             count = workload.issued
         deadline = time.monotonic() + timeout + 30  # every request is bounded by the timeout
         while len(collected) < count and time.monotonic() < deadline:
-            gevent.sleep(0.02)
+            wait(0.02)
+        if interrupted:
+            raise KeyboardInterrupt
     finally:
+        on_sigint.cancel()
         gc.enable()
         runner.stop()
         runner.quit()

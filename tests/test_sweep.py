@@ -24,7 +24,7 @@ def sweep(*args, env=None, timeout=180):
 
 
 def levels(book: Path) -> list[dict]:
-    result = read_records(book, "level", select=lambda o: o.get("lab") == LAB_ID)
+    result = read_records(book, "level", select=lambda o: o.get("lab") == LAB_ID and "concurrency" in o)
     assert not result.warnings
     return result.records
 
@@ -102,7 +102,7 @@ def test_cut_streams_are_failures_not_successes(practice, tmp_path):
     server = practice(kit_profile(name="cuts", faults={"cut_share": 1.0, "cut_after_tokens": 3}))
     book = tmp_path / "labbook.md"
     out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "2", "--requests", "4",
-                "--max-tokens", "16", "--labbook", str(book), "--warmup", "0")
+                "--max-tokens", "16", "--labbook", str(book), "--warmup", "0", "--no-endpoint-check")
     assert out.returncode == 1  # a level that completed nothing
     rec = levels(book)[0]
     assert rec["completed"] == 0 and rec["failed"] == 4 and rec["first_error"]
@@ -112,7 +112,7 @@ def test_wrong_model_is_warned_and_counted(practice, tmp_path):
     server = practice("kit")
     book = tmp_path / "labbook.md"
     out = sweep("--base-url", server.base_url, "--model", "gpt-4o", "--concurrency", "1", "--requests", "2",
-                "--max-tokens", "4", "--labbook", str(book), "--warmup", "0")
+                "--max-tokens", "4", "--labbook", str(book), "--warmup", "0", "--no-endpoint-check")
     assert "not 'gpt-4o'" in out.stderr
     rec = levels(book)[0]
     assert rec["failed"] == 2 and rec["first_error"].startswith("HTTP 404")
@@ -219,7 +219,7 @@ def test_interrupt_between_levels_keeps_a_valid_notebook(practice, tmp_path):
                              "cut", "--labbook", str(book), "--warmup", "0", "--timeout", "60"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and not (book.exists() and book.read_text().strip()):
+    while time.monotonic() < deadline and not (book.exists() and '"concurrency"' in book.read_text()):
         time.sleep(0.1)
     time.sleep(0.3)  # now inside the second level
     proc.send_signal(signal.SIGINT)
@@ -297,3 +297,34 @@ def test_shares_follow_the_users():
     assert shares(10, {"a": 2, "b": 1, "c": 0}) == {"a": 7, "b": 3, "c": 0}
     assert sum(shares(17, {"a": 3, "b": 3, "c": 1}).values()) == 17
     assert shares(5, {}) == {}
+
+
+def test_endpoint_is_proved_before_the_first_level(practice, tmp_path):
+    server = practice("kit")
+    book = tmp_path / "labbook.md"
+    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1", "--requests", "1",
+                "--max-tokens", "8", "--labbook", str(book), "--warmup", "0")
+    assert out.returncode == 0, out.stderr
+    assert "endpoint proved: text in content, finish length, usage yes, context 4096 per sequence" in out.stdout
+    (seen,) = read_records(book, "endpoint-check", select=lambda o: o.get("record") == "endpoint-check").records
+    assert seen["model_listed"] is True and seen["n_ctx"] == 4096 and seen["warnings"] == []
+
+
+@pytest.mark.parametrize("profile, extra, words", [
+    ({"name": "cuts", "faults": {"cut_share": 1.0, "cut_after_tokens": 3}}, [],
+     "the proof request failed (ChunkedEncodingError: Response ended prematurely)"),
+    ({"name": "small", "ctx_per_seat": 1024}, ["--prompt-set", "unique-prefix"],
+     "the server's context is 1024 tokens per sequence, and this prompt set needs about"),
+    ({}, ["--model", "gpt-4o"], "the proof request failed (HTTP 404"),
+])
+def test_a_broken_endpoint_stops_the_sweep_in_one_line(practice, tmp_path, profile, extra, words):
+    server = practice(kit_profile(**profile) if profile else "kit")
+    book = tmp_path / "labbook.md"
+    args = ["--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1", "--requests", "2",
+            "--max-tokens", "16", "--labbook", str(book), "--warmup", "0", *extra]
+    out = sweep(*args)
+    assert out.returncode == 2 and words in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) <= 2  # the one line (and at most the model-list warning)
+    assert levels(book) == []  # no tidy table of failures
+    (seen,) = read_records(book, "endpoint-check", select=lambda o: o.get("record") == "endpoint-check").records
+    assert seen["label"] == "run"

@@ -24,7 +24,7 @@ def server(tmp_path_factory):
 
 
 def records(book, label):
-    return [r for r in read_records(book, "level").records if r["label"] == label]
+    return [r for r in read_records(book, "level", select=lambda o: "concurrency" in o).records if r["label"] == label]
 
 
 def test_baseline_sweep_completes_with_usage_counts(server, tmp_path):

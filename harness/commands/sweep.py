@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from harness.errors import ConfigError, TargetUnreachable
+from harness.errors import ConfigError, TargetError, TargetUnreachable
 from harness.levels import LAB_ID, aggregate, peak_in_flight, sample_record
 from harness.prompts import PROMPT_SETS, make_prompts, load_prompt_file
 from harness.records import append_record
@@ -57,9 +57,37 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=1, help="seed for Poisson arrivals")
     p.add_argument("--processes", type=int, default=0, help="closed loop: run the load in N Locust worker processes "
                                                             "(a master here) when one client process is the limit")
+    p.add_argument("--no-endpoint-check", action="store_true",
+                   help="skip the proof before the first level (model listed, one request with text, finish "
+                        "reason and usage, the server's context fits the prompts)")
     p.add_argument("--metrics-url", help="engine /metrics URL to sample during each level (default: derived from "
                                          "--base-url; 'none' to skip)")
     p.set_defaults(func=run)
+
+
+def prove_endpoint(args, listed: list[str], api_key: str | None) -> None:
+    """One request before the first level; a broken endpoint stops the sweep with one line, and what
+    the check saw goes into the notebook."""
+    from harness import endpoint
+
+    seen = endpoint.observe(args.base_url, args.model, listed, api_key, timeout=min(args.timeout, 300))
+    sample_prompts = (load_prompt_file(args.prompt_file, 64) if args.prompt_file
+                      else make_prompts(args.prompt_set, 64))
+    longest = max(endpoint.estimate_tokens(p) for p in sample_prompts)
+    record = {"harness_schema": 1, "record": "endpoint-check", "lab": LAB_ID, "label": args.label,
+              "base_url": args.base_url, "model": args.model, **seen, "longest_prompt_tokens_estimate": longest,
+              "checked_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    try:
+        warnings, failure = endpoint.verdict(seen, longest, args.max_tokens), None
+    except TargetError as exc:
+        warnings, failure = [], exc
+    append_record(args.labbook, {**record, "warnings": warnings}, "endpoint-check")
+    if failure:
+        raise failure
+    print(f"    endpoint proved: text in {', '.join(seen['text_fields'])}, finish {seen['finish_reason']}, usage "
+          f"{'yes' if seen['usage'] else 'no'}, context {seen['n_ctx'] or 'not reported'} per sequence")
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
 
 
 def parse_rates(text: str) -> list[float]:
@@ -122,6 +150,8 @@ def run(args) -> int:
           f"temperature {args.temperature}")
     print(f"    goodput objective: TTFT <= {args.slo_ttft} s and TPOT <= {args.slo_tpot} s; "
           f"{args.warmup} warm-up request(s)", flush=True)
+    if not args.no_endpoint_check:
+        prove_endpoint(args, listed, api_key)
 
     workload = {"path": base_path + "/chat/completions", "model": args.model, "max_tokens": args.max_tokens,
                 "temperature": args.temperature, "api_key": api_key, "timeout": args.timeout}

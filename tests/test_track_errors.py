@@ -132,16 +132,23 @@ os.execv(sys.executable, [sys.executable, "-m", "harness.cli", "practice", "--pr
 """
 
 
-def test_mlx_shim_sends_exactly_the_served_path(tmp_path, monkeypatch):
-    bin_dir, model = tmp_path / "bin", tmp_path / "models" / "mlx-community" / "Qwen3-8B-4bit"
-    bin_dir.mkdir()
-    model.mkdir(parents=True)
-    fake = bin_dir / "mlx_lm.server"
-    fake.write_text(FAKE_MLX.format(python=sys.executable, root=str(Path(__file__).resolve().parents[1])))
+def install_fake(tmp_path: Path, monkeypatch, name: str, script: str) -> None:
+    """Put an executable ``name`` first on PATH, running ``script`` with this interpreter."""
+    root = str(Path(__file__).resolve().parents[1])
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    fake = bin_dir / name
+    fake.write_text(script.format(python=sys.executable, root=root))
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     monkeypatch.setenv("TMPDIR_FOR_FAKE", str(tmp_path))
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[1]))
+    monkeypatch.setenv("PYTHONPATH", root)
+
+
+def test_mlx_shim_sends_exactly_the_served_path(tmp_path, monkeypatch):
+    model = tmp_path / "models" / "mlx-community" / "Qwen3-8B-4bit"
+    model.mkdir(parents=True)
+    install_fake(tmp_path, monkeypatch, "mlx_lm.server", FAKE_MLX)
     plan = {"schema_version": 1, "name": "mlx", "title": "mlx shim", "variables": {},
             "stages": [{"id": "mlx", "engine": "mlx-lm", "settings": {"model": str(model), "port": free_port()},
                         "record": {"quant": "MLX 4-bit"},
@@ -184,14 +191,7 @@ elif sys.argv[1] == "unload" and os.path.exists(state):
 def test_lemonade_is_loaded_and_unloaded_through_its_cli(tmp_path, monkeypatch):
     from harness.launch.ports import port_open, wait_port_free
 
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    fake = bin_dir / "lemonade"
-    fake.write_text(FAKE_LEMONADE.format(python=sys.executable, root=str(Path(__file__).resolve().parents[1])))
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    monkeypatch.setenv("TMPDIR_FOR_FAKE", str(tmp_path))
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[1]))
+    install_fake(tmp_path, monkeypatch, "lemonade", FAKE_LEMONADE)
     port = free_port()
     plan = {"schema_version": 1, "name": "lemonade", "title": "lemonade", "variables": {},
             "stages": [{"id": "lemonade-rocm", "engine": "lemonade", "settings": {"port": port},

@@ -57,8 +57,13 @@ def test_the_schema_check_can_fail():
     assert any("bogus" in p for p in found) and any("restart_policy" in p for p in found)
 
 
-def test_invariants_of_every_engine_service():
+def test_invariants_of_every_service():
     doc = doc_for(ROOT / "compose/env/track-s.env")
+    for name, svc in doc["services"].items():
+        assert all(p.startswith("127.0.0.1:") for p in svc.get("ports", [])), name
+        assert all(v.endswith(":ro") for v in svc.get("volumes", []) if ":/models" in v or "/app/models" in v), name
+        assert svc["healthcheck"]["test"][0] == "CMD", name
+        assert all("KEY" not in k for k in svc.get("environment", {})), f"{name}: no API key in the environment"
     for name in ENGINE_SERVICES:
         svc = doc["services"][name]
         assert svc["ports"] and all(p.startswith("127.0.0.1:") for p in svc["ports"]), name

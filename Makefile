@@ -17,7 +17,7 @@ PORT        ?= 8099
 PROFILE     ?= kit
 
 .PHONY: help setup test test-fast mock check llama-cpu demo practice-demo track-cpu track-s track-n track-x track-m \
-        bench-server bench-client ui clean clean-servers compose-config
+        bench-server bench-client ui clean clean-servers compose-config models
 
 help:
 	@echo "make setup         create .venv and install the harness with its test tools"
@@ -33,6 +33,7 @@ help:
 	@echo "make bench-server  the practice server's own timing benchmark (prints a table)"
 	@echo "make bench-client  how precisely the load generator measures, against the practice server's truth"
 	@echo "make compose-config TRACK=track-s SERVICE=vllm   a profile resolved with a track's pinned env file"
+	@echo "make models TRACK=track-s   the model in each format that track uses (DRY_RUN=1: list and sizes only)"
 	@echo "make clean-servers stop every server our runs left running, prove the ports free, list disk use"
 	@echo "make ui            the Locust web UI on http://127.0.0.1:8089 (HOST=http://127.0.0.1:8099 by default)"
 
@@ -100,6 +101,10 @@ TRACK   ?= track-s
 SERVICE ?= vllm
 compose-config:
 	docker-compose -p llm-harness -f compose/compose.yaml --env-file compose/env/$(TRACK).env --profile $(SERVICE) config
+
+# The model in each format a track uses, into ~/models (LIBRARY=...), checked and recorded in labbook.md.
+models: $(STAMP)
+	$(HARNESS) models --track $(TRACK) $(if $(LIBRARY),--library $(LIBRARY)) $(if $(DRY_RUN),--dry-run,--labbook labbook.md)
 
 # Stop every server our runs left running (by their manifests), prove the ports free, list disk use.
 clean-servers: $(STAMP)

@@ -198,6 +198,8 @@ class Runner:
         if step.block is None:
             if step.kind == "predict":
                 return [["predict", *options_to_flags(o)]]
+            if step.kind == "models":
+                return [["models", *options_to_flags(o), "--labbook", nb]]
             if step.kind == "summarise":
                 charts = self.run_dir / "charts"
                 return [["summarise", "--labbook", nb, "--label", label, "--record", "--markdown",

@@ -94,3 +94,16 @@ def kit_profile(**changes) -> dict:
         else:
             data[key] = value
     return data
+
+
+def install_fake(tmp_path: Path, monkeypatch, name: str, script: str) -> None:
+    """Put an executable ``name`` first on PATH, running ``script`` with this interpreter."""
+    root = str(Path(__file__).resolve().parents[1])
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    fake = bin_dir / name
+    fake.write_text(script.format(python=sys.executable, root=root))
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("TMPDIR_FOR_FAKE", str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", root)

@@ -5,7 +5,6 @@ step, and no server is left running."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 import sys
 from pathlib import Path
@@ -17,7 +16,7 @@ import yaml
 from harness.errors import ConfigError, EngineError
 from harness.plans import load_plan
 from harness.track import Runner
-from tests.conftest import free_port
+from tests.conftest import free_port, install_fake
 
 
 def write_plan(tmp_path: Path, engine: dict, settings: dict | None = None) -> Path:
@@ -130,19 +129,6 @@ yaml.safe_dump(profile, open(path, "w"))
 os.execv(sys.executable, [sys.executable, "-m", "harness.cli", "practice", "--profile", path, "--host", a.host,
                           "--port", a.port])
 """
-
-
-def install_fake(tmp_path: Path, monkeypatch, name: str, script: str) -> None:
-    """Put an executable ``name`` first on PATH, running ``script`` with this interpreter."""
-    root = str(Path(__file__).resolve().parents[1])
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    fake = bin_dir / name
-    fake.write_text(script.format(python=sys.executable, root=root))
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    monkeypatch.setenv("TMPDIR_FOR_FAKE", str(tmp_path))
-    monkeypatch.setenv("PYTHONPATH", root)
 
 
 def test_mlx_shim_sends_exactly_the_served_path(tmp_path, monkeypatch):

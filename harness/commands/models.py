@@ -40,9 +40,10 @@ def run(args) -> int:
     from harness import fetch
 
     table = fetch.load_table()
-    chosen = fetch.formats_for(table, args.track, args.formats)
+    chosen = fetch.formats_for(table, args.track and args.track.lower().removeprefix("track-"), args.formats)
     library = Path(args.library).expanduser()
-    what = f"track {args.track.upper()}" if args.track else "every format"
+    track = args.track.lower().removeprefix("track-") if args.track else None
+    what = f"track {track.upper()}" if track else "every format"
     if args.dry_run:
         print(f"==> {what}: {len(chosen)} format(s) into {library} (dry run: nothing is downloaded; "
               f"sizes as the hub listed them on {table['listed_on']})")

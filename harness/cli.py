@@ -6,12 +6,12 @@ import argparse
 import sys
 
 from harness import __version__
-from harness.commands import (check, cleanup, demo, engines, llama_cpu, measure, models, practice, predict, preflight, probe,
+from harness.commands import (check, cleanup, crosscheck, demo, engines, llama_cpu, measure, models, practice, predict, preflight, probe,
                               summarise, sweep, track, verify_allocation)
 from harness.errors import HarnessError
 
 COMMANDS = (practice, check, demo, llama_cpu, sweep, summarise, predict, verify_allocation, probe, measure, engines,
-            preflight, track, cleanup, models)
+            preflight, track, cleanup, models, crosscheck)
 
 
 def build_parser() -> argparse.ArgumentParser:

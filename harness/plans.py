@@ -22,7 +22,7 @@ from harness.records import problems
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TRACK_DIR = REPO_ROOT / "tracks"
-BLOCK_KINDS = ("verify-allocation", "sweep", "prefix-pair", "probe", "measure", "recovery", "admission")
+BLOCK_KINDS = ("verify-allocation", "sweep", "prefix-pair", "probe", "measure", "recovery", "admission", "cross-check")
 GLOBAL_KINDS = ("models", "preflight", "predict", "summarise", "compare", "check", "report")
 _WHOLE_VAR = re.compile(r"^\$\{(\w+)\}$")
 _VAR = re.compile(r"\$\{(\w+)\}")

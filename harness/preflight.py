@@ -107,6 +107,27 @@ def nvidia(csv: str, busy_mib: int = 1000) -> list[Finding]:
     return out or [Finding("FAIL", "gpu", "nvidia-smi listed no GPU")]
 
 
+def container_gpu(image: str, run: Callable) -> Finding:
+    """``docker run --rm --gpus all IMAGE nvidia-smi``: do containers reach the GPU? (Never pulls.)"""
+    text = run(["docker", "run", "--rm", "--pull", "never", "--gpus", "all", image, "nvidia-smi",
+                "--query-gpu=name", "--format=csv,noheader"], timeout=300)
+    if text is None:
+        return Finding("FAIL", "containers", f"docker run --gpus all {image} nvidia-smi did not finish")
+    if "No such image" in text:
+        return Finding("WARN", "containers", f"{image} is not pulled yet, so GPU access from containers is unchecked: "
+                                             f"docker pull {image}, then run the preflight again")
+    if "could not select device driver" in text or "nvidia-container-cli" in text:
+        return Finding("FAIL", "containers", "containers cannot reach the GPU: install the NVIDIA Container Toolkit, "
+                                             "run sudo nvidia-ctk runtime configure --runtime=docker and restart "
+                                             "Docker")
+    names = [x.strip() for x in text.strip().splitlines() if x.strip() and "error" not in x.lower()]
+    if not names:
+        last = (text.strip().splitlines() or ["no output"])[-1]
+        return Finding("FAIL", "containers", f"docker run --gpus all {image} nvidia-smi failed: {last[:160]}")
+    return Finding("PASS", "containers", f"containers reach the GPU: {', '.join(names)} (docker run --gpus all "
+                                         f"{image} nvidia-smi)")
+
+
 def run_text(argv: list[str], timeout: float = 30) -> str | None:
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
@@ -126,7 +147,8 @@ def plan_findings(plan, contexts: list, run_dir: Path, usage: Callable = shutil.
     settings resolved (a missing CPU llama-server shows up as the context's ``missing`` entry)."""
     v = plan.variables
     findings = [python_version()]
-    seen_ports, seen_bins, seen_models = set(), set(), set()
+    seen_ports, seen_bins, seen_models, images = set(), set(), set(), []
+    docker_ok = False
     for block, ctx in contexts:
         engine, settings = block.engine, ctx["settings"]
         if ctx.get("missing"):
@@ -141,6 +163,7 @@ def plan_findings(plan, contexts: list, run_dir: Path, usage: Callable = shutil.
             if exe == "docker" and shutil.which("docker"):
                 text = run(["docker", "info", "--format", "{{.ServerVersion}}"])
                 ok = bool(text) and text.strip()[:1].isdigit()
+                docker_ok = ok
                 findings.append(Finding("PASS", "docker", f"Docker engine {text.strip()}") if ok else
                                 Finding("FAIL", "docker", "the Docker engine is not reachable (docker info failed); "
                                                           "start it, or check that this user may use it"))
@@ -148,6 +171,8 @@ def plan_findings(plan, contexts: list, run_dir: Path, usage: Callable = shutil.
                 text = run([exe, "--list-devices"])
                 if text is not None:
                     findings.append(llama_devices(text, allow_cpu=bool(v.get("ALLOW_CPU"))))
+        if kind == "container" and settings.get("image") and settings["image"] not in images:
+            images.append(settings["image"])
         model = settings.get("model")
         if kind == "host" and isinstance(model, str) and model.startswith("/") and model not in seen_models:
             seen_models.add(model)
@@ -163,6 +188,8 @@ def plan_findings(plan, contexts: list, run_dir: Path, usage: Callable = shutil.
                     "--format=csv,noheader,nounits"])
         findings += nvidia(text) if text else [Finding("FAIL", "gpu", "nvidia-smi not found or failed: this track "
                                                                        "needs an NVIDIA GPU with a working driver")]
+        if docker_ok:
+            findings += [container_gpu(image, run) for image in images]
     elif accel == "rocm":
         text = run(["rocm-smi", "--showmeminfo", "vram", "gtt"])
         findings.append(Finding("PASS", "gpu", "rocm-smi answered") if text and "VRAM" in text else

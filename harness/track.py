@@ -227,6 +227,9 @@ class Runner:
             return [["sweep", "--base-url", ctx["base_url"], "--model", ctx["model"], "--engine", rec["engine"],
                      "--engine-version", rec["engine_version"], "--host-desc", rec["host"],
                      *options_to_flags({**cond, **opts}), "--labbook", nb]]
+        if step.kind == "cross-check":
+            return [["crosscheck", *options_to_flags(self._crosscheck_options(block, ctx["settings"], o)),
+                     "--labbook", nb]]
         if step.kind == "probe":
             return [["probe", "--engine", rec["engine"], "--base-url", ctx["base_url"], "--model", ctx["model"],
                      "--engine-version", rec["engine_version"], "--host", rec["host"], *options_to_flags(o),
@@ -240,6 +243,20 @@ class Runner:
                      "--server-pid", str(ctx["pid"] or "<server pid>"), "--idle-snapshot", str(ctx["idle"]),
                      *options_to_flags(o), "--labbook", nb]]
         return []
+
+    @staticmethod
+    def _crosscheck_options(block: Block, settings: dict, options: dict) -> dict:
+        """Where the engine's own generator lives: llama-batched-bench beside the server binary, with
+        the model file the server loaded; vllm bench serve inside the engine's container."""
+        opts = dict(options)
+        if opts.get("tool") == "batched-bench":
+            server = Path(launch_argv(block.engine, settings)[0])
+            opts.setdefault("binary", str(server.with_name("llama-batched-bench")))
+            opts.setdefault("model_file", settings.get("model"))
+            opts.setdefault("threads", settings.get("threads"))
+        elif block.engine["launcher"] == "container" and "exec" not in opts:
+            opts["exec"] = f"docker exec {block.engine['container']['name']}"
+        return opts
 
     @staticmethod
     def _allocation_options(block: Block, settings: dict, options: dict) -> dict:

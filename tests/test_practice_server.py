@@ -115,6 +115,14 @@ def test_thinking_budget_spent_before_answer_stops_on_length(practice):
     assert s.fields == ["reasoning_content"] and s.finish_reason == "length" and s.output_tokens == 8
 
 
+def test_ignore_eos_runs_every_reply_to_max_tokens(practice):
+    base = practice(kit_profile(output={"length": {"kind": "lognormal", "median": 12, "sigma": 0.3}})).base_url
+    plain = [stream_chat(base, ask(f"short {i}", max_tokens=40)) for i in range(3)]
+    assert all(s.finish_reason == "stop" and s.output_tokens < 40 for s in plain)  # the profile's own lengths
+    forced = [stream_chat(base, ask(f"short {i}", max_tokens=40, ignore_eos=True)) for i in range(3)]
+    assert [(s.finish_reason, s.output_tokens) for s in forced] == [("length", 40)] * 3
+
+
 def tool_call_reply(base_url):
     body = ask("What is the weather in Paris right now?", tools=[WEATHER_TOOL])
     return requests.post(base_url + "/chat/completions", json=body, timeout=10).json()

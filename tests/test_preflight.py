@@ -94,3 +94,43 @@ def test_gpu_track_preflight_reports_honestly_what_this_machine_lacks():
     assert done.returncode == 1
     assert "FAIL  model" in done.stdout and "Qwen3-8B-Q4_K_M.gguf not found" in done.stdout
     assert Path("/usr/bin/nvidia-smi").exists() or "FAIL  gpu" in done.stdout
+
+
+def test_containers_reaching_the_gpu():
+    calls = []
+
+    def run(text):
+        def _run(argv, timeout=30):
+            calls.append(argv)
+            return text
+        return _run
+
+    image = "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc13"
+    ok = preflight.container_gpu(image, run("NVIDIA GB10\n"))
+    assert (ok.level, ok.text) == ("PASS", f"containers reach the GPU: NVIDIA GB10 (docker run --gpus all {image} "
+                                           "nvidia-smi)")
+    assert calls[0][:7] == ["docker", "run", "--rm", "--pull", "never", "--gpus", "all"]  # never pulls 20 GB here
+    toolkit = preflight.container_gpu(image, run('docker: Error response from daemon: could not select device driver '
+                                                 '"" with capabilities: [[gpu]].\n'))
+    assert toolkit.level == "FAIL" and "install the NVIDIA Container Toolkit" in toolkit.text
+    missing = preflight.container_gpu(image, run(f"Error response from daemon: No such image: {image}\n"))
+    assert missing.level == "WARN" and missing.text.startswith(f"{image} is not pulled yet")
+
+
+def test_track_s_preflight_runs_the_container_gpu_check_per_image(tmp_path, monkeypatch):
+    answers = {"info": "27.3.1\n", "nvidia-smi": "NVIDIA GB10, [N/A], [N/A], 580.95\n", "run": "NVIDIA GB10\n"}
+    seen = []
+
+    def run(argv, timeout=30):
+        seen.append(argv)
+        key = "nvidia-smi" if argv[0] == "nvidia-smi" else argv[1] if argv[0] == "docker" else None
+        return answers.get(key)
+
+    monkeypatch.setattr(preflight.shutil, "which", lambda name: f"/usr/bin/{name}")
+    runner = Runner(load_plan("s"), tmp_path / "run", dry_run=True)
+    findings = preflight.plan_findings(runner.plan, runner.preflight_contexts(), tmp_path,
+                                       usage=lambda _: Usage(500e9, 10e9, 490e9), run=run)
+    containers = [f for f in findings if f.check == "containers"]
+    images = [a[7] for a in seen if a[:2] == ["docker", "run"]]
+    assert images == ["nvcr.io/nvidia/vllm:26.08-py3", "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc13"]
+    assert [f.level for f in containers] == ["PASS", "PASS"]

@@ -133,7 +133,10 @@ def plan_reply(request: dict, profile: dict, rng: random.Random, max_tokens: int
         plan += [("content", p) for p in pieces(json.dumps({"answer": "example"}))]
     else:
         prose = True
-        plan += [("content", p) for p in _prose(output_length(out_spec["length"], rng), rng)]
+        # ignore_eos (vLLM's and llama-server's extension, what `vllm bench serve --ignore-eos` sends):
+        # the reply runs to max_tokens whatever the length distribution says.
+        length = max_tokens + 1 if request.get("ignore_eos") else output_length(out_spec["length"], rng)
+        plan += [("content", p) for p in _prose(length, rng)]
 
     # A reply that reaches max_tokens stops on length (a prose reply that lands exactly on it too).
     if len(plan) > max_tokens or (len(plan) == max_tokens and prose):

@@ -102,6 +102,17 @@ def _section_from_logs(run_dir: Path, manifest: dict, kinds: tuple[str, ...]) ->
     return out
 
 
+def cross_check_table(checks: list[dict]) -> str:
+    """Our row beside the engine's own generator: output tokens/s and median TPOT, ratio and verdict."""
+    def f(x, spec):
+        return "—" if x is None else format(x, spec)
+    rows = [[f"{c['label']} c={c['concurrency']}", c["tool"], f(c["ours"]["output_tokens_per_s"], ".1f"),
+             f(c["theirs"]["output_tokens_per_s"], ".1f"), f(c["output_tokens_per_s_ratio"], ".2f"),
+             f(c["ours"]["tpot_p50_s"], ".4f"), f(c["theirs"]["tpot_p50_s"], ".4f"), c["verdict"]] for c in checks]
+    return tabulate(rows, headers=["row", "tool", "out tok/s ours", "out tok/s tool", "ratio", "TPOT p50 ours",
+                                   "TPOT p50 tool", "verdict"], tablefmt="github")
+
+
 def write_report(run_dir: Path, plan, manifest: dict) -> Path:
     from harness.charts import crowd_chart
 
@@ -150,6 +161,10 @@ def write_report(run_dir: Path, plan, manifest: dict) -> Path:
         order, by_speed, by_feat = engine_tables.latest_per_engine(speed, feats)
         lines += ["## Single user: prefill, decode, memory; API features", "",
                   engine_tables.render(order, by_speed, by_feat), ""]
+    checks = read_records(notebook, "cross-check", select=lambda o: o.get("record") == "cross-check").records \
+        if notebook.is_file() else []
+    if checks:
+        lines += ["## Cross-check against the engine's own generator", "", cross_check_table(checks), ""]
     lines += ["## Validation", ""] + _section_from_logs(run_dir, manifest, ("check",))
     step_rows = [[s["id"], s["status"], s.get("duration_s") if s.get("duration_s") is not None else "—",
                   (s.get("reason") or (s.get("result") or {}).get("why") or "")[:120]] for s in manifest["steps"]]

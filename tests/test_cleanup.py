@@ -81,3 +81,24 @@ def test_remove_one_checkpoint_only_inside_the_library(tmp_path):
         assert "is not inside the model library" in str(exc)
     else:
         raise AssertionError("removing something outside the library must be refused")
+
+
+def test_after_a_failed_run_cleanup_finds_nothing_left(tmp_path):
+    port = free_port()
+    plan = {"schema_version": 1, "name": "fails", "title": "a run whose sweep fails", "variables": {},
+            "stages": [{"id": "practice", "engine": "practice", "settings": {"port": port},
+                        "steps": [{"sweep": {"label": "wrong", "concurrency": "1", "requests": 2,
+                                             "model": "no-such-model"}}, "probe"]}]}
+    path = tmp_path / "fails.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    runs = tmp_path / "runs"
+    run = subprocess.run([sys.executable, "-m", "harness.cli", "track", str(path), "--run-dir", str(runs / "r1")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    steps = {s["id"]: s["status"] for s in json.loads((runs / "r1" / "manifest.json").read_text())["steps"]}
+    assert run.returncode == 1 and steps["practice/sweep:wrong"] == "failed", run.stdout[-2000:]
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "cleanup", "--runs", str(runs), "--models",
+                           str(tmp_path / "models")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "servers our runs left running: 0" in done.stdout, done.stdout
+    left = [p.info["cmdline"] for p in psutil.process_iter(["cmdline"])
+            if str(port) in " ".join(p.info["cmdline"] or [])]
+    assert left == [] and not port_open("127.0.0.1", port)

@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import psutil
 import pytest
 
 from harness.launch.ports import port_open
@@ -109,4 +110,16 @@ def test_cpu_plan_interrupted_then_resumed(tmp_path):
     assert "## Headline numbers" in report and "practice-baseline (practice): peak" in report
     assert "llama-baseline (llama.cpp): peak" in report and "prefix caching: TTFT p50" in report
     assert (run_dir / "charts" / "crowd.png").stat().st_size > 10_000
+    cross = read_records(notebook, "cross-check", select=lambda o: o.get("record") == "cross-check").records
+    assert [(c["label"], c["tool"], c["theirs"]["batch"]) for c in cross] == [("llama-baseline", "batched-bench", 4)]
+    assert cross[0]["theirs"]["output_tokens_per_s"] > 0 and cross[0]["verdict"] in ("within bound", "above bound")
+    assert "## Cross-check against the engine's own generator" in report
+
+    # after the run, cleanup finds nothing of ours left: no server process, no busy port
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "cleanup", "--runs", str(tmp_path), "--models",
+                           str(tmp_path / "models")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "servers our runs left running: 0" in done.stdout, done.stdout
+    ours = [p.info["cmdline"] for p in psutil.process_iter(["cmdline"])
+            if any(str(port) in " ".join(p.info["cmdline"] or []) for port in (pport, lport))]
+    assert ours == [] and not port_open("127.0.0.1", pport) and not port_open("127.0.0.1", lport)
     assert "==> headline numbers" in done.stdout and "report:" in done.stdout

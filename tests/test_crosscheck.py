@@ -12,6 +12,7 @@ from harness import crosscheck
 from harness.cli import main
 from harness.commands.crosscheck import vllm_argv
 from harness.errors import TargetError
+from harness.levels import LAB_ID
 from harness.records import append_record, read_records
 
 FIX = Path(__file__).parent / "fixtures" / "crosscheck"
@@ -20,7 +21,7 @@ BATCHED_OUT = FIX / "llama-batched-bench-b11434.txt"
 
 
 def level(**changes) -> dict:
-    rec = {"harness_schema": 1, "lab": "llm-course-part9-serving", "label": "vllm-baseline", "engine": "vllm",
+    rec = {"harness_schema": 1, "lab": LAB_ID, "label": "vllm-baseline", "engine": "vllm",
            "model": "local-chat", "base_url": "http://127.0.0.1:8000/v1", "prompt_set": "mixed", "max_tokens": 128,
            "slo_ttft_s": 2.0, "slo_tpot_s": 0.1, "concurrency": 20, "requests": 80, "completed": 80, "failed": 0,
            "wall_s": 10.0, "output_tokens": 10240, "output_tokens_per_s": 1024.0, "prompt_tokens_mean": 52.4,

@@ -116,9 +116,9 @@ def test_cpu_plan_interrupted_then_resumed(tmp_path):
     assert "## Cross-check against the engine's own generator" in report
 
     # after the run, cleanup finds nothing of ours left: no server process, no busy port
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "cleanup", "--runs", str(tmp_path), "--models",
-                           str(tmp_path / "models")], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0 and "servers our runs left running: 0" in done.stdout, done.stdout
+    cleaned = subprocess.run([sys.executable, "-m", "harness.cli", "cleanup", "--runs", str(tmp_path), "--models",
+                              str(tmp_path / "models")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert cleaned.returncode == 0 and "servers our runs left running: 0" in cleaned.stdout, cleaned.stdout
     ours = [p.info["cmdline"] for p in psutil.process_iter(["cmdline"])
             if any(str(port) in " ".join(p.info["cmdline"] or []) for port in (pport, lport))]
     assert ours == [] and not port_open("127.0.0.1", pport) and not port_open("127.0.0.1", lport)

@@ -84,6 +84,9 @@ def test_tool_call_delta_is_a_token():
     ("vllm-reasoning.sse", ["reasoning", "content"], 4, "usage", 16, "length"),
     ("vllm-tool-call.sse", ["tool_calls"], 12, "usage", None, "tool_calls"),
     ("mlx-lm.sse", ["reasoning", "content"], 3, "usage", 8, "stop"),
+    # recorded: keep-alive comments before the first token, finish on an empty delta, usage in a
+    # last chunk with no choices
+    ("mlx-lm-0.32.2-cpu.sse", ["content"], 6, "usage", 0, "length"),
     ("trtllm-reasoning-content.sse", ["reasoning_content", "content"], 2, "usage", None, "stop"),
 ])
 def test_engine_stream_shapes(name, fields, tokens, source, cached, finish):

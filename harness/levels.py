@@ -83,7 +83,14 @@ def aggregate(samples: list[Sample], concurrency: int, wall_s: float, slo_ttft: 
         "token_counts": _token_counts(ok),
         "finish_reasons": dict(Counter(s.finish_reason or "none" for s in ok)),
         "first_error": failed[0].error if failed else None,
+        "arrival_clock": _clock(ok),
     }
+
+
+def _clock(samples: list[Sample]) -> str | None:
+    """How token arrivals were timed: by the kernel's receive stamps, when read, or both."""
+    kinds = {s.clock for s in samples if s.clock}
+    return None if not kinds else kinds.pop() if len(kinds) == 1 else "mixed"
 
 
 def peak_in_flight(samples: list[Sample]) -> int:
@@ -106,5 +113,6 @@ def sample_record(s: Sample, label: str, concurrency: int) -> dict:
         "token_times_s": [rel(t) for t in s.token_times],
         "output_tokens": s.output_tokens, "token_source": s.token_source,
         "prompt_tokens": s.prompt_tokens, "cached_tokens": s.cached_tokens,
-        "finish_reason": s.finish_reason, "fields": s.fields,
+        "finish_reason": s.finish_reason, "fields": s.fields, "clock": s.clock,
+        "request_id": s.request_id,
     }

@@ -36,6 +36,7 @@ class Sample:
     timings: dict | None = None
     text: str = ""
     request_id: str | None = None  # the completion id the server gave this response
+    clock: str | None = None  # "kernel": arrival times are the kernel's receive stamps; "read": when read
 
     @property
     def ttft(self) -> float | None:

@@ -23,6 +23,7 @@ import time
 
 from locust import FastHttpUser, constant, events, task
 
+from harness.arrivals_clock import stamped_lines
 from harness.levels import distribution
 from harness.prompts import PROMPT_SETS, make_prompts
 from harness.stream import Sample, StreamParser
@@ -94,12 +95,13 @@ def _stream_attempt(client, workload: Workload, prompt: str, final: bool) -> Sam
                 text = (resp.text or "")[:200].replace("\n", " ") if status else str(resp.error)[:200]
                 error = f"HTTP {status}: {text}" if status else f"ConnectionError: {text}"
             else:
-                raw = resp._response  # the socket response: read as lines arrive
-                while True:
-                    line = raw.readline(b"\n")
-                    if not line:
-                        break
-                    parser.feed(line, time.perf_counter())
+                # the socket response, read as lines arrive, each line timed by the kernel's arrival
+                # stamp where it gives one (a busy client does not add its own delay)
+                stamped = False
+                for line, t, by_kernel in stamped_lines(resp._response):
+                    parser.feed(line, t)
+                    stamped = stamped or by_kernel
+                parser.s.clock = "kernel" if stamped else "read"
             sample = parser.finish(time.perf_counter(), error)
             resp.request_meta["response_time"] = (sample.t_end - t_send) * 1000
             resp.request_meta["context"] = {"sample": sample}

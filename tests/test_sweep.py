@@ -52,6 +52,16 @@ def test_measured_ttft_and_tpot_match_the_servers_truth(practice, tmp_path):
     assert eight["server_metrics"]["llamacpp:requests_deferred"]["max"] >= 3
     samples = [json.loads(line) for line in book.with_suffix(".samples.jsonl").read_text().splitlines()]
     assert len(samples) == 16 and all(len(s["token_times_s"]) == 40 for s in samples)
+    # token arrivals timed by the kernel's receive stamps (Linux): every gap as the client measured it
+    # matches the gap between the server's own writes
+    assert one["arrival_clock"] == eight["arrival_clock"] == "kernel"
+    errors = []
+    for s in samples:
+        sent = server.truth(s["request_id"])["sent"]
+        got = s["token_times_s"]
+        errors += [abs((b - a) - (wb - wa)) for a, b, wa, wb in zip(got, got[1:], sent, sent[1:])]
+    errors.sort()
+    assert errors[len(errors) // 2] < 0.0005, errors[len(errors) // 2]
 
 
 def test_the_labs_printed_command_works_and_records_keep_the_field_names(practice, tmp_path):
@@ -273,6 +283,7 @@ def test_https_endpoint(practice, tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     rec = levels(book)[0]
     assert rec["completed"] == 4 and rec["base_url"].startswith("https://")
+    assert rec["arrival_clock"] == "read"  # no kernel stamps through TLS: timed when read, and it says so
     assert rec["server_metrics"]["samples"] >= 2
 
 

@@ -1,0 +1,92 @@
+"""When each streamed line reached this machine, from the kernel rather than from the client.
+
+A client that is busy with other streams reads a token late, and a tool that stamps tokens when
+it reads them reports that delay as the server's (GuideLLM and AIPerf read TTFT 14-116 ms late at
+16-64 streams in our measurements). Linux stamps every received packet; with ``SO_TIMESTAMPNS`` on
+the socket, each ``recvmsg`` returns the arrival time of the newest packet it read. Lines complete
+in that read get that time (never later than when they were read); lines that were already
+buffered keep the time of the read that brought them. Where the kernel gives no stamp (TLS
+sockets, other systems, an old kernel), the time of the read is used, as before, and ``clock``
+says which.
+
+The reader works on a geventhttpclient response (Locust's FastHttpUser): its socket, its HTTP
+parser (``feed``) and its body buffer.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import sys
+import time
+from typing import Iterator
+
+# asm-generic/socket.h: SO_TIMESTAMPNS (the 64-bit-time variant is 64 and needs a different unpack)
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
+_ANC = socket.CMSG_SPACE(16) if hasattr(socket, "CMSG_SPACE") else 64
+
+
+class StreamCut(ConnectionError):
+    """The server closed the connection before the response was complete."""
+
+
+def enable(sock) -> bool:
+    """Ask the kernel to stamp arrivals on this socket; False where it cannot (TLS, not Linux)."""
+    if SO_TIMESTAMPNS is None or not hasattr(sock, "recvmsg") or "SSL" in type(sock).__name__:
+        return False
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    except OSError:
+        return False
+    return True
+
+
+def kernel_time(ancdata, now_perf: float, now_real: float) -> float | None:
+    """The arrival stamp in ``ancdata`` on the ``time.perf_counter`` clock, or None."""
+    for level, kind, data in ancdata:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= 16:
+            sec, nsec = struct.unpack("qq", data[:16])
+            return min(now_perf, sec + nsec * 1e-9 - (now_real - now_perf))
+    return None
+
+
+def stamped_lines(response, sep: bytes = b"\n") -> Iterator[tuple[bytes, float, bool]]:
+    """Each body line of ``response`` with its arrival time and whether the kernel stamped it."""
+    sock = getattr(response, "_sock", None)
+    buf = getattr(response, "_body_buffer", None)
+    if sock is None or buf is None or not enable(sock):
+        while True:
+            line = response.readline(sep)
+            if not line:
+                return
+            yield line, time.perf_counter(), False
+    t, stamped = time.perf_counter(), False  # for bytes that came with the headers
+    size = getattr(response, "block_size", 65536)
+    while True:
+        cut = buf.find(sep)
+        if cut >= 0:
+            line = bytes(buf[:cut + 1])
+            del buf[:cut + 1]
+            yield line, t, stamped
+            continue
+        if response.message_complete:
+            if buf:
+                line = bytes(buf)
+                del buf[:]
+                yield line, t, stamped
+            return
+        try:
+            data, anc, _flags, _addr = sock.recvmsg(size, _ANC)
+        except BaseException:
+            response.release()
+            raise
+        now_perf, now_real = time.perf_counter(), time.time()
+        k = kernel_time(anc, now_perf, now_real)
+        t, stamped = (k, True) if k is not None else (now_perf, False)
+        if not data:
+            response.feed(data)  # tells the parser the peer closed: a complete close-delimited body ends here
+            if not response.message_complete:
+                response.release()
+                raise StreamCut("the server closed the connection mid-response")
+            continue
+        response.feed(data)

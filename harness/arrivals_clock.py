@@ -1,8 +1,7 @@
 """When each streamed line reached this machine, from the kernel rather than from the client.
 
 A client that is busy with other streams reads a token late, and a tool that stamps tokens when
-it reads them reports that delay as the server's (GuideLLM and AIPerf read TTFT 14-116 ms late at
-16-64 streams in our measurements). Linux stamps every received packet; with ``SO_TIMESTAMPNS`` on
+it reads them reports that delay as the server's. Linux stamps every received packet; with ``SO_TIMESTAMPNS`` on
 the socket, each ``recvmsg`` returns the arrival time of the newest packet it read. Lines complete
 in that read get that time (never later than when they were read); lines that were already
 buffered keep the time of the read that brought them. Where the kernel gives no stamp (TLS

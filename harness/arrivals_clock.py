@@ -49,43 +49,76 @@ def kernel_time(ancdata, now_perf: float, now_real: float) -> float | None:
     return None
 
 
-def stamped_lines(response, sep: bytes = b"\n") -> Iterator[tuple[bytes, float, bool]]:
-    """Each body line of ``response`` with its arrival time and whether the kernel stamped it."""
+def stamped_lines(response, sep: bytes = b"\n", idle_s: float | None = None) -> Iterator[tuple[bytes, float, bool]]:
+    """Each body line of ``response`` with its arrival time and whether the kernel stamped it.
+
+    ``idle_s``: give up (``TimeoutError``) when no byte comes for that long (default: the socket's
+    own timeout). The wait is one reusable readiness watcher and one lazily re-armed timer per
+    stream, not a timer per read: at tens of thousands of events a second that bookkeeping was a
+    fifth of the client's time."""
     sock = getattr(response, "_sock", None)
     buf = getattr(response, "_body_buffer", None)
-    if sock is None or buf is None or not enable(sock):
+    raw = getattr(sock, "_sock", None)  # the OS socket under gevent's cooperative one
+    if raw is None or buf is None or not enable(sock):
         while True:
             line = response.readline(sep)
             if not line:
                 return
             yield line, time.perf_counter(), False
+    import gevent
+
+    hub = gevent.get_hub()
+    idle = idle_s if idle_s is not None else sock.gettimeout()
+    watcher = hub.loop.io(raw.fileno(), 1)
+    timer = gevent.Timeout(idle) if idle else None
+    if timer is not None:
+        timer.start()
     t, stamped = time.perf_counter(), False  # for bytes that came with the headers
+    last = t
     size = getattr(response, "block_size", 65536)
-    while True:
-        cut = buf.find(sep)
-        if cut >= 0:
-            line = bytes(buf[:cut + 1])
-            del buf[:cut + 1]
-            yield line, t, stamped
-            continue
-        if response.message_complete:
-            if buf:
-                line = bytes(buf)
-                del buf[:]
+    try:
+        while True:
+            cut = buf.find(sep)
+            if cut >= 0:
+                line = bytes(buf[:cut + 1])
+                del buf[:cut + 1]
                 yield line, t, stamped
-            return
-        try:
-            data, anc, _flags, _addr = sock.recvmsg(size, _ANC)
-        except BaseException:
-            response.release()
-            raise
-        now_perf, now_real = time.perf_counter(), time.time()
-        k = kernel_time(anc, now_perf, now_real)
-        t, stamped = (k, True) if k is not None else (now_perf, False)
-        if not data:
-            response.feed(data)  # tells the parser the peer closed: a complete close-delimited body ends here
-            if not response.message_complete:
-                response.release()
-                raise StreamCut("the server closed the connection mid-response")
-            continue
-        response.feed(data)
+                continue
+            if response.message_complete:
+                if buf:
+                    line = bytes(buf)
+                    del buf[:]
+                    yield line, t, stamped
+                return
+            try:
+                data, anc, _flags, _addr = raw.recvmsg(size, _ANC)
+            except BlockingIOError:
+                try:
+                    hub.wait(watcher)
+                except gevent.Timeout as exc:
+                    if exc is not timer:
+                        raise
+                    quiet = time.perf_counter() - last
+                    if quiet >= idle:
+                        raise TimeoutError(f"no data from the server for {quiet:.0f} s") from None
+                    timer.close()
+                    timer = gevent.Timeout(idle - quiet)
+                    timer.start()
+                continue
+            now_perf, now_real = time.perf_counter(), time.time()
+            last = now_perf
+            k = kernel_time(anc, now_perf, now_real)
+            t, stamped = (k, True) if k is not None else (now_perf, False)
+            if not data:
+                response.feed(data)  # the peer closed: a close-delimited body ends here
+                if not response.message_complete:
+                    raise StreamCut("the server closed the connection mid-response")
+                continue
+            response.feed(data)
+    except BaseException:
+        response.release()
+        raise
+    finally:
+        if timer is not None:
+            timer.close()
+        watcher.close()

@@ -134,10 +134,13 @@ def run_open_level(root_url: str, workload_kwargs: dict, rate: float, count: int
 
 
 def run_timed_level(root_url: str, workload_kwargs: dict, concurrency: int, duration: float, timeout: float,
-                    metrics_url: str | None = None, spawn_rate: float | None = None) -> LevelRun:
-    """Closed loop for ``duration`` seconds; then no new requests, and the ones in flight finish."""
+                    metrics_url: str | None = None, spawn_rate: float | None = None, ramp_s: float = 0.0) -> LevelRun:
+    """Closed loop for ``duration`` seconds; then no new requests, and the ones in flight finish.
+    ``ramp_s`` spreads the users' first requests evenly over that many seconds (Locust itself
+    starts a whole second's worth of users at once)."""
     user = _load_user_module()
     workload = user.Workload(budget=None, **workload_kwargs)
+    workload.start_spacing_s = ramp_s / max(concurrency, 1)
     return _drive(root_url, user.ChatUser, workload, concurrency, None, timeout, metrics_url, duration=duration,
                   spawn_rate=spawn_rate)
 

@@ -21,6 +21,7 @@ import json
 import os
 import time
 
+import gevent
 from locust import FastHttpUser, constant, events, task
 
 from harness.arrivals_clock import stamped_lines
@@ -40,6 +41,14 @@ class Workload:
         self.budget = budget
         self.issued = 0
         self.arrivals: list[float] | None = None  # open loop: send offsets in seconds from the start
+        self.start_spacing_s = 0.0  # closed loop: user k waits k x this before its first request
+        self._starts = 0
+
+    def start_delay(self) -> float:
+        """How long the next user to start waits first (users spread over a ramp, not in lockstep)."""
+        delay = self._starts * self.start_spacing_s
+        self._starts += 1
+        return delay
 
     def take(self) -> str | None:
         """The next prompt, or None when the level's budget is spent (atomic under gevent)."""
@@ -98,7 +107,7 @@ def _stream_attempt(client, workload: Workload, prompt: str, final: bool) -> Sam
                 # the socket response, read as lines arrive, each line timed by the kernel's arrival
                 # stamp where it gives one (a busy client does not add its own delay)
                 stamped = False
-                for line, t, by_kernel in stamped_lines(resp._response):
+                for line, t, by_kernel in stamped_lines(resp._response, idle_s=workload.timeout):
                     parser.feed(line, t)
                     stamped = stamped or by_kernel
                 parser.s.clock = "kernel" if stamped else "read"
@@ -137,6 +146,9 @@ class ChatUser(FastHttpUser):
 
     def on_start(self) -> None:
         self.workload: Workload = workload_for(self.environment)
+        delay = self.workload.start_delay()
+        if delay:
+            gevent.sleep(delay)
 
     @task
     def chat(self) -> None:

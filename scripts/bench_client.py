@@ -61,7 +61,7 @@ def run_case(root: str, streams: int, seconds: float, distributed=None) -> dict:
         result = distributed.level(streams, count=max(streams, int(streams * seconds / 1.33)), timeout=60)
     else:
         # users start over one second, as people would, so equal-length streams are not in lockstep
-        result = loadgen.run_timed_level(root, wl, streams, seconds, timeout=60, spawn_rate=max(streams, 1))
+        result = loadgen.run_timed_level(root, wl, streams, seconds, timeout=60, spawn_rate=max(streams, 1), ramp_s=1.0)
     ok = [s for s in result.samples if s.ok]
     ttft_err, itl_err, send_gap = [], [], []
     session = requests.Session()

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -125,7 +126,7 @@ def test_wrong_model_is_warned_and_counted(practice, tmp_path):
                 "--max-tokens", "4", "--labbook", str(book), "--warmup", "0", "--no-endpoint-check")
     assert "not 'gpt-4o'" in out.stderr
     rec = levels(book)[0]
-    assert rec["failed"] == 2 and rec["first_error"].startswith("HTTP 404")
+    assert rec["failed"] == rec["requests"] == 2 and rec["first_error"].startswith("HTTP 404")
 
 
 @pytest.mark.parametrize("args,words", [
@@ -339,3 +340,17 @@ def test_a_broken_endpoint_stops_the_sweep_in_one_line(practice, tmp_path, profi
     assert levels(book) == []  # no tidy table of failures
     (seen,) = read_records(book, "endpoint-check", select=lambda o: o.get("record") == "endpoint-check").records
     assert seen["label"] == "run"
+
+
+def test_a_stream_that_stalls_past_the_timeout_fails_without_hanging(practice, tmp_path):
+    # every request stalls for 30 s after its first token
+    server = practice(kit_profile(name="stalls", faults={"stall_share": 1.0, "stall_s": 30.0}))
+    book = tmp_path / "labbook.md"
+    started = time.monotonic()
+    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "2", "--requests", "2",
+                "--min-rounds", "1", "--max-tokens", "16", "--timeout", "2", "--warmup", "0", "--no-endpoint-check",
+                "--labbook", str(book), timeout=60)
+    assert time.monotonic() - started < 25  # bounded by the 2 s timeout, not the 30 s stall
+    rec = levels(book)[0]
+    assert rec["failed"] == rec["requests"] == 2 and rec["first_error"].startswith("TimeoutError: no data from the server for 2 s")
+    assert "Traceback" not in out.stdout + out.stderr

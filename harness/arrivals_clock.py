@@ -54,8 +54,8 @@ def stamped_lines(response, sep: bytes = b"\n", idle_s: float | None = None) -> 
 
     ``idle_s``: give up (``TimeoutError``) when no byte comes for that long (default: the socket's
     own timeout). The wait is one reusable readiness watcher and one lazily re-armed timer per
-    stream, not a timer per read: at tens of thousands of events a second that bookkeeping was a
-    fifth of the client's time."""
+    stream, not a timer object and a failed read per event (under cProfile, a 6 s level of 64
+    streams spent about 1.1 s of 7.2 s on those)."""
     sock = getattr(response, "_sock", None)
     buf = getattr(response, "_body_buffer", None)
     raw = getattr(sock, "_sock", None)  # the OS socket under gevent's cooperative one

@@ -169,6 +169,14 @@ def run_tool(argv: list[str], say: Say) -> tuple[int, str]:
     return proc.wait(), "".join(lines)
 
 
+def run_checked(argv: list[str], what: str, say: Say) -> str:
+    """Run a download tool; its output, or InstallError naming ``what`` and the tool's last line."""
+    rc, out = run_tool(argv, say)
+    if rc != 0:
+        raise InstallError(f"{what} failed (exit {rc}): " + (out.strip().splitlines() or ["no output"])[-1])
+    return out
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -215,10 +223,7 @@ def fetch_file(key: str, fmt: dict, library: Path, say: Say, endpoint: str | Non
             bad = _move_aside(path)
             say(f"    {path} does not match (sha256 {got[:12]}…): moved aside to {bad.name}, downloading again")
     if not path.is_file():
-        rc, out = run_tool(hf_argv(fmt, library), say)
-        if rc != 0:
-            raise InstallError(f"hf download {fmt['repo']} {fmt['file']} failed (exit {rc}): "
-                               + (out.strip().splitlines() or ["no output"])[-1])
+        run_checked(hf_argv(fmt, library), f"hf download {fmt['repo']} {fmt['file']}", say)
         if not path.is_file():
             raise InstallError(f"hf download finished but {path} is not there: check --local-dir and the file name")
         downloaded = True
@@ -237,10 +242,7 @@ def fetch_file(key: str, fmt: dict, library: Path, say: Say, endpoint: str | Non
 def fetch_repo(key: str, fmt: dict, library: Path, say: Say) -> dict:
     """A multi-file repository (or one branch of it): download, then check files and config.json."""
     path = target(fmt, library)
-    rc, out = run_tool(hf_argv(fmt, library), say)
-    if rc != 0:
-        raise InstallError(f"hf download {fmt['repo']} failed (exit {rc}): "
-                           + (out.strip().splitlines() or ["no output"])[-1])
+    run_checked(hf_argv(fmt, library), f"hf download {fmt['repo']}", say)
     if not path.is_dir():
         raise InstallError(f"hf download finished but {path} is not there: check --local-dir")
     files, size = dir_totals(path)
@@ -276,10 +278,7 @@ def fetch_repo(key: str, fmt: dict, library: Path, say: Say) -> dict:
 def fetch_lemonade(key: str, fmt: dict, say: Say) -> dict:
     """Register the exact file under a ``user.`` name and pull it, then prove it is listed."""
     pull, lst = lemonade_argv(fmt)
-    rc, out = run_tool(pull, say)
-    if rc != 0:
-        raise InstallError(f"lemonade pull {fmt['name']} failed (exit {rc}): "
-                           + (out.strip().splitlines() or ["no output"])[-1])
+    run_checked(pull, f"lemonade pull {fmt['name']}", say)
     rc, out = run_tool(lst, say)
     if rc != 0 or fmt["name"] not in out:
         raise InstallError(f"{fmt['name']} is not in `lemonade list --downloaded`: the pull did not register it; "

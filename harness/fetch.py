@@ -66,6 +66,17 @@ def listed(fmt: dict) -> str:
     return f"{count}{fmt['size']}" if "size" in fmt else count.rstrip(", ") or "size not listed"
 
 
+_UNITS = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+
+
+def approx_bytes(fmt: dict) -> float:
+    """A format's listed size in bytes: exact where known, else read from hf's ``4.6G``."""
+    if "bytes" in fmt:
+        return float(fmt["bytes"])
+    m = re.fullmatch(r"([0-9.]+)\s*([KMGT]?)B?", fmt.get("size", ""))
+    return float(m[1]) * _UNITS[m[2]] if m else 0.0
+
+
 def target(fmt: dict, library: Path) -> Path:
     return library / fmt["dir"] / fmt["file"] if fmt["kind"] == "file" else library / fmt.get("dir", "")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from harness import crosscheck
 from harness.errors import ConfigError, InstallError, TargetError
 from harness.levels import LAB_ID
-from harness.records import append_record, read_records
+from harness.records import append_record
 
 
 def add_parser(sub) -> None:
@@ -44,14 +44,14 @@ def add_parser(sub) -> None:
 
 
 def find_row(labbook: str, label: str, c: int) -> dict:
-    result = read_records(labbook, "level", select=lambda o: o.get("lab") == LAB_ID and o.get("label") == label
-                          and "ttft_s" in o)
-    rows = [r for r in result.records if r["concurrency"] == c]
-    if not rows:
-        have = sorted({r["concurrency"] for r in result.records})
+    """The notebook's latest level record for ``label`` at concurrency ``c``."""
+    from harness.report import levels_in
+
+    levels = levels_in(Path(labbook)).get(label, {})
+    if c not in levels:
         raise ConfigError(f"no c={c} row for label {label!r} in {labbook}" +
-                          (f" (it has c={','.join(map(str, have))})" if have else "; run the sweep first"))
-    return rows[-1]
+                          (f" (it has c={','.join(map(str, sorted(levels)))})" if levels else "; run the sweep first"))
+    return levels[c]
 
 
 def vllm_argv(args, row: dict, prompt_tokens: int, max_tokens: int) -> list[str]:

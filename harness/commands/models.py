@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 from harness.errors import HarnessError
@@ -26,16 +25,6 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-_UNITS = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
-
-
-def approx_bytes(fmt: dict) -> float:
-    if "bytes" in fmt:
-        return float(fmt["bytes"])
-    m = re.fullmatch(r"([0-9.]+)\s*([KMGT]?)B?", fmt.get("size", ""))
-    return float(m[1]) * _UNITS[m[2]] if m else 0.0
-
-
 def run(args) -> int:
     from harness import fetch
 
@@ -52,7 +41,7 @@ def run(args) -> int:
             for line in fetch.plan_lines(key, fmt, library):
                 print(line if line.startswith("    ") else "  " + line)
             if fmt["kind"] != "lemonade":  # Lemonade's copy is the same file again, in its own cache
-                total += approx_bytes(fmt)
+                total += fetch.approx_bytes(fmt)
             if args.ask_hub and fmt["kind"] == "repo":
                 rc, out = fetch.run_tool(fetch.hf_argv(fmt, library, dry_run=True), lambda s: None)
                 got = fetch.parse_hf_dry_run(out) if rc == 0 else None

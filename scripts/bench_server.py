@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import json
 import os
+import platform
 import random
 import socket
 import subprocess
@@ -128,6 +129,35 @@ def run_case(profile: str, streams: int, seconds: float, max_tokens: int, server
             f"{ms(timing['step_spread_p50_s'])}/{ms(timing['step_spread_p99_s'])}"}
 
 
+# The issue's targets, each on one core: (profile, streams, field, limit in ms).
+TARGETS = [("fleet", 64, "late p99 ms", 2.0), ("ruler", 256, "late mean ms", 1.0), ("ruler", 256, "late p99 ms", 5.0)]
+
+
+def verdicts(rows: list[dict]) -> list[str]:
+    """One line per target whose row was run: the measured value against the limit."""
+    lines = []
+    for profile, streams, key, limit in TARGETS:
+        for row in rows:
+            if row["profile"] == profile and row["streams"] == streams and row[key] is not None:
+                met = "met" if row[key] < limit else "NOT met"
+                lines.append(f"target {profile} {streams} streams {key.replace(' ms', '')} < {limit:g} ms: "
+                             f"{row[key]:g} ms, {met}")
+    return lines
+
+
+def machine() -> str:
+    """The CPU, core count and kernel, so a pasted table says where it was measured."""
+    model = platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.strip().split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=6.0)
@@ -156,6 +186,9 @@ def main() -> int:
     print(f"\nserver pinned to core {server_core}, client to core {client_core}; {args.seconds:g} s per row; "
           f"stream starts spread over {args.stagger:g} s; "
           f"lateness = time written to the socket minus scheduled time, per token event (server ground truth)")
+    print(f"machine: {machine()}")
+    for line in verdicts(rows):
+        print(line)
     return 0
 
 

@@ -7,11 +7,13 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
 import requests
 import yaml
+from urllib3.exceptions import InsecureRequestWarning
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,7 +63,10 @@ def start_practice(tmp_path: Path, profile: str | dict = "kit", extra: list[str]
         if proc.poll() is not None:
             raise RuntimeError(f"practice server exited: {out.read_text()}")
         try:
-            if requests.get(server.root + "/health", timeout=0.5, verify=False).status_code == 200:
+            with warnings.catch_warnings():  # HTTPS servers here use a self-signed certificate, unverified
+                warnings.simplefilter("ignore", InsecureRequestWarning)
+                healthy = requests.get(server.root + "/health", timeout=0.5, verify=False).status_code == 200
+            if healthy:
                 return server
         except requests.RequestException:
             time.sleep(0.05)

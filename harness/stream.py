@@ -37,6 +37,7 @@ class Sample:
     text: str = ""
     request_id: str | None = None  # the completion id the server gave this response
     clock: str | None = None  # "kernel": arrival times are the kernel's receive stamps; "read": when read
+    read_lags: list[float] = field(default_factory=list)  # per stamped token: how long it waited to be read
 
     @property
     def ttft(self) -> float | None:

@@ -106,10 +106,15 @@ def _stream_attempt(client, workload: Workload, prompt: str, final: bool) -> Sam
             else:
                 # the socket response, read as lines arrive, each line timed by the kernel's arrival
                 # stamp where it gives one (a busy client does not add its own delay)
-                stamped = False
-                for line, t, by_kernel in stamped_lines(resp._response, idle_s=workload.timeout):
+                # and, per token, how long it waited in the socket for this client (lines without a
+                # token, such as the role chunk that came with the headers, time nothing)
+                stamped, tokens, lags = False, parser.s.token_times, parser.s.read_lags
+                for line, t, by_kernel, lag in stamped_lines(resp._response, idle_s=workload.timeout):
+                    before = len(tokens)
                     parser.feed(line, t)
                     stamped = stamped or by_kernel
+                    if lag is not None and len(tokens) > before:
+                        lags.append(lag)
                 parser.s.clock = "kernel" if stamped else "read"
             sample = parser.finish(time.perf_counter(), error)
             resp.request_meta["response_time"] = (sample.t_end - t_send) * 1000
@@ -326,7 +331,8 @@ def _web_tab(environment, **_kw) -> None:
         if flask_request.path == "/stats/requests" and response.is_json:
             data = response.get_json()
             summary = exact_summary(SAMPLES)
-            rows = [{"metric": "TTFT (s)", **summary["ttft_s"]}, {"metric": "TPOT (s)", **summary["tpot_s"]}]
+            rows = [{"metric": "TTFT (s)", **summary["ttft_s"]}, {"metric": "TPOT (s)", **summary["tpot_s"]},
+                    {"metric": "client read lag (s)", **summary["client_read_lag_s"]}]
             data["extended_stats"] = [{"key": "harness-exact", "data": rows}]
             response.set_data(json.dumps(data))
         return response
@@ -339,6 +345,8 @@ def exact_summary(samples: list[Sample]) -> dict:
         "output_tokens": sum(s.output_tokens or 0 for s in ok),
         "ttft_s": distribution([s.ttft for s in ok], 4),
         "tpot_s": distribution([s.tpot for s in ok if s.tpot is not None], 5),
+        # how late this client read each token (kernel stamp to read): large means it was the limit
+        "client_read_lag_s": distribution([lag for s in ok for lag in s.read_lags], 5),
     }
 
 

@@ -8,7 +8,7 @@ concurrent streams the client runs a closed loop for a fixed time; then every re
 measured token times are compared with the times the server wrote those tokens (its ground
 truth, on the same monotonic clock). Error = client time - server write time.
 
-    .venv/bin/python scripts/bench_client.py [--seconds 8] [--streams 1,16,64,256]
+    .venv/bin/python scripts/bench_client.py [--seconds 8] [--streams 1,16,64,256,512]
 """
 
 from gevent import monkey
@@ -27,6 +27,7 @@ import requests  # noqa: E402
 from tabulate import tabulate  # noqa: E402
 
 from harness import loadgen  # noqa: E402
+from harness.levels import aggregate, client_limited  # noqa: E402
 from harness.metrics import percentile  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,18 +77,23 @@ def run_case(root: str, streams: int, seconds: float, distributed=None) -> dict:
         itl_err.extend((b - a) - (wb - wa) for a, b, wa, wb in zip(s.token_times, s.token_times[1:], sent, sent[1:]))
         send_gap.append(truth["received"] - s.t_send)
     tokens = sum(s.output_tokens or 0 for s in ok)
+    # the sweep's own verdict, from what the client alone can see (no ground truth needed)
+    level = aggregate(result.samples, streams, result.wall_s, 2.0, 0.1)
+    limited = client_limited(result.client_cpu, level["mean_in_flight"], streams, level["client_late_share"])
     return {"streams": streams, "requests": len(result.samples), "ok": len(ok),
             "tokens/s": round(tokens / result.wall_s), "client CPU": f"{result.client_cpu:.0%}",
             "TTFT err p50 ms": ms(percentile(ttft_err, 50)), "TTFT err p99 ms": ms(percentile(ttft_err, 99)),
             "ITL err p50 ms": ms(percentile(itl_err, 50)), "ITL err p99 ms": ms(percentile(itl_err, 99)),
             "send to server p50 ms": ms(percentile(send_gap, 50)),
-            "client is the limit": "yes" if result.client_cpu > 0.9 else "no"}
+            "read lag p99 ms": ms(level["client_read_lag_s"]["p99"]),
+            "read a gap late": "-" if level["client_late_share"] is None else f"{level['client_late_share']:.2%}",
+            "client is the limit": "yes" if limited else "no"}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.strip().split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=8.0)
-    parser.add_argument("--streams", default="1,16,64,256")
+    parser.add_argument("--streams", default="1,16,64,256,512")
     parser.add_argument("--processes", type=int, default=0,
                         help="also run each row with the client spread over this many Locust worker processes")
     args = parser.parse_args()

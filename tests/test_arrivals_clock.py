@@ -34,6 +34,9 @@ def test_a_late_read_still_gets_the_arrival_time():
     peer, _ = srv.accept()
     try:
         assert arrivals_clock.enable(client)
+        # Linux turns receive stamping on for the whole system from a work queue, a moment after the
+        # first socket asks; a packet that arrives before then carries no stamp (about 1 run in 8 here)
+        time.sleep(0.05)
         sent = time.perf_counter()
         peer.send(b"data: x\n\n")
         time.sleep(0.05)  # the reader is busy elsewhere
@@ -44,3 +47,49 @@ def test_a_late_read_still_gets_the_arrival_time():
     finally:
         for s in (client, peer, srv):
             s.close()
+
+
+def _chunked_server(gap_s: float):
+    """A one-shot HTTP server in a real thread: headers, then two SSE events ``gap_s`` apart, end."""
+    import threading
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+
+    def serve():
+        conn, _ = srv.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+            time.sleep(0.05)  # the first token comes later, as from an engine (and after stamping is on)
+            for event in (b"data: one\n\n", b"data: two\n\n"):
+                conn.sendall(b"%x\r\n%s\r\n" % (len(event), event))
+                time.sleep(gap_s)
+            conn.sendall(b"0\r\n\r\n")
+        srv.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv.getsockname()[1]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_TIMESTAMPNS is Linux's")
+def test_read_lag_is_how_long_the_data_waited_for_a_busy_client():
+    from geventhttpclient import HTTPClient
+
+    port = _chunked_server(gap_s=0.02)
+    client = HTTPClient("127.0.0.1", port, network_timeout=5)
+    try:
+        response = client.get("/stream")
+        assert arrivals_clock.enable(response._sock)  # as stamped_lines does, before the events come
+        time.sleep(0.3)  # the client is busy elsewhere while both events (and the end) arrive, by +0.09 s
+        t_read = time.perf_counter()
+        lines = [(line, t, by_kernel, lag) for line, t, by_kernel, lag in arrivals_clock.stamped_lines(response, idle_s=5)
+                 if line.startswith(b"data:")]
+    finally:
+        client.close()
+    assert [line for line, *_ in lines] == [b"data: one\n", b"data: two\n"]
+    assert all(by_kernel for _, _, by_kernel, _ in lines)
+    for _, t, _, lag in lines:
+        assert t < t_read - 0.15  # the arrival time, not the read time
+        assert lag >= 0.15  # and how long the data waited for the reader

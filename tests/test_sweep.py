@@ -56,6 +56,9 @@ def test_measured_ttft_and_tpot_match_the_servers_truth(practice, tmp_path):
     # token arrivals timed by the kernel's receive stamps (Linux): every gap as the client measured it
     # matches the gap between the server's own writes
     assert one["arrival_clock"] == eight["arrival_clock"] == "kernel"
+    # and how late the client read them: measured, small at this load, so the client was not the limit
+    assert all(len(s["read_lags_s"]) == 40 and min(s["read_lags_s"]) >= 0 for s in samples)
+    assert eight["client_read_lag_s"]["p99"] is not None and eight["client_limited"] is False
     errors = []
     for s in samples:
         sent = server.truth(s["request_id"])["sent"]
@@ -267,6 +270,7 @@ def test_web_ui_shows_exact_percentiles(practice, tmp_path):
                 pass
             time.sleep(0.5)
         assert rows and rows[0]["metric"] == "TTFT (s)" and rows[0]["p50"] is not None
+        assert rows[2]["metric"] == "client read lag (s)" and rows[2]["p50"] is not None  # kernel-stamped here
         assert {"TTFT", "TPOT", "chat"} <= names
     finally:
         proc.terminate()
@@ -285,6 +289,7 @@ def test_https_endpoint(practice, tmp_path):
     rec = levels(book)[0]
     assert rec["completed"] == 4 and rec["base_url"].startswith("https://")
     assert rec["arrival_clock"] == "read"  # no kernel stamps through TLS: timed when read, and it says so
+    assert rec["client_read_lag_s"]["p99"] is None  # nor a read lag to measure
     assert rec["server_metrics"]["samples"] >= 2
 
 

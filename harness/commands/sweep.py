@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from harness.errors import ConfigError, TargetError, TargetUnreachable
-from harness.levels import LAB_ID, aggregate, peak_in_flight, sample_record
+from harness.levels import LAB_ID, aggregate, client_limited, peak_in_flight, sample_record
 from harness.prompts import PROMPT_SETS, make_prompts, load_prompt_file
 from harness.records import append_record
 
@@ -193,7 +193,8 @@ def run(args) -> int:
                 concurrency = level
             row = aggregate(result.samples, concurrency, result.wall_s, args.slo_ttft, args.slo_tpot)
             row["client_cpu"] = round(result.client_cpu, 3)
-            row["client_limited"] = bool(result.client_cpu > 0.9 and row["mean_in_flight"] < 0.8 * concurrency)
+            row["client_limited"] = client_limited(result.client_cpu, row["mean_in_flight"], concurrency,
+                                                   row["client_late_share"])
             if result.metrics:
                 row["server_metrics"] = result.metrics
             record = {
@@ -232,6 +233,10 @@ def _fmt(value, spec: str) -> str:
 
 def print_level(r: dict) -> None:
     t, p = r["ttft_s"], r["tpot_s"]
+    worst, late = (r.get("client_read_lag_s") or {}).get("p99"), r.get("client_late_share")
+    lag = "" if worst is None else f", read lag p99 {worst * 1000:.1f} ms"
+    if late:
+        lag += f", {late:.1%} of tokens read a token gap late"
     if r.get("rate_rps"):
         print(f"  rate {r['rate_rps']:g}/s ({r['arrival']}), peak in flight {r['concurrency']}")
     print(f"  c={r['concurrency']:>3}  ok {r['completed']:>3}/{r['requests']:<3} fail {r['failed']:<3} "
@@ -241,9 +246,12 @@ def print_level(r: dict) -> None:
     print(f"         goodput {r['goodput_requests_per_s']:.3f} req/s ({r['within_slo']}/{r['completed']} within SLO)  "
           f"in flight {r['mean_in_flight']:.1f}  prompt {r['prompt_tokens_mean']} tok, cached "
           f"{r['cached_tokens_mean']}  tokens from {r['token_counts']}  finish {r['finish_reasons']}  "
-          f"client CPU {r['client_cpu']:.0%}", flush=True)
+          f"client CPU {r['client_cpu']:.0%}{lag}", flush=True)
     if r.get("client_limited"):
-        print("         warning: the client may be the limit (a full core, in flight well below c); "
+        gap = r["itl_s"]["p50"]
+        print(f"         warning: the client may be the limit (CPU {r['client_cpu']:.0%}, in flight "
+              f"{r['mean_in_flight']:.1f} of {r['concurrency']}{lag}"
+              f"{'' if gap is None else f' against a token gap of {gap * 1000:.1f} ms'}); "
               "run the load from another machine or with more processes", flush=True)
     if r["first_error"]:
         print(f"         first error: {r['first_error']}", flush=True)

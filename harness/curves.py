@@ -134,6 +134,16 @@ def check(labels: dict[str, dict[int, dict]]) -> list[tuple[str, str]]:
                   if labels[name][1].get(k) in (None, "unknown")]
         rule(not absent, f"{name}: test conditions recorded" + (f" except {', '.join(absent)}" if absent else ""), "WARN")
 
+    # Honest numbers: a level whose client was the limit measured the client (our records only;
+    # the lab's own load generator does not write the field).
+    for name, lv in labels.items():
+        judged = {c: r["client_limited"] for c, r in lv.items() if "client_limited" in r}
+        if judged:
+            limited = [c for c, flag in sorted(judged.items()) if flag]
+            rule(not limited, f"{name}: the client kept up at every level" if not limited else
+                 f"{name}: the client was the limit at c={', '.join(map(str, limited))}; rerun those levels "
+                 "with --processes or from another machine", "WARN")
+
     def labels_using(prompt_set: str) -> list[str]:
         return [n for n, lv in labels.items() if any(r.get("prompt_set") == prompt_set for r in lv.values())]
 

@@ -98,3 +98,15 @@ def test_unknown_label_is_one_line(tmp_path, capsys):
     book = write_book(tmp_path / "b.md", list(CURVE.values()))
     assert main(["summarise", "--labbook", str(book), "--label", "nope"]) == 2
     assert "labels present: x" in capsys.readouterr().err
+
+
+def test_check_warns_when_the_client_was_the_limit():
+    base = [level(c, 10 * c, 0.02, label="base", prompt_set="mixed", token_counts="usage", host="box", quant="q",
+                  context_length=4096, server_slots=20, client_limited=c == 20) for c in (1, 5, 10, 20)]
+    findings = curves.check(curves.by_label(base))
+    assert ("WARN", "base: the client was the limit at c=20; rerun those levels with --processes or from another "
+                    "machine") in findings
+    kept_up = curves.check(curves.by_label([dict(r, client_limited=False) for r in base]))
+    assert ("PASS", "base: the client kept up at every level") in kept_up
+    seed_written = curves.check(curves.by_label([{k: v for k, v in r.items() if k != "client_limited"} for r in base]))
+    assert not any("client" in finding for _, finding in seed_written)  # the lab's records do not say

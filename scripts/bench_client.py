@@ -137,7 +137,9 @@ def main() -> int:
           f"and server CPU {server_cpu:.0%} (the busier side is the limit)")
     print(f"server on core {server_core}, client on core {client_core}; {args.seconds:g} s closed loop per row; "
           "TTFT error = client's first-token time - server's write time; ITL error = client gap - server gap "
-          "(same monotonic clock); 'send to server' = client send time to the server's parse of the request")
+          "(same monotonic clock); 'send to server' = client send time to the server's parse of the request; "
+          "'read lag' = kernel arrival stamp to the client's read, per token; 'read a gap late' = share of tokens "
+          "read after the next had come; 'client is the limit' = the sweep's own verdict (client_limited)")
     return 0
 
 

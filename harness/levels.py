@@ -58,6 +58,7 @@ def aggregate(samples: list[Sample], concurrency: int, wall_s: float, slo_ttft: 
     ttfts = [s.ttft for s in ok]
     tpots = [s.tpot for s in ok if s.tpot is not None]
     itls = [gap for s in ok for gap in s.itl]
+    lags = [lag for s in ok for lag in s.read_lags]
     out_tokens = sum(s.output_tokens or 0 for s in ok)
     good = [s for s in ok if s.ttft <= slo_ttft and (s.tpot if s.tpot is not None else 0.0) <= slo_tpot]
     busy = sum((s.t_end - s.t_send) for s in ok if s.t_end is not None)
@@ -86,16 +87,16 @@ def aggregate(samples: list[Sample], concurrency: int, wall_s: float, slo_ttft: 
         "arrival_clock": _clock(ok),
         # added: per token, how long its packet waited in the socket before the client read it
         # (kernel-stamped streams only): the client's own lateness, measured
-        "client_read_lag_s": distribution([lag for s in ok for lag in s.read_lags], 5),
-        "client_late_share": late_share(ok, percentile(itls, 50)),
+        "client_read_lag_s": distribution(lags, 5),
+        "client_late_share": late_share(lags, percentile(itls, 50)),
     }
 
 
-def late_share(samples: list[Sample], gap: float | None) -> float | None:
-    """The share of kernel-stamped tokens the client read more than one token gap (the median)
-    after they arrived: by then the next token had come too, the kernel merged the two, and only
-    the newer stamp is left, so those tokens' times are the client's. None without stamps."""
-    lags = [lag for s in samples for lag in s.read_lags]
+def late_share(lags: list[float], gap: float | None) -> float | None:
+    """The share of kernel-stamped tokens (their read lags) the client read more than one token
+    gap (the median) after they arrived: by then the next token had come too, the kernel merged
+    the two, and only the newer stamp is left, so those tokens' times are the client's. None
+    without stamps."""
     if not lags or not gap:
         return None
     return round(sum(1 for lag in lags if lag > gap) / len(lags), 5)

@@ -250,8 +250,8 @@ def print_level(r: dict) -> None:
     if r.get("client_limited"):
         gap = r["itl_s"]["p50"]
         print(f"         warning: the client may be the limit (CPU {r['client_cpu']:.0%}, in flight "
-              f"{r['mean_in_flight']:.1f} of {r['concurrency']}{lag}"
-              f"{'' if gap is None else f' against a token gap of {gap * 1000:.1f} ms'}); "
+              f"{r['mean_in_flight']:.1f} of {r['concurrency']}"
+              f"{'' if gap is None else f', token gap p50 {gap * 1000:.1f} ms'}{lag}); "
               "run the load from another machine or with more processes", flush=True)
     if r["first_error"]:
         print(f"         first error: {r['first_error']}", flush=True)

@@ -102,3 +102,33 @@ def test_after_a_failed_run_cleanup_finds_nothing_left(tmp_path):
     left = [p.info["cmdline"] for p in psutil.process_iter(["cmdline"])
             if str(port) in " ".join(p.info["cmdline"] or [])]
     assert left == [] and not port_open("127.0.0.1", port)
+
+
+def test_a_terminated_run_stops_its_own_server(tmp_path):
+    """SIGTERM (a CI timeout, `kill`) is taken as Ctrl-C: the run stops the server it started."""
+    port = free_port()
+    plan = {"schema_version": 1, "name": "terminated", "title": "a run that is terminated", "variables": {},
+            "stages": [{"id": "practice", "engine": "practice", "settings": {"port": port},
+                        "steps": [{"sweep": {"label": "long", "concurrency": "1", "requests": 400, "max_tokens": 64}}]}]}
+    path = tmp_path / "terminated.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    runs = tmp_path / "runs"
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "track", str(path), "--run-dir", str(runs / "r1")],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 60
+    entry = {}
+    while not entry.get("running"):
+        assert time.monotonic() < deadline and proc.poll() is None, "the run never started its server"
+        time.sleep(0.2)
+        try:
+            entry = json.loads((runs / "r1" / "manifest.json").read_text())["engines"].get("practice", {})
+        except (OSError, json.JSONDecodeError, KeyError):
+            entry = {}
+    time.sleep(1.0)  # into the sweep step
+    proc.terminate()
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out
+    assert "Traceback" not in out
+    assert not port_open("127.0.0.1", port)
+    assert not psutil.pid_exists(entry["pid"]) or psutil.Process(entry["pid"]).status() == psutil.STATUS_ZOMBIE
+    assert cleanup.recorded_servers(runs) == []

@@ -40,7 +40,7 @@ def serve_fg(args) -> int:
         print(launcher.command())
         return 0
     launcher.start()
-    print(f"llama-server healthy on http://127.0.0.1:{args.port}/v1 (log {args.log_file}); Ctrl-C stops it")
+    print(f"llama-server healthy on http://127.0.0.1:{args.port}/v1 (log {args.log_file}); Ctrl-C or SIGTERM stops it")
     try:
         while launcher.proc.poll() is None:
             time.sleep(0.5)

@@ -88,7 +88,12 @@ def _drive(root_url: str, user_class, workload, users: int, count: int | None, t
     # Ctrl-C is taken by the main greenlet between waits, never inside a user's greenlet (where it
     # would print a traceback and leave the level half-stopped).
     interrupted: list[bool] = []
-    on_sigint = gevent.signal_handler(signal.SIGINT, lambda: interrupted.append(True))
+    # SIGTERM (a CI timeout, `kill`) likewise, so a terminated sweep keeps its finished levels.
+    # The loop resets a signal to its default action when its watcher is cancelled, so the
+    # handlers in place before (Python's Ctrl-C, the CLI's SIGTERM) are put back afterwards.
+    signals = (signal.SIGINT, signal.SIGTERM)
+    before = {sig: signal.getsignal(sig) for sig in signals}
+    watchers = [gevent.signal_handler(sig, lambda: interrupted.append(True)) for sig in signals]
 
     def wait(seconds: float) -> None:
         if interrupted:
@@ -110,7 +115,11 @@ def _drive(root_url: str, user_class, workload, users: int, count: int | None, t
         if interrupted:
             raise KeyboardInterrupt
     finally:
-        on_sigint.cancel()
+        for watcher in watchers:
+            watcher.cancel()
+        for sig, handler in before.items():
+            if handler is not None:
+                signal.signal(sig, handler)
         gc.enable()
         runner.stop()
         runner.quit()

@@ -122,6 +122,7 @@ def run_case(profile: str, streams: int, seconds: float, max_tokens: int, server
     return {"profile": profile, "streams": streams, "requests": finished, "tokens/s (steady)": round(tokens / wall),
             "server CPU": f"{cpu:.0%}", "CPU less spin": f"{work:.0%}", "late mean ms": ms(timing["lateness_mean_s"]),
             "late p99 ms": ms(timing["lateness_p99_s"]), "late max ms": ms(timing["lateness_max_s"]),
+            "gc max ms": ms(timing["gc_pause_max_s"]),
             "re-anchors": timing["behind_resets"],
             "step late p50/p99 ms": "" if timing["step_late_p50_s"] is None else
             f"{ms(timing['step_late_p50_s'])}/{ms(timing['step_late_p99_s'])}",

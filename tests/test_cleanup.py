@@ -18,16 +18,18 @@ from harness.launch.ports import port_open
 from tests.conftest import ROOT, free_port
 
 
-def test_cleanup_after_a_killed_run_leaves_nothing_running(tmp_path):
+def start_long_run(tmp_path, **popen_kw):
+    """`harness track` with a practice server and a long sweep, once the manifest says the server
+    runs: (process, runs directory, the server's manifest entry, its port)."""
     port = free_port()
-    plan = {"schema_version": 1, "name": "dies", "title": "a run that dies", "variables": {},
+    plan = {"schema_version": 1, "name": "long", "title": "a long run", "variables": {},
             "stages": [{"id": "practice", "engine": "practice", "settings": {"port": port},
                         "steps": [{"sweep": {"label": "long", "concurrency": "1", "requests": 400, "max_tokens": 64}}]}]}
-    path = tmp_path / "dies.yaml"
+    path = tmp_path / "long.yaml"
     path.write_text(yaml.safe_dump(plan))
     runs = tmp_path / "runs"
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "track", str(path), "--run-dir", str(runs / "r1")],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            cwd=ROOT, **popen_kw)
     deadline = time.monotonic() + 60
     entry = {}
     while not entry.get("running"):
@@ -37,6 +39,11 @@ def test_cleanup_after_a_killed_run_leaves_nothing_running(tmp_path):
             entry = json.loads((runs / "r1" / "manifest.json").read_text())["engines"].get("practice", {})
         except (OSError, json.JSONDecodeError, KeyError):
             entry = {}
+    return proc, runs, entry, port
+
+
+def test_cleanup_after_a_killed_run_leaves_nothing_running(tmp_path):
+    proc, runs, entry, port = start_long_run(tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     os.kill(proc.pid, signal.SIGKILL)  # the harness dies; its server does not
     proc.wait(10)
     assert port_open("127.0.0.1", port) and psutil.pid_exists(entry["pid"])
@@ -106,24 +113,7 @@ def test_after_a_failed_run_cleanup_finds_nothing_left(tmp_path):
 
 def test_a_terminated_run_stops_its_own_server(tmp_path):
     """SIGTERM (a CI timeout, `kill`) is taken as Ctrl-C: the run stops the server it started."""
-    port = free_port()
-    plan = {"schema_version": 1, "name": "terminated", "title": "a run that is terminated", "variables": {},
-            "stages": [{"id": "practice", "engine": "practice", "settings": {"port": port},
-                        "steps": [{"sweep": {"label": "long", "concurrency": "1", "requests": 400, "max_tokens": 64}}]}]}
-    path = tmp_path / "terminated.yaml"
-    path.write_text(yaml.safe_dump(plan))
-    runs = tmp_path / "runs"
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "track", str(path), "--run-dir", str(runs / "r1")],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 60
-    entry = {}
-    while not entry.get("running"):
-        assert time.monotonic() < deadline and proc.poll() is None, "the run never started its server"
-        time.sleep(0.2)
-        try:
-            entry = json.loads((runs / "r1" / "manifest.json").read_text())["engines"].get("practice", {})
-        except (OSError, json.JSONDecodeError, KeyError):
-            entry = {}
+    proc, runs, entry, port = start_long_run(tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     time.sleep(1.0)  # into the sweep step
     proc.terminate()
     out, _ = proc.communicate(timeout=60)

@@ -11,7 +11,7 @@ def main() -> int:
         from gevent import monkey
 
         monkey.patch_all()
-    from harness.cli import main as cli_main
+    from harness.cli.dispatch import main as cli_main
 
     return cli_main()
 

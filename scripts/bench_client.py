@@ -26,9 +26,9 @@ import psutil  # noqa: E402
 import requests  # noqa: E402
 from tabulate import tabulate  # noqa: E402
 
-from harness import loadgen  # noqa: E402
-from harness.levels import aggregate, client_limited  # noqa: E402
-from harness.metrics import percentile  # noqa: E402
+from harness.load import runner as loadgen  # noqa: E402
+from harness.core.levels import aggregate, client_limited  # noqa: E402
+from harness.core.stats import percentile  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,6 +1,6 @@
 import pytest
 
-from harness.arithmetic import (kv_bytes_per_token, llama_kv_caches, llama_kv_log_line, speed_limit,
+from harness.core.arithmetic import (kv_bytes_per_token, llama_kv_caches, llama_kv_log_line, speed_limit,
                                 vllm_kv_log_lines)
 
 

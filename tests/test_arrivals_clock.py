@@ -9,20 +9,20 @@ import time
 
 import pytest
 
-from harness import arrivals_clock
+from harness.io import arrival_stamps
 
 
 def anc(seconds: float):
-    return [(socket.SOL_SOCKET, arrivals_clock.SO_TIMESTAMPNS, struct.pack("qq", int(seconds),
+    return [(socket.SOL_SOCKET, arrival_stamps.SO_TIMESTAMPNS, struct.pack("qq", int(seconds),
                                                                          int(round(seconds % 1 * 1e9))))]
 
 
 def test_the_stamp_moves_to_the_perf_counter_clock_and_is_never_after_the_read():
     now_perf, now_real = 1000.0, 1_800_000_000.0
-    assert arrivals_clock.kernel_time(anc(now_real - 0.012), now_perf, now_real) == pytest.approx(now_perf - 0.012,
+    assert arrival_stamps.kernel_time(anc(now_real - 0.012), now_perf, now_real) == pytest.approx(now_perf - 0.012,
                                                                                                  abs=1e-6)
-    assert arrivals_clock.kernel_time(anc(now_real + 0.5), now_perf, now_real) == now_perf  # clock step: clamp
-    assert arrivals_clock.kernel_time([], now_perf, now_real) is None
+    assert arrival_stamps.kernel_time(anc(now_real + 0.5), now_perf, now_real) == now_perf  # clock step: clamp
+    assert arrival_stamps.kernel_time([], now_perf, now_real) is None
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_TIMESTAMPNS is Linux's")
@@ -33,7 +33,7 @@ def test_a_late_read_still_gets_the_arrival_time():
     client = socket.create_connection(srv.getsockname())
     peer, _ = srv.accept()
     try:
-        assert arrivals_clock.enable(client)
+        assert arrival_stamps.enable(client)
         # Linux turns receive stamping on for the whole system from a work queue, a moment after the
         # first socket asks; a packet that arrives before then carries no stamp (about 1 run in 8 here)
         time.sleep(0.05)
@@ -42,7 +42,7 @@ def test_a_late_read_still_gets_the_arrival_time():
         time.sleep(0.05)  # the reader is busy elsewhere
         _data, ancdata, _f, _a = client.recvmsg(4096, 64)
         now = time.perf_counter()
-        stamp = arrivals_clock.kernel_time(ancdata, now, time.time())
+        stamp = arrival_stamps.kernel_time(ancdata, now, time.time())
         assert stamp is not None and stamp - sent < 0.005 and now - sent >= 0.05
     finally:
         for s in (client, peer, srv):
@@ -81,10 +81,10 @@ def test_read_lag_is_how_long_the_data_waited_for_a_busy_client():
     client = HTTPClient("127.0.0.1", port, network_timeout=5)
     try:
         response = client.get("/stream")
-        assert arrivals_clock.enable(response._sock)  # as stamped_lines does, before the events come
+        assert arrival_stamps.enable(response._sock)  # as stamped_lines does, before the events come
         time.sleep(0.3)  # the client is busy elsewhere while both events (and the end) arrive, by +0.09 s
         t_read = time.perf_counter()
-        lines = [(line, t, by_kernel, lag) for line, t, by_kernel, lag in arrivals_clock.stamped_lines(response, idle_s=5)
+        lines = [(line, t, by_kernel, lag) for line, t, by_kernel, lag in arrival_stamps.stamped_lines(response, idle_s=5)
                  if line.startswith(b"data:")]
     finally:
         client.close()

@@ -13,8 +13,8 @@ import time
 import psutil
 import yaml
 
-from harness import cleanup
-from harness.launch.ports import port_open
+from harness.run import cleanup
+from harness.io.ports import port_open
 from tests.conftest import ROOT, free_port
 
 

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import compose, engines
-from harness.plans import load_plan
-from harness.records import read_records
-from harness.track import Runner
+from harness.run import compose_files
+from harness.run import engine_defs
+from harness.run.plans import load_plan
+from harness.io.notebook import read_records
+from harness.run.runner import Runner
 from tests.conftest import ROOT, free_port
 
 SCHEMA = ROOT / ".venv" / "compose_spec.json"
@@ -29,31 +30,31 @@ ENGINE_SERVICES = ["llama-cpu", "llama-cuda", "llama-vulkan", "llama-rocm", "vll
 
 
 def doc_for(env_file: Path, **extra) -> dict:
-    return compose.load(env={**compose.read_env_file(env_file), **extra})
+    return compose_files.load(env={**compose_files.read_env_file(env_file), **extra})
 
 
 def schema() -> dict:
     if not SCHEMA.is_file():
         pytest.fail(f"{SCHEMA} is missing: run `make test` (it fetches it) or "
                     "`python scripts/fetch_compose_schema.py .venv/compose_spec.json`")
-    return compose.load_schema(SCHEMA)
+    return compose_files.load_schema(SCHEMA)
 
 
 @pytest.mark.parametrize("env_file", ENV_FILES, ids=lambda p: p.stem)
 def test_every_profile_validates_against_the_compose_spec(env_file):
     doc = doc_for(env_file)
-    assert compose.profiles(doc) == sorted(["llama-cpu", "llama-cuda", "llama-vulkan", "llama-rocm", "vllm",
+    assert compose_files.profiles(doc) == sorted(["llama-cpu", "llama-cuda", "llama-vulkan", "llama-rocm", "vllm",
                                             "vllm-upstream", "vllm-rocm", "trtllm", "tabbyapi", "practice", "locust"])
-    for profile in compose.profiles(doc):
-        active = {"services": compose.services_for(doc, profile)}
-        assert compose.schema_problems(active, schema()) == [], profile
+    for profile in compose_files.profiles(doc):
+        active = {"services": compose_files.services_for(doc, profile)}
+        assert compose_files.schema_problems(active, schema()) == [], profile
 
 
 def test_the_schema_check_can_fail():
     doc = doc_for(ROOT / "compose/env/track-s.env")
     doc["services"]["vllm"]["ports"] = [{"published": "8000", "bogus": True}]
     doc["services"]["vllm"]["restart_policy"] = "always"
-    found = compose.schema_problems(doc, schema())
+    found = compose_files.schema_problems(doc, schema())
     assert any("bogus" in p for p in found) and any("restart_policy" in p for p in found)
 
 
@@ -101,13 +102,13 @@ def test_engine_services_state_every_setting_and_follow_the_variables():
     # The container's flags are the host engine's, in the same order (paths and host aside).
     plan = load_plan("s")
     runner = Runner(plan, Path("/tmp/compose-check"), dry_run=True)
-    host_argv = engines.engine_argv(plan.blocks["llama"].engine, runner.context(plan.blocks["llama"])["settings"])
+    host_argv = engine_defs.engine_argv(plan.blocks["llama"].engine, runner.context(plan.blocks["llama"])["settings"])
     assert [a for a in cmd if a.startswith("--")] == [a for a in host_argv if a.startswith("--")]
     vllm = doc_for(ROOT / "compose/env/track-s.env")["services"]["vllm"]["command"]
-    container = engines.engine_argv(plan.blocks["vllm"].engine, runner.context(plan.blocks["vllm"])["settings"])
+    container = engine_defs.engine_argv(plan.blocks["vllm"].engine, runner.context(plan.blocks["vllm"])["settings"])
     assert vllm == container
     trt = doc["services"]["trtllm"]["command"]
-    trt_engine = engines.engine_argv(plan.blocks["trtllm"].engine, runner.context(plan.blocks["trtllm"])["settings"])
+    trt_engine = engine_defs.engine_argv(plan.blocks["trtllm"].engine, runner.context(plan.blocks["trtllm"])["settings"])
     assert trt == trt_engine
 
 
@@ -183,7 +184,7 @@ def test_the_compose_engine_runs_the_same_command_as_the_container_engine(tmp_pa
     for block in plan.blocks.values():
         ctx = runner.context(block)
         lau = runner.make_launcher(block, ctx)
-        assert lau.service_spec()["command"] == ["vllm", *engines.engine_argv(block.engine, ctx["settings"])[1:]]
+        assert lau.service_spec()["command"] == ["vllm", *engine_defs.engine_argv(block.engine, ctx["settings"])[1:]]
         assert lau.service_spec()["volumes"][0] == "/home/you/models:/models:ro"
     assert "--max-num-seqs 8" in " ".join(lau.service_spec()["command"])
     assert lau.command().startswith("MODELS_DIR=/home/you/models ") and "--profile vllm up -d --no-deps vllm" in \

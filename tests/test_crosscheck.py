@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import crosscheck
+from harness.core import crosscheck
 from harness.cli import main
-from harness.commands.crosscheck import vllm_argv
+from harness.cli.crosscheck import vllm_argv
 from harness.errors import TargetError
-from harness.levels import LAB_ID
-from harness.records import append_record, read_records
+from harness.core.levels import LAB_ID
+from harness.io.notebook import append_record, read_records
 
 FIX = Path(__file__).parent / "fixtures" / "crosscheck"
 VLLM_OUT = FIX / "vllm-bench-serve-0.33.0.txt"

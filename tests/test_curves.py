@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from harness import curves
+from harness.core import curves
 from harness.cli import main
-from harness.levels import LAB_ID
+from harness.core.levels import LAB_ID
 
 
 def level(c, tok_s, tpot50, ttft90=0.5, tpot90=None, failed=0, ttft95=None, **extra):

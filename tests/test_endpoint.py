@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.endpoint import estimate_tokens, verdict
+from harness.io.endpoint_proof import estimate_tokens, verdict
 from harness.errors import TargetError
 
 GOOD = {"ok": True, "error": None, "text_fields": ["reasoning_content", "content"], "finish_reason": "stop",

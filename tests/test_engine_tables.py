@@ -1,9 +1,9 @@
 """The single-user tables and the lab's check, on hand-made records."""
 
 from harness.cli import main
-from harness.engine_tables import check, latest_per_engine, memory_added
-from harness.probes import FEATURES_LAB
-from harness.records import append_record
+from harness.report.engine_tables import check, latest_per_engine, memory_added
+from harness.core.probes import FEATURES_LAB
+from harness.io.notebook import append_record
 
 
 def speed(engine, test, **kw):

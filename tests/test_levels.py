@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from harness.levels import aggregate, client_limited
-from harness.stream import Sample
+from harness.core.levels import aggregate, client_limited
+from harness.core.stream import Sample
 
 
 def _sample(lags, clock="kernel"):

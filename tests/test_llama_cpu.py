@@ -7,11 +7,11 @@ import socket
 import pytest
 import requests
 
-from harness import llamacpp
-from harness.arithmetic import llama_kv_caches, llama_kv_log_line
-from harness.client import stream_chat
+from harness.run import llama_cpu
+from harness.core.arithmetic import llama_kv_caches, llama_kv_log_line
+from harness.io.http import stream_chat
 from harness.errors import PortBusy
-from harness.launch.ports import port_open
+from harness.io.ports import port_open
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.llama
@@ -26,7 +26,7 @@ PREAMBLE = " ".join(f"Step {i}: check the log before measuring anything." for i 
 def llama(tmp_path_factory):
     port = free_port()
     log = tmp_path_factory.mktemp("llama") / "llama-server.log"
-    launcher = llamacpp.launcher(port, log, slots=4, ctx_per_slot=2048, cache_type="f16", threads=2)
+    launcher = llama_cpu.launcher(port, log, slots=4, ctx_per_slot=2048, cache_type="f16", threads=2)
     launcher.start(timeout=120)
     yield launcher
     launcher.stop()
@@ -38,9 +38,9 @@ def base(launcher) -> str:
 
 
 def test_model_file_is_the_verified_one():
-    model = llamacpp.find_model()
-    assert model.stat().st_size == llamacpp.MODEL_BYTES
-    assert llamacpp.sha256_file(model) == llamacpp.MODEL_SHA256
+    model = llama_cpu.find_model()
+    assert model.stat().st_size == llama_cpu.MODEL_BYTES
+    assert llama_cpu.sha256_file(model) == llama_cpu.MODEL_SHA256
 
 
 def test_log_shows_both_kv_caches_as_the_arithmetic_predicts(llama):
@@ -71,7 +71,7 @@ def test_window_sized_swa_cache_cannot_reuse_a_long_prefix(llama):
 
 def test_swa_full_reuses_the_prefix_and_allocates_the_full_window(tmp_path):
     port = free_port()
-    launcher = llamacpp.launcher(port, tmp_path / "swa-full.log", slots=2, ctx_per_slot=2048, swa_full=True)
+    launcher = llama_cpu.launcher(port, tmp_path / "swa-full.log", slots=2, ctx_per_slot=2048, swa_full=True)
     with launcher:
         first, again = ask_twice(f"http://127.0.0.1:{port}/v1")
     assert first.ok and again.ok
@@ -90,7 +90,7 @@ def test_metrics_exposes_the_llamacpp_families(llama):
 
 
 def test_busy_port_is_refused(llama, tmp_path):
-    other = llamacpp.launcher(llama.port, tmp_path / "second.log")
+    other = llama_cpu.launcher(llama.port, tmp_path / "second.log")
     with pytest.raises(PortBusy, match=str(llama.port)):
         other.start()
 
@@ -101,20 +101,20 @@ def test_busy_port_refused_even_for_a_foreign_listener(tmp_path):
         sock.listen()
         port = sock.getsockname()[1]
         with pytest.raises(PortBusy, match="already in use"):
-            llamacpp.launcher(port, tmp_path / "x.log").start()
+            llama_cpu.launcher(port, tmp_path / "x.log").start()
 
 
 def test_dry_run_command_states_every_setting(tmp_path):
-    cmd = llamacpp.launcher(8080, tmp_path / "x.log", slots=8, ctx_per_slot=4096, cache_type="q8_0").command()
+    cmd = llama_cpu.launcher(8080, tmp_path / "x.log", slots=8, ctx_per_slot=4096, cache_type="q8_0").command()
     for flag in ("--parallel 8", "--ctx-size 32768", "--cache-type-k q8_0", "--cache-type-v q8_0", "--metrics",
                  "--cache-ram 0", "--host 127.0.0.1", "--port 8080"):
         assert flag in cmd
 
 
 def test_model_facts_come_from_the_gguf_file():
-    from harness.modelinfo import load_model
+    from harness.io.model_info import load_model
 
-    m = load_model(str(llamacpp.find_model()))
+    m = load_model(str(llama_cpu.find_model()))
     assert (m.layers, m.kv_heads, m.head_dim, m.swa_layers, m.swa_window) == (18, 1, 256, 15, 512)
     assert m.formats["GGUF"]["tensor_bytes"] == 246_587_904
 
@@ -122,7 +122,7 @@ def test_model_facts_come_from_the_gguf_file():
 def test_verify_allocation_against_the_real_log(llama, capsys):
     from harness.cli import main
 
-    base = ["verify-allocation", "--log", str(llama.log_path), "--model", str(llamacpp.find_model()), "--slots", "4"]
+    base = ["verify-allocation", "--log", str(llama.log_path), "--model", str(llama_cpu.find_model()), "--slots", "4"]
     assert main(base + ["--ctx-per-slot", "2048"]) == 0
     assert main(base + ["--ctx-per-slot", "4096"]) == 1  # a deliberately wrong setting
     out = capsys.readouterr().out
@@ -132,13 +132,13 @@ def test_verify_allocation_against_the_real_log(llama, capsys):
 
 def test_probe_records_what_the_real_server_does(llama, tmp_path, capsys):
     from harness.cli import main
-    from harness.records import read_records
+    from harness.io.notebook import read_records
 
     book = tmp_path / "labbook.md"
-    assert main(["probe", "--engine", "llama.cpp", "--base-url", base(llama), "--model", llamacpp.MODEL_ALIAS,
+    assert main(["probe", "--engine", "llama.cpp", "--base-url", base(llama), "--model", llama_cpu.MODEL_ALIAS,
                  "--max-tokens", "48", "--labbook", str(book)]) == 0
     rec = read_records(book, "features").records[0]
-    assert rec["models_endpoint"]["supported"] and rec["models_endpoint"]["model_ids"] == [llamacpp.MODEL_ALIAS]
+    assert rec["models_endpoint"]["supported"] and rec["models_endpoint"]["model_ids"] == [llama_cpu.MODEL_ALIAS]
     for section in ("tool_calling", "streaming_tool_calling", "structured_output"):
         assert rec[section]["status"] == 200
         assert rec[section]["supported"] or rec[section]["detail"]  # a verdict, and the reason when it is no
@@ -146,10 +146,10 @@ def test_probe_records_what_the_real_server_does(llama, tmp_path, capsys):
 
 def test_measure_on_the_real_server(llama, tmp_path):
     from harness.cli import main
-    from harness.records import read_records
+    from harness.io.notebook import read_records
 
     book = tmp_path / "labbook.md"
-    assert main(["measure", "--engine", "llama.cpp", "--base-url", base(llama), "--model", llamacpp.MODEL_ALIAS,
+    assert main(["measure", "--engine", "llama.cpp", "--base-url", base(llama), "--model", llama_cpu.MODEL_ALIAS,
                  "--backend", "CPU", "--quant", "Q4_K_M", "--engine-version", "b11434", "--max-tokens", "16",
                  "--repetitions", "1",
                  "--long-repeats", "6", "--server-pid", str(llama.proc.pid), "--labbook", str(book)]) == 0
@@ -160,7 +160,7 @@ def test_measure_on_the_real_server(llama, tmp_path):
     assert short["max_cached_prompt_tokens"] < 64
     assert short["process_resident_mb"] > 50
     # with a features record beside it, the lab's check passes on the CPU path only when allowed
-    assert main(["probe", "--engine", "llama.cpp", "--base-url", base(llama), "--model", llamacpp.MODEL_ALIAS,
+    assert main(["probe", "--engine", "llama.cpp", "--base-url", base(llama), "--model", llama_cpu.MODEL_ALIAS,
                  "--max-tokens", "32", "--labbook", str(book)]) == 0
     assert main(["engines", "--labbook", str(book), "--check", "--allow-cpu"]) == 0
     assert main(["engines", "--labbook", str(book), "--check"]) == 1

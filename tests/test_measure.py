@@ -5,7 +5,7 @@ import json
 import pytest
 
 from harness.cli import main
-from harness.records import read_records
+from harness.io.notebook import read_records
 from tests.conftest import kit_profile
 
 
@@ -57,7 +57,7 @@ def test_server_down_is_one_line(capsys):
 
 
 def test_mac_pages_and_deltas():
-    from harness.memory import delta, mac_pages
+    from harness.io.memory import delta, mac_pages
 
     vmstat = ("Mach Virtual Memory Statistics: (page size of 16384 bytes)\nPages free: 1000.\nPages active: 2000.\n"
               "Pages wired down: 500.\nPages occupied by compressor: 100.\n")

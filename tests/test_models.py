@@ -11,9 +11,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from harness import fetch
+from harness.io import model_fetch
 from harness.cli import main
-from harness.records import read_records
+from harness.io.notebook import read_records
 from tests.conftest import install_fake
 
 FAKE_HF = "#!{python}\nimport runpy; runpy.run_path('{root}/tests/fixtures/fake_hf.py', run_name='__main__')\n"
@@ -106,7 +106,7 @@ def test_ask_hub_reads_hfs_own_dry_run_total(tmp_path, capsys, hub):
     out = capsys.readouterr().out
     assert "hub today: 12 files (out of 12) totalling 0.0G (as listed)" in out
     assert hf_calls(tmp_path)[-1][-1] == "--dry-run"
-    assert fetch.parse_hf_dry_run("[dry-run] Will download 15 files (out of 15) totalling 16.4G.") == {
+    assert model_fetch.parse_hf_dry_run("[dry-run] Will download 15 files (out of 15) totalling 16.4G.") == {
         "files": 15, "out_of": 15, "total": "16.4G"}
 
 

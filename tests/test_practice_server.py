@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 import requests
 
-from harness.client import stream_chat
+from harness.io.http import stream_chat
 from tests.conftest import kit_profile
 
 pytestmark = pytest.mark.slow

@@ -6,8 +6,8 @@ import pytest
 
 from harness.cli import main
 from harness.errors import ConfigError
-from harness.modelinfo import from_table, load_model
-from harness.predict import predict_allocation
+from harness.io.model_info import from_table, load_model
+from harness.core.predictions import predict_allocation
 
 EXPECTED = Path(__file__).parent / "fixtures" / "expected"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import yaml
 
-from harness import preflight
-from harness.plans import load_plan
-from harness.track import Runner
+from harness.run import preflight
+from harness.run.plans import load_plan
+from harness.run.runner import Runner
 from tests.conftest import ROOT
 
 Usage = namedtuple("Usage", "total used free")

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from harness import probes
+from harness.core import probes
 from harness.cli import main
-from harness.records import read_records
+from harness.io.notebook import read_records
 from tests.conftest import kit_profile
 
 pytestmark = pytest.mark.slow

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from harness.errors import SchemaError
-from harness.records import append_record, problems, read_records, validate
+from harness.io.notebook import append_record, problems, read_records, validate
 
 GOOD = {"schema_version": 1, "machines": {"box": {"name": "Box", "bandwidth_gb_s": 100}}}
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.stream import StreamParser
+from harness.core.stream import StreamParser
 
 FIXTURES = Path(__file__).parent / "fixtures" / "streams"
 

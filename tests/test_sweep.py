@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.levels import LAB_ID
-from harness.records import read_records
+from harness.core.levels import LAB_ID
+from harness.io.notebook import read_records
 from tests.conftest import ROOT, kit_profile
 
 pytestmark = pytest.mark.slow
@@ -167,7 +167,7 @@ def test_fit_and_knee_come_out_as_the_profile_implies(practice, tmp_path):
     out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1,4,10", "--requests", "10",
                 "--max-tokens", "60", "--label", "fit", "--server-slots", "10", "--labbook", str(book))
     assert out.returncode == 0, out.stderr
-    from harness import curves
+    from harness.core import curves
 
     d = curves.curve(curves.by_label(levels(book))["fit"])
     assert d.fit["a_s"] == pytest.approx(a, abs=0.002) and d.fit["b_s"] == pytest.approx(b, rel=0.2)
@@ -203,7 +203,7 @@ def test_open_loop_keeps_the_offered_rate_whatever_the_server_does(practice, tmp
 
 
 def test_poisson_arrivals_are_seeded(tmp_path):
-    from harness.arrivals import arrival_offsets
+    from harness.core.schedules import arrival_offsets
 
     a = arrival_offsets(10, 500, poisson=True, seed=3)
     assert a == arrival_offsets(10, 500, poisson=True, seed=3) and a != arrival_offsets(10, 500, True, seed=4)
@@ -310,7 +310,7 @@ def test_processes_split_the_load_over_locust_workers(practice, tmp_path):
 
 
 def test_shares_follow_the_users():
-    from harness.arrivals import shares
+    from harness.core.schedules import shares
 
     assert shares(10, {"a": 2, "b": 1, "c": 0}) == {"a": 7, "b": 3, "c": 0}
     assert sum(shares(17, {"a": 3, "b": 3, "c": 1}).values()) == 17

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness import llamacpp
-from harness.records import read_records
+from harness.run import llama_cpu
+from harness.io.notebook import read_records
 from tests.conftest import free_port
 from tests.test_sweep import sweep
 
@@ -17,7 +17,7 @@ def server(tmp_path_factory):
     port = free_port()
     log = tmp_path_factory.mktemp("llama-sweep") / "llama-server.log"
     # --swa-full: Gemma 3's sliding-window cache must hold the whole context for prefix reuse
-    launcher = llamacpp.launcher(port, log, slots=4, ctx_per_slot=2048, swa_full=True)
+    launcher = llama_cpu.launcher(port, log, slots=4, ctx_per_slot=2048, swa_full=True)
     launcher.start(timeout=120)
     yield f"http://127.0.0.1:{port}/v1"
     launcher.stop()
@@ -29,7 +29,7 @@ def records(book, label):
 
 def test_baseline_sweep_completes_with_usage_counts(server, tmp_path):
     book = tmp_path / "labbook.md"
-    out = sweep("--base-url", server, "--model", llamacpp.MODEL_ALIAS, "--concurrency", "1,5,10,20", "--requests",
+    out = sweep("--base-url", server, "--model", llama_cpu.MODEL_ALIAS, "--concurrency", "1,5,10,20", "--requests",
                 "10", "--max-tokens", "16", "--prompt-set", "mixed", "--label", "cpu-baseline", "--engine",
                 "llama-server", "--server-slots", "4", "--context-length", "2048", "--labbook", str(book), timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
@@ -47,7 +47,7 @@ def test_prefix_pair_control_first(server, tmp_path):
     # Two rounds at c=2 for the shared set: in the first, one of the two requests may land on a slot that has
     # never seen the preamble (per-slot caching), so one round alone can sit right at the 50 % line.
     for prompt_set, label, count in (("unique-prefix", "cpu-prefix-control", "2"), ("shared-prefix", "cpu-prefix-shared", "4")):
-        out = sweep("--base-url", server, "--model", llamacpp.MODEL_ALIAS, "--concurrency", "1,2", "--requests", count,
+        out = sweep("--base-url", server, "--model", llama_cpu.MODEL_ALIAS, "--concurrency", "1,2", "--requests", count,
                     "--max-tokens", "8", "--prompt-set", prompt_set, "--label", label, "--labbook", str(book),
                     timeout=600)
         assert out.returncode == 0, out.stdout + out.stderr

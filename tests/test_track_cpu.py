@@ -16,8 +16,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.launch.ports import port_open
-from harness.records import read_records
+from harness.io.ports import port_open
+from harness.io.notebook import read_records
 from tests.conftest import ROOT, free_port
 
 pytestmark = pytest.mark.llama

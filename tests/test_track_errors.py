@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from harness.errors import ConfigError, EngineError
-from harness.plans import load_plan
-from harness.track import Runner
+from harness.run.plans import load_plan
+from harness.run.runner import Runner
 from tests.conftest import free_port, install_fake
 
 
@@ -175,7 +175,7 @@ elif sys.argv[1] == "unload" and os.path.exists(state):
 
 
 def test_lemonade_is_loaded_and_unloaded_through_its_cli(tmp_path, monkeypatch):
-    from harness.launch.ports import port_open, wait_port_free
+    from harness.io.ports import port_open, wait_port_free
 
     install_fake(tmp_path, monkeypatch, "lemonade", FAKE_LEMONADE)
     port = free_port()

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import engines
+from harness.run import engine_defs
 from harness.errors import ConfigError
-from harness.plans import load_plan
-from harness.track import Runner
+from harness.run.plans import load_plan
+from harness.run.runner import Runner
 
 ROOT = Path(__file__).resolve().parents[1]
 HOME = "/home/you"
@@ -34,7 +34,7 @@ def started(track: str, tier: str | None = None, tmp: Path = Path("/tmp/dry")) -
     out = {}
     for block_id, block in plan.blocks.items():
         ctx = runner.context(block)
-        argv = engines.launch_argv(block.engine, ctx["settings"])
+        argv = engine_defs.launch_argv(block.engine, ctx["settings"])
         out[block_id] = [LOG if a == ctx["settings"]["log"] else a for a in argv]
     return out
 
@@ -72,9 +72,9 @@ def llama_blocks(slots: int, cache: str, alt: str) -> dict[str, list[str]]:
 
 def test_every_engine_and_plan_validates():
     assert {"llama-server", "llama-server-control", "llama-server-cpu", "vllm", "vllm-container", "vllm-control",
-            "trtllm", "mlx-lm", "lemonade", "tabbyapi", "practice"} <= set(engines.available())
-    for name in engines.available():
-        engines.load_engine(name)
+            "trtllm", "mlx-lm", "lemonade", "tabbyapi", "practice"} <= set(engine_defs.available())
+    for name in engine_defs.available():
+        engine_defs.load_engine(name)
     for track, tiers in (("cpu", [None]), ("s", [None]), ("n", ["24gb", "16gb"]), ("x", [None]),
                          ("m", ["32gb", "16gb"])):
         for tier in tiers:
@@ -99,7 +99,7 @@ def test_track_s_starts_every_engine_as_the_serve_scripts_do(tmp_path):
         "--port", "8082", "--max_batch_size", "1", "--max_seq_len", "8192", "--tool_parser", "qwen3",
         "--reasoning_parser", "qwen3", "--extra_llm_api_options", "/config/trtllm-lab.yml"]
     plan = load_plan("s")
-    options = engines.engine_files(plan.blocks["trtllm"].engine,
+    options = engine_defs.engine_files(plan.blocks["trtllm"].engine,
                                    Runner(plan, tmp_path, dry_run=True).context(plan.blocks["trtllm"])["settings"])
     assert options == {"trtllm-lab.yml": "guided_decoding_backend: xgrammar\nkv_cache_config:\n  max_tokens: 8192\n"}
 
@@ -130,7 +130,7 @@ def test_track_n_tiers(tmp_path, tier, slots, cache, alt, dtype, kv_bytes, fract
                                   "--enable-prompt-tokens-details"]
     assert got["exllamav3"] == [f"{HOME}/tabbyAPI/start.sh"]
     block = plan.blocks["exllamav3"]
-    files = engines.engine_files(block.engine, Runner(plan, tmp_path, dry_run=True).context(block)["settings"])
+    files = engine_defs.engine_files(block.engine, Runner(plan, tmp_path, dry_run=True).context(block)["settings"])
     config = files[f"{HOME}/tabbyAPI/config.yml"]
     for line in ("host: 127.0.0.1", "port: 5000", "disable_auth: false", f"model_dir: {HOME}/models/turboderp",
                  "model_name: Qwen3-8B-exl3-4.0bpw", "max_seq_len: 8192", "cache_size: 8192", "cache_mode: FP16",
@@ -154,7 +154,7 @@ def test_track_x_engines(tmp_path):
                                               "--llamacpp", backend, "--llamacpp-args", "--flash-attn on --cache-ram 0"]
     plan = load_plan("x")
     ctx = Runner(plan, tmp_path, dry_run=True).context(plan.blocks["lemonade-rocm"])
-    assert engines.engine_env(plan.blocks["lemonade-rocm"].engine, ctx["settings"]) == \
+    assert engine_defs.engine_env(plan.blocks["lemonade-rocm"].engine, ctx["settings"]) == \
         {"LEMONADE_HOST": "127.0.0.1", "LEMONADE_PORT": "13305"}
     assert ctx["health_url"] == "http://127.0.0.1:13305/v1/health"
 
@@ -250,7 +250,7 @@ def test_bad_plans_say_what_to_fix(tmp_path):
     with pytest.raises(ConfigError, match="no plan 'nowhere'"):
         load_plan("nowhere")
     with pytest.raises(ConfigError, match="no engine definition 'warp-drive'"):
-        engines.load_engine("warp-drive")
+        engine_defs.load_engine("warp-drive")
     unknown = tmp_path / "unknown.yaml"
     unknown.write_text("schema_version: 1\nname: u\ntitle: t\nvariables: {}\nstages:\n"
                        "  - {id: a, engine: practice, settings: {turbo: 1}, steps: [probe]}\n")

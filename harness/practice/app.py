@@ -19,8 +19,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from harness import __version__
-from harness.metrics import percentile as nearest_rank
-from harness.arithmetic import llama_kv_caches, llama_kv_log_line, vllm_kv_log_lines
+from harness.core.stats import percentile as nearest_rank
+from harness.core.arithmetic import llama_kv_caches, llama_kv_log_line, vllm_kv_log_lines
 from harness.practice.engine import PreciseTimer, Sequence, clock, make_engine
 from harness.practice.http import Request, Responder
 from harness.practice.profile import Profile

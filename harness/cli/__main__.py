@@ -1,0 +1,5 @@
+import sys
+
+from harness.cli.dispatch import main
+
+sys.exit(main())

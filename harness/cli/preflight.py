@@ -1,0 +1,37 @@
+"""``harness preflight PLAN``: the plan's preflight on its own (also the first step of every plan):
+Python, model files, free disk, ports, engine binaries, the accelerator. Exit 1 on any FAIL."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.cli.track import parse_sets
+from harness.run.plans import load_plan
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("preflight", help="check what a track plan needs before anything starts (exit 1 on FAIL)")
+    p.add_argument("plan", help="plan file, or a name in tracks/ (cpu, s, n, x, m)")
+    p.add_argument("--tier", help="memory tier of the plan")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a plan variable")
+    p.add_argument("--run-dir", default="runs", help="where the run will write (its free disk is checked)")
+    p.add_argument("--json", metavar="FILE", help="also write the findings as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from harness.run.preflight import plan_findings, summary
+    from harness.run.runner import Runner
+
+    plan = load_plan(args.plan, args.tier, parse_sets(args.set))
+    runner = Runner(plan, Path(args.run_dir), out=print)
+    findings = plan_findings(plan, runner.preflight_contexts(), Path(args.run_dir))
+    print(f"==> preflight for {plan.name}" + (f" (tier {plan.tier})" if plan.tier else ""))
+    for f in findings:
+        print("    " + f.line())
+    result = summary(findings)
+    print(f"    {result['counts']['PASS']} pass, {result['counts']['WARN']} warn, {result['counts']['FAIL']} fail")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return 1 if result["counts"]["FAIL"] else 0

@@ -1,0 +1,257 @@
+"""``harness sweep``: the closed-loop concurrency sweep, a drop-in for the lab's load-test.py.
+
+Every option of the lab's script keeps its name and meaning; each level's record is validated
+and appended to the notebook before the next level starts, and each request's exact sample goes
+to a samples file beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from harness.errors import ConfigError, TargetError, TargetUnreachable
+from harness.core.levels import LAB_ID, aggregate, client_limited, peak_in_flight, sample_record
+from harness.core.prompts import PROMPT_SETS, make_prompts, load_prompt_file
+from harness.io.notebook import append_record
+
+WARMUP_PROMPT = "Answer with a single word: ok"
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("sweep", help="closed-loop concurrency sweep (drop-in for the lab's load-test.py)",
+                       description="Drive an OpenAI-compatible endpoint at each concurrency level and append one "
+                                   "JSON line per level to the notebook.")
+    p.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="OpenAI-compatible base URL ending in /v1")
+    p.add_argument("--model", required=True, help="model name the server reports at /v1/models")
+    p.add_argument("--concurrency", default="1,5,10,20", help="comma-separated levels, run in order")
+    p.add_argument("--requests", type=int, default=40, help="requests per level (at least)")
+    p.add_argument("--min-rounds", type=int, default=0, help="at least this many requests per worker per level")
+    p.add_argument("--max-tokens", type=int, default=128)
+    p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds a request may take")
+    p.add_argument("--prompt-set", default="mixed", choices=list(PROMPT_SETS))
+    p.add_argument("--prompt-file", help="JSONL prompts ({'prompt': ...} or {'messages': [...]}) instead of a set")
+    p.add_argument("--warmup", type=int, default=1, help="discarded short requests before the first level")
+    p.add_argument("--slo-ttft", type=float, default=2.0, help="goodput objective for TTFT, seconds")
+    p.add_argument("--slo-tpot", type=float, default=0.1, help="goodput objective for TPOT, seconds")
+    p.add_argument("--label", default="run")
+    p.add_argument("--engine", default="unknown")
+    p.add_argument("--engine-version", default="unknown")
+    p.add_argument("--host-desc", default="unknown", help="machine description for the record")
+    p.add_argument("--quant", default="unknown")
+    p.add_argument("--context-length", type=int, default=0, help="context per sequence the server was started with")
+    p.add_argument("--server-slots", type=int, default=0, help="sequences the server runs at once")
+    p.add_argument("--api-key-env", default="LOADTEST_API_KEY", help="environment variable holding the API key")
+    p.add_argument("--labbook", default="labbook.md", help="notebook to append one JSON line per level to")
+    p.add_argument("--samples", help="file for per-request samples (default: beside the notebook)")
+    p.add_argument("--rate", help="open loop: comma-separated arrival rates (requests/s), one level each, instead of "
+                                   "--concurrency")
+    p.add_argument("--poisson", action="store_true", help="with --rate: Poisson arrivals instead of evenly spaced")
+    p.add_argument("--duration", type=float, help="closed loop for this many seconds per level (then drain) instead "
+                                                  "of a request count")
+    p.add_argument("--seed", type=int, default=1, help="seed for Poisson arrivals")
+    p.add_argument("--processes", type=int, default=0, help="closed loop: run the load in N Locust worker processes "
+                                                            "(a master here) when one client process is the limit")
+    p.add_argument("--no-endpoint-check", action="store_true",
+                   help="skip the proof before the first level (model listed, one request with text, finish "
+                        "reason and usage, the server's context fits the prompts)")
+    p.add_argument("--metrics-url", help="engine /metrics URL to sample during each level (default: derived from "
+                                         "--base-url; 'none' to skip)")
+    p.set_defaults(func=run)
+
+
+def prove_endpoint(args, listed: list[str], api_key: str | None) -> None:
+    """One request before the first level; a broken endpoint stops the sweep with one line, and what
+    the check saw goes into the notebook."""
+    from harness.io import endpoint_proof
+
+    seen = endpoint_proof.observe(args.base_url, args.model, listed, api_key, timeout=min(args.timeout, 300))
+    sample_prompts = (load_prompt_file(args.prompt_file, 64) if args.prompt_file
+                      else make_prompts(args.prompt_set, 64))
+    longest = max(endpoint_proof.estimate_tokens(p) for p in sample_prompts)
+    record = {"harness_schema": 1, "record": "endpoint-check", "lab": LAB_ID, "label": args.label,
+              "base_url": args.base_url, "model": args.model, **seen, "longest_prompt_tokens_estimate": longest,
+              "checked_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    try:
+        warnings, failure = endpoint_proof.verdict(seen, longest, args.max_tokens), None
+    except TargetError as exc:
+        warnings, failure = [], exc
+    append_record(args.labbook, {**record, "warnings": warnings}, "endpoint-check")
+    if failure:
+        raise failure
+    print(f"    endpoint proved: text in {', '.join(seen['text_fields'])}, finish {seen['finish_reason']}, usage "
+          f"{'yes' if seen['usage'] else 'no'}, context {seen['n_ctx'] or 'not reported'} per sequence")
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+
+
+def parse_rates(text: str) -> list[float]:
+    try:
+        rates = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"--rate must be comma-separated numbers (requests per second), got {text!r}") from None
+    if not rates or min(rates) <= 0:
+        raise ConfigError(f"--rate lists no rate, or one that is not positive: {text!r}")
+    return rates
+
+
+def parse_levels(text: str) -> list[int]:
+    try:
+        levels = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"--concurrency must be comma-separated whole numbers, got {text!r}") from None
+    if not levels or min(levels) < 1:
+        raise ConfigError(f"--concurrency lists no level, or one below 1: {text!r}")
+    return levels
+
+
+def _root(base_url: str) -> tuple[str, str]:
+    parts = urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"--base-url must look like http://HOST:PORT/v1, got {base_url!r}")
+    return f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/") or "/v1"
+
+
+def run(args) -> int:
+    rates = parse_rates(args.rate) if args.rate else None
+    levels = rates if rates else parse_levels(args.concurrency)
+    if args.requests < 1 or args.max_tokens < 2:
+        raise ConfigError("--requests must be at least 1 and --max-tokens at least 2")
+    if args.duration is not None and (args.duration <= 0 or rates):
+        raise ConfigError("--duration takes a positive number of seconds and works with --concurrency, not --rate")
+    if args.poisson and not rates:
+        raise ConfigError("--poisson needs --rate")
+    if args.processes and (rates or args.duration or args.prompt_file):
+        raise ConfigError("--processes works with the closed loop and the built-in prompt sets only")
+    root, base_path = _root(args.base_url)
+    api_key = os.environ.get(args.api_key_env) or None
+    metrics_url = None if args.metrics_url == "none" else (args.metrics_url or root + "/metrics")
+    samples_path = Path(args.samples) if args.samples else Path(args.labbook).with_suffix(".samples.jsonl")
+
+    from harness.load import runner as loadgen  # imports Locust, which patches the standard library: only now
+
+    try:
+        listed = loadgen.check_models(args.base_url, args.model, api_key)
+    except Exception as exc:  # connection refused, DNS, TLS: one line, no traceback
+        raise TargetUnreachable(f"nothing answers at {args.base_url} ({type(exc).__name__}); start the server "
+                                "or fix --base-url") from exc
+    if listed and args.model not in listed:
+        print(f"warning: the server lists {', '.join(map(str, listed))}, not {args.model!r}; requests may fail",
+              file=sys.stderr)
+
+    print(f"==> {args.label}: {args.model} at {args.base_url}")
+    print(f"    prompt set {args.prompt_file or args.prompt_set}, at least {args.requests} request(s) per level"
+          f"{f' and {args.min_rounds} per worker' if args.min_rounds else ''}, max_tokens {args.max_tokens}, "
+          f"temperature {args.temperature}")
+    print(f"    goodput objective: TTFT <= {args.slo_ttft} s and TPOT <= {args.slo_tpot} s; "
+          f"{args.warmup} warm-up request(s)", flush=True)
+    if not args.no_endpoint_check:
+        prove_endpoint(args, listed, api_key)
+
+    workload = {"path": base_path + "/chat/completions", "model": args.model, "max_tokens": args.max_tokens,
+                "temperature": args.temperature, "api_key": api_key, "timeout": args.timeout}
+    if args.warmup > 0:
+        loadgen.run_closed_level(root, {**workload, "prompts": [WARMUP_PROMPT], "max_tokens": 8}, 1, args.warmup,
+                                 args.timeout)
+
+    distributed = None
+    if args.processes:
+        worker_args = ["--model", args.model, "--max-tokens", str(args.max_tokens), "--temperature",
+                       str(args.temperature), "--prompt-set", args.prompt_set, "--api-base-path", base_path,
+                       "--api-key-env", args.api_key_env]
+        distributed = loadgen.DistributedLoad(root, args.processes, worker_args)
+        print(f"    load from {args.processes} Locust worker process(es)", flush=True)
+    exit_code, written = 0, 0
+    try:
+        for level in levels:
+            count = args.requests if rates else max(args.requests, args.min_rounds * int(level))
+            prompts = (load_prompt_file(args.prompt_file, max(count, 64)) if args.prompt_file
+                       else make_prompts(args.prompt_set, max(count, 64)))
+            extra: dict = {"arrival": "closed"}
+            if rates:
+                result = loadgen.run_open_level(root, {**workload, "prompts": prompts}, level, count, args.poisson,
+                                                args.timeout, metrics_url=metrics_url, seed=args.seed)
+                extra = {"arrival": "poisson" if args.poisson else "fixed-rate", "rate_rps": level}
+                concurrency = max(1, peak_in_flight(result.samples))
+            elif args.duration:
+                result = loadgen.run_timed_level(root, {**workload, "prompts": prompts}, level, args.duration,
+                                                 args.timeout, metrics_url=metrics_url)
+                extra["duration_s"] = args.duration
+                concurrency = level
+            elif distributed:
+                result = distributed.level(level, count, args.timeout, metrics_url=metrics_url)
+                extra["processes"] = args.processes
+                concurrency = level
+            else:
+                result = loadgen.run_closed_level(root, {**workload, "prompts": prompts}, level, count, args.timeout,
+                                                  metrics_url=metrics_url)
+                concurrency = level
+            row = aggregate(result.samples, concurrency, result.wall_s, args.slo_ttft, args.slo_tpot)
+            row["client_cpu"] = round(result.client_cpu, 3)
+            row["client_limited"] = client_limited(result.client_cpu, row["mean_in_flight"], concurrency,
+                                                   row["client_late_share"])
+            if result.metrics:
+                row["server_metrics"] = result.metrics
+            record = {
+                "lab": LAB_ID, "harness_schema": 1, "label": args.label, "engine": args.engine,
+                "engine_version": args.engine_version, "host": args.host_desc, "quant": args.quant,
+                "context_length": args.context_length or None, "server_slots": args.server_slots or None,
+                "model": args.model, "base_url": args.base_url,
+                "prompt_set": "file:" + Path(args.prompt_file).name if args.prompt_file else args.prompt_set,
+                "max_tokens": args.max_tokens, "temperature": args.temperature, "slo_ttft_s": args.slo_ttft,
+                "slo_tpot_s": args.slo_tpot, **extra,
+                "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **row,
+            }
+            append_record(args.labbook, record, "level")
+            written += 1
+            with open(samples_path, "a", encoding="utf-8") as fh:
+                for s in result.samples:
+                    fh.write(json.dumps(sample_record(s, args.label, concurrency)) + "\n")
+            print_level(record)
+            if record["completed"] == 0:
+                exit_code = 1
+    except KeyboardInterrupt:
+        print(f"\n    interrupted: {written} finished level(s) are in {args.labbook}", file=sys.stderr)
+        return 130
+    finally:
+        if distributed:
+            distributed.close()
+    print(f"    appended {written} line(s) to {args.labbook}; samples in {samples_path}")
+    if exit_code:
+        print("    at least one level completed no request; see its first error above", file=sys.stderr)
+    return exit_code
+
+
+def _fmt(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def print_level(r: dict) -> None:
+    t, p = r["ttft_s"], r["tpot_s"]
+    worst, late = (r.get("client_read_lag_s") or {}).get("p99"), r.get("client_late_share")
+    lag = "" if worst is None else f", read lag p99 {worst * 1000:.1f} ms"
+    if late:
+        lag += f", {late:.1%} of tokens read a token gap late"
+    if r.get("rate_rps"):
+        print(f"  rate {r['rate_rps']:g}/s ({r['arrival']}), peak in flight {r['concurrency']}")
+    print(f"  c={r['concurrency']:>3}  ok {r['completed']:>3}/{r['requests']:<3} fail {r['failed']:<3} "
+          f"wall {r['wall_s']:>7.2f}s  out/s {r['output_tokens_per_s']:>8.2f}  "
+          f"TTFT p50 {_fmt(t['p50'], '.3f')} p90 {_fmt(t['p90'], '.3f')} p95 {_fmt(t['p95'], '.3f')}  "
+          f"TPOT p50 {_fmt(p['p50'], '.4f')} p90 {_fmt(p['p90'], '.4f')}", flush=True)
+    print(f"         goodput {r['goodput_requests_per_s']:.3f} req/s ({r['within_slo']}/{r['completed']} within SLO)  "
+          f"in flight {r['mean_in_flight']:.1f}  prompt {r['prompt_tokens_mean']} tok, cached "
+          f"{r['cached_tokens_mean']}  tokens from {r['token_counts']}  finish {r['finish_reasons']}  "
+          f"client CPU {r['client_cpu']:.0%}{lag}", flush=True)
+    if r.get("client_limited"):
+        gap = r["itl_s"]["p50"]
+        print(f"         warning: the client may be the limit (CPU {r['client_cpu']:.0%}, in flight "
+              f"{r['mean_in_flight']:.1f} of {r['concurrency']}"
+              f"{'' if gap is None else f', token gap p50 {gap * 1000:.1f} ms'}{lag}); "
+              "run the load from another machine or with more processes", flush=True)
+    if r["first_error"]:
+        print(f"         first error: {r['first_error']}", flush=True)

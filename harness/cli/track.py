@@ -1,0 +1,65 @@
+"""``harness track PLAN``: a whole lab in one command (``make track-cpu``, ``make demo``,
+``make track-s`` ...). Engines start one at a time; every step's outcome goes to the run manifest;
+``--resume`` continues an interrupted run without repeating finished steps; ``--dry-run`` prints
+every command the plan would run, and starts nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.errors import ConfigError
+from harness.run.plans import load_plan
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("track", help="run a track plan end to end (engines, sweeps, checks, report)",
+                       description="Run a track plan (tracks/*.yaml) into a run directory.")
+    p.add_argument("plan", help="plan file, or a name in tracks/ (cpu, s, n, x, m)")
+    p.add_argument("--dry-run", action="store_true", help="print every command in order; start nothing")
+    p.add_argument("--resume", action="store_true", help="continue the run in --run-dir (default: the latest run "
+                                                         "of this plan) without repeating finished steps")
+    p.add_argument("--run-dir", help="run directory (default: runs/<date>-<plan>)")
+    p.add_argument("--tier", help="memory tier of the plan (its tiers: see the plan file)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="override one of the plan's variables (repeatable), e.g. --set REQUESTS=8")
+    p.set_defaults(func=run)
+
+
+def parse_sets(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"--set takes NAME=VALUE, got {item!r}")
+        out[name.strip()] = value
+    return out
+
+
+def run(args) -> int:
+    from harness.report.run_report import headline_lines, headlines, levels_in, plan_pairs
+    from harness.run.runner import Runner, fresh_run_dir, latest_run_dir
+
+    plan = load_plan(args.plan, args.tier, parse_sets(args.set))
+    if args.run_dir:
+        run_dir = Path(args.run_dir)
+    elif args.resume:
+        run_dir = latest_run_dir(plan)
+        if run_dir is None:
+            raise ConfigError(f"no earlier run of {plan.name} under runs/ to resume; run without --resume")
+    else:
+        run_dir = fresh_run_dir(plan)
+    runner = Runner(plan, run_dir, dry_run=args.dry_run, out=lambda line: print(line, flush=True))
+    if args.dry_run:
+        runner.dry_run_print()
+        return 0
+    code = runner.execute(resume=args.resume)
+    report = run_dir / "report.md"
+    if report.is_file():
+        curve_labels, pairs = plan_pairs(plan)
+        promise = float(plan.variables.get("PROMISE_S", plan.sweep.get("slo_ttft", 2.0)))
+        print("\n==> headline numbers")
+        for line in headline_lines(headlines(levels_in(run_dir / "labbook.md"), curve_labels, pairs, promise), promise):
+            print(f"    {line}")
+        print(f"\n    report:   {report}\n    charts:   {run_dir / 'charts'}\n    notebook: {run_dir / 'labbook.md'}"
+              f"\n    manifest: {run_dir / 'manifest.json'}")
+    return code

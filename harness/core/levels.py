@@ -1,0 +1,147 @@
+"""Level aggregates: a pure function from exact per-request samples to one notebook record.
+
+Field names and meanings follow the lab's load generator (so notebooks written by either can be
+read by either); added fields are marked below. Percentiles are nearest rank over exact samples.
+Failed and incomplete requests never enter the latency distributions; an empty distribution is
+None, never 0.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from typing import Iterable
+
+from harness.core.stats import percentile
+from harness.core.stream import Sample
+
+LAB_ID = "part-09/lab-serve-twenty-concurrent-users"
+SCHEMA_VERSION = 1
+
+
+def distribution(values: list[float], digits: int) -> dict:
+    """p50, p90, p95 (added), p99 and mean, rounded; None for each when there are no values."""
+    def r(v):
+        return None if v is None else round(v, digits)
+
+    return {
+        "p50": r(percentile(values, 50)),
+        "p90": r(percentile(values, 90)),
+        "p95": r(percentile(values, 95)),
+        "p99": r(percentile(values, 99)),
+        "mean": r(statistics.fmean(values)) if values else None,
+    }
+
+
+def _token_counts(samples: list[Sample]):
+    sources = Counter(s.token_source for s in samples)
+    if not sources:
+        return "none"
+    if len(sources) == 1:
+        return next(iter(sources))
+    return dict(sources)
+
+
+def _mean(values: Iterable) -> float | None:
+    """Mean of the values that are present, to one decimal; None when none is."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return None
+    return round(sum(known) / len(known), 1)
+
+
+def aggregate(samples: list[Sample], concurrency: int, wall_s: float, slo_ttft: float, slo_tpot: float) -> dict:
+    """The level's measured fields (run context such as label and engine is added by the caller)."""
+    ok = [s for s in samples if s.ok]
+    failed = [s for s in samples if not s.ok]
+    incomplete = [s for s in failed if (s.error or "").startswith("IncompleteStream")]
+    ttfts = [s.ttft for s in ok]
+    tpots = [s.tpot for s in ok if s.tpot is not None]
+    itls = [gap for s in ok for gap in s.itl]
+    lags = [lag for s in ok for lag in s.read_lags]
+    out_tokens = sum(s.output_tokens or 0 for s in ok)
+    good = [s for s in ok if s.ttft <= slo_ttft and (s.tpot if s.tpot is not None else 0.0) <= slo_tpot]
+    busy = sum((s.t_end - s.t_send) for s in ok if s.t_end is not None)
+    per_s = (lambda n: round(n / wall_s, 3)) if wall_s > 0 else (lambda n: 0.0)
+    return {
+        "concurrency": concurrency,
+        "requests": len(samples),
+        "completed": len(ok),
+        "failed": len(failed),
+        "incomplete": len(incomplete),  # added: streams that ended without finish reason or [DONE]
+        "wall_s": round(wall_s, 3),
+        "output_tokens": out_tokens,
+        "output_tokens_per_s": round(out_tokens / wall_s, 2) if wall_s > 0 else 0.0,
+        "requests_per_s": per_s(len(ok)),
+        "goodput_requests_per_s": per_s(len(good)),
+        "within_slo": len(good),
+        "mean_in_flight": round(busy / wall_s, 2) if wall_s > 0 else 0.0,
+        "ttft_s": distribution(ttfts, 4),
+        "tpot_s": distribution(tpots, 5),
+        "itl_s": distribution(itls, 5),  # added: every inter-token gap, for tails
+        "prompt_tokens_mean": _mean(s.prompt_tokens for s in ok),
+        "cached_tokens_mean": _mean(s.cached_tokens for s in ok),
+        "token_counts": _token_counts(ok),
+        "finish_reasons": dict(Counter(s.finish_reason or "none" for s in ok)),
+        "first_error": failed[0].error if failed else None,
+        "arrival_clock": _clock(ok),
+        # added: per token, how long its packet waited in the socket before the client read it
+        # (kernel-stamped streams only): the client's own lateness, measured
+        "client_read_lag_s": distribution(lags, 5),
+        "client_late_share": late_share(lags, percentile(itls, 50)),
+    }
+
+
+def late_share(lags: list[float], gap: float | None) -> float | None:
+    """The share of kernel-stamped tokens (their read lags) the client read more than one token
+    gap (the median) after they arrived: by then the next token had come too, the kernel merged
+    the two, and only the newer stamp is left, so those tokens' times are the client's. None
+    without stamps."""
+    if not lags or not gap:
+        return None
+    return round(sum(1 for lag in lags if lag > gap) / len(lags), 5)
+
+
+def client_limited(client_cpu: float, mean_in_flight: float, concurrency: int, late: float | None) -> bool:
+    """Whether the client, not the server, looked like the limit of a level. Either sign is enough:
+
+    - more than 0.5 % of the stamped tokens were read a whole token gap late (``late_share``):
+      each of those spoils two gaps, so past that share the level's p99 ITL is the client's;
+    - a full core with well under ``concurrency`` requests in flight (the lab's sign; the only
+      one where the kernel gives no stamps, as over TLS).
+    """
+    if late is not None and late > 0.005:
+        return True
+    return client_cpu > 0.9 and mean_in_flight < 0.8 * concurrency
+
+
+def _clock(samples: list[Sample]) -> str | None:
+    """How token arrivals were timed: by the kernel's receive stamps, when read, or both."""
+    kinds = {s.clock for s in samples if s.clock}
+    return None if not kinds else kinds.pop() if len(kinds) == 1 else "mixed"
+
+
+def peak_in_flight(samples: list[Sample]) -> int:
+    """The most requests that were in flight at one moment (sends and ends as a sweep line)."""
+    events = sorted([(s.t_send, 1) for s in samples if s.t_end is not None]
+                    + [(s.t_end, -1) for s in samples if s.t_end is not None], key=lambda e: (e[0], e[1]))
+    now = peak = 0
+    for _, step in events:
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
+def sample_record(s: Sample, label: str, concurrency: int) -> dict:
+    """One raw sample as a JSON line for the samples file (times relative to the send)."""
+    rel = (lambda t: None if t is None else round(t - s.t_send, 6))
+    return {
+        "label": label, "concurrency": concurrency, "ok": s.ok, "error": s.error,
+        "ttft_s": rel(s.t_first), "end_s": rel(s.t_end),
+        "token_times_s": [rel(t) for t in s.token_times],
+        "output_tokens": s.output_tokens, "token_source": s.token_source,
+        "prompt_tokens": s.prompt_tokens, "cached_tokens": s.cached_tokens,
+        "finish_reason": s.finish_reason, "fields": s.fields, "clock": s.clock,
+        "read_lags_s": [round(lag, 6) for lag in s.read_lags],
+        "request_id": s.request_id,
+    }

@@ -1,0 +1,2 @@
+"""Load generation: the only package that imports Locust (it monkey-patches the standard library
+on import, so it is imported only when load runs). The users, the level runner and the sweep."""

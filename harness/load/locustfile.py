@@ -1,0 +1,7 @@
+"""The locustfile the sweep's worker processes load (``locust -f`` needs a file): the package's
+users, nothing else, so an installed wheel needs no checkout. ``locustfiles/llm_user.py`` is the
+same for people typing Locust's own command line."""
+
+from harness.load.user import ArrivalUser, ChatUser
+
+__all__ = ["ArrivalUser", "ChatUser"]

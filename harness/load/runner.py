@@ -1,0 +1,244 @@
+"""Run load levels with Locust as a library.
+
+This is the only module of the package that imports Locust (it monkey-patches the standard
+library on import), so the CLI imports it only when a sweep runs. The user classes live in
+``harness.load.user``, shared with the web UI and headless runs.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import gevent  # noqa: F401  (imported before locust patches, as locust itself does)
+from locust import events as locust_events
+from locust.env import Environment
+
+import psutil
+import requests
+import urllib3
+
+from harness.core.schedules import arrival_offsets, shares
+from harness.io.metrics_sampler import MetricsSampler
+from harness.core.stream import Sample
+
+LOCUSTFILE = Path(__file__).resolve().parent / "locustfile.py"
+urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+
+
+def _load_user_module():
+    from harness.load import user
+
+    user._collect.enabled = False  # the sweep collects its own samples
+    return user
+
+
+@dataclass
+class LevelRun:
+    samples: list[Sample]
+    wall_s: float
+    client_cpu: float
+    metrics: dict = field(default_factory=dict)
+
+
+def run_closed_level(root_url: str, workload_kwargs: dict, concurrency: int, count: int, timeout: float,
+                     metrics_url: str | None = None) -> LevelRun:
+    """``concurrency`` users, each sending its next request when the last one ends, until
+    ``count`` requests have finished (the level's budget)."""
+    user = _load_user_module()
+    workload = user.Workload(budget=count, **workload_kwargs)
+    return _drive(root_url, user.ChatUser, workload, concurrency, count, timeout, metrics_url)
+
+
+def _drive(root_url: str, user_class, workload, users: int, count: int | None, timeout: float,
+           metrics_url: str | None, duration: float | None = None, spawn_rate: float | None = None) -> LevelRun:
+    """Start ``users`` Locust users on ``workload``; stop when ``count`` samples are in, or, for a
+    timed level, when the duration is over and every request already sent has finished."""
+    env = Environment(user_classes=[user_class], events=locust_events, host=root_url)
+    env.harness_workload = workload
+    env.harness_workload_external = True
+    collected: list[Sample] = []
+
+    def listener(request_type, name, context=None, **_kw):
+        if name == "chat" and context and "sample" in context:
+            collected.append(context["sample"])
+
+    env.events.request.add_listener(listener)
+    sampler = MetricsSampler(metrics_url) if metrics_url else None
+    proc = psutil.Process()
+    cpu0 = proc.cpu_times()
+    runner = env.create_local_runner()
+    if sampler:
+        sampler.start()
+    # A full garbage collection pauses every stream for milliseconds; a level is bounded, so the
+    # collector waits until it ends (reference counting still frees almost everything at once).
+    gc.collect()
+    gc.disable()
+    # Ctrl-C is taken by the main greenlet between waits, never inside a user's greenlet (where it
+    # would print a traceback and leave the level half-stopped).
+    interrupted: list[bool] = []
+    # SIGTERM (a CI timeout, `kill`) likewise, so a terminated sweep keeps its finished levels.
+    # The loop resets a signal to its default action when its watcher is cancelled, so the
+    # handlers in place before (Python's Ctrl-C, the CLI's SIGTERM) are put back afterwards.
+    signals = (signal.SIGINT, signal.SIGTERM)
+    before = {sig: signal.getsignal(sig) for sig in signals}
+    watchers = [gevent.signal_handler(sig, lambda: interrupted.append(True)) for sig in signals]
+
+    def wait(seconds: float) -> None:
+        if interrupted:
+            raise KeyboardInterrupt
+        gevent.sleep(seconds)
+
+    t0 = time.perf_counter()
+    try:
+        runner.start(users, spawn_rate=spawn_rate or max(users, 1))
+        if duration is not None:
+            end = time.monotonic() + duration
+            while time.monotonic() < end:
+                wait(min(0.05, max(0.0, end - time.monotonic())))
+            workload.budget = 0  # send nothing more; let what is in flight finish
+            count = workload.issued
+        deadline = time.monotonic() + timeout + 30  # every request is bounded by the timeout
+        while len(collected) < count and time.monotonic() < deadline:
+            wait(0.02)
+        if interrupted:
+            raise KeyboardInterrupt
+    finally:
+        for watcher in watchers:
+            watcher.cancel()
+        for sig, handler in before.items():
+            if handler is not None:
+                signal.signal(sig, handler)
+        gc.enable()
+        runner.stop()
+        runner.quit()
+        env.events.request.remove_listener(listener)
+        if sampler:
+            sampler.stop()
+    ends = [s.t_end for s in collected if s.t_end is not None]
+    wall = (max(ends) - t0) if ends else time.perf_counter() - t0
+    cpu1 = proc.cpu_times()
+    client_cpu = (cpu1.user + cpu1.system - cpu0.user - cpu0.system) / max(wall, 1e-9)
+    return LevelRun(collected, wall, client_cpu, sampler.summary() if sampler else {})
+
+
+def run_open_level(root_url: str, workload_kwargs: dict, rate: float, count: int, poisson: bool, timeout: float,
+                   metrics_url: str | None = None, seed: int = 1) -> LevelRun:
+    """``count`` requests arriving at ``rate`` per second (open loop), each on its own greenlet."""
+    user = _load_user_module()
+    workload = user.Workload(budget=count, **workload_kwargs)
+    workload.arrivals = arrival_offsets(rate, count, poisson, seed)
+    return _drive(root_url, user.ArrivalUser, workload, 1, count, timeout + workload.arrivals[-1], metrics_url)
+
+
+def run_timed_level(root_url: str, workload_kwargs: dict, concurrency: int, duration: float, timeout: float,
+                    metrics_url: str | None = None, spawn_rate: float | None = None, ramp_s: float = 0.0) -> LevelRun:
+    """Closed loop for ``duration`` seconds; then no new requests, and the ones in flight finish.
+    ``ramp_s`` spreads the users' first requests evenly over that many seconds (Locust itself
+    starts a whole second's worth of users at once)."""
+    user = _load_user_module()
+    workload = user.Workload(budget=None, **workload_kwargs)
+    workload.start_spacing_s = ramp_s / max(concurrency, 1)
+    return _drive(root_url, user.ChatUser, workload, concurrency, None, timeout, metrics_url, duration=duration,
+                  spawn_rate=spawn_rate)
+
+
+def check_models(base_url: str, model: str, api_key: str | None, timeout: float = 10.0) -> list[str]:
+    """The ids the server lists at /models ([] when it lists none or the route is missing)."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    # Certificates are not verified, as by the load client: local endpoints often use self-signed ones.
+    resp = requests.get(base_url.rstrip("/") + "/models", headers=headers, timeout=timeout, verify=False)
+    if resp.status_code != 200:
+        return []
+    try:
+        return [m.get("id") for m in resp.json().get("data", []) if isinstance(m, dict)]
+    except ValueError:
+        return []
+
+
+class DistributedLoad:
+    """Locust master in this process and ``processes`` worker processes (``locust --worker``) on this
+    machine, for when one client process is the limit. Each level's requests are split over the
+    workers by their users; workers send every exact sample back as it finishes."""
+
+    def __init__(self, root_url: str, processes: int, worker_args: list[str], connect_timeout: float = 60.0) -> None:
+        import socket
+        import subprocess
+
+        user = _load_user_module()
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        self.env = Environment(user_classes=[user.ChatUser], events=locust_events, host=root_url)
+        self.runner = self.env.create_master_runner("127.0.0.1", port)
+        self.samples: list[Sample] = []
+        self.runner.register_message("harness_sample",
+                                     lambda environment, msg, **_: self.samples.append(Sample(**msg.data)))
+        cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--worker",
+               "--master-host", "127.0.0.1", "--master-port", str(port), "--host", root_url, *worker_args]
+        env = {**os.environ, "HARNESS_SWEEP_WORKER": "1"}  # take each level's share from this master
+        self.procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+                      for _ in range(processes)]
+        deadline = time.monotonic() + connect_timeout
+        while len(self.runner.clients.ready) < processes:
+            if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
+                self.close()
+                raise RuntimeError(f"only {len(self.runner.clients.ready)} of {processes} Locust workers connected")
+            gevent.sleep(0.1)
+
+    def _spawned(self) -> dict[str, int] | None:
+        """Users per worker once every worker has reported this level's spawning complete."""
+        from locust.runners import STATE_RUNNING
+
+        clients = list(self.runner.clients.values())
+        if clients and all(c.state == STATE_RUNNING for c in clients):
+            return {c.id: c.user_count for c in clients}
+        return None
+
+    def level(self, concurrency: int, count: int, timeout: float, metrics_url: str | None = None) -> LevelRun:
+        self.samples = []
+        sampler = MetricsSampler(metrics_url) if metrics_url else None
+        procs = [psutil.Process(p.pid) for p in self.procs]
+        cpu0 = sum(sum(p.cpu_times()[:2]) for p in procs)
+        if sampler:
+            sampler.start()
+        try:
+            self.runner.start(concurrency, spawn_rate=max(concurrency, 1))
+            deadline = time.monotonic() + 60
+            users = self._spawned()
+            while (users is None or sum(users.values()) < concurrency) and time.monotonic() < deadline:
+                gevent.sleep(0.02)
+                users = self._spawned()
+            for client_id, share in shares(count, users or {}).items():
+                self.runner.send_message("harness_budget", share, client_id=client_id)
+            deadline = time.monotonic() + timeout + 30
+            while len(self.samples) < count and time.monotonic() < deadline:
+                gevent.sleep(0.02)
+        finally:
+            self.runner.stop()
+            if sampler:
+                sampler.stop()
+        got = list(self.samples)
+        sends = [s.t_send for s in got]
+        ends = [s.t_end for s in got if s.t_end is not None]
+        wall = (max(ends) - min(sends)) if ends else 0.0  # one host: the workers share CLOCK_MONOTONIC
+        cpu = sum(sum(p.cpu_times()[:2]) for p in procs) - cpu0
+        return LevelRun(got, wall, cpu / max(wall, 1e-9) / max(len(procs), 1), sampler.summary() if sampler else {})
+
+    def close(self) -> None:
+        try:
+            self.runner.quit()
+        finally:
+            for p in self.procs:
+                if p.poll() is None:
+                    p.terminate()
+            for p in self.procs:
+                try:
+                    p.wait(10)
+                except Exception:
+                    p.kill()

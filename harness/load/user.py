@@ -1,0 +1,394 @@
+"""A Locust user that streams chat completions and measures each request exactly.
+
+One class, three uses:
+
+* web UI:   ``locust -f locustfiles/llm_user.py --host http://127.0.0.1:8099 --web-host 127.0.0.1``
+* headless: ``locust -f locustfiles/llm_user.py --headless -u 8 -r 8 -t 30s --stop-timeout 60
+            --host ... --ttft-p95-max 1.0 --fail-ratio-max 0.01`` (exit 1 when a threshold fails)
+* library:  ``harness.load.runner`` runs it level by level for ``harness sweep``.
+
+Each request fires Locust's ``request`` event three times: ``chat`` (whole request, end of
+stream), and the ``METRIC`` rows ``TTFT`` and ``TPOT`` for the live view. The exact sample (every
+token's arrival on ``time.perf_counter()``) rides in ``context["sample"]``; reported percentiles
+come from those samples, never from Locust's rounded buckets. Streams are read line by line from
+the underlying socket response, because FastHttp's own ``iter_lines`` waits for 1 KiB blocks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import time
+
+import gevent
+from locust import FastHttpUser, constant, events, task
+
+from harness.io.arrival_stamps import stamped_lines
+from harness.core.levels import distribution
+from harness.core.prompts import PROMPT_SETS, make_prompts
+from harness.core.stream import Sample, StreamParser
+
+
+class Workload:
+    """What each request sends; a ``budget`` (requests left) ends a closed-loop level."""
+
+    def __init__(self, path: str, model: str | None, prompts, max_tokens: int, temperature: float = 0.0,
+                 api_key: str | None = None, timeout: float = 300.0, budget: int | None = None) -> None:
+        self.path, self.model, self.max_tokens = path, model, max_tokens
+        self.temperature, self.api_key, self.timeout = temperature, api_key, timeout
+        self._prompts = itertools.cycle(prompts)
+        self.budget = budget
+        self.issued = 0
+        self.arrivals: list[float] | None = None  # open loop: send offsets in seconds from the start
+        self.start_spacing_s = 0.0  # closed loop: user k waits k x this before its first request
+        self._starts = 0
+
+    def start_delay(self) -> float:
+        """How long the next user to start waits first (users spread over a ramp, not in lockstep)."""
+        delay = self._starts * self.start_spacing_s
+        self._starts += 1
+        return delay
+
+    def take(self) -> str | None:
+        """The next prompt, or None when the level's budget is spent (atomic under gevent)."""
+        if self.budget is not None:
+            if self.budget <= 0:
+                return None
+            self.budget -= 1
+        self.issued += 1
+        return next(self._prompts)
+
+    def body(self, prompt: str) -> bytes:
+        body = {"messages": [{"role": "user", "content": prompt}], "max_tokens": self.max_tokens,
+                "temperature": self.temperature, "stream": True, "stream_options": {"include_usage": True}}
+        if self.model:
+            body["model"] = self.model
+        return json.dumps(body).encode()
+
+    def headers(self) -> dict:
+        h = {"Content-Type": "application/json", "Accept": "text/event-stream", "Accept-Encoding": "identity"}
+        if self.api_key:
+            h["Authorization"] = f"Bearer {self.api_key}"
+        return h
+
+
+def stream_once(client, workload: Workload, prompt: str) -> Sample:
+    """One streamed request on a FastHttpSession; never raises for HTTP or stream problems.
+
+    Some servers (llama-server, observed) close the connection after every streamed response
+    although they advertise keep-alive, and the pool hands that dead connection to the next
+    request, which then fails before a byte is sent back. Such a request never reached the
+    server, so it is sent once more on a fresh connection; any other failure is recorded.
+    """
+    sample = _stream_attempt(client, workload, prompt, final=False)
+    if sample is None:
+        sample = _stream_attempt(client, workload, prompt, final=True)
+    return sample
+
+
+def _stream_attempt(client, workload: Workload, prompt: str, final: bool) -> Sample | None:
+    t_send = time.perf_counter()
+    parser = StreamParser(t_send)
+    error = None
+    try:
+        with client.post(workload.path, data=workload.body(prompt), headers=workload.headers(), stream=True,
+                         catch_response=True, name="chat") as resp:
+            status = resp.status_code
+            if status == 0 and not final and "closed" in str(resp.error):
+                resp.request_meta["context"] = {"stale_connection": True}
+                resp.request_meta["name"] = "stale-connection (resent)"
+                resp.success()  # not a request the server saw: do not count it
+                return None
+            if status != 200:
+                text = (resp.text or "")[:200].replace("\n", " ") if status else str(resp.error)[:200]
+                error = f"HTTP {status}: {text}" if status else f"ConnectionError: {text}"
+            else:
+                # the socket response, read as lines arrive, each line timed by the kernel's arrival
+                # stamp where it gives one (a busy client does not add its own delay)
+                # and, per token, how long it waited in the socket for this client (lines without a
+                # token, such as the role chunk that came with the headers, time nothing)
+                stamped, tokens, lags = False, parser.s.token_times, parser.s.read_lags
+                for line, t, by_kernel, lag in stamped_lines(resp._response, idle_s=workload.timeout):
+                    before = len(tokens)
+                    parser.feed(line, t)
+                    stamped = stamped or by_kernel
+                    if lag is not None and len(tokens) > before:
+                        lags.append(lag)
+                parser.s.clock = "kernel" if stamped else "read"
+            sample = parser.finish(time.perf_counter(), error)
+            resp.request_meta["response_time"] = (sample.t_end - t_send) * 1000
+            resp.request_meta["context"] = {"sample": sample}
+            if sample.ok:
+                resp.success()
+            else:
+                resp.failure(sample.error)
+            return sample
+    except Exception as exc:  # a cut stream raises out of readline; record it ourselves
+        sample = parser.finish(time.perf_counter(), f"{type(exc).__name__}: {str(exc)[:160]}")
+        events.request.fire(request_type="POST", name="chat", response_time=(sample.t_end - t_send) * 1000,
+                            response_length=0, exception=exc, context={"sample": sample}, url=workload.path,
+                            response=None, start_time=time.time())
+        return sample
+
+
+def _metric_rows(environment, sample: Sample) -> None:
+    if not sample.ok:
+        return
+    for name, value in (("TTFT", sample.ttft), ("TPOT", sample.tpot)):
+        if value is not None:
+            environment.events.request.fire(request_type="METRIC", name=name, response_time=value * 1000,
+                                            response_length=0, exception=None, context={}, url=None,
+                                            response=None, start_time=time.time())
+
+
+class ChatUser(FastHttpUser):
+    """Closed loop: send, read the whole stream, send the next."""
+
+    wait_time = constant(0)
+    network_timeout = 300.0
+    connection_timeout = 10.0
+
+    def on_start(self) -> None:
+        self.workload: Workload = workload_for(self.environment)
+        delay = self.workload.start_delay()
+        if delay:
+            gevent.sleep(delay)
+
+    @task
+    def chat(self) -> None:
+        prompt = self.workload.take()
+        if prompt is None:  # budget spent: wait for the runner to end the level
+            self.wait_idle()
+            return
+        sample = stream_once(self.client, self.workload, prompt)
+        _metric_rows(self.environment, sample)
+
+    def wait_idle(self) -> None:
+        import gevent
+
+        gevent.sleep(0.05)
+
+
+class ArrivalUser(FastHttpUser):
+    """Open loop: one user sends each request at its scheduled arrival time on a greenlet of its
+    own, whatever the server's speed, so offered load does not fall when the server slows."""
+
+    wait_time = constant(0)
+    network_timeout = 300.0
+    connection_timeout = 10.0
+    concurrency = 4096  # connections in this user's pool: one per request in flight
+    fixed_count = 1
+    abstract = True  # not offered in the web UI or headless runs; the sweep's open loop uses it
+
+    def on_start(self) -> None:
+        self.workload = workload_for(self.environment)
+        self.done = False
+
+    @task
+    def dispatch(self) -> None:
+        import gevent
+
+        if self.done or not self.workload.arrivals:
+            gevent.sleep(0.05)
+            return
+        start = time.perf_counter()
+        greenlets = []
+        for offset in self.workload.arrivals:
+            delay = start + offset - time.perf_counter()
+            if delay > 0:
+                gevent.sleep(delay)
+            prompt = self.workload.take()
+            if prompt is None:
+                break
+            greenlets.append(gevent.spawn(self._one, prompt))
+        gevent.joinall(greenlets)
+        self.done = True
+
+    def _one(self, prompt: str) -> None:
+        _metric_rows(self.environment, stream_once(self.client, self.workload, prompt))
+
+
+# -- standalone use (web UI, headless): options and thresholds ---------------------------------------
+
+@events.init_command_line_parser.add_listener
+def _options(parser) -> None:
+    # include_in_web_ui works on the parser itself, not on argument groups; every option can also be
+    # set through its LOCUST_* environment variable (the compose services are configured that way).
+    def option(name: str, **kw) -> None:
+        parser.add_argument(name, env_var="LOCUST_" + name[2:].upper().replace("-", "_"), **kw)
+
+    option("--model", default="", include_in_web_ui=True, help="model name the server reports (empty: omit)")
+    option("--max-tokens", type=int, default=128, include_in_web_ui=True)
+    option("--temperature", type=float, default=0.0, include_in_web_ui=True)
+    option("--prompt-set", default="mixed", choices=list(PROMPT_SETS), include_in_web_ui=True)
+    option("--api-base-path", default="/v1", include_in_web_ui=True, help="path before /chat/completions")
+    option("--api-key-env", default="LOADTEST_API_KEY", include_in_web_ui=False,
+           help="environment variable holding the API key")
+    option("--ttft-p95-max", type=float, default=0.0, help="headless: fail when TTFT p95 exceeds this (s)")
+    option("--fail-ratio-max", type=float, default=-1.0, help="headless: fail above this failure ratio")
+    option("--labbook", default="", help="headless: append one level record for the run to this notebook (and its "
+                                          "exact samples beside it)")
+    option("--label", default="locust", help="label of that record")
+
+
+SAMPLES: list[Sample] = []
+SWEEP_WORKER_ENV = "HARNESS_SWEEP_WORKER"  # set by harness sweep --processes for its workers
+RUN_WINDOW: dict[str, float] = {}
+
+
+def workload_for(environment) -> Workload:
+    existing = getattr(environment, "harness_workload", None)
+    if existing is not None:
+        return existing
+    o = environment.parsed_options
+    path = o.api_base_path.rstrip("/") + "/chat/completions"
+    wl = Workload(path, o.model or None, make_prompts(o.prompt_set, 256), o.max_tokens, temperature=o.temperature,
+                  api_key=os.environ.get(o.api_key_env) or None)
+    if _is_worker(environment) and os.environ.get(SWEEP_WORKER_ENV):
+        wl.budget = 0  # a sweep's worker waits for the master to hand it a share of the level
+    environment.harness_workload = wl
+    return wl
+
+
+def _is_worker(environment) -> bool:
+    from locust.runners import WorkerRunner
+
+    return isinstance(environment.runner, WorkerRunner)
+
+
+@events.init.add_listener
+def _master_collects(environment, **_kw) -> None:
+    """As the master of distributed Locust (``--master``, the compose services): the workers send
+    every exact sample here, so the master's summary, thresholds and records cover all of them."""
+    from locust.runners import MasterRunner
+
+    if isinstance(environment.runner, MasterRunner):
+        environment.runner.register_message(
+            "harness_sample", lambda environment, msg, **_: SAMPLES.append(Sample(**msg.data)))
+
+
+@events.test_start.add_listener
+def _started(environment, **_kw) -> None:
+    RUN_WINDOW["start"] = time.perf_counter()
+
+
+@events.test_stop.add_listener
+def _stopped(environment, **_kw) -> None:
+    RUN_WINDOW["stop"] = time.perf_counter()
+
+
+@events.init.add_listener
+def _sweep_worker(environment, **_kw) -> None:
+    """As a worker: send every exact sample to the master. A worker of ``harness sweep
+    --processes`` also takes its share of each level's requests from the master (users wait until
+    it comes); a plain worker sends requests until the master stops it."""
+    if not _is_worker(environment):
+        return
+    import dataclasses
+
+    runner = environment.runner
+
+    def on_budget(environment, msg, **_):
+        workload_for(environment).budget = int(msg.data)
+
+    runner.register_message("harness_budget", on_budget)
+
+    def forward(request_type, name, context=None, **_):
+        if name == "chat" and context and "sample" in context:
+            runner.send_message("harness_sample", dataclasses.asdict(context["sample"]))
+
+    environment.events.request.add_listener(forward)
+
+
+@events.request.add_listener
+def _collect(request_type, name, context=None, **_kw) -> None:
+    if name == "chat" and context and "sample" in context and getattr(_collect, "enabled", True):
+        SAMPLES.append(context["sample"])
+
+
+@events.init.add_listener
+def _web_tab(environment, **_kw) -> None:
+    if environment.web_ui is None:
+        return
+    from flask import jsonify
+
+    @environment.web_ui.app.route("/harness/exact")
+    def exact():
+        return jsonify(exact_summary(SAMPLES))
+
+    environment.web_ui.template_args.setdefault("extended_tabs", []).append(
+        {"title": "Exact TTFT/TPOT", "key": "harness-exact"})
+    environment.web_ui.template_args.setdefault("extended_tables", []).append(
+        {"key": "harness-exact", "structure": [{"key": "metric", "title": "Metric"}, {"key": "p50", "title": "p50"},
+                                               {"key": "p90", "title": "p90"}, {"key": "p95", "title": "p95"},
+                                               {"key": "p99", "title": "p99"}, {"key": "mean", "title": "mean"}]})
+
+    from flask import request as flask_request
+
+    @environment.web_ui.app.after_request
+    def _extend(response):
+        if flask_request.path == "/stats/requests" and response.is_json:
+            data = response.get_json()
+            summary = exact_summary(SAMPLES)
+            rows = [{"metric": "TTFT (s)", **summary["ttft_s"]}, {"metric": "TPOT (s)", **summary["tpot_s"]},
+                    {"metric": "client read lag (s)", **summary["client_read_lag_s"]}]
+            data["extended_stats"] = [{"key": "harness-exact", "data": rows}]
+            response.set_data(json.dumps(data))
+        return response
+
+
+def exact_summary(samples: list[Sample]) -> dict:
+    ok = [s for s in samples if s.ok]
+    return {
+        "requests": len(samples), "ok": len(ok),
+        "output_tokens": sum(s.output_tokens or 0 for s in ok),
+        "ttft_s": distribution([s.ttft for s in ok], 4),
+        "tpot_s": distribution([s.tpot for s in ok if s.tpot is not None], 5),
+        # how late this client read each token (kernel stamp to read): large means it was the limit
+        "client_read_lag_s": distribution([lag for s in ok for lag in s.read_lags], 5),
+    }
+
+
+@events.quitting.add_listener
+def _thresholds(environment, **_kw) -> None:
+    o = getattr(environment, "parsed_options", None)
+    if o is None or getattr(environment, "harness_workload_external", False):
+        return
+    summary = exact_summary(SAMPLES)
+    problems = []
+    if summary["requests"]:
+        ratio = 1 - summary["ok"] / summary["requests"]
+        if o.fail_ratio_max >= 0 and ratio > o.fail_ratio_max:
+            problems.append(f"failure ratio {ratio:.3f} > {o.fail_ratio_max}")
+    p95 = summary["ttft_s"]["p95"]
+    if o.ttft_p95_max > 0 and (p95 is None or p95 > o.ttft_p95_max):
+        problems.append(f"TTFT p95 {p95} s > {o.ttft_p95_max} s")
+    print(f"harness exact: {json.dumps(summary)}")
+    if getattr(o, "labbook", "") and SAMPLES and not _is_worker(environment):
+        _write_record(environment, o)
+    if problems:
+        print("harness thresholds FAILED: " + "; ".join(problems))
+        environment.process_exit_code = 1
+    elif o.ttft_p95_max > 0 or o.fail_ratio_max >= 0:
+        print("harness thresholds passed")
+
+
+def _write_record(environment, o) -> None:
+    """One level record (the seed's fields) for the whole headless run, from the exact samples."""
+    from harness.core.levels import LAB_ID, aggregate, sample_record
+    from harness.io.notebook import append_record
+
+    users = max(getattr(environment.runner, "target_user_count", 0) or 0, 1)
+    wall = RUN_WINDOW.get("stop", time.perf_counter()) - RUN_WINDOW.get("start", time.perf_counter())
+    row = aggregate(list(SAMPLES), users, max(wall, 1e-6), 2.0, 0.1)
+    record = {"lab": LAB_ID, "harness_schema": 1, "label": o.label, "engine": "unknown", "model": o.model or "",
+              "base_url": environment.host or "", "prompt_set": o.prompt_set, "max_tokens": o.max_tokens,
+              "temperature": o.temperature, "slo_ttft_s": 2.0, "slo_tpot_s": 0.1,
+              "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **row}
+    append_record(o.labbook, record, "level")
+    samples_path = os.path.splitext(o.labbook)[0] + ".samples.jsonl"
+    with open(samples_path, "a", encoding="utf-8") as fh:
+        for s in SAMPLES:
+            fh.write(json.dumps(sample_record(s, o.label, users)) + "\n")
+    print(f"harness: appended a level record for {o.label} ({len(SAMPLES)} exact samples) to {o.labbook}")

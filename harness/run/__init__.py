@@ -1,0 +1,2 @@
+"""Running a lab: track plans and engine definitions (data), the step calls, the runner and its
+manifest, preflight, cleanup, and the engine launchers behind one interface (``launchers/``)."""

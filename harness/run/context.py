@@ -88,9 +88,11 @@ def block_context(plan: Plan, block: Block, run_dir: Path, dry_run: bool = False
     engines = run_dir / "engines"
     out = engines / f"{block.id}.out"
     own_log = engine.get("log", "stdout") == "own"
-    return BlockContext(block=block, settings=settings, host=host, port=port, base_url=f"http://{host}:{port}/v1",
-                        health_url=f"http://{host}:{port}{engine['health']}", model=api_model(engine, settings),
-                        log=Path(settings["log"]) if own_log else out, out=out, idle=engines / f"{block.id}.idle.json")
+    root = f"http://{host}:{port}"
+    return BlockContext(block=block, settings=settings, host=host, port=port, base_url=f"{root}/v1",
+                        health_url=f"{root}{engine['health']}",
+                        model=api_model(engine, settings), log=Path(settings["log"]) if own_log else out,
+                        out=out, idle=engines / f"{block.id}.idle.json")
 
 
 def check_model_file(ctx: BlockContext) -> None:

@@ -33,12 +33,12 @@ class Manifest:
             "plan": plan.name, "plan_file": str(plan.path), "plan_sha256": plan.sha256, "tier": plan.tier,
             "variables": {k: v for k, v in plan.variables.items() if "KEY" not in k.upper()},
             "run_dir": str(run_dir), "status": "running", "started": now(), "updated": now(),
-            "host": {"node": platform.node(), "system": platform.platform(), "python": platform.python_version(),
-                     "cpus": os.cpu_count()},
+            "host": {"node": platform.node(), "system": platform.platform(),
+                     "python": platform.python_version(), "cpus": os.cpu_count()},
             "engines": {},
-            "steps": [{"id": s.id, "kind": s.kind, "block": s.block.id if s.block else None, "status": "pending",
-                       "reason": None, "command": None, "started": None, "ended": None, "duration_s": None,
-                       "attempts": 0, "log": None, "result": None} for s in plan.steps],
+            "steps": [{"id": s.id, "kind": s.kind, "block": s.block.id if s.block else None,
+                       "status": "pending", "reason": None, "command": None, "started": None, "ended": None,
+                       "duration_s": None, "attempts": 0, "log": None, "result": None} for s in plan.steps],
         }
         return cls(path, data)
 
@@ -47,8 +47,8 @@ class Manifest:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"cannot read {path} ({exc.__class__.__name__}); start a new run instead of --resume") \
-                from None
+            raise ConfigError(f"cannot read {path} ({exc.__class__.__name__}); start a new run instead of "
+                              "--resume") from None
         validate(data, "run-manifest", where=str(path))
         return cls(path, data)
 

@@ -166,7 +166,8 @@ def plan_targets(plan: Plan, run_dir: Path, dry_run: bool = False) -> list[Targe
             ctx = block_context(plan, block, run_dir, dry_run)
             out.append(Target(block, ctx, launch_argv(block.engine, ctx.settings)[0]))
         except InstallError as exc:
-            out.append(Target(block, block_context(plan, block, run_dir, dry_run=True), "<missing>", str(exc)))
+            ctx = block_context(plan, block, run_dir, dry_run=True)
+            out.append(Target(block, ctx, "<missing>", str(exc)))
     return out
 
 

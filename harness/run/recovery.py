@@ -46,7 +46,8 @@ def recovery(ctx: BlockContext, api_env: dict[str, str], timeout: float = 120.0)
     metrics_url = base[: -len("/v1")] + "/metrics" if base.endswith("/v1") else base + "/metrics"
     busy = _busy_after_load(metrics_url, timeout)
     if busy:
-        return "failed", f"still {busy:g} request(s) running or waiting {timeout:.0f} s after the load stopped"
+        return "failed", (f"still {busy:g} request(s) running or waiting {timeout:.0f} s after the load "
+                          "stopped")
     body = {"model": ctx.model, "messages": [{"role": "user", "content": "Reply with one word: ready"}],
             "max_tokens": 8, "temperature": 0}
     headers = {"Authorization": f"Bearer {key}" for key in api_env.values()}

@@ -52,8 +52,8 @@ class Runner:
         self.manifest = Manifest.open(self.plan, self.run_dir, resume)
         self.manifest.save()
         done = sum(1 for s in self.manifest.data["steps"] if s["status"] in ("passed", "skipped"))
-        self.out(f"==> {self.plan.name}: {self.plan.title}; {len(self.plan.steps)} steps, {done} already done; "
-                 f"run directory {self.run_dir}")
+        self.out(f"==> {self.plan.name}: {self.plan.title}; {len(self.plan.steps)} steps, {done} already "
+                 f"done; run directory {self.run_dir}")
         if not self._run_stages():
             return self._interrupted()
         return self._finish()
@@ -115,12 +115,13 @@ class Runner:
 
     def _end(self, entry: dict, status: str, reason: str | None = None, result: dict | None = None) -> bool:
         started = time.mktime(time.strptime(entry["started"][:19], "%Y-%m-%dT%H:%M:%S"))
-        entry.update(status=status, reason=reason, ended=now(), duration_s=round(max(0.0, time.time() - started), 1))
+        duration = round(max(0.0, time.time() - started), 1)
+        entry.update(status=status, reason=reason, ended=now(), duration_s=duration)
         if result is not None:
             entry["result"] = result
         self.manifest.save()
         mark = {"passed": "PASS", "skipped": "SKIP", "failed": "FAIL"}.get(status, status)
-        self.out(f"    {mark}  {entry['id']}" + (f": {reason}" if reason else "") + f" ({entry['duration_s']} s)")
+        self.out(f"    {mark}  {entry['id']}" + (f": {reason}" if reason else "") + f" ({duration} s)")
         return status != "failed"
 
     # -- an engine block --------------------------------------------------------------------------
@@ -151,7 +152,7 @@ class Runner:
             self.stop_engine()
         except HarnessError as exc:
             return self._end(entry, "failed", str(exc)) and False
-        self._end(entry, "passed", launcher.stopped_note() if launcher else f"stopped; port {ctx.port} is free")
+        self._end(entry, "passed", launcher.stopped_note())
         return ok
 
     def _prepare(self, ctx: BlockContext, launcher: Launcher) -> None:
@@ -164,8 +165,8 @@ class Runner:
             refuse_busy(ctx.host, ctx.port)
         if any(s.kind == "measure" for s in self.plan.steps if s.block is block):
             # The idle memory reading the measure step subtracts, taken before this engine loads.
-            if run_harness(["measure", "--snapshot-only", str(ctx.idle)],
-                           self.run_dir / "steps" / f"{block.id}__idle-snapshot.txt", self.child_env, self.out) != 0:
+            log = self.run_dir / "steps" / f"{block.id}__idle-snapshot.txt"
+            if run_harness(["measure", "--snapshot-only", str(ctx.idle)], log, self.child_env, self.out) != 0:
                 self.out("    WARN  no idle memory snapshot; the memory column will be empty")
         for name, text in engine_files(engine, ctx.settings).items():
             target = file_target(self.run_dir, name)
@@ -195,8 +196,8 @@ class Runner:
             self.child_env = api_key_env(block, ctx.settings)
             state.version = launcher.version()
             # What harness cleanup needs to stop this server later, by our own record.
-            self.manifest.data["engines"][block.id].update(version=state.version, pid=launcher.pid, host=ctx.host,
-                                                           port=ctx.port, running=True)
+            self.manifest.data["engines"][block.id].update(version=state.version, pid=launcher.pid,
+                                                           host=ctx.host, port=ctx.port, running=True)
             self.manifest.save()
             self.out(f"    healthy after {state.startup_s:.1f} s: {ctx.base_url} ({state.version})")
             return True
@@ -234,7 +235,8 @@ class Runner:
             calls = step_calls(self.plan, self.run_dir, self.notebook, step, ctx)
             entry["command"] = " && ".join(c.line() for c in calls)
             self.manifest.save()
-            failures = [c.command for c in calls if run_harness(c.to_argv(), log_path, self.child_env, self.out) != 0]
+            failures = [c.command for c in calls
+                        if run_harness(c.to_argv(), log_path, self.child_env, self.out) != 0]
             if failures:
                 return self._end(entry, "failed", f"harness {failures[0]} exited non-zero; read {log_path}")
             return self._end(entry, "passed")

@@ -96,7 +96,8 @@ def _models(w: Where, o: dict) -> list[StepCall]:
 
 def _summarise(w: Where, o: dict) -> list[StepCall]:
     charts = w.run_dir / "charts"
-    return [call("summarise", [("labbook", w.notebook), ("label", label), ("record", True), ("markdown", True)],
+    return [call("summarise",
+                 [("labbook", w.notebook), ("label", label), ("record", True), ("markdown", True)],
                  flag_options({"promise": o.get("promise")}),
                  [("tpot_chart", str(charts / f"{label}-tpot.png"))]) for label in o.get("labels", [])]
 
@@ -138,7 +139,8 @@ def _sweep(w: Where, ctx: BlockContext, o: dict, admission: bool = False) -> lis
         opts.setdefault("prompt_set", "mixed-long")
         opts["concurrency"] = ctx.state.admission_level or "<operating point of " + o.get("from", "?") + ">"
     return [call("sweep", _served(ctx),
-                 [("engine", rec["engine"]), ("engine_version", rec["engine_version"]), ("host_desc", rec["host"])],
+                 [("engine", rec["engine"]), ("engine_version", rec["engine_version"]),
+                  ("host_desc", rec["host"])],
                  flag_options({**cond, **opts}), [("labbook", w.notebook)])]
 
 
@@ -163,7 +165,8 @@ def _measure(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
     backend = block.record.get("backend", block.engine.get("backend", ""))
     return [call("measure", [("engine", rec["engine"])], _served(ctx),
                  [("engine_version", rec["engine_version"]), ("backend", backend), ("host", rec["host"])],
-                 flag_options({"quant": block.record.get("quant"), "context_length": block.record.get("context_length")}),
+                 flag_options({"quant": block.record.get("quant"),
+                               "context_length": block.record.get("context_length")}),
                  [("server_pid", str(ctx.state.pid or "<server pid>")), ("idle_snapshot", str(ctx.idle))],
                  flag_options(o), [("labbook", w.notebook)])]
 
@@ -173,7 +176,8 @@ BLOCK_STEPS: dict[str, Callable[[Where, BlockContext, dict], list[StepCall]]] = 
     "cross-check": _cross_check, "probe": _probe, "measure": _measure}
 
 
-def step_calls(plan: Plan, run_dir: Path, notebook: Path, step: Step, ctx: BlockContext | None) -> list[StepCall]:
+def step_calls(plan: Plan, run_dir: Path, notebook: Path, step: Step,
+               ctx: BlockContext | None) -> list[StepCall]:
     """The harness commands a step runs (none for the steps the runner does in-process)."""
     where, options = Where(plan, run_dir, str(notebook)), dict(step.options)
     if step.block is None:

@@ -62,7 +62,8 @@ def normalise(text: str, cwd: Path) -> str:
 
 def dry_run(track: str, tier: str | None, cwd: Path) -> str:
     """The dry run as a user sees it: the real CLI, in ``cwd``, default run directory."""
-    argv = [sys.executable, "-m", "harness.entry", "track", track, "--dry-run", *(["--tier", tier] if tier else [])]
+    argv = [sys.executable, "-m", "harness.entry", "track", track, "--dry-run",
+            *(["--tier", tier] if tier else [])]
     done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return normalise(done.stdout, cwd)

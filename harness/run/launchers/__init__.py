@@ -34,8 +34,9 @@ def _process(cls: type[HostLauncher]) -> Callable[[BlockContext], Launcher]:
     """A factory for a launcher that runs the engine's command line as a local process."""
     def make(ctx: BlockContext) -> Launcher:
         engine = ctx.block.engine
-        return cls(argv=launch_argv(engine, ctx.settings), host=ctx.host, port=ctx.port, health_url=ctx.health_url,
-                   log_path=ctx.out, env=engine_env(engine, ctx.settings), **_version(ctx))
+        return cls(argv=launch_argv(engine, ctx.settings), host=ctx.host, port=ctx.port,
+                   health_url=ctx.health_url, log_path=ctx.out,
+                   env=engine_env(engine, ctx.settings), **_version(ctx))
     return make
 
 

@@ -17,7 +17,8 @@ from harness.run import compose_files
 from harness.run import engine_defs
 from harness.run.plans import load_plan
 from harness.io.notebook import read_records
-from harness.run.runner import Runner
+from harness.run.context import block_context
+from harness.run.launchers import make_launcher
 from tests.conftest import ROOT, free_port
 
 SCHEMA = ROOT / ".venv" / "compose_spec.json"
@@ -101,14 +102,16 @@ def test_engine_services_state_every_setting_and_follow_the_variables():
         ("8", "32768", "q8_0", "q8_0")
     # The container's flags are the host engine's, in the same order (paths and host aside).
     plan = load_plan("s")
-    runner = Runner(plan, Path("/tmp/compose-check"), dry_run=True)
-    host_argv = engine_defs.engine_argv(plan.blocks["llama"].engine, runner.context(plan.blocks["llama"])["settings"])
+    def settings(block_id: str) -> dict:
+        return block_context(plan, plan.blocks[block_id], Path("/tmp/compose-check"), dry_run=True).settings
+
+    host_argv = engine_defs.engine_argv(plan.blocks["llama"].engine, settings("llama"))
     assert [a for a in cmd if a.startswith("--")] == [a for a in host_argv if a.startswith("--")]
     vllm = doc_for(ROOT / "compose/env/track-s.env")["services"]["vllm"]["command"]
-    container = engine_defs.engine_argv(plan.blocks["vllm"].engine, runner.context(plan.blocks["vllm"])["settings"])
+    container = engine_defs.engine_argv(plan.blocks["vllm"].engine, settings("vllm"))
     assert vllm == container
     trt = doc["services"]["trtllm"]["command"]
-    trt_engine = engine_defs.engine_argv(plan.blocks["trtllm"].engine, runner.context(plan.blocks["trtllm"])["settings"])
+    trt_engine = engine_defs.engine_argv(plan.blocks["trtllm"].engine, settings("trtllm"))
     assert trt == trt_engine
 
 
@@ -180,11 +183,10 @@ def test_the_compose_engine_runs_the_same_command_as_the_container_engine(tmp_pa
                          "  - {id: vllm, engine: vllm-compose, steps: [probe]}\n"
                          "  - {id: seqs8, engine: vllm-compose, base: vllm, settings: {max_seqs: 8}, steps: [probe]}\n")
     plan = load_plan(str(plan_file))
-    runner = Runner(plan, tmp_path, dry_run=True)
     for block in plan.blocks.values():
-        ctx = runner.context(block)
-        lau = runner.make_launcher(block, ctx)
-        assert lau.service_spec()["command"] == ["vllm", *engine_defs.engine_argv(block.engine, ctx["settings"])[1:]]
+        ctx = block_context(plan, block, tmp_path, dry_run=True)
+        lau = make_launcher(ctx)
+        assert lau.service_spec()["command"] == ["vllm", *engine_defs.engine_argv(block.engine, ctx.settings)[1:]]
         assert lau.service_spec()["volumes"][0] == "/home/you/models:/models:ro"
     assert "--max-num-seqs 8" in " ".join(lau.service_spec()["command"])
     assert lau.command().startswith("MODELS_DIR=/home/you/models ") and "--profile vllm up -d --no-deps vllm" in \

@@ -127,8 +127,8 @@ def test_track_s_preflight_runs_the_container_gpu_check_per_image(tmp_path, monk
         return answers.get(key)
 
     monkeypatch.setattr(preflight.shutil, "which", lambda name: f"/usr/bin/{name}")
-    runner = Runner(load_plan("s"), tmp_path / "run", dry_run=True)
-    findings = preflight.plan_findings(runner.plan, runner.preflight_contexts(), tmp_path,
+    plan = load_plan("s")
+    findings = preflight.plan_findings(plan, preflight.plan_targets(plan, tmp_path / "run", dry_run=True), tmp_path,
                                        usage=lambda _: Usage(500e9, 10e9, 490e9), run=run)
     containers = [f for f in findings if f.check == "containers"]
     images = [a[7] for a in seen if a[:2] == ["docker", "run"]]

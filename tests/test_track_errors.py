@@ -15,6 +15,8 @@ import yaml
 
 from harness.errors import ConfigError, EngineError
 from harness.run.plans import load_plan
+from harness.run.api_keys import api_key_env
+from harness.run.context import block_context
 from harness.run.runner import Runner
 from tests.conftest import free_port, install_fake
 
@@ -201,14 +203,13 @@ def test_tabbyapi_key_comes_from_its_token_file_and_is_never_recorded(tmp_path):
     path = tmp_path / "tabby.yaml"
     path.write_text(yaml.safe_dump(plan))
     loaded = load_plan(str(path))
-    runner = Runner(loaded, tmp_path / "run", dry_run=True)
     block = loaded.blocks["exl3"]
-    ctx = runner.context(block)
-    assert Runner.api_key_env(block, ctx["settings"]) == {"TABBY_API_KEY": "s3cret-key-123"}
+    ctx = block_context(loaded, block, tmp_path / "run", dry_run=True)
+    assert api_key_env(block, ctx.settings) == {"TABBY_API_KEY": "s3cret-key-123"}
     lines: list[str] = []
     Runner(loaded, tmp_path / "run", out=lines.append).execute(resume=False)  # start.sh is missing: fails early
     written = "\n".join(p.read_text() for p in (tmp_path / "run").rglob("*") if p.is_file()) + "\n".join(lines)
     assert "s3cret-key-123" not in written
     (tabby / "api_tokens.yml").write_text("admin_key: only-admin\n")
     with pytest.raises(EngineError, match="holds no api_key"):
-        Runner.api_key_env(block, ctx["settings"])
+        api_key_env(block, ctx.settings)

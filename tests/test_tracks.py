@@ -13,7 +13,8 @@ import pytest
 from harness.run import engine_defs
 from harness.errors import ConfigError
 from harness.run.plans import load_plan
-from harness.run.runner import Runner
+from harness.run.context import block_context
+from harness.run.steps import step_calls
 
 ROOT = Path(__file__).resolve().parents[1]
 HOME = "/home/you"
@@ -30,12 +31,11 @@ def fixed_home(monkeypatch):
 def started(track: str, tier: str | None = None, tmp: Path = Path("/tmp/dry")) -> dict[str, list[str]]:
     """Block id -> the argv its launcher would execute (the engine's own log path replaced by <log>)."""
     plan = load_plan(track, tier)
-    runner = Runner(plan, tmp, dry_run=True, out=lambda _: None)
     out = {}
     for block_id, block in plan.blocks.items():
-        ctx = runner.context(block)
-        argv = engine_defs.launch_argv(block.engine, ctx["settings"])
-        out[block_id] = [LOG if a == ctx["settings"]["log"] else a for a in argv]
+        ctx = block_context(plan, block, tmp, dry_run=True)
+        argv = engine_defs.launch_argv(block.engine, ctx.settings)
+        out[block_id] = [LOG if a == ctx.settings["log"] else a for a in argv]
     return out
 
 
@@ -100,7 +100,7 @@ def test_track_s_starts_every_engine_as_the_serve_scripts_do(tmp_path):
         "--reasoning_parser", "qwen3", "--extra_llm_api_options", "/config/trtllm-lab.yml"]
     plan = load_plan("s")
     options = engine_defs.engine_files(plan.blocks["trtllm"].engine,
-                                   Runner(plan, tmp_path, dry_run=True).context(plan.blocks["trtllm"])["settings"])
+                                   block_context(plan, plan.blocks["trtllm"], tmp_path, dry_run=True).settings)
     assert options == {"trtllm-lab.yml": "guided_decoding_backend: xgrammar\nkv_cache_config:\n  max_tokens: 8192\n"}
 
 
@@ -130,7 +130,7 @@ def test_track_n_tiers(tmp_path, tier, slots, cache, alt, dtype, kv_bytes, fract
                                   "--enable-prompt-tokens-details"]
     assert got["exllamav3"] == [f"{HOME}/tabbyAPI/start.sh"]
     block = plan.blocks["exllamav3"]
-    files = engine_defs.engine_files(block.engine, Runner(plan, tmp_path, dry_run=True).context(block)["settings"])
+    files = engine_defs.engine_files(block.engine, block_context(plan, block, tmp_path, dry_run=True).settings)
     config = files[f"{HOME}/tabbyAPI/config.yml"]
     for line in ("host: 127.0.0.1", "port: 5000", "disable_auth: false", f"model_dir: {HOME}/models/turboderp",
                  "model_name: Qwen3-8B-exl3-4.0bpw", "max_seq_len: 8192", "cache_size: 8192", "cache_mode: FP16",
@@ -153,10 +153,10 @@ def test_track_x_engines(tmp_path):
         assert got[f"lemonade-{backend}"] == ["lemonade", "load", "user.Qwen3-8B-Q4_K_M", "--ctx-size", "8192",
                                               "--llamacpp", backend, "--llamacpp-args", "--flash-attn on --cache-ram 0"]
     plan = load_plan("x")
-    ctx = Runner(plan, tmp_path, dry_run=True).context(plan.blocks["lemonade-rocm"])
-    assert engine_defs.engine_env(plan.blocks["lemonade-rocm"].engine, ctx["settings"]) == \
+    ctx = block_context(plan, plan.blocks["lemonade-rocm"], tmp_path, dry_run=True)
+    assert engine_defs.engine_env(plan.blocks["lemonade-rocm"].engine, ctx.settings) == \
         {"LEMONADE_HOST": "127.0.0.1", "LEMONADE_PORT": "13305"}
-    assert ctx["health_url"] == "http://127.0.0.1:13305/v1/health"
+    assert ctx.health_url == "http://127.0.0.1:13305/v1/health"
 
 
 @pytest.mark.parametrize("tier, slots, cache, alt", [("32gb", 20, "f16", "q8_0"), ("16gb", 10, "q8_0", "q4_0")])
@@ -182,39 +182,38 @@ def flags(cmd: list[str]) -> dict[str, str]:
     return out
 
 
-def step_command(plan, runner, step_id: str) -> dict[str, str]:
+def step_command(plan, run_dir, step_id: str) -> dict[str, str]:
     step = next(s for s in plan.steps if s.id == step_id)
-    ctx = runner.context(step.block) if step.block else None
-    (cmd,) = runner.commands(step, ctx)
-    return flags(cmd)
+    ctx = block_context(plan, step.block, run_dir, dry_run=True) if step.block else None
+    (cmd,) = step_calls(plan, run_dir, run_dir / "labbook.md", step, ctx)
+    return flags(cmd.to_argv())
 
 
 @pytest.mark.parametrize("track", ["s", "n", "x"])
 def test_sweeps_pass_the_lab_pages_load_test_options(tmp_path, track):
     plan = load_plan(track)
-    runner = Runner(plan, tmp_path, dry_run=True)
-    base = step_command(plan, runner, "llama/sweep:llama-baseline")
+    base = step_command(plan, tmp_path, "llama/sweep:llama-baseline")
     want = {"--base-url": "http://127.0.0.1:8080/v1", "--model": "local-chat", "--concurrency": "1,5,10,20",
             "--requests": "40", "--min-rounds": "4", "--max-tokens": "128", "--prompt-set": "mixed",
             "--engine": "llama.cpp", "--quant": "Q4_K_M", "--context-length": "4096", "--server-slots": "20",
             "--label": "llama-baseline", "--host-desc": plan.variables["HOST_DESC"]}
     assert {k: base[k] for k in want} == want
-    unique = step_command(plan, runner, "llama/sweep:llama-prefix-unique")
-    shared = step_command(plan, runner, "llama/sweep:llama-prefix-shared")
+    unique = step_command(plan, tmp_path, "llama/sweep:llama-prefix-unique")
+    shared = step_command(plan, tmp_path, "llama/sweep:llama-prefix-shared")
     assert [s.id for s in plan.steps].index("llama/sweep:llama-prefix-unique") < \
         [s.id for s in plan.steps].index("llama/sweep:llama-prefix-shared")  # the control first
     for cmd, kind in ((unique, "unique-prefix"), (shared, "shared-prefix")):
         assert (cmd["--concurrency"], cmd["--requests"], cmd["--max-tokens"], cmd["--prompt-set"]) == \
             ("1,10", "40", "64", kind)
-    slots8 = step_command(plan, runner, "llama-slots8/sweep:llama-slots8")
+    slots8 = step_command(plan, tmp_path, "llama-slots8/sweep:llama-slots8")
     assert (slots8["--concurrency"], slots8["--requests"], slots8["--server-slots"]) == ("20", "80", "8")
-    assert step_command(plan, runner, "llama-ctx2048/sweep:llama-ctx2048")["--context-length"] == "2048"
-    assert step_command(plan, runner, "llama-kv-alt/sweep:llama-kv-alt")["--quant"] == \
+    assert step_command(plan, tmp_path, "llama-ctx2048/sweep:llama-ctx2048")["--context-length"] == "2048"
+    assert step_command(plan, tmp_path, "llama-kv-alt/sweep:llama-kv-alt")["--quant"] == \
         f"Q4_K_M, KV {plan.variables['ALT_KV_TYPE']}"
-    vllm = step_command(plan, runner, "vllm/sweep:vllm-baseline")
+    vllm = step_command(plan, tmp_path, "vllm/sweep:vllm-baseline")
     assert (vllm["--base-url"], vllm["--engine"], vllm["--quant"], vllm["--server-slots"]) == \
         ("http://127.0.0.1:8000/v1", "vllm", plan.variables["VLLM_QUANT"], "20")
-    seqs8 = step_command(plan, runner, "vllm-seqs8/sweep:vllm-seqs8")
+    seqs8 = step_command(plan, tmp_path, "vllm-seqs8/sweep:vllm-seqs8")
     assert (seqs8["--concurrency"], seqs8["--requests"], seqs8["--server-slots"]) == ("20", "80", "8")
 
 
@@ -256,7 +255,7 @@ def test_bad_plans_say_what_to_fix(tmp_path):
                        "  - {id: a, engine: practice, settings: {turbo: 1}, steps: [probe]}\n")
     plan = load_plan(str(unknown))
     with pytest.raises(ConfigError, match="has no setting turbo"):
-        Runner(plan, tmp_path).context(plan.blocks["a"])
+        block_context(plan, plan.blocks["a"], tmp_path)
     done = subprocess.run([sys.executable, "-m", "harness.cli", "track", str(bad)], capture_output=True, text=True,
                           cwd=ROOT, timeout=60)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1

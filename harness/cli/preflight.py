@@ -21,12 +21,10 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from harness.run.preflight import plan_findings, summary
-    from harness.run.runner import Runner
+    from harness.run.preflight import plan_findings, plan_targets, summary
 
     plan = load_plan(args.plan, args.tier, parse_sets(args.set))
-    runner = Runner(plan, Path(args.run_dir), out=print)
-    findings = plan_findings(plan, runner.preflight_contexts(), Path(args.run_dir))
+    findings = plan_findings(plan, plan_targets(plan, Path(args.run_dir)), Path(args.run_dir))
     print(f"==> preflight for {plan.name}" + (f" (tier {plan.tier})" if plan.tier else ""))
     for f in findings:
         print("    " + f.line())

@@ -37,7 +37,8 @@ def parse_sets(items: list[str]) -> dict[str, str]:
 
 def run(args) -> int:
     from harness.report.run_report import headline_lines, headlines, levels_in, plan_pairs
-    from harness.run.runner import Runner, fresh_run_dir, latest_run_dir
+    from harness.run.run_dirs import fresh_run_dir, latest_run_dir
+    from harness.run.runner import Runner
 
     plan = load_plan(args.plan, args.tier, parse_sets(args.set))
     if args.run_dir:

@@ -12,7 +12,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
+from harness.errors import InstallError
 from harness.io.ports import holder, port_open
+from harness.run.context import BlockContext, block_context
+from harness.run.engine_defs import launch_argv
+from harness.run.plans import Block, Plan
 
 GB = 1e9
 
@@ -141,45 +145,90 @@ def summary(findings: list[Finding]) -> dict:
             "counts": {k: sum(1 for f in findings if f.level == k) for k in ("PASS", "WARN", "FAIL")}}
 
 
-def plan_findings(plan, contexts: list, run_dir: Path, usage: Callable = shutil.disk_usage,
+@dataclass(frozen=True)
+class Target:
+    """One block as the preflight sees it: its context, the program its launcher runs, and why that
+    program could not be found (None when it was)."""
+
+    block: Block
+    ctx: BlockContext
+    argv0: str
+    missing: str | None = None
+
+
+def plan_targets(plan: Plan, run_dir: Path, dry_run: bool = False) -> list[Target]:
+    """Each block's context for the preflight; an engine that cannot be found is a finding, not an
+    exception (its context is then the dry run's, which names what is missing)."""
+    run_dir = run_dir.absolute()
+    out = []
+    for block in plan.blocks.values():
+        try:
+            ctx = block_context(plan, block, run_dir, dry_run)
+            out.append(Target(block, ctx, launch_argv(block.engine, ctx.settings)[0]))
+        except InstallError as exc:
+            ctx = block_context(plan, block, run_dir, dry_run=True)
+            out.append(Target(block, ctx, "<missing>", str(exc)))
+    return out
+
+
+class _Seen:
+    """What the checks already covered, so a binary, model or port shared by blocks is checked once."""
+
+    def __init__(self) -> None:
+        self.ports: set = set()
+        self.bins: set = set()
+        self.models: set = set()
+        self.images: list[str] = []
+        self.docker_ok = False
+
+
+def _binary_findings(exe: str, allow_cpu: bool, run: Callable, seen: _Seen) -> list[Finding]:
+    """The engine's program, and what it says about itself: Docker's engine, llama-server's devices."""
+    seen.bins.add(exe)
+    findings = [binary(exe)]
+    if exe == "docker" and shutil.which("docker"):
+        text = run(["docker", "info", "--format", "{{.ServerVersion}}"])
+        seen.docker_ok = bool(text) and text.strip()[:1].isdigit()
+        findings.append(Finding("PASS", "docker", f"Docker engine {text.strip()}") if seen.docker_ok else
+                        Finding("FAIL", "docker", "the Docker engine is not reachable (docker info failed); "
+                                                  "start it, or check that this user may use it"))
+    if Path(exe).name == "llama-server" and Path(exe).is_file():
+        text = run([exe, "--list-devices"])
+        if text is not None:
+            findings.append(llama_devices(text, allow_cpu=allow_cpu))
+    return findings
+
+
+def _target_findings(t: Target, allow_cpu: bool, run: Callable, seen: _Seen) -> list[Finding]:
+    """One block's checks: its program, its image, its model file, its port."""
+    kind, settings, ctx = t.block.engine["launcher"], t.ctx.settings, t.ctx
+    findings = [Finding("FAIL", "binary", t.missing)] if t.missing else []
+    exe = {"container": "docker", "compose": "docker"}.get(kind, None)
+    if exe is None and kind != "external":
+        exe = t.argv0
+    if exe and exe not in seen.bins and not exe.startswith("<"):
+        findings += _binary_findings(exe, allow_cpu, run, seen)
+    if kind == "container" and settings.get("image") and settings["image"] not in seen.images:
+        seen.images.append(settings["image"])
+    model = settings.get("model")
+    if kind == "host" and isinstance(model, str) and model.startswith("/") and model not in seen.models:
+        seen.models.add(model)
+        findings.append(model_file(model))
+    if kind not in ("external", "service") and (ctx.host, ctx.port) not in seen.ports:
+        seen.ports.add((ctx.host, ctx.port))
+        findings.append(port_free(ctx.host, ctx.port))
+    return findings
+
+
+def plan_findings(plan, targets: list[Target], run_dir: Path, usage: Callable = shutil.disk_usage,
                   run: Callable = run_text) -> list[Finding]:
-    """Every check a plan needs: ``contexts`` are (block, context) pairs from the track runner, with
-    settings resolved (a missing CPU llama-server shows up as the context's ``missing`` entry)."""
+    """Every check a plan needs, for the blocks ``plan_targets`` gives (a missing CPU llama-server
+    shows up as a target's ``missing``)."""
     v = plan.variables
     findings = [python_version()]
-    seen_ports, seen_bins, seen_models, images = set(), set(), set(), []
-    docker_ok = False
-    for block, ctx in contexts:
-        engine, settings = block.engine, ctx["settings"]
-        if ctx.get("missing"):
-            findings.append(Finding("FAIL", "binary", ctx["missing"]))
-        kind = engine["launcher"]
-        exe = {"container": "docker", "compose": "docker"}.get(kind, None)
-        if exe is None and kind != "external":
-            exe = ctx["argv0"]
-        if exe and exe not in seen_bins and not exe.startswith("<"):
-            seen_bins.add(exe)
-            findings.append(binary(exe))
-            if exe == "docker" and shutil.which("docker"):
-                text = run(["docker", "info", "--format", "{{.ServerVersion}}"])
-                ok = bool(text) and text.strip()[:1].isdigit()
-                docker_ok = ok
-                findings.append(Finding("PASS", "docker", f"Docker engine {text.strip()}") if ok else
-                                Finding("FAIL", "docker", "the Docker engine is not reachable (docker info failed); "
-                                                          "start it, or check that this user may use it"))
-            if Path(exe).name == "llama-server" and Path(exe).is_file():
-                text = run([exe, "--list-devices"])
-                if text is not None:
-                    findings.append(llama_devices(text, allow_cpu=bool(v.get("ALLOW_CPU"))))
-        if kind == "container" and settings.get("image") and settings["image"] not in images:
-            images.append(settings["image"])
-        model = settings.get("model")
-        if kind == "host" and isinstance(model, str) and model.startswith("/") and model not in seen_models:
-            seen_models.add(model)
-            findings.append(model_file(model))
-        if kind not in ("external", "service") and (ctx["host"], ctx["port"]) not in seen_ports:
-            seen_ports.add((ctx["host"], ctx["port"]))
-            findings.append(port_free(ctx["host"], ctx["port"]))
+    seen = _Seen()
+    for t in targets:
+        findings += _target_findings(t, bool(v.get("ALLOW_CPU")), run, seen)
     run_dir.mkdir(parents=True, exist_ok=True)
     findings.append(free_disk(str(run_dir), float(v.get("DISK_GB", 1)), usage))
     accel = v.get("ACCELERATOR", "cpu")
@@ -188,8 +237,8 @@ def plan_findings(plan, contexts: list, run_dir: Path, usage: Callable = shutil.
                     "--format=csv,noheader,nounits"])
         findings += nvidia(text) if text else [Finding("FAIL", "gpu", "nvidia-smi not found or failed: this track "
                                                                        "needs an NVIDIA GPU with a working driver")]
-        if docker_ok:
-            findings += [container_gpu(image, run) for image in images]
+        if seen.docker_ok:
+            findings += [container_gpu(image, run) for image in seen.images]
     elif accel == "rocm":
         text = run(["rocm-smi", "--showmeminfo", "vram", "gtt"])
         findings.append(Finding("PASS", "gpu", "rocm-smi answered") if text and "VRAM" in text else

@@ -1,91 +1,191 @@
-"""The ``harness`` command lines each plan step runs: pure functions of the plan, the step and
-its block's context (settings resolved, address, model, version), so a dry run prints exactly what
-a real run executes."""
+"""The ``harness`` command each plan step runs, as data: a :class:`StepCall` names the subcommand
+and its options in order, and ``to_argv()`` gives the exact command line. The calls are pure
+functions of the plan, the step and its block's context, so a dry run prints exactly what a real
+run executes."""
 
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Union
 
+from harness.run.context import BlockContext
 from harness.run.engine_defs import expand_vars, launch_argv, version_argv
 from harness.run.plans import Block, Plan, Step
 
+# An option's value: a string, True for a flag without a value, or several strings (nargs).
+Value = Union[str, bool, tuple[str, ...]]
+Option = tuple[str, Value]
 
-def options_to_flags(options: dict) -> list[str]:
-    """``{max_tokens: 64, swa_full: true}`` -> ``--max-tokens 64 --swa-full``; false/null are left out."""
-    flags: list[str] = []
+
+@dataclass(frozen=True)
+class StepCall:
+    """One ``harness`` command: the subcommand and its options, in command-line order. Option names
+    are the long flags spelt with underscores (``base_url`` is ``--base-url``)."""
+
+    command: str
+    options: tuple[Option, ...] = ()
+
+    def to_argv(self) -> list[str]:
+        """The arguments after ``harness``: ``["sweep", "--base-url", "http://...", ...]``."""
+        argv = [self.command]
+        for name, value in self.options:
+            flag = "--" + name.replace("_", "-")
+            if value is True:
+                argv.append(flag)
+            elif isinstance(value, tuple):
+                argv += [flag, *value]
+            else:
+                argv += [flag, value]
+        return argv
+
+    def line(self) -> str:
+        """How the call reads in a dry run and in the manifest."""
+        return "harness " + shlex.join(self.to_argv())
+
+
+def flag_options(options: dict) -> list[Option]:
+    """A plan's option mapping as call options: ``True`` is a bare flag, false/null/empty are left out,
+    anything else is its text with ``${VAR}`` filled from the environment."""
+    out: list[Option] = []
     for key, value in options.items():
-        flag = "--" + key.replace("_", "-")
         if value is True:
-            flags.append(flag)
+            out.append((key, True))
         elif value is None or value is False or value == "":
             continue
         else:
-            flags += [flag, str(expand_vars(value, {}))]
-    return flags
+            out.append((key, str(expand_vars(value, {}))))
+    return out
 
 
-def engine_record(plan: Plan, block: Block, ctx: dict) -> dict:
-    """The engine, version and host written into a block's records."""
-    version = ctx["version"]
+def call(command: str, *groups: list[Option]) -> StepCall:
+    return StepCall(command, tuple(opt for group in groups for opt in group))
+
+
+def engine_record(plan: Plan, ctx: BlockContext) -> dict:
+    """The engine, version and host written into a block's records. Before the engine has started
+    (a dry run) the version is the command that will tell it."""
+    block, version = ctx.block, ctx.state.version
     if version is None:
-        argv = version_argv(block.engine, ctx["settings"])
+        argv = version_argv(block.engine, ctx.settings)
         version = "$(" + shlex.join(argv) + ")" if argv else block.record.get("engine_version", "unknown")
     return {"engine": block.record.get("engine", block.engine.get("engine_label", block.engine.name)),
             "engine_version": version,
             "host": block.record.get("host", plan.variables.get("HOST_DESC", "unknown"))}
 
-def step_commands(plan: Plan, run_dir: Path, notebook: Path, step: Step, ctx: dict | None) -> list[list[str]]:
-    """The harness command lines a step runs (empty for in-process steps)."""
-    o, nb = dict(step.options), str(notebook)
-    if step.block is None:
-        if step.kind == "predict":
-            return [["predict", *options_to_flags(o)]]
-        if step.kind == "models":
-            return [["models", *options_to_flags(o), "--labbook", nb]]
-        if step.kind == "summarise":
-            charts = run_dir / "charts"
-            return [["summarise", "--labbook", nb, "--label", label, "--record", "--markdown",
-                     *options_to_flags({"promise": o.get("promise")}),
-                     "--tpot-chart", str(charts / f"{label}-tpot.png")] for label in o.get("labels", [])]
-        if step.kind == "compare":
-            return [["summarise", "--labbook", nb, "--compare", a, b] for a, b in o.get("items", [])]
-        if step.kind == "check":
-            cmds = [["summarise", "--labbook", nb, "--check"]]
-            if o.get("engines", True):
-                cmds.append(["engines", "--labbook", nb, "--check", *(["--allow-cpu"] if o.get("allow_cpu") else [])])
-            return cmds
-        return []
-    block, rec = step.block, engine_record(plan, step.block, ctx)
+
+@dataclass(frozen=True)
+class Where:
+    """What every step builder needs besides the step: the plan, the run's charts folder and the
+    notebook path as the steps are told it."""
+
+    plan: Plan
+    run_dir: Path
+    notebook: str
+
+
+# -- steps outside any engine block ------------------------------------------------------------------
+def _predict(w: Where, o: dict) -> list[StepCall]:
+    return [call("predict", flag_options(o))]
+
+
+def _models(w: Where, o: dict) -> list[StepCall]:
+    return [call("models", flag_options(o), [("labbook", w.notebook)])]
+
+
+def _summarise(w: Where, o: dict) -> list[StepCall]:
+    charts = w.run_dir / "charts"
+    return [call("summarise",
+                 [("labbook", w.notebook), ("label", label), ("record", True), ("markdown", True)],
+                 flag_options({"promise": o.get("promise")}),
+                 [("tpot_chart", str(charts / f"{label}-tpot.png"))]) for label in o.get("labels", [])]
+
+
+def _compare(w: Where, o: dict) -> list[StepCall]:
+    return [call("summarise", [("labbook", w.notebook), ("compare", (a, b))]) for a, b in o.get("items", [])]
+
+
+def _check(w: Where, o: dict) -> list[StepCall]:
+    calls = [call("summarise", [("labbook", w.notebook), ("check", True)])]
+    if o.get("engines", True):
+        calls.append(call("engines", [("labbook", w.notebook), ("check", True)],
+                          [("allow_cpu", True)] if o.get("allow_cpu") else []))
+    return calls
+
+
+PLAN_STEPS: dict[str, Callable[[Where, dict], list[StepCall]]] = {
+    "predict": _predict, "models": _models, "summarise": _summarise, "compare": _compare, "check": _check}
+
+
+# -- steps against a block's engine ------------------------------------------------------------------
+def _served(ctx: BlockContext) -> list[Option]:
+    """The options that say which server a measuring command talks to."""
+    return [("base_url", ctx.base_url), ("model", ctx.model)]
+
+
+def _verify_allocation(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
+    block = ctx.block
+    return [call("verify-allocation", [("log", str(ctx.log)), ("labbook", w.notebook), ("label", block.id)],
+                 flag_options(allocation_options(block, ctx.settings, o)))]
+
+
+def _sweep(w: Where, ctx: BlockContext, o: dict, admission: bool = False) -> list[StepCall]:
+    block, rec = ctx.block, engine_record(w.plan, ctx)
     cond = {k: block.record[k] for k in ("quant", "context_length", "server_slots") if k in block.record}
-    if step.kind == "verify-allocation":
-        return [["verify-allocation", "--log", str(ctx["log"]), "--labbook", nb, "--label", block.id,
-                 *options_to_flags(allocation_options(block, ctx["settings"], o))]]
-    if step.kind in ("sweep", "admission"):
-        opts = {**plan.sweep, **o}
-        if step.kind == "admission":
-            opts.pop("from", None)
-            opts.setdefault("prompt_set", "mixed-long")
-            opts["concurrency"] = ctx.get("admission_level") or "<operating point of " + o.get("from", "?") + ">"
-        return [["sweep", "--base-url", ctx["base_url"], "--model", ctx["model"], "--engine", rec["engine"],
-                 "--engine-version", rec["engine_version"], "--host-desc", rec["host"],
-                 *options_to_flags({**cond, **opts}), "--labbook", nb]]
-    if step.kind == "cross-check":
-        return [["crosscheck", *options_to_flags(crosscheck_options(block, ctx["settings"], o)),
-                 "--labbook", nb]]
-    if step.kind == "probe":
-        return [["probe", "--engine", rec["engine"], "--base-url", ctx["base_url"], "--model", ctx["model"],
-                 "--engine-version", rec["engine_version"], "--host", rec["host"], *options_to_flags(o),
-                 "--labbook", nb]]
-    if step.kind == "measure":
-        backend = block.record.get("backend", block.engine.get("backend", ""))
-        return [["measure", "--engine", rec["engine"], "--base-url", ctx["base_url"], "--model", ctx["model"],
-                 "--engine-version", rec["engine_version"], "--backend", backend, "--host", rec["host"],
-                 *options_to_flags({"quant": block.record.get("quant"),
-                                    "context_length": block.record.get("context_length")}),
-                 "--server-pid", str(ctx["pid"] or "<server pid>"), "--idle-snapshot", str(ctx["idle"]),
-                 *options_to_flags(o), "--labbook", nb]]
-    return []
+    opts = {**w.plan.sweep, **o}
+    if admission:
+        opts.pop("from", None)
+        opts.setdefault("prompt_set", "mixed-long")
+        opts["concurrency"] = ctx.state.admission_level or "<operating point of " + o.get("from", "?") + ">"
+    return [call("sweep", _served(ctx),
+                 [("engine", rec["engine"]), ("engine_version", rec["engine_version"]),
+                  ("host_desc", rec["host"])],
+                 flag_options({**cond, **opts}), [("labbook", w.notebook)])]
+
+
+def _admission(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
+    return _sweep(w, ctx, o, admission=True)
+
+
+def _cross_check(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
+    return [call("crosscheck", flag_options(crosscheck_options(ctx.block, ctx.settings, o)),
+                 [("labbook", w.notebook)])]
+
+
+def _probe(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
+    rec = engine_record(w.plan, ctx)
+    return [call("probe", [("engine", rec["engine"])], _served(ctx),
+                 [("engine_version", rec["engine_version"]), ("host", rec["host"])], flag_options(o),
+                 [("labbook", w.notebook)])]
+
+
+def _measure(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
+    block, rec = ctx.block, engine_record(w.plan, ctx)
+    backend = block.record.get("backend", block.engine.get("backend", ""))
+    return [call("measure", [("engine", rec["engine"])], _served(ctx),
+                 [("engine_version", rec["engine_version"]), ("backend", backend), ("host", rec["host"])],
+                 flag_options({"quant": block.record.get("quant"),
+                               "context_length": block.record.get("context_length")}),
+                 [("server_pid", str(ctx.state.pid or "<server pid>")), ("idle_snapshot", str(ctx.idle))],
+                 flag_options(o), [("labbook", w.notebook)])]
+
+
+BLOCK_STEPS: dict[str, Callable[[Where, BlockContext, dict], list[StepCall]]] = {
+    "verify-allocation": _verify_allocation, "sweep": _sweep, "admission": _admission,
+    "cross-check": _cross_check, "probe": _probe, "measure": _measure}
+
+
+def step_calls(plan: Plan, run_dir: Path, notebook: Path, step: Step,
+               ctx: BlockContext | None) -> list[StepCall]:
+    """The harness commands a step runs (none for the steps the runner does in-process)."""
+    where, options = Where(plan, run_dir, str(notebook)), dict(step.options)
+    if step.block is None:
+        build = PLAN_STEPS.get(step.kind)
+        return build(where, options) if build else []
+    build_block = BLOCK_STEPS.get(step.kind)
+    return build_block(where, ctx, options) if build_block else []
+
 
 def crosscheck_options(block: Block, settings: dict, options: dict) -> dict:
     """Where the engine's own generator lives: llama-batched-bench beside the server binary, with
@@ -100,7 +200,9 @@ def crosscheck_options(block: Block, settings: dict, options: dict) -> dict:
         opts["exec"] = f"docker exec {block.engine['container']['name']}"
     return opts
 
+
 def allocation_options(block: Block, settings: dict, options: dict) -> dict:
+    """What verify-allocation checks the engine's log against: the allocation the settings ask for."""
     alloc = block.engine.get("allocation", "none")
     found = {"engine": alloc}
     for name, keys in (("model", ("model",)), ("slots", ("slots", "max_seqs")),

@@ -1,3 +1,86 @@
 """Engine launchers (DESIGN.md, Contract 5): start with stated settings, refuse a busy port, wait
 until healthy, read the version, keep the log, stop, and prove the port free. Every launcher can
-dry-run: ``command()`` is exactly what it would execute."""
+dry-run: ``command()`` is exactly what it would execute.
+
+All of them meet :class:`~harness.run.launchers.base.Launcher`. Which one an engine gets is its
+definition's ``launcher`` field, looked up in :data:`LAUNCHERS` (kind -> factory).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+from harness import paths
+from harness.errors import ConfigError
+from harness.run.engine_defs import engine_env, expand_vars, fill, launch_argv, version_argv
+from harness.run.launchers.base import Launcher
+from harness.run.launchers.compose import ComposeLauncher
+from harness.run.launchers.container import ContainerLauncher
+from harness.run.launchers.external import ExternalLauncher
+from harness.run.launchers.host import HostLauncher
+from harness.run.launchers.service import ServiceLauncher
+
+if TYPE_CHECKING:
+    from harness.run.context import BlockContext
+
+
+def _version(ctx: BlockContext) -> dict:
+    """The engine's version command and, when it has none, the version the plan states."""
+    return {"version_argv": version_argv(ctx.block.engine, ctx.settings),
+            "version_fallback": ctx.block.record.get("engine_version", "unknown")}
+
+
+def _process(cls: type[HostLauncher]) -> Callable[[BlockContext], Launcher]:
+    """A factory for a launcher that runs the engine's command line as a local process."""
+    def make(ctx: BlockContext) -> Launcher:
+        engine = ctx.block.engine
+        return cls(argv=launch_argv(engine, ctx.settings), host=ctx.host, port=ctx.port,
+                   health_url=ctx.health_url, log_path=ctx.out,
+                   env=engine_env(engine, ctx.settings), **_version(ctx))
+    return make
+
+
+def _compose(ctx: BlockContext) -> Launcher:
+    engine = ctx.block.engine
+    c = engine["compose"]
+    variables = {k: fill(v, ctx.settings, f"engine {engine.name} compose variable {k}")
+                 for k, v in c["variables"].items()}
+    return ComposeLauncher(service=c["service"], profile=c.get("profile", c["service"]), variables=variables,
+                           env_file=paths.workdir() / fill(c["env_file"], ctx.settings), host=ctx.host,
+                           port=ctx.port, health_url=ctx.health_url, log_path=ctx.out,
+                           version_command=c.get("version_command"))
+
+
+def _service(ctx: BlockContext) -> Launcher:
+    engine = ctx.block.engine
+    return ServiceLauncher(argv=launch_argv(engine, ctx.settings),
+                           stop_argv=[expand_vars(x, {}) for x in engine.get("stop_command", [])],
+                           host=ctx.host, port=ctx.port, health_url=ctx.health_url, log_path=ctx.out,
+                           env=engine_env(engine, ctx.settings), **_version(ctx))
+
+
+def _external(ctx: BlockContext) -> Launcher:
+    return ExternalLauncher(base_url=ctx.base_url, health_url=ctx.health_url, **_version(ctx))
+
+
+LAUNCHERS: dict[str, Callable[[BlockContext], Launcher]] = {
+    "host": _process(HostLauncher),
+    "container": _process(ContainerLauncher),
+    "compose": _compose,
+    "service": _service,
+    "external": _external,
+}
+
+
+def make_launcher(ctx: BlockContext) -> Launcher:
+    """The launcher for a block, by its engine definition's ``launcher`` kind."""
+    kind = ctx.block.engine["launcher"]
+    try:
+        factory = LAUNCHERS[kind]
+    except KeyError:
+        raise ConfigError(f"engine {ctx.block.engine.name}: no launcher {kind!r}; known: "
+                          f"{', '.join(LAUNCHERS)}") from None
+    return factory(ctx)
+
+
+__all__ = ["LAUNCHERS", "Launcher", "make_launcher"]

@@ -19,12 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import requests
-
-from harness.run import compose_files
 from harness.errors import EngineError
-from harness.run.launchers.others import refuse_busy
 from harness.io.ports import holder, wait_port_free
+from harness.run import compose_files
+from harness.run.launchers.base import NotHealthy, last_log_line, refuse_busy, wait_healthy
 
 PROJECT = "llm-harness"
 
@@ -64,8 +62,10 @@ class ComposeLauncher:
     compose_file: Path = compose_files.COMPOSE_FILE
     run: Callable[[list[str], dict], subprocess.CompletedProcess] = _run
     client_factory: Callable[[], object] = docker_client
+    version_command: list[str] | None = None  # the engine's own version, run inside the container
     client: object = None
     container: object = None
+    keeps_port = False
     _follower: threading.Thread | None = field(default=None, repr=False)
 
     def argv(self, *action: str) -> list[str]:
@@ -146,33 +146,29 @@ class ComposeLauncher:
         self._follower = threading.Thread(target=follow, name=f"logs-{self.service}", daemon=True)
         self._follower.start()
 
+    def _alive(self) -> None:
+        self.container.reload()
+        state = self.container.attrs.get("State", {})
+        if state.get("Status") in ("exited", "dead"):
+            raise EngineError(f"{self.service} exited with status {state.get('ExitCode')} while starting; "
+                              f"read {self.log_path}: {self.last_log_line()}")
+
     def wait_healthy(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.container.reload()
-            state = self.container.attrs.get("State", {})
-            if state.get("Status") in ("exited", "dead"):
-                raise EngineError(f"{self.service} exited with status {state.get('ExitCode')} while starting; "
-                                  f"read {self.log_path}: {self.last_log_line()}")
-            try:
-                if requests.get(self.health_url, timeout=2).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.5)
-        self.stop()
-        raise EngineError(f"{self.health_url} was not healthy after {timeout:.0f} s; read {self.log_path}")
+        try:
+            wait_healthy(self.health_url, timeout, alive=self._alive)
+        except NotHealthy:
+            self.stop()
+            raise EngineError(f"{self.health_url} was not healthy after {timeout:.0f} s; read {self.log_path}") \
+                from None
 
     def last_log_line(self) -> str:
         time.sleep(0.2)  # let the follower write what the container printed last
-        try:
-            lines = self.log_path.read_text(errors="replace").strip().splitlines()
-        except OSError:
-            return "(no log)"
-        return lines[-1] if lines else "(log empty)"
+        return last_log_line(self.log_path)
 
     def version(self, engine_command: list[str] | None = None) -> str:
-        """The image digest, and the engine's own version when a command for it is given."""
+        """The image digest, and the engine's own version when a command for it is given (by default
+        the definition's ``version_command``)."""
+        engine_command = engine_command or self.version_command
         image = self.client.images.get(self.service_spec()["image"])
         digests = image.attrs.get("RepoDigests") or [image.attrs.get("Id", "?")]
         text = digests[0]
@@ -193,3 +189,6 @@ class ComposeLauncher:
         if not wait_port_free(self.host, self.port, timeout=min(timeout, 30)):
             raise EngineError(f"port {self.port} is still in use after stopping {self.service} (held by "
                               f"{holder(self.port) or 'unknown'})")
+
+    def stopped_note(self) -> str:
+        return f"stopped; port {self.port} is free"

@@ -7,19 +7,21 @@ import os
 import shlex
 import signal
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import requests
+import psutil
 
-from harness.errors import EngineError, PortBusy
-from harness.io.ports import holder, port_open, wait_port_free
+from harness.errors import EngineError
+from harness.io.ports import holder, wait_port_free
+from harness.run.launchers.base import NotHealthy, last_log_line, probe_version, refuse_busy, wait_healthy
 
 
 @dataclass
 class HostLauncher:
-    """Start ``argv`` with its output appended to ``log_path``; healthy when ``health_url`` says 200."""
+    """Start ``argv`` with its output appended to ``log_path``; healthy when ``health_url`` says 200.
+
+    ``version_argv`` is the engine's own version command (None: ``version_fallback`` is used)."""
 
     argv: list[str]
     host: str
@@ -28,6 +30,9 @@ class HostLauncher:
     log_path: Path
     env: dict = field(default_factory=dict)
     proc: subprocess.Popen | None = None
+    version_argv: list[str] | None = None
+    version_fallback: str = "unknown"
+    keeps_port = False
 
     def command(self) -> str:
         """The exact command line, for dry runs and the run manifest."""
@@ -38,10 +43,7 @@ class HostLauncher:
         return self.proc.pid if self.proc is not None else None
 
     def start(self, timeout: float = 120.0) -> None:
-        if port_open(self.host, self.port):
-            who = holder(self.port)
-            raise PortBusy(f"port {self.port} is already in use{f' by {who}' if who else ''}; stop it first "
-                           "(one server at a time) or choose another port")
+        refuse_busy(self.host, self.port)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
         try:
@@ -53,27 +55,34 @@ class HostLauncher:
             log.close()
         self.wait_healthy(timeout)
 
+    def _alive(self) -> None:
+        if self.proc is not None and self.proc.poll() is not None:
+            raise EngineError(f"{Path(self.argv[0]).name} exited with status {self.proc.returncode} while starting; "
+                              f"read {self.log_path}: {self.last_log_line()}")
+
     def wait_healthy(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
-                raise EngineError(f"{Path(self.argv[0]).name} exited with status {self.proc.returncode} while starting; "
-                                  f"read {self.log_path}: {self.last_log_line()}")
-            try:
-                if requests.get(self.health_url, timeout=1).status_code == 200:
-                    return
-            except requests.RequestException:
-                pass
-            time.sleep(0.2)
-        self.stop()
-        raise EngineError(f"{self.health_url} was not healthy after {timeout:.0f} s; read {self.log_path}")
+        try:
+            wait_healthy(self.health_url, timeout, alive=self._alive, interval=0.2, request_timeout=1.0)
+        except NotHealthy:
+            self.stop()
+            raise EngineError(f"{self.health_url} was not healthy after {timeout:.0f} s; read {self.log_path}") \
+                from None
 
     def last_log_line(self) -> str:
+        return last_log_line(self.log_path)
+
+    def version(self) -> str:
+        return probe_version(self.version_argv, self.version_fallback)
+
+    def memory_mb(self) -> float | None:
+        """Resident set of the server and every process it started (a wrapper's child is the engine)."""
+        if self.pid is None:
+            return None
         try:
-            lines = self.log_path.read_text(errors="replace").strip().splitlines()
-        except OSError:
-            return "(no log)"
-        return lines[-1] if lines else "(log empty)"
+            root = psutil.Process(self.pid)
+            return sum(p.memory_info().rss for p in [root, *root.children(recursive=True)]) / 1e6
+        except psutil.Error:
+            return None
 
     def stop(self, timeout: float = 15.0) -> None:
         """Stop the process (SIGTERM, then SIGKILL) and prove the port is free again."""
@@ -89,6 +98,9 @@ class HostLauncher:
                 self.proc.wait(5)
         if not wait_port_free(self.host, self.port, timeout=10):
             raise EngineError(f"port {self.port} is still in use after stopping (held by {holder(self.port) or 'unknown'})")
+
+    def stopped_note(self) -> str:
+        return f"stopped; port {self.port} is free"
 
     def __enter__(self) -> "HostLauncher":
         self.start()

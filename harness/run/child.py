@@ -1,0 +1,39 @@
+"""A step's harness command run as a child process: this interpreter (so the run uses this
+installation), its output appended to the step's log and echoed, indented, to the console."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+
+def harness_argv(args: list[str]) -> list[str]:
+    """How a step runs a harness command: this interpreter, so the run uses this installation."""
+    return [sys.executable, "-m", "harness.entry", *args]
+
+
+def run_harness(args: list[str], log_path: Path, env: dict[str, str], out: Callable[[str], None]) -> int:
+    """Run ``harness ARGS`` with ``env`` added to the environment; its exit status. Ctrl-C is passed
+    on to the child (SIGINT, then a kill after 30 s) and raised again."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "a", encoding="utf-8") as log:
+        log.write(f"$ harness {shlex.join(args)}\n")
+        proc = subprocess.Popen(harness_argv(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, bufsize=1, env={**os.environ, **env})
+        try:
+            for line in proc.stdout:
+                log.write(line)
+                out("    " + line.rstrip("\n"))
+            return proc.wait()
+        except KeyboardInterrupt:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            raise

@@ -1,0 +1,109 @@
+"""A block's context: what the runner, the step calls and the preflight know about one engine
+block before it starts (its settings resolved, address, model, log paths), and the little that is
+learnt once it has started (version, pid, start-up time, admission level).
+
+The context is computed from the plan alone, so a dry run, the preflight and a real run all see
+the same addresses and paths.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.errors import InstallError
+from harness.run.engine_defs import api_model, port_of, resolve_settings
+from harness.run.plans import Block, Plan
+
+# What a dry run prints for a setting whose value `make llama-cpu` has not installed yet.
+_NOT_INSTALLED = {"llama-cpu-binary": "<llama-server from make llama-cpu>",
+                  "llama-cpu-model": "<models/gemma-3-270m-q4_k_m.gguf from make llama-cpu>"}
+
+
+@dataclass
+class EngineState:
+    """What becomes known only once the block's engine has started (all None before)."""
+
+    version: str | None = None
+    pid: int | None = None
+    startup_s: float | None = None
+    admission_level: str | None = None  # the level the admission step chose, for its sweep
+    start_error: str | None = None
+
+
+@dataclass(frozen=True)
+class BlockContext:
+    """One engine block, resolved: ``log`` is the engine's own log when it writes one, else its
+    captured output ``out``; ``idle`` is where the idle memory snapshot goes before it loads."""
+
+    block: Block
+    settings: dict
+    host: str
+    port: int
+    base_url: str
+    health_url: str
+    model: str
+    log: Path
+    out: Path
+    idle: Path
+    state: EngineState = field(default_factory=EngineState)
+
+
+def resolve_auto(kind: str, dry_run: bool) -> str:
+    """A setting given as ``auto``: the installed CPU llama-server or small model, else this Python.
+    A dry run names what is missing instead of failing."""
+    from harness.run import llama_cpu  # imports the launchers; only needed here
+
+    try:
+        if kind == "llama-cpu-binary":
+            return str(llama_cpu.find_llama_server())
+        if kind == "llama-cpu-model":
+            return str(llama_cpu.find_model())
+        return sys.executable
+    except InstallError:
+        if dry_run:
+            return _NOT_INSTALLED[kind]
+        raise
+
+
+def block_settings(plan: Plan, block: Block, run_dir: Path, dry_run: bool = False) -> dict:
+    """The block's engine settings: defaults, the plan's values, the run's paths, ``auto`` resolved."""
+    engine = block.engine
+    run = {"log": str(run_dir / "engines" / f"{block.id}.log"), "run_dir": str(run_dir)}
+    settings = resolve_settings(engine, block.settings, plan.variables, run)
+    for name, kind in engine.get("resolve", {}).items():
+        if settings.get(name) == "auto":
+            settings[name] = resolve_auto(kind, dry_run)
+    return settings
+
+
+def block_context(plan: Plan, block: Block, run_dir: Path, dry_run: bool = False) -> BlockContext:
+    """The context of one block of ``plan`` run into ``run_dir`` (an absolute path)."""
+    engine, settings = block.engine, block_settings(plan, block, run_dir, dry_run)
+    host = settings.get("host", "127.0.0.1")
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1"  # a server listening everywhere is reached here
+    port = port_of(engine, settings)
+    engines = run_dir / "engines"
+    out = engines / f"{block.id}.out"
+    own_log = engine.get("log", "stdout") == "own"
+    root = f"http://{host}:{port}"
+    return BlockContext(block=block, settings=settings, host=host, port=port, base_url=f"{root}/v1",
+                        health_url=f"{root}{engine['health']}",
+                        model=api_model(engine, settings), log=Path(settings["log"]) if own_log else out,
+                        out=out, idle=engines / f"{block.id}.idle.json")
+
+
+def check_model_file(ctx: BlockContext) -> None:
+    """A host engine's model path must exist before anything starts (containers see their own paths)."""
+    model = ctx.settings.get("model")
+    if ctx.block.engine["launcher"] == "host" and isinstance(model, str) and model.startswith("/") \
+            and not Path(model).exists():
+        raise InstallError(f"model file {model} not found; download it first or fix the plan's variables")
+
+
+def file_target(run_dir: Path, name: str) -> Path:
+    """Where an engine's file (a config it reads) is written: relative names are inside the run."""
+    p = Path(name)
+    return p if p.is_absolute() else run_dir / p

@@ -1,0 +1,67 @@
+"""``harness track PLAN --dry-run``: every engine start and every step's command, in run order,
+exactly as a real run would execute them; nothing is started or written."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Callable
+
+from harness.run.context import BlockContext, block_context, file_target
+from harness.run.engine_defs import engine_env, engine_files
+from harness.run.launchers import make_launcher
+from harness.run.plans import Block, Plan, Step, stages
+from harness.run.steps import step_calls
+
+
+def describe(step: Step, run_dir: Path) -> str:
+    """In words, what a step that runs no harness command does."""
+    if step.kind == "recovery":
+        return "wait until the server reports no request running or waiting, then one smoke request"
+    if step.kind == "preflight":
+        return "python, model files, free disk, ports, engine binaries, the accelerator (harness preflight)"
+    if step.kind == "report":
+        return f"write {run_dir / 'report.md'} and the charts from the notebook's records"
+    if step.kind == "verify-allocation":
+        return "skipped: this engine's log states no allocation the harness can check"
+    return step.kind
+
+
+def _block_heading(block: Block) -> str:
+    change = ""
+    if block.base:
+        change = f" (one change from {block.base}: " + ", ".join(
+            f"{k} {a} -> {b}" for k, (a, b) in (block.changed or {}).items()) + ")"
+    return f"\n# {block.id}: {block.engine['title']}{change}"
+
+
+def _print_start(ctx: BlockContext, run_dir: Path, out: Callable[[str], None]) -> None:
+    """The files the engine needs, its start command (with its environment) and the health wait."""
+    engine = ctx.block.engine
+    out(_block_heading(ctx.block))
+    for name, text in engine_files(engine, ctx.settings).items():
+        out(f"write {file_target(run_dir, name)}:\n" + "\n".join("    " + x for x in text.splitlines()))
+    env = engine_env(engine, ctx.settings)
+    prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    out(f"start: {prefix + ' ' if prefix else ''}{make_launcher(ctx).command()}")
+    out(f"wait:  {ctx.health_url} answers 200")
+
+
+def print_dry_run(plan: Plan, run_dir: Path, notebook: Path, out: Callable[[str], None]) -> None:
+    """Print the plan as it would run into ``run_dir`` (absolute); ``notebook`` as the steps see it."""
+    out(f"==> plan {plan.name}: {plan.title}" + (f" (tier {plan.tier})" if plan.tier else ""))
+    out(f"    run directory {run_dir}; nothing is started (dry run)")
+    for block, steps in stages(plan):
+        ctx = block_context(plan, block, run_dir, dry_run=True) if block is not None else None
+        if ctx is not None:
+            _print_start(ctx, run_dir, out)
+        for s in steps:
+            if s.kind in ("start", "stop"):
+                continue
+            calls = step_calls(plan, run_dir, notebook, s, ctx)
+            for c in calls:
+                out(f"{s.id}: {c.line()}")
+            if not calls:
+                out(f"{s.id}: {describe(s, run_dir)}")
+        if ctx is not None:
+            out(f"stop:  {block.id}, then prove port {ctx.port} free")

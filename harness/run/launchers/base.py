@@ -1,0 +1,118 @@
+"""What every engine launcher offers (DESIGN.md, Contract 5), and the pieces they share: the one
+health wait, the busy-port refusal and the version probe.
+
+The runner talks to launchers only through :class:`Launcher`, so adding a kind of launcher is a
+new module and a row in the table in ``launchers/__init__.py``, never a branch in the runner.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import time
+from typing import Callable, Protocol, runtime_checkable
+
+import requests
+
+from harness.errors import EngineError, PortBusy
+from harness.io.ports import holder, port_open
+
+
+@runtime_checkable
+class Launcher(Protocol):
+    """One engine's lifecycle: start it, know when it is healthy, say what it is, stop it.
+
+    ``keeps_port`` is True for launchers that do not own the server (an external endpoint, a
+    service that only unloads its model): the runner then neither refuses a busy port before
+    starting nor claims the port is free after stopping.
+    """
+
+    keeps_port: bool
+
+    def command(self) -> str:
+        """The exact command line it executes (the dry-run line and the manifest's record)."""
+
+    def start(self, timeout: float) -> None:
+        """Start the engine and return once it is healthy; EngineError (or PortBusy) otherwise."""
+
+    def wait_healthy(self, timeout: float) -> None:
+        """Return once the health URL answers 200; EngineError when it does not in time."""
+
+    def version(self) -> str:
+        """The engine's version in words, for the records ("unknown ..." when it cannot be read)."""
+
+    @property
+    def pid(self) -> int | None:
+        """The server process the measure step reads, or None when there is none here."""
+
+    def memory_mb(self) -> float | None:
+        """Resident memory of the engine (its process tree, or its container), None when unknown."""
+
+    def stop(self, timeout: float) -> None:
+        """Stop the engine and, unless ``keeps_port``, prove its port free (EngineError if not)."""
+
+    def stopped_note(self) -> str:
+        """What stopping left behind, in words, for the stop step in the manifest."""
+
+
+class NotHealthy(EngineError):
+    """The health URL did not answer 200 in time; ``last`` is what it answered last."""
+
+    def __init__(self, url: str, timeout: float, last: str):
+        super().__init__(f"{url} was not healthy after {timeout:.0f} s (last: {last})")
+        self.url, self.timeout, self.last = url, timeout, last
+
+
+def wait_healthy(url: str, timeout: float, alive: Callable[[], None] | None = None, interval: float = 0.5,
+                 request_timeout: float = 2.0) -> None:
+    """Poll ``url`` until it answers 200. ``alive`` is called before each try and raises when the
+    engine has already died, so a crash is reported at once rather than after the timeout."""
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while time.monotonic() < deadline:
+        if alive is not None:
+            alive()
+        try:
+            r = requests.get(url, timeout=request_timeout)
+            if r.status_code == 200:
+                return
+            last = f"HTTP {r.status_code}"
+        except requests.RequestException as exc:
+            last = exc.__class__.__name__
+        time.sleep(interval)
+    raise NotHealthy(url, timeout, last)
+
+
+def refuse_busy(host: str, port: int) -> None:
+    """Raise PortBusy when something already answers on the port: one server at a time."""
+    if port_open(host, port):
+        who = holder(port)
+        raise PortBusy(f"port {port} is already in use{f' by {who}' if who else ''}; stop it first "
+                       "(one server at a time) or choose another port")
+
+
+def last_log_line(log_path) -> str:
+    """The last line of an engine's log, for an error message that says why it died."""
+    try:
+        lines = log_path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "(no log)"
+    return lines[-1] if lines else "(log empty)"
+
+
+def probe_version(argv: list[str] | None, fallback: str) -> str:
+    """Run an engine's version command: the first line starting with "version", else its last
+    line. ``fallback`` (the plan's stated version) is used when the engine has no such command."""
+    if not argv:
+        return fallback
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    if done.returncode != 0:
+        return f"unknown ({shlex.join(argv)} exited with status {done.returncode})"
+    lines = [x.strip() for x in (done.stdout + done.stderr).splitlines() if x.strip()]
+    for line in lines:
+        if line.lower().startswith("version"):
+            return line
+    return lines[-1] if lines else "unknown"

@@ -1,0 +1,82 @@
+"""The two steps the runner does in-process rather than as a harness command: recovery (after
+saturation the server returns to idle and answers a fresh request) and the choice of the
+admission level (the highest swept level inside the objective) the admission sweep then runs."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import requests
+
+from harness.run.context import BlockContext
+from harness.run.plans import Step
+
+# Gauges that count requests running or queued, by their name's ending (llama-server and vLLM).
+QUEUE_GAUGES = ("requests_processing", "requests_deferred", "num_requests_running", "num_requests_waiting")
+
+
+def _busy_after_load(metrics_url: str, timeout: float) -> float | None:
+    """Requests still running or waiting once the server settles (0: idle), or None when there
+    is no /metrics to read. Gives up after ``timeout`` and returns what it read last."""
+    from harness.io.metrics_sampler import parse_metrics
+
+    deadline, busy = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        try:
+            r = requests.get(metrics_url, timeout=5)
+        except requests.RequestException:
+            break
+        if r.status_code != 200:
+            break
+        gauges = [v for k, v in parse_metrics(r.text).items() if k.endswith(QUEUE_GAUGES)]
+        if not gauges:
+            break
+        busy = sum(gauges)
+        if busy == 0:
+            break
+        time.sleep(0.5)
+    return busy
+
+
+def recovery(ctx: BlockContext, api_env: dict[str, str], timeout: float = 120.0) -> tuple[str, str]:
+    """After saturation: the server returns to idle and answers a fresh smoke request.
+    Returns the step's status and reason."""
+    base = ctx.base_url
+    metrics_url = base[: -len("/v1")] + "/metrics" if base.endswith("/v1") else base + "/metrics"
+    busy = _busy_after_load(metrics_url, timeout)
+    if busy:
+        return "failed", (f"still {busy:g} request(s) running or waiting {timeout:.0f} s after the load "
+                          "stopped")
+    body = {"model": ctx.model, "messages": [{"role": "user", "content": "Reply with one word: ready"}],
+            "max_tokens": 8, "temperature": 0}
+    headers = {"Authorization": f"Bearer {key}" for key in api_env.values()}
+    t0 = time.monotonic()
+    try:
+        r = requests.post(base + "/chat/completions", json=body, headers=headers, timeout=60)
+    except requests.RequestException as exc:
+        return "failed", f"smoke request failed: {exc.__class__.__name__}"
+    if r.status_code != 200:
+        return "failed", f"smoke request answered HTTP {r.status_code}"
+    idle = "idle by /metrics" if busy == 0 else "no /metrics to read"
+    return "passed", f"{idle}; smoke request answered in {time.monotonic() - t0:.2f} s"
+
+
+def admission_level(notebook: Path, step: Step) -> tuple[int | None, str]:
+    """The operating point of the sweep named by the step's ``from`` option, and why; None (and
+    why not) when that sweep recorded nothing or no level met the objective."""
+    from harness.core import curves
+    from harness.core.levels import LAB_ID
+    from harness.io.notebook import read_records
+
+    source = step.options.get("from")
+    recs = read_records(notebook, "level", select=lambda o: o.get("lab") == LAB_ID
+                        and o.get("label") == source and "concurrency" in o).records
+    levels = curves.by_label(recs).get(source, {})
+    if not levels:
+        return None, f"no levels recorded for {source}; its sweep did not run"
+    d = curves.curve(levels)
+    if d.operating_point is None:
+        return None, f"no level of {source} met the objective (TTFT p90 <= {d.slo_ttft} s, TPOT p90 <= " \
+                     f"{d.slo_tpot} s), so there is no admission level to recommend"
+    return d.operating_point, f"highest level of {source} inside the objective"

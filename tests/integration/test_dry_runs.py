@@ -1,0 +1,86 @@
+"""Every track's dry run, byte for byte, against the output captured before the runner was split.
+
+``harness track PLAN --dry-run`` is what a user reads before starting an hour-long run, and it is
+the runner's own statement of what it executes, so a refactoring of ``harness/run`` must leave it
+unchanged. Each plan (and each of its tiers) runs as a user would run it: the real CLI in a fresh
+directory with the default run directory. What depends on the machine (the checkout, the
+interpreter, the llama-server install, $HOME, today's date, the working directory) is replaced by
+placeholders before comparing.
+
+Regenerate the fixtures (only when a change to the dry run is intended) with
+``.venv/bin/python -m tests.integration.test_dry_runs``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPECTED = ROOT / "tests" / "fixtures" / "expected" / "dry-run"
+
+# (track, tier): None is the plan's default tier, as `harness track NAME --dry-run` gives it.
+CASES = [("cpu", None), ("s", None), ("x", None), ("n", None), ("n", "24gb"), ("n", "16gb"),
+         ("m", None), ("m", "32gb"), ("m", "16gb")]
+
+
+def case_name(track: str, tier: str | None) -> str:
+    return track + (f"-{tier}" if tier else "")
+
+
+def _llama_bin_dir() -> str | None:
+    """Where `make llama-cpu` put llama-server (its folder holds llama-batched-bench too)."""
+    from harness.errors import InstallError
+    from harness.run import llama_cpu
+
+    try:
+        return str(llama_cpu.find_llama_server().parent)
+    except InstallError:
+        return None
+
+
+def normalise(text: str, cwd: Path) -> str:
+    """Replace the machine's own paths and today's date by placeholders, longest first, so a path
+    inside another (the llama-server inside the checkout's .venv) keeps its own name."""
+    places = {
+        "<LLAMA_BIN>": _llama_bin_dir(),
+        "<PYTHON>": sys.executable,
+        "<CWD>": str(cwd),
+        "<ROOT>": str(ROOT),
+        "<HOME>": os.environ.get("HOME"),
+    }
+    for name, value in sorted(places.items(), key=lambda kv: -len(kv[1] or "")):
+        if value and value != "/":
+            text = text.replace(value, name)
+    return text.replace(f"runs/{time.strftime('%Y-%m-%d')}-", "runs/<DATE>-")
+
+
+def dry_run(track: str, tier: str | None, cwd: Path) -> str:
+    """The dry run as a user sees it: the real CLI, in ``cwd``, default run directory."""
+    argv = [sys.executable, "-m", "harness.entry", "track", track, "--dry-run",
+            *(["--tier", tier] if tier else [])]
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return normalise(done.stdout, cwd)
+
+
+@pytest.mark.parametrize("track,tier", CASES, ids=[case_name(*c) for c in CASES])
+def test_dry_run_is_unchanged(track: str, tier: str | None, tmp_path: Path) -> None:
+    expected = (EXPECTED / f"{case_name(track, tier)}.txt").read_text(encoding="utf-8")
+    assert dry_run(track, tier, tmp_path) == expected
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    EXPECTED.mkdir(parents=True, exist_ok=True)
+    for case in CASES:
+        with tempfile.TemporaryDirectory() as tmp:
+            text = dry_run(*case, Path(tmp).resolve())
+        (EXPECTED / f"{case_name(*case)}.txt").write_text(text, encoding="utf-8")
+        print(f"wrote {case_name(*case)}.txt ({len(text.splitlines())} lines)")

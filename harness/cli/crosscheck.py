@@ -5,12 +5,11 @@ from __future__ import annotations
 import shlex
 import subprocess
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
 from harness.core import crosscheck
 from harness.errors import ConfigError, InstallError, TargetError
-from harness.core.levels import LAB_ID
+from harness.core.records import CrossCheck, iso_utc_stamp
 from harness.io.notebook import append_record
 
 
@@ -115,15 +114,14 @@ def run(args) -> int:
     ours = {"output_tokens_per_s": row["output_tokens_per_s"], "tpot_p50_s": row["tpot_s"].get("p50"),
             "ttft_p50_s": row["ttft_s"].get("p50"), "completed": row["completed"],
             "prompt_tokens_mean": row.get("prompt_tokens_mean"), "max_tokens": row.get("max_tokens")}
-    rec = {"harness_schema": 1, "record": "cross-check", "lab": LAB_ID, "label": args.label,
-           "concurrency": args.concurrency, "tool": args.tool, "command": shlex.join(argv),
-           "from_file": bool(args.output), "prompt_tokens": prompt_tokens, "max_tokens": max_tokens,
-           "ours": ours, "theirs": {"output_tokens_per_s": theirs["output_tokens_per_s"],
-                                    "tpot_p50_s": (theirs.get("tpot_s") or {}).get("p50"),
-                                    "ttft_p50_s": (theirs.get("ttft_s") or {}).get("p50"),
-                                    **{k: theirs[k] for k in ("completed", "failed", "batch", "max_concurrency",
-                                                              "goodput_requests_per_s") if k in theirs}},
-           **cmp, "checked_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    their_view = {"output_tokens_per_s": theirs["output_tokens_per_s"],
+                  "tpot_p50_s": (theirs.get("tpot_s") or {}).get("p50"),
+                  "ttft_p50_s": (theirs.get("ttft_s") or {}).get("p50"),
+                  **{k: theirs[k] for k in ("completed", "failed", "batch", "max_concurrency",
+                                            "goodput_requests_per_s") if k in theirs}}
+    rec = CrossCheck(label=args.label, concurrency=args.concurrency, tool=args.tool, command=shlex.join(argv),
+                     from_file=bool(args.output), prompt_tokens=prompt_tokens, max_tokens=max_tokens,
+                     ours=ours, theirs=their_view, comparison=cmp, checked_at=iso_utc_stamp()).to_dict()
     append_record(args.labbook, rec, "cross-check")
 
     def f(x, spec):

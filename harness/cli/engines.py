@@ -9,7 +9,7 @@ from harness.report import engine_tables
 from harness.io.machines import lookup
 from harness.io.model_info import load_model
 from harness.core.predictions import decode_ceiling, kv_per_token
-from harness.core.probes import FEATURES_LAB
+from harness.core.records import is_engine_speed, is_features
 from harness.io.notebook import read_records
 
 
@@ -32,9 +32,8 @@ def _read(path: str, schema: str, select):
 
 
 def run(args) -> int:
-    speed = _read(args.labbook, "engine-speed", lambda o: o.get("lab") == FEATURES_LAB and o.get("test") in
-                  ("short", "long"))
-    feats = _read(args.labbook, "features", lambda o: o.get("lab") == FEATURES_LAB and o.get("probe") == "features")
+    speed = _read(args.labbook, "engine-speed", is_engine_speed)
+    feats = _read(args.labbook, "features", is_features)
     order, by_speed, by_feat = engine_tables.latest_per_engine(speed, feats)
     ceiling = None
     if args.machine:

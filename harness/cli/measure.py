@@ -10,13 +10,14 @@ import statistics
 import sys
 import time
 import uuid
+from dataclasses import replace
 
 import requests
 
 from harness.io import memory
 from harness.io.http import stream_chat
 from harness.errors import ConfigError, TargetError, TargetUnreachable
-from harness.core.probes import FEATURES_LAB
+from harness.core.records import EngineSpeed, utc_stamp
 from harness.io.notebook import append_record, validate
 
 SHORT = "Two sentences, please: what is a KV cache, and why does it grow with the context?"
@@ -92,24 +93,22 @@ def _median(runs: list[dict], key: str):
     return statistics.median(values) if values else None
 
 
-def measure_test(args, key, name: str, prompt: str) -> dict:
+def measure_test(args, key, name: str, prompt: str) -> EngineSpeed:
     if not args.no_warmup:
         one(args, key, prompt)
     runs = [one(args, key, prompt) for _ in range(args.repetitions)]
     reused = [run["cached_tokens"] for run in runs if isinstance(run["cached_tokens"], int)]
     r2 = lambda v, d: None if v is None else round(v, d)  # noqa: E731
-    return {"lab": FEATURES_LAB, "harness_schema": 1, "engine": args.engine, "engine_version": args.engine_version,
-            "backend": args.backend, "host": args.host, "model": args.model, "quant": args.quant,
-            "context_length": args.context_length, "test": name, "repetitions": args.repetitions,
-            "max_tokens": args.max_tokens, "ttft_s": r2(_median(runs, "ttft_s"), 4),
-            "decode_tokens_per_s": r2(_median(runs, "decode_tokens_per_s"), 2),
-            "prompt_tokens": _median(runs, "prompt_tokens"), "completion_tokens": _median(runs, "completion_tokens"),
-            "token_source": runs[-1]["token_source"], "finish_reason": runs[-1]["finish_reason"],
-            "text_fields": runs[-1]["fields"], "max_cached_prompt_tokens": max(reused, default=None),
-            "prompt_tag": not args.reuse_prompt,
-            "server_prefill_tokens_per_s": _median(runs, "server_prefill"),
-            "server_decode_tokens_per_s": _median(runs, "server_decode"),
-            "measured_on": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    return EngineSpeed(
+        engine=args.engine, engine_version=args.engine_version, backend=args.backend, host=args.host,
+        model=args.model, quant=args.quant, context_length=args.context_length, test=name,
+        repetitions=args.repetitions, max_tokens=args.max_tokens, ttft_s=r2(_median(runs, "ttft_s"), 4),
+        decode_tokens_per_s=r2(_median(runs, "decode_tokens_per_s"), 2),
+        prompt_tokens=_median(runs, "prompt_tokens"), completion_tokens=_median(runs, "completion_tokens"),
+        token_source=runs[-1]["token_source"], finish_reason=runs[-1]["finish_reason"],
+        text_fields=runs[-1]["fields"], max_cached_prompt_tokens=max(reused, default=None),
+        prompt_tag=not args.reuse_prompt, server_prefill_tokens_per_s=_median(runs, "server_prefill"),
+        server_decode_tokens_per_s=_median(runs, "server_decode"), measured_on=utc_stamp())
 
 
 def prefill_from_difference(short: dict, long: dict) -> float | None:
@@ -144,13 +143,15 @@ def run(args) -> int:
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     wait_for(args.base_url, headers, args.wait_seconds)
     long_prompt = PARAGRAPH * args.long_repeats + "\n\n" + ASK
-    short, long = (measure_test(args, key, n, p) for n, p in (("short", SHORT), ("long", long_prompt)))
+    tests = [measure_test(args, key, n, p) for n, p in (("short", SHORT), ("long", long_prompt))]
     loaded = memory.snapshot()
     added = memory.delta(idle, loaded) if idle else {}
     rss = memory.process_rss_mb(args.server_pid)
-    prefill = prefill_from_difference(short, long)
+    prefill = prefill_from_difference(*(t.to_dict() for t in tests))
+    extra = {"prefill_tokens_per_s": prefill, "memory": loaded, "memory_delta_mb": added,
+             "process_resident_mb": rss}
+    short, long = (replace(t, extra=extra).to_dict() for t in tests)
     for rec in (short, long):
-        rec.update(prefill_tokens_per_s=prefill, memory=loaded, memory_delta_mb=added, process_resident_mb=rss)
         print(f"    {args.engine:>14} {rec['test']:>5}  prompt {rec['prompt_tokens']} tok  ttft {rec['ttft_s']:.3f} s  "
               f"decode {rec['decode_tokens_per_s']:.2f} tok/s  {rec['completion_tokens']} tok ({rec['finish_reason']}), "
               f"counts from {rec['token_source']}, cached {rec['max_cached_prompt_tokens']}")

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import requests
 
 from harness.core import probes
 from harness.errors import TargetUnreachable
+from harness.core.records import Features, utc_stamp
 from harness.io.notebook import append_record
 
 
@@ -107,12 +107,11 @@ def probe_schema(client: _Client, args) -> dict:
 def run(args) -> int:
     key = (os.environ.get(args.api_key_env) if args.api_key_env else None) or args.api_key or None
     client = _Client(args.base_url, key, args.timeout)
-    record = {"lab": probes.FEATURES_LAB, "harness_schema": 1, "probe": "features", "engine": args.engine,
-              "engine_version": args.engine_version, "host": args.host, "model": args.model,
-              "base_url": args.base_url, "models_endpoint": probe_models(client),
-              "tool_calling": probe_tools(client, args), "streaming_tool_calling": probe_streaming_tools(client, args),
-              "structured_output": probe_schema(client, args),
-              "measured_on": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    record = Features(engine=args.engine, engine_version=args.engine_version, host=args.host,
+                      model=args.model, base_url=args.base_url, models_endpoint=probe_models(client),
+                      tool_calling=probe_tools(client, args),
+                      streaming_tool_calling=probe_streaming_tools(client, args),
+                      structured_output=probe_schema(client, args), measured_on=utc_stamp()).to_dict()
     shown = {"models_endpoint": lambda r: r["model_ids"],
              "tool_calling": lambda r: {r.get("called"): r.get("arguments")},
              "streaming_tool_calling": lambda r: {r.get("called"): r.get("arguments")},

@@ -4,13 +4,12 @@ summarise-load.py (same options), plus capacity within a promise, copies for a p
 from __future__ import annotations
 
 import sys
-import time
 
 from tabulate import tabulate
 
 from harness.core import curves
 from harness.errors import ConfigError
-from harness.core.levels import LAB_ID
+from harness.core.records import CurveSummary, is_level, now_stamp
 from harness.io.notebook import append_record, read_records
 
 
@@ -39,8 +38,7 @@ def add_parser(sub) -> None:
 
 
 def load(path: str) -> dict[str, dict[int, dict]]:
-    result = read_records(path, "level", select=lambda o: o.get("lab") == LAB_ID and "concurrency" in o
-                          and "ttft_s" in o)
+    result = read_records(path, "level", select=is_level)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return curves.by_label(result.records)
@@ -100,21 +98,16 @@ def run(args) -> int:
         print(f"    chart: {tpot_chart(args.label, levels, d.fit, args.tpot_chart)}")
     if args.record and d.levels:
         first = levels[d.levels[0]]
-        rec = {
-            "lab": LAB_ID, "harness_schema": 1, "record": "curve-summary", "label": args.label,
-            **{k: first.get(k) for k in ("engine", "engine_version", "host", "quant", "model", "context_length",
-                                         "server_slots")},
-            "levels": d.levels, "knee_between": list(d.knee) if d.knee else None,
-            "operating_point": d.operating_point,
-            "peak_output_tokens_per_s": max(levels[c]["output_tokens_per_s"] for c in d.levels),
-            "tpot_fit_ms": ({"a": round(d.fit["a_s"] * 1000, 3), "b": round(d.fit["b_s"] * 1000, 4)}
-                            if d.fit else None),
-            "ceiling_tokens_per_s": None if d.ceiling is None else round(d.ceiling, 1),
-            "c_at_slo": None if d.c_at_slo is None else round(d.c_at_slo, 1),
-            "capacity_within_promise": capacity, "promise_s": args.promise,
-            "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        }
-        append_record(args.labbook, rec, "curve-summary")
+        rec = CurveSummary(
+            label=args.label, run=first, levels=d.levels, knee_between=list(d.knee) if d.knee else None,
+            operating_point=d.operating_point,
+            peak_output_tokens_per_s=max(levels[c]["output_tokens_per_s"] for c in d.levels),
+            tpot_fit_ms=({"a": round(d.fit["a_s"] * 1000, 3), "b": round(d.fit["b_s"] * 1000, 4)}
+                         if d.fit else None),
+            ceiling_tokens_per_s=None if d.ceiling is None else round(d.ceiling, 1),
+            c_at_slo=None if d.c_at_slo is None else round(d.c_at_slo, 1),
+            capacity_within_promise=capacity, promise_s=args.promise, recorded_at=now_stamp())
+        append_record(args.labbook, rec.to_dict(), "curve-summary")
         print(f"    appended a curve-summary record for {args.label} to {args.labbook}")
     return 0
 

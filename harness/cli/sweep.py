@@ -7,19 +7,17 @@ to a samples file beside it.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from harness.errors import ConfigError, TargetError, TargetUnreachable
-from harness.core.levels import LAB_ID, aggregate, client_limited, peak_in_flight, sample_record
-from harness.core.prompts import PROMPT_SETS, make_prompts, load_prompt_file
-from harness.io.notebook import append_record
-
-WARMUP_PROMPT = "Answer with a single word: ok"
+from harness.core.prompts import PROMPT_SETS
+from harness.core.records import (DEFAULT_SLO_TPOT_S, DEFAULT_SLO_TTFT_S, UNKNOWN, EndpointCheck,
+                                  LevelContext, LevelRecord, Objectives, ServerInfo)
+from harness.errors import ConfigError
+from harness.load import sweep as sweeping  # no Locust yet: harness.load.runner is imported when load runs
+from harness.load.sweep import SweepPlan
 
 
 def add_parser(sub) -> None:
@@ -37,13 +35,15 @@ def add_parser(sub) -> None:
     p.add_argument("--prompt-set", default="mixed", choices=list(PROMPT_SETS))
     p.add_argument("--prompt-file", help="JSONL prompts ({'prompt': ...} or {'messages': [...]}) instead of a set")
     p.add_argument("--warmup", type=int, default=1, help="discarded short requests before the first level")
-    p.add_argument("--slo-ttft", type=float, default=2.0, help="goodput objective for TTFT, seconds")
-    p.add_argument("--slo-tpot", type=float, default=0.1, help="goodput objective for TPOT, seconds")
+    p.add_argument("--slo-ttft", type=float, default=DEFAULT_SLO_TTFT_S,
+                   help="goodput objective for TTFT, seconds")
+    p.add_argument("--slo-tpot", type=float, default=DEFAULT_SLO_TPOT_S,
+                   help="goodput objective for TPOT, seconds")
     p.add_argument("--label", default="run")
-    p.add_argument("--engine", default="unknown")
-    p.add_argument("--engine-version", default="unknown")
-    p.add_argument("--host-desc", default="unknown", help="machine description for the record")
-    p.add_argument("--quant", default="unknown")
+    p.add_argument("--engine", default=UNKNOWN)
+    p.add_argument("--engine-version", default=UNKNOWN)
+    p.add_argument("--host-desc", default=UNKNOWN, help="machine description for the record")
+    p.add_argument("--quant", default=UNKNOWN)
     p.add_argument("--context-length", type=int, default=0, help="context per sequence the server was started with")
     p.add_argument("--server-slots", type=int, default=0, help="sequences the server runs at once")
     p.add_argument("--api-key-env", default="LOADTEST_API_KEY", help="environment variable holding the API key")
@@ -65,28 +65,12 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def prove_endpoint(args, listed: list[str], api_key: str | None) -> None:
-    """One request before the first level; a broken endpoint stops the sweep with one line, and what
-    the check saw goes into the notebook."""
-    from harness.io import endpoint_proof
-
-    seen = endpoint_proof.observe(args.base_url, args.model, listed, api_key, timeout=min(args.timeout, 300))
-    sample_prompts = (load_prompt_file(args.prompt_file, 64) if args.prompt_file
-                      else make_prompts(args.prompt_set, 64))
-    longest = max(endpoint_proof.estimate_tokens(p) for p in sample_prompts)
-    record = {"harness_schema": 1, "record": "endpoint-check", "lab": LAB_ID, "label": args.label,
-              "base_url": args.base_url, "model": args.model, **seen, "longest_prompt_tokens_estimate": longest,
-              "checked_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    try:
-        warnings, failure = endpoint_proof.verdict(seen, longest, args.max_tokens), None
-    except TargetError as exc:
-        warnings, failure = [], exc
-    append_record(args.labbook, {**record, "warnings": warnings}, "endpoint-check")
-    if failure:
-        raise failure
+def print_endpoint(check: EndpointCheck) -> None:
+    """What the endpoint proof saw, and its warnings on stderr."""
+    seen = check.observed
     print(f"    endpoint proved: text in {', '.join(seen['text_fields'])}, finish {seen['finish_reason']}, usage "
           f"{'yes' if seen['usage'] else 'no'}, context {seen['n_ctx'] or 'not reported'} per sequence")
-    for w in warnings:
+    for w in check.warnings:
         print(f"warning: {w}", file=sys.stderr)
 
 
@@ -117,7 +101,8 @@ def _root(base_url: str) -> tuple[str, str]:
     return f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/") or "/v1"
 
 
-def run(args) -> int:
+def plan_from(args) -> SweepPlan:
+    """The checked options as a sweep plan (ConfigError, one line, for anything that does not fit)."""
     rates = parse_rates(args.rate) if args.rate else None
     levels = rates if rates else parse_levels(args.concurrency)
     if args.requests < 1 or args.max_tokens < 2:
@@ -129,102 +114,66 @@ def run(args) -> int:
     if args.processes and (rates or args.duration or args.prompt_file):
         raise ConfigError("--processes works with the closed loop and the built-in prompt sets only")
     root, base_path = _root(args.base_url)
-    api_key = os.environ.get(args.api_key_env) or None
-    metrics_url = None if args.metrics_url == "none" else (args.metrics_url or root + "/metrics")
-    samples_path = Path(args.samples) if args.samples else Path(args.labbook).with_suffix(".samples.jsonl")
+    server = ServerInfo(args.engine_version, args.host_desc, args.quant, args.context_length or None,
+                        args.server_slots or None)
+    context = LevelContext(
+        label=args.label, engine=args.engine, model=args.model, base_url=args.base_url,
+        prompt_set="file:" + Path(args.prompt_file).name if args.prompt_file else args.prompt_set,
+        max_tokens=args.max_tokens, temperature=args.temperature,
+        objectives=Objectives(args.slo_ttft, args.slo_tpot), server=server)
+    return SweepPlan(
+        root=root, base_path=base_path, context=context, levels=levels, open_loop=bool(rates),
+        requests=args.requests, min_rounds=args.min_rounds, timeout=args.timeout,
+        prompt_file=args.prompt_file,
+        warmup=args.warmup, api_key=os.environ.get(args.api_key_env) or None, api_key_env=args.api_key_env,
+        labbook=args.labbook,
+        samples_path=Path(args.samples) if args.samples else Path(args.labbook).with_suffix(".samples.jsonl"),
+        poisson=args.poisson, duration=args.duration, seed=args.seed, processes=args.processes,
+        metrics_url=None if args.metrics_url == "none" else (args.metrics_url or root + "/metrics"))
 
-    from harness.load import runner as loadgen  # imports Locust, which patches the standard library: only now
 
-    try:
-        listed = loadgen.check_models(args.base_url, args.model, api_key)
-    except Exception as exc:  # connection refused, DNS, TLS: one line, no traceback
-        raise TargetUnreachable(f"nothing answers at {args.base_url} ({type(exc).__name__}); start the server "
-                                "or fix --base-url") from exc
-    if listed and args.model not in listed:
-        print(f"warning: the server lists {', '.join(map(str, listed))}, not {args.model!r}; requests may fail",
-              file=sys.stderr)
-
+def print_plan(args) -> None:
     print(f"==> {args.label}: {args.model} at {args.base_url}")
     print(f"    prompt set {args.prompt_file or args.prompt_set}, at least {args.requests} request(s) per level"
           f"{f' and {args.min_rounds} per worker' if args.min_rounds else ''}, max_tokens {args.max_tokens}, "
           f"temperature {args.temperature}")
     print(f"    goodput objective: TTFT <= {args.slo_ttft} s and TPOT <= {args.slo_tpot} s; "
           f"{args.warmup} warm-up request(s)", flush=True)
+
+
+def run(args) -> int:
+    plan = plan_from(args)
+    listed = sweeping.list_models(plan)
+    if listed and args.model not in listed:
+        print(f"warning: the server lists {', '.join(map(str, listed))}, not {args.model!r}; requests may "
+              "fail", file=sys.stderr)
+    print_plan(args)
     if not args.no_endpoint_check:
-        prove_endpoint(args, listed, api_key)
+        print_endpoint(sweeping.prove_endpoint(plan, listed))
+    written: list[dict] = []
+    started: list[bool] = []
 
-    workload = {"path": base_path + "/chat/completions", "model": args.model, "max_tokens": args.max_tokens,
-                "temperature": args.temperature, "api_key": api_key, "timeout": args.timeout}
-    if args.warmup > 0:
-        loadgen.run_closed_level(root, {**workload, "prompts": [WARMUP_PROMPT], "max_tokens": 8}, 1, args.warmup,
-                                 args.timeout)
+    def on_ready() -> None:
+        started.append(True)
+        if plan.processes:
+            print(f"    load from {plan.processes} Locust worker process(es)", flush=True)
 
-    distributed = None
-    if args.processes:
-        worker_args = ["--model", args.model, "--max-tokens", str(args.max_tokens), "--temperature",
-                       str(args.temperature), "--prompt-set", args.prompt_set, "--api-base-path", base_path,
-                       "--api-key-env", args.api_key_env]
-        distributed = loadgen.DistributedLoad(root, args.processes, worker_args)
-        print(f"    load from {args.processes} Locust worker process(es)", flush=True)
-    exit_code, written = 0, 0
+    def on_level(record: LevelRecord) -> None:
+        written.append(record.to_dict())
+        print_level(written[-1])
+
     try:
-        for level in levels:
-            count = args.requests if rates else max(args.requests, args.min_rounds * int(level))
-            prompts = (load_prompt_file(args.prompt_file, max(count, 64)) if args.prompt_file
-                       else make_prompts(args.prompt_set, max(count, 64)))
-            extra: dict = {"arrival": "closed"}
-            if rates:
-                result = loadgen.run_open_level(root, {**workload, "prompts": prompts}, level, count, args.poisson,
-                                                args.timeout, metrics_url=metrics_url, seed=args.seed)
-                extra = {"arrival": "poisson" if args.poisson else "fixed-rate", "rate_rps": level}
-                concurrency = max(1, peak_in_flight(result.samples))
-            elif args.duration:
-                result = loadgen.run_timed_level(root, {**workload, "prompts": prompts}, level, args.duration,
-                                                 args.timeout, metrics_url=metrics_url)
-                extra["duration_s"] = args.duration
-                concurrency = level
-            elif distributed:
-                result = distributed.level(level, count, args.timeout, metrics_url=metrics_url)
-                extra["processes"] = args.processes
-                concurrency = level
-            else:
-                result = loadgen.run_closed_level(root, {**workload, "prompts": prompts}, level, count, args.timeout,
-                                                  metrics_url=metrics_url)
-                concurrency = level
-            row = aggregate(result.samples, concurrency, result.wall_s, args.slo_ttft, args.slo_tpot)
-            row["client_cpu"] = round(result.client_cpu, 3)
-            row["client_limited"] = client_limited(result.client_cpu, row["mean_in_flight"], concurrency,
-                                                   row["client_late_share"])
-            if result.metrics:
-                row["server_metrics"] = result.metrics
-            record = {
-                "lab": LAB_ID, "harness_schema": 1, "label": args.label, "engine": args.engine,
-                "engine_version": args.engine_version, "host": args.host_desc, "quant": args.quant,
-                "context_length": args.context_length or None, "server_slots": args.server_slots or None,
-                "model": args.model, "base_url": args.base_url,
-                "prompt_set": "file:" + Path(args.prompt_file).name if args.prompt_file else args.prompt_set,
-                "max_tokens": args.max_tokens, "temperature": args.temperature, "slo_ttft_s": args.slo_ttft,
-                "slo_tpot_s": args.slo_tpot, **extra,
-                "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **row,
-            }
-            append_record(args.labbook, record, "level")
-            written += 1
-            with open(samples_path, "a", encoding="utf-8") as fh:
-                for s in result.samples:
-                    fh.write(json.dumps(sample_record(s, args.label, concurrency)) + "\n")
-            print_level(record)
-            if record["completed"] == 0:
-                exit_code = 1
+        sweeping.run_levels(plan, on_level, on_ready)
     except KeyboardInterrupt:
-        print(f"\n    interrupted: {written} finished level(s) are in {args.labbook}", file=sys.stderr)
+        if not started:  # during the warm-up: the command's own one line, as for any other command
+            raise
+        print(f"\n    interrupted: {len(written)} finished level(s) are in {args.labbook}", file=sys.stderr)
         return 130
-    finally:
-        if distributed:
-            distributed.close()
-    print(f"    appended {written} line(s) to {args.labbook}; samples in {samples_path}")
-    if exit_code:
+    print(f"    appended {len(written)} line(s) to {args.labbook}; samples in {plan.samples_path}")
+    if any(r["completed"] == 0 for r in written):
         print("    at least one level completed no request; see its first error above", file=sys.stderr)
-    return exit_code
+        return 1
+    return 0
 
 
 def _fmt(value, spec: str) -> str:

@@ -4,13 +4,13 @@ before anything is measured. Exit 1 on a mismatch, naming both figures and the l
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from harness.core import engine_logs
 from harness.errors import ConfigError
 from harness.io.model_info import load_model
 from harness.core.predictions import predict_allocation
+from harness.core.records import Allocation, now_stamp
 from harness.io.notebook import append_record
 
 
@@ -90,14 +90,13 @@ def run(args) -> int:
         print(f"match: {args.log} allocates what {model.name} with {args.slots} x {args.ctx_per_slot:,} tokens at "
               f"{args.cache_type} should")
     if args.labbook:
-        record = {"harness_schema": 1, "record": "allocation", "label": args.label, "engine": engine,
-                  "model": model.name, "log": str(args.log),
-                  "settings": {"slots": args.slots, "ctx_per_slot": args.ctx_per_slot, "cache_type": args.cache_type,
-                               "swa_full": args.swa_full, "kv_bytes": args.kv_bytes},
-                  "observed": observed, "predicted": {"log_lines": pred.log_lines, "pool_bytes": pred.pool_bytes,
-                                                      "vllm_tokens": pred.vllm_tokens},
-                  "verdict": "observed" if args.observe_only else "mismatch" if problems else "match",
-                  "problems": problems,
-                  "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        append_record(args.labbook, record, "allocation")
+        record = Allocation(
+            label=args.label, engine=engine, model=model.name, log=str(args.log),
+            settings={"slots": args.slots, "ctx_per_slot": args.ctx_per_slot, "cache_type": args.cache_type,
+                      "swa_full": args.swa_full, "kv_bytes": args.kv_bytes},
+            observed=observed, predicted={"log_lines": pred.log_lines, "pool_bytes": pred.pool_bytes,
+                                          "vllm_tokens": pred.vllm_tokens},
+            verdict="observed" if args.observe_only else "mismatch" if problems else "match",
+            problems=problems, recorded_at=now_stamp())
+        append_record(args.labbook, record.to_dict(), "allocation")
     return 1 if problems else 0

@@ -12,25 +12,26 @@ import statistics
 from collections import Counter
 from typing import Iterable
 
+from harness.core.records import LAB_ID, SCHEMA_VERSION  # noqa: F401  (re-exported: callers import them here)
+from harness.core.records import (Arrival, ClientCheck, Distribution, LevelContext, LevelRecord, LevelStats,
+                                  Objectives)
 from harness.core.stats import percentile
 from harness.core.stream import Sample
 
-LAB_ID = "part-09/lab-serve-twenty-concurrent-users"
-SCHEMA_VERSION = 1
 
-
-def distribution(values: list[float], digits: int) -> dict:
+def spread(values: list[float], digits: int) -> Distribution:
     """p50, p90, p95 (added), p99 and mean, rounded; None for each when there are no values."""
     def r(v):
         return None if v is None else round(v, digits)
 
-    return {
-        "p50": r(percentile(values, 50)),
-        "p90": r(percentile(values, 90)),
-        "p95": r(percentile(values, 95)),
-        "p99": r(percentile(values, 99)),
-        "mean": r(statistics.fmean(values)) if values else None,
-    }
+    return Distribution(p50=r(percentile(values, 50)), p90=r(percentile(values, 90)),
+                        p95=r(percentile(values, 95)), p99=r(percentile(values, 99)),
+                        mean=r(statistics.fmean(values)) if values else None)
+
+
+def distribution(values: list[float], digits: int) -> dict:
+    """``spread`` as the plain object a record or the web UI's table holds."""
+    return spread(values, digits).to_dict()
 
 
 def _token_counts(samples: list[Sample]):
@@ -51,45 +52,63 @@ def _mean(values: Iterable) -> float | None:
 
 
 def aggregate(samples: list[Sample], concurrency: int, wall_s: float, slo_ttft: float, slo_tpot: float) -> dict:
+    """The level's measured fields as the record holds them (``level_stats`` as a dict)."""
+    return level_stats(samples, concurrency, wall_s, Objectives(slo_ttft, slo_tpot)).to_dict()
+
+
+def level_stats(samples: list[Sample], concurrency: int, wall_s: float, objectives: Objectives) -> LevelStats:
     """The level's measured fields (run context such as label and engine is added by the caller)."""
     ok = [s for s in samples if s.ok]
     failed = [s for s in samples if not s.ok]
     incomplete = [s for s in failed if (s.error or "").startswith("IncompleteStream")]
-    ttfts = [s.ttft for s in ok]
-    tpots = [s.tpot for s in ok if s.tpot is not None]
     itls = [gap for s in ok for gap in s.itl]
     lags = [lag for s in ok for lag in s.read_lags]
     out_tokens = sum(s.output_tokens or 0 for s in ok)
-    good = [s for s in ok if s.ttft <= slo_ttft and (s.tpot if s.tpot is not None else 0.0) <= slo_tpot]
+    good = [s for s in ok if s.ttft <= objectives.ttft_s
+            and (s.tpot if s.tpot is not None else 0.0) <= objectives.tpot_s]
     busy = sum((s.t_end - s.t_send) for s in ok if s.t_end is not None)
     per_s = (lambda n: round(n / wall_s, 3)) if wall_s > 0 else (lambda n: 0.0)
-    return {
-        "concurrency": concurrency,
-        "requests": len(samples),
-        "completed": len(ok),
-        "failed": len(failed),
-        "incomplete": len(incomplete),  # added: streams that ended without finish reason or [DONE]
-        "wall_s": round(wall_s, 3),
-        "output_tokens": out_tokens,
-        "output_tokens_per_s": round(out_tokens / wall_s, 2) if wall_s > 0 else 0.0,
-        "requests_per_s": per_s(len(ok)),
-        "goodput_requests_per_s": per_s(len(good)),
-        "within_slo": len(good),
-        "mean_in_flight": round(busy / wall_s, 2) if wall_s > 0 else 0.0,
-        "ttft_s": distribution(ttfts, 4),
-        "tpot_s": distribution(tpots, 5),
-        "itl_s": distribution(itls, 5),  # added: every inter-token gap, for tails
-        "prompt_tokens_mean": _mean(s.prompt_tokens for s in ok),
-        "cached_tokens_mean": _mean(s.cached_tokens for s in ok),
-        "token_counts": _token_counts(ok),
-        "finish_reasons": dict(Counter(s.finish_reason or "none" for s in ok)),
-        "first_error": failed[0].error if failed else None,
-        "arrival_clock": _clock(ok),
+    return LevelStats(
+        concurrency=concurrency,
+        requests=len(samples),
+        completed=len(ok),
+        failed=len(failed),
+        incomplete=len(incomplete),  # added: streams that ended without finish reason or [DONE]
+        wall_s=round(wall_s, 3),
+        output_tokens=out_tokens,
+        output_tokens_per_s=round(out_tokens / wall_s, 2) if wall_s > 0 else 0.0,
+        requests_per_s=per_s(len(ok)),
+        goodput_requests_per_s=per_s(len(good)),
+        within_slo=len(good),
+        mean_in_flight=round(busy / wall_s, 2) if wall_s > 0 else 0.0,
+        ttft_s=spread([s.ttft for s in ok], 4),
+        tpot_s=spread([s.tpot for s in ok if s.tpot is not None], 5),
+        itl_s=spread(itls, 5),  # added: every inter-token gap, for tails
+        prompt_tokens_mean=_mean(s.prompt_tokens for s in ok),
+        cached_tokens_mean=_mean(s.cached_tokens for s in ok),
+        token_counts=_token_counts(ok),
+        finish_reasons=dict(Counter(s.finish_reason or "none" for s in ok)),
+        first_error=failed[0].error if failed else None,
+        arrival_clock=_clock(ok),
         # added: per token, how long its packet waited in the socket before the client read it
         # (kernel-stamped streams only): the client's own lateness, measured
-        "client_read_lag_s": distribution(lags, 5),
-        "client_late_share": late_share(lags, percentile(itls, 50)),
-    }
+        client_read_lag_s=spread(lags, 5),
+        client_late_share=late_share(lags, percentile(itls, 50)),
+    )
+
+
+def level_record(samples: list[Sample], concurrency: int, wall_s: float, context: LevelContext,
+                 recorded_at: str, arrival: Arrival | None = None, client_cpu: float | None = None,
+                 server_metrics: dict | None = None) -> LevelRecord:
+    """The one builder of a level record, shared by the sweep and the headless or web-UI Locust
+    run: the statistics under the context's objectives and, when the client's CPU share is
+    known (the sweep), whether the client looked like the limit."""
+    stats = level_stats(samples, concurrency, wall_s, context.objectives)
+    client = None
+    if client_cpu is not None:
+        limited = client_limited(client_cpu, stats.mean_in_flight, concurrency, stats.client_late_share)
+        client = ClientCheck(client_cpu, limited, server_metrics)
+    return LevelRecord(context, stats, recorded_at, arrival, client)
 
 
 def late_share(lags: list[float], gap: float | None) -> float | None:

@@ -8,7 +8,7 @@ import re
 
 import jsonschema
 
-FEATURES_LAB = "part-08/lab-same-model-every-engine"
+from harness.core.records import FEATURES_LAB  # noqa: F401  (re-exported: defined with the records)
 TOOL_NAME = "get_current_weather"
 WEATHER_TOOL = {"type": "function", "function": {
     "name": TOOL_NAME,

@@ -8,9 +8,10 @@ import json
 import platform
 import shutil
 import subprocess
-import time
 
 import psutil
+
+from harness.core.records import MemorySnapshot, utc_stamp
 
 MB = 1e6
 
@@ -33,10 +34,10 @@ def _float(text) -> float | None:
 
 
 def snapshot() -> dict:
+    """A memory-snapshot record of this machine now (every source present)."""
     vm, swap = psutil.virtual_memory(), psutil.swap_memory()
-    snap: dict = {"taken_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                  "system": f"{platform.system()} {platform.machine()}", "hostname": platform.node(),
-                  "mem_total_mb": vm.total / MB, "mem_available_mb": vm.available / MB, "swap_free_mb": swap.free / MB}
+    taken_at = utc_stamp()
+    snap: dict = {}  # the readings of whichever sources answer, in the order they are read
     gpu = _run(["nvidia-smi", "--query-gpu=memory.used,memory.total", "--format=csv,noheader,nounits"])
     if gpu:
         used, _, total = gpu.splitlines()[0].partition(",")
@@ -58,7 +59,9 @@ def snapshot() -> dict:
     vmstat = _run(["vm_stat"])
     if vmstat:
         snap.update(mac_pages(vmstat))
-    return snap
+    system = f"{platform.system()} {platform.machine()}"
+    return MemorySnapshot(taken_at, system, platform.node(), vm.total / MB, vm.available / MB, swap.free / MB,
+                          snap).to_dict()
 
 
 # vm_stat rows that make up each macOS figure; "used" is active + wired + compressed pages.

@@ -15,7 +15,6 @@ import os
 import re
 import shutil
 import subprocess
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -23,6 +22,7 @@ import requests
 import yaml
 
 from harness import paths
+from harness.core.records import ModelFetch, iso_utc_stamp
 from harness.errors import ConfigError, InstallError
 from harness.io.notebook import validate
 
@@ -189,16 +189,11 @@ def run_checked(argv: list[str], what: str, say: Say) -> str:
     return out
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
 def _record(key: str, fmt: dict, **fields) -> dict:
-    rec = {"harness_schema": 1, "record": "model-fetch", "format": key, "title": fmt["title"],
-           "source": "lemonade" if fmt["kind"] == "lemonade" else "hf", "listed": listed(fmt), **fields,
-           "fetched_at": _now()}
-    if fmt["kind"] != "lemonade":
-        rec.update(repo=fmt["repo"], revision=fmt.get("revision", "main"))
+    hub = fmt["kind"] != "lemonade"
+    rec = ModelFetch(format=key, title=fmt["title"], source="hf" if hub else "lemonade", listed=listed(fmt),
+                     result=fields, fetched_at=iso_utc_stamp(), repo=fmt["repo"] if hub else None,
+                     revision=fmt.get("revision", "main") if hub else None).to_dict()
     validate(rec, "model-fetch")
     return rec
 

@@ -375,18 +375,19 @@ def _thresholds(environment, **_kw) -> None:
 
 
 def _write_record(environment, o) -> None:
-    """One level record (the seed's fields) for the whole headless run, from the exact samples."""
-    from harness.core.levels import LAB_ID, aggregate, sample_record
+    """One level record (the seed's fields) for the whole headless run, from the exact samples,
+    built by the sweep's own builder under the shared default objectives."""
+    from harness.core.levels import level_record, sample_record
+    from harness.core.records import DEFAULT_OBJECTIVES, UNKNOWN, LevelContext, now_stamp
     from harness.io.notebook import append_record
 
     users = max(getattr(environment.runner, "target_user_count", 0) or 0, 1)
     wall = RUN_WINDOW.get("stop", time.perf_counter()) - RUN_WINDOW.get("start", time.perf_counter())
-    row = aggregate(list(SAMPLES), users, max(wall, 1e-6), 2.0, 0.1)
-    record = {"lab": LAB_ID, "harness_schema": 1, "label": o.label, "engine": "unknown", "model": o.model or "",
-              "base_url": environment.host or "", "prompt_set": o.prompt_set, "max_tokens": o.max_tokens,
-              "temperature": o.temperature, "slo_ttft_s": 2.0, "slo_tpot_s": 0.1,
-              "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **row}
-    append_record(o.labbook, record, "level")
+    context = LevelContext(label=o.label, engine=UNKNOWN, model=o.model or "",
+                           base_url=environment.host or "", prompt_set=o.prompt_set, max_tokens=o.max_tokens,
+                           temperature=o.temperature, objectives=DEFAULT_OBJECTIVES)
+    record = level_record(list(SAMPLES), users, max(wall, 1e-6), context, now_stamp())
+    append_record(o.labbook, record.to_dict(), "level")
     samples_path = os.path.splitext(o.labbook)[0] + ".samples.jsonl"
     with open(samples_path, "a", encoding="utf-8") as fh:
         for s in SAMPLES:

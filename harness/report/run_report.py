@@ -10,8 +10,7 @@ from tabulate import tabulate
 
 from harness.core import curves
 from harness.report import engine_tables
-from harness.core.levels import LAB_ID
-from harness.core.probes import FEATURES_LAB
+from harness.core.records import is_engine_speed, is_features, is_level
 from harness.io.notebook import read_records
 
 
@@ -91,7 +90,7 @@ def plan_pairs(plan) -> tuple[list[str], dict[str, tuple[str, str]]]:
 
 
 def levels_in(notebook: Path) -> dict[str, dict[int, dict]]:
-    recs = read_records(notebook, "level", select=lambda o: o.get("lab") == LAB_ID and "concurrency" in o).records
+    recs = read_records(notebook, "level", select=is_level).records
     return curves.by_label(recs)
 
 
@@ -154,10 +153,10 @@ def write_report(run_dir: Path, plan, manifest: dict) -> Path:
     lines += ["## Allocation against the prediction", ""] + _section_from_logs(run_dir, manifest, ("verify-allocation",))
     lines += ["## Curves, knees and operating points", ""] + _section_from_logs(run_dir, manifest, ("summarise",))
     lines += ["## Comparisons (B/A per level) and prefix pairs", ""] + _section_from_logs(run_dir, manifest, ("compare",))
-    speed = read_records(notebook, "engine-speed", select=lambda o: o.get("lab") == FEATURES_LAB
-                         and o.get("test") in ("short", "long")).records if notebook.is_file() else []
-    feats = read_records(notebook, "features", select=lambda o: o.get("lab") == FEATURES_LAB
-                         and o.get("probe") == "features").records if notebook.is_file() else []
+    speed, feats = [], []
+    if notebook.is_file():
+        speed = read_records(notebook, "engine-speed", select=is_engine_speed).records
+        feats = read_records(notebook, "features", select=is_features).records
     if speed or feats:
         order, by_speed, by_feat = engine_tables.latest_per_engine(speed, feats)
         lines += ["## Single user: prefill, decode, memory; API features", "",

@@ -1,0 +1,171 @@
+"""The closed- or open-loop sweep over levels, as a library: it measures, records and returns
+results, and never prints (``harness.cli.sweep`` parses the options and renders what comes back).
+
+Each level's record is validated and appended to the notebook before the next level starts, and
+each request's exact sample goes to a samples file beside it, so an interrupted sweep keeps every
+finished level. Locust is imported (through ``harness.load.runner``) only when load runs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from harness.core.levels import level_record, peak_in_flight, sample_record
+from harness.core.prompts import load_prompt_file, make_prompts
+from harness.core.records import Arrival, EndpointCheck, LevelContext, LevelRecord, now_stamp
+from harness.errors import TargetError, TargetUnreachable
+from harness.io.notebook import append_record
+
+WARMUP_PROMPT = "Answer with a single word: ok"
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """Everything one sweep needs, already checked: where, what to send, which levels, where to write."""
+
+    root: str  # scheme://host:port of the endpoint
+    base_path: str  # the API path before /chat/completions, usually /v1
+    context: LevelContext  # what each level record says of the run (label, engine, objectives, ...)
+    levels: list[float]  # concurrencies, or arrival rates when ``open_loop``
+    open_loop: bool
+    requests: int
+    min_rounds: int
+    timeout: float
+    prompt_file: str | None
+    warmup: int
+    api_key: str | None
+    api_key_env: str
+    labbook: str
+    samples_path: Path
+    poisson: bool = False
+    duration: float | None = None
+    seed: int = 1
+    processes: int = 0
+    metrics_url: str | None = None
+
+    @property
+    def base_url(self) -> str:
+        return self.context.base_url
+
+    @property
+    def model(self) -> str:
+        return self.context.model
+
+
+def list_models(plan: SweepPlan) -> list[str]:
+    """The models the endpoint lists; TargetUnreachable (one line, no traceback) when nothing answers."""
+    from harness.load import runner as loadgen  # imports Locust, which patches the standard library: only now
+
+    try:
+        return loadgen.check_models(plan.base_url, plan.model, plan.api_key)
+    except Exception as exc:  # connection refused, DNS, TLS
+        raise TargetUnreachable(f"nothing answers at {plan.base_url} ({type(exc).__name__}); start the "
+                                "server or fix --base-url") from exc
+
+
+def prompts_for(plan: SweepPlan, count: int) -> list:
+    """``count`` prompts (at least 64) from the prompt file or the built-in set."""
+    if plan.prompt_file:
+        return load_prompt_file(plan.prompt_file, max(count, 64))
+    return make_prompts(plan.context.prompt_set, max(count, 64))
+
+
+def prove_endpoint(plan: SweepPlan, listed: list[str]) -> EndpointCheck:
+    """One request before the first level; what it saw goes into the notebook either way, and a
+    broken endpoint raises TargetError after the record is written."""
+    from harness.io import endpoint_proof
+
+    seen = endpoint_proof.observe(plan.base_url, plan.model, listed, plan.api_key,
+                                  timeout=min(plan.timeout, 300))
+    longest = max(endpoint_proof.estimate_tokens(p) for p in prompts_for(plan, 64))
+    try:
+        warnings, failure = endpoint_proof.verdict(seen, longest, plan.context.max_tokens), None
+    except TargetError as exc:
+        warnings, failure = [], exc
+    check = EndpointCheck(plan.context.label, plan.base_url, plan.model, seen, longest, now_stamp(), warnings)
+    append_record(plan.labbook, check.to_dict(), "endpoint-check")
+    if failure:
+        raise failure
+    return check
+
+
+def _workload(plan: SweepPlan) -> dict:
+    c = plan.context
+    return {"path": plan.base_path + "/chat/completions", "model": c.model, "max_tokens": c.max_tokens,
+            "temperature": c.temperature, "api_key": plan.api_key, "timeout": plan.timeout}
+
+
+def warm_up(plan: SweepPlan) -> None:
+    """The discarded short requests before the first level (none when ``warmup`` is 0)."""
+    from harness.load import runner as loadgen
+
+    if plan.warmup > 0:
+        warmup = {**_workload(plan), "prompts": [WARMUP_PROMPT], "max_tokens": 8}
+        loadgen.run_closed_level(plan.root, warmup, 1, plan.warmup, plan.timeout)
+
+
+def start_workers(plan: SweepPlan):
+    """The Locust worker processes (and the master here) of a ``processes`` sweep."""
+    from harness.load import runner as loadgen
+
+    worker_args = ["--model", plan.model, "--max-tokens", str(plan.context.max_tokens), "--temperature",
+                   str(plan.context.temperature), "--prompt-set", plan.context.prompt_set, "--api-base-path",
+                   plan.base_path, "--api-key-env", plan.api_key_env]
+    return loadgen.DistributedLoad(plan.root, plan.processes, worker_args)
+
+
+def run_level(plan: SweepPlan, level: float, distributed=None):
+    """One level: (what the runner measured, the concurrency it counts as, how requests arrived)."""
+    from harness.load import runner as loadgen
+
+    count = plan.requests if plan.open_loop else max(plan.requests, plan.min_rounds * int(level))
+    workload = {**_workload(plan), "prompts": prompts_for(plan, count)}
+    if plan.open_loop:
+        result = loadgen.run_open_level(plan.root, workload, level, count, plan.poisson, plan.timeout,
+                                        metrics_url=plan.metrics_url, seed=plan.seed)
+        arrival = Arrival("poisson" if plan.poisson else "fixed-rate", rate_rps=level)
+        return result, max(1, peak_in_flight(result.samples)), arrival
+    if plan.duration:
+        result = loadgen.run_timed_level(plan.root, workload, level, plan.duration, plan.timeout,
+                                         metrics_url=plan.metrics_url)
+        return result, level, Arrival(duration_s=plan.duration)
+    if distributed:
+        result = distributed.level(level, count, plan.timeout, metrics_url=plan.metrics_url)
+        return result, level, Arrival(processes=plan.processes)
+    result = loadgen.run_closed_level(plan.root, workload, level, count, plan.timeout,
+                                      metrics_url=plan.metrics_url)
+    return result, level, Arrival()
+
+
+def record_level(plan: SweepPlan, result, concurrency: int, arrival: Arrival) -> LevelRecord:
+    """Build, validate and append the level's record, then its exact samples beside the notebook."""
+    record = level_record(result.samples, concurrency, result.wall_s, plan.context, now_stamp(), arrival,
+                          client_cpu=result.client_cpu, server_metrics=result.metrics or None)
+    append_record(plan.labbook, record.to_dict(), "level")
+    with open(plan.samples_path, "a", encoding="utf-8") as fh:
+        for s in result.samples:
+            fh.write(json.dumps(sample_record(s, plan.context.label, concurrency)) + "\n")
+    return record
+
+
+def run_levels(plan: SweepPlan, on_level: Callable[[LevelRecord], None] = lambda r: None,
+               on_ready: Callable[[], None] = lambda: None) -> list[LevelRecord]:
+    """Warm up, start the worker processes if any, then run every level in order. ``on_ready``
+    hears when the first level is about to start, ``on_level`` of each record once it is on disk
+    (an interrupt, which propagates, keeps those)."""
+    warm_up(plan)
+    distributed = start_workers(plan) if plan.processes else None
+    on_ready()
+    records: list[LevelRecord] = []
+    try:
+        for level in plan.levels:
+            result, concurrency, arrival = run_level(plan, level, distributed)
+            records.append(record_level(plan, result, concurrency, arrival))
+            on_level(records[-1])
+    finally:
+        if distributed:
+            distributed.close()
+    return records

@@ -10,11 +10,11 @@ import shlex
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import psutil
 
+from harness.core.records import now_stamp
 from harness.io.ports import holder, wait_port_free
 
 
@@ -103,7 +103,7 @@ def remove_checkpoint(path: Path, library: Path, log: Path) -> dict:
     size = du(path) if path.is_dir() else path.stat().st_size
     shutil.rmtree(path) if path.is_dir() else path.unlink()
     record = {"record": "cleanup", "removed": str(path), "bytes": size,
-              "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+              "at": now_stamp()}
     with open(log, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(record) + "\n")
     return record

@@ -7,17 +7,17 @@ from __future__ import annotations
 import json
 import os
 import platform
-import time
 from pathlib import Path
 
 from harness import __version__
 from harness.errors import ConfigError
+from harness.core.records import SCHEMA_VERSION, now_stamp
 from harness.io.notebook import validate
 from harness.run.plans import Plan
 
 
 def now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    return now_stamp()
 
 
 class Manifest:
@@ -29,7 +29,7 @@ class Manifest:
     @classmethod
     def new(cls, path: Path, plan: Plan, run_dir: Path) -> "Manifest":
         data = {
-            "record": "run-manifest", "harness_schema": 1, "harness_version": __version__,
+            "record": "run-manifest", "harness_schema": SCHEMA_VERSION, "harness_version": __version__,
             "plan": plan.name, "plan_file": str(plan.path), "plan_sha256": plan.sha256, "tier": plan.tier,
             "variables": {k: v for k, v in plan.variables.items() if "KEY" not in k.upper()},
             "run_dir": str(run_dir), "status": "running", "started": now(), "updated": now(),

@@ -66,12 +66,11 @@ def admission_level(notebook: Path, step: Step) -> tuple[int | None, str]:
     """The operating point of the sweep named by the step's ``from`` option, and why; None (and
     why not) when that sweep recorded nothing or no level met the objective."""
     from harness.core import curves
-    from harness.core.levels import LAB_ID
+    from harness.core.records import is_level
     from harness.io.notebook import read_records
 
     source = step.options.get("from")
-    recs = read_records(notebook, "level", select=lambda o: o.get("lab") == LAB_ID
-                        and o.get("label") == source and "concurrency" in o).records
+    recs = read_records(notebook, "level", select=lambda o: is_level(o) and o.get("label") == source).records
     levels = curves.by_label(recs).get(source, {})
     if not levels:
         return None, f"no levels recorded for {source}; its sweep did not run"

@@ -1,4 +1,4 @@
-"""Serving arithmetic: pure functions with the seeds' definitions (SPEC.md, Definitions)."""
+"""Serving arithmetic: pure functions with the seeds' definitions (docs/architecture.md, "Definitions")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Curve summaries: pure functions over level records (SPEC.md definitions).
+"""Curve summaries: pure functions over level records (docs/architecture.md, "Definitions").
 
 Scaling = tok/s at c / (c x tok/s per request at the first level). Knee: the first step whose
 gain per added request is below half of one request's throughput at the first level. TPOT fit:

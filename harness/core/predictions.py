@@ -1,4 +1,4 @@
-"""Predictions from stated inputs (SPEC.md Definitions; both labs' Task 1). Pure functions: the
+"""Predictions from stated inputs (docs/architecture.md, "Definitions"; both labs' Task 1). Pure functions: the
 arithmetic, and the two tables the lab pages print, reproduced from the same inputs."""
 
 from __future__ import annotations

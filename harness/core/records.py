@@ -1,4 +1,4 @@
-"""The records the harness writes, each built in one place (DESIGN.md, Contract 1).
+"""The records the harness writes, each built in one place (docs/architecture.md, "Contracts").
 
 This module is the one home of what every record shares: the schema version, the lab ids, the
 default goodput objectives and the timestamp formats. Each kind of record the package writes has

@@ -1,4 +1,4 @@
-"""Pure summary arithmetic (SPEC.md definitions). No I/O, no clocks."""
+"""Pure summary arithmetic (docs/architecture.md, "Definitions"). No I/O, no clocks."""
 
 from __future__ import annotations
 

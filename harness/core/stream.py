@@ -1,6 +1,6 @@
 """Parse an OpenAI-style SSE chat stream: a pure function of the lines and their arrival times.
 
-Definitions (SPEC.md): the first token is the first delta carrying text in ``content``,
+Definitions (docs/architecture.md): the first token is the first delta carrying text in ``content``,
 ``reasoning_content`` or ``reasoning``, or a ``tool_calls`` delta; output tokens come from
 ``usage.completion_tokens`` when the server sends it, else one text delta counts as one token
 (``token_source`` says which); cached tokens come from ``usage.prompt_tokens_details

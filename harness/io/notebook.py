@@ -1,4 +1,4 @@
-"""Records are the contract between measuring and reporting (DESIGN.md, Contract 1).
+"""Records are the contract between measuring and reporting (docs/architecture.md, "Contracts").
 
 A record is one JSON object on one line of a notebook file. The notebook may also hold prose and
 other labs' lines: readers skip what is not theirs. Every kind of record has a JSON Schema in the

@@ -1,5 +1,5 @@
 """The run report (``report.md``) and its headline numbers, built from the notebook's records and
-the run manifest only (DESIGN.md, Contract 1). ``headlines`` is pure; ``write_report`` reads the
+the run manifest only (docs/architecture.md, "Contracts"). ``headlines`` is pure; ``write_report`` reads the
 run directory and draws the crowd chart."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Engines as data (DESIGN.md, Contract 4): load an engine definition from ``engines/*.yaml`` and
+"""Engines as data (docs/architecture.md, "Contracts"): load an engine definition from ``engines/*.yaml`` and
 turn it plus stated settings into the exact command line. Pure apart from reading the YAML.
 
 A string ``{name}`` is filled from the settings; a flag group naming a setting that is empty,

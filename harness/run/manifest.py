@@ -1,6 +1,6 @@
 """The run manifest (``manifest.json``): what ran, with which settings and versions, and each
 step's outcome. It is rewritten after every step and validated before each write, so a run that
-stops half-way can be resumed from it (DESIGN.md, "Runs on disk")."""
+stops half-way can be resumed from it (docs/architecture.md, "Contracts")."""
 
 from __future__ import annotations
 

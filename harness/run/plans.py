@@ -1,4 +1,4 @@
-"""Track plans as data (DESIGN.md, Contract 4): read a plan, choose a memory tier, fill in its
+"""Track plans as data (docs/architecture.md, "Contracts"): read a plan, choose a memory tier, fill in its
 variables, and flatten it into the ordered list of steps a run executes. Pure apart from reading
 the YAML; nothing here starts anything.
 

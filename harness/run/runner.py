@@ -1,5 +1,5 @@
 """Run a track plan: one engine at a time, each step a ``harness`` command (or a short in-process
-check), every outcome in the run manifest, resumable (DESIGN.md, "Runs on disk").
+check), every outcome in the run manifest, resumable (docs/architecture.md, "Contracts").
 
 A run directory holds the notebook (``labbook.md``), the samples file beside it, each engine's
 log under ``engines/``, each step's output under ``steps/``, charts, ``report.md`` and

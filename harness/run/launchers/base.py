@@ -1,4 +1,4 @@
-"""What every engine launcher offers (DESIGN.md, Contract 5), and the pieces they share: the one
+"""What every engine launcher offers (docs/architecture.md, "Contracts"), and the pieces they share: the one
 health wait, the busy-port refusal and the version probe.
 
 The runner talks to launchers only through :class:`Launcher`, so adding a kind of launcher is a

@@ -383,8 +383,9 @@ def tree_memory_mb(pid: int | None) -> dict:
     def stop(self, timeout: float = 30.0) -> None:
         pids = set(self.children) | set(self.child_pids())
         super().stop(timeout)
-        left = [pid for pid in pids if psutil.pid_exists(pid) and _alive(pid)]
-        for pid in left:  # a child that left the process group: end it by its id
+        grace = time.monotonic() + 10  # the group had SIGTERM: give the engine core and worker time to exit
+        left = [pid for pid in pids if _alive(pid, wait=max(0.0, grace - time.monotonic()))]
+        for pid in left:  # still running after the grace (or outside the process group): end it by its id
             try:
                 psutil.Process(pid).kill()
             except psutil.Error:

@@ -79,7 +79,7 @@ test: $(STAMP) $(LLAMA_STAMP) $(COMPOSE_SCHEMA)
 	$(BIN)/pytest -q
 
 test-fast: $(STAMP) $(COMPOSE_SCHEMA)
-	$(BIN)/pytest -q -m "not llama and not slow"
+	$(BIN)/pytest -q -m "not llama and not slow and not vllm"
 
 mock: $(STAMP)
 	$(HARNESS) practice --profile $(PROFILE) --port $(PORT)

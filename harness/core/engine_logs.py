@@ -13,7 +13,7 @@ _SLOT_CTX = re.compile(r"new slot,? n_ctx(?:_slot)? = (\d+)")
 _OFFLOAD = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
 _MODEL_BUF = re.compile(r"(\S+) model buffer size =\s*([\d.]+) MiB")
 _COMPUTE_BUF = re.compile(r"(\S+) compute buffer size =\s*([\d.]+) MiB")
-_VLLM_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
+_VLLM_TOKENS = re.compile(r"([GC]PU) KV cache size: ([\d,]+) tokens")  # vLLM's CPU build says CPU
 _VLLM_CONC = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
 _VLLM_AVAIL = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
 _VLLM_LOAD = re.compile(r"Model loading took ([\d.]+) GiB")
@@ -45,7 +45,7 @@ def parse_llama_server(text: str) -> dict:
 def parse_vllm(text: str) -> dict:
     out: dict = {}
     if (m := _VLLM_TOKENS.search(text)):
-        out["kv_tokens"] = _num(m[1])
+        out["kv_tokens"], out["kv_device"] = _num(m[2]), m[1]
     if (m := _VLLM_CONC.search(text)):
         out["max_model_len"], out["max_concurrency"] = _num(m[1]), float(m[2])
     if (m := _VLLM_AVAIL.search(text)):
@@ -106,7 +106,7 @@ def compare(engine: str, observed: dict, predicted) -> list[str]:
     else:
         got = observed.get("kv_tokens")
         if got is None:
-            return ["the log has no 'GPU KV cache size: N tokens' line; pass the vLLM server's startup log"]
+            return ["the log has no 'GPU KV cache size: N tokens' (or CPU) line; pass the vLLM server's startup log"]
         if got != predicted.vllm_tokens:
             problems.append(f"KV pool: log says {got:,} tokens but the prediction is {predicted.vllm_tokens:,} tokens; "
                             "likely cause: block size other than 16, a different KV dtype, or the memory fraction "

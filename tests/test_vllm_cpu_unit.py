@@ -1,0 +1,66 @@
+"""vLLM CPU install logic that needs no vLLM: the CPU check, the command line, the model manifest."""
+
+from __future__ import annotations
+
+import json
+
+from harness.cli import main
+from harness.run import vllm_cpu
+
+AVX2 = "processor\t: 0\nflags\t\t: fpu sse sse2 avx avx2 fma\n"
+NO_AVX = "processor\t: 0\nflags\t\t: fpu sse sse2 ssse3 sse4_1 sse4_2\n"
+
+
+def test_cpu_without_avx2_or_avx512_is_a_one_line_skip_reason():
+    assert vllm_cpu.unsupported_reason(AVX2, "x86_64") is None
+    assert vllm_cpu.unsupported_reason(AVX2.replace("avx2", "avx512f"), "x86_64") is None
+    reason = vllm_cpu.unsupported_reason(NO_AVX, "x86_64")
+    assert "neither AVX2 nor AVX-512" in reason and "\n" not in reason
+    assert "x86-64" in vllm_cpu.unsupported_reason(AVX2, "aarch64")
+
+
+def test_dry_run_states_every_setting_and_the_environment(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("VLLM_VENV", str(tmp_path / "venv"))
+    assert main(["vllm-cpu", "serve", "--port", "8011", "--max-num-seqs", "8", "--kv-cache-gib", "0.5",
+                 "--tool-call-parser", "pythonic", "--dry-run"]) == 0
+    cmd = capsys.readouterr().out
+    for part in ("VLLM_TARGET_DEVICE=cpu", "VLLM_HOST_IP=127.0.0.1", "HF_HUB_OFFLINE=1", f"{tmp_path}/venv/bin/vllm serve",
+                 "--host 127.0.0.1", "--port 8011", "--max-model-len 2048", "--max-num-seqs 8",
+                 "--kv-cache-memory-bytes 536870912", "--enforce-eager", "--enable-prefix-caching",
+                 "--enable-prompt-tokens-details", "--enable-auto-tool-choice --tool-call-parser pythonic",
+                 "--served-model-name gemma-3-270m", "--dtype bfloat16"):
+        assert part in cmd
+
+
+def test_manifest_reuse_needs_every_hash_to_match(tmp_path):
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"weights")
+    (folder / "config.json").write_text("{}")
+    vllm_cpu.write_manifest(folder, tmp_path / "x.gguf", "abc", {"seconds": 1})
+    record = json.loads((folder / vllm_cpu.MANIFEST).read_text())
+    assert set(record["files"]) == {"model.safetensors", "config.json"}
+    assert vllm_cpu.manifest_matches(folder, "abc")
+    assert not vllm_cpu.manifest_matches(folder, "another-source")
+    (folder / "model.safetensors").write_bytes(b"weightz")  # same size, different content
+    assert not vllm_cpu.manifest_matches(folder, "abc")
+    (folder / "model.safetensors").write_bytes(b"weights")
+    (folder / "config.json").unlink()
+    assert not vllm_cpu.manifest_matches(folder, "abc")
+
+
+def test_metadata_shim_answers_the_version_question(tmp_path):
+    import importlib.metadata as md
+
+    info = vllm_cpu.write_metadata_shim(tmp_path)
+    assert info.name == f"vllm-{vllm_cpu.VLLM_VERSION}+cpu.dist-info"
+    dist = next(d for d in md.distributions(path=[str(tmp_path)]) if d.metadata["Name"] == "vllm")
+    assert dist.version == f"{vllm_cpu.VLLM_VERSION}+cpu" and "cpu" in dist.version
+    vllm_cpu.write_metadata_shim(tmp_path, "0.33.0")  # a rewrite replaces the old shim
+    assert [p.name for p in tmp_path.glob("vllm-*.dist-info")] == ["vllm-0.33.0+cpu.dist-info"]
+
+
+def test_install_skips_in_one_line_where_the_cpu_cannot(monkeypatch, capsys):
+    monkeypatch.setattr(vllm_cpu, "unsupported_reason", lambda *a: "this CPU has neither AVX2 nor AVX-512")
+    assert main(["vllm-cpu", "install"]) == 0
+    assert capsys.readouterr().out == "vllm-cpu: skipped: this CPU has neither AVX2 nor AVX-512\n"

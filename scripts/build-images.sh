@@ -61,7 +61,7 @@ build() {  # build NAME TAG DOCKERFILE
     local name=$1 tag=$2 file=$3 t0=$SECONDS
     log "building $tag ($file)"
     local blog=build/docker/$name.build.log
-    docker build --build-arg BASE_IMAGE="$BASE_IMAGE" -f "$file" -t "$tag" . >"$blog" 2>&1 \
+    docker build --force-rm --build-arg BASE_IMAGE="$BASE_IMAGE" -f "$file" -t "$tag" . >"$blog" 2>&1 \
         || { tail -n 30 "$blog" >&2; die "$name image failed to build; see $blog"; }
     log "$tag built in $(( SECONDS - t0 )) s, $(docker image inspect "$tag" --format '{{.Size}}' | awk '{printf "%.0f MB", $1/1e6}')"
 }

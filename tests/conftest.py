@@ -16,6 +16,7 @@ import yaml
 from urllib3.exceptions import InsecureRequestWarning
 
 ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
 
 
 def free_port() -> int:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import pytest
 
@@ -14,8 +13,9 @@ from harness.cli.crosscheck import vllm_argv
 from harness.errors import TargetError
 from harness.core.levels import LAB_ID
 from harness.io.notebook import append_record, read_records
+from tests.conftest import FIXTURES
 
-FIX = Path(__file__).parent / "fixtures" / "crosscheck"
+FIX = FIXTURES / "crosscheck"
 VLLM_OUT = FIX / "vllm-bench-serve-0.33.0.txt"
 BATCHED_OUT = FIX / "llama-batched-bench-b11434.txt"
 

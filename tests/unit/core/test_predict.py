@@ -1,15 +1,14 @@
 """Predictions: the labs' printed tables digit for digit, configurations, and verify-allocation."""
 
-from pathlib import Path
-
 import pytest
 
 from harness.cli import main
 from harness.errors import ConfigError
 from harness.io.model_info import from_table, load_model
 from harness.core.predictions import predict_allocation
+from tests.conftest import FIXTURES
 
-EXPECTED = Path(__file__).parent / "fixtures" / "expected"
+EXPECTED = FIXTURES / "expected"
 
 
 @pytest.mark.parametrize("table,expected", [("lab09", "lab09-task1.txt"), ("lab08", "lab08-task1.txt")])

@@ -15,7 +15,7 @@ from harness.errors import ConfigError
 from harness.run.plans import load_plan
 from harness.run.runner import Runner
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 HOME = "/home/you"
 GGUF = f"{HOME}/models/unsloth/Qwen3-8B-GGUF/Qwen3-8B-Q4_K_M.gguf"
 BIN = f"{HOME}/llama.cpp/build/bin"

@@ -7,7 +7,7 @@ import pytest
 from harness.run import llama_cpu
 from harness.io.notebook import read_records
 from tests.conftest import free_port
-from tests.test_sweep import sweep
+from tests.integration.test_sweep import sweep
 
 pytestmark = [pytest.mark.llama, pytest.mark.slow]
 

@@ -1,12 +1,11 @@
 """The SSE parser on a recorded real llama-server stream and on hand-made edge cases."""
 
-from pathlib import Path
-
 import pytest
 
 from harness.core.stream import StreamParser
+from tests.conftest import FIXTURES
 
-FIXTURES = Path(__file__).parent / "fixtures" / "streams"
+STREAMS = FIXTURES / "streams"
 
 
 def parse(lines, t0=0.0, step=0.01):
@@ -17,7 +16,7 @@ def parse(lines, t0=0.0, step=0.01):
 
 
 def test_real_llama_server_stream():
-    lines = FIXTURES.joinpath("llama-server-gemma3-cpu.sse").read_bytes().split(b"\n")
+    lines = STREAMS.joinpath("llama-server-gemma3-cpu.sse").read_bytes().split(b"\n")
     s = parse(lines)
     assert s.ok
     assert s.token_source == "usage" and s.output_tokens == 12 and s.prompt_tokens == 27
@@ -90,7 +89,7 @@ def test_tool_call_delta_is_a_token():
     ("trtllm-reasoning-content.sse", ["reasoning_content", "content"], 2, "usage", None, "stop"),
 ])
 def test_engine_stream_shapes(name, fields, tokens, source, cached, finish):
-    lines = FIXTURES.joinpath(name).read_bytes().split(b"\n")
+    lines = STREAMS.joinpath(name).read_bytes().split(b"\n")
     s = parse(lines)
     assert s.ok, s.error
     assert (s.fields, s.output_tokens, s.token_source, s.cached_tokens, s.finish_reason) == (

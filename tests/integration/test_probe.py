@@ -1,10 +1,8 @@
 """`harness probe` against the practice server, including the two 'engine without support' findings."""
 
-import json
 
 import pytest
 
-from harness.core import probes
 from harness.cli import main
 from harness.io.notebook import read_records
 from tests.conftest import kit_profile
@@ -44,22 +42,3 @@ def test_prose_instead_of_json_is_reported(practice, tmp_path, capsys):
                        capsys)
     assert not rec["structured_output"]["supported"]
     assert rec["structured_output"]["detail"].startswith("the request was accepted but the reply is not JSON")
-
-
-def test_server_down_is_one_line(tmp_path, capsys):
-    assert main(["probe", "--engine", "x", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
-                 "--labbook", str(tmp_path / "b.md")]) == 2
-    assert "nothing answers at" in capsys.readouterr().err
-    assert not (tmp_path / "b.md").exists()
-
-
-def test_judges_on_hand_made_replies():
-    think = {"choices": [{"message": {"content": "<think>\n</think>\n" + json.dumps(
-        {"name": "Curie", "born": 1867, "field": "physics"})}, "finish_reason": "stop"}]}
-    verdict = probes.judge_schema_reply(think)
-    assert verdict["supported"] and verdict["think_block_removed"]
-    wrong = {"choices": [{"message": {"content": json.dumps({"name": "Curie", "born": "1867"})}}]}
-    detail = probes.judge_schema_reply(wrong)["detail"]
-    assert "'field' is a required property" in detail and "'1867' is not of type 'integer'" in detail
-    cut = {"choices": [{"message": {"content": "Let me"}, "finish_reason": "length"}]}
-    assert "token budget ran out" in probes.judge_tool_reply(cut)["detail"]

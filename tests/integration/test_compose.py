@@ -22,11 +22,12 @@ from tests.conftest import ROOT, free_port
 
 SCHEMA = ROOT / ".venv" / "compose_spec.json"
 ENV_FILES = sorted((ROOT / "compose" / "env").glob("*.env"))
-TRACK_SERVICES = {"track-s": ["llama-cuda", "vllm", "trtllm"], "track-n": ["llama-cuda", "vllm-upstream", "tabbyapi"],
+TRACK_SERVICES = {"track-s": ["llama-cuda", "vllm", "trtllm"], "track-n": ["llama-cuda", "vllm-upstream",
+                                                                           "tabbyapi"],
                   "track-x": ["llama-vulkan", "llama-rocm", "vllm-rocm"],
                   "cpu": ["llama-cpu", "practice", "locust-master", "locust-worker"]}
-ENGINE_SERVICES = ["llama-cpu", "llama-cuda", "llama-vulkan", "llama-rocm", "vllm", "vllm-upstream", "vllm-rocm",
-                   "trtllm", "tabbyapi", "practice"]
+ENGINE_SERVICES = ["llama-cpu", "llama-cuda", "llama-vulkan", "llama-rocm", "vllm", "vllm-upstream",
+                   "vllm-rocm", "trtllm", "tabbyapi", "practice"]
 
 
 def doc_for(env_file: Path, **extra) -> dict:
@@ -43,8 +44,10 @@ def schema() -> dict:
 @pytest.mark.parametrize("env_file", ENV_FILES, ids=lambda p: p.stem)
 def test_every_profile_validates_against_the_compose_spec(env_file):
     doc = doc_for(env_file)
-    assert compose_files.profiles(doc) == sorted(["llama-cpu", "llama-cuda", "llama-vulkan", "llama-rocm", "vllm",
-                                            "vllm-upstream", "vllm-rocm", "trtllm", "tabbyapi", "practice", "locust"])
+    assert compose_files.profiles(doc) == sorted(["llama-cpu", "llama-cuda", "llama-vulkan", "llama-rocm",
+                                                  "vllm",
+                                            "vllm-upstream", "vllm-rocm", "trtllm", "tabbyapi", "practice",
+                                                  "locust"])
     for profile in compose_files.profiles(doc):
         active = {"services": compose_files.services_for(doc, profile)}
         assert compose_files.schema_problems(active, schema()) == [], profile
@@ -62,9 +65,11 @@ def test_invariants_of_every_service():
     doc = doc_for(ROOT / "compose/env/track-s.env")
     for name, svc in doc["services"].items():
         assert all(p.startswith("127.0.0.1:") for p in svc.get("ports", [])), name
-        assert all(v.endswith(":ro") for v in svc.get("volumes", []) if ":/models" in v or "/app/models" in v), name
+        assert all(v.endswith(":ro") for v in svc.get("volumes", []) if ":/models" in v
+                   or "/app/models" in v), name
         assert svc["healthcheck"]["test"][0] == "CMD", name
-        assert all("KEY" not in k for k in svc.get("environment", {})), f"{name}: no API key in the environment"
+        assert all("KEY" not in k for k in svc.get("environment",
+                                                   {})), f"{name}: no API key in the environment"
     for name in ENGINE_SERVICES:
         svc = doc["services"][name]
         assert svc["ports"] and all(p.startswith("127.0.0.1:") for p in svc["ports"]), name
@@ -90,7 +95,8 @@ def test_each_track_pins_its_images(track, services):
     doc = doc_for(ROOT / f"compose/env/{track}.env")
     for name in services:
         image = doc["services"][name]["image"]
-        assert ":" in image and not image.endswith(":latest") and "pin-" not in image, f"{track}: {name} {image}"
+        assert ":" in image and not image.endswith(":latest") and "pin-" not in image, \
+            f"{track}: {name} {image}"
 
 
 def test_engine_services_state_every_setting_and_follow_the_variables():
@@ -102,24 +108,29 @@ def test_engine_services_state_every_setting_and_follow_the_variables():
     # The container's flags are the host engine's, in the same order (paths and host aside).
     plan = load_plan("s")
     runner = Runner(plan, Path("/tmp/compose-check"), dry_run=True)
-    host_argv = engine_defs.engine_argv(plan.blocks["llama"].engine, runner.context(plan.blocks["llama"])["settings"])
+    host_argv = engine_defs.engine_argv(plan.blocks["llama"].engine,
+                                        runner.context(plan.blocks["llama"])["settings"])
     assert [a for a in cmd if a.startswith("--")] == [a for a in host_argv if a.startswith("--")]
     vllm = doc_for(ROOT / "compose/env/track-s.env")["services"]["vllm"]["command"]
-    container = engine_defs.engine_argv(plan.blocks["vllm"].engine, runner.context(plan.blocks["vllm"])["settings"])
+    container = engine_defs.engine_argv(plan.blocks["vllm"].engine,
+                                        runner.context(plan.blocks["vllm"])["settings"])
     assert vllm == container
     trt = doc["services"]["trtllm"]["command"]
-    trt_engine = engine_defs.engine_argv(plan.blocks["trtllm"].engine, runner.context(plan.blocks["trtllm"])["settings"])
+    trt_engine = engine_defs.engine_argv(plan.blocks["trtllm"].engine,
+                                         runner.context(plan.blocks["trtllm"])["settings"])
     assert trt == trt_engine
 
 
-@pytest.mark.skipif(shutil.which("docker-compose") is None, reason="docker-compose is not installed (the JSON "
+@pytest.mark.skipif(shutil.which("docker-compose") is None,
+                    reason="docker-compose is not installed (the JSON "
                     "Schema check above covers the same ground)")
 @pytest.mark.parametrize("env_file", ENV_FILES, ids=lambda p: p.stem)
 def test_docker_compose_config_accepts_every_profile(env_file):
     for profile in ("llama-cpu", "llama-cuda", "llama-vulkan", "vllm", "vllm-upstream", "vllm-rocm", "trtllm",
                     "tabbyapi", "locust"):
-        done = subprocess.run(["docker-compose", "-p", "llm-harness", "-f", str(ROOT / "compose/compose.yaml"),
-                               "--env-file", str(env_file), "--profile", profile, "config", "--quiet"],
+        done = subprocess.run(["docker-compose", "-p", "llm-harness", "-f",
+                               str(ROOT / "compose/compose.yaml"), "--env-file", str(env_file), "--profile",
+                               profile, "config", "--quiet"],
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, f"{profile}: {done.stderr}"
 
@@ -129,7 +140,8 @@ def test_dockerfiles_are_multi_stage_and_pinned():
         text = path.read_text()
         froms = [line for line in text.splitlines() if line.startswith("FROM ")]
         assert len(froms) >= 2, f"{path}: single stage"
-        args = dict(line[4:].split("=", 1) for line in text.splitlines() if line.startswith("ARG ") and "=" in line)
+        args = dict(line[4:].split("=", 1) for line in text.splitlines() if line.startswith("ARG ")
+                    and "=" in line)
         base = next(v for k, v in args.items() if k.endswith("_IMAGE"))
         assert ":" in base and not base.endswith(":latest"), f"{path}: base image {base} not pinned"
     harness = (ROOT / "images/harness/Dockerfile").read_text()
@@ -140,7 +152,8 @@ def _service_process(svc: dict, env: dict, cwd: Path, log: Path) -> subprocess.P
     """Run a compose service's command and environment as a process here (the image's /app is the
     repository root; `locust` is this interpreter's)."""
     argv = [sys.executable, "-m", "locust", *svc["command"][1:]]
-    return subprocess.Popen(argv, cwd=cwd, env={**os.environ, **{k: str(v) for k, v in svc["environment"].items()},
+    return subprocess.Popen(argv, cwd=cwd, env={**os.environ, **{k: str(v) for k,
+                                                                 v in svc["environment"].items()},
                                                 **env}, stdout=open(log, "w"), stderr=subprocess.STDOUT)
 
 
@@ -168,7 +181,8 @@ def test_locust_master_and_workers_run_as_composed(tmp_path, practice):
     samples = (tmp_path / "labbook.samples.jsonl").read_text().splitlines()
     assert rec["requests"] == len(samples) > 6 and rec["completed"] >= rec["requests"] - 6
     assert rec["concurrency"] == 6 and rec["ttft_s"]["p50"] is not None
-    served = [line for line in server.metrics().splitlines() if line.startswith("llamacpp:tokens_predicted_total")]
+    served = [line for line in server.metrics().splitlines()
+              if line.startswith("llamacpp:tokens_predicted_total")]
     assert float(served[0].split()[-1]) >= rec["output_tokens"] > 0  # the samples' tokens were really served
     assert f"({len(samples)} exact samples)" in out
 
@@ -178,14 +192,16 @@ def test_the_compose_engine_runs_the_same_command_as_the_container_engine(tmp_pa
     plan_file = tmp_path / "plan.yaml"
     plan_file.write_text("schema_version: 1\nname: c\ntitle: compose\nvariables: {}\nstages:\n"
                          "  - {id: vllm, engine: vllm-compose, steps: [probe]}\n"
-                         "  - {id: seqs8, engine: vllm-compose, base: vllm, settings: {max_seqs: 8}, steps: [probe]}\n")
+                         "  - {id: seqs8, engine: vllm-compose, base: vllm, settings: {max_seqs: 8}, steps: "
+                         "[probe]}\n")
     plan = load_plan(str(plan_file))
     runner = Runner(plan, tmp_path, dry_run=True)
     for block in plan.blocks.values():
         ctx = runner.context(block)
         lau = runner.make_launcher(block, ctx)
-        assert lau.service_spec()["command"] == ["vllm", *engine_defs.engine_argv(block.engine, ctx["settings"])[1:]]
+        assert lau.service_spec()["command"] == ["vllm", *engine_defs.engine_argv(block.engine,
+                                                                                  ctx["settings"])[1:]]
         assert lau.service_spec()["volumes"][0] == "/home/you/models:/models:ro"
     assert "--max-num-seqs 8" in " ".join(lau.service_spec()["command"])
-    assert lau.command().startswith("MODELS_DIR=/home/you/models ") and "--profile vllm up -d --no-deps vllm" in \
-        lau.command()
+    assert lau.command().startswith("MODELS_DIR=/home/you/models ")
+    assert "--profile vllm up -d --no-deps vllm" in lau.command()

@@ -30,7 +30,8 @@ class FakeContainer:
 
     def reload(self) -> None:
         running = self.proc.poll() is None
-        self.attrs = {"State": {"Status": "running" if running else "exited", "ExitCode": self.proc.returncode}}
+        self.attrs = {"State": {"Status": "running" if running else "exited",
+                                "ExitCode": self.proc.returncode}}
 
     def logs(self, stream: bool, follow: bool):
         import time
@@ -55,7 +56,8 @@ class FakeContainer:
 class FakeDocker:
     """The compose CLI and the SDK client of a machine with the given images and runtimes."""
 
-    def __init__(self, tmp_path: Path, images=("llm-harness/harness:local",), runtimes=("runc",), crash=False):
+    def __init__(self, tmp_path: Path, images=("llm-harness/harness:local",), runtimes=("runc",),
+                 crash=False):
         self.tmp, self.images_present, self.runtimes, self.crash = tmp_path, set(images), runtimes, crash
         self.calls: list[list[str]] = []
         self.container: FakeContainer | None = None
@@ -70,8 +72,10 @@ class FakeDocker:
             out = self.tmp / "container.out"
             code = "import sys; print('engine failed to load the model'); sys.exit(3)" if self.crash else None
             cmd = [sys.executable, "-c", code] if code else [
-                sys.executable, "-m", "harness.cli", "practice", "--profile", "kit", "--port", str(env["PRACTICE_PORT"])]
-            proc = subprocess.Popen(cmd, cwd=ROOT, stdout=open(out, "wb"), stderr=subprocess.STDOUT)
+                sys.executable, "-m", "harness.cli", "practice", "--profile", "kit", "--port",
+                str(env["PRACTICE_PORT"])]
+            with open(out, "wb") as log:  # the child keeps its own copy of the descriptor
+                proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
             self.container = FakeContainer(proc, out)
         elif action == "stop" and self.container and self.container.proc.poll() is None:
             self.container.proc.terminate()
@@ -92,7 +96,8 @@ class FakeDocker:
         return {"Runtimes": {r: {} for r in self.runtimes}}
 
 
-def launcher(tmp_path: Path, fake: FakeDocker, service="practice", env_file="cpu.env", **variables) -> ComposeLauncher:
+def launcher(tmp_path: Path, fake: FakeDocker, service="practice", env_file="cpu.env",
+             **variables) -> ComposeLauncher:
     port = variables.pop("port", None) or free_port()
     variables = {"PRACTICE_PORT": port, **variables}
     return ComposeLauncher(service=service, profile=service, variables=variables,
@@ -105,14 +110,16 @@ def test_start_health_logs_version_memory_stop(tmp_path):
     fake = FakeDocker(tmp_path)
     lau = launcher(tmp_path, fake)
     assert lau.command().startswith("PRACTICE_PORT=")
-    assert "docker compose -p llm-harness -f" in lau.command() and lau.command().endswith("up -d --no-deps practice")
+    assert "docker compose -p llm-harness -f" in lau.command() and lau.command().endswith("up -d --no-deps "
+                                                                                          "practice")
     lau.start(timeout=30)
     assert lau.version(["harness", "--version"]) == "llm-harness/harness@sha256:0123abcd; harness 0.1.0"
     assert lau.memory_mb() > 5
     lau.stop()
     assert [c[c.index("--profile") + 2] for c in fake.calls] == ["up", "stop", "rm"]
     assert fake.container.proc.poll() is not None
-    assert "practice server" in lau.log_path.read_text()  # the container's log, followed into the run directory
+    # the container's log, followed into the run directory
+    assert "practice server" in lau.log_path.read_text()
 
 
 def test_image_missing(tmp_path):
@@ -131,7 +138,8 @@ def test_nvidia_runtime_missing(tmp_path):
 
 def test_model_library_missing(tmp_path):
     fake = FakeDocker(tmp_path, images=("nvcr.io/nvidia/vllm:26.08-py3",), runtimes=("runc", "nvidia"))
-    lau = launcher(tmp_path, fake, service="vllm", env_file="track-s.env", MODELS_DIR=str(tmp_path / "nowhere"))
+    lau = launcher(tmp_path, fake, service="vllm", env_file="track-s.env",
+                   MODELS_DIR=str(tmp_path / "nowhere"))
     with pytest.raises(EngineError, match="model library .*nowhere not found"):
         lau.start()
 
@@ -141,7 +149,8 @@ def test_rocm_devices_missing(tmp_path):
         pytest.skip("this machine has a ROCm device")
     fake = FakeDocker(tmp_path, images=("llm-harness/llama-rocm:local",))
     with pytest.raises(EngineError, match="/dev/kfd does not exist here"):
-        launcher(tmp_path, fake, service="llama-rocm", env_file="track-x.env", MODELS_DIR=str(tmp_path)).start()
+        launcher(tmp_path, fake, service="llama-rocm", env_file="track-x.env",
+                 MODELS_DIR=str(tmp_path)).start()
 
 
 def test_busy_port_refused(tmp_path, practice):
@@ -154,7 +163,8 @@ def test_busy_port_refused(tmp_path, practice):
 
 def test_engine_exiting_while_starting(tmp_path):
     fake = FakeDocker(tmp_path, crash=True)
-    with pytest.raises(EngineError, match="exited with status 3 while starting; .*engine failed to load the model"):
+    with pytest.raises(EngineError,
+                       match="exited with status 3 while starting; .*engine failed to load the model"):
         launcher(tmp_path, fake).start(timeout=30)
 
 

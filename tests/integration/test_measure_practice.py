@@ -10,7 +10,8 @@ from tests.conftest import kit_profile
 @pytest.mark.slow
 def test_prefill_from_difference_matches_the_profile(practice, tmp_path, capsys):
     rate, a, b = 2500.0, 0.0171, 0.00107
-    server = practice(kit_profile(name="prefill", timing={"prefill_tokens_per_s": rate, "prefill_chunk": 8192}))
+    server = practice(kit_profile(name="prefill", timing={"prefill_tokens_per_s": rate,
+                                                          "prefill_chunk": 8192}))
     idle = tmp_path / "idle.json"
     assert main(["measure", "--snapshot-only", str(idle)]) == 0
     book = tmp_path / "labbook.md"

@@ -16,14 +16,16 @@ from harness.cli import main
 from harness.io.notebook import read_records
 from tests.conftest import install_fake
 
-FAKE_HF = "#!{python}\nimport runpy; runpy.run_path('{root}/tests/fixtures/fake_hf.py', run_name='__main__')\n"
+FAKE_HF = ("#!{python}\nimport runpy; "
+           "runpy.run_path('{root}/tests/fixtures/fake_hf.py', run_name='__main__')\n")
 
 GGUF_BYTES = b"GGUF" + bytes(range(256)) * 40
 
 
 def awq_files(bits: int = 4, method: str = "awq") -> dict[str, bytes]:
     files = {f"model-0000{i}-of-00002.safetensors": b"w" * 100 for i in (1, 2)}
-    files["config.json"] = json.dumps({"quantization_config": {"bits": bits, "quant_method": method}}).encode()
+    files["config.json"] = json.dumps({"quantization_config": {"bits": bits,
+                                                               "quant_method": method}}).encode()
     for i in range(12 - len(files)):
         files[f"extra-{i}.json"] = b"{}"
     return files
@@ -88,7 +90,8 @@ def test_dry_run_prints_the_seeds_downloads_with_sizes_for_tracks_s_and_n(tmp_pa
     assert "12 files, 6,114,568,235 bytes (6.1 GB)" in out
     assert "15 files, 16,397,461,266 bytes (16.4 GB)" in out
     assert f"hf download Qwen/Qwen3-8B-AWQ --local-dir {lib}/Qwen/Qwen3-8B-AWQ" in out
-    assert f"hf download unsloth/Qwen3-8B-GGUF Qwen3-8B-Q4_K_M.gguf --local-dir {lib}/unsloth/Qwen3-8B-GGUF" in out
+    assert (f"hf download unsloth/Qwen3-8B-GGUF Qwen3-8B-Q4_K_M.gguf "
+            f"--local-dir {lib}/unsloth/Qwen3-8B-GGUF") in out
     assert "120307ba529eb2439d6c430d94104dabd578497bc7bfe7e322b5d9933b449bd4" in out
     assert "about 27.5 GB to download for track S" in out
     assert main(["models", "--track", "n", "--dry-run", "--library", str(lib)]) == 0
@@ -102,7 +105,8 @@ def test_dry_run_prints_the_seeds_downloads_with_sizes_for_tracks_s_and_n(tmp_pa
 
 def test_ask_hub_reads_hfs_own_dry_run_total(tmp_path, capsys, hub):
     hub.repos[("Qwen/Qwen3-8B-AWQ", "main")] = awq_files()
-    assert main(["models", "--format", "awq", "--dry-run", "--ask-hub", "--library", str(tmp_path / "m")]) == 0
+    assert main(["models", "--format", "awq", "--dry-run", "--ask-hub", "--library",
+                 str(tmp_path / "m")]) == 0
     out = capsys.readouterr().out
     assert "hub today: 12 files (out of 12) totalling 0.0G (as listed)" in out
     assert hf_calls(tmp_path)[-1][-1] == "--dry-run"
@@ -110,7 +114,8 @@ def test_ask_hub_reads_hfs_own_dry_run_total(tmp_path, capsys, hub):
         "files": 15, "out_of": 15, "total": "16.4G"}
 
 
-def test_gguf_is_downloaded_into_the_layout_verified_and_recorded_then_not_fetched_again(tmp_path, capsys, hub):
+def test_gguf_is_downloaded_into_the_layout_verified_and_recorded_then_not_fetched_again(tmp_path, capsys,
+                                                                                         hub):
     hub.repos[("unsloth/Qwen3-8B-GGUF", "main")] = {"Qwen3-8B-Q4_K_M.gguf": GGUF_BYTES, "README.md": b"card"}
     lib, nb = tmp_path / "models", tmp_path / "labbook.md"
     args = ["models", "--format", "gguf", "--library", str(lib), "--labbook", str(nb)]
@@ -139,7 +144,8 @@ def test_checksum_mismatch_fails_moves_the_file_aside_and_records_nothing(tmp_pa
     out = capsys.readouterr().out
     got = hashlib.sha256(GGUF_BYTES).hexdigest()
     bad = lib / "unsloth" / "Qwen3-8B-GGUF" / "Qwen3-8B-Q4_K_M.gguf.corrupt"
-    assert (f"FAIL checksum mismatch for Qwen3-8B-Q4_K_M.gguf: expected {'0' * 64}, got {got}; the download is "
+    assert (f"FAIL checksum mismatch for Qwen3-8B-Q4_K_M.gguf: expected {'0' * 64}, got {got}; the download "
+            f"is "
             f"kept as {bad} for inspection: delete it and run again") in out
     assert bad.is_file() and not bad.with_suffix("").exists()
     assert not nb.exists()
@@ -173,7 +179,8 @@ def test_multi_file_formats_checked_by_count_shards_and_config(tmp_path, capsys,
     assert ["download", "turboderp/Qwen3-8B-exl3", "--revision", "4.0bpw", "--local-dir",
             str(lib / "turboderp" / "Qwen3-8B-exl3-4.0bpw")] in hf_calls(tmp_path)
     recs = read_records(nb, "model-fetch", lambda o: o.get("record") == "model-fetch").records
-    assert [(r["format"], r["files"], r["revision"]) for r in recs] == [("exl3", 10, "4.0bpw"), ("awq", 12, "main")]
+    assert [(r["format"], r["files"], r["revision"]) for r in recs] == [("exl3", 10, "4.0bpw"),
+                                                                        ("awq", 12, "main")]
     assert recs[1]["bytes"] == sum(len(b) for b in awq_files().values())
     # the wrong quantisation in config.json fails, naming what it found
     hub.repos[("Qwen/Qwen3-8B-AWQ", "main")] = awq_files(method="gptq")
@@ -191,7 +198,8 @@ def test_bf16_needs_its_five_shards(tmp_path, capsys, hub):
 
 def test_unknown_repository_and_missing_cli_are_one_line_errors(tmp_path, capsys, monkeypatch, hub):
     assert main(["models", "--format", "mlx", "--library", str(tmp_path / "m")]) == 1
-    assert "FAIL hf download mlx-community/Qwen3-8B-4bit failed (exit 1): Repository Not Found" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "FAIL hf download mlx-community/Qwen3-8B-4bit failed (exit 1): Repository Not Found" in out
     monkeypatch.setenv("PATH", "/nonexistent")
     assert main(["models", "--format", "awq", "--library", str(tmp_path / "m")]) == 1
     assert "FAIL hf is not on PATH: install the Hugging Face CLI" in capsys.readouterr().out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 import time
@@ -22,7 +23,8 @@ WEATHER_TOOL = {"type": "function", "function": {
 ANSWER_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
                                                   "tags": {"type": "array", "items": {"type": "string"}}},
                  "required": ["name", "age", "tags"], "additionalProperties": False}
-PREAMBLE = " ".join(f"Rule {i}: answer politely and cite the section of the handbook you used." for i in range(60))
+PREAMBLE = " ".join(f"Rule {i}: answer politely and cite the section of the handbook you used."
+                    for i in range(60))
 
 
 def ask(text: str, **extra) -> dict:
@@ -58,7 +60,7 @@ def test_sixteen_requests_on_eight_seats_half_wait(practice):
     first_wave = 40 * (0.02 + 8 * 0.001)  # 40 tokens at a + b*8 per step
     assert max(queued[:8]) < 0.1
     assert min(queued[8:]) > 0.8 * first_wave
-    by_id = dict(zip(ids, samples))
+    by_id = dict(zip(ids, samples, strict=True))
     for t in truths:
         if t["queued_s"] > 0.5:
             assert by_id[t["id"]].ttft >= t["queued_s"]  # the wait is inside TTFT
@@ -93,7 +95,8 @@ def test_prefix_reuse_shared_preamble_versus_unique_first_line(practice, profile
 
 
 def test_cached_tokens_lower_ttft_by_the_prefill_saved(practice):
-    server = practice(kit_profile(name="prefill", timing={"prefill_tokens_per_s": 1000, "prefill_chunk": 4096}))
+    server = practice(kit_profile(name="prefill", timing={"prefill_tokens_per_s": 1000,
+                                                          "prefill_chunk": 4096}))
     cold = stream_chat(server.base_url, ask(PREAMBLE + "\nfirst", max_tokens=4))
     warm = stream_chat(server.base_url, ask(PREAMBLE + "\nsecond", max_tokens=4))
     saved = (warm.cached_tokens or 0) / 1000
@@ -116,7 +119,8 @@ def test_thinking_budget_spent_before_answer_stops_on_length(practice):
 
 
 def test_ignore_eos_runs_every_reply_to_max_tokens(practice):
-    base = practice(kit_profile(output={"length": {"kind": "lognormal", "median": 12, "sigma": 0.3}})).base_url
+    base = practice(kit_profile(output={"length": {"kind": "lognormal", "median": 12,
+                                                   "sigma": 0.3}})).base_url
     plain = [stream_chat(base, ask(f"short {i}", max_tokens=40)) for i in range(3)]
     assert all(s.finish_reason == "stop" and s.output_tokens < 40 for s in plain)  # the profile's own lengths
     forced = [stream_chat(base, ask(f"short {i}", max_tokens=40, ignore_eos=True)) for i in range(3)]
@@ -151,7 +155,8 @@ def test_engine_without_tool_parser_writes_the_call_as_text(practice):
 
 def json_schema_reply(base_url):
     body = ask("Describe the user.", response_format={"type": "json_schema",
-                                                      "json_schema": {"name": "user", "schema": ANSWER_SCHEMA}})
+                                                      "json_schema": {"name": "user",
+                                                                      "schema": ANSWER_SCHEMA}})
     return requests.post(base_url + "/chat/completions", json=body, timeout=10).json()
 
 
@@ -189,8 +194,8 @@ def test_vllm_mode_metrics_and_load_log(practice):
     server = practice("vllm")
     assert stream_chat(server.base_url, ask("count me", max_tokens=5)).ok
     text = server.metrics()
-    for name in ("num_requests_running", "num_requests_waiting", "kv_cache_usage_perc", "num_preemptions_total",
-                 "prefix_cache_queries_total", "prefix_cache_hits_total"):
+    for name in ("num_requests_running", "num_requests_waiting", "kv_cache_usage_perc",
+                 "num_preemptions_total", "prefix_cache_queries_total", "prefix_cache_hits_total"):
         assert f'vllm:{name}{{model_name="local-chat"}} ' in text
     log = server.log.read_text()
     assert "GPU KV cache size: 81,920 tokens" in log
@@ -198,7 +203,8 @@ def test_vllm_mode_metrics_and_load_log(practice):
 
 
 def test_vllm_pool_preempts_when_blocks_run_out(practice):
-    profile = {"schema_version": 1, "name": "tight", "mode": "vllm", "model": {"id": "local-chat", "size_gb": 1},
+    profile = {"schema_version": 1, "name": "tight", "mode": "vllm", "model": {"id": "local-chat",
+                                                                               "size_gb": 1},
                "seats": 4, "ctx_per_seat": 512, "pool_tokens": 256, "prefix_cache": "pooled",
                "timing": {"kind": "batched", "step_base_s": 0.002, "step_per_seq_s": 0.0005},
                "output": {"length": {"kind": "fixed", "tokens": 60}}}
@@ -259,9 +265,11 @@ def test_429_when_the_queue_is_full(practice):
 
 @pytest.mark.parametrize("body,status,words", [
     (b"{not json", 400, "not valid JSON"),
-    (json.dumps({"model": "nope", "messages": [{"role": "user", "content": "x"}]}).encode(), 404, "does not exist"),
+    (json.dumps({"model": "nope", "messages": [{"role": "user", "content": "x"}]}).encode(), 404,
+     "does not exist"),
     (json.dumps({"model": "local-chat"}).encode(), 400, "'messages' is required"),
-    (json.dumps({"messages": [{"role": "user", "content": "x"}], "max_tokens": -3}).encode(), 400, "positive integer"),
+    (json.dumps({"messages": [{"role": "user", "content": "x"}], "max_tokens": -3}).encode(), 400,
+     "positive integer"),
     (json.dumps({"messages": [{"role": "user", "content": "word " * 5000}], "max_tokens": 10}).encode(), 400,
      "exceeds the available context size"),
 ])
@@ -302,7 +310,7 @@ def test_ground_truth_matches_what_the_client_saw(practice):
     assert s.ok and truth["output_tokens"] == 128 and len(truth["sent"]) == 128
     assert truth["ttft_s"] == pytest.approx(0.05, abs=0.01)
     assert s.ttft == pytest.approx(truth["ttft_s"], abs=0.02)
-    gaps = [b - a for a, b in zip(truth["scheduled"], truth["scheduled"][1:])]
+    gaps = [b - a for a, b in itertools.pairwise(truth["scheduled"])]
     assert statistics.mean(gaps) == pytest.approx(0.01, abs=1e-6)
     timing = requests.get(server.root + "/practice/timing", timeout=5).json()
     assert timing["events"] >= 128 and timing["lateness_p50_s"] < 0.005

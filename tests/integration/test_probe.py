@@ -29,8 +29,8 @@ def test_everything_supported(practice, tmp_path, capsys):
 
 
 def test_tool_call_written_as_text_is_a_server_finding(practice, tmp_path, capsys):
-    rec, _ = run_probe(practice(kit_profile(name="noparser", features={"tool_parser": False})), tmp_path / "b.md",
-                       capsys)
+    rec, _ = run_probe(practice(kit_profile(name="noparser", features={"tool_parser": False})),
+                       tmp_path / "b.md", capsys)
     for section in ("tool_calling", "streaming_tool_calling"):
         assert not rec[section]["supported"]
         assert rec[section]["detail"].startswith("the model wrote a <tool_call> block as text")
@@ -38,7 +38,7 @@ def test_tool_call_written_as_text_is_a_server_finding(practice, tmp_path, capsy
 
 
 def test_prose_instead_of_json_is_reported(practice, tmp_path, capsys):
-    rec, _ = run_probe(practice(kit_profile(name="noschema", features={"json_schema": False})), tmp_path / "b.md",
-                       capsys)
+    rec, _ = run_probe(practice(kit_profile(name="noschema", features={"json_schema": False})),
+                       tmp_path / "b.md", capsys)
     assert not rec["structured_output"]["supported"]
     assert rec["structured_output"]["detail"].startswith("the request was accepted but the reply is not JSON")

@@ -20,13 +20,14 @@ from tests.conftest import free_port, install_fake
 
 
 def write_plan(tmp_path: Path, engine: dict, settings: dict | None = None) -> Path:
-    spec = {"schema_version": 1, "title": "a test engine", "launcher": "host", "port": "{port}", "health": "/health",
-            "api_model": "m", "log": "stdout", "health_timeout_s": 2, **engine}
+    spec = {"schema_version": 1, "title": "a test engine", "launcher": "host", "port": "{port}",
+            "health": "/health", "api_model": "m", "log": "stdout", "health_timeout_s": 2, **engine}
     spec.setdefault("settings", {})["port"] = free_port()
     engine_file = tmp_path / f"{spec['name']}.yaml"
     engine_file.write_text(yaml.safe_dump(spec))
     plan = {"schema_version": 1, "name": "bad-input", "title": "bad input", "variables": {},
-            "stages": [{"id": "a", "engine": str(engine_file), "settings": settings or {}, "steps": ["probe"]},
+            "stages": [{"id": "a", "engine": str(engine_file), "settings": settings or {},
+                        "steps": ["probe"]},
                        "report"]}
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(plan))
@@ -126,8 +127,8 @@ profile.update(name="mlx", check_model=True)
 profile["model"].update(id=a.model, aliases=[])
 path = os.path.join(os.environ["TMPDIR_FOR_FAKE"], "mlx-profile.yaml")
 yaml.safe_dump(profile, open(path, "w"))
-os.execv(sys.executable, [sys.executable, "-m", "harness.cli", "practice", "--profile", path, "--host", a.host,
-                          "--port", a.port])
+os.execv(sys.executable, [sys.executable, "-m", "harness.cli", "practice", "--profile", path,
+                          "--host", a.host, "--port", a.port])
 """
 
 
@@ -136,7 +137,8 @@ def test_mlx_shim_sends_exactly_the_served_path(tmp_path, monkeypatch):
     model.mkdir(parents=True)
     install_fake(tmp_path, monkeypatch, "mlx_lm.server", FAKE_MLX)
     plan = {"schema_version": 1, "name": "mlx", "title": "mlx shim", "variables": {},
-            "stages": [{"id": "mlx", "engine": "mlx-lm", "settings": {"model": str(model), "port": free_port()},
+            "stages": [{"id": "mlx", "engine": "mlx-lm", "settings": {"model": str(model),
+                                                                      "port": free_port()},
                         "record": {"quant": "MLX 4-bit"},
                         "steps": ["probe", {"sweep": {"label": "mlx-c1", "concurrency": "1", "requests": 2,
                                                       "max_tokens": 8}}]}]}
@@ -197,7 +199,8 @@ def test_tabbyapi_key_comes_from_its_token_file_and_is_never_recorded(tmp_path):
     tabby.mkdir()
     (tabby / "api_tokens.yml").write_text("api_key: s3cret-key-123\nadmin_key: admin-456\n")
     plan = {"schema_version": 1, "name": "tabby", "title": "tabby", "variables": {},
-            "stages": [{"id": "exl3", "engine": "tabbyapi", "settings": {"tabby_dir": str(tabby)}, "steps": ["probe"]}]}
+            "stages": [{"id": "exl3", "engine": "tabbyapi", "settings": {"tabby_dir": str(tabby)},
+                        "steps": ["probe"]}]}
     path = tmp_path / "tabby.yaml"
     path.write_text(yaml.safe_dump(plan))
     loaded = load_plan(str(path))
@@ -206,8 +209,10 @@ def test_tabbyapi_key_comes_from_its_token_file_and_is_never_recorded(tmp_path):
     ctx = runner.context(block)
     assert Runner.api_key_env(block, ctx["settings"]) == {"TABBY_API_KEY": "s3cret-key-123"}
     lines: list[str] = []
-    Runner(loaded, tmp_path / "run", out=lines.append).execute(resume=False)  # start.sh is missing: fails early
-    written = "\n".join(p.read_text() for p in (tmp_path / "run").rglob("*") if p.is_file()) + "\n".join(lines)
+    # start.sh is missing: fails early
+    Runner(loaded, tmp_path / "run", out=lines.append).execute(resume=False)
+    written = "\n".join(p.read_text() for p in (tmp_path / "run").rglob("*")
+                        if p.is_file()) + "\n".join(lines)
     assert "s3cret-key-123" not in written
     (tabby / "api_tokens.yml").write_text("admin_key: only-admin\n")
     with pytest.raises(EngineError, match="holds no api_key"):

@@ -23,7 +23,8 @@ def test_every_command_has_help(module, capsys):
 def test_bad_profile_is_one_line_and_exit_2(capsys):
     assert main(["practice", "--profile", "no-such-profile"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("harness practice: practice profile 'no-such-profile' not found") and "\n" not in err
+    assert err.startswith("harness practice: practice profile 'no-such-profile' not found")
+    assert "\n" not in err
 
 
 def test_empty_api_key_variable_is_refused(capsys, monkeypatch):

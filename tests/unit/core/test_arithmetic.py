@@ -19,10 +19,13 @@ def test_pool_for_twenty_slots_of_8192():
 
 
 def test_gemma3_sliding_window_caches_match_the_observed_log():
-    lines = [llama_kv_log_line(c) for c in llama_kv_caches(18, 1, 256, 4, 2048, swa_layers=15, swa_window=512)]
+    lines = [llama_kv_log_line(c) for c in llama_kv_caches(18, 1, 256, 4, 2048, swa_layers=15,
+                                                           swa_window=512)]
     assert lines == [
-        "llama_kv_cache: size =   24.00 MiB (  2048 cells,   3 layers,  4/4 seqs), K (f16):   12.00 MiB, V (f16):   12.00 MiB",
-        "llama_kv_cache: size =   60.00 MiB (  1024 cells,  15 layers,  4/4 seqs), K (f16):   30.00 MiB, V (f16):   30.00 MiB",
+        "llama_kv_cache: size =   24.00 MiB (  2048 cells,   3 layers,  4/4 seqs), K (f16):   12.00 MiB, V "
+                     "(f16):   12.00 MiB",
+        "llama_kv_cache: size =   60.00 MiB (  1024 cells,  15 layers,  4/4 seqs), K (f16):   30.00 MiB, V "
+                     "(f16):   30.00 MiB",
     ]
 
 

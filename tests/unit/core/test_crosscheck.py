@@ -22,10 +22,11 @@ BATCHED_OUT = FIX / "llama-batched-bench-b11434.txt"
 
 def level(**changes) -> dict:
     rec = {"harness_schema": 1, "lab": LAB_ID, "label": "vllm-baseline", "engine": "vllm",
-           "model": "local-chat", "base_url": "http://127.0.0.1:8000/v1", "prompt_set": "mixed", "max_tokens": 128,
-           "slo_ttft_s": 2.0, "slo_tpot_s": 0.1, "concurrency": 20, "requests": 80, "completed": 80, "failed": 0,
-           "wall_s": 10.0, "output_tokens": 10240, "output_tokens_per_s": 1024.0, "prompt_tokens_mean": 52.4,
-           "server_slots": 20, "ttft_s": {"p50": 0.1, "p90": 0.2}, "tpot_s": {"p50": 0.018, "p90": 0.02}}
+           "model": "local-chat", "base_url": "http://127.0.0.1:8000/v1", "prompt_set": "mixed",
+           "max_tokens": 128, "slo_ttft_s": 2.0, "slo_tpot_s": 0.1, "concurrency": 20, "requests": 80,
+           "completed": 80, "failed": 0, "wall_s": 10.0, "output_tokens": 10240,
+           "output_tokens_per_s": 1024.0, "prompt_tokens_mean": 52.4, "server_slots": 20,
+           "ttft_s": {"p50": 0.1, "p90": 0.2}, "tpot_s": {"p50": 0.018, "p90": 0.02}}
     rec.update(changes)
     return rec
 
@@ -43,12 +44,14 @@ def test_vllm_bench_output_is_parsed_into_seconds_and_counts():
 
 def test_vllm_bench_without_a_result_block_is_one_line():
     with pytest.raises(TargetError, match="printed no result block; its last line: ModuleNotFoundError"):
-        crosscheck.parse_vllm_bench("Traceback (most recent call last):\nModuleNotFoundError: No module named 'x'\n")
+        crosscheck.parse_vllm_bench("Traceback (most recent call last):\nModuleNotFoundError: No module "
+                                    "named 'x'\n")
 
 
 def test_the_seeds_vllm_bench_command_at_the_c20_row():
-    args = argparse.Namespace(exec_prefix="docker exec vllm-lab", vllm="vllm", checkpoint="/models/Qwen/Qwen3-8B-AWQ",
-                              num_prompts=80, concurrency=20, goodput=None)
+    args = argparse.Namespace(exec_prefix="docker exec vllm-lab", vllm="vllm",
+                              checkpoint="/models/Qwen/Qwen3-8B-AWQ", num_prompts=80, concurrency=20,
+                              goodput=None)
     argv = vllm_argv(args, level(), 40, 128)
     assert " ".join(argv) == (
         "docker exec vllm-lab vllm bench serve --backend openai-chat --base-url http://127.0.0.1:8000 "
@@ -79,7 +82,8 @@ def test_batched_bench_table_is_parsed_and_read_as_a_service():
 ])
 def test_verdicts(ours, theirs, bound, verdict):
     got = crosscheck.compare(level(output_tokens_per_s=ours[0], tpot_s={"p50": ours[1], "p90": ours[1]}),
-                             {"output_tokens_per_s": theirs[0], "tpot_s": {"p50": theirs[1]}}, 0.05, bound=bound)
+                             {"output_tokens_per_s": theirs[0], "tpot_s": {"p50": theirs[1]}}, 0.05,
+                             bound=bound)
     assert got["verdict"] == verdict
     assert got["output_tokens_per_s_ratio"] == round(ours[0] / theirs[0], 4)
 

@@ -14,7 +14,8 @@ def _sample(lags, clock="kernel"):
 
 def test_read_lag_is_a_distribution_over_every_token():
     # 10 requests of 10 tokens: lags 0.1 ms .. 10 ms, one per token; tokens 10 ms apart
-    row = aggregate([_sample([0.0001 * (10 * r + i + 1) for i in range(10)]) for r in range(10)], 4, 1.0, 2.0, 0.1)
+    row = aggregate([_sample([0.0001 * (10 * r + i + 1) for i in range(10)]) for r in range(10)], 4, 1.0, 2.0,
+                    0.1)
     assert row["client_read_lag_s"]["p50"] == 0.005
     assert row["client_read_lag_s"]["p99"] == 0.0099
     assert row["itl_s"]["p50"] == 0.01

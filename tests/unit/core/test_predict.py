@@ -48,7 +48,8 @@ def test_one_configuration_prints_every_cache_type_format_and_batch(capsys):
                  "spark"]) == 0
     out = capsys.readouterr().out
     assert "f16 147,456, q8_0 78,336, q4_0 41,472, fp8 73,728" in out
-    assert "weights (GGUF Q4_K_M) + pool = 15.93 GiB before compute buffers against 128 GB usable -> fits" in out
+    assert ("weights (GGUF Q4_K_M) + pool = 15.93 GiB before compute buffers against 128 GB usable -> fits"
+            in out)
     assert "bf16                18.0 /    17.8 tok/s" in out  # the lab's ceiling table, from the same inputs
     assert "context   100: B=1 58 (58.3)  B=10 566 (56.6)  B=20 1099 (55.0)" in out
     assert main(["predict", "--model", "qwen3-8b", "--slots", "20", "--ctx-per-slot", "4096", "--machine",
@@ -56,7 +57,8 @@ def test_one_configuration_prints_every_cache_type_format_and_batch(capsys):
     assert "-> does NOT fit" not in capsys.readouterr().out  # 15.93 GiB = 17.1 GB < 24 GB
     assert main(["predict", "--model", "qwen3-8b", "--slots", "40", "--ctx-per-slot", "4096", "--machine",
                  "rtx-4090"]) == 0
-    assert "-> does NOT fit" in capsys.readouterr().out  # the lab's warning: 40 slots need 23,040 MiB of cache
+    # the lab's warning: 40 slots need 23,040 MiB of cache
+    assert "-> does NOT fit" in capsys.readouterr().out
 
 
 def test_hugging_face_directory_is_read_from_config_and_safetensors_headers(tmp_path):

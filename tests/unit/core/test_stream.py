@@ -55,7 +55,8 @@ def test_no_usage_falls_back_to_counting_deltas():
 
 def test_cache_n_from_timings_when_usage_has_no_details():
     lines = ['data: {"choices":[{"delta":{"content":"a"}}]}',
-             'data: {"choices":[{"delta":{},"finish_reason":"stop"}],"timings":{"cache_n":7}}', "data: [DONE]"]
+             'data: {"choices":[{"delta":{},"finish_reason":"stop"}],"timings":{"cache_n":7}}',
+             "data: [DONE]"]
     assert parse(lines).cached_tokens == 7
 
 
@@ -73,7 +74,8 @@ def test_malformed_line_and_error_event():
 
 
 def test_tool_call_delta_is_a_token():
-    lines = ['data: {"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"f","arguments":""}}]}}]}',
+    call = '{"index":0,"function":{"name":"f","arguments":""}}'
+    lines = ['data: {"choices":[{"delta":{"tool_calls":[' + call + ']}}]}',
              'data: {"choices":[{"delta":{},"finish_reason":"tool_calls"}]}', "data: [DONE]"]
     s = parse(lines)
     assert s.ok and s.fields == ["tool_calls"] and s.ttft == 0.01

@@ -19,7 +19,8 @@ def test_a_good_endpoint_passes_quietly():
     ({"ok": False, "error": "HTTP 503: Loading model"}, "the proof request failed (HTTP 503: Loading model)"),
     ({"text_fields": []}, "returned no text in content, reasoning or tool calls"),
     ({"finish_reason": None}, "ended without a finish reason"),
-    ({"n_ctx": 1024}, "the server's context is 1024 tokens per sequence, and this prompt set needs about 1000 + 128"),
+    ({"n_ctx": 1024},
+     "the server's context is 1024 tokens per sequence, and this prompt set needs about 1000 + 128"),
 ])
 def test_what_stops_a_sweep(change, words):
     with pytest.raises(TargetError) as err:
@@ -28,7 +29,8 @@ def test_what_stops_a_sweep(change, words):
 
 
 def test_what_only_warns():
-    found = verdict({**GOOD, "model_listed": False, "listed_models": ["qwen3"], "usage": False, "n_ctx": None},
+    found = verdict({**GOOD, "model_listed": False, "listed_models": ["qwen3"], "usage": False,
+                     "n_ctx": None},
                     10_000, 128)
     assert found == ["the server lists qwen3, not the model sent",
                      "no usage block came back: output tokens will be counted from the stream's chunks"]

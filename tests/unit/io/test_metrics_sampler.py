@@ -33,7 +33,8 @@ def test_vllm_dialect_sums_over_label_sets():
     assert not any(name.startswith("llamacpp:") for name in busy)
     twice = (METRICS / "practice-vllm-busy.txt").read_text().replace(
         'vllm:num_requests_running{model_name="local-chat"} 6',
-        'vllm:num_requests_running{model_name="local-chat"} 6\nvllm:num_requests_running{model_name="other"} 2')
+        'vllm:num_requests_running{model_name="local-chat"} 6\nvllm:num_requests_running{model_name="other"} '
+                                                                     '2')
     assert parse_metrics(twice)["vllm:num_requests_running"] == 8
 
 

@@ -48,8 +48,9 @@ def test_bad_profiles_say_what_is_wrong(tmp_path):
     with pytest.raises(ConfigError, match="not found"):
         profiles.load_profile("nope")
     bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump({"schema_version": 1, "name": "b", "mode": "llama", "model": {"id": "m", "size_gb": 1},
-                                   "seats": 0, "ctx_per_seat": 100, "timing": {"kind": "fixed"}}))
+    bad.write_text(yaml.safe_dump({"schema_version": 1, "name": "b", "mode": "llama",
+                                   "model": {"id": "m", "size_gb": 1}, "seats": 0, "ctx_per_seat": 100,
+                                   "timing": {"kind": "fixed"}}))
     with pytest.raises(SchemaError, match="seats"):
         profiles.load_profile(str(bad))
     with pytest.raises(ConfigError, match="override"):
@@ -57,10 +58,12 @@ def test_bad_profiles_say_what_is_wrong(tmp_path):
 
 
 SCHEMAS = [
-    {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]}}, "required": ["city"]},
-    {"type": "object", "properties": {"n": {"type": "integer", "minimum": 2}, "xs": {"type": "array", "minItems": 2,
-                                                                                   "items": {"type": "number"}}}},
-    {"type": "object", "properties": {"ok": {"type": "boolean"}, "v": {"anyOf": [{"type": "null"}, {"type": "string"}]},
+    {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]}},
+     "required": ["city"]},
+    {"type": "object", "properties": {"n": {"type": "integer", "minimum": 2},
+                                      "xs": {"type": "array", "minItems": 2, "items": {"type": "number"}}}},
+    {"type": "object", "properties": {"ok": {"type": "boolean"}, "v": {"anyOf": [{"type": "null"},
+                                                                                 {"type": "string"}]},
                                       "name": {"type": "string", "minLength": 12}}},
 ]
 

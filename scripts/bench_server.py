@@ -59,7 +59,8 @@ class Stream(asyncio.Protocol):
             self.done.set_result(None)
 
 
-async def drive(port: int, streams: int, seconds: float, max_tokens: int, stagger: float) -> tuple[int, int, float]:
+async def drive(port: int, streams: int, seconds: float, max_tokens: int, stagger: float) -> tuple[int, int,
+                                                                                                   float]:
     """Keep ``streams`` streams busy; stream i starts after a random delay in [0, stagger) s, as
     arrivals would, so streams of equal length do not all get their tokens at the same instant."""
     rng = random.Random(1)
@@ -77,7 +78,10 @@ async def drive(port: int, streams: int, seconds: float, max_tokens: int, stagge
     loop.call_later(seconds, lambda: marks.append(counts[0] - counts[1]))
     for _ in range(streams):
         delay = rng.uniform(0, stagger)
-        _, proto = await loop.create_connection(lambda: Stream(request, t0 + seconds, counts, delay), "127.0.0.1", port)
+        def factory(delay=delay):
+            return Stream(request, t0 + seconds, counts, delay)
+
+        _, proto = await loop.create_connection(factory, "127.0.0.1", port)
         protos.append(proto)
     await asyncio.wait_for(asyncio.gather(*(p.done for p in protos)), timeout=seconds + 120)
     if len(marks) < 2:
@@ -119,11 +123,11 @@ def run_case(profile: str, streams: int, seconds: float, max_tokens: int, server
     cpu = (cpu1.user + cpu1.system - cpu0.user - cpu0.system) / elapsed
     work = cpu - (timing["spun_s"] - spun0) / elapsed  # spinning to a deadline is waiting, not work
     ms = lambda v: None if v is None else round(v * 1000, 3)  # noqa: E731
-    return {"profile": profile, "streams": streams, "requests": finished, "tokens/s (steady)": round(tokens / wall),
-            "server CPU": f"{cpu:.0%}", "CPU less spin": f"{work:.0%}", "late mean ms": ms(timing["lateness_mean_s"]),
+    return {"profile": profile, "streams": streams, "requests": finished,
+            "tokens/s (steady)": round(tokens / wall), "server CPU": f"{cpu:.0%}",
+            "CPU less spin": f"{work:.0%}", "late mean ms": ms(timing["lateness_mean_s"]),
             "late p99 ms": ms(timing["lateness_p99_s"]), "late max ms": ms(timing["lateness_max_s"]),
-            "gc max ms": ms(timing["gc_pause_max_s"]),
-            "re-anchors": timing["behind_resets"],
+            "gc max ms": ms(timing["gc_pause_max_s"]), "re-anchors": timing["behind_resets"],
             "step late p50/p99 ms": "" if timing["step_late_p50_s"] is None else
             f"{ms(timing['step_late_p50_s'])}/{ms(timing['step_late_p99_s'])}",
             "step spread p50/p99 ms": "" if timing["step_spread_p50_s"] is None else
@@ -131,7 +135,8 @@ def run_case(profile: str, streams: int, seconds: float, max_tokens: int, server
 
 
 # The issue's targets, each on one core: (profile, streams, field, limit in ms).
-TARGETS = [("fleet", 64, "late p99 ms", 2.0), ("ruler", 256, "late mean ms", 1.0), ("ruler", 256, "late p99 ms", 5.0)]
+TARGETS = [("fleet", 64, "late p99 ms", 2.0), ("ruler", 256, "late mean ms", 1.0),
+           ("ruler", 256, "late p99 ms", 5.0)]
 
 
 def verdicts(rows: list[dict]) -> list[str]:
@@ -164,8 +169,10 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--streams", default="1,16,64,256")
     parser.add_argument("--profiles", default="fleet,ruler")
-    parser.add_argument("--stagger", type=float, default=1.0, help="spread stream starts over this many seconds")
-    parser.add_argument("--no-uvloop", action="store_true", help="run the server on the standard asyncio loop")
+    parser.add_argument("--stagger", type=float, default=1.0,
+                        help="spread stream starts over this many seconds")
+    parser.add_argument("--no-uvloop", action="store_true",
+                        help="run the server on the standard asyncio loop")
     args = parser.parse_args()
     cores = sorted(os.sched_getaffinity(0))
     server_core, client_core = cores[0], cores[-1]
@@ -181,12 +188,14 @@ def main() -> int:
         for n in (int(x) for x in args.streams.split(",")):
             extra = ["--no-uvloop"] if args.no_uvloop else []
             row = run_case(profile, n, args.seconds, 128, server_core, args.stagger, extra)
-            print(f"  {profile} {n} streams: {row['tokens/s (steady)']} tok/s, p99 {row['late p99 ms']} ms", file=sys.stderr)
+            print(f"  {profile} {n} streams: {row['tokens/s (steady)']} tok/s, p99 {row['late p99 ms']} ms",
+                  file=sys.stderr)
             rows.append(row)
     print(tabulate(rows, headers="keys", tablefmt="github"))
     print(f"\nserver pinned to core {server_core}, client to core {client_core}; {args.seconds:g} s per row; "
           f"stream starts spread over {args.stagger:g} s; "
-          f"lateness = time written to the socket minus scheduled time, per token event (server ground truth)")
+          "lateness = time written to the socket minus scheduled time, per token event "
+          "(server ground truth)")
     print(f"machine: {machine()}")
     for line in verdicts(rows):
         print(line)

@@ -1,4 +1,9 @@
-"""Shared fixtures: start a real practice server (a separate process) on a free port."""
+"""Shared fixtures (a real practice server, a separate process, on a free port) and the folder markers.
+
+Every test is marked by the folder it lives in: ``unit`` (tests/unit: in-process, no server),
+``integration`` (tests/integration: servers, subprocesses, compose files, Locust runs) or ``e2e``
+(tests/e2e: whole runs and the installed wheel). ``make test-fast`` runs tests/unit only.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,19 @@ import yaml
 from urllib3.exceptions import InsecureRequestWarning
 
 ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+FOLDER_MARKERS = ("unit", "integration", "e2e")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark each test with the folder under tests/ that holds it (unit, integration or e2e)."""
+    tests = ROOT / "tests"
+    for item in items:
+        parts = Path(str(item.path)).resolve().relative_to(tests).parts
+        if parts and parts[0] in FOLDER_MARKERS:
+            item.add_marker(parts[0])
 
 
 def free_port() -> int:
@@ -56,7 +74,8 @@ def start_practice(tmp_path: Path, profile: str | dict = "kit", extra: list[str]
     cmd = [sys.executable, "-m", "harness.cli", "practice", "--profile", profile, "--port", str(port),
            "--log-file", str(log), *(extra or [])]
     with open(out, "w") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, **(env or {})})
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT,
+                                env={**os.environ, **(env or {})})
     server = RunningServer(proc, port, log, out, scheme)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

@@ -136,15 +136,18 @@ class PracticeApp:
         lines = [f"practice server {__version__}: profile {self.profile.name} ({self.mode} dialect)"]
         if self.mode == "llama":
             if all(k in m for k in ("layers", "kv_heads", "head_dim")):
-                caches = llama_kv_caches(m["layers"], m["kv_heads"], m["head_dim"], p["seats"], p["ctx_per_seat"],
-                                         p["cache_type"], m.get("swa_layers", 0), m.get("swa_window", 0))
+                caches = llama_kv_caches(m["layers"], m["kv_heads"], m["head_dim"], p["seats"],
+                                         p["ctx_per_seat"], p["cache_type"], m.get("swa_layers", 0),
+                                         m.get("swa_window", 0))
                 lines += [llama_kv_log_line(c, p["cache_type"]) for c in caches]
-            lines.append(f"srv    load_model: initializing, n_slots = {p['seats']}, n_ctx_slot = {p['ctx_per_seat']}, "
+            lines.append(f"srv    load_model: initializing, n_slots = {p['seats']}, n_ctx_slot = "
+                         f"{p['ctx_per_seat']}, "
                          f"kv_unified = 'false'")
             lines.append("main: server is listening")
         else:
             pool = p.get("pool_tokens", p["seats"] * p["ctx_per_seat"])
-            lines += [f"INFO [kv_cache_utils.py] {line}" for line in vllm_kv_log_lines(pool, p["ctx_per_seat"])]
+            lines += [f"INFO [kv_cache_utils.py] {line}" for line in vllm_kv_log_lines(pool,
+                                                                                       p["ctx_per_seat"])]
             lines.append("INFO:     Application startup complete.")
         return lines
 
@@ -201,7 +204,8 @@ class PracticeApp:
     def models(self) -> dict:
         created = int(self.started)
         return {"object": "list", "data": [
-            {"id": mid, "object": "model", "created": created, "owned_by": "practice"} for mid in self.profile.model_ids]}
+            {"id": mid, "object": "model", "created": created, "owned_by": "practice"}
+            for mid in self.profile.model_ids]}
 
     def slots(self) -> list[dict]:
         engine = self.engine
@@ -209,9 +213,9 @@ class PracticeApp:
         out = []
         for i in range(self.p["seats"]):
             seq = busy.get(i)
-            out.append({"id": i, "id_task": -1 if seq is None else seq.seq_no, "n_ctx": self.p["ctx_per_seat"],
-                        "speculative": False, "is_processing": seq is not None,
-                        "next_token": {"has_next_token": seq is not None,
+            out.append({"id": i, "id_task": -1 if seq is None else seq.seq_no,
+                        "n_ctx": self.p["ctx_per_seat"], "speculative": False,
+                        "is_processing": seq is not None, "next_token": {"has_next_token": seq is not None,
                                        "n_decoded": 0 if seq is None else seq.emitted}})
         return out
 
@@ -229,7 +233,8 @@ class PracticeApp:
         elif path.startswith("/practice/truth/"):
             truth = self.truth.get(path[len("/practice/truth/"):])
             if truth is None:
-                self._error(res, 404, "no such request id (the server keeps the last 50,000)", "not_found_error")
+                self._error(res, 404, "no such request id (the server keeps the last 50,000)",
+                            "not_found_error")
             else:
                 res.send_json(200, truth.as_dict())
         else:
@@ -275,12 +280,15 @@ class PracticeApp:
             return
         model = body.get("model")
         if self.p["check_model"] and model is not None and model not in self.profile.model_ids:
-            self._error(res, 404, f"The model `{model}` does not exist.", "NotFoundError" if self.mode == "vllm"
+            self._error(res, 404, f"The model `{model}` does not exist.", "NotFoundError"
+                        if self.mode == "vllm"
                         else "not_found_error")
             return
         max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
-        if max_tokens is not None and (not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1):
-            self._error(res, 400, f"max_tokens must be a positive integer, got {max_tokens!r}", "invalid_request_error")
+        if max_tokens is not None and (not isinstance(max_tokens, int) or isinstance(max_tokens, bool)
+                                       or max_tokens < 1):
+            self._error(res, 400, f"max_tokens must be a positive integer, got {max_tokens!r}",
+                        "invalid_request_error")
             return
         try:
             faults = self._faults(req)
@@ -292,11 +300,15 @@ class PracticeApp:
         needed = len(prompt) + (max_tokens or 0)
         if needed > ctx or len(prompt) >= ctx:
             if self.mode == "llama":
-                self._error(res, 400, f"request ({needed} tokens) exceeds the available context size ({ctx} tokens), "
-                            "try increasing it", "exceed_context_size_error", n_prompt_tokens=len(prompt), n_ctx=ctx)
+                self._error(res, 400,
+                            f"request ({needed} tokens) exceeds the available context size ({ctx} tokens), "
+                            "try increasing it", "exceed_context_size_error", n_prompt_tokens=len(prompt),
+                            n_ctx=ctx)
             else:
-                self._error(res, 400, f"This model's maximum context length is {ctx} tokens. However, you requested "
-                            f"{needed} tokens ({len(prompt)} in the messages, {max_tokens or 0} in the completion). "
+                self._error(res, 400,
+                            f"This model's maximum context length is {ctx} tokens. However, you requested "
+                            f"{needed} tokens ({len(prompt)} in the messages, {max_tokens or 0} in the "
+                            f"completion). "
                             "Please reduce the length of the messages or completion.", "BadRequestError")
             return
         if faults.error_500:
@@ -304,11 +316,13 @@ class PracticeApp:
             return
         limit = self.p["faults"]["queue_limit"]
         if limit is not None and len(self.engine.waiting) >= limit:
-            self._error(res, 429, f"server busy: {len(self.engine.waiting)} requests already waiting", "rate_limit_error")
+            self._error(res, 429, f"server busy: {len(self.engine.waiting)} requests already waiting",
+                        "rate_limit_error")
             return
 
         self._n += 1
-        rid = _SAFE_ID.sub("", req.headers.get("x-request-id", ""))[:128] or f"chatcmpl-{self._n:08x}{int(received * 1e6) & 0xFFFFFF:06x}"
+        rid = (_SAFE_ID.sub("", req.headers.get("x-request-id", ""))[:128]
+               or f"chatcmpl-{self._n:08x}{int(received * 1e6) & 0xFFFFFF:06x}")
         budget = max_tokens if max_tokens is not None else ctx - len(prompt)
         rng = random.Random(hash((self.p["seed"], self._n)))
         plan = plan_reply(body, self.p, rng, budget)
@@ -319,7 +333,8 @@ class PracticeApp:
         stream = bool(body.get("stream", False))
         include_usage = bool((body.get("stream_options") or {}).get("include_usage", False))
         sink_cls = StreamSink if stream else WholeSink
-        sink = sink_cls(self, res, rid, body.get("model") or self.p["model"]["id"], truth, faults, include_usage)
+        sink = sink_cls(self, res, rid, body.get("model") or self.p["model"]["id"], truth, faults,
+                        include_usage)
         seq = Sequence(rid, prompt, plan, sink, received,
                        stall_after=faults.stall_after if faults.stall_s is not None else None,
                        stall_s=faults.stall_s or 0.0)
@@ -372,13 +387,17 @@ class PracticeApp:
         if self.mode == "llama":
             per_decode = c.busy_seat_steps / c.decode_steps if c.decode_steps else 0.0
             rows = [
-                ("prompt_tokens_total", "counter", "Number of prompt tokens processed, excluding cached tokens.", c.prompt_tokens),
-                ("prompt_tokens_cached_total", "counter", "Number of prompt tokens served from the cache.", c.cached_tokens),
+                ("prompt_tokens_total", "counter",
+                 "Number of prompt tokens processed, excluding cached tokens.", c.prompt_tokens),
+                ("prompt_tokens_cached_total", "counter", "Number of prompt tokens served from the cache.",
+                 c.cached_tokens),
                 ("prompt_seconds_total", "counter", "Prompt process time.", c.prompt_seconds),
-                ("tokens_predicted_total", "counter", "Number of generation tokens processed.", c.generated_tokens),
+                ("tokens_predicted_total", "counter", "Number of generation tokens processed.",
+                 c.generated_tokens),
                 ("tokens_predicted_seconds_total", "counter", "Predict process time.", c.decode_seconds),
                 ("n_decode_total", "counter", "Total number of llama_decode() calls.", c.decode_steps),
-                ("n_busy_slots_per_decode", "counter", "Average number of busy slots per llama_decode() call.", per_decode),
+                ("n_busy_slots_per_decode", "gauge", "Average number of busy slots per llama_decode() call.",
+                 per_decode),
                 ("prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s.",
                  c.prompt_tokens / c.prompt_seconds if c.prompt_seconds else 0.0),
                 ("predicted_tokens_seconds", "gauge", "Average generation throughput in tokens/s.",
@@ -388,26 +407,33 @@ class PracticeApp:
             ]
             out = []
             for name, kind, help_text, value in rows:
-                out += [f"# HELP llamacpp:{name} {help_text}", f"# TYPE llamacpp:{name} {kind}", f"llamacpp:{name} {value}"]
+                out += [f"# HELP llamacpp:{name} {help_text}", f"# TYPE llamacpp:{name} {kind}",
+                        f"llamacpp:{name} {value}"]
             return "\n".join(out) + "\n"
         label = f'{{model_name="{self.p["model"]["id"]}"}}'
         pool = getattr(e, "pool", None)
         rows = [
-            ("num_requests_running", "gauge", "Number of requests in model execution batches.", len(e.running)),
+            ("num_requests_running", "gauge", "Number of requests in model execution batches.",
+             len(e.running)),
             ("num_requests_waiting", "gauge", "Number of requests waiting to be processed.", len(e.waiting)),
             ("kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", e.kv_usage()),
-            ("num_preemptions_total", "counter", "Cumulative number of preemption from the engine.", c.preemptions),
-            ("prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.",
-             pool.queries if pool else 0),
+            ("num_preemptions_total", "counter", "Cumulative number of preemption from the engine.",
+             c.preemptions),
+            ("prefix_cache_queries_total", "counter",
+             "Prefix cache queries, in terms of number of queried tokens.", pool.queries if pool else 0),
             ("prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.",
              pool.hits if pool else 0),
-            ("prompt_tokens_total", "counter", "Number of prefill tokens processed.", c.prompt_tokens + c.cached_tokens),
-            ("generation_tokens_total", "counter", "Number of generation tokens processed.", c.generated_tokens),
-            ("request_success_total", "counter", "Count of successfully processed requests.", c.requests_finished),
+            ("prompt_tokens_total", "counter", "Number of prefill tokens processed.", c.prompt_tokens
+             + c.cached_tokens),
+            ("generation_tokens_total", "counter", "Number of generation tokens processed.",
+             c.generated_tokens),
+            ("request_success_total", "counter", "Count of successfully processed requests.",
+             c.requests_finished),
         ]
         out = []
         for name, kind, help_text, value in rows:
-            out += [f"# HELP vllm:{name} {help_text}", f"# TYPE vllm:{name} {kind}", f"vllm:{name}{label} {value}"]
+            out += [f"# HELP vllm:{name} {help_text}", f"# TYPE vllm:{name} {kind}",
+                    f"vllm:{name}{label} {value}"]
         return "\n".join(out) + "\n"
 
 
@@ -456,7 +482,8 @@ class StreamSink(_SinkBase):
         self._tail = b'},"logprobs":null,"finish_reason":null}]}\n\n'
         self.res.start_stream(headers=[("X-Request-Id", self.rid)])
         self._write = self.res.raw_writer()
-        role = '"role":"assistant","content":null' if self.app.mode == "llama" else '"role":"assistant","content":""'
+        role = ('"role":"assistant","content":null' if self.app.mode == "llama"
+                else '"role":"assistant","content":""')
         self.res.chunk(self._head + role.encode() + self._tail)
 
     def token(self, seq: Sequence, index: int, scheduled: float) -> None:
@@ -471,7 +498,8 @@ class StreamSink(_SinkBase):
         elif field_name == "reasoning":
             delta = _delta_bytes(self.app.reasoning_field(), text)
         elif index == 0 or pieces[index - 1][0] != "tool_args":
-            delta = ('"tool_calls":[{"index":0,"id":"call_' + self.rid[-12:] + '","type":"function","function":{"name":'
+            delta = ('"tool_calls":[{"index":0,"id":"call_' + self.rid[-12:]
+                     + '","type":"function","function":{"name":'
                      + json.dumps(seq.plan.tool_name) + ',"arguments":' + json.dumps(text) + "}}]").encode()
         else:
             delta = b'"tool_calls":[{"index":0,"function":{"arguments":' + json.dumps(text).encode() + b"}}]"
@@ -498,8 +526,9 @@ class StreamSink(_SinkBase):
         end = clock()
         t = self.truth
         t.finish_reason, t.outcome = seq.plan.finish_reason, "ok"
-        final = {"id": self.rid, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-                 "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": seq.plan.finish_reason}]}
+        final = {"id": self.rid, "object": "chat.completion.chunk", "created": self.created,
+                 "model": self.model, "choices": [{"index": 0, "delta": {}, "logprobs": None,
+                              "finish_reason": seq.plan.finish_reason}]}
         # As llama-server does: timings ride the usage chunk when there is one, else the last chunk.
         llama_timings = self.app.mode == "llama" and not self.faults.no_usage
         with_usage = self.include_usage and not self.faults.no_usage
@@ -507,8 +536,8 @@ class StreamSink(_SinkBase):
             final["timings"] = self.app.timings(seq, end)
         out = b"data: " + json.dumps(final).encode() + b"\n\n"
         if with_usage:
-            usage = {"id": self.rid, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-                     "choices": [], "usage": self.app.usage(seq)}
+            usage = {"id": self.rid, "object": "chat.completion.chunk", "created": self.created,
+                     "model": self.model, "choices": [], "usage": self.app.usage(seq)}
             if llama_timings:
                 usage["timings"] = self.app.timings(seq, end)
             out += b"data: " + json.dumps(usage).encode() + b"\n\n"
@@ -542,9 +571,11 @@ class WholeSink(_SinkBase):
             message[self.app.reasoning_field()] = parts["reasoning"]
         if seq.plan.tool_name and parts["tool_args"]:
             message["tool_calls"] = [{"id": "call_" + self.rid[-12:], "type": "function",
-                                      "function": {"name": seq.plan.tool_name, "arguments": parts["tool_args"]}}]
+                                      "function": {"name": seq.plan.tool_name,
+                                                   "arguments": parts["tool_args"]}}]
         body = {"id": self.rid, "object": "chat.completion", "created": self.created, "model": self.model,
-                "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": seq.plan.finish_reason}]}
+                "choices": [{"index": 0, "message": message, "logprobs": None,
+                             "finish_reason": seq.plan.finish_reason}]}
         if not self.faults.no_usage:
             body["usage"] = self.app.usage(seq)
             if self.app.mode == "llama":

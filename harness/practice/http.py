@@ -9,6 +9,7 @@ general framework would cost several times the CPU per event; this server has on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 from dataclasses import dataclass
@@ -109,10 +110,8 @@ class HttpProtocol(asyncio.Protocol):
         self.transport = transport
         sock = transport.get_extra_info("socket")
         if sock is not None:
-            try:
+            with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            except OSError:
-                pass
 
     def connection_lost(self, exc) -> None:
         if self.busy is not None:
@@ -176,11 +175,12 @@ class HttpProtocol(asyncio.Protocol):
 
     def _reject(self, status: int, message: str) -> None:
         responder = Responder(self, keep_alive=False)
-        responder.send_json(status, {"error": {"code": status, "message": message, "type": "invalid_request_error"}})
+        responder.send_json(status, {"error": {"code": status, "message": message,
+                                               "type": "invalid_request_error"}})
         self.buf.clear()
 
 
 async def serve(handler: Handler, host: str, port: int, ssl_context=None) -> asyncio.base_events.Server:
     loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: HttpProtocol(handler), host, port, reuse_address=True, backlog=1024,
-                                    ssl=ssl_context)
+    return await loop.create_server(lambda: HttpProtocol(handler), host, port, reuse_address=True,
+                                    backlog=1024, ssl=ssl_context)

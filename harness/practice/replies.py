@@ -14,13 +14,15 @@ from dataclasses import dataclass
 
 from harness.practice.tokenizer import pieces
 
-_WORDS = (
+_PROSE = (
     "the server keeps a seat for each conversation and writes one token per step while the "
     "batch shares every pass over the weights so a second person costs far less than the first "
     "until the seats fill and newcomers wait in line for a place memory bandwidth sets the pace "
     "of decoding and the cache holds what each prompt already said"
-).split()
-_THOUGHT = "let me think about what is being asked and answer briefly".split()
+)
+_WORDS = _PROSE.split()
+_THINKING = "let me think about what is being asked and answer briefly"
+_THOUGHT = _THINKING.split()
 _CITIES = ["Paris", "Lisbon", "Oslo", "Nairobi", "Osaka", "Lima"]
 
 
@@ -63,6 +65,11 @@ def example_for(schema: dict, name: str = "") -> object:
     if kind == "array":
         count = max(1, int(schema.get("minItems", 1)))
         return [example_for(schema.get("items", {}), name) for _ in range(count)]
+    return _scalar_example(kind, schema, name)
+
+
+def _scalar_example(kind: str, schema: dict, name: str) -> object:
+    """A number, boolean, null or string for ``schema``; strings are chosen by the field's name."""
     if kind == "integer":
         return int(schema.get("minimum", 3))
     if kind == "number":
@@ -116,7 +123,8 @@ def plan_reply(request: dict, profile: dict, rng: random.Random, max_tokens: int
     if tools and request.get("tool_choice") != "none":
         tool_name = _tool_choice_name(request) or str(tools[0].get("function", {}).get("name", "tool"))
         params = next(
-            (t["function"].get("parameters", {}) for t in tools if t.get("function", {}).get("name") == tool_name),
+            (t["function"].get("parameters", {}) for t in tools if t.get("function",
+                                                                         {}).get("name") == tool_name),
             {},
         )
         tool_args = json.dumps(example_for(params))
@@ -124,7 +132,8 @@ def plan_reply(request: dict, profile: dict, rng: random.Random, max_tokens: int
             plan += [("tool_args", p) for p in pieces(tool_args)]
             finish = "tool_calls"
         else:
-            block = "<tool_call>\n" + json.dumps({"name": tool_name, "arguments": json.loads(tool_args)}) + "\n</tool_call>"
+            block = "<tool_call>\n" + json.dumps({"name": tool_name,
+                                                  "arguments": json.loads(tool_args)}) + "\n</tool_call>"
             plan += [("content", p) for p in pieces(block)]
     elif fmt.get("type") == "json_schema" and profile["features"]["json_schema"]:
         schema = (fmt.get("json_schema") or {}).get("schema", {})

@@ -1,0 +1,135 @@
+"""The CPU plan, reduced in size, end to end against both real servers (the practice server and the
+CPU llama-server), interrupted half-way and resumed. Assertions are on the records, the manifest
+and the ports, not only the exit code."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness.io.ports import port_open
+from harness.io.notebook import read_records
+from tests.conftest import ROOT, free_port
+
+pytestmark = pytest.mark.llama
+
+
+def reduced(practice_port: int, llama_port: int) -> list[str]:
+    sets = {"REQUESTS": 4, "MIN_ROUNDS": 1, "MAX_TOKENS": 16, "PAIR_LEVELS": 1, "PAIR_REQUESTS": 4,
+            "VARIANT_LEVEL": 5, "VARIANT_REQUESTS": 4, "PRACTICE_PORT": practice_port,
+            "LLAMA_PORT": llama_port}
+    return [arg for k, v in sets.items() for arg in ("--set", f"{k}={v}")]
+
+
+def manifest(run_dir: Path) -> dict:
+    try:
+        return json.loads((run_dir / "manifest.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def status(run_dir: Path, step_id: str) -> str | None:
+    return next((s["status"] for s in manifest(run_dir).get("steps", []) if s["id"] == step_id), None)
+
+
+def test_cpu_plan_interrupted_then_resumed(tmp_path):
+    run_dir = tmp_path / "run"
+    pport, lport = free_port(), free_port()
+    cmd = [sys.executable, "-m", "harness.cli", "track", "cpu", "--run-dir", str(run_dir),
+           *reduced(pport, lport)]
+    with open(tmp_path / "first.txt", "w") as out:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    target = "practice/sweep:practice-prefix-unique"
+    deadline = time.monotonic() + 300
+    while status(run_dir, target) != "running":
+        assert proc.poll() is None, (tmp_path / "first.txt").read_text()
+        assert time.monotonic() < deadline, "the plan never reached the step to interrupt"
+        time.sleep(0.2)
+    time.sleep(1.0)  # inside the sweep
+    os.kill(proc.pid, signal.SIGINT)
+    assert proc.wait(90) == 130, (tmp_path / "first.txt").read_text()
+    first = manifest(run_dir)
+    assert first["status"] == "interrupted"
+    assert status(run_dir, target) == "interrupted"
+    finished_before = [s["id"] for s in first["steps"] if s["status"] == "passed"]
+    assert "practice/sweep:practice-baseline" in finished_before
+    assert not port_open("127.0.0.1", pport), "the practice server was left running after the interruption"
+
+    done = subprocess.run([*cmd, "--resume"], cwd=ROOT, capture_output=True, text=True, timeout=1500)
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, log[-4000:]
+    final = manifest(run_dir)
+    assert final["status"] == "passed"
+    by_id = {s["id"]: s for s in final["steps"]}
+    assert all(s["status"] in ("passed", "skipped") for s in final["steps"]), \
+        [(s["id"], s["status"], s["reason"]) for s in final["steps"] if s["status"] not in ("passed",
+                                                                                            "skipped")]
+    for step_id in finished_before:
+        if not step_id.endswith("/start"):
+            assert by_id[step_id]["attempts"] == 1, f"{step_id} was repeated on --resume"
+    assert by_id[target]["attempts"] == 2
+    assert by_id["practice/start"]["attempts"] == 2  # its engine had to be started again to finish the block
+    assert by_id["llama/start"]["attempts"] == 1
+    assert not port_open("127.0.0.1", pport) and not port_open("127.0.0.1", lport)
+
+    notebook = run_dir / "labbook.md"
+    levels = read_records(notebook, "level", select=lambda o: "concurrency" in o and "label" in o).records
+    counts = Counter((r["label"], r["concurrency"]) for r in levels)
+    assert [counts[("practice-baseline", c)] for c in (1, 5, 10, 20)] == [1, 1, 1, 1]  # not repeated
+    assert [counts[("llama-baseline", c)] for c in (1, 5, 10, 20)] == [1, 1, 1, 1]
+    assert {r["label"] for r in levels} >= {"practice-prefix-unique", "practice-prefix-shared",
+                                            "llama-prefix-unique", "llama-prefix-shared", "llama-slots2",
+                                            "llama-ctx1024", "llama-kv-alt", "practice-admission",
+                                            "llama-admission"}
+    assert all(r["failed"] == 0 for r in levels if r["label"].startswith("llama"))
+    summaries = read_records(notebook, "curve-summary",
+                             select=lambda o: o.get("record") == "curve-summary").records
+    assert {s["label"] for s in summaries} == {"practice-baseline", "llama-baseline"}
+    allocations = read_records(notebook, "allocation",
+                               select=lambda o: o.get("record") == "allocation").records
+    assert {a["label"]: a["verdict"] for a in allocations} == {
+        "llama": "match", "llama-slots2": "match", "llama-ctx1024": "match", "llama-kv-alt": "match"}
+    speed = read_records(notebook, "engine-speed", select=lambda o: o.get("test") in ("short",
+                                                                                      "long")).records
+    assert {(r["engine"], r["test"]) for r in speed} == {(e, t) for e in ("practice", "llama.cpp")
+                                                         for t in ("short", "long")}
+    engines = final["engines"]
+    assert engines["llama-kv-alt"]["changed"] == {"cache_type": ["f16", "q8_0"]}
+    assert "--cache-type-k q8_0" in engines["llama-kv-alt"]["command"]
+    assert by_id["llama/recovery"]["reason"].startswith("idle by /metrics")
+    assert by_id["llama/admission:llama-admission"]["result"]["admission_level"] in (1, 5, 10, 20)
+
+    for check in (["summarise", "--labbook", str(notebook), "--check"],
+                  ["engines", "--labbook", str(notebook), "--check", "--allow-cpu"]):
+        result = subprocess.run([sys.executable, "-m", "harness.cli", *check], cwd=ROOT, capture_output=True,
+                                text=True, timeout=60)
+        assert result.returncode == 0, result.stdout[-3000:]
+    report = (run_dir / "report.md").read_text()
+    assert "## Headline numbers" in report and "practice-baseline (practice): peak" in report
+    assert "llama-baseline (llama.cpp): peak" in report and "prefix caching: TTFT p50" in report
+    assert (run_dir / "charts" / "crowd.png").stat().st_size > 10_000
+    cross = read_records(notebook, "cross-check", select=lambda o: o.get("record") == "cross-check").records
+    assert [(c["label"], c["tool"], c["theirs"]["batch"]) for c in cross] == [("llama-baseline",
+                                                                               "batched-bench", 4)]
+    assert cross[0]["theirs"]["output_tokens_per_s"] > 0 and cross[0]["verdict"] in ("within bound",
+                                                                                     "above bound")
+    assert "## Cross-check against the engine's own generator" in report
+
+    # after the run, cleanup finds nothing of ours left: no server process, no busy port
+    cleaned = subprocess.run([sys.executable, "-m", "harness.cli", "cleanup", "--runs", str(tmp_path),
+                              "--models", str(tmp_path / "models")], cwd=ROOT, capture_output=True, text=True,
+                             timeout=60)
+    assert cleaned.returncode == 0 and "servers our runs left running: 0" in cleaned.stdout, cleaned.stdout
+    ours = [p.info["cmdline"] for p in psutil.process_iter(["cmdline"])
+            if any(str(port) in " ".join(p.info["cmdline"] or []) for port in (pport, lport))]
+    assert ours == [] and not port_open("127.0.0.1", pport) and not port_open("127.0.0.1", lport)
+    assert "==> headline numbers" in done.stdout and "report:" in done.stdout

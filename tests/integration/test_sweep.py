@@ -1,0 +1,370 @@
+"""`harness sweep` against the practice server (a separate process) and the lab's own commands."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.core.levels import LAB_ID
+from harness.io.notebook import read_records
+from tests.conftest import ROOT, kit_profile
+
+pytestmark = pytest.mark.slow
+
+
+def sweep(*args, env=None, timeout=180):
+    cmd = [sys.executable, "-m", "harness", "sweep", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+                          env={**os.environ, **(env or {})})
+
+
+def levels(book: Path) -> list[dict]:
+    result = read_records(book, "level", select=lambda o: o.get("lab") == LAB_ID and "concurrency" in o)
+    assert not result.warnings
+    return result.records
+
+
+def linear_server(practice, name: str, seats: int, tokens: int, a: float, b: float, prefill: float):
+    """A kit-like practice server whose decode step is exactly a + b x running, with fixed-length answers."""
+    return practice(kit_profile(name=name, seats=seats, output={"length": {"kind": "fixed",
+                                                                           "tokens": tokens}},
+                                timing={"step_base_s": a, "step_per_seq_s": b,
+                                        "prefill_tokens_per_s": prefill}))
+
+
+def test_measured_ttft_and_tpot_match_the_servers_truth(practice, tmp_path):
+    a, b = 0.010, 0.002
+    server = linear_server(practice, "exact", seats=4, tokens=200, a=a, b=b, prefill=20000)
+    book = tmp_path / "labbook.md"
+    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1,8", "--requests",
+                "8", "--max-tokens", "40", "--label", "exact", "--labbook", str(book))
+    assert out.returncode == 0, out.stderr
+    one, eight = levels(book)
+    # c=1: one sequence per step, TPOT = a + b
+    assert one["tpot_s"]["p50"] == pytest.approx(a + b, rel=0.1)
+    # c=8 on 4 seats: 4 run (TPOT = a + 4b) while 4 wait a whole answer, so TTFT p90 covers the wait
+    assert eight["tpot_s"]["p50"] == pytest.approx(a + 4 * b, rel=0.1)
+    assert eight["ttft_s"]["p90"] > 39 * (a + 4 * b) * 0.9
+    assert one["token_counts"] == "usage" and one["finish_reasons"] == {"length": 8}
+    assert eight["server_metrics"]["llamacpp:requests_deferred"]["max"] >= 3
+    samples = [json.loads(line) for line in book.with_suffix(".samples.jsonl").read_text().splitlines()]
+    assert len(samples) == 16 and all(len(s["token_times_s"]) == 40 for s in samples)
+    # token arrivals timed by the kernel's receive stamps (Linux): every gap as the client measured it
+    # matches the gap between the server's own writes
+    assert one["arrival_clock"] == eight["arrival_clock"] == "kernel"
+    # and how late the client read them: measured, small at this load, so the client was not the limit
+    assert all(len(s["read_lags_s"]) == 40 and min(s["read_lags_s"]) >= 0 for s in samples)
+    assert eight["client_read_lag_s"]["p99"] is not None and eight["client_limited"] is False
+    errors = []
+    for s in samples:
+        sent = server.truth(s["request_id"])["sent"]
+        got = s["token_times_s"]
+        errors += [abs((b - a) - (wb - wa))
+                   for a, b, wa, wb in zip(got, got[1:], sent, sent[1:], strict=False)]
+    errors.sort()
+    assert errors[len(errors) // 2] < 0.0005, errors[len(errors) // 2]
+
+
+def test_the_labs_printed_command_works_and_records_keep_the_field_names(practice, tmp_path):
+    server = practice("kit")
+    book = tmp_path / "labbook.md"
+    book.write_text("# Part 9\nprose stays\n")
+    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1,5", "--requests",
+                "5", "--min-rounds", "2", "--max-tokens", "16", "--prompt-set", "mixed", "--label",
+                "llama-baseline", "--labbook", str(book), "--engine", "practice", "--quant", "Q4_K_M",
+                "--context-length", "4096", "--server-slots", "8")
+    assert out.returncode == 0, out.stderr
+    recs = levels(book)
+    assert [r["requests"] for r in recs] == [5, 10]  # max(requests, min_rounds x c)
+    for field in ("lab", "label", "engine", "quant", "context_length", "server_slots", "output_tokens_per_s",
+                  "goodput_requests_per_s", "mean_in_flight", "cached_tokens_mean", "finish_reasons",
+                  "first_error"):
+        assert field in recs[0]
+    assert book.read_text().startswith("# Part 9\nprose stays\n")
+    assert "c=  5" in out.stdout and "appended 2 line(s)" in out.stdout
+
+
+def test_prefix_pair_shared_is_cached_and_control_is_not(practice, tmp_path):
+    server = practice("kit")
+    book = tmp_path / "labbook.md"
+    for prompt_set, label in (("unique-prefix", "control"), ("shared-prefix", "shared")):
+        out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1,4",
+                    "--requests", "8", "--max-tokens", "8", "--prompt-set", prompt_set, "--label", label,
+                    "--labbook", str(book))
+        assert out.returncode == 0, out.stderr
+    recs = {(r["label"], r["concurrency"]): r for r in levels(book)}
+    for c in (1, 4):
+        shared, control = recs[("shared", c)], recs[("control", c)]
+        assert shared["cached_tokens_mean"] > 0.5 * shared["prompt_tokens_mean"]
+        assert control["cached_tokens_mean"] < 0.1 * control["prompt_tokens_mean"]
+
+
+def test_api_key_is_used_and_never_written(practice, tmp_path):
+    key = "sk-never-in-a-record-123"
+    server = practice("kit", extra=["--api-key-env", "PK"], env={"PK": key})
+    book = tmp_path / "labbook.md"
+    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "2", "--requests",
+                "2", "--max-tokens", "4", "--labbook", str(book), "--api-key-env", "MY_KEY",
+                env={"MY_KEY": key})
+    assert out.returncode == 0, out.stderr
+    assert levels(book)[0]["completed"] == 2
+    for text in (book.read_text(), book.with_suffix(".samples.jsonl").read_text(), out.stdout, out.stderr):
+        assert key not in text
+
+
+def test_cut_streams_are_failures_not_successes(practice, tmp_path):
+    server = practice(kit_profile(name="cuts", faults={"cut_share": 1.0, "cut_after_tokens": 3}))
+    book = tmp_path / "labbook.md"
+    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "2", "--requests",
+                "4", "--max-tokens", "16", "--labbook", str(book), "--warmup", "0", "--no-endpoint-check")
+    assert out.returncode == 1  # a level that completed nothing
+    rec = levels(book)[0]
+    assert rec["completed"] == 0 and rec["failed"] == 4 and rec["first_error"]
+
+
+def test_wrong_model_is_warned_and_counted(practice, tmp_path):
+    server = practice("kit")
+    book = tmp_path / "labbook.md"
+    out = sweep("--base-url", server.base_url, "--model", "gpt-4o", "--concurrency", "1", "--requests", "2",
+                "--max-tokens", "4", "--labbook", str(book), "--warmup", "0", "--no-endpoint-check")
+    assert "not 'gpt-4o'" in out.stderr
+    rec = levels(book)[0]
+    assert rec["failed"] == rec["requests"] == 2 and rec["first_error"].startswith("HTTP 404")
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--concurrency", "1,x"], "--concurrency must be comma-separated whole numbers"),
+    (["--concurrency", ","], "lists no level"),
+    (["--concurrency", "0,2"], "lists no level, or one below 1"),
+    (["--base-url", "http://127.0.0.1:9/v1"], "nothing answers at"),
+    (["--base-url", "ftp://x/v1"], "--base-url must look like"),
+])
+def test_bad_input_is_one_line(tmp_path, args, words):
+    base = ["--model", "m", "--labbook", str(tmp_path / "b.md")]
+    out = sweep(*base, *args)
+    assert out.returncode == 2
+    assert words in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_headless_locust_thresholds_pass_and_fail(practice, tmp_path):
+    server = practice("kit")
+    base = [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles/llm_user.py"), "--headless", "-u",
+            "4", "-r", "4", "-t", "3s", "--stop-timeout", "20", "--host", server.root, "--max-tokens", "8",
+            "--only-summary"]
+    ok = subprocess.run(base + ["--ttft-p95-max", "2.0", "--fail-ratio-max", "0"], capture_output=True,
+                        text=True, timeout=60, cwd=tmp_path)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "harness thresholds passed" in ok.stdout + ok.stderr
+    bad = subprocess.run(base + ["--ttft-p95-max", "0.001"], capture_output=True, text=True, timeout=60,
+                         cwd=tmp_path)
+    assert bad.returncode == 1
+    assert "TTFT p95" in bad.stdout + bad.stderr
+
+
+def test_fit_and_knee_come_out_as_the_profile_implies(practice, tmp_path):
+    a, b = 0.010, 0.002
+    server = linear_server(practice, "fit", seats=10, tokens=100, a=a, b=b, prefill=50000)
+    book = tmp_path / "labbook.md"
+    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1,4,10",
+                "--requests", "10", "--max-tokens", "60", "--label", "fit", "--server-slots", "10",
+                "--labbook", str(book))
+    assert out.returncode == 0, out.stderr
+    from harness.core import curves
+
+    d = curves.curve(curves.by_label(levels(book))["fit"])
+    assert d.fit["a_s"] == pytest.approx(a, abs=0.002) and d.fit["b_s"] == pytest.approx(b, rel=0.2)
+    assert d.operating_point == 10  # TPOT at 10 is 30 ms, well inside 0.1 s
+    assert d.scaling[4] > 0.5  # batching pays below the seats
+
+
+def test_pooled_cache_keeps_its_hits_at_c10_where_per_seat_loses_them(practice, tmp_path):
+    shares = {}
+    for profile in ("kit", "vllm"):
+        server = practice(profile)
+        book = tmp_path / f"{profile}.md"
+        out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1,10",
+                    "--requests", "10", "--max-tokens", "8", "--prompt-set", "shared-prefix", "--label",
+                    profile, "--labbook", str(book))
+        assert out.returncode == 0, out.stderr
+        shares[profile] = {r["concurrency"]: r["cached_tokens_mean"] / r["prompt_tokens_mean"]
+                           for r in levels(book)}
+    assert shares["vllm"][10] >= shares["vllm"][1] - 0.1, shares  # blocks are shared across the whole pool
+    assert shares["kit"][10] < shares["vllm"][10] - 0.2, shares  # cold seats in the first wave miss
+
+
+def test_open_loop_keeps_the_offered_rate_whatever_the_server_does(practice, tmp_path):
+    server = practice("ruler")  # every request lasts 0.05 + 127 x 0.01 = 1.32 s, no seats
+    book = tmp_path / "labbook.md"
+    out = sweep("--base-url", server.base_url, "--model", "ruler", "--rate", "20", "--requests", "40",
+                "--max-tokens", "128", "--label", "open", "--labbook", str(book), "--warmup", "0")
+    assert out.returncode == 0, out.stderr
+    rec = levels(book)[0]
+    assert rec["arrival"] == "fixed-rate" and rec["rate_rps"] == 20 and rec["completed"] == 40
+    assert 22 <= rec["concurrency"] <= 30  # peak in flight = rate x duration = 26.4
+    assert rec["wall_s"] == pytest.approx(39 / 20 + 1.32, abs=0.3)
+    assert rec["ttft_s"]["p99"] < 0.1  # an open loop on a seatless server never queues
+
+
+def test_duration_bounded_level_drains(practice, tmp_path):
+    server = practice("kit")
+    book = tmp_path / "labbook.md"
+    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "3", "--duration",
+                "2", "--max-tokens", "16", "--label", "timed", "--labbook", str(book), "--warmup", "0")
+    assert out.returncode == 0, out.stderr
+    rec = levels(book)[0]
+    assert rec["duration_s"] == 2 and rec["failed"] == 0 and rec["completed"] >= 6
+    assert 2.0 <= rec["wall_s"] < 3.5
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_interrupt_between_levels_keeps_a_valid_notebook(practice, tmp_path, signame):
+    import signal
+    import time
+
+    server = practice(kit_profile(name="slow", output={"length": {"kind": "fixed", "tokens": 400}}))
+    book = tmp_path / "labbook.md"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "sweep", "--base-url", server.base_url,
+                             "--model", "local-chat", "--concurrency", "1,2", "--requests", "2",
+                             "--max-tokens", "80", "--label", "cut", "--labbook", str(book), "--warmup", "0",
+                             "--timeout", "60"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (book.exists() and '"concurrency"' in book.read_text()):
+        time.sleep(0.1)
+    time.sleep(0.3)  # now inside the second level
+    proc.send_signal(getattr(signal, signame))  # Ctrl-C, or a CI timeout's kill
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err and "1 finished level(s)" in err
+    recs = levels(book)
+    assert [r["concurrency"] for r in recs] == [1]
+
+
+def test_web_ui_shows_exact_percentiles(practice, tmp_path):
+    import time
+
+    import requests
+
+    from tests.conftest import free_port
+
+    server = practice("kit")
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles/llm_user.py"),
+                             "--host", server.root, "--web-host", "127.0.0.1", "--web-port", str(port),
+                             "--autostart", "-u", "2", "-r", "2", "-t", "20s", "--max-tokens", "8"],
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline, rows = time.monotonic() + 30, None
+        while time.monotonic() < deadline:
+            try:
+                stats = requests.get(f"http://127.0.0.1:{port}/stats/requests", timeout=2).json()
+                rows = stats["extended_stats"][0]["data"]
+                names = {s["name"] for s in stats["stats"]}
+                if rows[0]["p50"] is not None and {"TTFT", "TPOT", "chat"} <= names:
+                    break
+            except (requests.RequestException, KeyError, ValueError):
+                pass
+            time.sleep(0.5)
+        assert rows and rows[0]["metric"] == "TTFT (s)" and rows[0]["p50"] is not None
+        # kernel-stamped here
+        assert rows[2]["metric"] == "client read lag (s)" and rows[2]["p50"] is not None
+        assert {"TTFT", "TPOT", "chat"} <= names
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+def test_https_endpoint(practice, tmp_path):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
+    server = practice("kit", extra=["--tls-cert", str(cert), "--tls-key", str(key)], scheme="https")
+    book = tmp_path / "labbook.md"
+    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "2", "--requests",
+                "4", "--max-tokens", "8", "--labbook", str(book))
+    assert out.returncode == 0, out.stdout + out.stderr
+    rec = levels(book)[0]
+    assert rec["completed"] == 4 and rec["base_url"].startswith("https://")
+    assert rec["arrival_clock"] == "read"  # no kernel stamps through TLS: timed when read, and it says so
+    assert rec["client_read_lag_s"]["p99"] is None  # nor a read lag to measure
+    assert rec["server_metrics"]["samples"] >= 2
+
+
+def test_processes_split_the_load_over_locust_workers(practice, tmp_path):
+    server = practice(kit_profile(name="dist", output={"length": {"kind": "fixed", "tokens": 30}}))
+    book = tmp_path / "labbook.md"
+    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1,6", "--requests",
+                "9", "--max-tokens", "20", "--label", "dist", "--labbook", str(book), "--processes", "2",
+                timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "load from 2 Locust worker process(es)" in out.stdout
+    one, six = levels(book)
+    assert (one["requests"], six["requests"]) == (9, 9) and one["failed"] == six["failed"] == 0
+    assert six["processes"] == 2 and six["token_counts"] == "usage"
+    assert six["tpot_s"]["p50"] > one["tpot_s"]["p50"]  # six sequences share each decode step
+    samples = book.with_suffix(".samples.jsonl").read_text().splitlines()
+    assert len(samples) == 18
+
+
+def test_shares_follow_the_users():
+    from harness.core.schedules import shares
+
+    assert shares(10, {"a": 2, "b": 1, "c": 0}) == {"a": 7, "b": 3, "c": 0}
+    assert sum(shares(17, {"a": 3, "b": 3, "c": 1}).values()) == 17
+    assert shares(5, {}) == {}
+
+
+def test_endpoint_is_proved_before_the_first_level(practice, tmp_path):
+    server = practice("kit")
+    book = tmp_path / "labbook.md"
+    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1", "--requests",
+                "1", "--max-tokens", "8", "--labbook", str(book), "--warmup", "0")
+    assert out.returncode == 0, out.stderr
+    assert ("endpoint proved: text in content, finish length, usage yes, context 4096 per sequence"
+            in out.stdout)
+    (seen,) = read_records(book, "endpoint-check",
+                           select=lambda o: o.get("record") == "endpoint-check").records
+    assert seen["model_listed"] is True and seen["n_ctx"] == 4096 and seen["warnings"] == []
+
+
+@pytest.mark.parametrize("profile, extra, words", [
+    ({"name": "cuts", "faults": {"cut_share": 1.0, "cut_after_tokens": 3}}, [],
+     "the proof request failed (ChunkedEncodingError: Response ended prematurely)"),
+    ({"name": "small", "ctx_per_seat": 1024}, ["--prompt-set", "unique-prefix"],
+     "the server's context is 1024 tokens per sequence, and this prompt set needs about"),
+    ({}, ["--model", "gpt-4o"], "the proof request failed (HTTP 404"),
+])
+def test_a_broken_endpoint_stops_the_sweep_in_one_line(practice, tmp_path, profile, extra, words):
+    server = practice(kit_profile(**profile) if profile else "kit")
+    book = tmp_path / "labbook.md"
+    args = ["--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1", "--requests", "2",
+            "--max-tokens", "16", "--labbook", str(book), "--warmup", "0", *extra]
+    out = sweep(*args)
+    assert out.returncode == 2 and words in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) <= 2  # the one line (and at most the model-list warning)
+    assert levels(book) == []  # no tidy table of failures
+    (seen,) = read_records(book, "endpoint-check",
+                           select=lambda o: o.get("record") == "endpoint-check").records
+    assert seen["label"] == "run"
+
+
+def test_a_stream_that_stalls_past_the_timeout_fails_without_hanging(practice, tmp_path):
+    # every request stalls for 30 s after its first token
+    server = practice(kit_profile(name="stalls", faults={"stall_share": 1.0, "stall_s": 30.0}))
+    book = tmp_path / "labbook.md"
+    started = time.monotonic()
+    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "2", "--requests",
+                "2", "--min-rounds", "1", "--max-tokens", "16", "--timeout", "2", "--warmup", "0",
+                "--no-endpoint-check", "--labbook", str(book), timeout=60)
+    assert time.monotonic() - started < 25  # bounded by the 2 s timeout, not the 30 s stall
+    rec = levels(book)[0]
+    assert rec["failed"] == rec["requests"] == 2 and rec["first_error"].startswith("TimeoutError: no data "
+                                                                                   "from the server for 2 s")
+    assert "Traceback" not in out.stdout + out.stderr

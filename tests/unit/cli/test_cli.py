@@ -1,0 +1,38 @@
+"""The CLI: every command documented, errors in one line, `check` and `demo` against real servers."""
+
+
+import pytest
+
+import harness
+from harness.cli import COMMANDS, build_parser, main
+
+
+def test_public_api_is_small():
+    assert sorted(harness.__all__) == ["HarnessError", "__version__"]
+
+
+@pytest.mark.parametrize("module", COMMANDS, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_every_command_has_help(module, capsys):
+    name = module.__name__.rsplit(".", 1)[-1].replace("_", "-")
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args([name, "--help"])
+    assert exit_info.value.code == 0
+    assert len(capsys.readouterr().out) > 100
+
+
+def test_bad_profile_is_one_line_and_exit_2(capsys):
+    assert main(["practice", "--profile", "no-such-profile"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("harness practice: practice profile 'no-such-profile' not found")
+    assert "\n" not in err
+
+
+def test_empty_api_key_variable_is_refused(capsys, monkeypatch):
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    assert main(["practice", "--api-key-env", "NO_SUCH_KEY_VAR"]) == 2
+    assert "NO_SUCH_KEY_VAR" in capsys.readouterr().err
+
+
+def test_unknown_machine_is_a_clear_error(capsys):
+    assert main(["check", "--machine", "cray-1", "--base-url", "http://127.0.0.1:9/v1"]) == 2
+    assert "not in" in capsys.readouterr().err

@@ -1,0 +1,98 @@
+"""Load-log parsing on recorded logs: a real CPU llama-server (Gemma 3 270M) and the practice
+server's vLLM-style and llama-style logs (tests/fixtures/logs, see its README)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from harness.core import engine_logs
+from harness.core.arithmetic import llama_kv_caches, llama_kv_log_line
+from tests.conftest import FIXTURES
+
+LOGS = FIXTURES / "logs"
+# Gemma 3 270M as the server reported it: 18 layers, 15 of them on a 512-token sliding window.
+GEMMA = dict(layers=18, kv_heads=1, head_dim=256, swa_layers=15, swa_window=512)
+
+
+def log(name: str) -> str:
+    return (LOGS / name).read_text(encoding="utf-8", errors="replace")
+
+
+def test_real_llama_server_log_gives_both_caches_slots_and_buffers():
+    facts = engine_logs.parse_llama_server(log("llama-server-gemma3-cpu.log"))
+    assert facts["kv_caches"] == [
+        {"mib": 24.0, "cells": 2048, "layers": 3, "seqs": 4, "k_type": "f16", "v_type": "f16"},
+        {"mib": 60.0, "cells": 1024, "layers": 15, "seqs": 4, "k_type": "f16", "v_type": "f16"},
+    ]
+    assert (facts["n_slots"], facts["n_ctx_slot"]) == (4, 2048)
+    assert facts["model_buffers_mib"] == {"CPU_Mapped": 235.16}
+    assert facts["compute_buffers_mib"] == {"CPU": 21.28}
+    assert "offloaded_layers" not in facts  # a CPU build offloads nothing
+    assert facts["prompt_cache_disabled"] is True  # the harness starts it with --cache-ram 0
+
+
+def test_real_log_is_recognised_and_its_pool_is_the_full_attention_cache():
+    text = log("llama-server-gemma3-cpu.log")
+    assert engine_logs.detect_engine(text) == "llama-server"
+    assert engine_logs.pool_tokens("llama-server", engine_logs.parse_llama_server(text)) == 2048 * 4
+
+
+def test_real_log_agrees_with_the_arithmetic_and_a_wrong_prediction_is_named():
+    text = log("llama-server-gemma3-cpu.log")
+    caches = llama_kv_caches(slots=4, ctx_per_slot=2048, cache_type="f16", **GEMMA)
+    right = SimpleNamespace(caches=caches, log_lines=[llama_kv_log_line(c, "f16") for c in caches])
+    assert engine_logs.compare("llama-server", engine_logs.parse_llama_server(text), right) == []
+    caches8 = llama_kv_caches(slots=8, ctx_per_slot=2048, cache_type="q8_0", **GEMMA)
+    wrong = SimpleNamespace(caches=caches8, log_lines=[llama_kv_log_line(c, "q8_0") for c in caches8])
+    problems = engine_logs.compare("llama-server", engine_logs.parse_llama_server(text), wrong)
+    assert len(problems) == 2
+    assert "slots (log 4 seqs, predicted 8)" in problems[0]
+    assert "cache type (log f16, predicted q8_0)" in problems[0]
+
+
+def test_practice_vllm_log_gives_the_pool_and_concurrency():
+    text = log("practice-vllm.log")
+    facts = engine_logs.parse_vllm(text)
+    assert facts == {"kv_tokens": 81_920, "max_model_len": 4096, "max_concurrency": 20.0}
+    assert engine_logs.detect_engine(text) == "vllm"
+    assert engine_logs.pool_tokens("vllm", facts) == 81_920
+    assert engine_logs.parse_llama_server(text)["kv_caches"] == []
+
+
+def test_vllm_pool_mismatch_names_both_figures():
+    facts = engine_logs.parse_vllm(log("practice-vllm.log"))
+    assert engine_logs.compare("vllm", facts, SimpleNamespace(vllm_tokens=81_920)) == []
+    (problem,) = engine_logs.compare("vllm", facts, SimpleNamespace(vllm_tokens=40_000))
+    assert "log says 81,920 tokens but the prediction is 40,000 tokens" in problem
+    assert engine_logs.compare("vllm", {}, SimpleNamespace(vllm_tokens=1))[0].startswith(
+        "the log has no 'GPU KV cache size")
+
+
+def test_practice_llama_style_log_is_llama_server():
+    text = log("practice-kit.log")
+    assert engine_logs.detect_engine(text) == "llama-server"
+    facts = engine_logs.parse_llama_server(text)
+    assert engine_logs.pool_tokens("llama-server", facts) == 8 * 4096  # the kit's 8 seats of 4,096
+
+
+@pytest.mark.parametrize("text", ["", "INFO: some other program started\n"])
+def test_logs_of_other_programs_are_not_recognised(text):
+    assert engine_logs.detect_engine(text) is None
+    assert engine_logs.pool_tokens("llama-server", engine_logs.parse_llama_server(text)) is None
+    assert engine_logs.parse_vllm(text) == {}
+
+
+def test_older_builds_print_slot_count_and_context_apart():
+    old = ("srv init: initializing slots, n_slots = 2\n"
+           "slot init: id 0 | task -1 | new slot n_ctx_slot = 1024\n")
+    facts = engine_logs.parse_llama_server(old)
+    assert (facts["n_slots"], facts["n_ctx_slot"]) == (2, 1024)
+    assert engine_logs.detect_engine(old) == "llama-server"
+
+
+def test_a_log_without_cache_lines_asks_for_verbosity():
+    (problem,) = engine_logs.compare("llama-server", {"kv_caches": []},
+                                     SimpleNamespace(caches=[{}], log_lines=[]))
+    assert "--verbosity 4" in problem

@@ -1,0 +1,46 @@
+"""Level aggregates from hand-made samples: the client's read lag and the client-limit verdict."""
+
+from __future__ import annotations
+
+from harness.core.levels import aggregate, client_limited
+from harness.core.stream import Sample
+
+
+def _sample(lags, clock="kernel"):
+    times = [0.05 + 0.01 * i for i in range(10)]
+    return Sample(t_send=0.0, ok=True, t_first=times[0], t_end=times[-1], token_times=times, output_tokens=10,
+                  token_source="usage", finish_reason="length", clock=clock, read_lags=lags)
+
+
+def test_read_lag_is_a_distribution_over_every_token():
+    # 10 requests of 10 tokens: lags 0.1 ms .. 10 ms, one per token; tokens 10 ms apart
+    row = aggregate([_sample([0.0001 * (10 * r + i + 1) for i in range(10)]) for r in range(10)], 4, 1.0, 2.0,
+                    0.1)
+    assert row["client_read_lag_s"]["p50"] == 0.005
+    assert row["client_read_lag_s"]["p99"] == 0.0099
+    assert row["itl_s"]["p50"] == 0.01
+    assert row["client_late_share"] == 0.0  # none waited a whole gap
+
+
+def test_late_share_counts_tokens_read_a_whole_gap_late():
+    lags = [0.0005] * 95 + [0.012] * 5  # five of a hundred tokens read after the next one came
+    row = aggregate([_sample(lags[10 * r:10 * r + 10]) for r in range(10)], 4, 1.0, 2.0, 0.1)
+    assert row["client_late_share"] == 0.05
+
+
+def test_read_lag_is_none_where_nothing_was_stamped():
+    row = aggregate([_sample([], clock="read") for _ in range(5)], 1, 1.0, 2.0, 0.1)
+    assert row["client_read_lag_s"]["p50"] is None and row["client_read_lag_s"]["p99"] is None
+    assert row["client_late_share"] is None
+
+
+def test_client_is_the_limit_once_its_late_tokens_would_reach_the_p99():
+    assert not client_limited(0.5, 64.0, 64, 0.0)
+    assert not client_limited(0.5, 64.0, 64, 0.004)  # 0.4 %: the p99 gap is still the server's
+    assert client_limited(0.5, 64.0, 64, 0.006)
+
+
+def test_without_stamps_the_labs_sign_decides():
+    assert client_limited(0.95, 150.0, 256, None)  # full core, in flight well under c
+    assert not client_limited(0.95, 250.0, 256, None)  # full core but the load held
+    assert not client_limited(0.5, 100.0, 256, None)

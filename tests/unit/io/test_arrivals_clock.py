@@ -1,0 +1,99 @@
+"""Kernel receive stamps as arrival times: the stamp on the client's clock, never later than the read."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import sys
+import time
+
+import pytest
+
+from harness.io import arrival_stamps
+
+
+def anc(seconds: float):
+    return [(socket.SOL_SOCKET, arrival_stamps.SO_TIMESTAMPNS, struct.pack("qq", int(seconds),
+                                                                         int(round(seconds % 1 * 1e9))))]
+
+
+def test_the_stamp_moves_to_the_perf_counter_clock_and_is_never_after_the_read():
+    now_perf, now_real = 1000.0, 1_800_000_000.0
+    assert arrival_stamps.kernel_time(anc(now_real - 0.012), now_perf,
+                                      now_real) == pytest.approx(now_perf - 0.012,
+                                                                                                 abs=1e-6)
+    # clock step: clamp
+    assert arrival_stamps.kernel_time(anc(now_real + 0.5), now_perf, now_real) == now_perf
+    assert arrival_stamps.kernel_time([], now_perf, now_real) is None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_TIMESTAMPNS is Linux's")
+def test_a_late_read_still_gets_the_arrival_time():
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+    client = socket.create_connection(srv.getsockname())
+    peer, _ = srv.accept()
+    try:
+        assert arrival_stamps.enable(client)
+        # Linux turns receive stamping on for the whole system from a work queue, a moment after the
+        # first socket asks; a packet that arrives before then carries no stamp (about 1 run in 8 here)
+        time.sleep(0.05)
+        sent = time.perf_counter()
+        peer.send(b"data: x\n\n")
+        time.sleep(0.05)  # the reader is busy elsewhere
+        _data, ancdata, _f, _a = client.recvmsg(4096, 64)
+        now = time.perf_counter()
+        stamp = arrival_stamps.kernel_time(ancdata, now, time.time())
+        assert stamp is not None and stamp - sent < 0.005 and now - sent >= 0.05
+    finally:
+        for s in (client, peer, srv):
+            s.close()
+
+
+def _chunked_server(gap_s: float):
+    """A one-shot HTTP server in a real thread: headers, then two SSE events ``gap_s`` apart, end."""
+    import threading
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen()
+
+    def serve():
+        conn, _ = srv.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: "
+                         b"chunked\r\n\r\n")
+            time.sleep(0.05)  # the first token comes later, as from an engine (and after stamping is on)
+            for event in (b"data: one\n\n", b"data: two\n\n"):
+                conn.sendall(b"%x\r\n%s\r\n" % (len(event), event))
+                time.sleep(gap_s)
+            conn.sendall(b"0\r\n\r\n")
+        srv.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv.getsockname()[1]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_TIMESTAMPNS is Linux's")
+def test_read_lag_is_how_long_the_data_waited_for_a_busy_client():
+    from geventhttpclient import HTTPClient
+
+    port = _chunked_server(gap_s=0.02)
+    client = HTTPClient("127.0.0.1", port, network_timeout=5)
+    try:
+        response = client.get("/stream")
+        assert arrival_stamps.enable(response._sock)  # as stamped_lines does, before the events come
+        time.sleep(0.3)  # the client is busy elsewhere while both events (and the end) arrive, by +0.09 s
+        t_read = time.perf_counter()
+        lines = [(line, t, by_kernel, lag) for line, t, by_kernel,
+                 lag in arrival_stamps.stamped_lines(response, idle_s=5)
+                 if line.startswith(b"data:")]
+    finally:
+        client.close()
+    assert [line for line, *_ in lines] == [b"data: one\n", b"data: two\n"]
+    assert all(by_kernel for _, _, by_kernel, _ in lines)
+    for _, t, _, lag in lines:
+        assert t < t_read - 0.15  # the arrival time, not the read time
+        assert lag >= 0.15  # and how long the data waited for the reader

@@ -1,0 +1,46 @@
+"""Charts: a PNG is written, of a sensible size, from level records; the conditions line."""
+
+from __future__ import annotations
+
+import struct
+
+from harness.report import charts, run_report
+from tests.conftest import FIXTURES
+
+NOTEBOOK = FIXTURES / "notebooks" / "practice-run.md"
+
+
+def png_size(path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_crowd_chart_is_a_png_of_the_figure_size(tmp_path):
+    levels = run_report.levels_in(NOTEBOOK)
+    path = charts.crowd_chart({"practice-baseline": levels["practice-baseline"]},
+                              tmp_path / "sub" / "crowd.png", 2.0)
+    assert path == tmp_path / "sub" / "crowd.png"
+    assert png_size(path) == (8 * 110, 7 * 110)  # figsize 8 x 7 inches at 110 dpi
+    assert 10_000 < path.stat().st_size < 500_000
+
+
+def test_tpot_chart_with_its_fit(tmp_path):
+    levels = run_report.levels_in(NOTEBOOK)["practice-baseline"]
+    path = charts.tpot_chart("practice-baseline", levels, {"a_s": 0.018, "b_s": 0.0005},
+                             tmp_path / "tpot.png")
+    assert png_size(path) == (7 * 110, 4 * 110)
+    without = charts.tpot_chart("practice-baseline", levels, None, tmp_path / "tpot-nofit.png")
+    assert without.read_bytes() != path.read_bytes()  # the fitted line is drawn only when given
+
+
+def test_conditions_line_states_the_traffic_crowds_and_promise():
+    levels = run_report.levels_in(NOTEBOOK)
+    recs = list(levels["practice-baseline"].values())
+    tokens_in = round(sum(r["prompt_tokens_mean"] for r in recs) / len(recs))
+    assert charts.conditions({"practice-baseline": levels["practice-baseline"]}, 2.0) == (
+        f"about {tokens_in} tokens in / up to 32 out · 1 to 16 at once (closed loop) · promise: p95 first "
+                                                                                          f"token "
+        "within 2 s")
+    assert charts.conditions({"x": {3: {}}},
+                             None) == "about ? tokens in / up to ? out · 3 to 3 at once (closed loop)"

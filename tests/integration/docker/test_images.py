@@ -15,7 +15,7 @@ import requests
 from harness.errors import EngineError
 from harness.run.launchers.compose import ComposeLauncher, docker_client
 from tests.conftest import ROOT, free_port
-from tests.docker.conftest import (BASE_IMAGE, HARNESS_IMAGE, LLAMA_CPU_IMAGE, bridge_gateway, docker, logs,
+from tests.integration.docker.conftest import (BASE_IMAGE, HARNESS_IMAGE, LLAMA_CPU_IMAGE, bridge_gateway, docker, logs,
                                    need_image, wait_healthy)
 
 MODEL = ROOT / "models" / "gemma-3-270m-q4_k_m.gguf"

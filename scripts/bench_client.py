@@ -39,9 +39,12 @@ def start_server(profile: str, core: int, extra: list[str]) -> tuple[subprocess.
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "practice", "--profile", profile, "--port",
-                             str(port), *extra], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "practice", "--profile", profile, "--port", str(port), *extra],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
     psutil.Process(proc.pid).cpu_affinity([core])
     root = f"http://127.0.0.1:{port}"
     for _ in range(200):
@@ -63,8 +66,9 @@ def run_case(root: str, streams: int, seconds: float, distributed=None) -> dict:
         result = distributed.level(streams, count=max(streams, int(streams * seconds / 1.33)), timeout=60)
     else:
         # users start over one second, as people would, so equal-length streams are not in lockstep
-        result = loadgen.run_timed_level(root, wl, streams, seconds, timeout=60, spawn_rate=max(streams, 1),
-                                         ramp_s=1.0)
+        result = loadgen.run_timed_level(
+            root, wl, streams, seconds, timeout=60, spawn_rate=max(streams, 1), ramp_s=1.0
+        )
     ok = [s for s in result.samples if s.ok]
     ttft_err, itl_err, send_gap = [], [], []
     session = requests.Session()
@@ -76,31 +80,42 @@ def run_case(root: str, streams: int, seconds: float, distributed=None) -> dict:
         # TTFT error: when the client saw the first token minus when the server wrote it
         ttft_err.append(s.t_first - sent[0])
         # ITL error: each gap as the client saw it minus the same gap as the server wrote it
-        itl_err.extend((b - a) - (wb - wa) for a, b, wa, wb in zip(s.token_times, s.token_times[1:], sent,
-                                                                   sent[1:], strict=False))
+        itl_err.extend(
+            (b - a) - (wb - wa)
+            for a, b, wa, wb in zip(s.token_times, s.token_times[1:], sent, sent[1:], strict=False)
+        )
         send_gap.append(truth["received"] - s.t_send)
     tokens = sum(s.output_tokens or 0 for s in ok)
     # the sweep's own verdict, from what the client alone can see (no ground truth needed)
     level = aggregate(result.samples, streams, result.wall_s, 2.0, 0.1)
     limited = client_limited(result.client_cpu, level["mean_in_flight"], streams, level["client_late_share"])
-    return {"streams": streams, "requests": len(result.samples), "ok": len(ok),
-            "tokens/s": round(tokens / result.wall_s), "client CPU": f"{result.client_cpu:.0%}",
-            "TTFT err p50 ms": ms(percentile(ttft_err, 50)), "TTFT err p99 ms": ms(percentile(ttft_err, 99)),
-            "ITL err p50 ms": ms(percentile(itl_err, 50)), "ITL err p99 ms": ms(percentile(itl_err, 99)),
-            "send to server p50 ms": ms(percentile(send_gap, 50)),
-            "read lag p99 ms": ms(level["client_read_lag_s"]["p99"]),
-            "read a gap late": "-" if level["client_late_share"] is None
-            else f"{level['client_late_share']:.2%}",
-            "client is the limit": "yes" if limited else "no"}
+    return {
+        "streams": streams,
+        "requests": len(result.samples),
+        "ok": len(ok),
+        "tokens/s": round(tokens / result.wall_s),
+        "client CPU": f"{result.client_cpu:.0%}",
+        "TTFT err p50 ms": ms(percentile(ttft_err, 50)),
+        "TTFT err p99 ms": ms(percentile(ttft_err, 99)),
+        "ITL err p50 ms": ms(percentile(itl_err, 50)),
+        "ITL err p99 ms": ms(percentile(itl_err, 99)),
+        "send to server p50 ms": ms(percentile(send_gap, 50)),
+        "read lag p99 ms": ms(level["client_read_lag_s"]["p99"]),
+        "read a gap late": "-" if level["client_late_share"] is None else f"{level['client_late_share']:.2%}",
+        "client is the limit": "yes" if limited else "no",
+    }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.strip().split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--streams", default="1,16,64,256,512")
-    parser.add_argument("--processes", type=int, default=0,
-                        help="also run each row with the client spread over this many Locust worker "
-                             "processes")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=0,
+        help="also run each row with the client spread over this many Locust worker processes",
+    )
     args = parser.parse_args()
     cores = sorted(os.sched_getaffinity(0))
     server_core, client_core = cores[0], cores[-1]
@@ -110,16 +125,26 @@ def main() -> int:
     try:
         for n in (int(x) for x in args.streams.split(",")):
             rows.append(run_case(root, n, args.seconds))
-            print(f"  {n} streams: {rows[-1]['tokens/s']} tok/s, client CPU {rows[-1]['client CPU']}",
-                  file=sys.stderr)
+            print(
+                f"  {n} streams: {rows[-1]['tokens/s']} tok/s, client CPU {rows[-1]['client CPU']}",
+                file=sys.stderr,
+            )
         if args.processes:
-            dist = loadgen.DistributedLoad(root, args.processes, ["--max-tokens", "128", "--prompt-set",
-                                                                  "mixed"])
+            dist = loadgen.DistributedLoad(
+                root, args.processes, ["--max-tokens", "128", "--prompt-set", "mixed"]
+            )
             try:
                 for n in (int(x) for x in args.streams.split(",")):
-                    rows.append({"streams": f"{n} ({args.processes} processes)",
-                                 **{k: v for k, v in run_case(root, n, args.seconds, dist).items()
-                                    if k != "streams"}})
+                    rows.append(
+                        {
+                            "streams": f"{n} ({args.processes} processes)",
+                            **{
+                                k: v
+                                for k, v in run_case(root, n, args.seconds, dist).items()
+                                if k != "streams"
+                            },
+                        }
+                    )
             finally:
                 dist.close()
     finally:
@@ -128,9 +153,13 @@ def main() -> int:
     # Zero-delay ceiling: tokens as fast as the server writes them; whichever side is busier is the limit.
     profile = ROOT / "runs" / "bench-zero.yaml"
     profile.parent.mkdir(exist_ok=True)
-    profile.write_text((ROOT / "harness/practice/profiles/ruler.yaml").read_text()
-                       .replace("ttft_s: 0.05", "ttft_s: 0.0").replace("itl_s: 0.01", "itl_s: 0.0")
-                       .replace("name: ruler", "name: zero"))
+    profile.write_text(
+        (ROOT / "harness/practice/profiles/ruler.yaml")
+        .read_text()
+        .replace("ttft_s: 0.05", "ttft_s: 0.0")
+        .replace("itl_s: 0.01", "itl_s: 0.0")
+        .replace("name: ruler", "name: zero")
+    )
     proc, root = start_server(str(profile), server_core, [])
     try:
         sp = psutil.Process(proc.pid)
@@ -141,15 +170,19 @@ def main() -> int:
         server_cpu = (c1.user + c1.system - c0.user - c0.system) / el
     finally:
         proc.terminate()
-    print(f"\nzero-delay ceiling, 16 streams: {row['tokens/s']} tokens/s with client CPU {row['client CPU']} "
-          f"and server CPU {server_cpu:.0%} (the busier side is the limit)")
-    print(f"server on core {server_core}, client on core {client_core}; {args.seconds:g} s closed loop per "
-          f"row; "
-          "TTFT error = client's first-token time - server's write time; ITL error = client gap - server gap "
-          "(same monotonic clock); 'send to server' = client send time to the server's parse of the request; "
-          "'read lag' = kernel arrival stamp to the client's read, per token; 'read a gap late' = share of "
-          "tokens "
-          "read after the next had come; 'client is the limit' = the sweep's own verdict (client_limited)")
+    print(
+        f"\nzero-delay ceiling, 16 streams: {row['tokens/s']} tokens/s with client CPU {row['client CPU']} "
+        f"and server CPU {server_cpu:.0%} (the busier side is the limit)"
+    )
+    print(
+        f"server on core {server_core}, client on core {client_core}; {args.seconds:g} s closed loop per "
+        f"row; "
+        "TTFT error = client's first-token time - server's write time; ITL error = client gap - server gap "
+        "(same monotonic clock); 'send to server' = client send time to the server's parse of the request; "
+        "'read lag' = kernel arrival stamp to the client's read, per token; 'read a gap late' = share of "
+        "tokens "
+        "read after the next had come; 'client is the limit' = the sweep's own verdict (client_limited)"
+    )
     return 0
 
 

@@ -59,15 +59,19 @@ class Stream(asyncio.Protocol):
             self.done.set_result(None)
 
 
-async def drive(port: int, streams: int, seconds: float, max_tokens: int, stagger: float) -> tuple[int, int,
-                                                                                                   float]:
+async def drive(
+    port: int, streams: int, seconds: float, max_tokens: int, stagger: float
+) -> tuple[int, int, float]:
     """Keep ``streams`` streams busy; stream i starts after a random delay in [0, stagger) s, as
     arrivals would, so streams of equal length do not all get their tokens at the same instant."""
     rng = random.Random(1)
-    body = json.dumps({"messages": [{"role": "user", "content": "benchmark"}], "max_tokens": max_tokens,
-                       "stream": True}).encode()
-    request = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-               f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+    body = json.dumps(
+        {"messages": [{"role": "user", "content": "benchmark"}], "max_tokens": max_tokens, "stream": True}
+    ).encode()
+    request = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
     loop = asyncio.get_running_loop()
     counts = [0, 0]
     t0 = time.monotonic()
@@ -78,6 +82,7 @@ async def drive(port: int, streams: int, seconds: float, max_tokens: int, stagge
     loop.call_later(seconds, lambda: marks.append(counts[0] - counts[1]))
     for _ in range(streams):
         delay = rng.uniform(0, stagger)
+
         def factory(delay=delay):
             return Stream(request, t0 + seconds, counts, delay)
 
@@ -96,8 +101,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_case(profile: str, streams: int, seconds: float, max_tokens: int, server_core: int, stagger: float,
-             extra: list[str]) -> dict:
+def run_case(
+    profile: str,
+    streams: int,
+    seconds: float,
+    max_tokens: int,
+    server_core: int,
+    stagger: float,
+    extra: list[str],
+) -> dict:
     port = free_port()
     cmd = [sys.executable, "-m", "harness.cli", "practice", "--profile", profile, "--port", str(port), *extra]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
@@ -123,20 +135,33 @@ def run_case(profile: str, streams: int, seconds: float, max_tokens: int, server
     cpu = (cpu1.user + cpu1.system - cpu0.user - cpu0.system) / elapsed
     work = cpu - (timing["spun_s"] - spun0) / elapsed  # spinning to a deadline is waiting, not work
     ms = lambda v: None if v is None else round(v * 1000, 3)  # noqa: E731
-    return {"profile": profile, "streams": streams, "requests": finished,
-            "tokens/s (steady)": round(tokens / wall), "server CPU": f"{cpu:.0%}",
-            "CPU less spin": f"{work:.0%}", "late mean ms": ms(timing["lateness_mean_s"]),
-            "late p99 ms": ms(timing["lateness_p99_s"]), "late max ms": ms(timing["lateness_max_s"]),
-            "gc max ms": ms(timing["gc_pause_max_s"]), "re-anchors": timing["behind_resets"],
-            "step late p50/p99 ms": "" if timing["step_late_p50_s"] is None else
-            f"{ms(timing['step_late_p50_s'])}/{ms(timing['step_late_p99_s'])}",
-            "step spread p50/p99 ms": "" if timing["step_spread_p50_s"] is None else
-            f"{ms(timing['step_spread_p50_s'])}/{ms(timing['step_spread_p99_s'])}"}
+    return {
+        "profile": profile,
+        "streams": streams,
+        "requests": finished,
+        "tokens/s (steady)": round(tokens / wall),
+        "server CPU": f"{cpu:.0%}",
+        "CPU less spin": f"{work:.0%}",
+        "late mean ms": ms(timing["lateness_mean_s"]),
+        "late p99 ms": ms(timing["lateness_p99_s"]),
+        "late max ms": ms(timing["lateness_max_s"]),
+        "gc max ms": ms(timing["gc_pause_max_s"]),
+        "re-anchors": timing["behind_resets"],
+        "step late p50/p99 ms": ""
+        if timing["step_late_p50_s"] is None
+        else f"{ms(timing['step_late_p50_s'])}/{ms(timing['step_late_p99_s'])}",
+        "step spread p50/p99 ms": ""
+        if timing["step_spread_p50_s"] is None
+        else f"{ms(timing['step_spread_p50_s'])}/{ms(timing['step_spread_p99_s'])}",
+    }
 
 
 # The issue's targets, each on one core: (profile, streams, field, limit in ms).
-TARGETS = [("fleet", 64, "late p99 ms", 2.0), ("ruler", 256, "late mean ms", 1.0),
-           ("ruler", 256, "late p99 ms", 5.0)]
+TARGETS = [
+    ("fleet", 64, "late p99 ms", 2.0),
+    ("ruler", 256, "late mean ms", 1.0),
+    ("ruler", 256, "late p99 ms", 5.0),
+]
 
 
 def verdicts(rows: list[dict]) -> list[str]:
@@ -146,8 +171,10 @@ def verdicts(rows: list[dict]) -> list[str]:
         for row in rows:
             if row["profile"] == profile and row["streams"] == streams and row[key] is not None:
                 met = "met" if row[key] < limit else "NOT met"
-                lines.append(f"target {profile} {streams} streams {key.replace(' ms', '')} < {limit:g} ms: "
-                             f"{row[key]:g} ms, {met}")
+                lines.append(
+                    f"target {profile} {streams} streams {key.replace(' ms', '')} < {limit:g} ms: "
+                    f"{row[key]:g} ms, {met}"
+                )
     return lines
 
 
@@ -169,10 +196,12 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=6.0)
     parser.add_argument("--streams", default="1,16,64,256")
     parser.add_argument("--profiles", default="fleet,ruler")
-    parser.add_argument("--stagger", type=float, default=1.0,
-                        help="spread stream starts over this many seconds")
-    parser.add_argument("--no-uvloop", action="store_true",
-                        help="run the server on the standard asyncio loop")
+    parser.add_argument(
+        "--stagger", type=float, default=1.0, help="spread stream starts over this many seconds"
+    )
+    parser.add_argument(
+        "--no-uvloop", action="store_true", help="run the server on the standard asyncio loop"
+    )
     args = parser.parse_args()
     cores = sorted(os.sched_getaffinity(0))
     server_core, client_core = cores[0], cores[-1]
@@ -188,14 +217,18 @@ def main() -> int:
         for n in (int(x) for x in args.streams.split(",")):
             extra = ["--no-uvloop"] if args.no_uvloop else []
             row = run_case(profile, n, args.seconds, 128, server_core, args.stagger, extra)
-            print(f"  {profile} {n} streams: {row['tokens/s (steady)']} tok/s, p99 {row['late p99 ms']} ms",
-                  file=sys.stderr)
+            print(
+                f"  {profile} {n} streams: {row['tokens/s (steady)']} tok/s, p99 {row['late p99 ms']} ms",
+                file=sys.stderr,
+            )
             rows.append(row)
     print(tabulate(rows, headers="keys", tablefmt="github"))
-    print(f"\nserver pinned to core {server_core}, client to core {client_core}; {args.seconds:g} s per row; "
-          f"stream starts spread over {args.stagger:g} s; "
-          "lateness = time written to the socket minus scheduled time, per token event "
-          "(server ground truth)")
+    print(
+        f"\nserver pinned to core {server_core}, client to core {client_core}; {args.seconds:g} s per row; "
+        f"stream starts spread over {args.stagger:g} s; "
+        "lateness = time written to the socket minus scheduled time, per token event "
+        "(server ground truth)"
+    )
     print(f"machine: {machine()}")
     for line in verdicts(rows):
         print(line)

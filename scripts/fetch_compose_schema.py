@@ -19,9 +19,10 @@ MEMBER = "compose/config/compose_spec.json"
 
 def main(dest: str) -> int:
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", tmp,
-                        WHEEL],
-                       check=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--dest", tmp, WHEEL],
+            check=True,
+        )
         (wheel,) = Path(tmp).glob("docker_compose-*.whl")
         with zipfile.ZipFile(wheel) as zf:
             Path(dest).write_bytes(zf.read(MEMBER))

@@ -55,8 +55,10 @@ def main() -> int:
     args = parser.parse_args()
     costs = measure(args.sends)
     q = lambda f: costs[min(len(costs) - 1, int(len(costs) * f))] * 1e6  # noqa: E731
-    print(f"send of 200 bytes, reader on another core: p50 {q(0.5):.1f} us, p90 {q(0.9):.1f} us, "
-          f"p99 {q(0.99):.1f} us over {len(costs)} sends")
+    print(
+        f"send of 200 bytes, reader on another core: p50 {q(0.5):.1f} us, p90 {q(0.9):.1f} us, "
+        f"p99 {q(0.99):.1f} us over {len(costs)} sends"
+    )
     return 0
 
 

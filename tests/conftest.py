@@ -63,19 +63,36 @@ class RunningServer:
                 self.proc.kill()
 
 
-def start_practice(tmp_path: Path, profile: str | dict = "kit", extra: list[str] | None = None,
-                   env: dict | None = None, scheme: str = "http") -> RunningServer:
+def start_practice(
+    tmp_path: Path,
+    profile: str | dict = "kit",
+    extra: list[str] | None = None,
+    env: dict | None = None,
+    scheme: str = "http",
+) -> RunningServer:
     if isinstance(profile, dict):
         path = tmp_path / f"profile-{profile['name']}.yaml"
         path.write_text(yaml.safe_dump(profile))
         profile = str(path)
     port = free_port()
     log, out = tmp_path / f"practice-{port}.log", tmp_path / f"practice-{port}.out"
-    cmd = [sys.executable, "-m", "harness.cli", "practice", "--profile", profile, "--port", str(port),
-           "--log-file", str(log), *(extra or [])]
+    cmd = [
+        sys.executable,
+        "-m",
+        "harness.cli",
+        "practice",
+        "--profile",
+        profile,
+        "--port",
+        str(port),
+        "--log-file",
+        str(log),
+        *(extra or []),
+    ]
     with open(out, "w") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT,
-                                env={**os.environ, **(env or {})})
+        proc = subprocess.Popen(
+            cmd, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, **(env or {})}
+        )
     server = RunningServer(proc, port, log, out, scheme)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

@@ -12,10 +12,19 @@ SEED_MODEL_GB = 4.9  # the course's Llama 3.1 8B at 4 bits, when nothing else sa
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("check", help="print memory bandwidth, the speed limit, and whether the practice server is up")
-    p.add_argument("--base-url", default=f"http://127.0.0.1:{DEFAULT_PORT}/v1", help="practice server base URL")
-    p.add_argument("--machine", help="take bandwidth from the machine table (e.g. spark, strix, m4-max) instead of measuring")
-    p.add_argument("--model-gb", type=float, help="model size in GB (default: the practice server's model, else 4.9)")
+    p = sub.add_parser(
+        "check", help="print memory bandwidth, the speed limit, and whether the practice server is up"
+    )
+    p.add_argument(
+        "--base-url", default=f"http://127.0.0.1:{DEFAULT_PORT}/v1", help="practice server base URL"
+    )
+    p.add_argument(
+        "--machine",
+        help="take bandwidth from the machine table (e.g. spark, strix, m4-max) instead of measuring",
+    )
+    p.add_argument(
+        "--model-gb", type=float, help="model size in GB (default: the practice server's model, else 4.9)"
+    )
     p.set_defaults(func=run)
 
 
@@ -45,7 +54,9 @@ def run(args) -> int:
         model_gb, model_source = SEED_MODEL_GB, "course default"
     limit = speed_limit(bandwidth, model_gb)
     print(f"bandwidth:   ~{bandwidth:.0f} GB/s ({source})")
-    print(f"speed limit: ~{limit:.0f} tok/s for a {model_gb:g} GB model ({model_source}): bandwidth / model size")
+    print(
+        f"speed limit: ~{limit:.0f} tok/s for a {model_gb:g} GB model ({model_source}): bandwidth / model size"
+    )
     print("             a sane single-user measurement lands at 60-85 % of it")
     if profile is None:
         print(f"mock:        DOWN (nothing answers at {args.base_url}; start it with `make mock &`)")

@@ -33,15 +33,24 @@ def run(args) -> int:
         stuck += "still held" in outcome
         print(f"    {entry['manifest'].parent.name}/{entry['block']}: {outcome}")
     here = paths.workdir()
-    folders = [Path(args.models), here / "models", here / ".venv", Path(os.path.expanduser("~/vllm/.venv")),
-               Path(os.path.expanduser("~/tabbyAPI"))]
+    folders = [
+        Path(args.models),
+        here / "models",
+        here / ".venv",
+        Path(os.path.expanduser("~/vllm/.venv")),
+        Path(os.path.expanduser("~/tabbyAPI")),
+    ]
     rows = [(p, f"{size / 1e9:.2f} GB") for p, size in cleanup.disk_table(folders)]
     print("==> disk used (du -sh)")
     print(tabulate(rows, headers=["path", "size"], tablefmt="github") if rows else "    nothing to list")
     if args.remove_checkpoint:
         try:
-            rec = cleanup.remove_checkpoint(Path(args.remove_checkpoint), Path(args.models), runs / "cleanup.jsonl")
+            rec = cleanup.remove_checkpoint(
+                Path(args.remove_checkpoint), Path(args.models), runs / "cleanup.jsonl"
+            )
         except (ValueError, OSError) as exc:
             raise ConfigError(str(exc)) from None
-        print(f"==> removed {rec['removed']} ({rec['bytes'] / 1e9:.2f} GB); recorded in {runs / 'cleanup.jsonl'}")
+        print(
+            f"==> removed {rec['removed']} ({rec['bytes'] / 1e9:.2f} GB); recorded in {runs / 'cleanup.jsonl'}"
+        )
     return 1 if stuck else 0

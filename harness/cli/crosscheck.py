@@ -17,20 +17,35 @@ def add_parser(sub) -> None:
     p = sub.add_parser("crosscheck", help="the engine's own benchmark at our c=20 row's conditions, compared")
     p.add_argument("--labbook", default="labbook.md")
     p.add_argument("--label", required=True, help="the sweep label whose row is checked")
-    p.add_argument("--concurrency", type=int, default=20, help="the row (concurrency cap) to match (default 20)")
-    p.add_argument("--tool", choices=["vllm-bench", "batched-bench"], required=True,
-                   help="vllm-bench: `vllm bench serve` against the server; batched-bench: llama.cpp's "
-                        "in-process llama-batched-bench on the same model file")
+    p.add_argument(
+        "--concurrency", type=int, default=20, help="the row (concurrency cap) to match (default 20)"
+    )
+    p.add_argument(
+        "--tool",
+        choices=["vllm-bench", "batched-bench"],
+        required=True,
+        help="vllm-bench: `vllm bench serve` against the server; batched-bench: llama.cpp's "
+        "in-process llama-batched-bench on the same model file",
+    )
     p.add_argument("--output", metavar="FILE", help="read the tool's saved output instead of running it")
     p.add_argument("--prompt-tokens", type=int, help="prompt length (default: the row's mean prompt tokens)")
     p.add_argument("--max-tokens", type=int, help="output length (default: the row's max_tokens)")
-    p.add_argument("--tolerance", type=float, default=0.05, help="agreement asked of vllm-bench (default 0.05)")
-    p.add_argument("--strict", action="store_true", help="exit 1 when the verdict is 'client suspect' or "
-                                                         "'above bound' (default: record and report it)")
+    p.add_argument(
+        "--tolerance", type=float, default=0.05, help="agreement asked of vllm-bench (default 0.05)"
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when the verdict is 'client suspect' or 'above bound' (default: record and report it)",
+    )
     v = p.add_argument_group("vllm-bench")
     v.add_argument("--vllm", default="vllm", help="the vllm command (default: vllm on PATH)")
-    v.add_argument("--exec", dest="exec_prefix", default="", help="run it inside the engine's container, e.g. "
-                                                                  "'docker exec vllm-lab'")
+    v.add_argument(
+        "--exec",
+        dest="exec_prefix",
+        default="",
+        help="run it inside the engine's container, e.g. 'docker exec vllm-lab'",
+    )
     v.add_argument("--checkpoint", help="--model for the tool: the checkpoint it loads its tokeniser from")
     v.add_argument("--num-prompts", type=int, help="requests (default: the row's request count)")
     v.add_argument("--goodput", default=None, help="e.g. 'ttft:2000 tpot:100' (default: the row's SLOs)")
@@ -48,21 +63,51 @@ def find_row(labbook: str, label: str, c: int) -> dict:
 
     levels = levels_in(Path(labbook)).get(label, {})
     if c not in levels:
-        raise ConfigError(f"no c={c} row for label {label!r} in {labbook}" +
-                          (f" (it has c={','.join(map(str, sorted(levels)))})" if levels else "; run the sweep first"))
+        raise ConfigError(
+            f"no c={c} row for label {label!r} in {labbook}"
+            + (f" (it has c={','.join(map(str, sorted(levels)))})" if levels else "; run the sweep first")
+        )
     return levels[c]
 
 
 def vllm_argv(args, row: dict, prompt_tokens: int, max_tokens: int) -> list[str]:
     base = row["base_url"].rstrip("/").removesuffix("/v1")
     goodput = args.goodput or " ".join(
-        f"{k}:{round(row[f] * 1000)}" for k, f in (("ttft", "slo_ttft_s"), ("tpot", "slo_tpot_s")) if row.get(f))
-    argv = [*shlex.split(args.exec_prefix), args.vllm, "bench", "serve", "--backend", "openai-chat",
-            "--base-url", base, "--endpoint", "/v1/chat/completions", "--model", args.checkpoint or row["model"],
-            "--served-model-name", row["model"], "--dataset-name", "random",
-            "--random-input-len", str(prompt_tokens), "--random-output-len", str(max_tokens), "--ignore-eos",
-            "--num-prompts", str(args.num_prompts or row["requests"]), "--max-concurrency", str(args.concurrency),
-            "--percentile-metrics", "ttft,tpot,itl", "--metric-percentiles", "50,90"]
+        f"{k}:{round(row[f] * 1000)}"
+        for k, f in (("ttft", "slo_ttft_s"), ("tpot", "slo_tpot_s"))
+        if row.get(f)
+    )
+    argv = [
+        *shlex.split(args.exec_prefix),
+        args.vllm,
+        "bench",
+        "serve",
+        "--backend",
+        "openai-chat",
+        "--base-url",
+        base,
+        "--endpoint",
+        "/v1/chat/completions",
+        "--model",
+        args.checkpoint or row["model"],
+        "--served-model-name",
+        row["model"],
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        str(prompt_tokens),
+        "--random-output-len",
+        str(max_tokens),
+        "--ignore-eos",
+        "--num-prompts",
+        str(args.num_prompts or row["requests"]),
+        "--max-concurrency",
+        str(args.concurrency),
+        "--percentile-metrics",
+        "ttft,tpot,itl",
+        "--metric-percentiles",
+        "50,90",
+    ]
     return argv + (["--goodput", *goodput.split()] if goodput else [])
 
 
@@ -72,12 +117,26 @@ def batched_argv(args, row: dict, prompt_tokens: int, max_tokens: int) -> tuple[
     binary = args.binary
     if not binary:
         from harness.run import llama_cpu
+
         binary = str(llama_cpu.find_llama_server().with_name("llama-batched-bench"))
     if not Path(binary).is_file():
-        raise InstallError(f"{binary} not found: llama-batched-bench is built with llama.cpp (make llama-cpu)")
+        raise InstallError(
+            f"{binary} not found: llama-batched-bench is built with llama.cpp (make llama-cpu)"
+        )
     batch = args.batch or min(args.concurrency, row.get("server_slots") or args.concurrency)
-    argv = [binary, "-m", args.model_file, "-c", str(batch * (prompt_tokens + max_tokens) + 256), "-npp",
-            str(prompt_tokens), "-ntg", str(max_tokens), "-npl", str(batch)]
+    argv = [
+        binary,
+        "-m",
+        args.model_file,
+        "-c",
+        str(batch * (prompt_tokens + max_tokens) + 256),
+        "-npp",
+        str(prompt_tokens),
+        "-ntg",
+        str(max_tokens),
+        "-npl",
+        str(batch),
+    ]
     return argv + (["-t", str(args.threads)] if args.threads else []), batch
 
 
@@ -96,8 +155,10 @@ def run(args) -> int:
     row = find_row(args.labbook, args.label, args.concurrency)
     prompt_tokens = args.prompt_tokens or max(1, round(row.get("prompt_tokens_mean") or 40))
     max_tokens = args.max_tokens or row.get("max_tokens") or 128
-    print(f"==> cross-check {args.label} c={args.concurrency} with {args.tool}: {prompt_tokens} prompt tokens, "
-          f"{max_tokens} output tokens")
+    print(
+        f"==> cross-check {args.label} c={args.concurrency} with {args.tool}: {prompt_tokens} prompt tokens, "
+        f"{max_tokens} output tokens"
+    )
     batch = None
     if args.tool == "vllm-bench":
         argv = vllm_argv(args, row, prompt_tokens, max_tokens)
@@ -107,29 +168,57 @@ def run(args) -> int:
     if args.tool == "vllm-bench":
         theirs, bound, tolerance = crosscheck.parse_vllm_bench(text), False, args.tolerance
     else:
-        rows = [r for r in crosscheck.parse_batched_bench(text) if r["b"] == batch] or \
-            crosscheck.parse_batched_bench(text)[-1:]
+        rows = [
+            r for r in crosscheck.parse_batched_bench(text) if r["b"] == batch
+        ] or crosscheck.parse_batched_bench(text)[-1:]
         theirs, bound, tolerance = crosscheck.batched_as_service(rows[0]), True, args.tolerance
     cmp = crosscheck.compare(row, theirs, tolerance, bound=bound)
-    ours = {"output_tokens_per_s": row["output_tokens_per_s"], "tpot_p50_s": row["tpot_s"].get("p50"),
-            "ttft_p50_s": row["ttft_s"].get("p50"), "completed": row["completed"],
-            "prompt_tokens_mean": row.get("prompt_tokens_mean"), "max_tokens": row.get("max_tokens")}
-    their_view = {"output_tokens_per_s": theirs["output_tokens_per_s"],
-                  "tpot_p50_s": (theirs.get("tpot_s") or {}).get("p50"),
-                  "ttft_p50_s": (theirs.get("ttft_s") or {}).get("p50"),
-                  **{k: theirs[k] for k in ("completed", "failed", "batch", "max_concurrency",
-                                            "goodput_requests_per_s") if k in theirs}}
-    rec = CrossCheck(label=args.label, concurrency=args.concurrency, tool=args.tool, command=shlex.join(argv),
-                     from_file=bool(args.output), prompt_tokens=prompt_tokens, max_tokens=max_tokens,
-                     ours=ours, theirs=their_view, comparison=cmp, checked_at=iso_utc_stamp()).to_dict()
+    ours = {
+        "output_tokens_per_s": row["output_tokens_per_s"],
+        "tpot_p50_s": row["tpot_s"].get("p50"),
+        "ttft_p50_s": row["ttft_s"].get("p50"),
+        "completed": row["completed"],
+        "prompt_tokens_mean": row.get("prompt_tokens_mean"),
+        "max_tokens": row.get("max_tokens"),
+    }
+    their_view = {
+        "output_tokens_per_s": theirs["output_tokens_per_s"],
+        "tpot_p50_s": (theirs.get("tpot_s") or {}).get("p50"),
+        "ttft_p50_s": (theirs.get("ttft_s") or {}).get("p50"),
+        **{
+            k: theirs[k]
+            for k in ("completed", "failed", "batch", "max_concurrency", "goodput_requests_per_s")
+            if k in theirs
+        },
+    }
+    rec = CrossCheck(
+        label=args.label,
+        concurrency=args.concurrency,
+        tool=args.tool,
+        command=shlex.join(argv),
+        from_file=bool(args.output),
+        prompt_tokens=prompt_tokens,
+        max_tokens=max_tokens,
+        ours=ours,
+        theirs=their_view,
+        comparison=cmp,
+        checked_at=iso_utc_stamp(),
+    ).to_dict()
     append_record(args.labbook, rec, "cross-check")
 
     def f(x, spec):
         return "-" if x is None else format(x, spec)
-    print(f"    output tok/s  ours {ours['output_tokens_per_s']:.1f}  {args.tool} "
-          f"{theirs['output_tokens_per_s']:.1f}  ratio {f(cmp['output_tokens_per_s_ratio'], '.3f')}")
-    print(f"    TPOT p50 (s)  ours {f(ours['tpot_p50_s'], '.4f')}  {args.tool} {f(rec['theirs']['tpot_p50_s'], '.4f')}"
-          f"  ratio {f(cmp['tpot_p50_ratio'], '.3f')}")
-    print(f"    verdict: {cmp['verdict']} (tolerance {tolerance:.0%})" + "".join(f"; {n}" for n in cmp["notes"]))
+
+    print(
+        f"    output tok/s  ours {ours['output_tokens_per_s']:.1f}  {args.tool} "
+        f"{theirs['output_tokens_per_s']:.1f}  ratio {f(cmp['output_tokens_per_s_ratio'], '.3f')}"
+    )
+    print(
+        f"    TPOT p50 (s)  ours {f(ours['tpot_p50_s'], '.4f')}  {args.tool} {f(rec['theirs']['tpot_p50_s'], '.4f')}"
+        f"  ratio {f(cmp['tpot_p50_ratio'], '.3f')}"
+    )
+    print(
+        f"    verdict: {cmp['verdict']} (tolerance {tolerance:.0%})" + "".join(f"; {n}" for n in cmp["notes"])
+    )
     sys.stdout.flush()
     return 1 if args.strict and cmp["verdict"] in ("client suspect", "above bound") else 0

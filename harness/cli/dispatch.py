@@ -8,12 +8,46 @@ import sys
 import threading
 
 from harness import __version__
-from harness.cli import (check, cleanup, crosscheck, demo, engines, llama_cpu, measure, models, practice, predict, preflight, probe,
-                              summarise, sweep, track, verify_allocation, vllm_cpu)
+from harness.cli import (
+    check,
+    cleanup,
+    crosscheck,
+    demo,
+    engines,
+    llama_cpu,
+    measure,
+    models,
+    practice,
+    predict,
+    preflight,
+    probe,
+    summarise,
+    sweep,
+    track,
+    verify_allocation,
+    vllm_cpu,
+)
 from harness.errors import HarnessError
 
-COMMANDS = (practice, check, demo, llama_cpu, sweep, summarise, predict, verify_allocation, probe, measure, engines,
-            preflight, track, cleanup, models, crosscheck, vllm_cpu)
+COMMANDS = (
+    practice,
+    check,
+    demo,
+    llama_cpu,
+    sweep,
+    summarise,
+    predict,
+    verify_allocation,
+    probe,
+    measure,
+    engines,
+    preflight,
+    track,
+    cleanup,
+    models,
+    crosscheck,
+    vllm_cpu,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,8 +68,10 @@ def stop_on_sigterm() -> None:
     interrupt path runs: finished levels kept, the engine it started stopped, its port proven
     free. Without this a terminated ``track`` or ``llama-cpu serve`` would leave its server
     running. Only where SIGTERM still has its default action and only on the main thread."""
-    if threading.current_thread() is threading.main_thread() and \
-            signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    ):
         signal.signal(signal.SIGTERM, _terminated)
 
 
@@ -55,4 +91,3 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"harness {args.command}: interrupted", file=sys.stderr)
         return 130
-

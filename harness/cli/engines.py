@@ -39,8 +39,13 @@ def run(args) -> int:
     if args.machine:
         model = load_model(args.model)
         fmt = model.formats[args.format] if args.format else next(iter(model.formats.values()))
-        ceiling = decode_ceiling(lookup(args.machine)["bandwidth_gb_s"], fmt["tensor_bytes"], fmt["embedding_bytes"],
-                                 kv_per_token(model), 0)
+        ceiling = decode_ceiling(
+            lookup(args.machine)["bandwidth_gb_s"],
+            fmt["tensor_bytes"],
+            fmt["embedding_bytes"],
+            kv_per_token(model),
+            0,
+        )
     if not args.check:
         print(engine_tables.render(order, by_speed, by_feat, ceiling))
         return 0

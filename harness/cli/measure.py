@@ -21,17 +21,24 @@ from harness.core.records import EngineSpeed, utc_stamp
 from harness.io.notebook import append_record, validate
 
 SHORT = "Two sentences, please: what is a KV cache, and why does it grow with the context?"
-PARAGRAPH = ("Reading a prompt happens in one pass over the weights, so each weight that is fetched serves many "
-             "tokens at once and the arithmetic units stay busy. Writing the answer is different: every new token "
-             "needs every weight fetched again, so the speed of memory, not of arithmetic, decides the pace. "
-             "A single number that mixes the two phases hides the one distinction that explains a machine. ")
+PARAGRAPH = (
+    "Reading a prompt happens in one pass over the weights, so each weight that is fetched serves many "
+    "tokens at once and the arithmetic units stay busy. Writing the answer is different: every new token "
+    "needs every weight fetched again, so the speed of memory, not of arithmetic, decides the pace. "
+    "A single number that mixes the two phases hides the one distinction that explains a machine. "
+)
 ASK = "Give the gist of the text above in three sentences."
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("measure", help="single-user prefill, decode and memory (drop-in for compare-engines.py)")
-    p.add_argument("--snapshot-only", metavar="FILE", help="write an idle memory snapshot to FILE and exit "
-                                                           "(with no model server running)")
+    p = sub.add_parser(
+        "measure", help="single-user prefill, decode and memory (drop-in for compare-engines.py)"
+    )
+    p.add_argument(
+        "--snapshot-only",
+        metavar="FILE",
+        help="write an idle memory snapshot to FILE and exit (with no model server running)",
+    )
     p.add_argument("--engine")
     p.add_argument("--base-url", default="http://127.0.0.1:8080/v1")
     p.add_argument("--model")
@@ -50,8 +57,11 @@ def add_parser(sub) -> None:
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--wait-seconds", type=int, default=120)
     p.add_argument("--no-warmup", action="store_true")
-    p.add_argument("--reuse-prompt", action="store_true",
-                   help="drop the run tag so repeats hit the prefix cache: a demonstration, nothing is recorded")
+    p.add_argument(
+        "--reuse-prompt",
+        action="store_true",
+        help="drop the run tag so repeats hit the prefix cache: a demonstration, nothing is recorded",
+    )
     p.add_argument("--labbook", default="labbook.md")
     p.add_argument("--print-only", action="store_true")
     p.set_defaults(func=run)
@@ -68,24 +78,43 @@ def wait_for(base_url: str, headers: dict, seconds: int) -> None:
         except requests.RequestException as exc:
             last = type(exc).__name__
         time.sleep(1)
-    raise TargetUnreachable(f"{base_url}/models did not answer 200 within {seconds} s ({last}); start the server, "
-                            "or raise --wait-seconds")
+    raise TargetUnreachable(
+        f"{base_url}/models did not answer 200 within {seconds} s ({last}); start the server, "
+        "or raise --wait-seconds"
+    )
 
 
 def one(args, key: str | None, prompt: str) -> dict:
     text = prompt if args.reuse_prompt else f"[run {uuid.uuid4().hex[:12]}]\n{prompt}"
-    s = stream_chat(args.base_url, {"model": args.model, "messages": [{"role": "user", "content": text}],
-                                    "max_tokens": args.max_tokens, "temperature": 0}, api_key=key,
-                    timeout=args.timeout)
+    s = stream_chat(
+        args.base_url,
+        {
+            "model": args.model,
+            "messages": [{"role": "user", "content": text}],
+            "max_tokens": args.max_tokens,
+            "temperature": 0,
+        },
+        api_key=key,
+        timeout=args.timeout,
+    )
     if not s.ok:
-        raise TargetError(f"a measured request failed: {s.error}; check --model against /v1/models and the server log")
+        raise TargetError(
+            f"a measured request failed: {s.error}; check --model against /v1/models and the server log"
+        )
     decode_s = max(s.token_times[-1] - s.t_first, 1e-9)
     timings = s.timings or {}
-    return {"ttft_s": s.ttft, "decode_tokens_per_s": max(s.output_tokens - 1, 1) / decode_s,
-            "prompt_tokens": s.prompt_tokens, "completion_tokens": s.output_tokens,
-            "token_source": "usage" if s.token_source == "usage" else "chunks", "cached_tokens": s.cached_tokens,
-            "finish_reason": s.finish_reason, "fields": sorted(s.fields),
-            "server_prefill": timings.get("prompt_per_second"), "server_decode": timings.get("predicted_per_second")}
+    return {
+        "ttft_s": s.ttft,
+        "decode_tokens_per_s": max(s.output_tokens - 1, 1) / decode_s,
+        "prompt_tokens": s.prompt_tokens,
+        "completion_tokens": s.output_tokens,
+        "token_source": "usage" if s.token_source == "usage" else "chunks",
+        "cached_tokens": s.cached_tokens,
+        "finish_reason": s.finish_reason,
+        "fields": sorted(s.fields),
+        "server_prefill": timings.get("prompt_per_second"),
+        "server_decode": timings.get("predicted_per_second"),
+    }
 
 
 def _median(runs: list[dict], key: str):
@@ -100,15 +129,29 @@ def measure_test(args, key, name: str, prompt: str) -> EngineSpeed:
     reused = [run["cached_tokens"] for run in runs if isinstance(run["cached_tokens"], int)]
     r2 = lambda v, d: None if v is None else round(v, d)  # noqa: E731
     return EngineSpeed(
-        engine=args.engine, engine_version=args.engine_version, backend=args.backend, host=args.host,
-        model=args.model, quant=args.quant, context_length=args.context_length, test=name,
-        repetitions=args.repetitions, max_tokens=args.max_tokens, ttft_s=r2(_median(runs, "ttft_s"), 4),
+        engine=args.engine,
+        engine_version=args.engine_version,
+        backend=args.backend,
+        host=args.host,
+        model=args.model,
+        quant=args.quant,
+        context_length=args.context_length,
+        test=name,
+        repetitions=args.repetitions,
+        max_tokens=args.max_tokens,
+        ttft_s=r2(_median(runs, "ttft_s"), 4),
         decode_tokens_per_s=r2(_median(runs, "decode_tokens_per_s"), 2),
-        prompt_tokens=_median(runs, "prompt_tokens"), completion_tokens=_median(runs, "completion_tokens"),
-        token_source=runs[-1]["token_source"], finish_reason=runs[-1]["finish_reason"],
-        text_fields=runs[-1]["fields"], max_cached_prompt_tokens=max(reused, default=None),
-        prompt_tag=not args.reuse_prompt, server_prefill_tokens_per_s=_median(runs, "server_prefill"),
-        server_decode_tokens_per_s=_median(runs, "server_decode"), measured_on=utc_stamp())
+        prompt_tokens=_median(runs, "prompt_tokens"),
+        completion_tokens=_median(runs, "completion_tokens"),
+        token_source=runs[-1]["token_source"],
+        finish_reason=runs[-1]["finish_reason"],
+        text_fields=runs[-1]["fields"],
+        max_cached_prompt_tokens=max(reused, default=None),
+        prompt_tag=not args.reuse_prompt,
+        server_prefill_tokens_per_s=_median(runs, "server_prefill"),
+        server_decode_tokens_per_s=_median(runs, "server_decode"),
+        measured_on=utc_stamp(),
+    )
 
 
 def prefill_from_difference(short: dict, long: dict) -> float | None:
@@ -137,8 +180,10 @@ def run(args) -> int:
         except (OSError, json.JSONDecodeError) as exc:
             raise ConfigError(f"cannot read the idle snapshot {args.idle_snapshot}: {exc}") from exc
         if idle.get("hostname") not in (None, platform.node()):
-            raise ConfigError(f"{args.idle_snapshot} was taken on {idle.get('hostname')}, not this machine "
-                              f"({platform.node()}); take a new one with --snapshot-only")
+            raise ConfigError(
+                f"{args.idle_snapshot} was taken on {idle.get('hostname')}, not this machine "
+                f"({platform.node()}); take a new one with --snapshot-only"
+            )
     key = (os.environ.get(args.api_key_env) if args.api_key_env else None) or args.api_key or None
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     wait_for(args.base_url, headers, args.wait_seconds)
@@ -148,23 +193,41 @@ def run(args) -> int:
     added = memory.delta(idle, loaded) if idle else {}
     rss = memory.process_rss_mb(args.server_pid)
     prefill = prefill_from_difference(*(t.to_dict() for t in tests))
-    extra = {"prefill_tokens_per_s": prefill, "memory": loaded, "memory_delta_mb": added,
-             "process_resident_mb": rss}
+    extra = {
+        "prefill_tokens_per_s": prefill,
+        "memory": loaded,
+        "memory_delta_mb": added,
+        "process_resident_mb": rss,
+    }
     short, long = (replace(t, extra=extra).to_dict() for t in tests)
     for rec in (short, long):
-        print(f"    {args.engine:>14} {rec['test']:>5}  prompt {rec['prompt_tokens']} tok  ttft {rec['ttft_s']:.3f} s  "
-              f"decode {rec['decode_tokens_per_s']:.2f} tok/s  {rec['completion_tokens']} tok ({rec['finish_reason']}), "
-              f"counts from {rec['token_source']}, cached {rec['max_cached_prompt_tokens']}")
-    print(f"    {args.engine:>14} prefill from the difference: "
-          + (f"{prefill:.1f} tok/s over {long['prompt_tokens'] - short['prompt_tokens']:.0f} more prompt tokens"
-             if prefill else "not computable (no prompt token counts, or the long prompt was not slower)"))
+        print(
+            f"    {args.engine:>14} {rec['test']:>5}  prompt {rec['prompt_tokens']} tok  ttft {rec['ttft_s']:.3f} s  "
+            f"decode {rec['decode_tokens_per_s']:.2f} tok/s  {rec['completion_tokens']} tok ({rec['finish_reason']}), "
+            f"counts from {rec['token_source']}, cached {rec['max_cached_prompt_tokens']}"
+        )
+    print(
+        f"    {args.engine:>14} prefill from the difference: "
+        + (
+            f"{prefill:.1f} tok/s over {long['prompt_tokens'] - short['prompt_tokens']:.0f} more prompt tokens"
+            if prefill
+            else "not computable (no prompt token counts, or the long prompt was not slower)"
+        )
+    )
     if long["server_prefill_tokens_per_s"] is not None:
-        print(f"    {args.engine:>14} server's own timings (long): prefill {long['server_prefill_tokens_per_s']:.1f} "
-              f"tok/s, decode {long['server_decode_tokens_per_s']:.2f} tok/s")
-    print(f"    {args.engine:>14} memory added since the idle snapshot (MB): "
-          f"{json.dumps(added) if added else 'no idle snapshot given'}; server resident set (MB): {rss}")
+        print(
+            f"    {args.engine:>14} server's own timings (long): prefill {long['server_prefill_tokens_per_s']:.1f} "
+            f"tok/s, decode {long['server_decode_tokens_per_s']:.2f} tok/s"
+        )
+    print(
+        f"    {args.engine:>14} memory added since the idle snapshot (MB): "
+        f"{json.dumps(added) if added else 'no idle snapshot given'}; server resident set (MB): {rss}"
+    )
     if args.reuse_prompt:
-        print("    --reuse-prompt: these runs measured the prefix cache, not prefill; nothing recorded", file=sys.stderr)
+        print(
+            "    --reuse-prompt: these runs measured the prefix cache, not prefill; nothing recorded",
+            file=sys.stderr,
+        )
         return 0
     if not args.print_only:
         for rec in (short, long):

@@ -12,16 +12,32 @@ from harness.io.notebook import append_record
 def add_parser(sub) -> None:
     p = sub.add_parser("models", help="download the model in each format a track uses, verify it, record it")
     p.add_argument("--track", help="s, n, x or m: the formats that track needs (default: every format)")
-    p.add_argument("--format", action="append", dest="formats", metavar="KEY",
-                   help="only this format (repeatable): gguf, awq, bf16, mlx, exl3, lemonade")
-    p.add_argument("--library", default=os.environ.get("HARNESS_MODEL_LIBRARY", os.path.expanduser("~/models")),
-                   help="the model library, laid out <owner>/<repo> as the course pages do (default ~/models)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print what would be downloaded, with the sizes the hub listed; download nothing")
-    p.add_argument("--ask-hub", action="store_true",
-                   help="with --dry-run: also run `hf download … --dry-run` for today's file count and total")
+    p.add_argument(
+        "--format",
+        action="append",
+        dest="formats",
+        metavar="KEY",
+        help="only this format (repeatable): gguf, awq, bf16, mlx, exl3, lemonade",
+    )
+    p.add_argument(
+        "--library",
+        default=os.environ.get("HARNESS_MODEL_LIBRARY", os.path.expanduser("~/models")),
+        help="the model library, laid out <owner>/<repo> as the course pages do (default ~/models)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what would be downloaded, with the sizes the hub listed; download nothing",
+    )
+    p.add_argument(
+        "--ask-hub",
+        action="store_true",
+        help="with --dry-run: also run `hf download … --dry-run` for today's file count and total",
+    )
     p.add_argument("--labbook", help="append a model-fetch record per format to this notebook")
-    p.add_argument("--hub", dest="endpoint", help="hub address for checksums (default $HF_ENDPOINT or huggingface.co)")
+    p.add_argument(
+        "--hub", dest="endpoint", help="hub address for checksums (default $HF_ENDPOINT or huggingface.co)"
+    )
     p.set_defaults(func=run)
 
 
@@ -29,13 +45,17 @@ def run(args) -> int:
     from harness.io import model_fetch
 
     table = model_fetch.load_table()
-    chosen = model_fetch.formats_for(table, args.track and args.track.lower().removeprefix("track-"), args.formats)
+    chosen = model_fetch.formats_for(
+        table, args.track and args.track.lower().removeprefix("track-"), args.formats
+    )
     library = Path(args.library).expanduser()
     track = args.track.lower().removeprefix("track-") if args.track else None
     what = f"track {track.upper()}" if track else "every format"
     if args.dry_run:
-        print(f"==> {what}: {len(chosen)} format(s) into {library} (dry run: nothing is downloaded; "
-              f"sizes as the hub listed them on {table['listed_on']})")
+        print(
+            f"==> {what}: {len(chosen)} format(s) into {library} (dry run: nothing is downloaded; "
+            f"sizes as the hub listed them on {table['listed_on']})"
+        )
         total = 0.0
         for key, fmt in chosen:
             for line in model_fetch.plan_lines(key, fmt, library):
@@ -43,15 +63,26 @@ def run(args) -> int:
             if fmt["kind"] != "lemonade":  # Lemonade's copy is the same file again, in its own cache
                 total += model_fetch.approx_bytes(fmt)
             if args.ask_hub and fmt["kind"] == "repo":
-                rc, out = model_fetch.run_tool(model_fetch.hf_argv(fmt, library, dry_run=True), lambda s: None)
+                rc, out = model_fetch.run_tool(
+                    model_fetch.hf_argv(fmt, library, dry_run=True), lambda s: None
+                )
                 got = model_fetch.parse_hf_dry_run(out) if rc == 0 else None
                 if got is None:
                     print(f"    hub today: no dry-run total (hf exit {rc})")
                 else:
-                    same = "as listed" if got["files"] == fmt["files"] else f"listed {fmt['files']}: the repository changed"
-                    print(f"    hub today: {got['files']} files (out of {got['out_of']}) totalling {got['total']} ({same})")
-        extra = ("; Lemonade keeps a second copy of the GGUF file in its own cache"
-                 if any(f["kind"] == "lemonade" for _, f in chosen) else "")
+                    same = (
+                        "as listed"
+                        if got["files"] == fmt["files"]
+                        else f"listed {fmt['files']}: the repository changed"
+                    )
+                    print(
+                        f"    hub today: {got['files']} files (out of {got['out_of']}) totalling {got['total']} ({same})"
+                    )
+        extra = (
+            "; Lemonade keeps a second copy of the GGUF file in its own cache"
+            if any(f["kind"] == "lemonade" for _, f in chosen)
+            else ""
+        )
         print(f"==> about {total / 1e9:.1f} GB to download for {what} into the library{extra}")
         return 0
     print(f"==> {what}: {len(chosen)} format(s) into {library}")
@@ -64,8 +95,11 @@ def run(args) -> int:
             print(f"    FAIL {exc}")
             failed.append(key)
             continue
-        print(f"    ok: {rec['path']}" + (f", {rec['files']} files, {rec['bytes']:,} bytes" if rec["bytes"] else "")
-              + ("" if rec["downloaded"] else " (already present, nothing downloaded)"))
+        print(
+            f"    ok: {rec['path']}"
+            + (f", {rec['files']} files, {rec['bytes']:,} bytes" if rec["bytes"] else "")
+            + ("" if rec["downloaded"] else " (already present, nothing downloaded)")
+        )
         for check in rec["checks"]:
             print(f"    pass: {check}")
         if args.labbook:
@@ -73,5 +107,8 @@ def run(args) -> int:
     if failed:
         print(f"==> {len(failed)} of {len(chosen)} format(s) failed: {', '.join(failed)}")
         return 1
-    print(f"==> all {len(chosen)} format(s) present and checked" + (f"; recorded in {args.labbook}" if args.labbook else ""))
+    print(
+        f"==> all {len(chosen)} format(s) present and checked"
+        + (f"; recorded in {args.labbook}" if args.labbook else "")
+    )
     return 0

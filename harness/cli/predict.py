@@ -6,30 +6,53 @@ from harness.core.arithmetic import speed_limit
 from harness.io.machines import load_machines, lookup
 from harness.io.model_info import load_model
 from harness.core.arithmetic import kv_bytes_per_token
-from harness.core.predictions import (GIB, aggregate_ceiling, ceiling_table, decode_ceiling, predict_allocation,
-                             serving_table)
+from harness.core.predictions import (
+    GIB,
+    aggregate_ceiling,
+    ceiling_table,
+    decode_ceiling,
+    predict_allocation,
+    serving_table,
+)
 
-LAB_ENGINES = {"llama-server, Q4_K_M GGUF": ("GGUF Q4_K_M", ["f16", "q8_0"]),
-               "vLLM, AWQ safetensors": ("AWQ 4-bit g128", ["f16", "fp8"])}
-LAB08_PAIRS = {"spark": ["GGUF Q4_K_M", "bf16"], "strix": ["GGUF Q4_K_M"], "m4-max": ["GGUF Q4_K_M", "MLX 4-bit g64"],
-               "rtx-4090": ["GGUF Q4_K_M", "EXL3 4.0 bpw", "AWQ 4-bit g128"]}
+LAB_ENGINES = {
+    "llama-server, Q4_K_M GGUF": ("GGUF Q4_K_M", ["f16", "q8_0"]),
+    "vLLM, AWQ safetensors": ("AWQ 4-bit g128", ["f16", "fp8"]),
+}
+LAB08_PAIRS = {
+    "spark": ["GGUF Q4_K_M", "bf16"],
+    "strix": ["GGUF Q4_K_M"],
+    "m4-max": ["GGUF Q4_K_M", "MLX 4-bit g64"],
+    "rtx-4090": ["GGUF Q4_K_M", "EXL3 4.0 bpw", "AWQ 4-bit g128"],
+}
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("predict", help="KV pool, expected log lines, fit in memory, decode ceilings",
-                       description="Predict what an engine allocates and how fast it can decode, from the model "
-                                   "(a .gguf file, a Hugging Face directory, or a model-table name such as qwen3-8b).")
+    p = sub.add_parser(
+        "predict",
+        help="KV pool, expected log lines, fit in memory, decode ceilings",
+        description="Predict what an engine allocates and how fast it can decode, from the model "
+        "(a .gguf file, a Hugging Face directory, or a model-table name such as qwen3-8b).",
+    )
     p.add_argument("--model", default="qwen3-8b")
-    p.add_argument("--format", help="weight format from the model table (default: the file's own, or GGUF Q4_K_M)")
+    p.add_argument(
+        "--format", help="weight format from the model table (default: the file's own, or GGUF Q4_K_M)"
+    )
     p.add_argument("--engine", default="llama-server", choices=["llama-server", "vllm"])
     p.add_argument("--slots", type=int, default=20)
     p.add_argument("--ctx-per-slot", type=int, default=4096)
     p.add_argument("--cache-type", default="f16", choices=["f16", "q8_0", "q4_0", "fp8"])
-    p.add_argument("--swa-full", action="store_true", help="llama-server --swa-full (full-size sliding-window cache)")
+    p.add_argument(
+        "--swa-full", action="store_true", help="llama-server --swa-full (full-size sliding-window cache)"
+    )
     p.add_argument("--kv-bytes", type=int, help="vLLM --kv-cache-memory-bytes (default: slots x context)")
     p.add_argument("--machine", help="machine-table key for ceilings and fit (e.g. spark)")
-    p.add_argument("--usable-gb", type=float, help="memory the engine may use, GB (default: the machine's memory)")
-    p.add_argument("--table", choices=["lab09", "lab08"], help="print a lab page's Task 1 table from its inputs")
+    p.add_argument(
+        "--usable-gb", type=float, help="memory the engine may use, GB (default: the machine's memory)"
+    )
+    p.add_argument(
+        "--table", choices=["lab09", "lab08"], help="print a lab page's Task 1 table from its inputs"
+    )
     p.set_defaults(func=run)
 
 
@@ -37,53 +60,94 @@ def run(args) -> int:
     model = load_model(args.model)
     if args.table == "lab09":
         machines = load_machines()
-        print(serving_table(model, 20, 4096, LAB_ENGINES,
-                            [(f"{machines[k]['label']} {machines[k]['bandwidth_gb_s']} GB/s", machines[k]["bandwidth_gb_s"])
-                             for k in LAB08_PAIRS], "GGUF Q4_K_M"))
+        print(
+            serving_table(
+                model,
+                20,
+                4096,
+                LAB_ENGINES,
+                [
+                    (
+                        f"{machines[k]['label']} {machines[k]['bandwidth_gb_s']} GB/s",
+                        machines[k]["bandwidth_gb_s"],
+                    )
+                    for k in LAB08_PAIRS
+                ],
+                "GGUF Q4_K_M",
+            )
+        )
         return 0
     if args.table == "lab08":
         machines = load_machines()
-        print(ceiling_table(model, [(f"{machines[k]['label']}, {machines[k]['bandwidth_gb_s']} GB/s",
-                                     machines[k]["bandwidth_gb_s"], fmts) for k, fmts in LAB08_PAIRS.items()]))
+        print(
+            ceiling_table(
+                model,
+                [
+                    (
+                        f"{machines[k]['label']}, {machines[k]['bandwidth_gb_s']} GB/s",
+                        machines[k]["bandwidth_gb_s"],
+                        fmts,
+                    )
+                    for k, fmts in LAB08_PAIRS.items()
+                ],
+            )
+        )
         return 0
     fmt_name = args.format or next(iter(model.formats), None)
     if args.format is None and "GGUF Q4_K_M" in model.formats:
         fmt_name = "GGUF Q4_K_M"
     fmt = model.formats.get(fmt_name) if fmt_name else None
-    pred = predict_allocation(model, args.engine, args.slots, args.ctx_per_slot, args.cache_type, args.swa_full,
-                              args.kv_bytes)
-    print(f"==> {model.name} ({model.source}): {model.layers} layers ({model.swa_layers} sliding-window, window "
-          f"{model.swa_window or '-'}), {model.kv_heads} KV heads x {model.head_dim}")
-    per_type = ", ".join(f"{ct} {kv_bytes_per_token(model.layers, model.kv_heads, model.head_dim, ct):,.0f}"
-                         for ct in ("f16", "q8_0", "q4_0", "fp8"))
+    pred = predict_allocation(
+        model, args.engine, args.slots, args.ctx_per_slot, args.cache_type, args.swa_full, args.kv_bytes
+    )
+    print(
+        f"==> {model.name} ({model.source}): {model.layers} layers ({model.swa_layers} sliding-window, window "
+        f"{model.swa_window or '-'}), {model.kv_heads} KV heads x {model.head_dim}"
+    )
+    per_type = ", ".join(
+        f"{ct} {kv_bytes_per_token(model.layers, model.kv_heads, model.head_dim, ct):,.0f}"
+        for ct in ("f16", "q8_0", "q4_0", "fp8")
+    )
     print(f"    KV bytes per token by cache type: {per_type}")
-    print(f"    KV cache {args.cache_type}: {pred.kv_per_token:,.0f} bytes per token; {args.slots} x "
-          f"{args.ctx_per_slot:,} tokens -> {pred.pool_bytes:,.0f} bytes = {pred.pool_bytes / 2**20:,.2f} MiB")
+    print(
+        f"    KV cache {args.cache_type}: {pred.kv_per_token:,.0f} bytes per token; {args.slots} x "
+        f"{args.ctx_per_slot:,} tokens -> {pred.pool_bytes:,.0f} bytes = {pred.pool_bytes / 2**20:,.2f} MiB"
+    )
     print(f"    {args.engine} should log:")
     for line in pred.log_lines:
         print(f"      {line}")
     if pred.vllm_blocks is not None:
-        print(f"      ({pred.vllm_blocks:,} blocks of 16 tokens; a {args.ctx_per_slot:,}-token request needs "
-              f"{-(-args.ctx_per_slot // 16):,})")
+        print(
+            f"      ({pred.vllm_blocks:,} blocks of 16 tokens; a {args.ctx_per_slot:,}-token request needs "
+            f"{-(-args.ctx_per_slot // 16):,})"
+        )
     machine = lookup(args.machine) if args.machine else None
     if fmt:
         total = fmt["tensor_bytes"] + pred.pool_bytes
         usable = args.usable_gb or (machine or {}).get("memory_gb")
         verdict = "" if not usable else (" -> fits" if total <= usable * 1e9 else " -> does NOT fit")
-        print(f"    weights ({fmt_name}) + pool = {total / GIB:.2f} GiB before compute buffers"
-              f"{f' against {usable} GB usable' if usable else ''}{verdict}")
+        print(
+            f"    weights ({fmt_name}) + pool = {total / GIB:.2f} GiB before compute buffers"
+            f"{f' against {usable} GB usable' if usable else ''}{verdict}"
+        )
     if machine:
         bw = machine["bandwidth_gb_s"]
-        print(f"    {machine['name']} at {bw} GB/s, decode ceilings (one sequence at 100 / 1,500 tokens of context; "
-              f"speed limit = bandwidth / size):")
+        print(
+            f"    {machine['name']} at {bw} GB/s, decode ceilings (one sequence at 100 / 1,500 tokens of context; "
+            f"speed limit = bandwidth / size):"
+        )
         for name, f in model.formats.items():
             short = decode_ceiling(bw, f["tensor_bytes"], f["embedding_bytes"], pred.kv_per_token, 100)
             long = decode_ceiling(bw, f["tensor_bytes"], f["embedding_bytes"], pred.kv_per_token, 1500)
-            print(f"      {name:<16} {short:7.1f} / {long:7.1f} tok/s; speed limit "
-                  f"{speed_limit(bw, f['tensor_bytes'] / 1e9):.1f} tok/s")
+            print(
+                f"      {name:<16} {short:7.1f} / {long:7.1f} tok/s; speed limit "
+                f"{speed_limit(bw, f['tensor_bytes'] / 1e9):.1f} tok/s"
+            )
         if fmt:
             read = fmt["tensor_bytes"] - fmt["embedding_bytes"]
-            print(f"    aggregate at batch B ({fmt_name}, {args.cache_type} cache), tok/s in total (per sequence):")
+            print(
+                f"    aggregate at batch B ({fmt_name}, {args.cache_type} cache), tok/s in total (per sequence):"
+            )
             for context in (100, 1500):
                 cells = []
                 for batch in sorted({1, max(1, args.slots // 2), args.slots}):

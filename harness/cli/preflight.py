@@ -11,10 +11,14 @@ from harness.run.plans import load_plan
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("preflight", help="check what a track plan needs before anything starts (exit 1 on FAIL)")
+    p = sub.add_parser(
+        "preflight", help="check what a track plan needs before anything starts (exit 1 on FAIL)"
+    )
     p.add_argument("plan", help="plan file, or a name in tracks/ (cpu, s, n, x, m)")
     p.add_argument("--tier", help="memory tier of the plan")
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a plan variable")
+    p.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="override a plan variable"
+    )
     p.add_argument("--run-dir", default="runs", help="where the run will write (its free disk is checked)")
     p.add_argument("--json", metavar="FILE", help="also write the findings as JSON")
     p.set_defaults(func=run)
@@ -29,7 +33,9 @@ def run(args) -> int:
     for f in findings:
         print("    " + f.line())
     result = summary(findings)
-    print(f"    {result['counts']['PASS']} pass, {result['counts']['WARN']} warn, {result['counts']['FAIL']} fail")
+    print(
+        f"    {result['counts']['PASS']} pass, {result['counts']['WARN']} warn, {result['counts']['FAIL']} fail"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return 1 if result["counts"]["FAIL"] else 0

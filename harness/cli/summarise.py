@@ -18,21 +18,27 @@ CONDITIONS = ("engine", "model", "quant", "prompt_set", "max_tokens", "context_l
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("summarise", help="curves, comparisons and checks from the notebook (drop-in for "
-                                         "summarise-load.py)")
+    p = sub.add_parser(
+        "summarise", help="curves, comparisons and checks from the notebook (drop-in for summarise-load.py)"
+    )
     p.add_argument("--labbook", default="labbook.md")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--list", action="store_true", help="list the labels in the notebook")
     what.add_argument("--label", help="print the curve for one label")
     what.add_argument("--compare", nargs=2, metavar=("A", "B"), help="compare two labels level by level")
-    what.add_argument("--check", action="store_true", help="run the lab's validation rules (exit 1 on any FAIL)")
+    what.add_argument(
+        "--check", action="store_true", help="run the lab's validation rules (exit 1 on any FAIL)"
+    )
     p.add_argument("--markdown", action="store_true", help="print the curve table as Markdown")
     p.add_argument("--record", action="store_true", help="with --label, append a curve-summary record")
     p.add_argument("--promise", type=float, default=None, help="p95 first-token promise, seconds (capacity)")
     p.add_argument("--peak", type=int, default=None, help="peak crowd to size for (needs --promise)")
     p.add_argument("--spares", type=float, default=0.2, help="spare share added to the copies (default 0.2)")
-    p.add_argument("--chart", metavar="PNG", help="draw total output and p95 first-token wait against crowd size "
-                                                  "(for --label or --compare)")
+    p.add_argument(
+        "--chart",
+        metavar="PNG",
+        help="draw total output and p95 first-token wait against crowd size (for --label or --compare)",
+    )
     p.add_argument("--tpot-chart", metavar="PNG", help="with --label: TPOT against concurrency with the fit")
     p.set_defaults(func=run)
 
@@ -49,14 +55,25 @@ def _f(value, spec: str) -> str:
 
 
 def _missing(label: str, labels: dict) -> ConfigError:
-    return ConfigError(f"no records for label {label!r}; labels present: {', '.join(sorted(labels)) or 'none'}")
+    return ConfigError(
+        f"no records for label {label!r}; labels present: {', '.join(sorted(labels)) or 'none'}"
+    )
 
 
 def run(args) -> int:
     labels = load(args.labbook)
     if args.list:
-        rows = [[name, r.get("engine", "?"), r.get("prompt_set", "?"), ",".join(map(str, sorted(lv))),
-                 r.get("recorded_at", "?")] for name, lv in labels.items() for r in [lv[max(lv)]]]
+        rows = [
+            [
+                name,
+                r.get("engine", "?"),
+                r.get("prompt_set", "?"),
+                ",".join(map(str, sorted(lv))),
+                r.get("recorded_at", "?"),
+            ]
+            for name, lv in labels.items()
+            for r in [lv[max(lv)]]
+        ]
         print(f"==> {len(labels)} label(s) in {args.labbook}")
         print(tabulate(rows, headers=["label", "engine", "prompt set", "levels", "last recorded"]))
         return 0
@@ -81,11 +98,15 @@ def run(args) -> int:
     if args.promise is not None:
         capacity = curves.capacity_within(levels, args.promise)
         if capacity:
-            print(f"    capacity within the promise (p95 first token <= {args.promise:g} s): {capacity} at once")
+            print(
+                f"    capacity within the promise (p95 first token <= {args.promise:g} s): {capacity} at once"
+            )
             if args.peak:
                 need, spare = curves.copies_for(args.peak, capacity, args.spares)
-                print(f"    a peak of {args.peak} needs {args.peak} / {capacity} -> {need} copies, {spare} with "
-                      f"{args.spares:.0%} spares")
+                print(
+                    f"    a peak of {args.peak} needs {args.peak} / {capacity} -> {need} copies, {spare} with "
+                    f"{args.spares:.0%} spares"
+                )
         else:
             print(f"    capacity within the promise (p95 first token <= {args.promise:g} s): no level met it")
     if args.chart:
@@ -99,14 +120,21 @@ def run(args) -> int:
     if args.record and d.levels:
         first = levels[d.levels[0]]
         rec = CurveSummary(
-            label=args.label, run=first, levels=d.levels, knee_between=list(d.knee) if d.knee else None,
+            label=args.label,
+            run=first,
+            levels=d.levels,
+            knee_between=list(d.knee) if d.knee else None,
             operating_point=d.operating_point,
             peak_output_tokens_per_s=max(levels[c]["output_tokens_per_s"] for c in d.levels),
-            tpot_fit_ms=({"a": round(d.fit["a_s"] * 1000, 3), "b": round(d.fit["b_s"] * 1000, 4)}
-                         if d.fit else None),
+            tpot_fit_ms=(
+                {"a": round(d.fit["a_s"] * 1000, 3), "b": round(d.fit["b_s"] * 1000, 4)} if d.fit else None
+            ),
             ceiling_tokens_per_s=None if d.ceiling is None else round(d.ceiling, 1),
             c_at_slo=None if d.c_at_slo is None else round(d.c_at_slo, 1),
-            capacity_within_promise=capacity, promise_s=args.promise, recorded_at=now_stamp())
+            capacity_within_promise=capacity,
+            promise_s=args.promise,
+            recorded_at=now_stamp(),
+        )
         append_record(args.labbook, rec.to_dict(), "curve-summary")
         print(f"    appended a curve-summary record for {args.label} to {args.labbook}")
     return 0
@@ -124,22 +152,50 @@ def print_curve(label: str, levels: dict[int, dict], markdown: bool) -> curves.C
         print(f"{label}: no level finished a single request, so there is no curve")
         return d
     head_rec = levels[d.levels[0]]
-    conditions = ", ".join(f"{k} {head_rec.get(k)}" for k in ("engine", "engine_version", "model", "quant", "host"))
+    conditions = ", ".join(
+        f"{k} {head_rec.get(k)}" for k in ("engine", "engine_version", "model", "quant", "host")
+    )
     print(f"==> curve for {label} ({conditions})")
-    print(f"    prompts {head_rec.get('prompt_set')}, up to {head_rec.get('max_tokens')} tokens out, context "
-          f"{head_rec.get('context_length')}, slots {head_rec.get('server_slots')}; objective TTFT <= {d.slo_ttft} s "
-          f"and TPOT <= {d.slo_tpot} s")
-    head = ["c", "ok", "out tok/s", "scaling", "req/s", "goodput", "TTFT p50", "TTFT p90", "TTFT p95",
-            "TPOT p50", "TPOT p90", "in flight", "cached"]
+    print(
+        f"    prompts {head_rec.get('prompt_set')}, up to {head_rec.get('max_tokens')} tokens out, context "
+        f"{head_rec.get('context_length')}, slots {head_rec.get('server_slots')}; objective TTFT <= {d.slo_ttft} s "
+        f"and TPOT <= {d.slo_tpot} s"
+    )
+    head = [
+        "c",
+        "ok",
+        "out tok/s",
+        "scaling",
+        "req/s",
+        "goodput",
+        "TTFT p50",
+        "TTFT p90",
+        "TTFT p95",
+        "TPOT p50",
+        "TPOT p90",
+        "in flight",
+        "cached",
+    ]
     rows = []
     for c in d.levels:
         r = levels[c]
-        rows.append([c, f"{r['completed']}/{r['requests']}", f"{r['output_tokens_per_s']:.1f}",
-                     _f(d.scaling[c], ".2f"), f"{r.get('requests_per_s', 0):.3f}",
-                     f"{r.get('goodput_requests_per_s', 0):.3f}", _f(r["ttft_s"].get("p50"), ".3f"),
-                     _f(r["ttft_s"].get("p90"), ".3f"), _f(r["ttft_s"].get("p95"), ".3f"),
-                     _f(r["tpot_s"].get("p50"), ".4f"), _f(r["tpot_s"].get("p90"), ".4f"),
-                     f"{r.get('mean_in_flight', 0):.1f}", r.get("cached_tokens_mean")])
+        rows.append(
+            [
+                c,
+                f"{r['completed']}/{r['requests']}",
+                f"{r['output_tokens_per_s']:.1f}",
+                _f(d.scaling[c], ".2f"),
+                f"{r.get('requests_per_s', 0):.3f}",
+                f"{r.get('goodput_requests_per_s', 0):.3f}",
+                _f(r["ttft_s"].get("p50"), ".3f"),
+                _f(r["ttft_s"].get("p90"), ".3f"),
+                _f(r["ttft_s"].get("p95"), ".3f"),
+                _f(r["tpot_s"].get("p50"), ".4f"),
+                _f(r["tpot_s"].get("p90"), ".4f"),
+                f"{r.get('mean_in_flight', 0):.1f}",
+                r.get("cached_tokens_mean"),
+            ]
+        )
     print(tabulate(rows, headers=head, tablefmt="github" if markdown else "plain", disable_numparse=True))
     peak = max(levels[c]["output_tokens_per_s"] for c in d.levels)
     worst = max(levels[c]["tpot_s"].get("p90") or 0 for c in d.levels)
@@ -150,28 +206,40 @@ def print_curve(label: str, levels: dict[int, dict], markdown: bool) -> curves.C
     print()
     first = d.levels[0]
     if d.knee:
-        print(f"    knee: c={d.knee[0]} -> c={d.knee[1]} is the first step where each extra request added less than "
-              f"half of what one request gets alone at c={first}")
+        print(
+            f"    knee: c={d.knee[0]} -> c={d.knee[1]} is the first step where each extra request added less than "
+            f"half of what one request gets alone at c={first}"
+        )
     else:
-        print(f"    knee: none within these levels (each step added at least half of one request's c={first} rate)")
+        print(
+            f"    knee: none within these levels (each step added at least half of one request's c={first} rate)"
+        )
     if d.fit:
         a, b = d.fit["a_s"], d.fit["b_s"]
-        print(f"    TPOT p50 fit: {a * 1000:.2f} ms + {b * 1000:.3f} ms per concurrent request "
-              f"(least squares over c = {', '.join(map(str, d.fit['levels_used']))})")
+        print(
+            f"    TPOT p50 fit: {a * 1000:.2f} ms + {b * 1000:.3f} ms per concurrent request "
+            f"(least squares over c = {', '.join(map(str, d.fit['levels_used']))})"
+        )
         for c in d.fit["levels_used"]:
             step = a + b * c
             bound = c / step if step > 0 else float("nan")
-            print(f"      c={c:<4} c / (a + b c) = {bound:8.1f} tok/s if all {c} were decoding all the time; "
-                  f"measured {levels[c]['output_tokens_per_s']:.1f}")
+            print(
+                f"      c={c:<4} c / (a + b c) = {bound:8.1f} tok/s if all {c} were decoding all the time; "
+                f"measured {levels[c]['output_tokens_per_s']:.1f}"
+            )
         if d.ceiling:
-            print(f"    ceiling: 1 / b = {d.ceiling:.1f} tok/s however many are admitted; TPOT p50 would reach "
-                  f"{d.slo_tpot} s near c = {d.c_at_slo:.1f}")
+            print(
+                f"    ceiling: 1 / b = {d.ceiling:.1f} tok/s however many are admitted; TPOT p50 would reach "
+                f"{d.slo_tpot} s near c = {d.c_at_slo:.1f}"
+            )
         else:
             print("    ceiling: none can be read off, TPOT does not grow with c at these levels (b <= 0)")
     else:
         print("    TPOT fit: not possible; it takes two or more levels within the server's slots")
     op = f"c={d.operating_point}" if d.operating_point else "no level qualifies"
-    print(f"    operating point: {op} (highest level with no failures and TTFT p90, TPOT p90 inside the objective)")
+    print(
+        f"    operating point: {op} (highest level with no failures and TTFT p90, TPOT p90 inside the objective)"
+    )
     return d
 
 
@@ -188,15 +256,46 @@ def print_compare(a: str, b: str, labels: dict) -> int:
     for c in shared:
         x, y = labels[a][c], labels[b][c]
         ratio = y["output_tokens_per_s"] / x["output_tokens_per_s"] if x["output_tokens_per_s"] else None
-        rows.append([c, f"{x['output_tokens_per_s']:.1f}", f"{y['output_tokens_per_s']:.1f}", _f(ratio, ".2f"),
-                     f"{x.get('goodput_requests_per_s', 0):.3f}", f"{y.get('goodput_requests_per_s', 0):.3f}",
-                     _f(x["ttft_s"].get("p50"), ".3f"), _f(y["ttft_s"].get("p50"), ".3f"),
-                     _f(x["ttft_s"].get("p90"), ".3f"), _f(y["ttft_s"].get("p90"), ".3f"),
-                     _f(x["tpot_s"].get("p50"), ".4f"), _f(y["tpot_s"].get("p50"), ".4f"),
-                     x.get("cached_tokens_mean"), y.get("cached_tokens_mean")])
-    print(tabulate(rows, headers=["c", "out/s A", "out/s B", "B/A", "goodput A", "goodput B", "TTFT p50 A",
-                                  "TTFT p50 B", "TTFT p90 A", "TTFT p90 B", "TPOT p50 A", "TPOT p50 B", "cached A",
-                                  "cached B"], disable_numparse=True))
+        rows.append(
+            [
+                c,
+                f"{x['output_tokens_per_s']:.1f}",
+                f"{y['output_tokens_per_s']:.1f}",
+                _f(ratio, ".2f"),
+                f"{x.get('goodput_requests_per_s', 0):.3f}",
+                f"{y.get('goodput_requests_per_s', 0):.3f}",
+                _f(x["ttft_s"].get("p50"), ".3f"),
+                _f(y["ttft_s"].get("p50"), ".3f"),
+                _f(x["ttft_s"].get("p90"), ".3f"),
+                _f(y["ttft_s"].get("p90"), ".3f"),
+                _f(x["tpot_s"].get("p50"), ".4f"),
+                _f(y["tpot_s"].get("p50"), ".4f"),
+                x.get("cached_tokens_mean"),
+                y.get("cached_tokens_mean"),
+            ]
+        )
+    print(
+        tabulate(
+            rows,
+            headers=[
+                "c",
+                "out/s A",
+                "out/s B",
+                "B/A",
+                "goodput A",
+                "goodput B",
+                "TTFT p50 A",
+                "TTFT p50 B",
+                "TTFT p90 A",
+                "TTFT p90 B",
+                "TPOT p50 A",
+                "TPOT p50 B",
+                "cached A",
+                "cached B",
+            ],
+            disable_numparse=True,
+        )
+    )
     return 0
 
 

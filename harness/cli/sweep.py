@@ -13,63 +13,107 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from harness.core.prompts import PROMPT_SETS
-from harness.core.records import (DEFAULT_SLO_TPOT_S, DEFAULT_SLO_TTFT_S, UNKNOWN, EndpointCheck,
-                                  LevelContext, LevelRecord, Objectives, ServerInfo)
+from harness.core.records import (
+    DEFAULT_SLO_TPOT_S,
+    DEFAULT_SLO_TTFT_S,
+    UNKNOWN,
+    EndpointCheck,
+    LevelContext,
+    LevelRecord,
+    Objectives,
+    ServerInfo,
+)
 from harness.errors import ConfigError
 from harness.load import sweep as sweeping  # no Locust yet: harness.load.runner is imported when load runs
 from harness.load.sweep import SweepPlan
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("sweep", help="closed-loop concurrency sweep (drop-in for the lab's load-test.py)",
-                       description="Drive an OpenAI-compatible endpoint at each concurrency level and append one "
-                                   "JSON line per level to the notebook.")
-    p.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="OpenAI-compatible base URL ending in /v1")
+    p = sub.add_parser(
+        "sweep",
+        help="closed-loop concurrency sweep (drop-in for the lab's load-test.py)",
+        description="Drive an OpenAI-compatible endpoint at each concurrency level and append one "
+        "JSON line per level to the notebook.",
+    )
+    p.add_argument(
+        "--base-url", default="http://127.0.0.1:8000/v1", help="OpenAI-compatible base URL ending in /v1"
+    )
     p.add_argument("--model", required=True, help="model name the server reports at /v1/models")
     p.add_argument("--concurrency", default="1,5,10,20", help="comma-separated levels, run in order")
     p.add_argument("--requests", type=int, default=40, help="requests per level (at least)")
-    p.add_argument("--min-rounds", type=int, default=0, help="at least this many requests per worker per level")
+    p.add_argument(
+        "--min-rounds", type=int, default=0, help="at least this many requests per worker per level"
+    )
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--timeout", type=float, default=300.0, help="seconds a request may take")
     p.add_argument("--prompt-set", default="mixed", choices=list(PROMPT_SETS))
-    p.add_argument("--prompt-file", help="JSONL prompts ({'prompt': ...} or {'messages': [...]}) instead of a set")
+    p.add_argument(
+        "--prompt-file", help="JSONL prompts ({'prompt': ...} or {'messages': [...]}) instead of a set"
+    )
     p.add_argument("--warmup", type=int, default=1, help="discarded short requests before the first level")
-    p.add_argument("--slo-ttft", type=float, default=DEFAULT_SLO_TTFT_S,
-                   help="goodput objective for TTFT, seconds")
-    p.add_argument("--slo-tpot", type=float, default=DEFAULT_SLO_TPOT_S,
-                   help="goodput objective for TPOT, seconds")
+    p.add_argument(
+        "--slo-ttft", type=float, default=DEFAULT_SLO_TTFT_S, help="goodput objective for TTFT, seconds"
+    )
+    p.add_argument(
+        "--slo-tpot", type=float, default=DEFAULT_SLO_TPOT_S, help="goodput objective for TPOT, seconds"
+    )
     p.add_argument("--label", default="run")
     p.add_argument("--engine", default=UNKNOWN)
     p.add_argument("--engine-version", default=UNKNOWN)
     p.add_argument("--host-desc", default=UNKNOWN, help="machine description for the record")
     p.add_argument("--quant", default=UNKNOWN)
-    p.add_argument("--context-length", type=int, default=0, help="context per sequence the server was started with")
+    p.add_argument(
+        "--context-length", type=int, default=0, help="context per sequence the server was started with"
+    )
     p.add_argument("--server-slots", type=int, default=0, help="sequences the server runs at once")
-    p.add_argument("--api-key-env", default="LOADTEST_API_KEY", help="environment variable holding the API key")
+    p.add_argument(
+        "--api-key-env", default="LOADTEST_API_KEY", help="environment variable holding the API key"
+    )
     p.add_argument("--labbook", default="labbook.md", help="notebook to append one JSON line per level to")
     p.add_argument("--samples", help="file for per-request samples (default: beside the notebook)")
-    p.add_argument("--rate", help="open loop: comma-separated arrival rates (requests/s), one level each, instead of "
-                                   "--concurrency")
-    p.add_argument("--poisson", action="store_true", help="with --rate: Poisson arrivals instead of evenly spaced")
-    p.add_argument("--duration", type=float, help="closed loop for this many seconds per level (then drain) instead "
-                                                  "of a request count")
+    p.add_argument(
+        "--rate",
+        help="open loop: comma-separated arrival rates (requests/s), one level each, instead of "
+        "--concurrency",
+    )
+    p.add_argument(
+        "--poisson", action="store_true", help="with --rate: Poisson arrivals instead of evenly spaced"
+    )
+    p.add_argument(
+        "--duration",
+        type=float,
+        help="closed loop for this many seconds per level (then drain) instead of a request count",
+    )
     p.add_argument("--seed", type=int, default=1, help="seed for Poisson arrivals")
-    p.add_argument("--processes", type=int, default=0, help="closed loop: run the load in N Locust worker processes "
-                                                            "(a master here) when one client process is the limit")
-    p.add_argument("--no-endpoint-check", action="store_true",
-                   help="skip the proof before the first level (model listed, one request with text, finish "
-                        "reason and usage, the server's context fits the prompts)")
-    p.add_argument("--metrics-url", help="engine /metrics URL to sample during each level (default: derived from "
-                                         "--base-url; 'none' to skip)")
+    p.add_argument(
+        "--processes",
+        type=int,
+        default=0,
+        help="closed loop: run the load in N Locust worker processes "
+        "(a master here) when one client process is the limit",
+    )
+    p.add_argument(
+        "--no-endpoint-check",
+        action="store_true",
+        help="skip the proof before the first level (model listed, one request with text, finish "
+        "reason and usage, the server's context fits the prompts)",
+    )
+    p.add_argument(
+        "--metrics-url",
+        help="engine /metrics URL to sample during each level (default: derived from "
+        "--base-url; 'none' to skip)",
+    )
     p.set_defaults(func=run)
 
 
 def print_endpoint(check: EndpointCheck) -> None:
     """What the endpoint proof saw, and its warnings on stderr."""
     seen = check.observed
-    print(f"    endpoint proved: text in {', '.join(seen['text_fields'])}, finish {seen['finish_reason']}, usage "
-          f"{'yes' if seen['usage'] else 'no'}, context {seen['n_ctx'] or 'not reported'} per sequence")
+    print(
+        f"    endpoint proved: text in {', '.join(seen['text_fields'])}, finish {seen['finish_reason']}, usage "
+        f"{'yes' if seen['usage'] else 'no'}, context {seen['n_ctx'] or 'not reported'} per sequence"
+    )
     for w in check.warnings:
         print(f"warning: {w}", file=sys.stderr)
 
@@ -78,7 +122,9 @@ def parse_rates(text: str) -> list[float]:
     try:
         rates = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise ConfigError(f"--rate must be comma-separated numbers (requests per second), got {text!r}") from None
+        raise ConfigError(
+            f"--rate must be comma-separated numbers (requests per second), got {text!r}"
+        ) from None
     if not rates or min(rates) <= 0:
         raise ConfigError(f"--rate lists no rate, or one that is not positive: {text!r}")
     return rates
@@ -108,45 +154,77 @@ def plan_from(args) -> SweepPlan:
     if args.requests < 1 or args.max_tokens < 2:
         raise ConfigError("--requests must be at least 1 and --max-tokens at least 2")
     if args.duration is not None and (args.duration <= 0 or rates):
-        raise ConfigError("--duration takes a positive number of seconds and works with --concurrency, not --rate")
+        raise ConfigError(
+            "--duration takes a positive number of seconds and works with --concurrency, not --rate"
+        )
     if args.poisson and not rates:
         raise ConfigError("--poisson needs --rate")
     if args.processes and (rates or args.duration or args.prompt_file):
         raise ConfigError("--processes works with the closed loop and the built-in prompt sets only")
     root, base_path = _root(args.base_url)
-    server = ServerInfo(args.engine_version, args.host_desc, args.quant, args.context_length or None,
-                        args.server_slots or None)
+    server = ServerInfo(
+        args.engine_version,
+        args.host_desc,
+        args.quant,
+        args.context_length or None,
+        args.server_slots or None,
+    )
     context = LevelContext(
-        label=args.label, engine=args.engine, model=args.model, base_url=args.base_url,
+        label=args.label,
+        engine=args.engine,
+        model=args.model,
+        base_url=args.base_url,
         prompt_set="file:" + Path(args.prompt_file).name if args.prompt_file else args.prompt_set,
-        max_tokens=args.max_tokens, temperature=args.temperature,
-        objectives=Objectives(args.slo_ttft, args.slo_tpot), server=server)
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        objectives=Objectives(args.slo_ttft, args.slo_tpot),
+        server=server,
+    )
     return SweepPlan(
-        root=root, base_path=base_path, context=context, levels=levels, open_loop=bool(rates),
-        requests=args.requests, min_rounds=args.min_rounds, timeout=args.timeout,
+        root=root,
+        base_path=base_path,
+        context=context,
+        levels=levels,
+        open_loop=bool(rates),
+        requests=args.requests,
+        min_rounds=args.min_rounds,
+        timeout=args.timeout,
         prompt_file=args.prompt_file,
-        warmup=args.warmup, api_key=os.environ.get(args.api_key_env) or None, api_key_env=args.api_key_env,
+        warmup=args.warmup,
+        api_key=os.environ.get(args.api_key_env) or None,
+        api_key_env=args.api_key_env,
         labbook=args.labbook,
         samples_path=Path(args.samples) if args.samples else Path(args.labbook).with_suffix(".samples.jsonl"),
-        poisson=args.poisson, duration=args.duration, seed=args.seed, processes=args.processes,
-        metrics_url=None if args.metrics_url == "none" else (args.metrics_url or root + "/metrics"))
+        poisson=args.poisson,
+        duration=args.duration,
+        seed=args.seed,
+        processes=args.processes,
+        metrics_url=None if args.metrics_url == "none" else (args.metrics_url or root + "/metrics"),
+    )
 
 
 def print_plan(args) -> None:
     print(f"==> {args.label}: {args.model} at {args.base_url}")
-    print(f"    prompt set {args.prompt_file or args.prompt_set}, at least {args.requests} request(s) per level"
-          f"{f' and {args.min_rounds} per worker' if args.min_rounds else ''}, max_tokens {args.max_tokens}, "
-          f"temperature {args.temperature}")
-    print(f"    goodput objective: TTFT <= {args.slo_ttft} s and TPOT <= {args.slo_tpot} s; "
-          f"{args.warmup} warm-up request(s)", flush=True)
+    print(
+        f"    prompt set {args.prompt_file or args.prompt_set}, at least {args.requests} request(s) per level"
+        f"{f' and {args.min_rounds} per worker' if args.min_rounds else ''}, max_tokens {args.max_tokens}, "
+        f"temperature {args.temperature}"
+    )
+    print(
+        f"    goodput objective: TTFT <= {args.slo_ttft} s and TPOT <= {args.slo_tpot} s; "
+        f"{args.warmup} warm-up request(s)",
+        flush=True,
+    )
 
 
 def run(args) -> int:
     plan = plan_from(args)
     listed = sweeping.list_models(plan)
     if listed and args.model not in listed:
-        print(f"warning: the server lists {', '.join(map(str, listed))}, not {args.model!r}; requests may "
-              "fail", file=sys.stderr)
+        print(
+            f"warning: the server lists {', '.join(map(str, listed))}, not {args.model!r}; requests may fail",
+            file=sys.stderr,
+        )
     print_plan(args)
     if not args.no_endpoint_check:
         print_endpoint(sweeping.prove_endpoint(plan, listed))
@@ -188,19 +266,28 @@ def print_level(r: dict) -> None:
         lag += f", {late:.1%} of tokens read a token gap late"
     if r.get("rate_rps"):
         print(f"  rate {r['rate_rps']:g}/s ({r['arrival']}), peak in flight {r['concurrency']}")
-    print(f"  c={r['concurrency']:>3}  ok {r['completed']:>3}/{r['requests']:<3} fail {r['failed']:<3} "
-          f"wall {r['wall_s']:>7.2f}s  out/s {r['output_tokens_per_s']:>8.2f}  "
-          f"TTFT p50 {_fmt(t['p50'], '.3f')} p90 {_fmt(t['p90'], '.3f')} p95 {_fmt(t['p95'], '.3f')}  "
-          f"TPOT p50 {_fmt(p['p50'], '.4f')} p90 {_fmt(p['p90'], '.4f')}", flush=True)
-    print(f"         goodput {r['goodput_requests_per_s']:.3f} req/s ({r['within_slo']}/{r['completed']} within SLO)  "
-          f"in flight {r['mean_in_flight']:.1f}  prompt {r['prompt_tokens_mean']} tok, cached "
-          f"{r['cached_tokens_mean']}  tokens from {r['token_counts']}  finish {r['finish_reasons']}  "
-          f"client CPU {r['client_cpu']:.0%}{lag}", flush=True)
+    print(
+        f"  c={r['concurrency']:>3}  ok {r['completed']:>3}/{r['requests']:<3} fail {r['failed']:<3} "
+        f"wall {r['wall_s']:>7.2f}s  out/s {r['output_tokens_per_s']:>8.2f}  "
+        f"TTFT p50 {_fmt(t['p50'], '.3f')} p90 {_fmt(t['p90'], '.3f')} p95 {_fmt(t['p95'], '.3f')}  "
+        f"TPOT p50 {_fmt(p['p50'], '.4f')} p90 {_fmt(p['p90'], '.4f')}",
+        flush=True,
+    )
+    print(
+        f"         goodput {r['goodput_requests_per_s']:.3f} req/s ({r['within_slo']}/{r['completed']} within SLO)  "
+        f"in flight {r['mean_in_flight']:.1f}  prompt {r['prompt_tokens_mean']} tok, cached "
+        f"{r['cached_tokens_mean']}  tokens from {r['token_counts']}  finish {r['finish_reasons']}  "
+        f"client CPU {r['client_cpu']:.0%}{lag}",
+        flush=True,
+    )
     if r.get("client_limited"):
         gap = r["itl_s"]["p50"]
-        print(f"         warning: the client may be the limit (CPU {r['client_cpu']:.0%}, in flight "
-              f"{r['mean_in_flight']:.1f} of {r['concurrency']}"
-              f"{'' if gap is None else f', token gap p50 {gap * 1000:.1f} ms'}{lag}); "
-              "run the load from another machine or with more processes", flush=True)
+        print(
+            f"         warning: the client may be the limit (CPU {r['client_cpu']:.0%}, in flight "
+            f"{r['mean_in_flight']:.1f} of {r['concurrency']}"
+            f"{'' if gap is None else f', token gap p50 {gap * 1000:.1f} ms'}{lag}); "
+            "run the load from another machine or with more processes",
+            flush=True,
+        )
     if r["first_error"]:
         print(f"         first error: {r['first_error']}", flush=True)

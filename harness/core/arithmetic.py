@@ -13,7 +13,9 @@ def kv_bytes_per_token(layers: int, kv_heads: int, head_dim: int, cache_type: st
     try:
         per_value = BYTES_PER_VALUE[cache_type]
     except KeyError:
-        raise ValueError(f"unknown cache type {cache_type!r}; use one of {', '.join(BYTES_PER_VALUE)}") from None
+        raise ValueError(
+            f"unknown cache type {cache_type!r}; use one of {', '.join(BYTES_PER_VALUE)}"
+        ) from None
     return 2 * layers * kv_heads * head_dim * per_value
 
 
@@ -44,12 +46,24 @@ def llama_kv_caches(
     full_layers = layers - swa_layers
     per_cell_layer = 2 * kv_heads * head_dim * BYTES_PER_VALUE[cache_type]
     if full_layers > 0:
-        caches.append({"cells": ctx_per_slot, "layers": full_layers, "seqs": slots,
-                       "bytes": ctx_per_slot * full_layers * per_cell_layer * slots})
+        caches.append(
+            {
+                "cells": ctx_per_slot,
+                "layers": full_layers,
+                "seqs": slots,
+                "bytes": ctx_per_slot * full_layers * per_cell_layer * slots,
+            }
+        )
     if swa_layers > 0:
         cells = ctx_per_slot if swa_full else min(ctx_per_slot, pad_to(swa_window + ubatch, 256))
-        caches.append({"cells": cells, "layers": swa_layers, "seqs": slots,
-                       "bytes": cells * swa_layers * per_cell_layer * slots})
+        caches.append(
+            {
+                "cells": cells,
+                "layers": swa_layers,
+                "seqs": slots,
+                "bytes": cells * swa_layers * per_cell_layer * slots,
+            }
+        )
     return caches
 
 
@@ -57,8 +71,10 @@ def llama_kv_log_line(cache: dict, cache_type: str = "f16") -> str:
     """The ``llama_kv_cache: size = ...`` line llama-server prints for one cache."""
     total = cache["bytes"] / MIB
     half = total / 2
-    return (f"llama_kv_cache: size = {total:7.2f} MiB ({cache['cells']:6d} cells, {cache['layers']:3d} layers, "
-            f"{cache['seqs']:2d}/{cache['seqs']} seqs), K ({cache_type}): {half:7.2f} MiB, V ({cache_type}): {half:7.2f} MiB")
+    return (
+        f"llama_kv_cache: size = {total:7.2f} MiB ({cache['cells']:6d} cells, {cache['layers']:3d} layers, "
+        f"{cache['seqs']:2d}/{cache['seqs']} seqs), K ({cache_type}): {half:7.2f} MiB, V ({cache_type}): {half:7.2f} MiB"
+    )
 
 
 def vllm_kv_log_lines(pool_tokens: int, max_model_len: int) -> list[str]:

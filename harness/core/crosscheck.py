@@ -52,8 +52,19 @@ def parse_vllm_bench(text: str) -> dict:
         label, value = m[1].strip().lower(), float(m[2].replace(",", ""))
         if label in _VLLM_FIELDS:
             key = _VLLM_FIELDS[label]
-            out[key] = int(value) if key in ("completed", "failed", "max_concurrency", "input_tokens",
-                                            "output_tokens", "peak_concurrent_requests") else value
+            out[key] = (
+                int(value)
+                if key
+                in (
+                    "completed",
+                    "failed",
+                    "max_concurrency",
+                    "input_tokens",
+                    "output_tokens",
+                    "peak_concurrent_requests",
+                )
+                else value
+            )
             continue
         s = _STAT.match(label)
         if s:
@@ -75,8 +86,20 @@ def parse_batched_bench(text: str) -> list[dict]:
         if m:
             pp, tg, b, n_kv = (int(m[i]) for i in range(1, 5))
             t_pp, s_pp, t_tg, s_tg, t, s = (float(m[i]) for i in range(5, 11))
-            rows.append({"pp": pp, "tg": tg, "b": b, "n_kv": n_kv, "t_pp_s": t_pp, "s_pp": s_pp, "t_tg_s": t_tg,
-                         "s_tg": s_tg, "t_s": t, "s": s})
+            rows.append(
+                {
+                    "pp": pp,
+                    "tg": tg,
+                    "b": b,
+                    "n_kv": n_kv,
+                    "t_pp_s": t_pp,
+                    "s_pp": s_pp,
+                    "t_tg_s": t_tg,
+                    "s_tg": s_tg,
+                    "t_s": t,
+                    "s": s,
+                }
+            )
     if not rows:
         tail = [x for x in text.strip().splitlines() if x.strip()][-1:] or ["no output"]
         raise TargetError(f"llama-batched-bench printed no result table; its last line: {tail[0][:200]}")
@@ -86,9 +109,12 @@ def parse_batched_bench(text: str) -> list[dict]:
 def batched_as_service(row: dict) -> dict:
     """What one batched-bench row implies for a server running B sequences together: every sequence
     gets TG tokens in the row's whole time (prefill included), and one decode step takes T_TG / TG."""
-    return {"output_tokens_per_s": round(row["b"] * row["tg"] / row["t_s"], 2),
-            "tpot_s": {"p50": round(row["t_tg_s"] / row["tg"], 6)},
-            "ttft_s": {"p50": round(row["t_pp_s"], 6)}, "batch": row["b"]}
+    return {
+        "output_tokens_per_s": round(row["b"] * row["tg"] / row["t_s"], 2),
+        "tpot_s": {"p50": round(row["t_tg_s"] / row["tg"], 6)},
+        "ttft_s": {"p50": round(row["t_pp_s"], 6)},
+        "batch": row["b"],
+    }
 
 
 def compare(ours: dict, theirs: dict, tolerance: float, bound: bool = False) -> dict:
@@ -96,7 +122,11 @@ def compare(ours: dict, theirs: dict, tolerance: float, bound: bool = False) -> 
 
     ``bound`` marks the tool's figures as an upper bound (in-process, no HTTP): then being lower by
     more than the tolerance is expected overhead, and only being clearly above it is suspicious."""
-    tput = ours["output_tokens_per_s"] / theirs["output_tokens_per_s"] if theirs.get("output_tokens_per_s") else None
+    tput = (
+        ours["output_tokens_per_s"] / theirs["output_tokens_per_s"]
+        if theirs.get("output_tokens_per_s")
+        else None
+    )
     o_tpot, t_tpot = (ours.get("tpot_s") or {}).get("p50"), (theirs.get("tpot_s") or {}).get("p50")
     tpot = o_tpot / t_tpot if o_tpot and t_tpot else None
     notes = []
@@ -107,16 +137,26 @@ def compare(ours: dict, theirs: dict, tolerance: float, bound: bool = False) -> 
         ok = abs(tput - 1) <= tolerance and (tpot is None or abs(tpot - 1) <= tolerance)
         verdict = "agree" if ok else "client suspect" if tput < 1 - tolerance else "differ"
         if verdict == "client suspect":
-            notes.append("our throughput is clearly lower than the engine's own generator: suspect the client "
-                         "(in flight below c, a Python process at a full core)")
+            notes.append(
+                "our throughput is clearly lower than the engine's own generator: suspect the client "
+                "(in flight below c, a Python process at a full core)"
+            )
         elif verdict == "differ":
-            notes.append("the figures differ beyond the tolerance: check both ran the same cap, prompt and "
-                         "output lengths (the tool ignores EOS; our row may stop early)")
+            notes.append(
+                "the figures differ beyond the tolerance: check both ran the same cap, prompt and "
+                "output lengths (the tool ignores EOS; our row may stop early)"
+            )
     else:
         verdict = "above bound" if tput > 1 + tolerance else "within bound"
-        notes.append("the in-process figure bounds the server's; ours is "
-                     f"{(1 - tput) * 100:.0f} % below it" if tput <= 1 else
-                     f"ours is {(tput - 1) * 100:.0f} % above the in-process figure")
-    return {"output_tokens_per_s_ratio": None if tput is None else round(tput, 4),
-            "tpot_p50_ratio": None if tpot is None else round(tpot, 4), "tolerance": tolerance,
-            "verdict": verdict, "notes": notes}
+        notes.append(
+            f"the in-process figure bounds the server's; ours is {(1 - tput) * 100:.0f} % below it"
+            if tput <= 1
+            else f"ours is {(tput - 1) * 100:.0f} % above the in-process figure"
+        )
+    return {
+        "output_tokens_per_s_ratio": None if tput is None else round(tput, 4),
+        "tpot_p50_ratio": None if tpot is None else round(tpot, 4),
+        "tolerance": tolerance,
+        "verdict": verdict,
+        "notes": notes,
+    }

@@ -69,8 +69,11 @@ def curve(levels: dict[int, dict]) -> Curve:
     if not cs:
         return Curve(levels=[])
     first = levels[cs[0]]
-    d = Curve(levels=cs, slo_ttft=first.get("slo_ttft_s", DEFAULT_SLO_TTFT),
-              slo_tpot=first.get("slo_tpot_s", DEFAULT_SLO_TPOT))
+    d = Curve(
+        levels=cs,
+        slo_ttft=first.get("slo_ttft_s", DEFAULT_SLO_TTFT),
+        slo_tpot=first.get("slo_tpot_s", DEFAULT_SLO_TPOT),
+    )
     tput = [levels[c]["output_tokens_per_s"] for c in cs]
     d.per_request = tput[0] / cs[0]
     d.scaling = {c: (t / (c * d.per_request) if d.per_request else None) for c, t in zip(cs, tput)}
@@ -82,7 +85,13 @@ def curve(levels: dict[int, dict]) -> Curve:
     for c in cs:
         r = levels[c]
         t90, p90 = _p(r, "ttft_s", "p90"), _p(r, "tpot_s", "p90")
-        if r["failed"] == 0 and t90 is not None and p90 is not None and t90 <= d.slo_ttft and p90 <= d.slo_tpot:
+        if (
+            r["failed"] == 0
+            and t90 is not None
+            and p90 is not None
+            and t90 <= d.slo_ttft
+            and p90 <= d.slo_tpot
+        ):
             d.operating_point = c
     slots = first.get("server_slots")
     used = [c for c in cs if (not slots or c <= slots) and _p(levels[c], "tpot_s", "p50") is not None]
@@ -98,9 +107,14 @@ def curve(levels: dict[int, dict]) -> Curve:
 
 def capacity_within(levels: dict[int, dict], promise_s: float, pct: str = "p95") -> int | None:
     """The largest level with no failures whose TTFT percentile is within the promise."""
-    ok = [c for c, r in levels.items()
-          if r.get("completed") and r["failed"] == 0 and _p(r, "ttft_s", pct) is not None
-          and _p(r, "ttft_s", pct) <= promise_s]
+    ok = [
+        c
+        for c, r in levels.items()
+        if r.get("completed")
+        and r["failed"] == 0
+        and _p(r, "ttft_s", pct) is not None
+        and _p(r, "ttft_s", pct) <= promise_s
+    ]
     return max(ok) if ok else None
 
 
@@ -120,19 +134,35 @@ def check(labels: dict[str, dict[int, dict]]) -> list[tuple[str, str]]:
         findings.append(("PASS" if passed else severity, finding))
 
     need = set(BASELINE_LEVELS)
-    baselines = [name for name, lv in labels.items()
-                 if need <= set(lv) and all(lv[c]["completed"] for c in need) and lv[1].get("prompt_set") == "mixed"]
-    rule(bool(baselines), f"baseline sweep (mixed prompts, every level of {sorted(need)} completed): "
-                          f"{', '.join(baselines) or 'none found'}")
+    baselines = [
+        name
+        for name, lv in labels.items()
+        if need <= set(lv) and all(lv[c]["completed"] for c in need) and lv[1].get("prompt_set") == "mixed"
+    ]
+    rule(
+        bool(baselines),
+        f"baseline sweep (mixed prompts, every level of {sorted(need)} completed): "
+        f"{', '.join(baselines) or 'none found'}",
+    )
     for name in baselines:
         recs = labels[name].values()
         failures = sum(r["failed"] for r in recs)
         rule(failures == 0, f"{name}: {failures} failed request(s) across its levels", "WARN")
-        rule(all(r.get("token_counts") == "usage" for r in recs),
-             f"{name}: every level took its token counts from the usage block", "WARN")
-        absent = [k for k in ("host", "quant", "context_length", "server_slots")
-                  if labels[name][1].get(k) in (None, "unknown")]
-        rule(not absent, f"{name}: test conditions recorded" + (f" except {', '.join(absent)}" if absent else ""), "WARN")
+        rule(
+            all(r.get("token_counts") == "usage" for r in recs),
+            f"{name}: every level took its token counts from the usage block",
+            "WARN",
+        )
+        absent = [
+            k
+            for k in ("host", "quant", "context_length", "server_slots")
+            if labels[name][1].get(k) in (None, "unknown")
+        ]
+        rule(
+            not absent,
+            f"{name}: test conditions recorded" + (f" except {', '.join(absent)}" if absent else ""),
+            "WARN",
+        )
 
     # Honest numbers: a level whose client was the limit measured the client (our records only;
     # the lab's own load generator does not write the field).
@@ -140,26 +170,39 @@ def check(labels: dict[str, dict[int, dict]]) -> list[tuple[str, str]]:
         judged = {c: r["client_limited"] for c, r in lv.items() if "client_limited" in r}
         if judged:
             limited = [c for c, flag in sorted(judged.items()) if flag]
-            rule(not limited, f"{name}: the client kept up at every level" if not limited else
-                 f"{name}: the client was the limit at c={', '.join(map(str, limited))}; rerun those levels "
-                 "with --processes or from another machine", "WARN")
+            rule(
+                not limited,
+                f"{name}: the client kept up at every level"
+                if not limited
+                else f"{name}: the client was the limit at c={', '.join(map(str, limited))}; rerun those levels "
+                "with --processes or from another machine",
+                "WARN",
+            )
 
     def labels_using(prompt_set: str) -> list[str]:
         return [n for n, lv in labels.items() if any(r.get("prompt_set") == prompt_set for r in lv.values())]
 
     shared, control = labels_using("shared-prefix"), labels_using("unique-prefix")
-    rule(bool(shared and control), f"prefix pair: shared {shared or 'missing'}, control {control or 'missing'}")
+    rule(
+        bool(shared and control), f"prefix pair: shared {shared or 'missing'}, control {control or 'missing'}"
+    )
     for name in shared:
         for c, rec in sorted(labels[name].items()):
             share = cached_share(rec)
             if share is None:
                 rule(False, f"{name} at c={c}: no cached-token count came back from the server", "WARN")
             else:
-                rule(share > 0.5, f"{name} at c={c}: {share:.0%} of the prompt was served from cache (needs > 50 %)")
+                rule(
+                    share > 0.5,
+                    f"{name} at c={c}: {share:.0%} of the prompt was served from cache (needs > 50 %)",
+                )
     for name in control:
         for c, rec in sorted(labels[name].items()):
             share = cached_share(rec)
             if share is not None:
-                rule(share < 0.1, f"{name} at c={c}: {share:.0%} of the prompt was served from cache (control, "
-                                  "needs < 10 %)")
+                rule(
+                    share < 0.1,
+                    f"{name} at c={c}: {share:.0%} of the prompt was served from cache (control, "
+                    "needs < 10 %)",
+                )
     return findings

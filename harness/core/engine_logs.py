@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import re
 
-_KV = re.compile(r"llama_kv_cache: size =\s*([\d.]+) MiB \(\s*(\d+) cells,\s*(\d+) layers,\s*(\d+)/(\d+) seqs\), "
-                 r"K \((\w+)\):\s*([\d.]+) MiB, V \((\w+)\):\s*([\d.]+) MiB")
+_KV = re.compile(
+    r"llama_kv_cache: size =\s*([\d.]+) MiB \(\s*(\d+) cells,\s*(\d+) layers,\s*(\d+)/(\d+) seqs\), "
+    r"K \((\w+)\):\s*([\d.]+) MiB, V \((\w+)\):\s*([\d.]+) MiB"
+)
 _SLOTS_NEW = re.compile(r"n_slots = (\d+), n_ctx_slot = (\d+)")
 _SLOTS_COUNT = re.compile(r"initializing slots, n_slots = (\d+)")
 _SLOT_CTX = re.compile(r"new slot,? n_ctx(?:_slot)? = (\d+)")
@@ -24,17 +26,26 @@ def _num(text: str) -> int:
 
 
 def parse_llama_server(text: str) -> dict:
-    caches = [{"mib": float(m[1]), "cells": int(m[2]), "layers": int(m[3]), "seqs": int(m[4]),
-               "k_type": m[6], "v_type": m[8]} for m in _KV.finditer(text)]
+    caches = [
+        {
+            "mib": float(m[1]),
+            "cells": int(m[2]),
+            "layers": int(m[3]),
+            "seqs": int(m[4]),
+            "k_type": m[6],
+            "v_type": m[8],
+        }
+        for m in _KV.finditer(text)
+    ]
     out: dict = {"kv_caches": caches}
-    if (m := _SLOTS_NEW.search(text)):
+    if m := _SLOTS_NEW.search(text):
         out["n_slots"], out["n_ctx_slot"] = int(m[1]), int(m[2])
     else:
-        if (m := _SLOTS_COUNT.search(text)):
+        if m := _SLOTS_COUNT.search(text):
             out["n_slots"] = int(m[1])
-        if (m := _SLOT_CTX.search(text)):
+        if m := _SLOT_CTX.search(text):
             out["n_ctx_slot"] = int(m[1])
-    if (m := _OFFLOAD.search(text)):
+    if m := _OFFLOAD.search(text):
         out["offloaded_layers"] = [int(m[1]), int(m[2])]
     out["model_buffers_mib"] = {k: float(v) for k, v in _MODEL_BUF.findall(text)}
     out["compute_buffers_mib"] = {k: float(v) for k, v in _COMPUTE_BUF.findall(text)}
@@ -44,13 +55,13 @@ def parse_llama_server(text: str) -> dict:
 
 def parse_vllm(text: str) -> dict:
     out: dict = {}
-    if (m := _VLLM_TOKENS.search(text)):
+    if m := _VLLM_TOKENS.search(text):
         out["kv_tokens"], out["kv_device"] = _num(m[2]), m[1]
-    if (m := _VLLM_CONC.search(text)):
+    if m := _VLLM_CONC.search(text):
         out["max_model_len"], out["max_concurrency"] = _num(m[1]), float(m[2])
-    if (m := _VLLM_AVAIL.search(text)):
+    if m := _VLLM_AVAIL.search(text):
         out["available_kv_gib"] = float(m[1])
-    if (m := _VLLM_LOAD.search(text)):
+    if m := _VLLM_LOAD.search(text):
         out["model_loading_gib"] = float(m[1])
     return out
 
@@ -81,36 +92,48 @@ def compare(engine: str, observed: dict, predicted) -> list[str]:
         want = predicted.caches
         got = observed.get("kv_caches") or []
         if not got:
-            return ["the log has no 'llama_kv_cache: size = ...' line; start llama-server with --verbosity 4 "
-                    "(or a build that logs it) and pass that log"]
+            return [
+                "the log has no 'llama_kv_cache: size = ...' line; start llama-server with --verbosity 4 "
+                "(or a build that logs it) and pass that log"
+            ]
         if len(got) != len(want):
-            problems.append(f"the log shows {len(got)} KV cache(s), the prediction {len(want)}: a sliding-window model "
-                            "logs one cache per attention kind; check the model file")
+            problems.append(
+                f"the log shows {len(got)} KV cache(s), the prediction {len(want)}: a sliding-window model "
+                "logs one cache per attention kind; check the model file"
+            )
         for w, g in zip(want, got):
             mib = w["bytes"] / 2**20
             if abs(g["mib"] - mib) > 0.01 or g["cells"] != w["cells"] or g["seqs"] != w["seqs"]:
                 cause = []
                 if g["cells"] != w["cells"]:
-                    cause.append(f"context per slot (log {g['cells']} cells, predicted {w['cells']}; "
-                                 f"n_ctx_slot = {observed.get('n_ctx_slot', '?')})")
+                    cause.append(
+                        f"context per slot (log {g['cells']} cells, predicted {w['cells']}; "
+                        f"n_ctx_slot = {observed.get('n_ctx_slot', '?')})"
+                    )
                 if g["seqs"] != w["seqs"]:
                     cause.append(f"slots (log {g['seqs']} seqs, predicted {w['seqs']})")
                 if g["layers"] != w["layers"]:
                     cause.append(f"layers (log {g['layers']}, predicted {w['layers']})")
                 if g["k_type"] != predicted_type(predicted):
                     cause.append(f"cache type (log {g['k_type']}, predicted {predicted_type(predicted)})")
-                problems.append(f"KV cache: log says {g['mib']:.2f} MiB ({g['cells']} cells, {g['layers']} layers, "
-                                f"{g['seqs']} seqs) but the prediction is {mib:.2f} MiB ({w['cells']} cells, "
-                                f"{w['layers']} layers, {w['seqs']} seqs); likely cause: "
-                                + ("; ".join(cause) or "bytes per value differ: check the cache type"))
+                problems.append(
+                    f"KV cache: log says {g['mib']:.2f} MiB ({g['cells']} cells, {g['layers']} layers, "
+                    f"{g['seqs']} seqs) but the prediction is {mib:.2f} MiB ({w['cells']} cells, "
+                    f"{w['layers']} layers, {w['seqs']} seqs); likely cause: "
+                    + ("; ".join(cause) or "bytes per value differ: check the cache type")
+                )
     else:
         got = observed.get("kv_tokens")
         if got is None:
-            return ["the log has no 'GPU KV cache size: N tokens' (or CPU) line; pass the vLLM server's startup log"]
+            return [
+                "the log has no 'GPU KV cache size: N tokens' (or CPU) line; pass the vLLM server's startup log"
+            ]
         if got != predicted.vllm_tokens:
-            problems.append(f"KV pool: log says {got:,} tokens but the prediction is {predicted.vllm_tokens:,} tokens; "
-                            "likely cause: block size other than 16, a different KV dtype, or the memory fraction "
-                            "deciding the pool instead of --kv-cache-memory-bytes")
+            problems.append(
+                f"KV pool: log says {got:,} tokens but the prediction is {predicted.vllm_tokens:,} tokens; "
+                "likely cause: block size other than 16, a different KV dtype, or the memory fraction "
+                "deciding the pool instead of --kv-cache-memory-bytes"
+            )
     return problems
 
 

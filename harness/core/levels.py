@@ -13,20 +13,32 @@ from collections import Counter
 from typing import Iterable
 
 from harness.core.records import LAB_ID, SCHEMA_VERSION  # noqa: F401  (re-exported: callers import them here)
-from harness.core.records import (Arrival, ClientCheck, Distribution, LevelContext, LevelRecord, LevelStats,
-                                  Objectives)
+from harness.core.records import (
+    Arrival,
+    ClientCheck,
+    Distribution,
+    LevelContext,
+    LevelRecord,
+    LevelStats,
+    Objectives,
+)
 from harness.core.stats import percentile
 from harness.core.stream import Sample
 
 
 def spread(values: list[float], digits: int) -> Distribution:
     """p50, p90, p95 (added), p99 and mean, rounded; None for each when there are no values."""
+
     def r(v):
         return None if v is None else round(v, digits)
 
-    return Distribution(p50=r(percentile(values, 50)), p90=r(percentile(values, 90)),
-                        p95=r(percentile(values, 95)), p99=r(percentile(values, 99)),
-                        mean=r(statistics.fmean(values)) if values else None)
+    return Distribution(
+        p50=r(percentile(values, 50)),
+        p90=r(percentile(values, 90)),
+        p95=r(percentile(values, 95)),
+        p99=r(percentile(values, 99)),
+        mean=r(statistics.fmean(values)) if values else None,
+    )
 
 
 def distribution(values: list[float], digits: int) -> dict:
@@ -51,7 +63,9 @@ def _mean(values: Iterable) -> float | None:
     return round(sum(known) / len(known), 1)
 
 
-def aggregate(samples: list[Sample], concurrency: int, wall_s: float, slo_ttft: float, slo_tpot: float) -> dict:
+def aggregate(
+    samples: list[Sample], concurrency: int, wall_s: float, slo_ttft: float, slo_tpot: float
+) -> dict:
     """The level's measured fields as the record holds them (``level_stats`` as a dict)."""
     return level_stats(samples, concurrency, wall_s, Objectives(slo_ttft, slo_tpot)).to_dict()
 
@@ -64,8 +78,11 @@ def level_stats(samples: list[Sample], concurrency: int, wall_s: float, objectiv
     itls = [gap for s in ok for gap in s.itl]
     lags = [lag for s in ok for lag in s.read_lags]
     out_tokens = sum(s.output_tokens or 0 for s in ok)
-    good = [s for s in ok if s.ttft <= objectives.ttft_s
-            and (s.tpot if s.tpot is not None else 0.0) <= objectives.tpot_s]
+    good = [
+        s
+        for s in ok
+        if s.ttft <= objectives.ttft_s and (s.tpot if s.tpot is not None else 0.0) <= objectives.tpot_s
+    ]
     busy = sum((s.t_end - s.t_send) for s in ok if s.t_end is not None)
     per_s = (lambda n: round(n / wall_s, 3)) if wall_s > 0 else (lambda n: 0.0)
     return LevelStats(
@@ -97,9 +114,16 @@ def level_stats(samples: list[Sample], concurrency: int, wall_s: float, objectiv
     )
 
 
-def level_record(samples: list[Sample], concurrency: int, wall_s: float, context: LevelContext,
-                 recorded_at: str, arrival: Arrival | None = None, client_cpu: float | None = None,
-                 server_metrics: dict | None = None) -> LevelRecord:
+def level_record(
+    samples: list[Sample],
+    concurrency: int,
+    wall_s: float,
+    context: LevelContext,
+    recorded_at: str,
+    arrival: Arrival | None = None,
+    client_cpu: float | None = None,
+    server_metrics: dict | None = None,
+) -> LevelRecord:
     """The one builder of a level record, shared by the sweep and the headless or web-UI Locust
     run: the statistics under the context's objectives and, when the client's CPU share is
     known (the sweep), whether the client looked like the limit."""
@@ -142,8 +166,11 @@ def _clock(samples: list[Sample]) -> str | None:
 
 def peak_in_flight(samples: list[Sample]) -> int:
     """The most requests that were in flight at one moment (sends and ends as a sweep line)."""
-    events = sorted([(s.t_send, 1) for s in samples if s.t_end is not None]
-                    + [(s.t_end, -1) for s in samples if s.t_end is not None], key=lambda e: (e[0], e[1]))
+    events = sorted(
+        [(s.t_send, 1) for s in samples if s.t_end is not None]
+        + [(s.t_end, -1) for s in samples if s.t_end is not None],
+        key=lambda e: (e[0], e[1]),
+    )
     now = peak = 0
     for _, step in events:
         now += step
@@ -153,14 +180,22 @@ def peak_in_flight(samples: list[Sample]) -> int:
 
 def sample_record(s: Sample, label: str, concurrency: int) -> dict:
     """One raw sample as a JSON line for the samples file (times relative to the send)."""
-    rel = (lambda t: None if t is None else round(t - s.t_send, 6))
+    rel = lambda t: None if t is None else round(t - s.t_send, 6)
     return {
-        "label": label, "concurrency": concurrency, "ok": s.ok, "error": s.error,
-        "ttft_s": rel(s.t_first), "end_s": rel(s.t_end),
+        "label": label,
+        "concurrency": concurrency,
+        "ok": s.ok,
+        "error": s.error,
+        "ttft_s": rel(s.t_first),
+        "end_s": rel(s.t_end),
         "token_times_s": [rel(t) for t in s.token_times],
-        "output_tokens": s.output_tokens, "token_source": s.token_source,
-        "prompt_tokens": s.prompt_tokens, "cached_tokens": s.cached_tokens,
-        "finish_reason": s.finish_reason, "fields": s.fields, "clock": s.clock,
+        "output_tokens": s.output_tokens,
+        "token_source": s.token_source,
+        "prompt_tokens": s.prompt_tokens,
+        "cached_tokens": s.cached_tokens,
+        "finish_reason": s.finish_reason,
+        "fields": s.fields,
+        "clock": s.clock,
         "read_lags_s": [round(lag, 6) for lag in s.read_lags],
         "request_id": s.request_id,
     }

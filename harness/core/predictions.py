@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.core.arithmetic import MIB, kv_bytes_per_token, llama_kv_caches, llama_kv_log_line, vllm_kv_log_lines
+from harness.core.arithmetic import (
+    MIB,
+    kv_bytes_per_token,
+    llama_kv_caches,
+    llama_kv_log_line,
+    vllm_kv_log_lines,
+)
 
 GIB = 2**30
 VLLM_BLOCK = 16
@@ -16,14 +22,17 @@ def kv_per_token(model, cache_type: str = "f16") -> int:
     return int(value) if value == int(value) else value
 
 
-def decode_ceiling(bandwidth_gb_s: float, tensor_bytes: int, embedding_bytes: int, kv_token: float,
-                   context: int) -> float:
+def decode_ceiling(
+    bandwidth_gb_s: float, tensor_bytes: int, embedding_bytes: int, kv_token: float, context: int
+) -> float:
     """Tokens/s one sequence can decode: bandwidth / (weights read + its cache over ``context`` tokens).
     The input embedding is a lookup of one row per token, so its table is not read whole."""
     return bandwidth_gb_s * 1e9 / (tensor_bytes - embedding_bytes + kv_token * context)
 
 
-def aggregate_ceiling(bandwidth_gb_s: float, read_bytes: int, kv_token: float, batch: int, context: int) -> tuple:
+def aggregate_ceiling(
+    bandwidth_gb_s: float, read_bytes: int, kv_token: float, batch: int, context: int
+) -> tuple:
     """(aggregate tokens/s, per-sequence tokens/s) when ``batch`` sequences share each weight read."""
     per_sequence = bandwidth_gb_s * 1e9 / (read_bytes + batch * context * kv_token)
     return batch * per_sequence, per_sequence
@@ -31,8 +40,17 @@ def aggregate_ceiling(bandwidth_gb_s: float, read_bytes: int, kv_token: float, b
 
 # -- the labs' printed tables ----------------------------------------------------------------------
 
-def serving_table(model, slots: int, ctx: int, engines: dict, machines: list[tuple[str, float]],
-                  read_format: str, contexts=(100, 1500), batches=(1, 5, 10, 20)) -> str:
+
+def serving_table(
+    model,
+    slots: int,
+    ctx: int,
+    engines: dict,
+    machines: list[tuple[str, float]],
+    read_format: str,
+    contexts=(100, 1500),
+    batches=(1, 5, 10, 20),
+) -> str:
     """Pool per cache type, weights + pool per engine, and aggregate ceilings (lab 09, Task 1).
     ``engines``: label -> (format name, [cache types])."""
     tokens = slots * ctx
@@ -46,10 +64,14 @@ def serving_table(model, slots: int, ctx: int, engines: dict, machines: list[tup
     for engine, (fmt, types) in engines.items():
         weights = model.formats[fmt]["tensor_bytes"]
         for ct in types:
-            lines.append(f"  {engine:<26} + {ct:<5} = {(weights + kv_per_token(model, ct) * tokens) / GIB:5.2f}")
+            lines.append(
+                f"  {engine:<26} + {ct:<5} = {(weights + kv_per_token(model, ct) * tokens) / GIB:5.2f}"
+            )
     f = model.formats[read_format]
     read = f["tensor_bytes"] - f["embedding_bytes"]
-    lines.append(f"Bandwidth ceiling, {read_format.split()[-1]}, f16 cache: aggregate tok/s (per user) at batch B")
+    lines.append(
+        f"Bandwidth ceiling, {read_format.split()[-1]}, f16 cache: aggregate tok/s (per user) at batch B"
+    )
     for label, gbps in machines:
         for context in contexts:
             cells = []
@@ -60,25 +82,31 @@ def serving_table(model, slots: int, ctx: int, engines: dict, machines: list[tup
     return "\n".join(lines)
 
 
-def ceiling_table(model, pairs: list[tuple[str, float, list[str]]], cache_tokens: int = 8192,
-                  long_context: int = 1500) -> str:
+def ceiling_table(
+    model, pairs: list[tuple[str, float, list[str]]], cache_tokens: int = 8192, long_context: int = 1500
+) -> str:
     """Decode ceiling per machine and format, short and at ``long_context`` (lab 08, Task 1)."""
     per = kv_per_token(model, "f16")
-    lines = [f"KV cache: {per:,} bytes per token; {cache_tokens:,} tokens = {per * cache_tokens:,} bytes = "
-             f"{per * cache_tokens / MIB:,.2f} MiB",
-             f"{'machine':<21}{'format':<16}{'weights GB':>11}{'read/token GB':>14}{'ceiling tok/s':>14}"
-             f"{'at ' + format(long_context, ',') + ' ctx':>13}"]
+    lines = [
+        f"KV cache: {per:,} bytes per token; {cache_tokens:,} tokens = {per * cache_tokens:,} bytes = "
+        f"{per * cache_tokens / MIB:,.2f} MiB",
+        f"{'machine':<21}{'format':<16}{'weights GB':>11}{'read/token GB':>14}{'ceiling tok/s':>14}"
+        f"{'at ' + format(long_context, ',') + ' ctx':>13}",
+    ]
     for label, gbps, formats in pairs:
         for fmt in formats:
             f = model.formats[fmt]
             read = f["tensor_bytes"] - f["embedding_bytes"]
-            lines.append(f"{label:<21}{fmt:<16}{f['tensor_bytes'] / 1e9:>11.2f}{read / 1e9:>14.2f}"
-                         f"{decode_ceiling(gbps, f['tensor_bytes'], f['embedding_bytes'], per, 0):>14.1f}"
-                         f"{decode_ceiling(gbps, f['tensor_bytes'], f['embedding_bytes'], per, long_context):>13.1f}")
+            lines.append(
+                f"{label:<21}{fmt:<16}{f['tensor_bytes'] / 1e9:>11.2f}{read / 1e9:>14.2f}"
+                f"{decode_ceiling(gbps, f['tensor_bytes'], f['embedding_bytes'], per, 0):>14.1f}"
+                f"{decode_ceiling(gbps, f['tensor_bytes'], f['embedding_bytes'], per, long_context):>13.1f}"
+            )
     return "\n".join(lines)
 
 
 # -- one configuration -------------------------------------------------------------------------------
+
 
 @dataclass
 class Prediction:
@@ -90,18 +118,35 @@ class Prediction:
     vllm_blocks: int | None = None
 
 
-def predict_allocation(model, engine: str, slots: int, ctx_per_slot: int, cache_type: str = "f16",
-                       swa_full: bool = False, kv_bytes: int | None = None) -> Prediction:
+def predict_allocation(
+    model,
+    engine: str,
+    slots: int,
+    ctx_per_slot: int,
+    cache_type: str = "f16",
+    swa_full: bool = False,
+    kv_bytes: int | None = None,
+) -> Prediction:
     """What the engine should allocate and print for these settings.
 
     llama-server: one cache per attention kind, every slot whole at load. vLLM: a pool of
     ``kv_bytes`` (default: slots x context) cut into 16-token blocks."""
     per = kv_bytes_per_token(model.layers, model.kv_heads, model.head_dim, cache_type)
     if engine == "llama-server":
-        caches = llama_kv_caches(model.layers, model.kv_heads, model.head_dim, slots, ctx_per_slot, cache_type,
-                                 model.swa_layers, model.swa_window, swa_full=swa_full)
-        return Prediction(per, sum(c["bytes"] for c in caches), [llama_kv_log_line(c, cache_type) for c in caches],
-                          caches)
+        caches = llama_kv_caches(
+            model.layers,
+            model.kv_heads,
+            model.head_dim,
+            slots,
+            ctx_per_slot,
+            cache_type,
+            model.swa_layers,
+            model.swa_window,
+            swa_full=swa_full,
+        )
+        return Prediction(
+            per, sum(c["bytes"] for c in caches), [llama_kv_log_line(c, cache_type) for c in caches], caches
+        )
     if engine == "vllm":
         pool = kv_bytes if kv_bytes is not None else per * slots * ctx_per_slot
         blocks = int(pool // (VLLM_BLOCK * per))

@@ -9,17 +9,29 @@ import re
 import jsonschema
 
 from harness.core.records import FEATURES_LAB  # noqa: F401  (re-exported: defined with the records)
+
 TOOL_NAME = "get_current_weather"
-WEATHER_TOOL = {"type": "function", "function": {
-    "name": TOOL_NAME,
-    "description": "Current weather conditions for one city.",
-    "parameters": {"type": "object",
-                   "properties": {"city": {"type": "string", "description": "the city, e.g. Porto"},
-                                  "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
-                   "required": ["city"]}}}
-PERSON_SCHEMA = {"type": "object",
-                 "properties": {"name": {"type": "string"}, "born": {"type": "integer"}, "field": {"type": "string"}},
-                 "required": ["name", "born", "field"], "additionalProperties": False}
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": TOOL_NAME,
+        "description": "Current weather conditions for one city.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "description": "the city, e.g. Porto"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            },
+            "required": ["city"],
+        },
+    },
+}
+PERSON_SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "born": {"type": "integer"}, "field": {"type": "string"}},
+    "required": ["name", "born", "field"],
+    "additionalProperties": False,
+}
 # Neither prompt mentions JSON, tools by name, or field names: the server has to do the work.
 TOOL_PROMPT = "How is the weather in Lisbon at the moment? Please check with the tool."
 PERSON_PROMPT = "Tell me about one physicist who was awarded the Nobel Prize."
@@ -42,7 +54,9 @@ def judge_tool_call(name: str | None, arguments, text: str, finish: str | None) 
     out = {"supported": False, "called": name, "arguments": None, "finish_reason": finish}
     if name is None:
         if "<tool_call>" in (text or ""):
-            out["detail"] = "the model wrote a <tool_call> block as text; the server did not parse it (server finding)"
+            out["detail"] = (
+                "the model wrote a <tool_call> block as text; the server did not parse it (server finding)"
+            )
         elif finish == "length":
             out["detail"] = "the token budget ran out before any tool call (finish_reason length)"
         else:
@@ -65,7 +79,9 @@ def judge_tool_reply(reply: dict) -> dict:
     message, finish = _message(reply)
     calls = message.get("tool_calls") or []
     fn = ((calls[0] or {}).get("function") or {}) if calls else {}
-    out = judge_tool_call(fn.get("name") if calls else None, fn.get("arguments"), message.get("content") or "", finish)
+    out = judge_tool_call(
+        fn.get("name") if calls else None, fn.get("arguments"), message.get("content") or "", finish
+    )
     out["reasoning_field"] = _reasoning_field(message)
     return out
 
@@ -75,8 +91,13 @@ def judge_schema_reply(reply: dict, schema: dict = PERSON_SCHEMA) -> dict:
     message, finish = _message(reply)
     content = message.get("content") or ""
     stripped = _EMPTY_THINK.sub("", content, count=1)
-    out = {"supported": False, "value": None, "think_block_removed": stripped != content, "finish_reason": finish,
-           "reasoning_field": _reasoning_field(message)}
+    out = {
+        "supported": False,
+        "value": None,
+        "think_block_removed": stripped != content,
+        "finish_reason": finish,
+        "reasoning_field": _reasoning_field(message),
+    }
     try:
         value = json.loads(stripped)
     except json.JSONDecodeError:

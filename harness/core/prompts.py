@@ -25,43 +25,107 @@ from harness.errors import ConfigError
 PROMPT_SETS = ("mixed", "shared-prefix", "unique-prefix", "long", "mixed-long")
 
 _TOOLS = [
-    ("gauge_read", "Fetch one server's /metrics page and return the samples whose metric name matches a regular expression.",
-     {"target": "string: server name as listed in the inventory", "match": "string: regular expression"}),
-    ("log_tail", "Show the newest lines of a server log, optionally keeping only one severity.",
-     {"target": "string", "count": "integer: 1 to 400", "severity": "string: debug, info, warn or error"}),
-    ("service_bounce", "Restart one serving process with its saved flags; refuses while requests are in flight unless forced.",
-     {"target": "string", "forced": "boolean"}),
-    ("flag_update", "Change one saved launch flag for the next restart and return the value it replaces.",
-     {"target": "string", "flag": "string: e.g. parallel or gpu-memory-utilization", "value": "string"}),
-    ("accelerator_memory", "Report accelerator memory in total, in use, and held by the attention cache.",
-     {"target": "string"}),
-    ("model_listing", "Return the model identifiers a server advertises, with the context length of each.",
-     {"target": "string"}),
-    ("sweep_start", "Run a concurrency sweep against a server and return where its records were written.",
-     {"target": "string", "levels": "array of integers", "per_level": "integer", "answer_tokens": "integer"}),
-    ("sweep_diff", "Set two recorded sweeps side by side, level by level, and return throughput and latency ratios.",
-     {"baseline": "string: label", "candidate": "string: label"}),
+    (
+        "gauge_read",
+        "Fetch one server's /metrics page and return the samples whose metric name matches a regular expression.",
+        {"target": "string: server name as listed in the inventory", "match": "string: regular expression"},
+    ),
+    (
+        "log_tail",
+        "Show the newest lines of a server log, optionally keeping only one severity.",
+        {"target": "string", "count": "integer: 1 to 400", "severity": "string: debug, info, warn or error"},
+    ),
+    (
+        "service_bounce",
+        "Restart one serving process with its saved flags; refuses while requests are in flight unless forced.",
+        {"target": "string", "forced": "boolean"},
+    ),
+    (
+        "flag_update",
+        "Change one saved launch flag for the next restart and return the value it replaces.",
+        {"target": "string", "flag": "string: e.g. parallel or gpu-memory-utilization", "value": "string"},
+    ),
+    (
+        "accelerator_memory",
+        "Report accelerator memory in total, in use, and held by the attention cache.",
+        {"target": "string"},
+    ),
+    (
+        "model_listing",
+        "Return the model identifiers a server advertises, with the context length of each.",
+        {"target": "string"},
+    ),
+    (
+        "sweep_start",
+        "Run a concurrency sweep against a server and return where its records were written.",
+        {
+            "target": "string",
+            "levels": "array of integers",
+            "per_level": "integer",
+            "answer_tokens": "integer",
+        },
+    ),
+    (
+        "sweep_diff",
+        "Set two recorded sweeps side by side, level by level, and return throughput and latency ratios.",
+        {"baseline": "string: label", "candidate": "string: label"},
+    ),
     ("storage_report", "Report how much disk the model library uses, file by file.", {"folder": "string"}),
-    ("digest_verify", "Hash a model file with SHA-256 and compare it with the digest stored next to it.",
-     {"file": "string"}),
-    ("thermal_status", "Return temperature, power and any clock throttling the driver reports for one device.",
-     {"index": "integer"}),
-    ("incident_file", "Open an incident with a headline, a priority and the evidence so far.",
-     {"headline": "string", "priority": "string: low, normal or urgent", "evidence": "string"}),
-    ("seat_table", "List every slot of a llama-server process: its context, whether it is busy and how many tokens it holds.",
-     {"target": "string"}),
-    ("queue_watch", "Sample running and waiting request counts once a second for a while.",
-     {"target": "string", "duration": "integer: seconds, at most 90"}),
-    ("cache_counters", "Return prefix-cache lookups, hits and the hit ratio since the process started.",
-     {"target": "string"}),
-    ("weights_fetch", "Copy a model file from a named repository into the library and check its digest.",
-     {"repository": "string", "filename": "string"}),
-    ("weights_remove", "Delete a model file once no running server has it open.", {"file": "string", "sure": "boolean"}),
-    ("link_speed", "Measure network throughput to another host in the inventory for some seconds.",
-     {"peer": "string", "duration": "integer"}),
-    ("job_schedule", "Queue a benchmark for a quiet hour and note it in the notebook when done.",
-     {"at": "string: ISO 8601 timestamp", "job": "string"}),
-    ("notebook_query", "Return the notebook records of one lab and label as a table.", {"lab": "string", "label": "string"}),
+    (
+        "digest_verify",
+        "Hash a model file with SHA-256 and compare it with the digest stored next to it.",
+        {"file": "string"},
+    ),
+    (
+        "thermal_status",
+        "Return temperature, power and any clock throttling the driver reports for one device.",
+        {"index": "integer"},
+    ),
+    (
+        "incident_file",
+        "Open an incident with a headline, a priority and the evidence so far.",
+        {"headline": "string", "priority": "string: low, normal or urgent", "evidence": "string"},
+    ),
+    (
+        "seat_table",
+        "List every slot of a llama-server process: its context, whether it is busy and how many tokens it holds.",
+        {"target": "string"},
+    ),
+    (
+        "queue_watch",
+        "Sample running and waiting request counts once a second for a while.",
+        {"target": "string", "duration": "integer: seconds, at most 90"},
+    ),
+    (
+        "cache_counters",
+        "Return prefix-cache lookups, hits and the hit ratio since the process started.",
+        {"target": "string"},
+    ),
+    (
+        "weights_fetch",
+        "Copy a model file from a named repository into the library and check its digest.",
+        {"repository": "string", "filename": "string"},
+    ),
+    (
+        "weights_remove",
+        "Delete a model file once no running server has it open.",
+        {"file": "string", "sure": "boolean"},
+    ),
+    (
+        "link_speed",
+        "Measure network throughput to another host in the inventory for some seconds.",
+        {"peer": "string", "duration": "integer"},
+    ),
+    (
+        "job_schedule",
+        "Queue a benchmark for a quiet hour and note it in the notebook when done.",
+        {"at": "string: ISO 8601 timestamp", "job": "string"},
+    ),
+    (
+        "notebook_query",
+        "Return the notebook records of one lab and label as a table.",
+        {"lab": "string", "label": "string"},
+    ),
 ]
 
 _RULES = [
@@ -136,7 +200,9 @@ def make_prompts(kind: str, count: int) -> list[str]:
         return [f"{_tag()}\n{PREAMBLE}\n\nQuestion: {QUESTIONS[i % len(QUESTIONS)]}" for i in range(count)]
     if prompt_set == "mixed-long":
         return [make_prompts("long" if i % 4 == 3 else "mixed", 1)[0] for i in range(count)]
-    raise ConfigError(f"unknown prompt set {prompt_set!r}; use one of {', '.join(PROMPT_SETS)} or --prompt-file")
+    raise ConfigError(
+        f"unknown prompt set {prompt_set!r}; use one of {', '.join(PROMPT_SETS)} or --prompt-file"
+    )
 
 
 def load_prompt_file(path: str | Path, count: int) -> list[str]:
@@ -155,7 +221,9 @@ def load_prompt_file(path: str | Path, count: int) -> list[str]:
             raise ConfigError(f"{path}:{lineno}: not valid JSON ({exc.msg}); one object per line") from exc
         text = obj.get("prompt") if isinstance(obj, dict) else None
         if text is None and isinstance(obj, dict) and isinstance(obj.get("messages"), list):
-            users = [m.get("content") for m in obj["messages"] if isinstance(m, dict) and m.get("role") == "user"]
+            users = [
+                m.get("content") for m in obj["messages"] if isinstance(m, dict) and m.get("role") == "user"
+            ]
             text = users[-1] if users else None
         if not isinstance(text, str) or not text:
             raise ConfigError(f"{path}:{lineno}: needs a 'prompt' string or 'messages' with a user message")

@@ -112,8 +112,10 @@ class LevelStats:
 
     def to_dict(self) -> dict:
         """The measured fields in the notebook's order (distributions as plain objects)."""
-        return {name: value.to_dict() if isinstance(value, Distribution) else value
-                for name, value in self.__dict__.items()}
+        return {
+            name: value.to_dict() if isinstance(value, Distribution) else value
+            for name, value in self.__dict__.items()
+        }
 
 
 @dataclass(frozen=True)
@@ -190,10 +192,22 @@ class LevelRecord:
         c = self.context
         out: dict = {"lab": LAB_ID, "harness_schema": SCHEMA_VERSION, "label": c.label, "engine": c.engine}
         if c.server is not None:
-            out.update(engine_version=c.server.engine_version, host=c.server.host, quant=c.server.quant,
-                       context_length=c.server.context_length, server_slots=c.server.server_slots)
-        out.update(model=c.model, base_url=c.base_url, prompt_set=c.prompt_set, max_tokens=c.max_tokens,
-                   temperature=c.temperature, slo_ttft_s=c.objectives.ttft_s, slo_tpot_s=c.objectives.tpot_s)
+            out.update(
+                engine_version=c.server.engine_version,
+                host=c.server.host,
+                quant=c.server.quant,
+                context_length=c.server.context_length,
+                server_slots=c.server.server_slots,
+            )
+        out.update(
+            model=c.model,
+            base_url=c.base_url,
+            prompt_set=c.prompt_set,
+            max_tokens=c.max_tokens,
+            temperature=c.temperature,
+            slo_ttft_s=c.objectives.ttft_s,
+            slo_tpot_s=c.objectives.tpot_s,
+        )
         if self.arrival is not None:
             out.update(self.arrival.to_dict())
         out["recorded_at"] = self.recorded_at
@@ -223,9 +237,14 @@ class CurveSummary:
     RUN_FIELDS = ("engine", "engine_version", "host", "quant", "model", "context_length", "server_slots")
 
     def to_dict(self) -> dict:
-        return {"lab": LAB_ID, "harness_schema": SCHEMA_VERSION, "record": "curve-summary",
-                "label": self.label,
-                **{k: self.run.get(k) for k in self.RUN_FIELDS}, **_fields(self, skip=("label", "run"))}
+        return {
+            "lab": LAB_ID,
+            "harness_schema": SCHEMA_VERSION,
+            "record": "curve-summary",
+            "label": self.label,
+            **{k: self.run.get(k) for k in self.RUN_FIELDS},
+            **_fields(self, skip=("label", "run")),
+        }
 
 
 @dataclass(frozen=True)
@@ -241,11 +260,18 @@ class EndpointCheck:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"harness_schema": SCHEMA_VERSION, "record": "endpoint-check", "lab": LAB_ID,
-                "label": self.label,
-                "base_url": self.base_url, "model": self.model, **self.observed,
-                "longest_prompt_tokens_estimate": self.longest_prompt_tokens_estimate,
-                "checked_at": self.checked_at, "warnings": list(self.warnings)}
+        return {
+            "harness_schema": SCHEMA_VERSION,
+            "record": "endpoint-check",
+            "lab": LAB_ID,
+            "label": self.label,
+            "base_url": self.base_url,
+            "model": self.model,
+            **self.observed,
+            "longest_prompt_tokens_estimate": self.longest_prompt_tokens_estimate,
+            "checked_at": self.checked_at,
+            "warnings": list(self.warnings),
+        }
 
 
 @dataclass(frozen=True)
@@ -267,8 +293,12 @@ class CrossCheck:
 
     def to_dict(self) -> dict:
         head = {"harness_schema": SCHEMA_VERSION, "record": "cross-check", "lab": LAB_ID}
-        return {**head, **_fields(self, skip=("comparison", "checked_at")), **self.comparison,
-                "checked_at": self.checked_at}
+        return {
+            **head,
+            **_fields(self, skip=("comparison", "checked_at")),
+            **self.comparison,
+            "checked_at": self.checked_at,
+        }
 
 
 @dataclass(frozen=True)
@@ -339,8 +369,12 @@ class EngineSpeed:
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {"lab": FEATURES_LAB, "harness_schema": SCHEMA_VERSION, **_fields(self, skip=("extra",)),
-                **self.extra}
+        return {
+            "lab": FEATURES_LAB,
+            "harness_schema": SCHEMA_VERSION,
+            **_fields(self, skip=("extra",)),
+            **self.extra,
+        }
 
 
 @dataclass(frozen=True)
@@ -375,9 +409,16 @@ class ModelFetch:
     revision: str | None = None
 
     def to_dict(self) -> dict:
-        out = {"harness_schema": SCHEMA_VERSION, "record": "model-fetch", "format": self.format,
-               "title": self.title, "source": self.source, "listed": self.listed, **self.result,
-               "fetched_at": self.fetched_at}
+        out = {
+            "harness_schema": SCHEMA_VERSION,
+            "record": "model-fetch",
+            "format": self.format,
+            "title": self.title,
+            "source": self.source,
+            "listed": self.listed,
+            **self.result,
+            "fetched_at": self.fetched_at,
+        }
         if self.repo is not None:
             out.update(repo=self.repo, revision=self.revision)
         return out

@@ -49,8 +49,9 @@ def kernel_time(ancdata, now_perf: float, now_real: float) -> float | None:
     return None
 
 
-def stamped_lines(response, sep: bytes = b"\n",
-                  idle_s: float | None = None) -> Iterator[tuple[bytes, float, bool, float | None]]:
+def stamped_lines(
+    response, sep: bytes = b"\n", idle_s: float | None = None
+) -> Iterator[tuple[bytes, float, bool, float | None]]:
     """Each body line of ``response`` with its arrival time, whether the kernel stamped it, and the
     read lag: how long the data waited in the socket before this client read it (None without a
     stamp). A lag longer than the gap between tokens means the kernel merged packets and only the
@@ -84,8 +85,8 @@ def stamped_lines(response, sep: bytes = b"\n",
         while True:
             cut = buf.find(sep)
             if cut >= 0:
-                line = bytes(buf[:cut + 1])
-                del buf[:cut + 1]
+                line = bytes(buf[: cut + 1])
+                del buf[: cut + 1]
                 yield line, t, stamped, lag
                 continue
             if response.message_complete:

@@ -32,20 +32,34 @@ def server_context(base_url: str, model: str, headers: dict, timeout: float = 10
     return None
 
 
-def observe(base_url: str, model: str, listed: list[str], api_key: str | None, timeout: float = 120.0) -> dict:
+def observe(
+    base_url: str, model: str, listed: list[str], api_key: str | None, timeout: float = 120.0
+) -> dict:
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    body = {"model": model, "messages": [{"role": "user", "content": PROOF_PROMPT}], "max_tokens": 32,
-            "temperature": 0}
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": PROOF_PROMPT}],
+        "max_tokens": 32,
+        "temperature": 0,
+    }
     for _attempt in range(3):  # a transient 429/5xx is not a broken endpoint; three in a row is
         # Certificates are not verified, as by the load client: local endpoints often use self-signed ones.
         s = stream_chat(base_url, body, api_key=api_key, timeout=timeout, verify=False)
         if s.ok and s.fields and s.finish_reason:
             break
-    return {"listed_models": listed, "model_listed": (model in listed) if listed else None,
-            "ok": s.ok, "error": s.error, "finish_reason": s.finish_reason, "text_fields": s.fields,
-            "usage": s.token_source == "usage", "prompt_tokens": s.prompt_tokens, "output_tokens": s.output_tokens,
-            "ttft_s": None if s.ttft is None else round(s.ttft, 4),
-            "n_ctx": server_context(base_url, model, headers)}
+    return {
+        "listed_models": listed,
+        "model_listed": (model in listed) if listed else None,
+        "ok": s.ok,
+        "error": s.error,
+        "finish_reason": s.finish_reason,
+        "text_fields": s.fields,
+        "usage": s.token_source == "usage",
+        "prompt_tokens": s.prompt_tokens,
+        "output_tokens": s.output_tokens,
+        "ttft_s": None if s.ttft is None else round(s.ttft, 4),
+        "n_ctx": server_context(base_url, model, headers),
+    }
 
 
 def verdict(seen: dict, longest_prompt_tokens: int, max_tokens: int) -> list[str]:
@@ -53,10 +67,14 @@ def verdict(seen: dict, longest_prompt_tokens: int, max_tokens: int) -> list[str
     if not seen["ok"]:
         raise TargetError(f"the proof request failed ({seen['error']}); fix the endpoint before loading it")
     if not seen["text_fields"]:
-        raise TargetError("the proof request returned no text in content, reasoning or tool calls; check the "
-                          "model and the chat template")
+        raise TargetError(
+            "the proof request returned no text in content, reasoning or tool calls; check the "
+            "model and the chat template"
+        )
     if not seen["finish_reason"]:
-        raise TargetError("the proof request's stream ended without a finish reason; the server or a proxy cut it")
+        raise TargetError(
+            "the proof request's stream ended without a finish reason; the server or a proxy cut it"
+        )
     warnings = []
     if seen["model_listed"] is False:
         warnings.append(f"the server lists {', '.join(map(str, seen['listed_models']))}, not the model sent")
@@ -64,9 +82,11 @@ def verdict(seen: dict, longest_prompt_tokens: int, max_tokens: int) -> list[str
         warnings.append("no usage block came back: output tokens will be counted from the stream's chunks")
     n_ctx = seen.get("n_ctx")
     if n_ctx and longest_prompt_tokens + max_tokens > n_ctx:
-        raise TargetError(f"the server's context is {n_ctx} tokens per sequence, and this prompt set needs about "
-                          f"{longest_prompt_tokens} + {max_tokens}; restart it with more context per slot or "
-                          "choose a shorter prompt set")
+        raise TargetError(
+            f"the server's context is {n_ctx} tokens per sequence, and this prompt set needs about "
+            f"{longest_prompt_tokens} + {max_tokens}; restart it with more context per slot or "
+            "choose a shorter prompt set"
+        )
     return warnings
 
 

@@ -10,8 +10,15 @@ import requests
 from harness.core.stream import Sample, StreamParser
 
 
-def stream_chat(base_url: str, body: dict, api_key: str | None = None, timeout: float = 60.0,
-                headers: dict | None = None, session: requests.Session | None = None, verify: bool = True) -> Sample:
+def stream_chat(
+    base_url: str,
+    body: dict,
+    api_key: str | None = None,
+    timeout: float = 60.0,
+    headers: dict | None = None,
+    session: requests.Session | None = None,
+    verify: bool = True,
+) -> Sample:
     """Send one streamed chat completion and return what the client saw (never raises for HTTP)."""
     body = {**body, "stream": True, "stream_options": {"include_usage": True}}
     hdrs = {"Accept-Encoding": "identity", **(headers or {})}
@@ -21,8 +28,14 @@ def stream_chat(base_url: str, body: dict, api_key: str | None = None, timeout: 
     t_send = time.perf_counter()
     parser = StreamParser(t_send)
     try:
-        with http.post(base_url.rstrip("/") + "/chat/completions", json=body, headers=hdrs, stream=True,
-                       timeout=timeout, verify=verify) as resp:
+        with http.post(
+            base_url.rstrip("/") + "/chat/completions",
+            json=body,
+            headers=hdrs,
+            stream=True,
+            timeout=timeout,
+            verify=verify,
+        ) as resp:
             if resp.status_code != 200:
                 message = resp.text[:200].replace("\n", " ")
                 return parser.finish(time.perf_counter(), f"HTTP {resp.status_code}: {message}")

@@ -23,7 +23,9 @@ def load_machines(path: Path = TABLE) -> dict:
 def lookup(key: str, path: Path = TABLE) -> dict:
     machines = load_machines(path)
     if key not in machines:
-        raise ConfigError(f"machine {key!r} is not in {path}; use one of {', '.join(machines)} or add it there")
+        raise ConfigError(
+            f"machine {key!r} is not in {path}; use one of {', '.join(machines)} or add it there"
+        )
     return machines[key]
 
 

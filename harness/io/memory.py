@@ -60,14 +60,18 @@ def snapshot() -> dict:
     if vmstat:
         snap.update(mac_pages(vmstat))
     system = f"{platform.system()} {platform.machine()}"
-    return MemorySnapshot(taken_at, system, platform.node(), vm.total / MB, vm.available / MB, swap.free / MB,
-                          snap).to_dict()
+    return MemorySnapshot(
+        taken_at, system, platform.node(), vm.total / MB, vm.available / MB, swap.free / MB, snap
+    ).to_dict()
 
 
 # vm_stat rows that make up each macOS figure; "used" is active + wired + compressed pages.
-MAC_ROWS = {"mac_free_mb": ("Pages free",), "mac_wired_mb": ("Pages wired down",),
-            "mac_compressed_mb": ("Pages occupied by compressor",),
-            "mac_used_mb": ("Pages active", "Pages wired down", "Pages occupied by compressor")}
+MAC_ROWS = {
+    "mac_free_mb": ("Pages free",),
+    "mac_wired_mb": ("Pages wired down",),
+    "mac_compressed_mb": ("Pages occupied by compressor",),
+    "mac_used_mb": ("Pages active", "Pages wired down", "Pages occupied by compressor"),
+}
 
 
 def mac_pages(vmstat: str) -> dict:
@@ -86,7 +90,14 @@ def mac_pages(vmstat: str) -> dict:
 
 
 # Figures that grow when a server loads (available memory is the one that shrinks).
-GROWING = ("gpu_used_mb", "gpu_process_mb", "rocm_vram_used_mb", "rocm_gtt_used_mb", "mac_wired_mb", "mac_used_mb")
+GROWING = (
+    "gpu_used_mb",
+    "gpu_process_mb",
+    "rocm_vram_used_mb",
+    "rocm_gtt_used_mb",
+    "mac_wired_mb",
+    "mac_used_mb",
+)
 
 
 def delta(idle: dict, loaded: dict) -> dict:

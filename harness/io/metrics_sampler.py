@@ -9,14 +9,23 @@ from prometheus_client.parser import text_string_to_metric_families
 
 # Gauges summarised as mean and max; counters reported as the change over the level.
 GAUGES = (
-    "llamacpp:requests_processing", "llamacpp:requests_deferred", "llamacpp:n_busy_slots_per_decode",
-    "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
+    "llamacpp:requests_processing",
+    "llamacpp:requests_deferred",
+    "llamacpp:n_busy_slots_per_decode",
+    "vllm:num_requests_running",
+    "vllm:num_requests_waiting",
+    "vllm:kv_cache_usage_perc",
     "vllm:gpu_cache_usage_perc",
 )
 COUNTERS = (
-    "llamacpp:prompt_tokens_total", "llamacpp:prompt_tokens_cached_total", "llamacpp:tokens_predicted_total",
-    "vllm:num_preemptions_total", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
-    "vllm:prompt_tokens_total", "vllm:generation_tokens_total",
+    "llamacpp:prompt_tokens_total",
+    "llamacpp:prompt_tokens_cached_total",
+    "llamacpp:tokens_predicted_total",
+    "vllm:num_preemptions_total",
+    "vllm:prefix_cache_queries_total",
+    "vllm:prefix_cache_hits_total",
+    "vllm:prompt_tokens_total",
+    "vllm:generation_tokens_total",
 )
 
 
@@ -59,7 +68,9 @@ class MetricsSampler:
 
     def poll_once(self) -> None:
         try:
-            resp = requests.get(self.url, timeout=self.timeout, verify=False)  # as the load client: no verification
+            resp = requests.get(
+                self.url, timeout=self.timeout, verify=False
+            )  # as the load client: no verification
             if resp.status_code == 200:
                 self.snapshots.append(parse_metrics(resp.text))
             else:

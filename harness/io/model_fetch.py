@@ -36,7 +36,9 @@ def load_table(path: Path = TABLE) -> dict:
     for track, keys in data["tracks"].items():
         for key in keys:
             if key not in data["formats"]:
-                raise ConfigError(f"{path}: track {track} names format {key!r}, which the table does not define")
+                raise ConfigError(
+                    f"{path}: track {track} names format {key!r}, which the table does not define"
+                )
     return data
 
 
@@ -45,8 +47,10 @@ def formats_for(table: dict, track: str | None, only: list[str] | None) -> list[
     if track is not None:
         key = track.lower().removeprefix("track-")
         if key not in table["tracks"]:
-            raise ConfigError(f"no track {track!r} in the download table; choose one of "
-                              + ", ".join(sorted(table["tracks"])))
+            raise ConfigError(
+                f"no track {track!r} in the download table; choose one of "
+                + ", ".join(sorted(table["tracks"]))
+            )
         keys = list(table["tracks"][key])
     else:
         keys = list(table["formats"])
@@ -93,8 +97,19 @@ def hf_argv(fmt: dict, library: Path, dry_run: bool = False) -> list[str]:
 
 
 def lemonade_argv(fmt: dict) -> list[list[str]]:
-    return [["lemonade", "pull", fmt["name"], "--checkpoint", "main", fmt["checkpoint"], "--recipe", fmt["recipe"]],
-            ["lemonade", "list", "--downloaded"]]
+    return [
+        [
+            "lemonade",
+            "pull",
+            fmt["name"],
+            "--checkpoint",
+            "main",
+            fmt["checkpoint"],
+            "--recipe",
+            fmt["recipe"],
+        ],
+        ["lemonade", "list", "--downloaded"],
+    ]
 
 
 _DRY = re.compile(r"Will download (\d+) files? \(out of (\d+)\) totalling ([0-9.]+\s*[KMGT]?B?)")
@@ -106,8 +121,9 @@ def parse_hf_dry_run(text: str) -> dict | None:
     return {"files": int(m[1]), "out_of": int(m[2]), "total": m[3].strip()} if m else None
 
 
-def hub_file_info(repo: str, revision: str, file: str, endpoint: str | None = None,
-                  timeout: float = 20.0) -> tuple[str, int]:
+def hub_file_info(
+    repo: str, revision: str, file: str, endpoint: str | None = None, timeout: float = 20.0
+) -> tuple[str, int]:
     """The SHA-256 and size the hub publishes for one file of a repository (its LFS pointer)."""
     base = (endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_HUB).rstrip("/")
     headers = {"Authorization": f"Bearer {os.environ['HF_TOKEN']}"} if os.environ.get("HF_TOKEN") else {}
@@ -169,8 +185,11 @@ Say = Callable[[str], None]
 def run_tool(argv: list[str], say: Say) -> tuple[int, str]:
     """Run a download tool, passing its progress lines through; its output for the checks after."""
     if shutil.which(argv[0]) is None:
-        hint = ("install the Hugging Face CLI: pip install -U 'huggingface_hub[cli]'" if argv[0] == "hf"
-                else "install Lemonade Server first (the Track X install lesson)")
+        hint = (
+            "install the Hugging Face CLI: pip install -U 'huggingface_hub[cli]'"
+            if argv[0] == "hf"
+            else "install Lemonade Server first (the Track X install lesson)"
+        )
         raise InstallError(f"{argv[0]} is not on PATH: {hint}")
     say("    $ " + " ".join(argv))
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
@@ -191,9 +210,16 @@ def run_checked(argv: list[str], what: str, say: Say) -> str:
 
 def _record(key: str, fmt: dict, **fields) -> dict:
     hub = fmt["kind"] != "lemonade"
-    rec = ModelFetch(format=key, title=fmt["title"], source="hf" if hub else "lemonade", listed=listed(fmt),
-                     result=fields, fetched_at=iso_utc_stamp(), repo=fmt["repo"] if hub else None,
-                     revision=fmt.get("revision", "main") if hub else None).to_dict()
+    rec = ModelFetch(
+        format=key,
+        title=fmt["title"],
+        source="hf" if hub else "lemonade",
+        listed=listed(fmt),
+        result=fields,
+        fetched_at=iso_utc_stamp(),
+        repo=fmt["repo"] if hub else None,
+        revision=fmt.get("revision", "main") if hub else None,
+    ).to_dict()
     validate(rec, "model-fetch")
     return rec
 
@@ -212,15 +238,21 @@ def fetch_file(key: str, fmt: dict, library: Path, say: Say, endpoint: str | Non
         origin = "hub"
     except (requests.RequestException, ValueError) as exc:
         if "sha256" not in fmt:
-            raise InstallError(f"cannot read {fmt['file']}'s checksum from the hub ({type(exc).__name__}) and the "
-                               "table has none: check the network and run again") from None
+            raise InstallError(
+                f"cannot read {fmt['file']}'s checksum from the hub ({type(exc).__name__}) and the "
+                "table has none: check the network and run again"
+            ) from None
         sha, size, origin = fmt["sha256"], fmt["bytes"], "table"
-        say(f"    the hub did not answer ({type(exc).__name__}); checking against the table's SHA-256 "
-            f"(listed {fmt['sha256'][:12]}…)")
+        say(
+            f"    the hub did not answer ({type(exc).__name__}); checking against the table's SHA-256 "
+            f"(listed {fmt['sha256'][:12]}…)"
+        )
     say(f"    expected sha256 {sha}\n    expected size   {size} bytes")
     if origin == "hub" and fmt.get("sha256") and fmt["sha256"] != sha:
-        say(f"    note: the hub now publishes a different checksum than the table's ({fmt['sha256'][:12]}…): "
-            "the file was updated upstream")
+        say(
+            f"    note: the hub now publishes a different checksum than the table's ({fmt['sha256'][:12]}…): "
+            "the file was updated upstream"
+        )
     downloaded = False
     if path.is_file():
         got = sha256_of(path)
@@ -228,22 +260,38 @@ def fetch_file(key: str, fmt: dict, library: Path, say: Say, endpoint: str | Non
             say(f"    already present and verified: {path}")
         else:
             bad = _move_aside(path)
-            say(f"    {path} does not match (sha256 {got[:12]}…): moved aside to {bad.name}, downloading again")
+            say(
+                f"    {path} does not match (sha256 {got[:12]}…): moved aside to {bad.name}, downloading again"
+            )
     if not path.is_file():
         run_checked(hf_argv(fmt, library), f"hf download {fmt['repo']} {fmt['file']}", say)
         if not path.is_file():
-            raise InstallError(f"hf download finished but {path} is not there: check --local-dir and the file name")
+            raise InstallError(
+                f"hf download finished but {path} is not there: check --local-dir and the file name"
+            )
         downloaded = True
         got = sha256_of(path)
         if got != sha:
             bad = _move_aside(path)
-            raise InstallError(f"checksum mismatch for {fmt['file']}: expected {sha}, got {got}; the download is "
-                               f"kept as {bad} for inspection: delete it and run again")
+            raise InstallError(
+                f"checksum mismatch for {fmt['file']}: expected {sha}, got {got}; the download is "
+                f"kept as {bad} for inspection: delete it and run again"
+            )
     actual = path.stat().st_size
     if actual != size:
         raise InstallError(f"{path} is {actual} bytes, the hub lists {size}: delete it and run again")
-    return _record(key, fmt, file=fmt["file"], path=str(path), files=1, bytes=actual, sha256=sha, sha256_from=origin,
-                   checks=[f"sha256 matches the {origin}'s", f"size {actual} bytes"], downloaded=downloaded)
+    return _record(
+        key,
+        fmt,
+        file=fmt["file"],
+        path=str(path),
+        files=1,
+        bytes=actual,
+        sha256=sha,
+        sha256_from=origin,
+        checks=[f"sha256 matches the {origin}'s", f"size {actual} bytes"],
+        downloaded=downloaded,
+    )
 
 
 def fetch_repo(key: str, fmt: dict, library: Path, say: Say) -> dict:
@@ -261,7 +309,8 @@ def fetch_repo(key: str, fmt: dict, library: Path, say: Say) -> dict:
     if "safetensors" in fmt:
         shards = len(list(path.glob("*.safetensors")))
         (checks if shards == fmt["safetensors"] else problems).append(
-            f"{shards} safetensors shards (expected {fmt['safetensors']})")
+            f"{shards} safetensors shards (expected {fmt['safetensors']})"
+        )
     if "config" in fmt:
         cfg = path / "config.json"
         if not cfg.is_file():
@@ -276,10 +325,21 @@ def fetch_repo(key: str, fmt: dict, library: Path, say: Say) -> dict:
             else:
                 checks.append("config.json: " + ", ".join(f"{k} {v}" for k, v in fmt["config"].items()))
     if problems:
-        raise InstallError(f"{path}: " + "; ".join(problems) + ": run the download again (hf resumes) or check "
-                           "the revision")
-    return _record(key, fmt, file=None, path=str(path), files=files, bytes=size, sha256=None, sha256_from=None,
-                   checks=checks, downloaded=True)
+        raise InstallError(
+            f"{path}: " + "; ".join(problems) + ": run the download again (hf resumes) or check the revision"
+        )
+    return _record(
+        key,
+        fmt,
+        file=None,
+        path=str(path),
+        files=files,
+        bytes=size,
+        sha256=None,
+        sha256_from=None,
+        checks=checks,
+        downloaded=True,
+    )
 
 
 def fetch_lemonade(key: str, fmt: dict, say: Say) -> dict:
@@ -288,10 +348,22 @@ def fetch_lemonade(key: str, fmt: dict, say: Say) -> dict:
     run_checked(pull, f"lemonade pull {fmt['name']}", say)
     rc, out = run_tool(lst, say)
     if rc != 0 or fmt["name"] not in out:
-        raise InstallError(f"{fmt['name']} is not in `lemonade list --downloaded`: the pull did not register it; "
-                           "run the pull again and read its output")
-    return _record(key, fmt, file=fmt["checkpoint"], path=fmt["name"], files=None, bytes=None, sha256=None,
-                   sha256_from=None, checks=[f"{fmt['name']} listed among the downloaded models"], downloaded=True)
+        raise InstallError(
+            f"{fmt['name']} is not in `lemonade list --downloaded`: the pull did not register it; "
+            "run the pull again and read its output"
+        )
+    return _record(
+        key,
+        fmt,
+        file=fmt["checkpoint"],
+        path=fmt["name"],
+        files=None,
+        bytes=None,
+        sha256=None,
+        sha256_from=None,
+        checks=[f"{fmt['name']} listed among the downloaded models"],
+        downloaded=True,
+    )
 
 
 def fetch(key: str, fmt: dict, library: Path, say: Say, endpoint: str | None = None) -> dict:
@@ -308,10 +380,14 @@ def plan_lines(key: str, fmt: dict, library: Path) -> list[str]:
     lines = [f"{key}: {fmt['title']}", f"    listed: {listed(fmt)}"]
     lines += ["    would run: " + " ".join(c) for c in cmds]
     if fmt["kind"] == "file":
-        lines.append("    then: check the SHA-256 the hub publishes" +
-                     (f" (listed {fmt['sha256']})" if fmt.get("sha256") else ""))
+        lines.append(
+            "    then: check the SHA-256 the hub publishes"
+            + (f" (listed {fmt['sha256']})" if fmt.get("sha256") else "")
+        )
     elif fmt["kind"] == "repo":
-        then = [f"{fmt['files']} files"] + ([f"{fmt['safetensors']} safetensors shards"] if "safetensors" in fmt else [])
+        then = [f"{fmt['files']} files"] + (
+            [f"{fmt['safetensors']} safetensors shards"] if "safetensors" in fmt else []
+        )
         then += [f"config.json {k} {v}" for k, v in fmt.get("config", {}).items()]
         lines.append("    then: check " + ", ".join(then))
     else:

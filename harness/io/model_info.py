@@ -37,11 +37,21 @@ def from_table(key: str, path: Path = TABLE) -> ModelInfo:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     validate(data, "models", where=str(path))
     if key not in data["models"]:
-        raise ConfigError(f"model {key!r} is not in {path}; use one of {', '.join(data['models'])}, a .gguf file or "
-                          "a Hugging Face directory")
+        raise ConfigError(
+            f"model {key!r} is not in {path}; use one of {', '.join(data['models'])}, a .gguf file or "
+            "a Hugging Face directory"
+        )
     m = data["models"][key]
-    return ModelInfo(m["name"], m["layers"], m["kv_heads"], m["head_dim"], m.get("swa_layers", 0),
-                     m.get("swa_window", 0), m["formats"], source=f"{path}:{key}")
+    return ModelInfo(
+        m["name"],
+        m["layers"],
+        m["kv_heads"],
+        m["head_dim"],
+        m.get("swa_layers", 0),
+        m.get("swa_window", 0),
+        m["formats"],
+        source=f"{path}:{key}",
+    )
 
 
 def from_gguf(path: Path) -> ModelInfo:
@@ -50,8 +60,10 @@ def from_gguf(path: Path) -> ModelInfo:
     try:
         reader = read_header(path)
     except (OSError, ValueError, KeyError, struct.error) as exc:
-        raise ConfigError(f"{path} is not a readable GGUF file ({type(exc).__name__}); pass a .gguf file, a Hugging "
-                          "Face directory or a model-table name") from exc
+        raise ConfigError(
+            f"{path} is not a readable GGUF file ({type(exc).__name__}); pass a .gguf file, a Hugging "
+            "Face directory or a model-table name"
+        ) from exc
 
     def field_value(key: str, default=None):
         return reader.fields.get(key, default)
@@ -69,12 +81,32 @@ def from_gguf(path: Path) -> ModelInfo:
     total = sum(int(t.n_bytes) for t in reader.tensors)
     embedding = sum(int(t.n_bytes) for t in reader.tensors if t.name == "token_embd.weight")
     name = field_value("general.name", path.stem)
-    return ModelInfo(str(name), layers, kv_heads, head_dim, swa_layers, window if swa_layers else 0,
-                     {"GGUF": {"tensor_bytes": total, "embedding_bytes": embedding}}, source=str(path))
+    return ModelInfo(
+        str(name),
+        layers,
+        kv_heads,
+        head_dim,
+        swa_layers,
+        window if swa_layers else 0,
+        {"GGUF": {"tensor_bytes": total, "embedding_bytes": embedding}},
+        source=str(path),
+    )
 
 
-_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
-                "F8_E4M3": 1, "F8_E5M2": 1}
+_DTYPE_BYTES = {
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I64": 8,
+    "I32": 4,
+    "I16": 2,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+}
 
 
 def from_hf_dir(path: Path) -> ModelInfo:
@@ -100,8 +132,14 @@ def from_hf_dir(path: Path) -> ModelInfo:
                 embedding += end - start
     if total == 0:
         raise ConfigError(f"{path} has no .safetensors files to read tensor bytes from")
-    return ModelInfo(cfg.get("_name_or_path", path.name), layers, kv_heads, head_dim,
-                     formats={"safetensors": {"tensor_bytes": total, "embedding_bytes": embedding}}, source=str(path))
+    return ModelInfo(
+        cfg.get("_name_or_path", path.name),
+        layers,
+        kv_heads,
+        head_dim,
+        formats={"safetensors": {"tensor_bytes": total, "embedding_bytes": embedding}},
+        source=str(path),
+    )
 
 
 def load_model(spec: str) -> ModelInfo:

@@ -95,7 +95,9 @@ def read_records(
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
-            warnings.append(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno}); line skipped")
+            warnings.append(
+                f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno}); line skipped"
+            )
             continue
         if not isinstance(obj, dict) or not select(obj):
             continue

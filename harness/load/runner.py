@@ -46,8 +46,14 @@ class LevelRun:
     metrics: dict = field(default_factory=dict)
 
 
-def run_closed_level(root_url: str, workload_kwargs: dict, concurrency: int, count: int, timeout: float,
-                     metrics_url: str | None = None) -> LevelRun:
+def run_closed_level(
+    root_url: str,
+    workload_kwargs: dict,
+    concurrency: int,
+    count: int,
+    timeout: float,
+    metrics_url: str | None = None,
+) -> LevelRun:
     """``concurrency`` users, each sending its next request when the last one ends, until
     ``count`` requests have finished (the level's budget)."""
     user = _load_user_module()
@@ -55,8 +61,17 @@ def run_closed_level(root_url: str, workload_kwargs: dict, concurrency: int, cou
     return _drive(root_url, user.ChatUser, workload, concurrency, count, timeout, metrics_url)
 
 
-def _drive(root_url: str, user_class, workload, users: int, count: int | None, timeout: float,
-           metrics_url: str | None, duration: float | None = None, spawn_rate: float | None = None) -> LevelRun:
+def _drive(
+    root_url: str,
+    user_class,
+    workload,
+    users: int,
+    count: int | None,
+    timeout: float,
+    metrics_url: str | None,
+    duration: float | None = None,
+    spawn_rate: float | None = None,
+) -> LevelRun:
     """Start ``users`` Locust users on ``workload``; stop when ``count`` samples are in, or, for a
     timed level, when the duration is over and every request already sent has finished."""
     env = Environment(user_classes=[user_class], events=locust_events, host=root_url)
@@ -127,25 +142,52 @@ def _drive(root_url: str, user_class, workload, users: int, count: int | None, t
     return LevelRun(collected, wall, client_cpu, sampler.summary() if sampler else {})
 
 
-def run_open_level(root_url: str, workload_kwargs: dict, rate: float, count: int, poisson: bool, timeout: float,
-                   metrics_url: str | None = None, seed: int = 1) -> LevelRun:
+def run_open_level(
+    root_url: str,
+    workload_kwargs: dict,
+    rate: float,
+    count: int,
+    poisson: bool,
+    timeout: float,
+    metrics_url: str | None = None,
+    seed: int = 1,
+) -> LevelRun:
     """``count`` requests arriving at ``rate`` per second (open loop), each on its own greenlet."""
     user = _load_user_module()
     workload = user.Workload(budget=count, **workload_kwargs)
     workload.arrivals = arrival_offsets(rate, count, poisson, seed)
-    return _drive(root_url, user.ArrivalUser, workload, 1, count, timeout + workload.arrivals[-1], metrics_url)
+    return _drive(
+        root_url, user.ArrivalUser, workload, 1, count, timeout + workload.arrivals[-1], metrics_url
+    )
 
 
-def run_timed_level(root_url: str, workload_kwargs: dict, concurrency: int, duration: float, timeout: float,
-                    metrics_url: str | None = None, spawn_rate: float | None = None, ramp_s: float = 0.0) -> LevelRun:
+def run_timed_level(
+    root_url: str,
+    workload_kwargs: dict,
+    concurrency: int,
+    duration: float,
+    timeout: float,
+    metrics_url: str | None = None,
+    spawn_rate: float | None = None,
+    ramp_s: float = 0.0,
+) -> LevelRun:
     """Closed loop for ``duration`` seconds; then no new requests, and the ones in flight finish.
     ``ramp_s`` spreads the users' first requests evenly over that many seconds (Locust itself
     starts a whole second's worth of users at once)."""
     user = _load_user_module()
     workload = user.Workload(budget=None, **workload_kwargs)
     workload.start_spacing_s = ramp_s / max(concurrency, 1)
-    return _drive(root_url, user.ChatUser, workload, concurrency, None, timeout, metrics_url, duration=duration,
-                  spawn_rate=spawn_rate)
+    return _drive(
+        root_url,
+        user.ChatUser,
+        workload,
+        concurrency,
+        None,
+        timeout,
+        metrics_url,
+        duration=duration,
+        spawn_rate=spawn_rate,
+    )
 
 
 def check_models(base_url: str, model: str, api_key: str | None, timeout: float = 10.0) -> list[str]:
@@ -166,7 +208,9 @@ class DistributedLoad:
     machine, for when one client process is the limit. Each level's requests are split over the
     workers by their users; workers send every exact sample back as it finishes."""
 
-    def __init__(self, root_url: str, processes: int, worker_args: list[str], connect_timeout: float = 60.0) -> None:
+    def __init__(
+        self, root_url: str, processes: int, worker_args: list[str], connect_timeout: float = 60.0
+    ) -> None:
         import socket
         import subprocess
 
@@ -177,18 +221,36 @@ class DistributedLoad:
         self.env = Environment(user_classes=[user.ChatUser], events=locust_events, host=root_url)
         self.runner = self.env.create_master_runner("127.0.0.1", port)
         self.samples: list[Sample] = []
-        self.runner.register_message("harness_sample",
-                                     lambda environment, msg, **_: self.samples.append(Sample(**msg.data)))
-        cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--worker",
-               "--master-host", "127.0.0.1", "--master-port", str(port), "--host", root_url, *worker_args]
+        self.runner.register_message(
+            "harness_sample", lambda environment, msg, **_: self.samples.append(Sample(**msg.data))
+        )
+        cmd = [
+            sys.executable,
+            "-m",
+            "locust",
+            "-f",
+            str(LOCUSTFILE),
+            "--worker",
+            "--master-host",
+            "127.0.0.1",
+            "--master-port",
+            str(port),
+            "--host",
+            root_url,
+            *worker_args,
+        ]
         env = {**os.environ, "HARNESS_SWEEP_WORKER": "1"}  # take each level's share from this master
-        self.procs = [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-                      for _ in range(processes)]
+        self.procs = [
+            subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+            for _ in range(processes)
+        ]
         deadline = time.monotonic() + connect_timeout
         while len(self.runner.clients.ready) < processes:
             if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
                 self.close()
-                raise RuntimeError(f"only {len(self.runner.clients.ready)} of {processes} Locust workers connected")
+                raise RuntimeError(
+                    f"only {len(self.runner.clients.ready)} of {processes} Locust workers connected"
+                )
             gevent.sleep(0.1)
 
     def _spawned(self) -> dict[str, int] | None:
@@ -228,7 +290,9 @@ class DistributedLoad:
         ends = [s.t_end for s in got if s.t_end is not None]
         wall = (max(ends) - min(sends)) if ends else 0.0  # one host: the workers share CLOCK_MONOTONIC
         cpu = sum(sum(p.cpu_times()[:2]) for p in procs) - cpu0
-        return LevelRun(got, wall, cpu / max(wall, 1e-9) / max(len(procs), 1), sampler.summary() if sampler else {})
+        return LevelRun(
+            got, wall, cpu / max(wall, 1e-9) / max(len(procs), 1), sampler.summary() if sampler else {}
+        )
 
     def close(self) -> None:
         try:

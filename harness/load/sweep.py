@@ -62,8 +62,9 @@ def list_models(plan: SweepPlan) -> list[str]:
     try:
         return loadgen.check_models(plan.base_url, plan.model, plan.api_key)
     except Exception as exc:  # connection refused, DNS, TLS
-        raise TargetUnreachable(f"nothing answers at {plan.base_url} ({type(exc).__name__}); start the "
-                                "server or fix --base-url") from exc
+        raise TargetUnreachable(
+            f"nothing answers at {plan.base_url} ({type(exc).__name__}); start the server or fix --base-url"
+        ) from exc
 
 
 def prompts_for(plan: SweepPlan, count: int) -> list:
@@ -78,8 +79,9 @@ def prove_endpoint(plan: SweepPlan, listed: list[str]) -> EndpointCheck:
     broken endpoint raises TargetError after the record is written."""
     from harness.io import endpoint_proof
 
-    seen = endpoint_proof.observe(plan.base_url, plan.model, listed, plan.api_key,
-                                  timeout=min(plan.timeout, 300))
+    seen = endpoint_proof.observe(
+        plan.base_url, plan.model, listed, plan.api_key, timeout=min(plan.timeout, 300)
+    )
     longest = max(endpoint_proof.estimate_tokens(p) for p in prompts_for(plan, 64))
     try:
         warnings, failure = endpoint_proof.verdict(seen, longest, plan.context.max_tokens), None
@@ -94,8 +96,14 @@ def prove_endpoint(plan: SweepPlan, listed: list[str]) -> EndpointCheck:
 
 def _workload(plan: SweepPlan) -> dict:
     c = plan.context
-    return {"path": plan.base_path + "/chat/completions", "model": c.model, "max_tokens": c.max_tokens,
-            "temperature": c.temperature, "api_key": plan.api_key, "timeout": plan.timeout}
+    return {
+        "path": plan.base_path + "/chat/completions",
+        "model": c.model,
+        "max_tokens": c.max_tokens,
+        "temperature": c.temperature,
+        "api_key": plan.api_key,
+        "timeout": plan.timeout,
+    }
 
 
 def warm_up(plan: SweepPlan) -> None:
@@ -111,9 +119,20 @@ def start_workers(plan: SweepPlan):
     """The Locust worker processes (and the master here) of a ``processes`` sweep."""
     from harness.load import runner as loadgen
 
-    worker_args = ["--model", plan.model, "--max-tokens", str(plan.context.max_tokens), "--temperature",
-                   str(plan.context.temperature), "--prompt-set", plan.context.prompt_set, "--api-base-path",
-                   plan.base_path, "--api-key-env", plan.api_key_env]
+    worker_args = [
+        "--model",
+        plan.model,
+        "--max-tokens",
+        str(plan.context.max_tokens),
+        "--temperature",
+        str(plan.context.temperature),
+        "--prompt-set",
+        plan.context.prompt_set,
+        "--api-base-path",
+        plan.base_path,
+        "--api-key-env",
+        plan.api_key_env,
+    ]
     return loadgen.DistributedLoad(plan.root, plan.processes, worker_args)
 
 
@@ -124,26 +143,44 @@ def run_level(plan: SweepPlan, level: float, distributed=None):
     count = plan.requests if plan.open_loop else max(plan.requests, plan.min_rounds * int(level))
     workload = {**_workload(plan), "prompts": prompts_for(plan, count)}
     if plan.open_loop:
-        result = loadgen.run_open_level(plan.root, workload, level, count, plan.poisson, plan.timeout,
-                                        metrics_url=plan.metrics_url, seed=plan.seed)
+        result = loadgen.run_open_level(
+            plan.root,
+            workload,
+            level,
+            count,
+            plan.poisson,
+            plan.timeout,
+            metrics_url=plan.metrics_url,
+            seed=plan.seed,
+        )
         arrival = Arrival("poisson" if plan.poisson else "fixed-rate", rate_rps=level)
         return result, max(1, peak_in_flight(result.samples)), arrival
     if plan.duration:
-        result = loadgen.run_timed_level(plan.root, workload, level, plan.duration, plan.timeout,
-                                         metrics_url=plan.metrics_url)
+        result = loadgen.run_timed_level(
+            plan.root, workload, level, plan.duration, plan.timeout, metrics_url=plan.metrics_url
+        )
         return result, level, Arrival(duration_s=plan.duration)
     if distributed:
         result = distributed.level(level, count, plan.timeout, metrics_url=plan.metrics_url)
         return result, level, Arrival(processes=plan.processes)
-    result = loadgen.run_closed_level(plan.root, workload, level, count, plan.timeout,
-                                      metrics_url=plan.metrics_url)
+    result = loadgen.run_closed_level(
+        plan.root, workload, level, count, plan.timeout, metrics_url=plan.metrics_url
+    )
     return result, level, Arrival()
 
 
 def record_level(plan: SweepPlan, result, concurrency: int, arrival: Arrival) -> LevelRecord:
     """Build, validate and append the level's record, then its exact samples beside the notebook."""
-    record = level_record(result.samples, concurrency, result.wall_s, plan.context, now_stamp(), arrival,
-                          client_cpu=result.client_cpu, server_metrics=result.metrics or None)
+    record = level_record(
+        result.samples,
+        concurrency,
+        result.wall_s,
+        plan.context,
+        now_stamp(),
+        arrival,
+        client_cpu=result.client_cpu,
+        server_metrics=result.metrics or None,
+    )
     append_record(plan.labbook, record.to_dict(), "level")
     with open(plan.samples_path, "a", encoding="utf-8") as fh:
         for s in result.samples:
@@ -151,8 +188,11 @@ def record_level(plan: SweepPlan, result, concurrency: int, arrival: Arrival) ->
     return record
 
 
-def run_levels(plan: SweepPlan, on_level: Callable[[LevelRecord], None] = lambda r: None,
-               on_ready: Callable[[], None] = lambda: None) -> list[LevelRecord]:
+def run_levels(
+    plan: SweepPlan,
+    on_level: Callable[[LevelRecord], None] = lambda r: None,
+    on_ready: Callable[[], None] = lambda: None,
+) -> list[LevelRecord]:
     """Warm up, start the worker processes if any, then run every level in order. ``on_ready``
     hears when the first level is about to start, ``on_level`` of each record once it is on disk
     (an interrupt, which propagates, keeps those)."""

@@ -33,8 +33,17 @@ from harness.core.stream import Sample, StreamParser
 class Workload:
     """What each request sends; a ``budget`` (requests left) ends a closed-loop level."""
 
-    def __init__(self, path: str, model: str | None, prompts, max_tokens: int, temperature: float = 0.0,
-                 api_key: str | None = None, timeout: float = 300.0, budget: int | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        model: str | None,
+        prompts,
+        max_tokens: int,
+        temperature: float = 0.0,
+        api_key: str | None = None,
+        timeout: float = 300.0,
+        budget: int | None = None,
+    ) -> None:
         self.path, self.model, self.max_tokens = path, model, max_tokens
         self.temperature, self.api_key, self.timeout = temperature, api_key, timeout
         self._prompts = itertools.cycle(prompts)
@@ -60,8 +69,13 @@ class Workload:
         return next(self._prompts)
 
     def body(self, prompt: str) -> bytes:
-        body = {"messages": [{"role": "user", "content": prompt}], "max_tokens": self.max_tokens,
-                "temperature": self.temperature, "stream": True, "stream_options": {"include_usage": True}}
+        body = {
+            "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
         if self.model:
             body["model"] = self.model
         return json.dumps(body).encode()
@@ -92,8 +106,14 @@ def _stream_attempt(client, workload: Workload, prompt: str, final: bool) -> Sam
     parser = StreamParser(t_send)
     error = None
     try:
-        with client.post(workload.path, data=workload.body(prompt), headers=workload.headers(), stream=True,
-                         catch_response=True, name="chat") as resp:
+        with client.post(
+            workload.path,
+            data=workload.body(prompt),
+            headers=workload.headers(),
+            stream=True,
+            catch_response=True,
+            name="chat",
+        ) as resp:
             status = resp.status_code
             if status == 0 and not final and "closed" in str(resp.error):
                 resp.request_meta["context"] = {"stale_connection": True}
@@ -126,9 +146,17 @@ def _stream_attempt(client, workload: Workload, prompt: str, final: bool) -> Sam
             return sample
     except Exception as exc:  # a cut stream raises out of readline; record it ourselves
         sample = parser.finish(time.perf_counter(), f"{type(exc).__name__}: {str(exc)[:160]}")
-        events.request.fire(request_type="POST", name="chat", response_time=(sample.t_end - t_send) * 1000,
-                            response_length=0, exception=exc, context={"sample": sample}, url=workload.path,
-                            response=None, start_time=time.time())
+        events.request.fire(
+            request_type="POST",
+            name="chat",
+            response_time=(sample.t_end - t_send) * 1000,
+            response_length=0,
+            exception=exc,
+            context={"sample": sample},
+            url=workload.path,
+            response=None,
+            start_time=time.time(),
+        )
         return sample
 
 
@@ -137,9 +165,17 @@ def _metric_rows(environment, sample: Sample) -> None:
         return
     for name, value in (("TTFT", sample.ttft), ("TPOT", sample.tpot)):
         if value is not None:
-            environment.events.request.fire(request_type="METRIC", name=name, response_time=value * 1000,
-                                            response_length=0, exception=None, context={}, url=None,
-                                            response=None, start_time=time.time())
+            environment.events.request.fire(
+                request_type="METRIC",
+                name=name,
+                response_time=value * 1000,
+                response_length=0,
+                exception=None,
+                context={},
+                url=None,
+                response=None,
+                start_time=time.time(),
+            )
 
 
 class ChatUser(FastHttpUser):
@@ -211,6 +247,7 @@ class ArrivalUser(FastHttpUser):
 
 # -- standalone use (web UI, headless): options and thresholds ---------------------------------------
 
+
 @events.init_command_line_parser.add_listener
 def _options(parser) -> None:
     # include_in_web_ui works on the parser itself, not on argument groups; every option can also be
@@ -223,12 +260,20 @@ def _options(parser) -> None:
     option("--temperature", type=float, default=0.0, include_in_web_ui=True)
     option("--prompt-set", default="mixed", choices=list(PROMPT_SETS), include_in_web_ui=True)
     option("--api-base-path", default="/v1", include_in_web_ui=True, help="path before /chat/completions")
-    option("--api-key-env", default="LOADTEST_API_KEY", include_in_web_ui=False,
-           help="environment variable holding the API key")
+    option(
+        "--api-key-env",
+        default="LOADTEST_API_KEY",
+        include_in_web_ui=False,
+        help="environment variable holding the API key",
+    )
     option("--ttft-p95-max", type=float, default=0.0, help="headless: fail when TTFT p95 exceeds this (s)")
     option("--fail-ratio-max", type=float, default=-1.0, help="headless: fail above this failure ratio")
-    option("--labbook", default="", help="headless: append one level record for the run to this notebook (and its "
-                                          "exact samples beside it)")
+    option(
+        "--labbook",
+        default="",
+        help="headless: append one level record for the run to this notebook (and its "
+        "exact samples beside it)",
+    )
     option("--label", default="locust", help="label of that record")
 
 
@@ -243,8 +288,14 @@ def workload_for(environment) -> Workload:
         return existing
     o = environment.parsed_options
     path = o.api_base_path.rstrip("/") + "/chat/completions"
-    wl = Workload(path, o.model or None, make_prompts(o.prompt_set, 256), o.max_tokens, temperature=o.temperature,
-                  api_key=os.environ.get(o.api_key_env) or None)
+    wl = Workload(
+        path,
+        o.model or None,
+        make_prompts(o.prompt_set, 256),
+        o.max_tokens,
+        temperature=o.temperature,
+        api_key=os.environ.get(o.api_key_env) or None,
+    )
     if _is_worker(environment) and os.environ.get(SWEEP_WORKER_ENV):
         wl.budget = 0  # a sweep's worker waits for the master to hand it a share of the level
     environment.harness_workload = wl
@@ -265,7 +316,8 @@ def _master_collects(environment, **_kw) -> None:
 
     if isinstance(environment.runner, MasterRunner):
         environment.runner.register_message(
-            "harness_sample", lambda environment, msg, **_: SAMPLES.append(Sample(**msg.data)))
+            "harness_sample", lambda environment, msg, **_: SAMPLES.append(Sample(**msg.data))
+        )
 
 
 @events.test_start.add_listener
@@ -318,11 +370,21 @@ def _web_tab(environment, **_kw) -> None:
         return jsonify(exact_summary(SAMPLES))
 
     environment.web_ui.template_args.setdefault("extended_tabs", []).append(
-        {"title": "Exact TTFT/TPOT", "key": "harness-exact"})
+        {"title": "Exact TTFT/TPOT", "key": "harness-exact"}
+    )
     environment.web_ui.template_args.setdefault("extended_tables", []).append(
-        {"key": "harness-exact", "structure": [{"key": "metric", "title": "Metric"}, {"key": "p50", "title": "p50"},
-                                               {"key": "p90", "title": "p90"}, {"key": "p95", "title": "p95"},
-                                               {"key": "p99", "title": "p99"}, {"key": "mean", "title": "mean"}]})
+        {
+            "key": "harness-exact",
+            "structure": [
+                {"key": "metric", "title": "Metric"},
+                {"key": "p50", "title": "p50"},
+                {"key": "p90", "title": "p90"},
+                {"key": "p95", "title": "p95"},
+                {"key": "p99", "title": "p99"},
+                {"key": "mean", "title": "mean"},
+            ],
+        }
+    )
 
     from flask import request as flask_request
 
@@ -331,8 +393,11 @@ def _web_tab(environment, **_kw) -> None:
         if flask_request.path == "/stats/requests" and response.is_json:
             data = response.get_json()
             summary = exact_summary(SAMPLES)
-            rows = [{"metric": "TTFT (s)", **summary["ttft_s"]}, {"metric": "TPOT (s)", **summary["tpot_s"]},
-                    {"metric": "client read lag (s)", **summary["client_read_lag_s"]}]
+            rows = [
+                {"metric": "TTFT (s)", **summary["ttft_s"]},
+                {"metric": "TPOT (s)", **summary["tpot_s"]},
+                {"metric": "client read lag (s)", **summary["client_read_lag_s"]},
+            ]
             data["extended_stats"] = [{"key": "harness-exact", "data": rows}]
             response.set_data(json.dumps(data))
         return response
@@ -341,7 +406,8 @@ def _web_tab(environment, **_kw) -> None:
 def exact_summary(samples: list[Sample]) -> dict:
     ok = [s for s in samples if s.ok]
     return {
-        "requests": len(samples), "ok": len(ok),
+        "requests": len(samples),
+        "ok": len(ok),
         "output_tokens": sum(s.output_tokens or 0 for s in ok),
         "ttft_s": distribution([s.ttft for s in ok], 4),
         "tpot_s": distribution([s.tpot for s in ok if s.tpot is not None], 5),
@@ -383,9 +449,16 @@ def _write_record(environment, o) -> None:
 
     users = max(getattr(environment.runner, "target_user_count", 0) or 0, 1)
     wall = RUN_WINDOW.get("stop", time.perf_counter()) - RUN_WINDOW.get("start", time.perf_counter())
-    context = LevelContext(label=o.label, engine=UNKNOWN, model=o.model or "",
-                           base_url=environment.host or "", prompt_set=o.prompt_set, max_tokens=o.max_tokens,
-                           temperature=o.temperature, objectives=DEFAULT_OBJECTIVES)
+    context = LevelContext(
+        label=o.label,
+        engine=UNKNOWN,
+        model=o.model or "",
+        base_url=environment.host or "",
+        prompt_set=o.prompt_set,
+        max_tokens=o.max_tokens,
+        temperature=o.temperature,
+        objectives=DEFAULT_OBJECTIVES,
+    )
     record = level_record(list(SAMPLES), users, max(wall, 1e-6), context, now_stamp())
     append_record(o.labbook, record.to_dict(), "level")
     samples_path = os.path.splitext(o.labbook)[0] + ".samples.jsonl"

@@ -84,9 +84,17 @@ class Faults:
         return bool(self.cut_after is not None or self.malformed)
 
     def label(self) -> str | None:
-        names = [n for n, on in (("cut", self.cut_after is not None), ("stall", self.stall_s is not None),
-                                 ("malformed", self.malformed), ("no-usage", self.no_usage),
-                                 ("error-500", self.error_500)) if on]
+        names = [
+            n
+            for n, on in (
+                ("cut", self.cut_after is not None),
+                ("stall", self.stall_s is not None),
+                ("malformed", self.malformed),
+                ("no-usage", self.no_usage),
+                ("error-500", self.error_500),
+            )
+            if on
+        ]
         return ",".join(names) or None
 
 
@@ -136,18 +144,28 @@ class PracticeApp:
         lines = [f"practice server {__version__}: profile {self.profile.name} ({self.mode} dialect)"]
         if self.mode == "llama":
             if all(k in m for k in ("layers", "kv_heads", "head_dim")):
-                caches = llama_kv_caches(m["layers"], m["kv_heads"], m["head_dim"], p["seats"],
-                                         p["ctx_per_seat"], p["cache_type"], m.get("swa_layers", 0),
-                                         m.get("swa_window", 0))
+                caches = llama_kv_caches(
+                    m["layers"],
+                    m["kv_heads"],
+                    m["head_dim"],
+                    p["seats"],
+                    p["ctx_per_seat"],
+                    p["cache_type"],
+                    m.get("swa_layers", 0),
+                    m.get("swa_window", 0),
+                )
                 lines += [llama_kv_log_line(c, p["cache_type"]) for c in caches]
-            lines.append(f"srv    load_model: initializing, n_slots = {p['seats']}, n_ctx_slot = "
-                         f"{p['ctx_per_seat']}, "
-                         f"kv_unified = 'false'")
+            lines.append(
+                f"srv    load_model: initializing, n_slots = {p['seats']}, n_ctx_slot = "
+                f"{p['ctx_per_seat']}, "
+                f"kv_unified = 'false'"
+            )
             lines.append("main: server is listening")
         else:
             pool = p.get("pool_tokens", p["seats"] * p["ctx_per_seat"])
-            lines += [f"INFO [kv_cache_utils.py] {line}" for line in vllm_kv_log_lines(pool,
-                                                                                       p["ctx_per_seat"])]
+            lines += [
+                f"INFO [kv_cache_utils.py] {line}" for line in vllm_kv_log_lines(pool, p["ctx_per_seat"])
+            ]
             lines.append("INFO:     Application startup complete.")
         return lines
 
@@ -181,9 +199,15 @@ class PracticeApp:
         elif path == "/slots" and self.mode == "llama":
             res.send_json(200, self.slots())
         elif path == "/props" and self.mode == "llama":
-            res.send_json(200, {"total_slots": self.p["seats"],
-                                "default_generation_settings": {"n_ctx": self.p["ctx_per_seat"]},
-                                "model_path": self.p["model"]["id"], "build_info": f"practice-{__version__}"})
+            res.send_json(
+                200,
+                {
+                    "total_slots": self.p["seats"],
+                    "default_generation_settings": {"n_ctx": self.p["ctx_per_seat"]},
+                    "model_path": self.p["model"]["id"],
+                    "build_info": f"practice-{__version__}",
+                },
+            )
         else:
             self._error(res, 404, f"no route {req.method} {req.path}", "not_found_error")
 
@@ -203,9 +227,13 @@ class PracticeApp:
     # -- simple routes --------------------------------------------------------------------------
     def models(self) -> dict:
         created = int(self.started)
-        return {"object": "list", "data": [
-            {"id": mid, "object": "model", "created": created, "owned_by": "practice"}
-            for mid in self.profile.model_ids]}
+        return {
+            "object": "list",
+            "data": [
+                {"id": mid, "object": "model", "created": created, "owned_by": "practice"}
+                for mid in self.profile.model_ids
+            ],
+        }
 
     def slots(self) -> list[dict]:
         engine = self.engine
@@ -213,10 +241,19 @@ class PracticeApp:
         out = []
         for i in range(self.p["seats"]):
             seq = busy.get(i)
-            out.append({"id": i, "id_task": -1 if seq is None else seq.seq_no,
-                        "n_ctx": self.p["ctx_per_seat"], "speculative": False,
-                        "is_processing": seq is not None, "next_token": {"has_next_token": seq is not None,
-                                       "n_decoded": 0 if seq is None else seq.emitted}})
+            out.append(
+                {
+                    "id": i,
+                    "id_task": -1 if seq is None else seq.seq_no,
+                    "n_ctx": self.p["ctx_per_seat"],
+                    "speculative": False,
+                    "is_processing": seq is not None,
+                    "next_token": {
+                        "has_next_token": seq is not None,
+                        "n_decoded": 0 if seq is None else seq.emitted,
+                    },
+                }
+            )
         return out
 
     def practice_route(self, req: Request, res: Responder, path: str) -> None:
@@ -231,10 +268,11 @@ class PracticeApp:
         elif path == "/practice/profile":
             res.send_json(200, self.p)
         elif path.startswith("/practice/truth/"):
-            truth = self.truth.get(path[len("/practice/truth/"):])
+            truth = self.truth.get(path[len("/practice/truth/") :])
             if truth is None:
-                self._error(res, 404, "no such request id (the server keeps the last 50,000)",
-                            "not_found_error")
+                self._error(
+                    res, 404, "no such request id (the server keeps the last 50,000)", "not_found_error"
+                )
             else:
                 res.send_json(200, truth.as_dict())
         else:
@@ -275,20 +313,32 @@ class PracticeApp:
             return
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
-            self._error(res, 400, "'messages' is required: a non-empty list of {role, content} objects",
-                        "invalid_request_error")
+            self._error(
+                res,
+                400,
+                "'messages' is required: a non-empty list of {role, content} objects",
+                "invalid_request_error",
+            )
             return
         model = body.get("model")
         if self.p["check_model"] and model is not None and model not in self.profile.model_ids:
-            self._error(res, 404, f"The model `{model}` does not exist.", "NotFoundError"
-                        if self.mode == "vllm"
-                        else "not_found_error")
+            self._error(
+                res,
+                404,
+                f"The model `{model}` does not exist.",
+                "NotFoundError" if self.mode == "vllm" else "not_found_error",
+            )
             return
         max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
-        if max_tokens is not None and (not isinstance(max_tokens, int) or isinstance(max_tokens, bool)
-                                       or max_tokens < 1):
-            self._error(res, 400, f"max_tokens must be a positive integer, got {max_tokens!r}",
-                        "invalid_request_error")
+        if max_tokens is not None and (
+            not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1
+        ):
+            self._error(
+                res,
+                400,
+                f"max_tokens must be a positive integer, got {max_tokens!r}",
+                "invalid_request_error",
+            )
             return
         try:
             faults = self._faults(req)
@@ -300,29 +350,44 @@ class PracticeApp:
         needed = len(prompt) + (max_tokens or 0)
         if needed > ctx or len(prompt) >= ctx:
             if self.mode == "llama":
-                self._error(res, 400,
-                            f"request ({needed} tokens) exceeds the available context size ({ctx} tokens), "
-                            "try increasing it", "exceed_context_size_error", n_prompt_tokens=len(prompt),
-                            n_ctx=ctx)
+                self._error(
+                    res,
+                    400,
+                    f"request ({needed} tokens) exceeds the available context size ({ctx} tokens), "
+                    "try increasing it",
+                    "exceed_context_size_error",
+                    n_prompt_tokens=len(prompt),
+                    n_ctx=ctx,
+                )
             else:
-                self._error(res, 400,
-                            f"This model's maximum context length is {ctx} tokens. However, you requested "
-                            f"{needed} tokens ({len(prompt)} in the messages, {max_tokens or 0} in the "
-                            f"completion). "
-                            "Please reduce the length of the messages or completion.", "BadRequestError")
+                self._error(
+                    res,
+                    400,
+                    f"This model's maximum context length is {ctx} tokens. However, you requested "
+                    f"{needed} tokens ({len(prompt)} in the messages, {max_tokens or 0} in the "
+                    f"completion). "
+                    "Please reduce the length of the messages or completion.",
+                    "BadRequestError",
+                )
             return
         if faults.error_500:
             self._error(res, 500, "injected fault: internal server error", "server_error")
             return
         limit = self.p["faults"]["queue_limit"]
         if limit is not None and len(self.engine.waiting) >= limit:
-            self._error(res, 429, f"server busy: {len(self.engine.waiting)} requests already waiting",
-                        "rate_limit_error")
+            self._error(
+                res,
+                429,
+                f"server busy: {len(self.engine.waiting)} requests already waiting",
+                "rate_limit_error",
+            )
             return
 
         self._n += 1
-        rid = (_SAFE_ID.sub("", req.headers.get("x-request-id", ""))[:128]
-               or f"chatcmpl-{self._n:08x}{int(received * 1e6) & 0xFFFFFF:06x}")
+        rid = (
+            _SAFE_ID.sub("", req.headers.get("x-request-id", ""))[:128]
+            or f"chatcmpl-{self._n:08x}{int(received * 1e6) & 0xFFFFFF:06x}"
+        )
         budget = max_tokens if max_tokens is not None else ctx - len(prompt)
         rng = random.Random(hash((self.p["seed"], self._n)))
         plan = plan_reply(body, self.p, rng, budget)
@@ -333,11 +398,18 @@ class PracticeApp:
         stream = bool(body.get("stream", False))
         include_usage = bool((body.get("stream_options") or {}).get("include_usage", False))
         sink_cls = StreamSink if stream else WholeSink
-        sink = sink_cls(self, res, rid, body.get("model") or self.p["model"]["id"], truth, faults,
-                        include_usage)
-        seq = Sequence(rid, prompt, plan, sink, received,
-                       stall_after=faults.stall_after if faults.stall_s is not None else None,
-                       stall_s=faults.stall_s or 0.0)
+        sink = sink_cls(
+            self, res, rid, body.get("model") or self.p["model"]["id"], truth, faults, include_usage
+        )
+        seq = Sequence(
+            rid,
+            prompt,
+            plan,
+            sink,
+            received,
+            stall_after=faults.stall_after if faults.stall_s is not None else None,
+            stall_s=faults.stall_s or 0.0,
+        )
         sink.start()
         self.engine.submit(seq)
 
@@ -361,9 +433,12 @@ class PracticeApp:
 
     # -- pieces shared by both sinks ------------------------------------------------------------
     def usage(self, seq: Sequence) -> dict:
-        return {"prompt_tokens": len(seq.prompt), "completion_tokens": seq.emitted,
-                "total_tokens": len(seq.prompt) + seq.emitted,
-                "prompt_tokens_details": {"cached_tokens": seq.cached}}
+        return {
+            "prompt_tokens": len(seq.prompt),
+            "completion_tokens": seq.emitted,
+            "total_tokens": len(seq.prompt) + seq.emitted,
+            "prompt_tokens_details": {"cached_tokens": seq.cached},
+        }
 
     def timings(self, seq: Sequence, end: float) -> dict:
         prompt_n = max(1, len(seq.prompt) - seq.cached)
@@ -371,12 +446,17 @@ class PracticeApp:
         first = seq.first_token_at or end
         predicted_ms = max(end - first, 1e-6) * 1000
         n = max(seq.emitted, 1)
-        return {"cache_n": seq.cached, "prompt_n": prompt_n, "prompt_ms": round(prompt_ms, 3),
-                "prompt_per_token_ms": round(prompt_ms / prompt_n, 3),
-                "prompt_per_second": round(prompt_n / prompt_ms * 1000, 3),
-                "predicted_n": seq.emitted, "predicted_ms": round(predicted_ms, 3),
-                "predicted_per_token_ms": round(predicted_ms / n, 3),
-                "predicted_per_second": round(n / predicted_ms * 1000, 3)}
+        return {
+            "cache_n": seq.cached,
+            "prompt_n": prompt_n,
+            "prompt_ms": round(prompt_ms, 3),
+            "prompt_per_token_ms": round(prompt_ms / prompt_n, 3),
+            "prompt_per_second": round(prompt_n / prompt_ms * 1000, 3),
+            "predicted_n": seq.emitted,
+            "predicted_ms": round(predicted_ms, 3),
+            "predicted_per_token_ms": round(predicted_ms / n, 3),
+            "predicted_per_second": round(n / predicted_ms * 1000, 3),
+        }
 
     def reasoning_field(self) -> str:
         return "reasoning_content" if self.mode == "llama" else "reasoning"
@@ -387,53 +467,111 @@ class PracticeApp:
         if self.mode == "llama":
             per_decode = c.busy_seat_steps / c.decode_steps if c.decode_steps else 0.0
             rows = [
-                ("prompt_tokens_total", "counter",
-                 "Number of prompt tokens processed, excluding cached tokens.", c.prompt_tokens),
-                ("prompt_tokens_cached_total", "counter", "Number of prompt tokens served from the cache.",
-                 c.cached_tokens),
+                (
+                    "prompt_tokens_total",
+                    "counter",
+                    "Number of prompt tokens processed, excluding cached tokens.",
+                    c.prompt_tokens,
+                ),
+                (
+                    "prompt_tokens_cached_total",
+                    "counter",
+                    "Number of prompt tokens served from the cache.",
+                    c.cached_tokens,
+                ),
                 ("prompt_seconds_total", "counter", "Prompt process time.", c.prompt_seconds),
-                ("tokens_predicted_total", "counter", "Number of generation tokens processed.",
-                 c.generated_tokens),
+                (
+                    "tokens_predicted_total",
+                    "counter",
+                    "Number of generation tokens processed.",
+                    c.generated_tokens,
+                ),
                 ("tokens_predicted_seconds_total", "counter", "Predict process time.", c.decode_seconds),
                 ("n_decode_total", "counter", "Total number of llama_decode() calls.", c.decode_steps),
-                ("n_busy_slots_per_decode", "gauge", "Average number of busy slots per llama_decode() call.",
-                 per_decode),
-                ("prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s.",
-                 c.prompt_tokens / c.prompt_seconds if c.prompt_seconds else 0.0),
-                ("predicted_tokens_seconds", "gauge", "Average generation throughput in tokens/s.",
-                 c.generated_tokens / c.decode_seconds if c.decode_seconds else 0.0),
+                (
+                    "n_busy_slots_per_decode",
+                    "gauge",
+                    "Average number of busy slots per llama_decode() call.",
+                    per_decode,
+                ),
+                (
+                    "prompt_tokens_seconds",
+                    "gauge",
+                    "Average prompt throughput in tokens/s.",
+                    c.prompt_tokens / c.prompt_seconds if c.prompt_seconds else 0.0,
+                ),
+                (
+                    "predicted_tokens_seconds",
+                    "gauge",
+                    "Average generation throughput in tokens/s.",
+                    c.generated_tokens / c.decode_seconds if c.decode_seconds else 0.0,
+                ),
                 ("requests_processing", "gauge", "Number of requests processing.", len(e.running)),
                 ("requests_deferred", "gauge", "Number of requests deferred.", len(e.waiting)),
             ]
             out = []
             for name, kind, help_text, value in rows:
-                out += [f"# HELP llamacpp:{name} {help_text}", f"# TYPE llamacpp:{name} {kind}",
-                        f"llamacpp:{name} {value}"]
+                out += [
+                    f"# HELP llamacpp:{name} {help_text}",
+                    f"# TYPE llamacpp:{name} {kind}",
+                    f"llamacpp:{name} {value}",
+                ]
             return "\n".join(out) + "\n"
         label = f'{{model_name="{self.p["model"]["id"]}"}}'
         pool = getattr(e, "pool", None)
         rows = [
-            ("num_requests_running", "gauge", "Number of requests in model execution batches.",
-             len(e.running)),
+            (
+                "num_requests_running",
+                "gauge",
+                "Number of requests in model execution batches.",
+                len(e.running),
+            ),
             ("num_requests_waiting", "gauge", "Number of requests waiting to be processed.", len(e.waiting)),
             ("kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", e.kv_usage()),
-            ("num_preemptions_total", "counter", "Cumulative number of preemption from the engine.",
-             c.preemptions),
-            ("prefix_cache_queries_total", "counter",
-             "Prefix cache queries, in terms of number of queried tokens.", pool.queries if pool else 0),
-            ("prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.",
-             pool.hits if pool else 0),
-            ("prompt_tokens_total", "counter", "Number of prefill tokens processed.", c.prompt_tokens
-             + c.cached_tokens),
-            ("generation_tokens_total", "counter", "Number of generation tokens processed.",
-             c.generated_tokens),
-            ("request_success_total", "counter", "Count of successfully processed requests.",
-             c.requests_finished),
+            (
+                "num_preemptions_total",
+                "counter",
+                "Cumulative number of preemption from the engine.",
+                c.preemptions,
+            ),
+            (
+                "prefix_cache_queries_total",
+                "counter",
+                "Prefix cache queries, in terms of number of queried tokens.",
+                pool.queries if pool else 0,
+            ),
+            (
+                "prefix_cache_hits_total",
+                "counter",
+                "Prefix cache hits, in terms of number of cached tokens.",
+                pool.hits if pool else 0,
+            ),
+            (
+                "prompt_tokens_total",
+                "counter",
+                "Number of prefill tokens processed.",
+                c.prompt_tokens + c.cached_tokens,
+            ),
+            (
+                "generation_tokens_total",
+                "counter",
+                "Number of generation tokens processed.",
+                c.generated_tokens,
+            ),
+            (
+                "request_success_total",
+                "counter",
+                "Count of successfully processed requests.",
+                c.requests_finished,
+            ),
         ]
         out = []
         for name, kind, help_text, value in rows:
-            out += [f"# HELP vllm:{name} {help_text}", f"# TYPE vllm:{name} {kind}",
-                    f"vllm:{name}{label} {value}"]
+            out += [
+                f"# HELP vllm:{name} {help_text}",
+                f"# TYPE vllm:{name} {kind}",
+                f"vllm:{name}{label} {value}",
+            ]
         return "\n".join(out) + "\n"
 
 
@@ -452,8 +590,16 @@ def _delta_bytes(name: str, text: str) -> bytes:
 
 
 class _SinkBase:
-    def __init__(self, app: PracticeApp, res: Responder, rid: str, model: str, truth: Truth,
-                 faults: Faults, include_usage: bool) -> None:
+    def __init__(
+        self,
+        app: PracticeApp,
+        res: Responder,
+        rid: str,
+        model: str,
+        truth: Truth,
+        faults: Faults,
+        include_usage: bool,
+    ) -> None:
         self.app, self.res, self.rid, self.model = app, res, rid, model
         self.truth, self.faults, self.include_usage = truth, faults, include_usage
         self.created = int(time.time())
@@ -476,14 +622,19 @@ class StreamSink(_SinkBase):
     """Writes SSE chunks as tokens come due; each token is one event and one socket write."""
 
     def start(self) -> None:
-        head = (f'data: {{"id":"{self.rid}","object":"chat.completion.chunk","created":{self.created},'
-                f'"model":{json.dumps(self.model)},"choices":[{{"index":0,"delta":{{')
+        head = (
+            f'data: {{"id":"{self.rid}","object":"chat.completion.chunk","created":{self.created},'
+            f'"model":{json.dumps(self.model)},"choices":[{{"index":0,"delta":{{'
+        )
         self._head = head.encode()
         self._tail = b'},"logprobs":null,"finish_reason":null}]}\n\n'
         self.res.start_stream(headers=[("X-Request-Id", self.rid)])
         self._write = self.res.raw_writer()
-        role = ('"role":"assistant","content":null' if self.app.mode == "llama"
-                else '"role":"assistant","content":""')
+        role = (
+            '"role":"assistant","content":null'
+            if self.app.mode == "llama"
+            else '"role":"assistant","content":""'
+        )
         self.res.chunk(self._head + role.encode() + self._tail)
 
     def token(self, seq: Sequence, index: int, scheduled: float) -> None:
@@ -498,9 +649,15 @@ class StreamSink(_SinkBase):
         elif field_name == "reasoning":
             delta = _delta_bytes(self.app.reasoning_field(), text)
         elif index == 0 or pieces[index - 1][0] != "tool_args":
-            delta = ('"tool_calls":[{"index":0,"id":"call_' + self.rid[-12:]
-                     + '","type":"function","function":{"name":'
-                     + json.dumps(seq.plan.tool_name) + ',"arguments":' + json.dumps(text) + "}}]").encode()
+            delta = (
+                '"tool_calls":[{"index":0,"id":"call_'
+                + self.rid[-12:]
+                + '","type":"function","function":{"name":'
+                + json.dumps(seq.plan.tool_name)
+                + ',"arguments":'
+                + json.dumps(text)
+                + "}}]"
+            ).encode()
         else:
             delta = b'"tool_calls":[{"index":0,"function":{"arguments":' + json.dumps(text).encode() + b"}}]"
         payload = self._head + delta + self._tail
@@ -526,9 +683,13 @@ class StreamSink(_SinkBase):
         end = clock()
         t = self.truth
         t.finish_reason, t.outcome = seq.plan.finish_reason, "ok"
-        final = {"id": self.rid, "object": "chat.completion.chunk", "created": self.created,
-                 "model": self.model, "choices": [{"index": 0, "delta": {}, "logprobs": None,
-                              "finish_reason": seq.plan.finish_reason}]}
+        final = {
+            "id": self.rid,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": seq.plan.finish_reason}],
+        }
         # As llama-server does: timings ride the usage chunk when there is one, else the last chunk.
         llama_timings = self.app.mode == "llama" and not self.faults.no_usage
         with_usage = self.include_usage and not self.faults.no_usage
@@ -536,8 +697,14 @@ class StreamSink(_SinkBase):
             final["timings"] = self.app.timings(seq, end)
         out = b"data: " + json.dumps(final).encode() + b"\n\n"
         if with_usage:
-            usage = {"id": self.rid, "object": "chat.completion.chunk", "created": self.created,
-                     "model": self.model, "choices": [], "usage": self.app.usage(seq)}
+            usage = {
+                "id": self.rid,
+                "object": "chat.completion.chunk",
+                "created": self.created,
+                "model": self.model,
+                "choices": [],
+                "usage": self.app.usage(seq),
+            }
             if llama_timings:
                 usage["timings"] = self.app.timings(seq, end)
             out += b"data: " + json.dumps(usage).encode() + b"\n\n"
@@ -570,12 +737,22 @@ class WholeSink(_SinkBase):
         if parts["reasoning"]:
             message[self.app.reasoning_field()] = parts["reasoning"]
         if seq.plan.tool_name and parts["tool_args"]:
-            message["tool_calls"] = [{"id": "call_" + self.rid[-12:], "type": "function",
-                                      "function": {"name": seq.plan.tool_name,
-                                                   "arguments": parts["tool_args"]}}]
-        body = {"id": self.rid, "object": "chat.completion", "created": self.created, "model": self.model,
-                "choices": [{"index": 0, "message": message, "logprobs": None,
-                             "finish_reason": seq.plan.finish_reason}]}
+            message["tool_calls"] = [
+                {
+                    "id": "call_" + self.rid[-12:],
+                    "type": "function",
+                    "function": {"name": seq.plan.tool_name, "arguments": parts["tool_args"]},
+                }
+            ]
+        body = {
+            "id": self.rid,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [
+                {"index": 0, "message": message, "logprobs": None, "finish_reason": seq.plan.finish_reason}
+            ],
+        }
         if not self.faults.no_usage:
             body["usage"] = self.app.usage(seq)
             if self.app.mode == "llama":

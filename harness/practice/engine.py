@@ -330,7 +330,6 @@ class FixedEngine(_Engine):
         self._n = 0
         self._armed: float | None = None
 
-
     def kv_usage(self) -> float:
         return 0.0
 

@@ -18,9 +18,17 @@ from urllib.parse import parse_qs, urlsplit
 
 MAX_HEADER = 64 * 1024
 MAX_BODY = 64 * 1024 * 1024
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
-            413: "Payload Too Large", 429: "Too Many Requests", 500: "Internal Server Error",
-            503: "Service Unavailable"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    413: "Payload Too Large",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
 
 
 @dataclass
@@ -52,8 +60,13 @@ class Responder:
         lines.append("Connection: keep-alive" if self._keep_alive else "Connection: close")
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
-    def send(self, status: int, body: bytes, content_type: str = "application/json",
-             headers: list[tuple[str, str]] | None = None) -> None:
+    def send(
+        self,
+        status: int,
+        body: bytes,
+        content_type: str = "application/json",
+        headers: list[tuple[str, str]] | None = None,
+    ) -> None:
         if self.closed:
             return
         hdrs = [("Content-Type", content_type), ("Content-Length", str(len(body))), *(headers or [])]
@@ -63,10 +76,18 @@ class Responder:
     def send_json(self, status: int, obj, headers: list[tuple[str, str]] | None = None) -> None:
         self.send(status, json.dumps(obj).encode("utf-8"), headers=headers)
 
-    def start_stream(self, status: int = 200, content_type: str = "text/event-stream",
-                     headers: list[tuple[str, str]] | None = None) -> None:
-        hdrs = [("Content-Type", content_type), ("Cache-Control", "no-cache"),
-                ("Transfer-Encoding", "chunked"), *(headers or [])]
+    def start_stream(
+        self,
+        status: int = 200,
+        content_type: str = "text/event-stream",
+        headers: list[tuple[str, str]] | None = None,
+    ) -> None:
+        hdrs = [
+            ("Content-Type", content_type),
+            ("Cache-Control", "no-cache"),
+            ("Transfer-Encoding", "chunked"),
+            *(headers or []),
+        ]
         self._streaming = True
         self._proto.write(self._head(status, hdrs))
 
@@ -170,17 +191,20 @@ class HttpProtocol(asyncio.Protocol):
         try:
             self.handler(request, responder)
         except Exception as exc:  # an application bug must not kill the server
-            responder.send_json(500, {"error": {"code": 500, "message": f"internal error: {exc!r}",
-                                                "type": "server_error"}})
+            responder.send_json(
+                500, {"error": {"code": 500, "message": f"internal error: {exc!r}", "type": "server_error"}}
+            )
 
     def _reject(self, status: int, message: str) -> None:
         responder = Responder(self, keep_alive=False)
-        responder.send_json(status, {"error": {"code": status, "message": message,
-                                               "type": "invalid_request_error"}})
+        responder.send_json(
+            status, {"error": {"code": status, "message": message, "type": "invalid_request_error"}}
+        )
         self.buf.clear()
 
 
 async def serve(handler: Handler, host: str, port: int, ssl_context=None) -> asyncio.base_events.Server:
     loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: HttpProtocol(handler), host, port, reuse_address=True,
-                                    backlog=1024, ssl=ssl_context)
+    return await loop.create_server(
+        lambda: HttpProtocol(handler), host, port, reuse_address=True, backlog=1024, ssl=ssl_context
+    )

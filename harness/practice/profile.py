@@ -36,8 +36,12 @@ _DEFAULTS: dict[str, Any] = {
 }
 
 _TIMING_DEFAULTS = {
-    "batched": {"step_base_s": 0.02, "step_per_seq_s": 0.001, "prefill_tokens_per_s": 2000.0,
-                "prefill_chunk": 512},
+    "batched": {
+        "step_base_s": 0.02,
+        "step_per_seq_s": 0.001,
+        "prefill_tokens_per_s": 2000.0,
+        "prefill_chunk": 512,
+    },
     "fixed": {"ttft_s": 0.05, "itl_s": 0.01},
 }
 
@@ -94,7 +98,7 @@ def load_profile(name_or_path: str = DEFAULT_PROFILE, overrides: dict | None = N
     if not path.is_file():
         raise ConfigError(
             f"practice profile {name_or_path!r} not found; use one of {', '.join(available())} or a YAML "
-                          f"file path"
+            f"file path"
         )
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))

@@ -123,8 +123,11 @@ def plan_reply(request: dict, profile: dict, rng: random.Random, max_tokens: int
     if tools and request.get("tool_choice") != "none":
         tool_name = _tool_choice_name(request) or str(tools[0].get("function", {}).get("name", "tool"))
         params = next(
-            (t["function"].get("parameters", {}) for t in tools if t.get("function",
-                                                                         {}).get("name") == tool_name),
+            (
+                t["function"].get("parameters", {})
+                for t in tools
+                if t.get("function", {}).get("name") == tool_name
+            ),
             {},
         )
         tool_args = json.dumps(example_for(params))
@@ -132,8 +135,11 @@ def plan_reply(request: dict, profile: dict, rng: random.Random, max_tokens: int
             plan += [("tool_args", p) for p in pieces(tool_args)]
             finish = "tool_calls"
         else:
-            block = "<tool_call>\n" + json.dumps({"name": tool_name,
-                                                  "arguments": json.loads(tool_args)}) + "\n</tool_call>"
+            block = (
+                "<tool_call>\n"
+                + json.dumps({"name": tool_name, "arguments": json.loads(tool_args)})
+                + "\n</tool_call>"
+            )
             plan += [("content", p) for p in pieces(block)]
     elif fmt.get("type") == "json_schema" and profile["features"]["json_schema"]:
         schema = (fmt.get("json_schema") or {}).get("schema", {})

@@ -46,11 +46,22 @@ def tls_context(cert: str | None, key: str | None):
     return ctx
 
 
-def run(profile: Profile, host: str = "127.0.0.1", port: int = DEFAULT_PORT, api_key: str | None = None,
-        log_path: str | None = None, use_uvloop: bool = True, out=sys.stdout, tls=None) -> int:
+def run(
+    profile: Profile,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    api_key: str | None = None,
+    log_path: str | None = None,
+    use_uvloop: bool = True,
+    out=sys.stdout,
+    tls=None,
+) -> int:
     if host not in LOOPBACK and api_key is None:
-        print(f"warning: serving without an API key on {host}, beyond loopback: anyone on the network "
-              "can use it", file=sys.stderr)
+        print(
+            f"warning: serving without an API key on {host}, beyond loopback: anyone on the network "
+            "can use it",
+            file=sys.stderr,
+        )
     with contextlib.ExitStack() as stack:  # the log is closed however serving ends
         log = stack.enter_context(open(log_path, "a", encoding="utf-8")) if log_path else None
         _serve_until_signal(profile, host, port, api_key, log, use_uvloop, out, tls)
@@ -58,8 +69,9 @@ def run(profile: Profile, host: str = "127.0.0.1", port: int = DEFAULT_PORT, api
     return 0
 
 
-def _serve_until_signal(profile: Profile, host: str, port: int, api_key: str | None, log, use_uvloop: bool,
-                        out, tls) -> None:
+def _serve_until_signal(
+    profile: Profile, host: str, port: int, api_key: str | None, log, use_uvloop: bool, out, tls
+) -> None:
     """Listen, print where, and serve until SIGINT or SIGTERM; ``log`` is an open file or None."""
     loop = new_event_loop(use_uvloop)
     asyncio.set_event_loop(loop)
@@ -68,17 +80,23 @@ def _serve_until_signal(profile: Profile, host: str, port: int, api_key: str | N
         server = loop.run_until_complete(serve(app.handle, host, port, tls))
     except OSError as exc:
         if exc.errno in (errno.EADDRINUSE, errno.EACCES):
-            raise PortBusy(f"{host}:{port} is already in use; stop what holds it (it may be an earlier "
-                           "practice server, which is fine to reuse) or pass --port") from exc
+            raise PortBusy(
+                f"{host}:{port} is already in use; stop what holds it (it may be an earlier "
+                "practice server, which is fine to reuse) or pass --port"
+            ) from exc
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
     for line in app.load_log_lines():
         app._log(line)
     quiet_gc(loop, app)
     p = profile.raw
     scheme = "https" if tls else "http"
-    print(f"practice server: slots={p['seats']} profile={profile.name} mode={profile.mode} "
-          f"ctx_per_slot={p['ctx_per_seat']} listening on {scheme}://{host}:{port} (base URL "
-          f"{scheme}://{host}:{port}/v1)", file=out, flush=True)
+    print(
+        f"practice server: slots={p['seats']} profile={profile.name} mode={profile.mode} "
+        f"ctx_per_slot={p['ctx_per_seat']} listening on {scheme}://{host}:{port} (base URL "
+        f"{scheme}://{host}:{port}/v1)",
+        file=out,
+        flush=True,
+    )
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -120,8 +138,9 @@ def api_key_from_env(var: str | None) -> str | None:
         return None
     value = os.environ.get(var)
     if not value:
-        raise ConfigError(f"--api-key-env names {var}, but that environment variable is empty; export it or "
-                          f"drop the option")
+        raise ConfigError(
+            f"--api-key-env names {var}, but that environment variable is empty; export it or drop the option"
+        )
     return value
 
 

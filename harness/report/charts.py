@@ -27,14 +27,18 @@ def conditions(levels_by_label: dict[str, dict[int, dict]], promise_s: float | N
     prompt = [r.get("prompt_tokens_mean") for r in recs if r.get("prompt_tokens_mean")]
     max_out = sorted({r.get("max_tokens") for r in recs if r.get("max_tokens")})
     crowds = sorted({c for lv in levels_by_label.values() for c in lv})
-    text = (f"about {round(sum(prompt) / len(prompt)) if prompt else '?'} tokens in / up to "
-            f"{', '.join(map(str, max_out)) or '?'} out · {crowds[0]} to {crowds[-1]} at once (closed loop)")
+    text = (
+        f"about {round(sum(prompt) / len(prompt)) if prompt else '?'} tokens in / up to "
+        f"{', '.join(map(str, max_out)) or '?'} out · {crowds[0]} to {crowds[-1]} at once (closed loop)"
+    )
     if promise_s is not None:
         text += f" · promise: p95 first token within {promise_s:g} s"
     return text
 
 
-def crowd_chart(levels_by_label: dict[str, dict[int, dict]], path: str | Path, promise_s: float | None = None) -> Path:
+def crowd_chart(
+    levels_by_label: dict[str, dict[int, dict]], path: str | Path, promise_s: float | None = None
+) -> Path:
     """Total output tokens/s and p95 first-token wait against crowd size, one line per label."""
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
     for label, levels in levels_by_label.items():
@@ -63,8 +67,13 @@ def tpot_chart(label: str, levels: dict[int, dict], fit: dict | None, path: str 
     ax.plot(cs, [levels[c]["tpot_s"]["p90"] for c in cs], "x", label="TPOT p90")
     if fit:
         xs = [0, max(cs)]
-        ax.plot(xs, [fit["a_s"] + fit["b_s"] * x for x in xs], "-", linewidth=1,
-                label=f"fit {fit['a_s'] * 1000:.1f} ms + {fit['b_s'] * 1000:.2f} ms x c")
+        ax.plot(
+            xs,
+            [fit["a_s"] + fit["b_s"] * x for x in xs],
+            "-",
+            linewidth=1,
+            label=f"fit {fit['a_s'] * 1000:.1f} ms + {fit['b_s'] * 1000:.2f} ms x c",
+        )
     ax.set_xlabel("concurrency")
     ax.set_ylabel("time per output token (s)")
     ax.set_title(f"{label}: TPOT against concurrency", fontsize=10)

@@ -66,17 +66,36 @@ def speed_rows(order, speed, ceiling: float | None = None) -> list[list]:
         s, lo = pair.get("short", {}), pair.get("long", {})
         rec = lo or s
         mem, source = memory_added(rec)
-        row = [engine, rec.get("quant") or "—", rec.get("backend") or "—", _v(s.get("ttft_s"), 3),
-               _v(lo.get("ttft_s"), 3), _v(rec.get("prefill_tokens_per_s"), 1), _v(s.get("decode_tokens_per_s")),
-               _v(lo.get("decode_tokens_per_s")), _v(mem), source]
+        row = [
+            engine,
+            rec.get("quant") or "—",
+            rec.get("backend") or "—",
+            _v(s.get("ttft_s"), 3),
+            _v(lo.get("ttft_s"), 3),
+            _v(rec.get("prefill_tokens_per_s"), 1),
+            _v(s.get("decode_tokens_per_s")),
+            _v(lo.get("decode_tokens_per_s")),
+            _v(mem),
+            source,
+        ]
         if ceiling:
             row.append(_v(s["decode_tokens_per_s"] / ceiling) if s.get("decode_tokens_per_s") else "—")
         rows.append(row)
     return rows
 
 
-SPEED_HEAD = ["Engine", "Quant", "Backend", "TTFT short s", "TTFT long s", "Prefill tok/s", "Decode short tok/s",
-              "Decode long tok/s", "Memory added MB", "Memory source"]
+SPEED_HEAD = [
+    "Engine",
+    "Quant",
+    "Backend",
+    "TTFT short s",
+    "TTFT long s",
+    "Prefill tok/s",
+    "Decode short tok/s",
+    "Decode long tok/s",
+    "Memory added MB",
+    "Memory source",
+]
 
 
 def feature_rows(order, features) -> list[list]:
@@ -84,11 +103,21 @@ def feature_rows(order, features) -> list[list]:
     for engine in order:
         f = features.get(engine)
         if f:
-            details = [f[s].get("detail") for s in ("tool_calling", "streaming_tool_calling", "structured_output")
-                       if (f.get(s) or {}).get("detail")]
-            rows.append([engine, _yes(f.get("models_endpoint")), _yes(f.get("tool_calling")),
-                         _yes(f.get("streaming_tool_calling")), _yes(f.get("structured_output")),
-                         "; ".join(details) or "—"])
+            details = [
+                f[s].get("detail")
+                for s in ("tool_calling", "streaming_tool_calling", "structured_output")
+                if (f.get(s) or {}).get("detail")
+            ]
+            rows.append(
+                [
+                    engine,
+                    _yes(f.get("models_endpoint")),
+                    _yes(f.get("tool_calling")),
+                    _yes(f.get("streaming_tool_calling")),
+                    _yes(f.get("structured_output")),
+                    "; ".join(details) or "—",
+                ]
+            )
     return rows
 
 
@@ -96,27 +125,53 @@ def render(order, speed, features, ceiling: float | None = None) -> str:
     head = SPEED_HEAD + (["measured / ceiling"] if ceiling else [])
     sp, fe = speed_rows(order, speed, ceiling), feature_rows(order, features)
     as_js = lambda v: "'—'" if v in (None, "—") else (repr(v) if isinstance(v, str) else json.dumps(v))  # noqa: E731
-    parts = ["Speed and memory (medians; prefill from the short/long difference)", "",
-             tabulate(sp, headers=head, tablefmt="github", disable_numparse=True), "", "API features", "",
-             tabulate(fe, headers=["Engine", "/v1/models", "Tool calling", "Tool calling, streamed", "JSON schema",
-                                   "Detail"], tablefmt="github", disable_numparse=True), "",
-             "Recording-sheet rows, speed (engine and quant, TTFT short, TTFT long, prefill, decode short, decode "
-             "long, memory MB)"]
+    parts = [
+        "Speed and memory (medians; prefill from the short/long difference)",
+        "",
+        tabulate(sp, headers=head, tablefmt="github", disable_numparse=True),
+        "",
+        "API features",
+        "",
+        tabulate(
+            fe,
+            headers=[
+                "Engine",
+                "/v1/models",
+                "Tool calling",
+                "Tool calling, streamed",
+                "JSON schema",
+                "Detail",
+            ],
+            tablefmt="github",
+            disable_numparse=True,
+        ),
+        "",
+        "Recording-sheet rows, speed (engine and quant, TTFT short, TTFT long, prefill, decode short, decode "
+        "long, memory MB)",
+    ]
     for engine in order:
         pair = speed.get(engine) or {}
         s, lo = pair.get("short", {}), pair.get("long", {})
         rec = lo or s
         if rec:
-            values = [f"{engine}, {rec.get('quant') or '?'}", s.get("ttft_s"), lo.get("ttft_s"),
-                      rec.get("prefill_tokens_per_s"), s.get("decode_tokens_per_s"), lo.get("decode_tokens_per_s"),
-                      memory_added(rec)[0]]
+            values = [
+                f"{engine}, {rec.get('quant') or '?'}",
+                s.get("ttft_s"),
+                lo.get("ttft_s"),
+                rec.get("prefill_tokens_per_s"),
+                s.get("decode_tokens_per_s"),
+                lo.get("decode_tokens_per_s"),
+                memory_added(rec)[0],
+            ]
             parts.append("  [" + ", ".join(as_js(v) for v in values) + "],")
     parts.append("Recording-sheet rows, features")
     parts += ["  [" + ", ".join(as_js(v) for v in row) + "]," for row in fe]
     return "\n".join(parts)
 
 
-def check(order, speed, features, allow_cpu: bool = False, ceiling: float | None = None) -> list[tuple[str, str, str]]:
+def check(
+    order, speed, features, allow_cpu: bool = False, ceiling: float | None = None
+) -> list[tuple[str, str, str]]:
     """The lab's rules as (PASS | WARN | FAIL, engine, finding)."""
     out: list[tuple[str, str, str]] = []
     say = lambda level, engine, text: out.append((level, engine, text))  # noqa: E731
@@ -125,7 +180,11 @@ def check(order, speed, features, allow_cpu: bool = False, ceiling: float | None
     for engine in order:
         pair = speed.get(engine, {})
         if set(pair) != {"short", "long"}:
-            say("FAIL", engine, f"speed tests present: {sorted(pair) or 'none'}; both short and long are needed")
+            say(
+                "FAIL",
+                engine,
+                f"speed tests present: {sorted(pair) or 'none'}; both short and long are needed",
+            )
         for test, rec in sorted(pair.items()):
             if rec.get("ttft_s") is None or rec.get("decode_tokens_per_s") is None:
                 say("FAIL", engine, f"{test}: TTFT or decode rate missing")
@@ -134,18 +193,30 @@ def check(order, speed, features, allow_cpu: bool = False, ceiling: float | None
             backend = (rec.get("backend") or "").strip()
             cpu_only = backend.lower() == "cpu"
             if backend == "" or (cpu_only and not allow_cpu):
-                say("FAIL", engine, f"{test}: backend '{backend}' does not name an accelerator (--allow-cpu for the "
-                                    "CPU path)")
+                say(
+                    "FAIL",
+                    engine,
+                    f"{test}: backend '{backend}' does not name an accelerator (--allow-cpu for the "
+                    "CPU path)",
+                )
             if rec.get("prompt_tag") is False:
                 say("FAIL", engine, f"{test}: measured with --reuse-prompt, i.e. the cache, not prefill")
             cached = rec.get("max_cached_prompt_tokens")
             if cached is None:
                 say("WARN", engine, f"{test}: no cached-token count came back; read the server log")
             elif cached > CACHE_LIMIT:
-                say("FAIL", engine, f"{test}: {cached} prompt tokens were served from cache (limit {CACHE_LIMIT})")
+                say(
+                    "FAIL",
+                    engine,
+                    f"{test}: {cached} prompt tokens were served from cache (limit {CACHE_LIMIT})",
+                )
             if rec.get("completion_tokens") != rec.get("max_tokens"):
-                say("WARN", engine, f"{test}: {rec.get('completion_tokens')} tokens generated instead of "
-                                    f"{rec.get('max_tokens')} (finish {rec.get('finish_reason')})")
+                say(
+                    "WARN",
+                    engine,
+                    f"{test}: {rec.get('completion_tokens')} tokens generated instead of "
+                    f"{rec.get('max_tokens')} (finish {rec.get('finish_reason')})",
+                )
             if rec.get("token_source") != "usage":
                 say("WARN", engine, f"{test}: token counts estimated from chunks")
         rec = pair.get("long") or pair.get("short")
@@ -159,9 +230,12 @@ def check(order, speed, features, allow_cpu: bool = False, ceiling: float | None
                 say("WARN", engine, f"memory added is {mem} MB by {source}; take a fresh idle snapshot")
         if ceiling and pair.get("short", {}).get("decode_tokens_per_s"):
             ratio = pair["short"]["decode_tokens_per_s"] / ceiling
-            say("FAIL" if ratio > 1 else "PASS", engine,
+            say(
+                "FAIL" if ratio > 1 else "PASS",
+                engine,
                 f"decode is {ratio:.2f} of the predicted ceiling {ceiling:.1f} tok/s"
-                + ("; above 1 means the bandwidth figure is wrong" if ratio > 1 else ""))
+                + ("; above 1 means the bandwidth figure is wrong" if ratio > 1 else ""),
+            )
         feat = features.get(engine)
         if not feat:
             say("FAIL", engine, "no features record (run harness probe)")

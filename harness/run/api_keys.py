@@ -21,8 +21,9 @@ def api_key_env(block: Block, settings: dict) -> dict[str, str]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError):
-        raise EngineError(f"cannot read the API key file {path}; it is written on the engine's first start") \
-            from None
+        raise EngineError(
+            f"cannot read the API key file {path}; it is written on the engine's first start"
+        ) from None
     key = data.get("api_key")
     key = key[0] if isinstance(key, list) and key else key
     if not isinstance(key, str) or not key:

@@ -23,8 +23,14 @@ def run_harness(args: list[str], log_path: Path, env: dict[str, str], out: Calla
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "a", encoding="utf-8") as log:
         log.write(f"$ harness {shlex.join(args)}\n")
-        proc = subprocess.Popen(harness_argv(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, bufsize=1, env={**os.environ, **env})
+        proc = subprocess.Popen(
+            harness_argv(args),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+            env={**os.environ, **env},
+        )
         try:
             for line in proc.stdout:
                 log.write(line)

@@ -102,8 +102,7 @@ def remove_checkpoint(path: Path, library: Path, log: Path) -> dict:
         raise ValueError(f"{path} is not inside the model library {library}; name one checkpoint there")
     size = du(path) if path.is_dir() else path.stat().st_size
     shutil.rmtree(path) if path.is_dir() else path.unlink()
-    record = {"record": "cleanup", "removed": str(path), "bytes": size,
-              "at": now_stamp()}
+    record = {"record": "cleanup", "removed": str(path), "bytes": size, "at": now_stamp()}
     with open(log, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(record) + "\n")
     return record

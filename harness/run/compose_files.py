@@ -73,14 +73,19 @@ def profiles(doc: dict) -> list[str]:
 
 def services_for(doc: dict, profile: str) -> dict[str, dict]:
     """The services a ``--profile`` activates (services without profiles are always on)."""
-    return {name: svc for name, svc in doc["services"].items()
-            if not svc.get("profiles") or profile in svc["profiles"]}
+    return {
+        name: svc
+        for name, svc in doc["services"].items()
+        if not svc.get("profiles") or profile in svc["profiles"]
+    }
 
 
 def schema_problems(doc: dict, schema: dict) -> list[str]:
     validator = jsonschema.Draft201909Validator(schema)
-    return [f"{'.'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}"
-            for e in sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))]
+    return [
+        f"{'.'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}"
+        for e in sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
+    ]
 
 
 def load_schema(path: str | Path) -> dict:

@@ -17,8 +17,10 @@ from harness.run.engine_defs import api_model, port_of, resolve_settings
 from harness.run.plans import Block, Plan
 
 # What a dry run prints for a setting whose value `make llama-cpu` has not installed yet.
-_NOT_INSTALLED = {"llama-cpu-binary": "<llama-server from make llama-cpu>",
-                  "llama-cpu-model": "<models/gemma-3-270m-q4_k_m.gguf from make llama-cpu>"}
+_NOT_INSTALLED = {
+    "llama-cpu-binary": "<llama-server from make llama-cpu>",
+    "llama-cpu-model": "<models/gemma-3-270m-q4_k_m.gguf from make llama-cpu>",
+}
 
 
 @dataclass
@@ -89,17 +91,29 @@ def block_context(plan: Plan, block: Block, run_dir: Path, dry_run: bool = False
     out = engines / f"{block.id}.out"
     own_log = engine.get("log", "stdout") == "own"
     root = f"http://{host}:{port}"
-    return BlockContext(block=block, settings=settings, host=host, port=port, base_url=f"{root}/v1",
-                        health_url=f"{root}{engine['health']}",
-                        model=api_model(engine, settings), log=Path(settings["log"]) if own_log else out,
-                        out=out, idle=engines / f"{block.id}.idle.json")
+    return BlockContext(
+        block=block,
+        settings=settings,
+        host=host,
+        port=port,
+        base_url=f"{root}/v1",
+        health_url=f"{root}{engine['health']}",
+        model=api_model(engine, settings),
+        log=Path(settings["log"]) if own_log else out,
+        out=out,
+        idle=engines / f"{block.id}.idle.json",
+    )
 
 
 def check_model_file(ctx: BlockContext) -> None:
     """A host engine's model path must exist before anything starts (containers see their own paths)."""
     model = ctx.settings.get("model")
-    if ctx.block.engine["launcher"] == "host" and isinstance(model, str) and model.startswith("/") \
-            and not Path(model).exists():
+    if (
+        ctx.block.engine["launcher"] == "host"
+        and isinstance(model, str)
+        and model.startswith("/")
+        and not Path(model).exists()
+    ):
         raise InstallError(f"model file {model} not found; download it first or fix the plan's variables")
 
 

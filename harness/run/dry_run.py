@@ -30,8 +30,11 @@ def describe(step: Step, run_dir: Path) -> str:
 def _block_heading(block: Block) -> str:
     change = ""
     if block.base:
-        change = f" (one change from {block.base}: " + ", ".join(
-            f"{k} {a} -> {b}" for k, (a, b) in (block.changed or {}).items()) + ")"
+        change = (
+            f" (one change from {block.base}: "
+            + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in (block.changed or {}).items())
+            + ")"
+        )
     return f"\n# {block.id}: {block.engine['title']}{change}"
 
 

@@ -72,15 +72,18 @@ def expand_vars(value, variables: dict):
     return _VAR.sub(sub, value)
 
 
-def resolve_settings(engine: Engine, overrides: dict | None = None, variables: dict | None = None,
-                     run: dict | None = None) -> dict:
+def resolve_settings(
+    engine: Engine, overrides: dict | None = None, variables: dict | None = None, run: dict | None = None
+) -> dict:
     """Defaults, then the plan's overrides, with variables expanded and derived settings computed.
     ``run`` adds what only the run knows ({log}, {run_dir}, ...)."""
     variables = variables or {}
     unknown = set(overrides or {}) - set(engine["settings"])
     if unknown:
-        raise ConfigError(f"engine {engine.name} has no setting {', '.join(sorted(unknown))}; "
-                          f"its settings are {', '.join(engine['settings'])}")
+        raise ConfigError(
+            f"engine {engine.name} has no setting {', '.join(sorted(unknown))}; "
+            f"its settings are {', '.join(engine['settings'])}"
+        )
     settings = {k: expand_vars(v, variables) for k, v in {**engine["settings"], **(overrides or {})}.items()}
     for name, rule in engine.get("derived", {}).items():
         product = 1
@@ -88,7 +91,9 @@ def resolve_settings(engine: Engine, overrides: dict | None = None, variables: d
             try:
                 product *= int(settings[part])
             except (TypeError, ValueError):
-                raise ConfigError(f"engine {engine.name}: {part}={settings.get(part)!r} must be a whole number") from None
+                raise ConfigError(
+                    f"engine {engine.name}: {part}={settings.get(part)!r} must be a whole number"
+                ) from None
         settings[name] = product
     return {**settings, **(run or {})}
 
@@ -102,7 +107,9 @@ def fill(template, settings: dict, where: str = "") -> str:
     try:
         return str(template).format_map(settings)
     except KeyError as exc:
-        raise ConfigError(f"{where or 'template'} names {{{exc.args[0]}}}, which no setting provides") from None
+        raise ConfigError(
+            f"{where or 'template'} names {{{exc.args[0]}}}, which no setting provides"
+        ) from None
 
 
 def _names(template) -> list[str]:
@@ -128,7 +135,9 @@ def engine_argv(engine: Engine, settings: dict) -> list[str]:
         else:
             value = str(settings.get(arg["switch"]))
             if value not in arg["cases"]:
-                raise ConfigError(f"{where}: {arg['switch']} must be one of {', '.join(arg['cases'])}, not {value!r}")
+                raise ConfigError(
+                    f"{where}: {arg['switch']} must be one of {', '.join(arg['cases'])}, not {value!r}"
+                )
             argv += _group(arg["cases"][value], settings, where)
     return argv
 
@@ -166,8 +175,10 @@ def engine_env(engine: Engine, settings: dict) -> dict[str, str]:
 
 def engine_files(engine: Engine, settings: dict) -> dict[str, str]:
     """Files to write before start, keyed by path (relative paths are inside the run directory)."""
-    return {fill(name, settings): fill(text, settings, f"engine {engine.name} file {name}")
-            for name, text in engine.get("files", {}).items()}
+    return {
+        fill(name, settings): fill(text, settings, f"engine {engine.name} file {name}")
+        for name, text in engine.get("files", {}).items()
+    }
 
 
 def port_of(engine: Engine, settings: dict) -> int:

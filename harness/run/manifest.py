@@ -29,16 +29,42 @@ class Manifest:
     @classmethod
     def new(cls, path: Path, plan: Plan, run_dir: Path) -> "Manifest":
         data = {
-            "record": "run-manifest", "harness_schema": SCHEMA_VERSION, "harness_version": __version__,
-            "plan": plan.name, "plan_file": str(plan.path), "plan_sha256": plan.sha256, "tier": plan.tier,
+            "record": "run-manifest",
+            "harness_schema": SCHEMA_VERSION,
+            "harness_version": __version__,
+            "plan": plan.name,
+            "plan_file": str(plan.path),
+            "plan_sha256": plan.sha256,
+            "tier": plan.tier,
             "variables": {k: v for k, v in plan.variables.items() if "KEY" not in k.upper()},
-            "run_dir": str(run_dir), "status": "running", "started": now(), "updated": now(),
-            "host": {"node": platform.node(), "system": platform.platform(),
-                     "python": platform.python_version(), "cpus": os.cpu_count()},
+            "run_dir": str(run_dir),
+            "status": "running",
+            "started": now(),
+            "updated": now(),
+            "host": {
+                "node": platform.node(),
+                "system": platform.platform(),
+                "python": platform.python_version(),
+                "cpus": os.cpu_count(),
+            },
             "engines": {},
-            "steps": [{"id": s.id, "kind": s.kind, "block": s.block.id if s.block else None,
-                       "status": "pending", "reason": None, "command": None, "started": None, "ended": None,
-                       "duration_s": None, "attempts": 0, "log": None, "result": None} for s in plan.steps],
+            "steps": [
+                {
+                    "id": s.id,
+                    "kind": s.kind,
+                    "block": s.block.id if s.block else None,
+                    "status": "pending",
+                    "reason": None,
+                    "command": None,
+                    "started": None,
+                    "ended": None,
+                    "duration_s": None,
+                    "attempts": 0,
+                    "log": None,
+                    "result": None,
+                }
+                for s in plan.steps
+            ],
         }
         return cls(path, data)
 
@@ -47,8 +73,9 @@ class Manifest:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"cannot read {path} ({exc.__class__.__name__}); start a new run instead of "
-                              "--resume") from None
+            raise ConfigError(
+                f"cannot read {path} ({exc.__class__.__name__}); start a new run instead of --resume"
+            ) from None
         validate(data, "run-manifest", where=str(path))
         return cls(path, data)
 
@@ -60,13 +87,15 @@ class Manifest:
         if resume:
             manifest = cls.load(path)
             if manifest.data["plan_sha256"] != plan.sha256:
-                raise ConfigError(f"{plan.path} changed since {run_dir} started; start a new run "
-                                  "(without --resume)")
+                raise ConfigError(
+                    f"{plan.path} changed since {run_dir} started; start a new run (without --resume)"
+                )
             manifest.data["status"] = "running"
             return manifest
         if path.exists():
-            raise ConfigError(f"{run_dir} already holds a run; use --resume to continue it, or another "
-                              "--run-dir")
+            raise ConfigError(
+                f"{run_dir} already holds a run; use --resume to continue it, or another --run-dir"
+            )
         return cls.new(path, plan, run_dir)
 
     def step(self, step_id: str) -> dict:

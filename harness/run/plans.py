@@ -22,7 +22,16 @@ from harness.errors import ConfigError
 from harness.io.notebook import problems
 
 TRACK_DIR = paths.tracks_dir()
-BLOCK_KINDS = ("verify-allocation", "sweep", "prefix-pair", "probe", "measure", "recovery", "admission", "cross-check")
+BLOCK_KINDS = (
+    "verify-allocation",
+    "sweep",
+    "prefix-pair",
+    "probe",
+    "measure",
+    "recovery",
+    "admission",
+    "cross-check",
+)
 GLOBAL_KINDS = ("models", "preflight", "predict", "summarise", "compare", "check", "report")
 _WHOLE_VAR = re.compile(r"^\$\{(\w+)\}$")
 _VAR = re.compile(r"\$\{(\w+)\}")
@@ -32,8 +41,8 @@ _VAR = re.compile(r"\$\{(\w+)\}")
 class Block:
     id: str
     engine: Engine
-    settings: dict            # the plan's settings for this engine (before defaults)
-    record: dict              # test conditions written into every record
+    settings: dict  # the plan's settings for this engine (before defaults)
+    record: dict  # test conditions written into every record
     title: str = ""
     base: str | None = None
     changed: dict | None = None  # for a variant: {setting: [base value, this value]}
@@ -91,7 +100,7 @@ def substitute(value, variables: dict):
 def _step(raw) -> tuple[str, dict]:
     if isinstance(raw, str):
         return raw, {}
-    (kind, options), = raw.items()
+    ((kind, options),) = raw.items()
     return kind, dict(options or {}) if isinstance(options, dict) else {"items": options}
 
 
@@ -100,9 +109,15 @@ def _expand_block_step(block: Block, kind: str, options: dict) -> list[Step]:
         # The control first, then the shared prefix, each a plain sweep (the lab's order).
         prefix = options.pop("label_prefix", block.id)
         base = {"concurrency": "1,10", "max_tokens": 64, **options}
-        return [Step(f"{block.id}/sweep:{prefix}-prefix-{s}", "sweep",
-                     {**base, "prompt_set": f"{s}-prefix", "label": f"{prefix}-prefix-{s}"}, block)
-                for s in ("unique", "shared")]
+        return [
+            Step(
+                f"{block.id}/sweep:{prefix}-prefix-{s}",
+                "sweep",
+                {**base, "prompt_set": f"{s}-prefix", "label": f"{prefix}-prefix-{s}"},
+                block,
+            )
+            for s in ("unique", "shared")
+        ]
     if kind in ("sweep", "admission"):
         label = options.get("label") or f"{block.id}-{kind}"
         options["label"] = label
@@ -143,16 +158,30 @@ def load_plan(name: str, tier: str | None = None, overrides: dict | None = None)
             if stage.get("base"):
                 base = blocks.get(stage["base"])
                 if base is None:
-                    raise ConfigError(f"{path}: block {sid!r} is a variant of {stage['base']!r}, which is not "
-                                      "defined before it")
+                    raise ConfigError(
+                        f"{path}: block {sid!r} is a variant of {stage['base']!r}, which is not "
+                        "defined before it"
+                    )
                 if stage["engine"] != base.engine.name:
-                    raise ConfigError(f"{path}: variant {sid!r} must use its base's engine ({base.engine.name})")
-                changed = {k: [base.settings.get(k, base.engine['settings'].get(k)), v]
-                           for k, v in settings.items() if base.settings.get(k) != v}
+                    raise ConfigError(
+                        f"{path}: variant {sid!r} must use its base's engine ({base.engine.name})"
+                    )
+                changed = {
+                    k: [base.settings.get(k, base.engine["settings"].get(k)), v]
+                    for k, v in settings.items()
+                    if base.settings.get(k) != v
+                }
                 settings = {**base.settings, **settings}
                 record = {**base.record, **record}
-            block = Block(sid, load_engine(stage["engine"]), settings, record, stage.get("title", ""),
-                          stage.get("base"), changed)
+            block = Block(
+                sid,
+                load_engine(stage["engine"]),
+                settings,
+                record,
+                stage.get("title", ""),
+                stage.get("base"),
+                changed,
+            )
             blocks[sid] = block
             steps.append(Step(f"{sid}/start", "start", {}, block))
             for raw_step in stage["steps"]:
@@ -170,8 +199,18 @@ def load_plan(name: str, tier: str | None = None, overrides: dict | None = None)
         if s.id in seen:
             raise ConfigError(f"{path}: step {s.id!r} appears twice; give the sweeps distinct labels")
         seen.add(s.id)
-    return Plan(raw["name"], raw["title"], path, hashlib.sha256(raw_text.encode()).hexdigest(), tier, variables,
-                raw.get("machine"), substitute(raw.get("sweep", {}), variables), blocks, steps)
+    return Plan(
+        raw["name"],
+        raw["title"],
+        path,
+        hashlib.sha256(raw_text.encode()).hexdigest(),
+        tier,
+        variables,
+        raw.get("machine"),
+        substitute(raw.get("sweep", {}), variables),
+        blocks,
+        steps,
+    )
 
 
 def block_steps(plan: Plan, block_id: str) -> list[Step]:

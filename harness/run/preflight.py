@@ -23,7 +23,7 @@ GB = 1e9
 
 @dataclass
 class Finding:
-    level: str   # PASS | WARN | FAIL
+    level: str  # PASS | WARN | FAIL
     check: str
     text: str
 
@@ -35,7 +35,9 @@ def python_version(info=sys.version_info, minimum=(3, 10)) -> Finding:
     have = f"{info[0]}.{info[1]}.{info[2]}"
     if tuple(info[:2]) >= minimum:
         return Finding("PASS", "python", f"Python {have}")
-    return Finding("FAIL", "python", f"Python {have} is older than {minimum[0]}.{minimum[1]}; install a newer one")
+    return Finding(
+        "FAIL", "python", f"Python {have} is older than {minimum[0]}.{minimum[1]}; install a newer one"
+    )
 
 
 def model_file(path: str, size: int | None = None) -> Finding:
@@ -49,16 +51,24 @@ def model_file(path: str, size: int | None = None) -> Finding:
         return Finding("PASS", "model", f"{p} ({total / GB:.2f} GB)")
     got = p.stat().st_size
     if size is not None and got != size:
-        return Finding("FAIL", "model", f"{p} is {got:,} bytes, expected {size:,}; the download is incomplete or "
-                                        "another file; download it again")
+        return Finding(
+            "FAIL",
+            "model",
+            f"{p} is {got:,} bytes, expected {size:,}; the download is incomplete or "
+            "another file; download it again",
+        )
     return Finding("PASS", "model", f"{p} ({got:,} bytes)")
 
 
 def free_disk(path: str, need_gb: float, usage: Callable = shutil.disk_usage) -> Finding:
     free = usage(path).free / GB
     if free < need_gb:
-        return Finding("FAIL", "disk", f"{free:.1f} GB free under {path}, the plan needs {need_gb:.1f} GB; free "
-                                       "space (harness cleanup lists what the models and environments take)")
+        return Finding(
+            "FAIL",
+            "disk",
+            f"{free:.1f} GB free under {path}, the plan needs {need_gb:.1f} GB; free "
+            "space (harness cleanup lists what the models and environments take)",
+        )
     level = "WARN" if free < need_gb * 1.2 else "PASS"
     return Finding(level, "disk", f"{free:.1f} GB free under {path} (the plan needs {need_gb:.1f} GB)")
 
@@ -66,15 +76,20 @@ def free_disk(path: str, need_gb: float, usage: Callable = shutil.disk_usage) ->
 def port_free(host: str, port: int) -> Finding:
     if port_open(host, port):
         who = holder(port)
-        return Finding("FAIL", "port", f"{port} is in use{f' by {who}' if who else ''}; stop it first (one server at a "
-                                       "time)")
+        return Finding(
+            "FAIL",
+            "port",
+            f"{port} is in use{f' by {who}' if who else ''}; stop it first (one server at a time)",
+        )
     return Finding("PASS", "port", f"{port} is free")
 
 
 def binary(name: str) -> Finding:
     found = shutil.which(name) if "/" not in name else (name if Path(name).is_file() else None)
     if not found:
-        return Finding("FAIL", "binary", f"{name} not found; install it as the track's install lesson describes")
+        return Finding(
+            "FAIL", "binary", f"{name} not found; install it as the track's install lesson describes"
+        )
     return Finding("PASS", "binary", found)
 
 
@@ -84,13 +99,21 @@ def llama_devices(text: str, allow_cpu: bool = False) -> Finding:
     try:
         start = next(i for i, line in enumerate(lines) if line.strip().startswith("Available devices"))
     except StopIteration:
-        return Finding("WARN", "accelerator", "llama-server --list-devices printed no device list; read its output")
-    devices = [line.strip() for line in lines[start + 1:] if line.strip()]
+        return Finding(
+            "WARN", "accelerator", "llama-server --list-devices printed no device list; read its output"
+        )
+    devices = [line.strip() for line in lines[start + 1 :] if line.strip()]
     if not devices or devices == ["(none)"]:
         if allow_cpu:
-            return Finding("PASS", "accelerator", "llama-server lists no GPU device: a CPU build, as this plan expects")
-        return Finding("FAIL", "accelerator", "llama-server lists no device: a CPU-only build; rebuild llama.cpp with "
-                                              "the track's backend (CUDA, Vulkan, HIP or Metal) before going on")
+            return Finding(
+                "PASS", "accelerator", "llama-server lists no GPU device: a CPU build, as this plan expects"
+            )
+        return Finding(
+            "FAIL",
+            "accelerator",
+            "llama-server lists no device: a CPU-only build; rebuild llama.cpp with "
+            "the track's backend (CUDA, Vulkan, HIP or Metal) before going on",
+        )
     return Finding("PASS", "accelerator", "; ".join(devices))
 
 
@@ -100,12 +123,19 @@ def nvidia(csv: str, busy_mib: int = 1000) -> list[Finding]:
     for row in [r for r in csv.strip().splitlines() if r.strip()]:
         name, total, used, driver = [x.strip() for x in row.split(",")][:4]
         if not used.replace(".", "").isdigit():  # DGX Spark reports [N/A] / Not Supported for unified memory
-            out.append(Finding("PASS", "gpu", f"{name}, driver {driver}; memory use not reported (unified memory)"))
+            out.append(
+                Finding("PASS", "gpu", f"{name}, driver {driver}; memory use not reported (unified memory)")
+            )
             continue
         text = f"{name}, {int(float(total)):,} MiB, driver {driver}, {int(float(used)):,} MiB in use"
         if float(used) > busy_mib:
-            out.append(Finding("WARN", "gpu", text + " with no model loaded: close what holds it, the lab cannot "
-                                                     "have that memory"))
+            out.append(
+                Finding(
+                    "WARN",
+                    "gpu",
+                    text + " with no model loaded: close what holds it, the lab cannot have that memory",
+                )
+            )
         else:
             out.append(Finding("PASS", "gpu", text))
     return out or [Finding("FAIL", "gpu", "nvidia-smi listed no GPU")]
@@ -113,23 +143,48 @@ def nvidia(csv: str, busy_mib: int = 1000) -> list[Finding]:
 
 def container_gpu(image: str, run: Callable) -> Finding:
     """``docker run --rm --gpus all IMAGE nvidia-smi``: do containers reach the GPU? (Never pulls.)"""
-    text = run(["docker", "run", "--rm", "--pull", "never", "--gpus", "all", image, "nvidia-smi",
-                "--query-gpu=name", "--format=csv,noheader"], timeout=300)
+    text = run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--pull",
+            "never",
+            "--gpus",
+            "all",
+            image,
+            "nvidia-smi",
+            "--query-gpu=name",
+            "--format=csv,noheader",
+        ],
+        timeout=300,
+    )
     if text is None:
         return Finding("FAIL", "containers", f"docker run --gpus all {image} nvidia-smi did not finish")
     if "No such image" in text:
-        return Finding("WARN", "containers", f"{image} is not pulled yet, so GPU access from containers is unchecked: "
-                                             f"docker pull {image}, then run the preflight again")
+        return Finding(
+            "WARN",
+            "containers",
+            f"{image} is not pulled yet, so GPU access from containers is unchecked: "
+            f"docker pull {image}, then run the preflight again",
+        )
     if "could not select device driver" in text or "nvidia-container-cli" in text:
-        return Finding("FAIL", "containers", "containers cannot reach the GPU: install the NVIDIA Container Toolkit, "
-                                             "run sudo nvidia-ctk runtime configure --runtime=docker and restart "
-                                             "Docker")
+        return Finding(
+            "FAIL",
+            "containers",
+            "containers cannot reach the GPU: install the NVIDIA Container Toolkit, "
+            "run sudo nvidia-ctk runtime configure --runtime=docker and restart "
+            "Docker",
+        )
     names = [x.strip() for x in text.strip().splitlines() if x.strip() and "error" not in x.lower()]
     if not names:
         last = (text.strip().splitlines() or ["no output"])[-1]
         return Finding("FAIL", "containers", f"docker run --gpus all {image} nvidia-smi failed: {last[:160]}")
-    return Finding("PASS", "containers", f"containers reach the GPU: {', '.join(names)} (docker run --gpus all "
-                                         f"{image} nvidia-smi)")
+    return Finding(
+        "PASS",
+        "containers",
+        f"containers reach the GPU: {', '.join(names)} (docker run --gpus all {image} nvidia-smi)",
+    )
 
 
 def run_text(argv: list[str], timeout: float = 30) -> str | None:
@@ -141,8 +196,10 @@ def run_text(argv: list[str], timeout: float = 30) -> str | None:
 
 
 def summary(findings: list[Finding]) -> dict:
-    return {"findings": [asdict(f) for f in findings],
-            "counts": {k: sum(1 for f in findings if f.level == k) for k in ("PASS", "WARN", "FAIL")}}
+    return {
+        "findings": [asdict(f) for f in findings],
+        "counts": {k: sum(1 for f in findings if f.level == k) for k in ("PASS", "WARN", "FAIL")},
+    }
 
 
 @dataclass(frozen=True)
@@ -189,9 +246,16 @@ def _binary_findings(exe: str, allow_cpu: bool, run: Callable, seen: _Seen) -> l
     if exe == "docker" and shutil.which("docker"):
         text = run(["docker", "info", "--format", "{{.ServerVersion}}"])
         seen.docker_ok = bool(text) and text.strip()[:1].isdigit()
-        findings.append(Finding("PASS", "docker", f"Docker engine {text.strip()}") if seen.docker_ok else
-                        Finding("FAIL", "docker", "the Docker engine is not reachable (docker info failed); "
-                                                  "start it, or check that this user may use it"))
+        findings.append(
+            Finding("PASS", "docker", f"Docker engine {text.strip()}")
+            if seen.docker_ok
+            else Finding(
+                "FAIL",
+                "docker",
+                "the Docker engine is not reachable (docker info failed); "
+                "start it, or check that this user may use it",
+            )
+        )
     if Path(exe).name == "llama-server" and Path(exe).is_file():
         text = run([exe, "--list-devices"])
         if text is not None:
@@ -203,7 +267,7 @@ def _target_findings(t: Target, allow_cpu: bool, run: Callable, seen: _Seen) -> 
     """One block's checks: its program, its image, its model file, its port."""
     kind, settings, ctx = t.block.engine["launcher"], t.ctx.settings, t.ctx
     findings = [Finding("FAIL", "binary", t.missing)] if t.missing else []
-    exe = {"container": "docker", "compose": "docker"}.get(kind, None)
+    exe = {"container": "docker", "compose": "docker"}.get(kind)
     if exe is None and kind != "external":
         exe = t.argv0
     if exe and exe not in seen.bins and not exe.startswith("<"):
@@ -220,8 +284,9 @@ def _target_findings(t: Target, allow_cpu: bool, run: Callable, seen: _Seen) -> 
     return findings
 
 
-def plan_findings(plan, targets: list[Target], run_dir: Path, usage: Callable = shutil.disk_usage,
-                  run: Callable = run_text) -> list[Finding]:
+def plan_findings(
+    plan, targets: list[Target], run_dir: Path, usage: Callable = shutil.disk_usage, run: Callable = run_text
+) -> list[Finding]:
     """Every check a plan needs, for the blocks ``plan_targets`` gives (a missing CPU llama-server
     shows up as a target's ``missing``)."""
     v = plan.variables
@@ -233,21 +298,45 @@ def plan_findings(plan, targets: list[Target], run_dir: Path, usage: Callable = 
     findings.append(free_disk(str(run_dir), float(v.get("DISK_GB", 1)), usage))
     accel = v.get("ACCELERATOR", "cpu")
     if accel == "nvidia":
-        text = run(["nvidia-smi", "--query-gpu=name,memory.total,memory.used,driver_version",
-                    "--format=csv,noheader,nounits"])
-        findings += nvidia(text) if text else [Finding("FAIL", "gpu", "nvidia-smi not found or failed: this track "
-                                                                       "needs an NVIDIA GPU with a working driver")]
+        text = run(
+            [
+                "nvidia-smi",
+                "--query-gpu=name,memory.total,memory.used,driver_version",
+                "--format=csv,noheader,nounits",
+            ]
+        )
+        findings += (
+            nvidia(text)
+            if text
+            else [
+                Finding(
+                    "FAIL",
+                    "gpu",
+                    "nvidia-smi not found or failed: this track needs an NVIDIA GPU with a working driver",
+                )
+            ]
+        )
         if seen.docker_ok:
             findings += [container_gpu(image, run) for image in seen.images]
     elif accel == "rocm":
         text = run(["rocm-smi", "--showmeminfo", "vram", "gtt"])
-        findings.append(Finding("PASS", "gpu", "rocm-smi answered") if text and "VRAM" in text else
-                        Finding("FAIL", "gpu", "rocm-smi not found or shows no VRAM: install ROCm as the track's "
-                                               "install lesson describes"))
+        findings.append(
+            Finding("PASS", "gpu", "rocm-smi answered")
+            if text and "VRAM" in text
+            else Finding(
+                "FAIL",
+                "gpu",
+                "rocm-smi not found or shows no VRAM: install ROCm as the track's install lesson describes",
+            )
+        )
     elif accel == "metal":
         text = run(["sysctl", "-n", "hw.memsize"])
         ok = bool(text and text.strip().isdigit())
-        findings.append(Finding("PASS", "memory", f"hw.memsize {int(text) / GB:.0f} GB") if ok else
-                        Finding("FAIL", "memory", "sysctl hw.memsize did not answer: this track needs macOS on "
-                                                  "Apple silicon"))
+        findings.append(
+            Finding("PASS", "memory", f"hw.memsize {int(text) / GB:.0f} GB")
+            if ok
+            else Finding(
+                "FAIL", "memory", "sysctl hw.memsize did not answer: this track needs macOS on Apple silicon"
+            )
+        )
     return findings

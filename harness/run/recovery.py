@@ -46,10 +46,15 @@ def recovery(ctx: BlockContext, api_env: dict[str, str], timeout: float = 120.0)
     metrics_url = base[: -len("/v1")] + "/metrics" if base.endswith("/v1") else base + "/metrics"
     busy = _busy_after_load(metrics_url, timeout)
     if busy:
-        return "failed", (f"still {busy:g} request(s) running or waiting {timeout:.0f} s after the load "
-                          "stopped")
-    body = {"model": ctx.model, "messages": [{"role": "user", "content": "Reply with one word: ready"}],
-            "max_tokens": 8, "temperature": 0}
+        return "failed", (
+            f"still {busy:g} request(s) running or waiting {timeout:.0f} s after the load stopped"
+        )
+    body = {
+        "model": ctx.model,
+        "messages": [{"role": "user", "content": "Reply with one word: ready"}],
+        "max_tokens": 8,
+        "temperature": 0,
+    }
     headers = {"Authorization": f"Bearer {key}" for key in api_env.values()}
     t0 = time.monotonic()
     try:
@@ -76,6 +81,9 @@ def admission_level(notebook: Path, step: Step) -> tuple[int | None, str]:
         return None, f"no levels recorded for {source}; its sweep did not run"
     d = curves.curve(levels)
     if d.operating_point is None:
-        return None, f"no level of {source} met the objective (TTFT p90 <= {d.slo_ttft} s, TPOT p90 <= " \
-                     f"{d.slo_tpot} s), so there is no admission level to recommend"
+        return (
+            None,
+            f"no level of {source} met the objective (TTFT p90 <= {d.slo_ttft} s, TPOT p90 <= "
+            f"{d.slo_tpot} s), so there is no admission level to recommend",
+        )
     return d.operating_point, f"highest level of {source} inside the objective"

@@ -52,8 +52,10 @@ class Runner:
         self.manifest = Manifest.open(self.plan, self.run_dir, resume)
         self.manifest.save()
         done = sum(1 for s in self.manifest.data["steps"] if s["status"] in ("passed", "skipped"))
-        self.out(f"==> {self.plan.name}: {self.plan.title}; {len(self.plan.steps)} steps, {done} already "
-                 f"done; run directory {self.run_dir}")
+        self.out(
+            f"==> {self.plan.name}: {self.plan.title}; {len(self.plan.steps)} steps, {done} already "
+            f"done; run directory {self.run_dir}"
+        )
         if not self._run_stages():
             return self._interrupted()
         return self._finish()
@@ -92,8 +94,10 @@ class Runner:
                 entry.update(status="interrupted", ended=now(), reason="interrupted (Ctrl-C or SIGINT)")
         m.data["status"] = "interrupted"
         m.save()
-        self.out(f"==> interrupted; the engine was stopped. Continue with: harness track {self.plan.path} "
-                 f"--run-dir {self.run_dir} --resume")
+        self.out(
+            f"==> interrupted; the engine was stopped. Continue with: harness track {self.plan.path} "
+            f"--run-dir {self.run_dir} --resume"
+        )
         return 130
 
     def _finish(self) -> int:
@@ -102,8 +106,11 @@ class Runner:
         m.data["status"] = "passed" if all(x in ("passed", "skipped") for x in statuses) else "failed"
         m.save()
         counts = {k: statuses.count(k) for k in ("passed", "skipped", "failed", "pending")}
-        self.out(f"==> {m.data['status']}: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v)
-                 + f"; manifest {m.path}")
+        self.out(
+            f"==> {m.data['status']}: "
+            + ", ".join(f"{v} {k}" for k, v in counts.items() if v)
+            + f"; manifest {m.path}"
+        )
         return 0 if m.data["status"] == "passed" else 1
 
     # -- one step's manifest entry ----------------------------------------------------------------
@@ -174,9 +181,13 @@ class Runner:
             target.write_text(text, encoding="utf-8")
         ctx.log.unlink(missing_ok=True)
         self.manifest.data["engines"][block.id] = {
-            "engine": engine.name, "command": launcher.command(),
+            "engine": engine.name,
+            "command": launcher.command(),
             "settings": {k: v for k, v in ctx.settings.items() if "key" not in k.lower()},
-            "changed": block.changed, "version": None, "log": str(ctx.log)}
+            "changed": block.changed,
+            "version": None,
+            "log": str(ctx.log),
+        }
         self.manifest.save()
 
     def start_engine(self, ctx: BlockContext, entry: dict) -> bool:
@@ -196,8 +207,9 @@ class Runner:
             self.child_env = api_key_env(block, ctx.settings)
             state.version = launcher.version()
             # What harness cleanup needs to stop this server later, by our own record.
-            self.manifest.data["engines"][block.id].update(version=state.version, pid=launcher.pid,
-                                                           host=ctx.host, port=ctx.port, running=True)
+            self.manifest.data["engines"][block.id].update(
+                version=state.version, pid=launcher.pid, host=ctx.host, port=ctx.port, running=True
+            )
             self.manifest.save()
             self.out(f"    healthy after {state.startup_s:.1f} s: {ctx.base_url} ({state.version})")
             return True
@@ -235,8 +247,9 @@ class Runner:
             calls = step_calls(self.plan, self.run_dir, self.notebook, step, ctx)
             entry["command"] = " && ".join(c.line() for c in calls)
             self.manifest.save()
-            failures = [c.command for c in calls
-                        if run_harness(c.to_argv(), log_path, self.child_env, self.out) != 0]
+            failures = [
+                c.command for c in calls if run_harness(c.to_argv(), log_path, self.child_env, self.out) != 0
+            ]
             if failures:
                 return self._end(entry, "failed", f"harness {failures[0]} exited non-zero; read {log_path}")
             return self._end(entry, "passed")
@@ -274,6 +287,11 @@ class Runner:
             self.out("    " + f.line())
         result = summary(findings)
         fails = result["counts"]["FAIL"]
-        return self._end(entry, "failed" if fails else "passed",
-                         f"{fails} check(s) failed; nothing was started" if fails else
-                         f"{result['counts']['PASS']} pass, {result['counts']['WARN']} warn", result)
+        return self._end(
+            entry,
+            "failed" if fails else "passed",
+            f"{fails} check(s) failed; nothing was started"
+            if fails
+            else f"{result['counts']['PASS']} pass, {result['counts']['WARN']} warn",
+            result,
+        )

@@ -70,9 +70,11 @@ def engine_record(plan: Plan, ctx: BlockContext) -> dict:
     if version is None:
         argv = version_argv(block.engine, ctx.settings)
         version = "$(" + shlex.join(argv) + ")" if argv else block.record.get("engine_version", "unknown")
-    return {"engine": block.record.get("engine", block.engine.get("engine_label", block.engine.name)),
-            "engine_version": version,
-            "host": block.record.get("host", plan.variables.get("HOST_DESC", "unknown"))}
+    return {
+        "engine": block.record.get("engine", block.engine.get("engine_label", block.engine.name)),
+        "engine_version": version,
+        "host": block.record.get("host", plan.variables.get("HOST_DESC", "unknown")),
+    }
 
 
 @dataclass(frozen=True)
@@ -96,10 +98,15 @@ def _models(w: Where, o: dict) -> list[StepCall]:
 
 def _summarise(w: Where, o: dict) -> list[StepCall]:
     charts = w.run_dir / "charts"
-    return [call("summarise",
-                 [("labbook", w.notebook), ("label", label), ("record", True), ("markdown", True)],
-                 flag_options({"promise": o.get("promise")}),
-                 [("tpot_chart", str(charts / f"{label}-tpot.png"))]) for label in o.get("labels", [])]
+    return [
+        call(
+            "summarise",
+            [("labbook", w.notebook), ("label", label), ("record", True), ("markdown", True)],
+            flag_options({"promise": o.get("promise")}),
+            [("tpot_chart", str(charts / f"{label}-tpot.png"))],
+        )
+        for label in o.get("labels", [])
+    ]
 
 
 def _compare(w: Where, o: dict) -> list[StepCall]:
@@ -109,13 +116,23 @@ def _compare(w: Where, o: dict) -> list[StepCall]:
 def _check(w: Where, o: dict) -> list[StepCall]:
     calls = [call("summarise", [("labbook", w.notebook), ("check", True)])]
     if o.get("engines", True):
-        calls.append(call("engines", [("labbook", w.notebook), ("check", True)],
-                          [("allow_cpu", True)] if o.get("allow_cpu") else []))
+        calls.append(
+            call(
+                "engines",
+                [("labbook", w.notebook), ("check", True)],
+                [("allow_cpu", True)] if o.get("allow_cpu") else [],
+            )
+        )
     return calls
 
 
 PLAN_STEPS: dict[str, Callable[[Where, dict], list[StepCall]]] = {
-    "predict": _predict, "models": _models, "summarise": _summarise, "compare": _compare, "check": _check}
+    "predict": _predict,
+    "models": _models,
+    "summarise": _summarise,
+    "compare": _compare,
+    "check": _check,
+}
 
 
 # -- steps against a block's engine ------------------------------------------------------------------
@@ -126,8 +143,13 @@ def _served(ctx: BlockContext) -> list[Option]:
 
 def _verify_allocation(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
     block = ctx.block
-    return [call("verify-allocation", [("log", str(ctx.log)), ("labbook", w.notebook), ("label", block.id)],
-                 flag_options(allocation_options(block, ctx.settings, o)))]
+    return [
+        call(
+            "verify-allocation",
+            [("log", str(ctx.log)), ("labbook", w.notebook), ("label", block.id)],
+            flag_options(allocation_options(block, ctx.settings, o)),
+        )
+    ]
 
 
 def _sweep(w: Where, ctx: BlockContext, o: dict, admission: bool = False) -> list[StepCall]:
@@ -138,10 +160,19 @@ def _sweep(w: Where, ctx: BlockContext, o: dict, admission: bool = False) -> lis
         opts.pop("from", None)
         opts.setdefault("prompt_set", "mixed-long")
         opts["concurrency"] = ctx.state.admission_level or "<operating point of " + o.get("from", "?") + ">"
-    return [call("sweep", _served(ctx),
-                 [("engine", rec["engine"]), ("engine_version", rec["engine_version"]),
-                  ("host_desc", rec["host"])],
-                 flag_options({**cond, **opts}), [("labbook", w.notebook)])]
+    return [
+        call(
+            "sweep",
+            _served(ctx),
+            [
+                ("engine", rec["engine"]),
+                ("engine_version", rec["engine_version"]),
+                ("host_desc", rec["host"]),
+            ],
+            flag_options({**cond, **opts}),
+            [("labbook", w.notebook)],
+        )
+    ]
 
 
 def _admission(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
@@ -149,35 +180,61 @@ def _admission(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
 
 
 def _cross_check(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
-    return [call("crosscheck", flag_options(crosscheck_options(ctx.block, ctx.settings, o)),
-                 [("labbook", w.notebook)])]
+    return [
+        call(
+            "crosscheck",
+            flag_options(crosscheck_options(ctx.block, ctx.settings, o)),
+            [("labbook", w.notebook)],
+        )
+    ]
 
 
 def _probe(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
     rec = engine_record(w.plan, ctx)
-    return [call("probe", [("engine", rec["engine"])], _served(ctx),
-                 [("engine_version", rec["engine_version"]), ("host", rec["host"])], flag_options(o),
-                 [("labbook", w.notebook)])]
+    return [
+        call(
+            "probe",
+            [("engine", rec["engine"])],
+            _served(ctx),
+            [("engine_version", rec["engine_version"]), ("host", rec["host"])],
+            flag_options(o),
+            [("labbook", w.notebook)],
+        )
+    ]
 
 
 def _measure(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
     block, rec = ctx.block, engine_record(w.plan, ctx)
     backend = block.record.get("backend", block.engine.get("backend", ""))
-    return [call("measure", [("engine", rec["engine"])], _served(ctx),
-                 [("engine_version", rec["engine_version"]), ("backend", backend), ("host", rec["host"])],
-                 flag_options({"quant": block.record.get("quant"),
-                               "context_length": block.record.get("context_length")}),
-                 [("server_pid", str(ctx.state.pid or "<server pid>")), ("idle_snapshot", str(ctx.idle))],
-                 flag_options(o), [("labbook", w.notebook)])]
+    return [
+        call(
+            "measure",
+            [("engine", rec["engine"])],
+            _served(ctx),
+            [("engine_version", rec["engine_version"]), ("backend", backend), ("host", rec["host"])],
+            flag_options(
+                {"quant": block.record.get("quant"), "context_length": block.record.get("context_length")}
+            ),
+            [("server_pid", str(ctx.state.pid or "<server pid>")), ("idle_snapshot", str(ctx.idle))],
+            flag_options(o),
+            [("labbook", w.notebook)],
+        )
+    ]
 
 
 BLOCK_STEPS: dict[str, Callable[[Where, BlockContext, dict], list[StepCall]]] = {
-    "verify-allocation": _verify_allocation, "sweep": _sweep, "admission": _admission,
-    "cross-check": _cross_check, "probe": _probe, "measure": _measure}
+    "verify-allocation": _verify_allocation,
+    "sweep": _sweep,
+    "admission": _admission,
+    "cross-check": _cross_check,
+    "probe": _probe,
+    "measure": _measure,
+}
 
 
-def step_calls(plan: Plan, run_dir: Path, notebook: Path, step: Step,
-               ctx: BlockContext | None) -> list[StepCall]:
+def step_calls(
+    plan: Plan, run_dir: Path, notebook: Path, step: Step, ctx: BlockContext | None
+) -> list[StepCall]:
     """The harness commands a step runs (none for the steps the runner does in-process)."""
     where, options = Where(plan, run_dir, str(notebook)), dict(step.options)
     if step.block is None:
@@ -205,9 +262,14 @@ def allocation_options(block: Block, settings: dict, options: dict) -> dict:
     """What verify-allocation checks the engine's log against: the allocation the settings ask for."""
     alloc = block.engine.get("allocation", "none")
     found = {"engine": alloc}
-    for name, keys in (("model", ("model",)), ("slots", ("slots", "max_seqs")),
-                       ("ctx_per_slot", ("ctx_per_slot", "ctx")), ("cache_type", ("cache_type", "kv_dtype")),
-                       ("swa_full", ("swa_full",)), ("kv_bytes", ("kv_bytes",))):
+    for name, keys in (
+        ("model", ("model",)),
+        ("slots", ("slots", "max_seqs")),
+        ("ctx_per_slot", ("ctx_per_slot", "ctx")),
+        ("cache_type", ("cache_type", "kv_dtype")),
+        ("swa_full", ("swa_full",)),
+        ("kv_bytes", ("kv_bytes",)),
+    ):
         for key in keys:
             if settings.get(key) not in (None, ""):
                 found[name] = settings[key]

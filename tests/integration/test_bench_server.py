@@ -13,9 +13,24 @@ from tests.conftest import ROOT
 
 
 def test_one_short_row_prints_a_table_and_the_machine():
-    proc = subprocess.run([sys.executable, "scripts/bench_server.py", "--seconds", "2.5", "--stagger", "0.5",
-                           "--streams", "4", "--profiles", "ruler"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "scripts/bench_server.py",
+            "--seconds",
+            "2.5",
+            "--stagger",
+            "0.5",
+            "--streams",
+            "4",
+            "--profiles",
+            "ruler",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     table = [line for line in proc.stdout.splitlines() if line.startswith("| ruler")]
     assert len(table) == 1

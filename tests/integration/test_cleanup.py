@@ -22,16 +22,30 @@ def start_long_run(tmp_path, **popen_kw):
     """`harness track` with a practice server and a long sweep, once the manifest says the server
     runs: (process, runs directory, the server's manifest entry, its port)."""
     port = free_port()
-    plan = {"schema_version": 1, "name": "long", "title": "a long run", "variables": {},
-            "stages": [{"id": "practice", "engine": "practice", "settings": {"port": port},
-                        "steps": [{"sweep": {"label": "long", "concurrency": "1", "requests": 400,
-                                             "max_tokens": 64}}]}]}
+    plan = {
+        "schema_version": 1,
+        "name": "long",
+        "title": "a long run",
+        "variables": {},
+        "stages": [
+            {
+                "id": "practice",
+                "engine": "practice",
+                "settings": {"port": port},
+                "steps": [
+                    {"sweep": {"label": "long", "concurrency": "1", "requests": 400, "max_tokens": 64}}
+                ],
+            }
+        ],
+    }
     path = tmp_path / "long.yaml"
     path.write_text(yaml.safe_dump(plan))
     runs = tmp_path / "runs"
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "track", str(path), "--run-dir",
-                             str(runs / "r1")],
-                            cwd=ROOT, **popen_kw)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "track", str(path), "--run-dir", str(runs / "r1")],
+        cwd=ROOT,
+        **popen_kw,
+    )
     deadline = time.monotonic() + 60
     entry = {}
     while not entry.get("running"):
@@ -51,24 +65,49 @@ def test_cleanup_after_a_killed_run_leaves_nothing_running(tmp_path):
     assert port_open("127.0.0.1", port) and psutil.pid_exists(entry["pid"])
     assert [s["block"] for s in cleanup.recorded_servers(runs)] == ["practice"]
 
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "cleanup", "--runs", str(runs), "--models",
-                           str(tmp_path / "models")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "cleanup",
+            "--runs",
+            str(runs),
+            "--models",
+            str(tmp_path / "models"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"r1/practice: pid {entry['pid']} stopped; port {port} is free" in done.stdout
     assert not port_open("127.0.0.1", port)
-    assert (not psutil.pid_exists(entry["pid"])
-            or psutil.Process(entry["pid"]).status() == psutil.STATUS_ZOMBIE)
+    assert (
+        not psutil.pid_exists(entry["pid"]) or psutil.Process(entry["pid"]).status() == psutil.STATUS_ZOMBIE
+    )
     assert cleanup.recorded_servers(runs) == []
-    again = subprocess.run([sys.executable, "-m", "harness.cli", "cleanup", "--runs", str(runs)], cwd=ROOT,
-                           capture_output=True, text=True, timeout=60)
+    again = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "cleanup", "--runs", str(runs)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "servers our runs left running: 0" in again.stdout
 
 
 def test_a_reused_pid_is_never_killed(tmp_path):
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        entry = {"manifest": tmp_path / "m.json", "block": "x", "pid": other.pid,
-                 "command": "/opt/llama-server -m x", "port": None}
+        entry = {
+            "manifest": tmp_path / "m.json",
+            "block": "x",
+            "pid": other.pid,
+            "command": "/opt/llama-server -m x",
+            "port": None,
+        }
         (tmp_path / "m.json").write_text(json.dumps({"engines": {"x": {"running": True}}}))
         assert cleanup.stop_server(entry).startswith("already gone")
         assert other.poll() is None  # a stranger holding a recycled pid is left alone
@@ -78,36 +117,79 @@ def test_a_reused_pid_is_never_killed(tmp_path):
 
 def test_after_a_failed_run_cleanup_finds_nothing_left(tmp_path):
     port = free_port()
-    plan = {"schema_version": 1, "name": "fails", "title": "a run whose sweep fails", "variables": {},
-            "stages": [{"id": "practice", "engine": "practice", "settings": {"port": port},
-                        "steps": [{"sweep": {"label": "wrong", "concurrency": "1", "requests": 2,
-                                             "model": "no-such-model"}}, "probe"]}]}
+    plan = {
+        "schema_version": 1,
+        "name": "fails",
+        "title": "a run whose sweep fails",
+        "variables": {},
+        "stages": [
+            {
+                "id": "practice",
+                "engine": "practice",
+                "settings": {"port": port},
+                "steps": [
+                    {
+                        "sweep": {
+                            "label": "wrong",
+                            "concurrency": "1",
+                            "requests": 2,
+                            "model": "no-such-model",
+                        }
+                    },
+                    "probe",
+                ],
+            }
+        ],
+    }
     path = tmp_path / "fails.yaml"
     path.write_text(yaml.safe_dump(plan))
     runs = tmp_path / "runs"
-    run = subprocess.run([sys.executable, "-m", "harness.cli", "track", str(path), "--run-dir",
-                          str(runs / "r1")],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "track", str(path), "--run-dir", str(runs / "r1")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     steps = {s["id"]: s["status"] for s in json.loads((runs / "r1" / "manifest.json").read_text())["steps"]}
     assert run.returncode == 1 and steps["practice/sweep:wrong"] == "failed", run.stdout[-2000:]
-    done = subprocess.run([sys.executable, "-m", "harness.cli", "cleanup", "--runs", str(runs), "--models",
-                           str(tmp_path / "models")], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "cleanup",
+            "--runs",
+            str(runs),
+            "--models",
+            str(tmp_path / "models"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0 and "servers our runs left running: 0" in done.stdout, done.stdout
-    left = [p.info["cmdline"] for p in psutil.process_iter(["cmdline"])
-            if str(port) in " ".join(p.info["cmdline"] or [])]
+    left = [
+        p.info["cmdline"]
+        for p in psutil.process_iter(["cmdline"])
+        if str(port) in " ".join(p.info["cmdline"] or [])
+    ]
     assert left == [] and not port_open("127.0.0.1", port)
 
 
 def test_a_terminated_run_stops_its_own_server(tmp_path):
     """SIGTERM (a CI timeout, `kill`) is taken as Ctrl-C: the run stops the server it started."""
-    proc, runs, entry, port = start_long_run(tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                             text=True)
+    proc, runs, entry, port = start_long_run(
+        tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     time.sleep(1.0)  # into the sweep step
     proc.terminate()
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 130, out
     assert "Traceback" not in out
     assert not port_open("127.0.0.1", port)
-    assert (not psutil.pid_exists(entry["pid"])
-            or psutil.Process(entry["pid"]).status() == psutil.STATUS_ZOMBIE)
+    assert (
+        not psutil.pid_exists(entry["pid"]) or psutil.Process(entry["pid"]).status() == psutil.STATUS_ZOMBIE
+    )
     assert cleanup.recorded_servers(runs) == []

@@ -23,12 +23,24 @@ from tests.conftest import ROOT, free_port
 
 SCHEMA = ROOT / ".venv" / "compose_spec.json"
 ENV_FILES = sorted((ROOT / "compose" / "env").glob("*.env"))
-TRACK_SERVICES = {"track-s": ["llama-cuda", "vllm", "trtllm"], "track-n": ["llama-cuda", "vllm-upstream",
-                                                                           "tabbyapi"],
-                  "track-x": ["llama-vulkan", "llama-rocm", "vllm-rocm"],
-                  "cpu": ["llama-cpu", "practice", "locust-master", "locust-worker"]}
-ENGINE_SERVICES = ["llama-cpu", "llama-cuda", "llama-vulkan", "llama-rocm", "vllm", "vllm-upstream",
-                   "vllm-rocm", "trtllm", "tabbyapi", "practice"]
+TRACK_SERVICES = {
+    "track-s": ["llama-cuda", "vllm", "trtllm"],
+    "track-n": ["llama-cuda", "vllm-upstream", "tabbyapi"],
+    "track-x": ["llama-vulkan", "llama-rocm", "vllm-rocm"],
+    "cpu": ["llama-cpu", "practice", "locust-master", "locust-worker"],
+}
+ENGINE_SERVICES = [
+    "llama-cpu",
+    "llama-cuda",
+    "llama-vulkan",
+    "llama-rocm",
+    "vllm",
+    "vllm-upstream",
+    "vllm-rocm",
+    "trtllm",
+    "tabbyapi",
+    "practice",
+]
 
 
 def doc_for(env_file: Path, **extra) -> dict:
@@ -37,18 +49,31 @@ def doc_for(env_file: Path, **extra) -> dict:
 
 def schema() -> dict:
     if not SCHEMA.is_file():
-        pytest.fail(f"{SCHEMA} is missing: run `make test` (it fetches it) or "
-                    "`python scripts/fetch_compose_schema.py .venv/compose_spec.json`")
+        pytest.fail(
+            f"{SCHEMA} is missing: run `make test` (it fetches it) or "
+            "`python scripts/fetch_compose_schema.py .venv/compose_spec.json`"
+        )
     return compose_files.load_schema(SCHEMA)
 
 
 @pytest.mark.parametrize("env_file", ENV_FILES, ids=lambda p: p.stem)
 def test_every_profile_validates_against_the_compose_spec(env_file):
     doc = doc_for(env_file)
-    assert compose_files.profiles(doc) == sorted(["llama-cpu", "llama-cuda", "llama-vulkan", "llama-rocm",
-                                                  "vllm",
-                                            "vllm-upstream", "vllm-rocm", "trtllm", "tabbyapi", "practice",
-                                                  "locust"])
+    assert compose_files.profiles(doc) == sorted(
+        [
+            "llama-cpu",
+            "llama-cuda",
+            "llama-vulkan",
+            "llama-rocm",
+            "vllm",
+            "vllm-upstream",
+            "vllm-rocm",
+            "trtllm",
+            "tabbyapi",
+            "practice",
+            "locust",
+        ]
+    )
     for profile in compose_files.profiles(doc):
         active = {"services": compose_files.services_for(doc, profile)}
         assert compose_files.schema_problems(active, schema()) == [], profile
@@ -66,11 +91,13 @@ def test_invariants_of_every_service():
     doc = doc_for(ROOT / "compose/env/track-s.env")
     for name, svc in doc["services"].items():
         assert all(p.startswith("127.0.0.1:") for p in svc.get("ports", [])), name
-        assert all(v.endswith(":ro") for v in svc.get("volumes", []) if ":/models" in v
-                   or "/app/models" in v), name
+        assert all(
+            v.endswith(":ro") for v in svc.get("volumes", []) if ":/models" in v or "/app/models" in v
+        ), name
         assert svc["healthcheck"]["test"][0] == "CMD", name
-        assert all("KEY" not in k for k in svc.get("environment",
-                                                   {})), f"{name}: no API key in the environment"
+        assert all("KEY" not in k for k in svc.get("environment", {})), (
+            f"{name}: no API key in the environment"
+        )
     for name in ENGINE_SERVICES:
         svc = doc["services"][name]
         assert svc["ports"] and all(p.startswith("127.0.0.1:") for p in svc["ports"]), name
@@ -96,18 +123,24 @@ def test_each_track_pins_its_images(track, services):
     doc = doc_for(ROOT / f"compose/env/{track}.env")
     for name in services:
         image = doc["services"][name]["image"]
-        assert ":" in image and not image.endswith(":latest") and "pin-" not in image, \
+        assert ":" in image and not image.endswith(":latest") and "pin-" not in image, (
             f"{track}: {name} {image}"
+        )
 
 
 def test_engine_services_state_every_setting_and_follow_the_variables():
     doc = doc_for(ROOT / "compose/env/track-s.env", SLOTS="8", CTX_TOTAL="32768", CACHE_TYPE="q8_0")
     cmd = doc["services"]["llama-cuda"]["command"]
     flags = dict(zip(cmd, cmd[1:], strict=False))
-    assert (flags["--parallel"], flags["--ctx-size"], flags["--cache-type-k"], flags["--cache-type-v"]) == \
-        ("8", "32768", "q8_0", "q8_0")
+    assert (flags["--parallel"], flags["--ctx-size"], flags["--cache-type-k"], flags["--cache-type-v"]) == (
+        "8",
+        "32768",
+        "q8_0",
+        "q8_0",
+    )
     # The container's flags are the host engine's, in the same order (paths and host aside).
     plan = load_plan("s")
+
     def settings(block_id: str) -> dict:
         return block_context(plan, plan.blocks[block_id], Path("/tmp/compose-check"), dry_run=True).settings
 
@@ -121,17 +154,41 @@ def test_engine_services_state_every_setting_and_follow_the_variables():
     assert trt == trt_engine
 
 
-@pytest.mark.skipif(shutil.which("docker-compose") is None,
-                    reason="docker-compose is not installed (the JSON "
-                    "Schema check above covers the same ground)")
+@pytest.mark.skipif(
+    shutil.which("docker-compose") is None,
+    reason="docker-compose is not installed (the JSON Schema check above covers the same ground)",
+)
 @pytest.mark.parametrize("env_file", ENV_FILES, ids=lambda p: p.stem)
 def test_docker_compose_config_accepts_every_profile(env_file):
-    for profile in ("llama-cpu", "llama-cuda", "llama-vulkan", "vllm", "vllm-upstream", "vllm-rocm", "trtllm",
-                    "tabbyapi", "locust"):
-        done = subprocess.run(["docker-compose", "-p", "llm-harness", "-f",
-                               str(ROOT / "compose/compose.yaml"), "--env-file", str(env_file), "--profile",
-                               profile, "config", "--quiet"],
-                              capture_output=True, text=True, timeout=60)
+    for profile in (
+        "llama-cpu",
+        "llama-cuda",
+        "llama-vulkan",
+        "vllm",
+        "vllm-upstream",
+        "vllm-rocm",
+        "trtllm",
+        "tabbyapi",
+        "locust",
+    ):
+        done = subprocess.run(
+            [
+                "docker-compose",
+                "-p",
+                "llm-harness",
+                "-f",
+                str(ROOT / "compose/compose.yaml"),
+                "--env-file",
+                str(env_file),
+                "--profile",
+                profile,
+                "config",
+                "--quiet",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 0, f"{profile}: {done.stderr}"
 
 
@@ -140,8 +197,9 @@ def test_dockerfiles_are_multi_stage_and_pinned():
         text = path.read_text()
         froms = [line for line in text.splitlines() if line.startswith("FROM ")]
         assert len(froms) >= 2, f"{path}: single stage"
-        args = dict(line[4:].split("=", 1) for line in text.splitlines() if line.startswith("ARG ")
-                    and "=" in line)
+        args = dict(
+            line[4:].split("=", 1) for line in text.splitlines() if line.startswith("ARG ") and "=" in line
+        )
         base = next(v for k, v in args.items() if k.endswith("_IMAGE"))
         assert ":" in base and not base.endswith(":latest"), f"{path}: base image {base} not pinned"
     harness = (ROOT / "images/harness/Dockerfile").read_text()
@@ -152,9 +210,13 @@ def _service_process(svc: dict, env: dict, cwd: Path, log: Path) -> subprocess.P
     """Run a compose service's command and environment as a process here (the image's /app is the
     repository root; `locust` is this interpreter's)."""
     argv = [sys.executable, "-m", "locust", *svc["command"][1:]]
-    return subprocess.Popen(argv, cwd=cwd, env={**os.environ, **{k: str(v) for k,
-                                                                 v in svc["environment"].items()},
-                                                **env}, stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env={**os.environ, **{k: str(v) for k, v in svc["environment"].items()}, **env},
+        stdout=open(log, "w"),
+        stderr=subprocess.STDOUT,
+    )
 
 
 def test_locust_master_and_workers_run_as_composed(tmp_path, practice):
@@ -164,9 +226,14 @@ def test_locust_master_and_workers_run_as_composed(tmp_path, practice):
     master, worker = doc["services"]["locust-master"], doc["services"]["locust-worker"]
     assert master["environment"]["LOCUST_HOST"] == server.root
     labbook = tmp_path / "labbook.md"
-    here = {"LOCUST_LABBOOK": str(labbook), "LOCUST_MASTER_BIND_PORT": str(master_port),
-            "LOCUST_MASTER_NODE_HOST": "127.0.0.1", "LOCUST_MASTER_NODE_PORT": str(master_port),
-            "LOCUST_WEB_PORT": str(web_port), "LOCUST_MAX_TOKENS": "16"}
+    here = {
+        "LOCUST_LABBOOK": str(labbook),
+        "LOCUST_MASTER_BIND_PORT": str(master_port),
+        "LOCUST_MASTER_NODE_HOST": "127.0.0.1",
+        "LOCUST_MASTER_NODE_PORT": str(master_port),
+        "LOCUST_WEB_PORT": str(web_port),
+        "LOCUST_MAX_TOKENS": "16",
+    }
     m = _service_process(master, here, ROOT, tmp_path / "master.txt")
     workers = [_service_process(worker, here, ROOT, tmp_path / f"worker{i}.txt") for i in range(2)]
     try:
@@ -181,8 +248,9 @@ def test_locust_master_and_workers_run_as_composed(tmp_path, practice):
     samples = (tmp_path / "labbook.samples.jsonl").read_text().splitlines()
     assert rec["requests"] == len(samples) > 6 and rec["completed"] >= rec["requests"] - 6
     assert rec["concurrency"] == 6 and rec["ttft_s"]["p50"] is not None
-    served = [line for line in server.metrics().splitlines()
-              if line.startswith("llamacpp:tokens_predicted_total")]
+    served = [
+        line for line in server.metrics().splitlines() if line.startswith("llamacpp:tokens_predicted_total")
+    ]
     assert float(served[0].split()[-1]) >= rec["output_tokens"] > 0  # the samples' tokens were really served
     assert f"({len(samples)} exact samples)" in out
 
@@ -190,15 +258,20 @@ def test_locust_master_and_workers_run_as_composed(tmp_path, practice):
 def test_the_compose_engine_runs_the_same_command_as_the_container_engine(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", "/home/you")
     plan_file = tmp_path / "plan.yaml"
-    plan_file.write_text("schema_version: 1\nname: c\ntitle: compose\nvariables: {}\nstages:\n"
-                         "  - {id: vllm, engine: vllm-compose, steps: [probe]}\n"
-                         "  - {id: seqs8, engine: vllm-compose, base: vllm, settings: {max_seqs: 8}, steps: "
-                         "[probe]}\n")
+    plan_file.write_text(
+        "schema_version: 1\nname: c\ntitle: compose\nvariables: {}\nstages:\n"
+        "  - {id: vllm, engine: vllm-compose, steps: [probe]}\n"
+        "  - {id: seqs8, engine: vllm-compose, base: vllm, settings: {max_seqs: 8}, steps: "
+        "[probe]}\n"
+    )
     plan = load_plan(str(plan_file))
     for block in plan.blocks.values():
         ctx = block_context(plan, block, tmp_path, dry_run=True)
         lau = make_launcher(ctx)
-        assert lau.service_spec()["command"] == ["vllm", *engine_defs.engine_argv(block.engine, ctx.settings)[1:]]
+        assert lau.service_spec()["command"] == [
+            "vllm",
+            *engine_defs.engine_argv(block.engine, ctx.settings)[1:],
+        ]
         assert lau.service_spec()["volumes"][0] == "/home/you/models:/models:ro"
     assert "--max-num-seqs 8" in " ".join(lau.service_spec()["command"])
     assert lau.command().startswith("MODELS_DIR=/home/you/models ")

@@ -30,8 +30,9 @@ class FakeContainer:
 
     def reload(self) -> None:
         running = self.proc.poll() is None
-        self.attrs = {"State": {"Status": "running" if running else "exited",
-                                "ExitCode": self.proc.returncode}}
+        self.attrs = {
+            "State": {"Status": "running" if running else "exited", "ExitCode": self.proc.returncode}
+        }
 
     def logs(self, stream: bool, follow: bool):
         import time
@@ -56,8 +57,9 @@ class FakeContainer:
 class FakeDocker:
     """The compose CLI and the SDK client of a machine with the given images and runtimes."""
 
-    def __init__(self, tmp_path: Path, images=("llm-harness/harness:local",), runtimes=("runc",),
-                 crash=False):
+    def __init__(
+        self, tmp_path: Path, images=("llm-harness/harness:local",), runtimes=("runc",), crash=False
+    ):
         self.tmp, self.images_present, self.runtimes, self.crash = tmp_path, set(images), runtimes, crash
         self.calls: list[list[str]] = []
         self.container: FakeContainer | None = None
@@ -71,9 +73,20 @@ class FakeDocker:
         if action == "up":
             out = self.tmp / "container.out"
             code = "import sys; print('engine failed to load the model'); sys.exit(3)" if self.crash else None
-            cmd = [sys.executable, "-c", code] if code else [
-                sys.executable, "-m", "harness.cli", "practice", "--profile", "kit", "--port",
-                str(env["PRACTICE_PORT"])]
+            cmd = (
+                [sys.executable, "-c", code]
+                if code
+                else [
+                    sys.executable,
+                    "-m",
+                    "harness.cli",
+                    "practice",
+                    "--profile",
+                    "kit",
+                    "--port",
+                    str(env["PRACTICE_PORT"]),
+                ]
+            )
             with open(out, "wb") as log:  # the child keeps its own copy of the descriptor
                 proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
             self.container = FakeContainer(proc, out)
@@ -96,22 +109,32 @@ class FakeDocker:
         return {"Runtimes": {r: {} for r in self.runtimes}}
 
 
-def launcher(tmp_path: Path, fake: FakeDocker, service="practice", env_file="cpu.env",
-             **variables) -> ComposeLauncher:
+def launcher(
+    tmp_path: Path, fake: FakeDocker, service="practice", env_file="cpu.env", **variables
+) -> ComposeLauncher:
     port = variables.pop("port", None) or free_port()
     variables = {"PRACTICE_PORT": port, **variables}
-    return ComposeLauncher(service=service, profile=service, variables=variables,
-                           env_file=ROOT / "compose" / "env" / env_file, host="127.0.0.1", port=port,
-                           health_url=f"http://127.0.0.1:{port}/health", log_path=tmp_path / "engine.log",
-                           run=fake.run, client_factory=lambda: fake)
+    return ComposeLauncher(
+        service=service,
+        profile=service,
+        variables=variables,
+        env_file=ROOT / "compose" / "env" / env_file,
+        host="127.0.0.1",
+        port=port,
+        health_url=f"http://127.0.0.1:{port}/health",
+        log_path=tmp_path / "engine.log",
+        run=fake.run,
+        client_factory=lambda: fake,
+    )
 
 
 def test_start_health_logs_version_memory_stop(tmp_path):
     fake = FakeDocker(tmp_path)
     lau = launcher(tmp_path, fake)
     assert lau.command().startswith("PRACTICE_PORT=")
-    assert "docker compose -p llm-harness -f" in lau.command() and lau.command().endswith("up -d --no-deps "
-                                                                                          "practice")
+    assert "docker compose -p llm-harness -f" in lau.command() and lau.command().endswith(
+        "up -d --no-deps practice"
+    )
     lau.start(timeout=30)
     assert lau.version(["harness", "--version"]) == "llm-harness/harness@sha256:0123abcd; harness 0.1.0"
     assert lau.memory_mb() > 5
@@ -138,8 +161,9 @@ def test_nvidia_runtime_missing(tmp_path):
 
 def test_model_library_missing(tmp_path):
     fake = FakeDocker(tmp_path, images=("nvcr.io/nvidia/vllm:26.08-py3",), runtimes=("runc", "nvidia"))
-    lau = launcher(tmp_path, fake, service="vllm", env_file="track-s.env",
-                   MODELS_DIR=str(tmp_path / "nowhere"))
+    lau = launcher(
+        tmp_path, fake, service="vllm", env_file="track-s.env", MODELS_DIR=str(tmp_path / "nowhere")
+    )
     with pytest.raises(EngineError, match="model library .*nowhere not found"):
         lau.start()
 
@@ -149,8 +173,9 @@ def test_rocm_devices_missing(tmp_path):
         pytest.skip("this machine has a ROCm device")
     fake = FakeDocker(tmp_path, images=("llm-harness/llama-rocm:local",))
     with pytest.raises(EngineError, match="/dev/kfd does not exist here"):
-        launcher(tmp_path, fake, service="llama-rocm", env_file="track-x.env",
-                 MODELS_DIR=str(tmp_path)).start()
+        launcher(
+            tmp_path, fake, service="llama-rocm", env_file="track-x.env", MODELS_DIR=str(tmp_path)
+        ).start()
 
 
 def test_busy_port_refused(tmp_path, practice):
@@ -163,8 +188,9 @@ def test_busy_port_refused(tmp_path, practice):
 
 def test_engine_exiting_while_starting(tmp_path):
     fake = FakeDocker(tmp_path, crash=True)
-    with pytest.raises(EngineError,
-                       match="exited with status 3 while starting; .*engine failed to load the model"):
+    with pytest.raises(
+        EngineError, match="exited with status 3 while starting; .*engine failed to load the model"
+    ):
         launcher(tmp_path, fake).start(timeout=30)
 
 

@@ -25,8 +25,17 @@ ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = ROOT / "tests" / "fixtures" / "expected" / "dry-run"
 
 # (track, tier): None is the plan's default tier, as `harness track NAME --dry-run` gives it.
-CASES = [("cpu", None), ("s", None), ("x", None), ("n", None), ("n", "24gb"), ("n", "16gb"),
-         ("m", None), ("m", "32gb"), ("m", "16gb")]
+CASES = [
+    ("cpu", None),
+    ("s", None),
+    ("x", None),
+    ("n", None),
+    ("n", "24gb"),
+    ("n", "16gb"),
+    ("m", None),
+    ("m", "32gb"),
+    ("m", "16gb"),
+]
 
 
 def case_name(track: str, tier: str | None) -> str:
@@ -62,8 +71,15 @@ def normalise(text: str, cwd: Path) -> str:
 
 def dry_run(track: str, tier: str | None, cwd: Path) -> str:
     """The dry run as a user sees it: the real CLI, in ``cwd``, default run directory."""
-    argv = [sys.executable, "-m", "harness.entry", "track", track, "--dry-run",
-            *(["--tier", tier] if tier else [])]
+    argv = [
+        sys.executable,
+        "-m",
+        "harness.entry",
+        "track",
+        track,
+        "--dry-run",
+        *(["--tier", tier] if tier else []),
+    ]
     done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return normalise(done.stdout, cwd)

@@ -19,9 +19,31 @@ pytestmark = pytest.mark.slow
 def test_headless_run_appends_a_valid_level_record(practice, tmp_path):
     server = practice("kit")
     book = tmp_path / "labbook.md"
-    cmd = [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles/llm_user.py"), "--headless",
-           "-u", "2", "-r", "2", "-t", "3s", "--stop-timeout", "20", "--host", server.root, "--max-tokens", "8",
-           "--only-summary", "--labbook", str(book), "--label", "headless"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        str(ROOT / "locustfiles/llm_user.py"),
+        "--headless",
+        "-u",
+        "2",
+        "-r",
+        "2",
+        "-t",
+        "3s",
+        "--stop-timeout",
+        "20",
+        "--host",
+        server.root,
+        "--max-tokens",
+        "8",
+        "--only-summary",
+        "--labbook",
+        str(book),
+        "--label",
+        "headless",
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=90, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     result = read_records(book, "level", select=is_level)

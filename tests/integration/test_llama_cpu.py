@@ -58,8 +58,10 @@ def test_stream_counts_tokens_from_usage(llama):
 
 
 def ask_twice(url: str) -> tuple:
-    return tuple(stream_chat(url, {"messages": [{"role": "user", "content": PREAMBLE + q}], "max_tokens": 8})
-                 for q in ("\nFirst?", "\nSecond?"))
+    return tuple(
+        stream_chat(url, {"messages": [{"role": "user", "content": PREAMBLE + q}], "max_tokens": 8})
+        for q in ("\nFirst?", "\nSecond?")
+    )
 
 
 def test_window_sized_swa_cache_cannot_reuse_a_long_prefix(llama):
@@ -84,8 +86,13 @@ def test_swa_full_reuses_the_prefix_and_allocates_the_full_window(tmp_path):
 
 def test_metrics_exposes_the_llamacpp_families(llama):
     text = requests.get(f"http://127.0.0.1:{llama.port}/metrics", timeout=5).text
-    for name in ("prompt_tokens_total", "tokens_predicted_total", "requests_processing", "requests_deferred",
-                 "n_busy_slots_per_decode"):
+    for name in (
+        "prompt_tokens_total",
+        "tokens_predicted_total",
+        "requests_processing",
+        "requests_deferred",
+        "n_busy_slots_per_decode",
+    ):
         assert f"llamacpp:{name}" in text
 
 
@@ -105,10 +112,19 @@ def test_busy_port_refused_even_for_a_foreign_listener(tmp_path):
 
 
 def test_dry_run_command_states_every_setting(tmp_path):
-    cmd = llama_cpu.launcher(8080, tmp_path / "x.log", slots=8, ctx_per_slot=4096,
-                             cache_type="q8_0").command()
-    for flag in ("--parallel 8", "--ctx-size 32768", "--cache-type-k q8_0", "--cache-type-v q8_0",
-                 "--metrics", "--cache-ram 0", "--host 127.0.0.1", "--port 8080"):
+    cmd = llama_cpu.launcher(
+        8080, tmp_path / "x.log", slots=8, ctx_per_slot=4096, cache_type="q8_0"
+    ).command()
+    for flag in (
+        "--parallel 8",
+        "--ctx-size 32768",
+        "--cache-type-k q8_0",
+        "--cache-type-v q8_0",
+        "--metrics",
+        "--cache-ram 0",
+        "--host 127.0.0.1",
+        "--port 8080",
+    ):
         assert flag in cmd
 
 
@@ -123,8 +139,15 @@ def test_model_facts_come_from_the_gguf_file():
 def test_verify_allocation_against_the_real_log(llama, capsys):
     from harness.cli import main
 
-    base = ["verify-allocation", "--log", str(llama.log_path), "--model", str(llama_cpu.find_model()),
-            "--slots", "4"]
+    base = [
+        "verify-allocation",
+        "--log",
+        str(llama.log_path),
+        "--model",
+        str(llama_cpu.find_model()),
+        "--slots",
+        "4",
+    ]
     assert main(base + ["--ctx-per-slot", "2048"]) == 0
     assert main(base + ["--ctx-per-slot", "4096"]) == 1  # a deliberately wrong setting
     out = capsys.readouterr().out
@@ -137,8 +160,24 @@ def test_probe_records_what_the_real_server_does(llama, tmp_path, capsys):
     from harness.io.notebook import read_records
 
     book = tmp_path / "labbook.md"
-    assert main(["probe", "--engine", "llama.cpp", "--base-url", base(llama), "--model",
-                 llama_cpu.MODEL_ALIAS, "--max-tokens", "48", "--labbook", str(book)]) == 0
+    assert (
+        main(
+            [
+                "probe",
+                "--engine",
+                "llama.cpp",
+                "--base-url",
+                base(llama),
+                "--model",
+                llama_cpu.MODEL_ALIAS,
+                "--max-tokens",
+                "48",
+                "--labbook",
+                str(book),
+            ]
+        )
+        == 0
+    )
     rec = read_records(book, "features").records[0]
     assert rec["models_endpoint"]["supported"]
     assert rec["models_endpoint"]["model_ids"] == [llama_cpu.MODEL_ALIAS]
@@ -152,10 +191,36 @@ def test_measure_on_the_real_server(llama, tmp_path):
     from harness.io.notebook import read_records
 
     book = tmp_path / "labbook.md"
-    assert main(["measure", "--engine", "llama.cpp", "--base-url", base(llama), "--model",
-                 llama_cpu.MODEL_ALIAS, "--backend", "CPU", "--quant", "Q4_K_M", "--engine-version", "b11434",
-                 "--max-tokens", "16", "--repetitions", "1",
-                 "--long-repeats", "6", "--server-pid", str(llama.proc.pid), "--labbook", str(book)]) == 0
+    assert (
+        main(
+            [
+                "measure",
+                "--engine",
+                "llama.cpp",
+                "--base-url",
+                base(llama),
+                "--model",
+                llama_cpu.MODEL_ALIAS,
+                "--backend",
+                "CPU",
+                "--quant",
+                "Q4_K_M",
+                "--engine-version",
+                "b11434",
+                "--max-tokens",
+                "16",
+                "--repetitions",
+                "1",
+                "--long-repeats",
+                "6",
+                "--server-pid",
+                str(llama.proc.pid),
+                "--labbook",
+                str(book),
+            ]
+        )
+        == 0
+    )
     short, long = read_records(book, "engine-speed").records
     assert short["token_source"] == "usage" and short["decode_tokens_per_s"] > 1
     assert long["prompt_tokens"] > short["prompt_tokens"] + 300
@@ -164,7 +229,23 @@ def test_measure_on_the_real_server(llama, tmp_path):
     assert short["max_cached_prompt_tokens"] < 64
     assert short["process_resident_mb"] > 50
     # with a features record beside it, the lab's check passes on the CPU path only when allowed
-    assert main(["probe", "--engine", "llama.cpp", "--base-url", base(llama), "--model",
-                 llama_cpu.MODEL_ALIAS, "--max-tokens", "32", "--labbook", str(book)]) == 0
+    assert (
+        main(
+            [
+                "probe",
+                "--engine",
+                "llama.cpp",
+                "--base-url",
+                base(llama),
+                "--model",
+                llama_cpu.MODEL_ALIAS,
+                "--max-tokens",
+                "32",
+                "--labbook",
+                str(book),
+            ]
+        )
+        == 0
+    )
     assert main(["engines", "--labbook", str(book), "--check", "--allow-cpu"]) == 0
     assert main(["engines", "--labbook", str(book), "--check"]) == 1

@@ -10,14 +10,36 @@ from tests.conftest import kit_profile
 @pytest.mark.slow
 def test_prefill_from_difference_matches_the_profile(practice, tmp_path, capsys):
     rate, a, b = 2500.0, 0.0171, 0.00107
-    server = practice(kit_profile(name="prefill", timing={"prefill_tokens_per_s": rate,
-                                                          "prefill_chunk": 8192}))
+    server = practice(
+        kit_profile(name="prefill", timing={"prefill_tokens_per_s": rate, "prefill_chunk": 8192})
+    )
     idle = tmp_path / "idle.json"
     assert main(["measure", "--snapshot-only", str(idle)]) == 0
     book = tmp_path / "labbook.md"
-    assert main(["measure", "--engine", "practice", "--base-url", server.base_url, "--model", "local-chat",
-                 "--max-tokens", "24", "--repetitions", "2", "--idle-snapshot", str(idle), "--server-pid",
-                 str(server.proc.pid), "--labbook", str(book)]) == 0
+    assert (
+        main(
+            [
+                "measure",
+                "--engine",
+                "practice",
+                "--base-url",
+                server.base_url,
+                "--model",
+                "local-chat",
+                "--max-tokens",
+                "24",
+                "--repetitions",
+                "2",
+                "--idle-snapshot",
+                str(idle),
+                "--server-pid",
+                str(server.proc.pid),
+                "--labbook",
+                str(book),
+            ]
+        )
+        == 0
+    )
     short, long = read_records(book, "engine-speed").records
     assert long["prefill_tokens_per_s"] == pytest.approx(rate, rel=0.1)
     assert short["decode_tokens_per_s"] == pytest.approx(1 / (a + b), rel=0.1)
@@ -30,7 +52,26 @@ def test_prefill_from_difference_matches_the_profile(practice, tmp_path, capsys)
 def test_reuse_prompt_is_a_demonstration_that_records_nothing(practice, tmp_path, capsys):
     server = practice("kit")
     book = tmp_path / "labbook.md"
-    assert main(["measure", "--engine", "practice", "--base-url", server.base_url, "--model", "local-chat",
-                 "--max-tokens", "8", "--repetitions", "1", "--reuse-prompt", "--labbook", str(book)]) == 0
+    assert (
+        main(
+            [
+                "measure",
+                "--engine",
+                "practice",
+                "--base-url",
+                server.base_url,
+                "--model",
+                "local-chat",
+                "--max-tokens",
+                "8",
+                "--repetitions",
+                "1",
+                "--reuse-prompt",
+                "--labbook",
+                str(book),
+            ]
+        )
+        == 0
+    )
     assert not book.exists()
     assert "nothing recorded" in capsys.readouterr().err

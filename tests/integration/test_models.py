@@ -16,16 +16,18 @@ from harness.cli import main
 from harness.io.notebook import read_records
 from tests.conftest import install_fake
 
-FAKE_HF = ("#!{python}\nimport runpy; "
-           "runpy.run_path('{root}/tests/fixtures/fake_hf.py', run_name='__main__')\n")
+FAKE_HF = (
+    "#!{python}\nimport runpy; runpy.run_path('{root}/tests/fixtures/fake_hf.py', run_name='__main__')\n"
+)
 
 GGUF_BYTES = b"GGUF" + bytes(range(256)) * 40
 
 
 def awq_files(bits: int = 4, method: str = "awq") -> dict[str, bytes]:
     files = {f"model-0000{i}-of-00002.safetensors": b"w" * 100 for i in (1, 2)}
-    files["config.json"] = json.dumps({"quantization_config": {"bits": bits,
-                                                               "quant_method": method}}).encode()
+    files["config.json"] = json.dumps(
+        {"quantization_config": {"bits": bits, "quant_method": method}}
+    ).encode()
     for i in range(12 - len(files)):
         files[f"extra-{i}.json"] = b"{}"
     return files
@@ -49,9 +51,20 @@ class Hub:
                     key = ("/".join(parts[2:4]), parts[5])
                     if key not in hub.repos:
                         return self.send_error(404)
-                    body = json.dumps([{"type": "file", "path": p, "size": len(b), "lfs": {
-                        "oid": hub.published.get(p, hashlib.sha256(b).hexdigest()), "size": len(b)}}
-                        for p, b in hub.repos[key].items()]).encode()
+                    body = json.dumps(
+                        [
+                            {
+                                "type": "file",
+                                "path": p,
+                                "size": len(b),
+                                "lfs": {
+                                    "oid": hub.published.get(p, hashlib.sha256(b).hexdigest()),
+                                    "size": len(b),
+                                },
+                            }
+                            for p, b in hub.repos[key].items()
+                        ]
+                    ).encode()
                 else:
                     key = ("/".join(parts[0:2]), parts[3])
                     body = hub.repos.get(key, {}).get("/".join(parts[4:]))
@@ -90,32 +103,40 @@ def test_dry_run_prints_the_seeds_downloads_with_sizes_for_tracks_s_and_n(tmp_pa
     assert "12 files, 6,114,568,235 bytes (6.1 GB)" in out
     assert "15 files, 16,397,461,266 bytes (16.4 GB)" in out
     assert f"hf download Qwen/Qwen3-8B-AWQ --local-dir {lib}/Qwen/Qwen3-8B-AWQ" in out
-    assert (f"hf download unsloth/Qwen3-8B-GGUF Qwen3-8B-Q4_K_M.gguf "
-            f"--local-dir {lib}/unsloth/Qwen3-8B-GGUF") in out
+    assert (
+        f"hf download unsloth/Qwen3-8B-GGUF Qwen3-8B-Q4_K_M.gguf --local-dir {lib}/unsloth/Qwen3-8B-GGUF"
+    ) in out
     assert "120307ba529eb2439d6c430d94104dabd578497bc7bfe7e322b5d9933b449bd4" in out
     assert "about 27.5 GB to download for track S" in out
     assert main(["models", "--track", "n", "--dry-run", "--library", str(lib)]) == 0
     out = capsys.readouterr().out
     assert "10 files, 5.2G" in out and "12 files, 6,114,568,235 bytes" in out
-    assert (f"hf download turboderp/Qwen3-8B-exl3 --revision 4.0bpw --local-dir "
-            f"{lib}/turboderp/Qwen3-8B-exl3-4.0bpw") in out
+    assert (
+        f"hf download turboderp/Qwen3-8B-exl3 --revision 4.0bpw --local-dir "
+        f"{lib}/turboderp/Qwen3-8B-exl3-4.0bpw"
+    ) in out
     assert "config.json quant_method exl3, config.json bits 4.0" in out
     assert hf_calls(tmp_path) == [] and not lib.exists()  # a dry run downloads nothing
 
 
 def test_ask_hub_reads_hfs_own_dry_run_total(tmp_path, capsys, hub):
     hub.repos[("Qwen/Qwen3-8B-AWQ", "main")] = awq_files()
-    assert main(["models", "--format", "awq", "--dry-run", "--ask-hub", "--library",
-                 str(tmp_path / "m")]) == 0
+    assert (
+        main(["models", "--format", "awq", "--dry-run", "--ask-hub", "--library", str(tmp_path / "m")]) == 0
+    )
     out = capsys.readouterr().out
     assert "hub today: 12 files (out of 12) totalling 0.0G (as listed)" in out
     assert hf_calls(tmp_path)[-1][-1] == "--dry-run"
     assert model_fetch.parse_hf_dry_run("[dry-run] Will download 15 files (out of 15) totalling 16.4G.") == {
-        "files": 15, "out_of": 15, "total": "16.4G"}
+        "files": 15,
+        "out_of": 15,
+        "total": "16.4G",
+    }
 
 
-def test_gguf_is_downloaded_into_the_layout_verified_and_recorded_then_not_fetched_again(tmp_path, capsys,
-                                                                                         hub):
+def test_gguf_is_downloaded_into_the_layout_verified_and_recorded_then_not_fetched_again(
+    tmp_path, capsys, hub
+):
     hub.repos[("unsloth/Qwen3-8B-GGUF", "main")] = {"Qwen3-8B-Q4_K_M.gguf": GGUF_BYTES, "README.md": b"card"}
     lib, nb = tmp_path / "models", tmp_path / "labbook.md"
     args = ["models", "--format", "gguf", "--library", str(lib), "--labbook", str(nb)]
@@ -123,8 +144,15 @@ def test_gguf_is_downloaded_into_the_layout_verified_and_recorded_then_not_fetch
     out = capsys.readouterr().out
     path = lib / "unsloth" / "Qwen3-8B-GGUF" / "Qwen3-8B-Q4_K_M.gguf"
     assert path.read_bytes() == GGUF_BYTES
-    assert hf_calls(tmp_path) == [["download", "unsloth/Qwen3-8B-GGUF", "Qwen3-8B-Q4_K_M.gguf", "--local-dir",
-                                   str(lib / "unsloth" / "Qwen3-8B-GGUF")]]
+    assert hf_calls(tmp_path) == [
+        [
+            "download",
+            "unsloth/Qwen3-8B-GGUF",
+            "Qwen3-8B-Q4_K_M.gguf",
+            "--local-dir",
+            str(lib / "unsloth" / "Qwen3-8B-GGUF"),
+        ]
+    ]
     sha = hashlib.sha256(GGUF_BYTES).hexdigest()
     assert f"expected sha256 {sha}" in out and "the hub now publishes a different checksum" in out
     assert main(args) == 0
@@ -132,7 +160,9 @@ def test_gguf_is_downloaded_into_the_layout_verified_and_recorded_then_not_fetch
     assert len(hf_calls(tmp_path)) == 1
     recs = read_records(nb, "model-fetch", lambda o: o.get("record") == "model-fetch").records
     assert [(r["downloaded"], r["sha256"], r["sha256_from"], r["bytes"], r["path"]) for r in recs] == [
-        (True, sha, "hub", len(GGUF_BYTES), str(path)), (False, sha, "hub", len(GGUF_BYTES), str(path))]
+        (True, sha, "hub", len(GGUF_BYTES), str(path)),
+        (False, sha, "hub", len(GGUF_BYTES), str(path)),
+    ]
     assert recs[0]["repo"] == "unsloth/Qwen3-8B-GGUF" and recs[0]["file"] == "Qwen3-8B-Q4_K_M.gguf"
 
 
@@ -144,9 +174,11 @@ def test_checksum_mismatch_fails_moves_the_file_aside_and_records_nothing(tmp_pa
     out = capsys.readouterr().out
     got = hashlib.sha256(GGUF_BYTES).hexdigest()
     bad = lib / "unsloth" / "Qwen3-8B-GGUF" / "Qwen3-8B-Q4_K_M.gguf.corrupt"
-    assert (f"FAIL checksum mismatch for Qwen3-8B-Q4_K_M.gguf: expected {'0' * 64}, got {got}; the download "
-            f"is "
-            f"kept as {bad} for inspection: delete it and run again") in out
+    assert (
+        f"FAIL checksum mismatch for Qwen3-8B-Q4_K_M.gguf: expected {'0' * 64}, got {got}; the download "
+        f"is "
+        f"kept as {bad} for inspection: delete it and run again"
+    ) in out
     assert bad.is_file() and not bad.with_suffix("").exists()
     assert not nb.exists()
 
@@ -167,25 +199,50 @@ def test_without_the_hub_the_tables_checksum_is_used_and_says_so(tmp_path, capsy
 def test_multi_file_formats_checked_by_count_shards_and_config(tmp_path, capsys, hub):
     hub.repos[("Qwen/Qwen3-8B-AWQ", "main")] = awq_files()
     exl3 = {f"model-{i}.safetensors": b"x" for i in range(8)}
-    exl3["config.json"] = json.dumps({"quantization_config": {"quant_method": "exl3", "bits": 4.0,
-                                                              "head_bits": 6}}).encode()
+    exl3["config.json"] = json.dumps(
+        {"quantization_config": {"quant_method": "exl3", "bits": 4.0, "head_bits": 6}}
+    ).encode()
     exl3["README.md"] = b"card"
     hub.repos[("turboderp/Qwen3-8B-exl3", "4.0bpw")] = exl3
     lib, nb = tmp_path / "models", tmp_path / "labbook.md"
-    assert main(["models", "--track", "n", "--format", "exl3", "--format", "awq", "--library", str(lib),
-                 "--labbook", str(nb)]) == 0
+    assert (
+        main(
+            [
+                "models",
+                "--track",
+                "n",
+                "--format",
+                "exl3",
+                "--format",
+                "awq",
+                "--library",
+                str(lib),
+                "--labbook",
+                str(nb),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "pass: 10 files (listed 10)" in out and "pass: config.json: quant_method exl3, bits 4.0" in out
-    assert ["download", "turboderp/Qwen3-8B-exl3", "--revision", "4.0bpw", "--local-dir",
-            str(lib / "turboderp" / "Qwen3-8B-exl3-4.0bpw")] in hf_calls(tmp_path)
+    assert [
+        "download",
+        "turboderp/Qwen3-8B-exl3",
+        "--revision",
+        "4.0bpw",
+        "--local-dir",
+        str(lib / "turboderp" / "Qwen3-8B-exl3-4.0bpw"),
+    ] in hf_calls(tmp_path)
     recs = read_records(nb, "model-fetch", lambda o: o.get("record") == "model-fetch").records
-    assert [(r["format"], r["files"], r["revision"]) for r in recs] == [("exl3", 10, "4.0bpw"),
-                                                                        ("awq", 12, "main")]
+    assert [(r["format"], r["files"], r["revision"]) for r in recs] == [
+        ("exl3", 10, "4.0bpw"),
+        ("awq", 12, "main"),
+    ]
     assert recs[1]["bytes"] == sum(len(b) for b in awq_files().values())
     # the wrong quantisation in config.json fails, naming what it found
     hub.repos[("Qwen/Qwen3-8B-AWQ", "main")] = awq_files(method="gptq")
     assert main(["models", "--format", "awq", "--library", str(tmp_path / "other")]) == 1
-    assert "config.json: \"quant_method\": \"awq\" not found (found 'gptq')" in capsys.readouterr().out
+    assert 'config.json: "quant_method": "awq" not found (found \'gptq\')' in capsys.readouterr().out
 
 
 def test_bf16_needs_its_five_shards(tmp_path, capsys, hub):
@@ -228,8 +285,18 @@ def test_lemonade_registers_the_exact_variant_under_a_user_name(tmp_path, capsys
     nb = tmp_path / "labbook.md"
     assert main(["models", "--format", "lemonade", "--labbook", str(nb)]) == 0
     calls = [json.loads(x) for x in (tmp_path / "lemonade.log").read_text().splitlines()]
-    assert calls == [["pull", "user.Qwen3-8B-Q4_K_M", "--checkpoint", "main", "unsloth/Qwen3-8B-GGUF:Q4_K_M",
-                      "--recipe", "llamacpp"], ["list", "--downloaded"]]
+    assert calls == [
+        [
+            "pull",
+            "user.Qwen3-8B-Q4_K_M",
+            "--checkpoint",
+            "main",
+            "unsloth/Qwen3-8B-GGUF:Q4_K_M",
+            "--recipe",
+            "llamacpp",
+        ],
+        ["list", "--downloaded"],
+    ]
     rec = read_records(nb, "model-fetch", lambda o: o.get("record") == "model-fetch").records[0]
     assert rec["source"] == "lemonade" and rec["path"] == "user.Qwen3-8B-Q4_K_M"
     assert "user.Qwen3-8B-Q4_K_M listed among the downloaded models" in capsys.readouterr().out

@@ -17,14 +17,27 @@ from tests.conftest import kit_profile
 
 pytestmark = pytest.mark.slow
 
-WEATHER_TOOL = {"type": "function", "function": {
-    "name": "get_weather", "description": "Current weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
-ANSWER_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
-                                                  "tags": {"type": "array", "items": {"type": "string"}}},
-                 "required": ["name", "age", "tags"], "additionalProperties": False}
-PREAMBLE = " ".join(f"Rule {i}: answer politely and cite the section of the handbook you used."
-                    for i in range(60))
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather for a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "age": {"type": "integer"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["name", "age", "tags"],
+    "additionalProperties": False,
+}
+PREAMBLE = " ".join(
+    f"Rule {i}: answer politely and cite the section of the handbook you used." for i in range(60)
+)
 
 
 def ask(text: str, **extra) -> dict:
@@ -38,9 +51,15 @@ def run_concurrent(base_url, bodies, **kw):
 
 # -- seats, queueing, batching -------------------------------------------------------------------
 
+
 def test_sixteen_requests_on_eight_seats_half_wait(practice):
-    server = practice(kit_profile(name="seats", output={"length": {"kind": "fixed", "tokens": 40}},
-                                  timing={"step_base_s": 0.02, "step_per_seq_s": 0.001}))
+    server = practice(
+        kit_profile(
+            name="seats",
+            output={"length": {"kind": "fixed", "tokens": 40}},
+            timing={"step_base_s": 0.02, "step_per_seq_s": 0.001},
+        )
+    )
     bodies = [ask(f"request {i}", max_tokens=100) for i in range(16)]
     ids = [f"seat-test-{i}" for i in range(16)]
 
@@ -69,8 +88,13 @@ def test_sixteen_requests_on_eight_seats_half_wait(practice):
 
 def test_tpot_rises_with_running_sequences_as_the_profile_says(practice):
     a, b = 0.010, 0.004
-    server = practice(kit_profile(name="tpot", output={"length": {"kind": "fixed", "tokens": 30}},
-                                  timing={"step_base_s": a, "step_per_seq_s": b}))
+    server = practice(
+        kit_profile(
+            name="tpot",
+            output={"length": {"kind": "fixed", "tokens": 30}},
+            timing={"step_base_s": a, "step_per_seq_s": b},
+        )
+    )
     alone = stream_chat(server.base_url, ask("alone", max_tokens=50))
     crowd = run_concurrent(server.base_url, [ask(f"crowd {i}", max_tokens=50) for i in range(8)])
     assert alone.ok and all(s.ok for s in crowd)
@@ -81,22 +105,28 @@ def test_tpot_rises_with_running_sequences_as_the_profile_says(practice):
 
 # -- prefix caching, both styles -----------------------------------------------------------------
 
+
 @pytest.mark.parametrize("profile", ["kit", "vllm"])
 def test_prefix_reuse_shared_preamble_versus_unique_first_line(practice, profile):
     server = practice(profile)
-    shared = [stream_chat(server.base_url, ask(PREAMBLE + f"\nQuestion {i}: what is rule {i}?", max_tokens=8))
-              for i in range(4)]
+    shared = [
+        stream_chat(server.base_url, ask(PREAMBLE + f"\nQuestion {i}: what is rule {i}?", max_tokens=8))
+        for i in range(4)
+    ]
     assert all(s.ok for s in shared)
     for s in shared[1:]:
         assert s.cached_tokens >= 0.8 * s.prompt_tokens, (s.cached_tokens, s.prompt_tokens)
-    unique = [stream_chat(server.base_url, ask(f"tag-{i * 7919}-{profile}\n" + PREAMBLE, max_tokens=8))
-              for i in range(4)]
+    unique = [
+        stream_chat(server.base_url, ask(f"tag-{i * 7919}-{profile}\n" + PREAMBLE, max_tokens=8))
+        for i in range(4)
+    ]
     assert all(s.ok and s.cached_tokens < 10 for s in unique), [s.cached_tokens for s in unique]
 
 
 def test_cached_tokens_lower_ttft_by_the_prefill_saved(practice):
-    server = practice(kit_profile(name="prefill", timing={"prefill_tokens_per_s": 1000,
-                                                          "prefill_chunk": 4096}))
+    server = practice(
+        kit_profile(name="prefill", timing={"prefill_tokens_per_s": 1000, "prefill_chunk": 4096})
+    )
     cold = stream_chat(server.base_url, ask(PREAMBLE + "\nfirst", max_tokens=4))
     warm = stream_chat(server.base_url, ask(PREAMBLE + "\nsecond", max_tokens=4))
     saved = (warm.cached_tokens or 0) / 1000
@@ -105,6 +135,7 @@ def test_cached_tokens_lower_ttft_by_the_prefill_saved(practice):
 
 
 # -- output: thinking fields, tools, JSON schema ------------------------------------------------
+
 
 def test_thinking_comes_first_in_each_modes_field(practice):
     llama = stream_chat(practice("llama").base_url, ask("think", max_tokens=40))
@@ -119,8 +150,9 @@ def test_thinking_budget_spent_before_answer_stops_on_length(practice):
 
 
 def test_ignore_eos_runs_every_reply_to_max_tokens(practice):
-    base = practice(kit_profile(output={"length": {"kind": "lognormal", "median": 12,
-                                                   "sigma": 0.3}})).base_url
+    base = practice(
+        kit_profile(output={"length": {"kind": "lognormal", "median": 12, "sigma": 0.3}})
+    ).base_url
     plain = [stream_chat(base, ask(f"short {i}", max_tokens=40)) for i in range(3)]
     assert all(s.finish_reason == "stop" and s.output_tokens < 40 for s in plain)  # the profile's own lengths
     forced = [stream_chat(base, ask(f"short {i}", max_tokens=40, ignore_eos=True)) for i in range(3)]
@@ -154,9 +186,10 @@ def test_engine_without_tool_parser_writes_the_call_as_text(practice):
 
 
 def json_schema_reply(base_url):
-    body = ask("Describe the user.", response_format={"type": "json_schema",
-                                                      "json_schema": {"name": "user",
-                                                                      "schema": ANSWER_SCHEMA}})
+    body = ask(
+        "Describe the user.",
+        response_format={"type": "json_schema", "json_schema": {"name": "user", "schema": ANSWER_SCHEMA}},
+    )
     return requests.post(base_url + "/chat/completions", json=body, timeout=10).json()
 
 
@@ -174,12 +207,20 @@ def test_engine_ignoring_the_schema_replies_in_prose(practice):
 
 # -- metrics, slots, load log --------------------------------------------------------------------
 
+
 def test_llama_mode_metrics_slots_and_load_log(practice):
     server = practice("kit")
     assert stream_chat(server.base_url, ask("count me", max_tokens=5)).ok
     text = server.metrics()
-    for name in ("prompt_tokens_total", "prompt_tokens_cached_total", "tokens_predicted_total",
-                 "requests_processing", "requests_deferred", "n_busy_slots_per_decode", "n_decode_total"):
+    for name in (
+        "prompt_tokens_total",
+        "prompt_tokens_cached_total",
+        "tokens_predicted_total",
+        "requests_processing",
+        "requests_deferred",
+        "n_busy_slots_per_decode",
+        "n_decode_total",
+    ):
         assert f"llamacpp:{name} " in text
     assert "llamacpp:tokens_predicted_total 5" in text
     slots = requests.get(server.root + "/slots", timeout=5).json()
@@ -194,8 +235,14 @@ def test_vllm_mode_metrics_and_load_log(practice):
     server = practice("vllm")
     assert stream_chat(server.base_url, ask("count me", max_tokens=5)).ok
     text = server.metrics()
-    for name in ("num_requests_running", "num_requests_waiting", "kv_cache_usage_perc",
-                 "num_preemptions_total", "prefix_cache_queries_total", "prefix_cache_hits_total"):
+    for name in (
+        "num_requests_running",
+        "num_requests_waiting",
+        "kv_cache_usage_perc",
+        "num_preemptions_total",
+        "prefix_cache_queries_total",
+        "prefix_cache_hits_total",
+    ):
         assert f'vllm:{name}{{model_name="local-chat"}} ' in text
     log = server.log.read_text()
     assert "GPU KV cache size: 81,920 tokens" in log
@@ -203,11 +250,18 @@ def test_vllm_mode_metrics_and_load_log(practice):
 
 
 def test_vllm_pool_preempts_when_blocks_run_out(practice):
-    profile = {"schema_version": 1, "name": "tight", "mode": "vllm", "model": {"id": "local-chat",
-                                                                               "size_gb": 1},
-               "seats": 4, "ctx_per_seat": 512, "pool_tokens": 256, "prefix_cache": "pooled",
-               "timing": {"kind": "batched", "step_base_s": 0.002, "step_per_seq_s": 0.0005},
-               "output": {"length": {"kind": "fixed", "tokens": 60}}}
+    profile = {
+        "schema_version": 1,
+        "name": "tight",
+        "mode": "vllm",
+        "model": {"id": "local-chat", "size_gb": 1},
+        "seats": 4,
+        "ctx_per_seat": 512,
+        "pool_tokens": 256,
+        "prefix_cache": "pooled",
+        "timing": {"kind": "batched", "step_base_s": 0.002, "step_per_seq_s": 0.0005},
+        "output": {"length": {"kind": "fixed", "tokens": 60}},
+    }
     server = practice(profile)
     samples = run_concurrent(server.base_url, [ask(f"p{i} " + "word " * 30, max_tokens=60) for i in range(4)])
     assert all(s.ok and s.output_tokens == 60 for s in samples)
@@ -216,9 +270,14 @@ def test_vllm_pool_preempts_when_blocks_run_out(practice):
 
 # -- faults --------------------------------------------------------------------------------------
 
+
 def fault(server, spec, timeout=10.0, **extra):
-    return stream_chat(server.base_url, ask("fault", max_tokens=20, **extra), timeout=timeout,
-                       headers={"X-Practice-Fault": spec})
+    return stream_chat(
+        server.base_url,
+        ask("fault", max_tokens=20, **extra),
+        timeout=timeout,
+        headers={"X-Practice-Fault": spec},
+    )
 
 
 def test_injected_500(practice):
@@ -254,8 +313,11 @@ def test_fault_shares_from_the_profile(practice):
 
 
 def test_429_when_the_queue_is_full(practice):
-    server = practice(kit_profile(name="q", seats=1, faults={"queue_limit": 1},
-                                  output={"length": {"kind": "fixed", "tokens": 30}}))
+    server = practice(
+        kit_profile(
+            name="q", seats=1, faults={"queue_limit": 1}, output={"length": {"kind": "fixed", "tokens": 30}}
+        )
+    )
     samples = run_concurrent(server.base_url, [ask(f"q{i}", max_tokens=30) for i in range(4)])
     statuses = sorted("429" in (s.error or "") for s in samples)
     assert statuses.count(True) == 2, [s.error for s in samples]
@@ -263,20 +325,39 @@ def test_429_when_the_queue_is_full(practice):
 
 # -- bad input: one-line errors, and the server keeps serving --------------------------------------
 
-@pytest.mark.parametrize("body,status,words", [
-    (b"{not json", 400, "not valid JSON"),
-    (json.dumps({"model": "nope", "messages": [{"role": "user", "content": "x"}]}).encode(), 404,
-     "does not exist"),
-    (json.dumps({"model": "local-chat"}).encode(), 400, "'messages' is required"),
-    (json.dumps({"messages": [{"role": "user", "content": "x"}], "max_tokens": -3}).encode(), 400,
-     "positive integer"),
-    (json.dumps({"messages": [{"role": "user", "content": "word " * 5000}], "max_tokens": 10}).encode(), 400,
-     "exceeds the available context size"),
-])
+
+@pytest.mark.parametrize(
+    "body,status,words",
+    [
+        (b"{not json", 400, "not valid JSON"),
+        (
+            json.dumps({"model": "nope", "messages": [{"role": "user", "content": "x"}]}).encode(),
+            404,
+            "does not exist",
+        ),
+        (json.dumps({"model": "local-chat"}).encode(), 400, "'messages' is required"),
+        (
+            json.dumps({"messages": [{"role": "user", "content": "x"}], "max_tokens": -3}).encode(),
+            400,
+            "positive integer",
+        ),
+        (
+            json.dumps(
+                {"messages": [{"role": "user", "content": "word " * 5000}], "max_tokens": 10}
+            ).encode(),
+            400,
+            "exceeds the available context size",
+        ),
+    ],
+)
 def test_bad_input_gets_a_proper_error(practice, body, status, words):
     server = practice("kit")
-    resp = requests.post(server.base_url + "/chat/completions", data=body, timeout=5,
-                         headers={"Content-Type": "application/json"})
+    resp = requests.post(
+        server.base_url + "/chat/completions",
+        data=body,
+        timeout=5,
+        headers={"Content-Type": "application/json"},
+    )
     assert resp.status_code == status
     message = resp.json()["error"]["message"]
     assert words in message and "\n" not in message
@@ -285,8 +366,9 @@ def test_bad_input_gets_a_proper_error(practice, body, status, words):
 
 def test_vllm_mode_context_error_names_both_numbers(practice):
     server = practice("vllm")
-    resp = requests.post(server.base_url + "/chat/completions", timeout=5,
-                         json=ask("word " * 5000, max_tokens=10))
+    resp = requests.post(
+        server.base_url + "/chat/completions", timeout=5, json=ask("word " * 5000, max_tokens=10)
+    )
     assert resp.status_code == 400
     assert "maximum context length is 4096 tokens" in resp.json()["message"]
 
@@ -302,6 +384,7 @@ def test_api_key(practice):
 
 
 # -- ground truth ----------------------------------------------------------------------------------
+
 
 def test_ground_truth_matches_what_the_client_saw(practice):
     server = practice("ruler")

@@ -1,6 +1,5 @@
 """`harness probe` against the practice server, including the two 'engine without support' findings."""
 
-
 import pytest
 
 from harness.cli import main
@@ -11,8 +10,22 @@ pytestmark = pytest.mark.slow
 
 
 def run_probe(server, book, capsys):
-    assert main(["probe", "--engine", "practice", "--base-url", server.base_url, "--model", "local-chat",
-                 "--labbook", str(book)]) == 0
+    assert (
+        main(
+            [
+                "probe",
+                "--engine",
+                "practice",
+                "--base-url",
+                server.base_url,
+                "--model",
+                "local-chat",
+                "--labbook",
+                str(book),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     recs = read_records(book, "features").records
     assert len(recs) == 1
@@ -29,8 +42,9 @@ def test_everything_supported(practice, tmp_path, capsys):
 
 
 def test_tool_call_written_as_text_is_a_server_finding(practice, tmp_path, capsys):
-    rec, _ = run_probe(practice(kit_profile(name="noparser", features={"tool_parser": False})),
-                       tmp_path / "b.md", capsys)
+    rec, _ = run_probe(
+        practice(kit_profile(name="noparser", features={"tool_parser": False})), tmp_path / "b.md", capsys
+    )
     for section in ("tool_calling", "streaming_tool_calling"):
         assert not rec[section]["supported"]
         assert rec[section]["detail"].startswith("the model wrote a <tool_call> block as text")
@@ -38,7 +52,8 @@ def test_tool_call_written_as_text_is_a_server_finding(practice, tmp_path, capsy
 
 
 def test_prose_instead_of_json_is_reported(practice, tmp_path, capsys):
-    rec, _ = run_probe(practice(kit_profile(name="noschema", features={"json_schema": False})),
-                       tmp_path / "b.md", capsys)
+    rec, _ = run_probe(
+        practice(kit_profile(name="noschema", features={"json_schema": False})), tmp_path / "b.md", capsys
+    )
     assert not rec["structured_output"]["supported"]
     assert rec["structured_output"]["detail"].startswith("the request was accepted but the reply is not JSON")

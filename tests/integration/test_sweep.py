@@ -20,8 +20,9 @@ pytestmark = pytest.mark.slow
 
 def sweep(*args, env=None, timeout=180):
     cmd = [sys.executable, "-m", "harness", "sweep", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env={**os.environ, **(env or {})}
+    )
 
 
 def levels(book: Path) -> list[dict]:
@@ -32,18 +33,36 @@ def levels(book: Path) -> list[dict]:
 
 def linear_server(practice, name: str, seats: int, tokens: int, a: float, b: float, prefill: float):
     """A kit-like practice server whose decode step is exactly a + b x running, with fixed-length answers."""
-    return practice(kit_profile(name=name, seats=seats, output={"length": {"kind": "fixed",
-                                                                           "tokens": tokens}},
-                                timing={"step_base_s": a, "step_per_seq_s": b,
-                                        "prefill_tokens_per_s": prefill}))
+    return practice(
+        kit_profile(
+            name=name,
+            seats=seats,
+            output={"length": {"kind": "fixed", "tokens": tokens}},
+            timing={"step_base_s": a, "step_per_seq_s": b, "prefill_tokens_per_s": prefill},
+        )
+    )
 
 
 def test_measured_ttft_and_tpot_match_the_servers_truth(practice, tmp_path):
     a, b = 0.010, 0.002
     server = linear_server(practice, "exact", seats=4, tokens=200, a=a, b=b, prefill=20000)
     book = tmp_path / "labbook.md"
-    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1,8", "--requests",
-                "8", "--max-tokens", "40", "--label", "exact", "--labbook", str(book))
+    out = sweep(
+        "--base-url",
+        server.base_url,
+        "--model",
+        "local-chat",
+        "--concurrency",
+        "1,8",
+        "--requests",
+        "8",
+        "--max-tokens",
+        "40",
+        "--label",
+        "exact",
+        "--labbook",
+        str(book),
+    )
     assert out.returncode == 0, out.stderr
     one, eight = levels(book)
     # c=1: one sequence per step, TPOT = a + b
@@ -65,8 +84,9 @@ def test_measured_ttft_and_tpot_match_the_servers_truth(practice, tmp_path):
     for s in samples:
         sent = server.truth(s["request_id"])["sent"]
         got = s["token_times_s"]
-        errors += [abs((b - a) - (wb - wa))
-                   for a, b, wa, wb in zip(got, got[1:], sent, sent[1:], strict=False)]
+        errors += [
+            abs((b - a) - (wb - wa)) for a, b, wa, wb in zip(got, got[1:], sent, sent[1:], strict=False)
+        ]
     errors.sort()
     assert errors[len(errors) // 2] < 0.0005, errors[len(errors) // 2]
 
@@ -75,16 +95,51 @@ def test_the_labs_printed_command_works_and_records_keep_the_field_names(practic
     server = practice("kit")
     book = tmp_path / "labbook.md"
     book.write_text("# Part 9\nprose stays\n")
-    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1,5", "--requests",
-                "5", "--min-rounds", "2", "--max-tokens", "16", "--prompt-set", "mixed", "--label",
-                "llama-baseline", "--labbook", str(book), "--engine", "practice", "--quant", "Q4_K_M",
-                "--context-length", "4096", "--server-slots", "8")
+    out = sweep(
+        "--base-url",
+        server.base_url,
+        "--model",
+        "local-chat",
+        "--concurrency",
+        "1,5",
+        "--requests",
+        "5",
+        "--min-rounds",
+        "2",
+        "--max-tokens",
+        "16",
+        "--prompt-set",
+        "mixed",
+        "--label",
+        "llama-baseline",
+        "--labbook",
+        str(book),
+        "--engine",
+        "practice",
+        "--quant",
+        "Q4_K_M",
+        "--context-length",
+        "4096",
+        "--server-slots",
+        "8",
+    )
     assert out.returncode == 0, out.stderr
     recs = levels(book)
     assert [r["requests"] for r in recs] == [5, 10]  # max(requests, min_rounds x c)
-    for field in ("lab", "label", "engine", "quant", "context_length", "server_slots", "output_tokens_per_s",
-                  "goodput_requests_per_s", "mean_in_flight", "cached_tokens_mean", "finish_reasons",
-                  "first_error"):
+    for field in (
+        "lab",
+        "label",
+        "engine",
+        "quant",
+        "context_length",
+        "server_slots",
+        "output_tokens_per_s",
+        "goodput_requests_per_s",
+        "mean_in_flight",
+        "cached_tokens_mean",
+        "finish_reasons",
+        "first_error",
+    ):
         assert field in recs[0]
     assert book.read_text().startswith("# Part 9\nprose stays\n")
     assert "c=  5" in out.stdout and "appended 2 line(s)" in out.stdout
@@ -94,9 +149,24 @@ def test_prefix_pair_shared_is_cached_and_control_is_not(practice, tmp_path):
     server = practice("kit")
     book = tmp_path / "labbook.md"
     for prompt_set, label in (("unique-prefix", "control"), ("shared-prefix", "shared")):
-        out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1,4",
-                    "--requests", "8", "--max-tokens", "8", "--prompt-set", prompt_set, "--label", label,
-                    "--labbook", str(book))
+        out = sweep(
+            "--base-url",
+            server.base_url,
+            "--model",
+            "local-chat",
+            "--concurrency",
+            "1,4",
+            "--requests",
+            "8",
+            "--max-tokens",
+            "8",
+            "--prompt-set",
+            prompt_set,
+            "--label",
+            label,
+            "--labbook",
+            str(book),
+        )
         assert out.returncode == 0, out.stderr
     recs = {(r["label"], r["concurrency"]): r for r in levels(book)}
     for c in (1, 4):
@@ -109,9 +179,23 @@ def test_api_key_is_used_and_never_written(practice, tmp_path):
     key = "sk-never-in-a-record-123"
     server = practice("kit", extra=["--api-key-env", "PK"], env={"PK": key})
     book = tmp_path / "labbook.md"
-    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "2", "--requests",
-                "2", "--max-tokens", "4", "--labbook", str(book), "--api-key-env", "MY_KEY",
-                env={"MY_KEY": key})
+    out = sweep(
+        "--base-url",
+        server.base_url,
+        "--model",
+        "local-chat",
+        "--concurrency",
+        "2",
+        "--requests",
+        "2",
+        "--max-tokens",
+        "4",
+        "--labbook",
+        str(book),
+        "--api-key-env",
+        "MY_KEY",
+        env={"MY_KEY": key},
+    )
     assert out.returncode == 0, out.stderr
     assert levels(book)[0]["completed"] == 2
     for text in (book.read_text(), book.with_suffix(".samples.jsonl").read_text(), out.stdout, out.stderr):
@@ -121,8 +205,23 @@ def test_api_key_is_used_and_never_written(practice, tmp_path):
 def test_cut_streams_are_failures_not_successes(practice, tmp_path):
     server = practice(kit_profile(name="cuts", faults={"cut_share": 1.0, "cut_after_tokens": 3}))
     book = tmp_path / "labbook.md"
-    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "2", "--requests",
-                "4", "--max-tokens", "16", "--labbook", str(book), "--warmup", "0", "--no-endpoint-check")
+    out = sweep(
+        "--base-url",
+        server.base_url,
+        "--model",
+        "local-chat",
+        "--concurrency",
+        "2",
+        "--requests",
+        "4",
+        "--max-tokens",
+        "16",
+        "--labbook",
+        str(book),
+        "--warmup",
+        "0",
+        "--no-endpoint-check",
+    )
     assert out.returncode == 1  # a level that completed nothing
     rec = levels(book)[0]
     assert rec["completed"] == 0 and rec["failed"] == 4 and rec["first_error"]
@@ -131,20 +230,38 @@ def test_cut_streams_are_failures_not_successes(practice, tmp_path):
 def test_wrong_model_is_warned_and_counted(practice, tmp_path):
     server = practice("kit")
     book = tmp_path / "labbook.md"
-    out = sweep("--base-url", server.base_url, "--model", "gpt-4o", "--concurrency", "1", "--requests", "2",
-                "--max-tokens", "4", "--labbook", str(book), "--warmup", "0", "--no-endpoint-check")
+    out = sweep(
+        "--base-url",
+        server.base_url,
+        "--model",
+        "gpt-4o",
+        "--concurrency",
+        "1",
+        "--requests",
+        "2",
+        "--max-tokens",
+        "4",
+        "--labbook",
+        str(book),
+        "--warmup",
+        "0",
+        "--no-endpoint-check",
+    )
     assert "not 'gpt-4o'" in out.stderr
     rec = levels(book)[0]
     assert rec["failed"] == rec["requests"] == 2 and rec["first_error"].startswith("HTTP 404")
 
 
-@pytest.mark.parametrize("args,words", [
-    (["--concurrency", "1,x"], "--concurrency must be comma-separated whole numbers"),
-    (["--concurrency", ","], "lists no level"),
-    (["--concurrency", "0,2"], "lists no level, or one below 1"),
-    (["--base-url", "http://127.0.0.1:9/v1"], "nothing answers at"),
-    (["--base-url", "ftp://x/v1"], "--base-url must look like"),
-])
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (["--concurrency", "1,x"], "--concurrency must be comma-separated whole numbers"),
+        (["--concurrency", ","], "lists no level"),
+        (["--concurrency", "0,2"], "lists no level, or one below 1"),
+        (["--base-url", "http://127.0.0.1:9/v1"], "nothing answers at"),
+        (["--base-url", "ftp://x/v1"], "--base-url must look like"),
+    ],
+)
 def test_bad_input_is_one_line(tmp_path, args, words):
     base = ["--model", "m", "--labbook", str(tmp_path / "b.md")]
     out = sweep(*base, *args)
@@ -155,15 +272,39 @@ def test_bad_input_is_one_line(tmp_path, args, words):
 
 def test_headless_locust_thresholds_pass_and_fail(practice, tmp_path):
     server = practice("kit")
-    base = [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles/llm_user.py"), "--headless", "-u",
-            "4", "-r", "4", "-t", "3s", "--stop-timeout", "20", "--host", server.root, "--max-tokens", "8",
-            "--only-summary"]
-    ok = subprocess.run(base + ["--ttft-p95-max", "2.0", "--fail-ratio-max", "0"], capture_output=True,
-                        text=True, timeout=60, cwd=tmp_path)
+    base = [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        str(ROOT / "locustfiles/llm_user.py"),
+        "--headless",
+        "-u",
+        "4",
+        "-r",
+        "4",
+        "-t",
+        "3s",
+        "--stop-timeout",
+        "20",
+        "--host",
+        server.root,
+        "--max-tokens",
+        "8",
+        "--only-summary",
+    ]
+    ok = subprocess.run(
+        base + ["--ttft-p95-max", "2.0", "--fail-ratio-max", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "harness thresholds passed" in ok.stdout + ok.stderr
-    bad = subprocess.run(base + ["--ttft-p95-max", "0.001"], capture_output=True, text=True, timeout=60,
-                         cwd=tmp_path)
+    bad = subprocess.run(
+        base + ["--ttft-p95-max", "0.001"], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
     assert bad.returncode == 1
     assert "TTFT p95" in bad.stdout + bad.stderr
 
@@ -172,9 +313,24 @@ def test_fit_and_knee_come_out_as_the_profile_implies(practice, tmp_path):
     a, b = 0.010, 0.002
     server = linear_server(practice, "fit", seats=10, tokens=100, a=a, b=b, prefill=50000)
     book = tmp_path / "labbook.md"
-    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1,4,10",
-                "--requests", "10", "--max-tokens", "60", "--label", "fit", "--server-slots", "10",
-                "--labbook", str(book))
+    out = sweep(
+        "--base-url",
+        server.base_url,
+        "--model",
+        "local-chat",
+        "--concurrency",
+        "1,4,10",
+        "--requests",
+        "10",
+        "--max-tokens",
+        "60",
+        "--label",
+        "fit",
+        "--server-slots",
+        "10",
+        "--labbook",
+        str(book),
+    )
     assert out.returncode == 0, out.stderr
     from harness.core import curves
 
@@ -189,12 +345,28 @@ def test_pooled_cache_keeps_its_hits_at_c10_where_per_seat_loses_them(practice, 
     for profile in ("kit", "vllm"):
         server = practice(profile)
         book = tmp_path / f"{profile}.md"
-        out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1,10",
-                    "--requests", "10", "--max-tokens", "8", "--prompt-set", "shared-prefix", "--label",
-                    profile, "--labbook", str(book))
+        out = sweep(
+            "--base-url",
+            server.base_url,
+            "--model",
+            "local-chat",
+            "--concurrency",
+            "1,10",
+            "--requests",
+            "10",
+            "--max-tokens",
+            "8",
+            "--prompt-set",
+            "shared-prefix",
+            "--label",
+            profile,
+            "--labbook",
+            str(book),
+        )
         assert out.returncode == 0, out.stderr
-        shares[profile] = {r["concurrency"]: r["cached_tokens_mean"] / r["prompt_tokens_mean"]
-                           for r in levels(book)}
+        shares[profile] = {
+            r["concurrency"]: r["cached_tokens_mean"] / r["prompt_tokens_mean"] for r in levels(book)
+        }
     assert shares["vllm"][10] >= shares["vllm"][1] - 0.1, shares  # blocks are shared across the whole pool
     assert shares["kit"][10] < shares["vllm"][10] - 0.2, shares  # cold seats in the first wave miss
 
@@ -202,8 +374,24 @@ def test_pooled_cache_keeps_its_hits_at_c10_where_per_seat_loses_them(practice, 
 def test_open_loop_keeps_the_offered_rate_whatever_the_server_does(practice, tmp_path):
     server = practice("ruler")  # every request lasts 0.05 + 127 x 0.01 = 1.32 s, no seats
     book = tmp_path / "labbook.md"
-    out = sweep("--base-url", server.base_url, "--model", "ruler", "--rate", "20", "--requests", "40",
-                "--max-tokens", "128", "--label", "open", "--labbook", str(book), "--warmup", "0")
+    out = sweep(
+        "--base-url",
+        server.base_url,
+        "--model",
+        "ruler",
+        "--rate",
+        "20",
+        "--requests",
+        "40",
+        "--max-tokens",
+        "128",
+        "--label",
+        "open",
+        "--labbook",
+        str(book),
+        "--warmup",
+        "0",
+    )
     assert out.returncode == 0, out.stderr
     rec = levels(book)[0]
     assert rec["arrival"] == "fixed-rate" and rec["rate_rps"] == 20 and rec["completed"] == 40
@@ -215,8 +403,24 @@ def test_open_loop_keeps_the_offered_rate_whatever_the_server_does(practice, tmp
 def test_duration_bounded_level_drains(practice, tmp_path):
     server = practice("kit")
     book = tmp_path / "labbook.md"
-    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "3", "--duration",
-                "2", "--max-tokens", "16", "--label", "timed", "--labbook", str(book), "--warmup", "0")
+    out = sweep(
+        "--base-url",
+        server.base_url,
+        "--model",
+        "local-chat",
+        "--concurrency",
+        "3",
+        "--duration",
+        "2",
+        "--max-tokens",
+        "16",
+        "--label",
+        "timed",
+        "--labbook",
+        str(book),
+        "--warmup",
+        "0",
+    )
     assert out.returncode == 0, out.stderr
     rec = levels(book)[0]
     assert rec["duration_s"] == 2 and rec["failed"] == 0 and rec["completed"] >= 6
@@ -230,11 +434,36 @@ def test_interrupt_between_levels_keeps_a_valid_notebook(practice, tmp_path, sig
 
     server = practice(kit_profile(name="slow", output={"length": {"kind": "fixed", "tokens": 400}}))
     book = tmp_path / "labbook.md"
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "sweep", "--base-url", server.base_url,
-                             "--model", "local-chat", "--concurrency", "1,2", "--requests", "2",
-                             "--max-tokens", "80", "--label", "cut", "--labbook", str(book), "--warmup", "0",
-                             "--timeout", "60"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "sweep",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "local-chat",
+            "--concurrency",
+            "1,2",
+            "--requests",
+            "2",
+            "--max-tokens",
+            "80",
+            "--label",
+            "cut",
+            "--labbook",
+            str(book),
+            "--warmup",
+            "0",
+            "--timeout",
+            "60",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not (book.exists() and '"concurrency"' in book.read_text()):
         time.sleep(0.1)
@@ -256,10 +485,33 @@ def test_web_ui_shows_exact_percentiles(practice, tmp_path):
 
     server = practice("kit")
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles/llm_user.py"),
-                             "--host", server.root, "--web-host", "127.0.0.1", "--web-port", str(port),
-                             "--autostart", "-u", "2", "-r", "2", "-t", "20s", "--max-tokens", "8"],
-                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "locust",
+            "-f",
+            str(ROOT / "locustfiles/llm_user.py"),
+            "--host",
+            server.root,
+            "--web-host",
+            "127.0.0.1",
+            "--web-port",
+            str(port),
+            "--autostart",
+            "-u",
+            "2",
+            "-r",
+            "2",
+            "-t",
+            "20s",
+            "--max-tokens",
+            "8",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline, rows = time.monotonic() + 30, None
         while time.monotonic() < deadline:
@@ -283,12 +535,42 @@ def test_web_ui_shows_exact_percentiles(practice, tmp_path):
 
 def test_https_endpoint(practice, tmp_path):
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
-                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
     server = practice("kit", extra=["--tls-cert", str(cert), "--tls-key", str(key)], scheme="https")
     book = tmp_path / "labbook.md"
-    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "2", "--requests",
-                "4", "--max-tokens", "8", "--labbook", str(book))
+    out = sweep(
+        "--base-url",
+        server.base_url,
+        "--model",
+        "local-chat",
+        "--concurrency",
+        "2",
+        "--requests",
+        "4",
+        "--max-tokens",
+        "8",
+        "--labbook",
+        str(book),
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     rec = levels(book)[0]
     assert rec["completed"] == 4 and rec["base_url"].startswith("https://")
@@ -300,9 +582,25 @@ def test_https_endpoint(practice, tmp_path):
 def test_processes_split_the_load_over_locust_workers(practice, tmp_path):
     server = practice(kit_profile(name="dist", output={"length": {"kind": "fixed", "tokens": 30}}))
     book = tmp_path / "labbook.md"
-    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1,6", "--requests",
-                "9", "--max-tokens", "20", "--label", "dist", "--labbook", str(book), "--processes", "2",
-                timeout=240)
+    out = sweep(
+        "--base-url",
+        server.base_url,
+        "--model",
+        "local-chat",
+        "--concurrency",
+        "1,6",
+        "--requests",
+        "9",
+        "--max-tokens",
+        "20",
+        "--label",
+        "dist",
+        "--labbook",
+        str(book),
+        "--processes",
+        "2",
+        timeout=240,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "load from 2 Locust worker process(es)" in out.stdout
     one, six = levels(book)
@@ -324,34 +622,75 @@ def test_shares_follow_the_users():
 def test_endpoint_is_proved_before_the_first_level(practice, tmp_path):
     server = practice("kit")
     book = tmp_path / "labbook.md"
-    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1", "--requests",
-                "1", "--max-tokens", "8", "--labbook", str(book), "--warmup", "0")
+    out = sweep(
+        "--base-url",
+        server.base_url,
+        "--model",
+        "local-chat",
+        "--concurrency",
+        "1",
+        "--requests",
+        "1",
+        "--max-tokens",
+        "8",
+        "--labbook",
+        str(book),
+        "--warmup",
+        "0",
+    )
     assert out.returncode == 0, out.stderr
-    assert ("endpoint proved: text in content, finish length, usage yes, context 4096 per sequence"
-            in out.stdout)
-    (seen,) = read_records(book, "endpoint-check",
-                           select=lambda o: o.get("record") == "endpoint-check").records
+    assert (
+        "endpoint proved: text in content, finish length, usage yes, context 4096 per sequence" in out.stdout
+    )
+    (seen,) = read_records(
+        book, "endpoint-check", select=lambda o: o.get("record") == "endpoint-check"
+    ).records
     assert seen["model_listed"] is True and seen["n_ctx"] == 4096 and seen["warnings"] == []
 
 
-@pytest.mark.parametrize("profile, extra, words", [
-    ({"name": "cuts", "faults": {"cut_share": 1.0, "cut_after_tokens": 3}}, [],
-     "the proof request failed (ChunkedEncodingError: Response ended prematurely)"),
-    ({"name": "small", "ctx_per_seat": 1024}, ["--prompt-set", "unique-prefix"],
-     "the server's context is 1024 tokens per sequence, and this prompt set needs about"),
-    ({}, ["--model", "gpt-4o"], "the proof request failed (HTTP 404"),
-])
+@pytest.mark.parametrize(
+    "profile, extra, words",
+    [
+        (
+            {"name": "cuts", "faults": {"cut_share": 1.0, "cut_after_tokens": 3}},
+            [],
+            "the proof request failed (ChunkedEncodingError: Response ended prematurely)",
+        ),
+        (
+            {"name": "small", "ctx_per_seat": 1024},
+            ["--prompt-set", "unique-prefix"],
+            "the server's context is 1024 tokens per sequence, and this prompt set needs about",
+        ),
+        ({}, ["--model", "gpt-4o"], "the proof request failed (HTTP 404"),
+    ],
+)
 def test_a_broken_endpoint_stops_the_sweep_in_one_line(practice, tmp_path, profile, extra, words):
     server = practice(kit_profile(**profile) if profile else "kit")
     book = tmp_path / "labbook.md"
-    args = ["--base-url", server.base_url, "--model", "local-chat", "--concurrency", "1", "--requests", "2",
-            "--max-tokens", "16", "--labbook", str(book), "--warmup", "0", *extra]
+    args = [
+        "--base-url",
+        server.base_url,
+        "--model",
+        "local-chat",
+        "--concurrency",
+        "1",
+        "--requests",
+        "2",
+        "--max-tokens",
+        "16",
+        "--labbook",
+        str(book),
+        "--warmup",
+        "0",
+        *extra,
+    ]
     out = sweep(*args)
     assert out.returncode == 2 and words in out.stderr, out.stderr
     assert len(out.stderr.strip().splitlines()) <= 2  # the one line (and at most the model-list warning)
     assert levels(book) == []  # no tidy table of failures
-    (seen,) = read_records(book, "endpoint-check",
-                           select=lambda o: o.get("record") == "endpoint-check").records
+    (seen,) = read_records(
+        book, "endpoint-check", select=lambda o: o.get("record") == "endpoint-check"
+    ).records
     assert seen["label"] == "run"
 
 
@@ -360,11 +699,31 @@ def test_a_stream_that_stalls_past_the_timeout_fails_without_hanging(practice, t
     server = practice(kit_profile(name="stalls", faults={"stall_share": 1.0, "stall_s": 30.0}))
     book = tmp_path / "labbook.md"
     started = time.monotonic()
-    out = sweep("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "2", "--requests",
-                "2", "--min-rounds", "1", "--max-tokens", "16", "--timeout", "2", "--warmup", "0",
-                "--no-endpoint-check", "--labbook", str(book), timeout=60)
+    out = sweep(
+        "--base-url",
+        server.base_url,
+        "--model",
+        "local-chat",
+        "--concurrency",
+        "2",
+        "--requests",
+        "2",
+        "--min-rounds",
+        "1",
+        "--max-tokens",
+        "16",
+        "--timeout",
+        "2",
+        "--warmup",
+        "0",
+        "--no-endpoint-check",
+        "--labbook",
+        str(book),
+        timeout=60,
+    )
     assert time.monotonic() - started < 25  # bounded by the 2 s timeout, not the 30 s stall
     rec = levels(book)[0]
-    assert rec["failed"] == rec["requests"] == 2 and rec["first_error"].startswith("TimeoutError: no data "
-                                                                                   "from the server for 2 s")
+    assert rec["failed"] == rec["requests"] == 2 and rec["first_error"].startswith(
+        "TimeoutError: no data from the server for 2 s"
+    )
     assert "Traceback" not in out.stdout + out.stderr

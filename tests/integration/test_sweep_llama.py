@@ -24,16 +24,40 @@ def server(tmp_path_factory):
 
 
 def records(book, label):
-    return [r for r in read_records(book, "level", select=lambda o: "concurrency" in o).records
-            if r["label"] == label]
+    return [
+        r
+        for r in read_records(book, "level", select=lambda o: "concurrency" in o).records
+        if r["label"] == label
+    ]
 
 
 def test_baseline_sweep_completes_with_usage_counts(server, tmp_path):
     book = tmp_path / "labbook.md"
-    out = sweep("--base-url", server, "--model", llama_cpu.MODEL_ALIAS, "--concurrency", "1,5,10,20",
-                "--requests", "10", "--max-tokens", "16", "--prompt-set", "mixed", "--label", "cpu-baseline",
-                "--engine", "llama-server", "--server-slots", "4", "--context-length", "2048", "--labbook",
-                str(book), timeout=600)
+    out = sweep(
+        "--base-url",
+        server,
+        "--model",
+        llama_cpu.MODEL_ALIAS,
+        "--concurrency",
+        "1,5,10,20",
+        "--requests",
+        "10",
+        "--max-tokens",
+        "16",
+        "--prompt-set",
+        "mixed",
+        "--label",
+        "cpu-baseline",
+        "--engine",
+        "llama-server",
+        "--server-slots",
+        "4",
+        "--context-length",
+        "2048",
+        "--labbook",
+        str(book),
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     levels = records(book, "cpu-baseline")
     assert [r["concurrency"] for r in levels] == [1, 5, 10, 20]
@@ -48,11 +72,29 @@ def test_prefix_pair_control_first(server, tmp_path):
     book = tmp_path / "labbook.md"
     # Two rounds at c=2 for the shared set: in the first, one of the two requests may land on a slot that has
     # never seen the preamble (per-slot caching), so one round alone can sit right at the 50 % line.
-    for prompt_set, label, count in (("unique-prefix", "cpu-prefix-control", "2"),
-                                     ("shared-prefix", "cpu-prefix-shared", "4")):
-        out = sweep("--base-url", server, "--model", llama_cpu.MODEL_ALIAS, "--concurrency", "1,2",
-                    "--requests", count, "--max-tokens", "8", "--prompt-set", prompt_set, "--label", label,
-                    "--labbook", str(book), timeout=600)
+    for prompt_set, label, count in (
+        ("unique-prefix", "cpu-prefix-control", "2"),
+        ("shared-prefix", "cpu-prefix-shared", "4"),
+    ):
+        out = sweep(
+            "--base-url",
+            server,
+            "--model",
+            llama_cpu.MODEL_ALIAS,
+            "--concurrency",
+            "1,2",
+            "--requests",
+            count,
+            "--max-tokens",
+            "8",
+            "--prompt-set",
+            prompt_set,
+            "--label",
+            label,
+            "--labbook",
+            str(book),
+            timeout=600,
+        )
         assert out.returncode == 0, out.stdout + out.stderr
     control, shared = records(book, "cpu-prefix-control"), records(book, "cpu-prefix-shared")
     for c, s in zip(control, shared, strict=True):

@@ -22,15 +22,30 @@ from tests.conftest import free_port, install_fake
 
 
 def write_plan(tmp_path: Path, engine: dict, settings: dict | None = None) -> Path:
-    spec = {"schema_version": 1, "title": "a test engine", "launcher": "host", "port": "{port}",
-            "health": "/health", "api_model": "m", "log": "stdout", "health_timeout_s": 2, **engine}
+    spec = {
+        "schema_version": 1,
+        "title": "a test engine",
+        "launcher": "host",
+        "port": "{port}",
+        "health": "/health",
+        "api_model": "m",
+        "log": "stdout",
+        "health_timeout_s": 2,
+        **engine,
+    }
     spec.setdefault("settings", {})["port"] = free_port()
     engine_file = tmp_path / f"{spec['name']}.yaml"
     engine_file.write_text(yaml.safe_dump(spec))
-    plan = {"schema_version": 1, "name": "bad-input", "title": "bad input", "variables": {},
-            "stages": [{"id": "a", "engine": str(engine_file), "settings": settings or {},
-                        "steps": ["probe"]},
-                       "report"]}
+    plan = {
+        "schema_version": 1,
+        "name": "bad-input",
+        "title": "bad input",
+        "variables": {},
+        "stages": [
+            {"id": "a", "engine": str(engine_file), "settings": settings or {}, "steps": ["probe"]},
+            "report",
+        ],
+    }
     path = tmp_path / "plan.yaml"
     path.write_text(yaml.safe_dump(plan))
     return path
@@ -62,15 +77,30 @@ def test_engine_not_installed(tmp_path):
 
 
 def test_model_file_missing(tmp_path):
-    plan = write_plan(tmp_path, {"name": "needs-model", "binary": "{python}", "resolve": {"python": "python"},
-                                 "settings": {"python": "auto", "model": "/nonexistent/model.gguf"},
-                                 "args": [["-c", "print('{model}')"]]})
+    plan = write_plan(
+        tmp_path,
+        {
+            "name": "needs-model",
+            "binary": "{python}",
+            "resolve": {"python": "python"},
+            "settings": {"python": "auto", "model": "/nonexistent/model.gguf"},
+            "args": [["-c", "print('{model}')"]],
+        },
+    )
     assert_failed_start(*run(tmp_path, plan), "model file /nonexistent/model.gguf not found")
 
 
 def test_port_in_use_names_the_holder(tmp_path):
-    plan = write_plan(tmp_path, {"name": "busy", "binary": "{python}", "resolve": {"python": "python"},
-                                 "settings": {"python": "auto"}, "args": [["-c", "pass"]]})
+    plan = write_plan(
+        tmp_path,
+        {
+            "name": "busy",
+            "binary": "{python}",
+            "resolve": {"python": "python"},
+            "settings": {"python": "auto"},
+            "args": [["-c", "pass"]],
+        },
+    )
     port = yaml.safe_load(next(tmp_path.glob("busy.yaml")).read_text())["settings"]["port"]
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", port))
@@ -82,9 +112,16 @@ def test_port_in_use_names_the_holder(tmp_path):
 
 def test_engine_that_never_becomes_healthy_is_stopped(tmp_path):
     marker = f"never-healthy-{free_port()}"
-    plan = write_plan(tmp_path, {"name": "sleepy", "binary": "{python}", "resolve": {"python": "python"},
-                                 "settings": {"python": "auto"},
-                                 "args": [["-c", f"import time; time.sleep(60)  # {marker}"]]})
+    plan = write_plan(
+        tmp_path,
+        {
+            "name": "sleepy",
+            "binary": "{python}",
+            "resolve": {"python": "python"},
+            "settings": {"python": "auto"},
+            "args": [["-c", f"import time; time.sleep(60)  # {marker}"]],
+        },
+    )
     assert_failed_start(*run(tmp_path, plan), "was not healthy after 2 s")
     left = [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])]
     assert left == [], "the engine process was left running"
@@ -103,9 +140,21 @@ def test_resume_refuses_a_changed_plan_and_a_fresh_run_refuses_an_old_directory(
 
 def test_external_endpoint_is_measured_and_left_running(tmp_path, practice):
     server = practice("kit")
-    plan = {"schema_version": 1, "name": "ext", "title": "external", "variables": {},
-            "stages": [{"id": "shared", "engine": "external", "settings": {"port": server.port},
-                        "record": {"engine": "someone-else"}, "steps": ["probe", "recovery"]}]}
+    plan = {
+        "schema_version": 1,
+        "name": "ext",
+        "title": "external",
+        "variables": {},
+        "stages": [
+            {
+                "id": "shared",
+                "engine": "external",
+                "settings": {"port": server.port},
+                "record": {"engine": "someone-else"},
+                "steps": ["probe", "recovery"],
+            }
+        ],
+    }
     path = tmp_path / "ext.yaml"
     path.write_text(yaml.safe_dump(plan))
     code, manifest, _ = run(tmp_path, path)
@@ -138,12 +187,24 @@ def test_mlx_shim_sends_exactly_the_served_path(tmp_path, monkeypatch):
     model = tmp_path / "models" / "mlx-community" / "Qwen3-8B-4bit"
     model.mkdir(parents=True)
     install_fake(tmp_path, monkeypatch, "mlx_lm.server", FAKE_MLX)
-    plan = {"schema_version": 1, "name": "mlx", "title": "mlx shim", "variables": {},
-            "stages": [{"id": "mlx", "engine": "mlx-lm", "settings": {"model": str(model),
-                                                                      "port": free_port()},
-                        "record": {"quant": "MLX 4-bit"},
-                        "steps": ["probe", {"sweep": {"label": "mlx-c1", "concurrency": "1", "requests": 2,
-                                                      "max_tokens": 8}}]}]}
+    plan = {
+        "schema_version": 1,
+        "name": "mlx",
+        "title": "mlx shim",
+        "variables": {},
+        "stages": [
+            {
+                "id": "mlx",
+                "engine": "mlx-lm",
+                "settings": {"model": str(model), "port": free_port()},
+                "record": {"quant": "MLX 4-bit"},
+                "steps": [
+                    "probe",
+                    {"sweep": {"label": "mlx-c1", "concurrency": "1", "requests": 2, "max_tokens": 8}},
+                ],
+            }
+        ],
+    }
     path = tmp_path / "mlx.yaml"
     path.write_text(yaml.safe_dump(plan))
     code, manifest, lines = run(tmp_path, path)
@@ -183,9 +244,21 @@ def test_lemonade_is_loaded_and_unloaded_through_its_cli(tmp_path, monkeypatch):
 
     install_fake(tmp_path, monkeypatch, "lemonade", FAKE_LEMONADE)
     port = free_port()
-    plan = {"schema_version": 1, "name": "lemonade", "title": "lemonade", "variables": {},
-            "stages": [{"id": "lemonade-rocm", "engine": "lemonade", "settings": {"port": port},
-                        "record": {"engine": "lemonade-rocm"}, "steps": ["probe"]}]}
+    plan = {
+        "schema_version": 1,
+        "name": "lemonade",
+        "title": "lemonade",
+        "variables": {},
+        "stages": [
+            {
+                "id": "lemonade-rocm",
+                "engine": "lemonade",
+                "settings": {"port": port},
+                "record": {"engine": "lemonade-rocm"},
+                "steps": ["probe"],
+            }
+        ],
+    }
     path = tmp_path / "lemonade.yaml"
     path.write_text(yaml.safe_dump(plan))
     code, manifest, _ = run(tmp_path, path)
@@ -200,9 +273,15 @@ def test_tabbyapi_key_comes_from_its_token_file_and_is_never_recorded(tmp_path):
     tabby = tmp_path / "tabbyAPI"
     tabby.mkdir()
     (tabby / "api_tokens.yml").write_text("api_key: s3cret-key-123\nadmin_key: admin-456\n")
-    plan = {"schema_version": 1, "name": "tabby", "title": "tabby", "variables": {},
-            "stages": [{"id": "exl3", "engine": "tabbyapi", "settings": {"tabby_dir": str(tabby)},
-                        "steps": ["probe"]}]}
+    plan = {
+        "schema_version": 1,
+        "name": "tabby",
+        "title": "tabby",
+        "variables": {},
+        "stages": [
+            {"id": "exl3", "engine": "tabbyapi", "settings": {"tabby_dir": str(tabby)}, "steps": ["probe"]}
+        ],
+    }
     path = tmp_path / "tabby.yaml"
     path.write_text(yaml.safe_dump(plan))
     loaded = load_plan(str(path))
@@ -212,8 +291,9 @@ def test_tabbyapi_key_comes_from_its_token_file_and_is_never_recorded(tmp_path):
     lines: list[str] = []
     # start.sh is missing: fails early
     Runner(loaded, tmp_path / "run", out=lines.append).execute(resume=False)
-    written = "\n".join(p.read_text() for p in (tmp_path / "run").rglob("*")
-                        if p.is_file()) + "\n".join(lines)
+    written = "\n".join(p.read_text() for p in (tmp_path / "run").rglob("*") if p.is_file()) + "\n".join(
+        lines
+    )
     assert "s3cret-key-123" not in written
     (tabby / "api_tokens.yml").write_text("admin_key: only-admin\n")
     with pytest.raises(EngineError, match="holds no api_key"):

@@ -14,8 +14,19 @@ def practice_log(practice, profile):
 def test_verify_allocation_on_a_vllm_style_log(practice, tmp_path, capsys):
     log = practice_log(practice, "vllm")  # the practice server's vLLM profile: Qwen3-8B shape, 81,920 tokens
     book = tmp_path / "labbook.md"
-    args = ["verify-allocation", "--log", str(log), "--model", "qwen3-8b", "--slots", "20", "--ctx-per-slot",
-            "4096", "--labbook", str(book)]
+    args = [
+        "verify-allocation",
+        "--log",
+        str(log),
+        "--model",
+        "qwen3-8b",
+        "--slots",
+        "20",
+        "--ctx-per-slot",
+        "4096",
+        "--labbook",
+        str(book),
+    ]
     assert main(args) == 0
     assert main(args[:-2] + ["--kv-bytes", str(147_456 * 40_000)]) == 1
     assert "log says 81,920 tokens but the prediction is 40,000 tokens" in capsys.readouterr().out

@@ -26,37 +26,62 @@ if TYPE_CHECKING:
 
 def _version(ctx: BlockContext) -> dict:
     """The engine's version command and, when it has none, the version the plan states."""
-    return {"version_argv": version_argv(ctx.block.engine, ctx.settings),
-            "version_fallback": ctx.block.record.get("engine_version", "unknown")}
+    return {
+        "version_argv": version_argv(ctx.block.engine, ctx.settings),
+        "version_fallback": ctx.block.record.get("engine_version", "unknown"),
+    }
 
 
 def _process(cls: type[HostLauncher]) -> Callable[[BlockContext], Launcher]:
     """A factory for a launcher that runs the engine's command line as a local process."""
+
     def make(ctx: BlockContext) -> Launcher:
         engine = ctx.block.engine
-        return cls(argv=launch_argv(engine, ctx.settings), host=ctx.host, port=ctx.port,
-                   health_url=ctx.health_url, log_path=ctx.out,
-                   env=engine_env(engine, ctx.settings), **_version(ctx))
+        return cls(
+            argv=launch_argv(engine, ctx.settings),
+            host=ctx.host,
+            port=ctx.port,
+            health_url=ctx.health_url,
+            log_path=ctx.out,
+            env=engine_env(engine, ctx.settings),
+            **_version(ctx),
+        )
+
     return make
 
 
 def _compose(ctx: BlockContext) -> Launcher:
     engine = ctx.block.engine
     c = engine["compose"]
-    variables = {k: fill(v, ctx.settings, f"engine {engine.name} compose variable {k}")
-                 for k, v in c["variables"].items()}
-    return ComposeLauncher(service=c["service"], profile=c.get("profile", c["service"]), variables=variables,
-                           env_file=paths.workdir() / fill(c["env_file"], ctx.settings), host=ctx.host,
-                           port=ctx.port, health_url=ctx.health_url, log_path=ctx.out,
-                           version_command=c.get("version_command"))
+    variables = {
+        k: fill(v, ctx.settings, f"engine {engine.name} compose variable {k}")
+        for k, v in c["variables"].items()
+    }
+    return ComposeLauncher(
+        service=c["service"],
+        profile=c.get("profile", c["service"]),
+        variables=variables,
+        env_file=paths.workdir() / fill(c["env_file"], ctx.settings),
+        host=ctx.host,
+        port=ctx.port,
+        health_url=ctx.health_url,
+        log_path=ctx.out,
+        version_command=c.get("version_command"),
+    )
 
 
 def _service(ctx: BlockContext) -> Launcher:
     engine = ctx.block.engine
-    return ServiceLauncher(argv=launch_argv(engine, ctx.settings),
-                           stop_argv=[expand_vars(x, {}) for x in engine.get("stop_command", [])],
-                           host=ctx.host, port=ctx.port, health_url=ctx.health_url, log_path=ctx.out,
-                           env=engine_env(engine, ctx.settings), **_version(ctx))
+    return ServiceLauncher(
+        argv=launch_argv(engine, ctx.settings),
+        stop_argv=[expand_vars(x, {}) for x in engine.get("stop_command", [])],
+        host=ctx.host,
+        port=ctx.port,
+        health_url=ctx.health_url,
+        log_path=ctx.out,
+        env=engine_env(engine, ctx.settings),
+        **_version(ctx),
+    )
 
 
 def _external(ctx: BlockContext) -> Launcher:
@@ -78,8 +103,9 @@ def make_launcher(ctx: BlockContext) -> Launcher:
     try:
         factory = LAUNCHERS[kind]
     except KeyError:
-        raise ConfigError(f"engine {ctx.block.engine.name}: no launcher {kind!r}; known: "
-                          f"{', '.join(LAUNCHERS)}") from None
+        raise ConfigError(
+            f"engine {ctx.block.engine.name}: no launcher {kind!r}; known: {', '.join(LAUNCHERS)}"
+        ) from None
     return factory(ctx)
 
 

@@ -63,8 +63,13 @@ class NotHealthy(EngineError):
         self.url, self.timeout, self.last = url, timeout, last
 
 
-def wait_healthy(url: str, timeout: float, alive: Callable[[], None] | None = None, interval: float = 0.5,
-                 request_timeout: float = 2.0) -> None:
+def wait_healthy(
+    url: str,
+    timeout: float,
+    alive: Callable[[], None] | None = None,
+    interval: float = 0.5,
+    request_timeout: float = 2.0,
+) -> None:
     """Poll ``url`` until it answers 200. ``alive`` is called before each try and raises when the
     engine has already died, so a crash is reported at once rather than after the timeout."""
     deadline = time.monotonic() + timeout
@@ -87,8 +92,10 @@ def refuse_busy(host: str, port: int) -> None:
     """Raise PortBusy when something already answers on the port: one server at a time."""
     if port_open(host, port):
         who = holder(port)
-        raise PortBusy(f"port {port} is already in use{f' by {who}' if who else ''}; stop it first "
-                       "(one server at a time) or choose another port")
+        raise PortBusy(
+            f"port {port} is already in use{f' by {who}' if who else ''}; stop it first "
+            "(one server at a time) or choose another port"
+        )
 
 
 def last_log_line(log_path) -> str:

@@ -45,15 +45,17 @@ def docker_client():
         client.ping()
         return client
     except Exception as exc:  # docker.errors.DockerException and the requests errors under it
-        raise EngineError(f"the Docker engine is not reachable ({exc.__class__.__name__}); start it, or check "
-                          "DOCKER_HOST and that this user may use it") from None
+        raise EngineError(
+            f"the Docker engine is not reachable ({exc.__class__.__name__}); start it, or check "
+            "DOCKER_HOST and that this user may use it"
+        ) from None
 
 
 @dataclass
 class ComposeLauncher:
     service: str
     profile: str
-    variables: dict           # the plan's settings as Compose variables (SLOTS, CTX_TOTAL, ...)
+    variables: dict  # the plan's settings as Compose variables (SLOTS, CTX_TOTAL, ...)
     env_file: Path
     host: str
     port: int
@@ -69,8 +71,19 @@ class ComposeLauncher:
     _follower: threading.Thread | None = field(default=None, repr=False)
 
     def argv(self, *action: str) -> list[str]:
-        return ["docker", "compose", "-p", PROJECT, "-f", str(self.compose_file), "--env-file", str(self.env_file),
-                "--profile", self.profile, *action]
+        return [
+            "docker",
+            "compose",
+            "-p",
+            PROJECT,
+            "-f",
+            str(self.compose_file),
+            "--env-file",
+            str(self.env_file),
+            "--profile",
+            self.profile,
+            *action,
+        ]
 
     def command(self) -> str:
         env = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in self.variables.items())
@@ -96,22 +109,31 @@ class ComposeLauncher:
         except Exception as exc:
             if exc.__class__.__name__ != "ImageNotFound":
                 raise EngineError(f"cannot inspect image {image}: {exc.__class__.__name__}") from None
-            hint = "build it: docker compose build " + self.service if spec.get("build") else f"docker pull {image}"
+            hint = (
+                "build it: docker compose build " + self.service
+                if spec.get("build")
+                else f"docker pull {image}"
+            )
             raise EngineError(f"image {image} is not present; {hint}") from None
         gpus = spec.get("deploy", {}).get("resources", {}).get("reservations", {}).get("devices", [])
         if any(d.get("driver") == "nvidia" for d in gpus):
             runtimes = (self.client.info() or {}).get("Runtimes", {})
             if "nvidia" not in runtimes:
-                raise EngineError("the NVIDIA container runtime is not installed in Docker (docker info lists "
-                                  f"{', '.join(runtimes) or 'no'} runtimes); install the NVIDIA Container Toolkit")
+                raise EngineError(
+                    "the NVIDIA container runtime is not installed in Docker (docker info lists "
+                    f"{', '.join(runtimes) or 'no'} runtimes); install the NVIDIA Container Toolkit"
+                )
         for device in spec.get("devices", []):
             if not Path(device).exists():
-                raise EngineError(f"{device} does not exist here: the ROCm/GPU driver is missing or this user "
-                                  "cannot see it")
+                raise EngineError(
+                    f"{device} does not exist here: the ROCm/GPU driver is missing or this user cannot see it"
+                )
         for volume in spec.get("volumes", []):
             source, _, target = str(volume).partition(":")
             if target.startswith("/models") and not Path(os.path.expanduser(source)).is_dir():
-                raise EngineError(f"model library {source} not found; set MODELS_DIR or download the models first")
+                raise EngineError(
+                    f"model library {source} not found; set MODELS_DIR or download the models first"
+                )
 
     def start(self, timeout: float = 900.0) -> None:
         self.client = self.client or self.client_factory()
@@ -150,16 +172,19 @@ class ComposeLauncher:
         self.container.reload()
         state = self.container.attrs.get("State", {})
         if state.get("Status") in ("exited", "dead"):
-            raise EngineError(f"{self.service} exited with status {state.get('ExitCode')} while starting; "
-                              f"read {self.log_path}: {self.last_log_line()}")
+            raise EngineError(
+                f"{self.service} exited with status {state.get('ExitCode')} while starting; "
+                f"read {self.log_path}: {self.last_log_line()}"
+            )
 
     def wait_healthy(self, timeout: float) -> None:
         try:
             wait_healthy(self.health_url, timeout, alive=self._alive)
         except NotHealthy:
             self.stop()
-            raise EngineError(f"{self.health_url} was not healthy after {timeout:.0f} s; read {self.log_path}") \
-                from None
+            raise EngineError(
+                f"{self.health_url} was not healthy after {timeout:.0f} s; read {self.log_path}"
+            ) from None
 
     def last_log_line(self) -> str:
         time.sleep(0.2)  # let the follower write what the container printed last
@@ -187,8 +212,10 @@ class ComposeLauncher:
         for action in (("stop", "-t", "30", self.service), ("rm", "-f", "-s", self.service)):
             self.run(self.argv(*action), self.variables)
         if not wait_port_free(self.host, self.port, timeout=min(timeout, 30)):
-            raise EngineError(f"port {self.port} is still in use after stopping {self.service} (held by "
-                              f"{holder(self.port) or 'unknown'})")
+            raise EngineError(
+                f"port {self.port} is still in use after stopping {self.service} (held by "
+                f"{holder(self.port) or 'unknown'})"
+            )
 
     def stopped_note(self) -> str:
         return f"stopped; port {self.port} is free"

@@ -16,12 +16,18 @@ class ContainerLauncher(HostLauncher):
 
     def start(self, timeout: float = 900.0) -> None:
         if shutil.which("docker") is None:
-            raise EngineError("docker is not on PATH; install Docker with the NVIDIA Container Toolkit, or pick a "
-                              "plan whose engines run on the host")
-        probe = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True)
+            raise EngineError(
+                "docker is not on PATH; install Docker with the NVIDIA Container Toolkit, or pick a "
+                "plan whose engines run on the host"
+            )
+        probe = subprocess.run(
+            ["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True
+        )
         if probe.returncode != 0:
-            raise EngineError("the Docker engine is not reachable (docker info failed); start it, or check that "
-                              "this user may use it")
+            raise EngineError(
+                "the Docker engine is not reachable (docker info failed); start it, or check that "
+                "this user may use it"
+            )
         super().start(timeout)
 
     def stop(self, timeout: float = 30.0) -> None:

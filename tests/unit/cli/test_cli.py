@@ -1,6 +1,5 @@
 """The CLI: every command documented, errors in one line, `check` and `demo` against real servers."""
 
-
 import pytest
 
 import harness

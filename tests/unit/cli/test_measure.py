@@ -14,14 +14,42 @@ def test_snapshot_from_another_machine_is_refused(tmp_path, capsys):
     assert data["mem_total_mb"] > 0 and data["mem_available_mb"] > 0
     data["hostname"] = "some-other-box"
     snap.write_text(json.dumps(data))
-    assert main(["measure", "--engine", "x", "--model", "m", "--idle-snapshot", str(snap),
-                 "--base-url", "http://127.0.0.1:9/v1"]) == 2
+    assert (
+        main(
+            [
+                "measure",
+                "--engine",
+                "x",
+                "--model",
+                "m",
+                "--idle-snapshot",
+                str(snap),
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+            ]
+        )
+        == 2
+    )
     assert "was taken on some-other-box" in capsys.readouterr().err
 
 
 def test_server_down_is_one_line(capsys):
-    assert main(["measure", "--engine", "x", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
-                 "--wait-seconds", "1"]) == 2
+    assert (
+        main(
+            [
+                "measure",
+                "--engine",
+                "x",
+                "--model",
+                "m",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--wait-seconds",
+                "1",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert "did not answer 200 within 1 s" in err and "\n" not in err
 
@@ -29,13 +57,19 @@ def test_server_down_is_one_line(capsys):
 def test_mac_pages_and_deltas():
     from harness.io.memory import delta, mac_pages
 
-    vmstat = ("Mach Virtual Memory Statistics: (page size of 16384 bytes)\nPages free: 1000.\nPages active: "
-              "2000.\n"
-              "Pages wired down: 500.\nPages occupied by compressor: 100.\n")
+    vmstat = (
+        "Mach Virtual Memory Statistics: (page size of 16384 bytes)\nPages free: 1000.\nPages active: "
+        "2000.\n"
+        "Pages wired down: 500.\nPages occupied by compressor: 100.\n"
+    )
     pages = mac_pages(vmstat)
     assert pages["mac_used_mb"] == pytest.approx(2600 * 16384 / 1e6)
     assert pages["mac_free_mb"] == pytest.approx(1000 * 16384 / 1e6)
     idle = {"mem_available_mb": 20000.0, "gpu_total_mb": 24000, "gpu_used_mb": 500.0}
-    loaded = {"mem_available_mb": 19000.0, "gpu_total_mb": 24000, "gpu_used_mb": 6500.0,
-              "gpu_process_mb": 5800.0}
+    loaded = {
+        "mem_available_mb": 19000.0,
+        "gpu_total_mb": 24000,
+        "gpu_used_mb": 6500.0,
+        "gpu_process_mb": 5800.0,
+    }
     assert delta(idle, loaded) == {"mem_available_mb": 1000, "gpu_used_mb": 6000, "gpu_process_mb": 5800}

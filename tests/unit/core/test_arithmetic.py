@@ -1,7 +1,12 @@
 import pytest
 
-from harness.core.arithmetic import (kv_bytes_per_token, llama_kv_caches, llama_kv_log_line, speed_limit,
-                                vllm_kv_log_lines)
+from harness.core.arithmetic import (
+    kv_bytes_per_token,
+    llama_kv_caches,
+    llama_kv_log_line,
+    speed_limit,
+    vllm_kv_log_lines,
+)
 
 
 def test_kv_bytes_per_token_qwen3_8b():
@@ -19,19 +24,22 @@ def test_pool_for_twenty_slots_of_8192():
 
 
 def test_gemma3_sliding_window_caches_match_the_observed_log():
-    lines = [llama_kv_log_line(c) for c in llama_kv_caches(18, 1, 256, 4, 2048, swa_layers=15,
-                                                           swa_window=512)]
+    lines = [
+        llama_kv_log_line(c) for c in llama_kv_caches(18, 1, 256, 4, 2048, swa_layers=15, swa_window=512)
+    ]
     assert lines == [
         "llama_kv_cache: size =   24.00 MiB (  2048 cells,   3 layers,  4/4 seqs), K (f16):   12.00 MiB, V "
-                     "(f16):   12.00 MiB",
+        "(f16):   12.00 MiB",
         "llama_kv_cache: size =   60.00 MiB (  1024 cells,  15 layers,  4/4 seqs), K (f16):   30.00 MiB, V "
-                     "(f16):   30.00 MiB",
+        "(f16):   30.00 MiB",
     ]
 
 
 def test_vllm_lines_use_thousands_separators():
     assert vllm_kv_log_lines(81_920, 4096) == [
-        "GPU KV cache size: 81,920 tokens", "Maximum concurrency for 4,096 tokens per request: 20.00x"]
+        "GPU KV cache size: 81,920 tokens",
+        "Maximum concurrency for 4,096 tokens per request: 20.00x",
+    ]
 
 
 def test_speed_limit_seed_002():

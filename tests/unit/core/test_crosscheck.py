@@ -21,12 +21,29 @@ BATCHED_OUT = FIX / "llama-batched-bench-b11434.txt"
 
 
 def level(**changes) -> dict:
-    rec = {"harness_schema": 1, "lab": LAB_ID, "label": "vllm-baseline", "engine": "vllm",
-           "model": "local-chat", "base_url": "http://127.0.0.1:8000/v1", "prompt_set": "mixed",
-           "max_tokens": 128, "slo_ttft_s": 2.0, "slo_tpot_s": 0.1, "concurrency": 20, "requests": 80,
-           "completed": 80, "failed": 0, "wall_s": 10.0, "output_tokens": 10240,
-           "output_tokens_per_s": 1024.0, "prompt_tokens_mean": 52.4, "server_slots": 20,
-           "ttft_s": {"p50": 0.1, "p90": 0.2}, "tpot_s": {"p50": 0.018, "p90": 0.02}}
+    rec = {
+        "harness_schema": 1,
+        "lab": LAB_ID,
+        "label": "vllm-baseline",
+        "engine": "vllm",
+        "model": "local-chat",
+        "base_url": "http://127.0.0.1:8000/v1",
+        "prompt_set": "mixed",
+        "max_tokens": 128,
+        "slo_ttft_s": 2.0,
+        "slo_tpot_s": 0.1,
+        "concurrency": 20,
+        "requests": 80,
+        "completed": 80,
+        "failed": 0,
+        "wall_s": 10.0,
+        "output_tokens": 10240,
+        "output_tokens_per_s": 1024.0,
+        "prompt_tokens_mean": 52.4,
+        "server_slots": 20,
+        "ttft_s": {"p50": 0.1, "p90": 0.2},
+        "tpot_s": {"p50": 0.018, "p90": 0.02},
+    }
     rec.update(changes)
     return rec
 
@@ -44,21 +61,28 @@ def test_vllm_bench_output_is_parsed_into_seconds_and_counts():
 
 def test_vllm_bench_without_a_result_block_is_one_line():
     with pytest.raises(TargetError, match="printed no result block; its last line: ModuleNotFoundError"):
-        crosscheck.parse_vllm_bench("Traceback (most recent call last):\nModuleNotFoundError: No module "
-                                    "named 'x'\n")
+        crosscheck.parse_vllm_bench(
+            "Traceback (most recent call last):\nModuleNotFoundError: No module named 'x'\n"
+        )
 
 
 def test_the_seeds_vllm_bench_command_at_the_c20_row():
-    args = argparse.Namespace(exec_prefix="docker exec vllm-lab", vllm="vllm",
-                              checkpoint="/models/Qwen/Qwen3-8B-AWQ", num_prompts=80, concurrency=20,
-                              goodput=None)
+    args = argparse.Namespace(
+        exec_prefix="docker exec vllm-lab",
+        vllm="vllm",
+        checkpoint="/models/Qwen/Qwen3-8B-AWQ",
+        num_prompts=80,
+        concurrency=20,
+        goodput=None,
+    )
     argv = vllm_argv(args, level(), 40, 128)
     assert " ".join(argv) == (
         "docker exec vllm-lab vllm bench serve --backend openai-chat --base-url http://127.0.0.1:8000 "
         "--endpoint /v1/chat/completions --model /models/Qwen/Qwen3-8B-AWQ --served-model-name local-chat "
         "--dataset-name random --random-input-len 40 --random-output-len 128 --ignore-eos "
         "--num-prompts 80 --max-concurrency 20 "
-        "--percentile-metrics ttft,tpot,itl --metric-percentiles 50,90 --goodput ttft:2000 tpot:100")
+        "--percentile-metrics ttft,tpot,itl --metric-percentiles 50,90 --goodput ttft:2000 tpot:100"
+    )
 
 
 def test_batched_bench_table_is_parsed_and_read_as_a_service():
@@ -73,17 +97,23 @@ def test_batched_bench_table_is_parsed_and_read_as_a_service():
         crosscheck.parse_batched_bench("error: failed to load model\n")
 
 
-@pytest.mark.parametrize("ours, theirs, bound, verdict", [
-    ((1000, 0.018), (1020, 0.0182), False, "agree"),
-    ((800, 0.018), (1000, 0.018), False, "client suspect"),
-    ((1000, 0.030), (1000, 0.018), False, "differ"),
-    ((60, 0.07), (65, 0.06), True, "within bound"),
-    ((90, 0.05), (65, 0.06), True, "above bound"),
-])
+@pytest.mark.parametrize(
+    "ours, theirs, bound, verdict",
+    [
+        ((1000, 0.018), (1020, 0.0182), False, "agree"),
+        ((800, 0.018), (1000, 0.018), False, "client suspect"),
+        ((1000, 0.030), (1000, 0.018), False, "differ"),
+        ((60, 0.07), (65, 0.06), True, "within bound"),
+        ((90, 0.05), (65, 0.06), True, "above bound"),
+    ],
+)
 def test_verdicts(ours, theirs, bound, verdict):
-    got = crosscheck.compare(level(output_tokens_per_s=ours[0], tpot_s={"p50": ours[1], "p90": ours[1]}),
-                             {"output_tokens_per_s": theirs[0], "tpot_s": {"p50": theirs[1]}}, 0.05,
-                             bound=bound)
+    got = crosscheck.compare(
+        level(output_tokens_per_s=ours[0], tpot_s={"p50": ours[1], "p90": ours[1]}),
+        {"output_tokens_per_s": theirs[0], "tpot_s": {"p50": theirs[1]}},
+        0.05,
+        bound=bound,
+    )
     assert got["verdict"] == verdict
     assert got["output_tokens_per_s_ratio"] == round(ours[0] / theirs[0], 4)
 
@@ -91,11 +121,29 @@ def test_verdicts(ours, theirs, bound, verdict):
 def test_command_compares_a_saved_output_with_the_row_and_records_it(tmp_path, capsys):
     nb = tmp_path / "labbook.md"
     theirs = crosscheck.parse_vllm_bench(VLLM_OUT.read_text())
-    row = level(output_tokens_per_s=theirs["output_tokens_per_s"] * 0.99,
-                tpot_s={"p50": theirs["tpot_s"]["p50"] * 1.01, "p90": theirs["tpot_s"]["p90"]})
+    row = level(
+        output_tokens_per_s=theirs["output_tokens_per_s"] * 0.99,
+        tpot_s={"p50": theirs["tpot_s"]["p50"] * 1.01, "p90": theirs["tpot_s"]["p90"]},
+    )
     append_record(nb, row, "level")
-    assert main(["crosscheck", "--labbook", str(nb), "--label", "vllm-baseline", "--tool", "vllm-bench",
-                 "--output", str(VLLM_OUT), "--prompt-tokens", "40"]) == 0
+    assert (
+        main(
+            [
+                "crosscheck",
+                "--labbook",
+                str(nb),
+                "--label",
+                "vllm-baseline",
+                "--tool",
+                "vllm-bench",
+                "--output",
+                str(VLLM_OUT),
+                "--prompt-tokens",
+                "40",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "verdict: agree (tolerance 5%)" in out
     rec = read_records(nb, "cross-check", lambda o: o.get("record") == "cross-check").records[0]
@@ -103,7 +151,23 @@ def test_command_compares_a_saved_output_with_the_row_and_records_it(tmp_path, c
     assert rec["output_tokens_per_s_ratio"] == pytest.approx(0.99, abs=0.001)
     assert "--random-input-len 40" in rec["command"]
     # a row that does not exist is a one-line error naming what does
-    assert main(["crosscheck", "--labbook", str(nb), "--label", "vllm-baseline", "--concurrency", "5",
-                 "--tool", "vllm-bench", "--output", str(VLLM_OUT)]) == 2
+    assert (
+        main(
+            [
+                "crosscheck",
+                "--labbook",
+                str(nb),
+                "--label",
+                "vllm-baseline",
+                "--concurrency",
+                "5",
+                "--tool",
+                "vllm-bench",
+                "--output",
+                str(VLLM_OUT),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "no c=5 row for label 'vllm-baseline'" in err and "(it has c=20)" in err

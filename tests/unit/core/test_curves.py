@@ -10,17 +10,28 @@ from harness.core.levels import LAB_ID
 
 
 def level(c, tok_s, tpot50, ttft90=0.5, tpot90=None, failed=0, ttft95=None, **extra):
-    return {"lab": LAB_ID, "label": extra.pop("label", "x"), "concurrency": c, "requests": 10,
-            "completed": 10 - failed, "failed": failed, "wall_s": 10.0, "output_tokens": int(tok_s * 10),
-            "output_tokens_per_s": tok_s, "ttft_s": {"p50": ttft90 / 2, "p90": ttft90, "p95": ttft95
-                                                     if ttft95 is not None else ttft90},
-            "tpot_s": {"p50": tpot50, "p90": tpot90 if tpot90 is not None else tpot50 * 1.1},
-            "slo_ttft_s": 2.0, "slo_tpot_s": 0.1, **extra}
+    return {
+        "lab": LAB_ID,
+        "label": extra.pop("label", "x"),
+        "concurrency": c,
+        "requests": 10,
+        "completed": 10 - failed,
+        "failed": failed,
+        "wall_s": 10.0,
+        "output_tokens": int(tok_s * 10),
+        "output_tokens_per_s": tok_s,
+        "ttft_s": {"p50": ttft90 / 2, "p90": ttft90, "p95": ttft95 if ttft95 is not None else ttft90},
+        "tpot_s": {"p50": tpot50, "p90": tpot90 if tpot90 is not None else tpot50 * 1.1},
+        "slo_ttft_s": 2.0,
+        "slo_tpot_s": 0.1,
+        **extra,
+    }
 
 
 # TPOT = 20 ms + 2 ms x c exactly, c / TPOT tokens per second
-CURVE = {c: level(c, round(c / (0.02 + 0.002 * c), 3), 0.02 + 0.002 * c, server_slots=20)
-         for c in (1, 5, 10, 20)}
+CURVE = {
+    c: level(c, round(c / (0.02 + 0.002 * c), 3), 0.02 + 0.002 * c, server_slots=20) for c in (1, 5, 10, 20)
+}
 
 
 def test_fit_recovers_a_and_b_and_the_ceiling():
@@ -38,8 +49,11 @@ def test_knee_is_the_first_step_gaining_under_half_a_request():
 
 
 def test_operating_point_and_capacity():
-    lv = {1: level(1, 50, 0.02, ttft90=0.2), 8: level(8, 300, 0.03, ttft90=0.4),
-          16: level(16, 310, 0.03, ttft90=3.0, ttft95=3.2)}
+    lv = {
+        1: level(1, 50, 0.02, ttft90=0.2),
+        8: level(8, 300, 0.03, ttft90=0.4),
+        16: level(16, 310, 0.03, ttft90=3.0, ttft95=3.2),
+    }
     assert curves.curve(lv).operating_point == 8
     assert curves.capacity_within(lv, 0.5) == 8
     assert curves.capacity_within(lv, 0.1) is None
@@ -60,12 +74,41 @@ def write_book(path, records):
 
 
 def test_check_rules(tmp_path):
-    base = [level(c, 10 * c, 0.02, label="base", prompt_set="mixed", token_counts="usage", host="box",
-                  quant="q", context_length=4096, server_slots=20) for c in (1, 5, 10, 20)]
-    pair = [level(1, 10, 0.02, label="ctl", prompt_set="unique-prefix", prompt_tokens_mean=1400,
-                  cached_tokens_mean=4),
-            level(1, 10, 0.02, label="sh", prompt_set="shared-prefix", prompt_tokens_mean=1400,
-                  cached_tokens_mean=1380)]
+    base = [
+        level(
+            c,
+            10 * c,
+            0.02,
+            label="base",
+            prompt_set="mixed",
+            token_counts="usage",
+            host="box",
+            quant="q",
+            context_length=4096,
+            server_slots=20,
+        )
+        for c in (1, 5, 10, 20)
+    ]
+    pair = [
+        level(
+            1,
+            10,
+            0.02,
+            label="ctl",
+            prompt_set="unique-prefix",
+            prompt_tokens_mean=1400,
+            cached_tokens_mean=4,
+        ),
+        level(
+            1,
+            10,
+            0.02,
+            label="sh",
+            prompt_set="shared-prefix",
+            prompt_tokens_mean=1400,
+            cached_tokens_mean=1380,
+        ),
+    ]
     labels = curves.by_label(base + pair)
     assert all(v == "PASS" for v, _ in curves.check(labels))
     bad = curves.by_label(base + [dict(pair[1], cached_tokens_mean=10)] + pair[:1])
@@ -80,10 +123,29 @@ def test_summarise_reads_seed_shaped_lines_and_records_a_summary(tmp_path, capsy
     # A line as the lab's own script writes it: no harness fields, no p95, sort_keys order.
     seed_line = level(1, 40.0, 0.025, label="seedrun")
     del seed_line["ttft_s"]["p95"]
-    book = write_book(tmp_path / "labbook.md", [seed_line] + [dict(r, label="seedrun")
-                                                              for r in CURVE.values()][1:])
-    assert main(["summarise", "--labbook", str(book), "--label", "seedrun", "--markdown", "--record",
-                 "--promise", "1.0", "--peak", "120", "--chart", str(tmp_path / "c.png")]) == 0
+    book = write_book(
+        tmp_path / "labbook.md", [seed_line] + [dict(r, label="seedrun") for r in CURVE.values()][1:]
+    )
+    assert (
+        main(
+            [
+                "summarise",
+                "--labbook",
+                str(book),
+                "--label",
+                "seedrun",
+                "--markdown",
+                "--record",
+                "--promise",
+                "1.0",
+                "--peak",
+                "120",
+                "--chart",
+                str(tmp_path / "c.png"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "| c " in out and "TPOT p50 fit: " in out and "120 / 20 -> 6 copies, 8 with 20% spares" in out
     assert (tmp_path / "c.png").stat().st_size > 10_000
@@ -106,15 +168,30 @@ def test_unknown_label_is_one_line(tmp_path, capsys):
 
 
 def test_check_warns_when_the_client_was_the_limit():
-    base = [level(c, 10 * c, 0.02, label="base", prompt_set="mixed", token_counts="usage", host="box",
-                  quant="q", context_length=4096, server_slots=20, client_limited=c == 20)
-            for c in (1, 5, 10, 20)]
+    base = [
+        level(
+            c,
+            10 * c,
+            0.02,
+            label="base",
+            prompt_set="mixed",
+            token_counts="usage",
+            host="box",
+            quant="q",
+            context_length=4096,
+            server_slots=20,
+            client_limited=c == 20,
+        )
+        for c in (1, 5, 10, 20)
+    ]
     findings = curves.check(curves.by_label(base))
-    assert ("WARN",
-            "base: the client was the limit at c=20; rerun those levels with --processes or from another "
-                    "machine") in findings
+    assert (
+        "WARN",
+        "base: the client was the limit at c=20; rerun those levels with --processes or from another machine",
+    ) in findings
     kept_up = curves.check(curves.by_label([dict(r, client_limited=False) for r in base]))
     assert ("PASS", "base: the client kept up at every level") in kept_up
-    seed_written = curves.check(curves.by_label([{k: v for k, v in r.items() if k != "client_limited"}
-                                                 for r in base]))
+    seed_written = curves.check(
+        curves.by_label([{k: v for k, v in r.items() if k != "client_limited"} for r in base])
+    )
     assert not any("client" in finding for _, finding in seed_written)  # the lab's records do not say

@@ -67,7 +67,8 @@ def test_vllm_pool_mismatch_names_both_figures():
     (problem,) = engine_logs.compare("vllm", facts, SimpleNamespace(vllm_tokens=40_000))
     assert "log says 81,920 tokens but the prediction is 40,000 tokens" in problem
     assert engine_logs.compare("vllm", {}, SimpleNamespace(vllm_tokens=1))[0].startswith(
-        "the log has no 'GPU KV cache size")
+        "the log has no 'GPU KV cache size"
+    )
 
 
 def test_practice_llama_style_log_is_llama_server():
@@ -85,14 +86,16 @@ def test_logs_of_other_programs_are_not_recognised(text):
 
 
 def test_older_builds_print_slot_count_and_context_apart():
-    old = ("srv init: initializing slots, n_slots = 2\n"
-           "slot init: id 0 | task -1 | new slot n_ctx_slot = 1024\n")
+    old = (
+        "srv init: initializing slots, n_slots = 2\nslot init: id 0 | task -1 | new slot n_ctx_slot = 1024\n"
+    )
     facts = engine_logs.parse_llama_server(old)
     assert (facts["n_slots"], facts["n_ctx_slot"]) == (2, 1024)
     assert engine_logs.detect_engine(old) == "llama-server"
 
 
 def test_a_log_without_cache_lines_asks_for_verbosity():
-    (problem,) = engine_logs.compare("llama-server", {"kv_caches": []},
-                                     SimpleNamespace(caches=[{}], log_lines=[]))
+    (problem,) = engine_logs.compare(
+        "llama-server", {"kv_caches": []}, SimpleNamespace(caches=[{}], log_lines=[])
+    )
     assert "--verbosity 4" in problem

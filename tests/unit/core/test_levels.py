@@ -8,14 +8,25 @@ from harness.core.stream import Sample
 
 def _sample(lags, clock="kernel"):
     times = [0.05 + 0.01 * i for i in range(10)]
-    return Sample(t_send=0.0, ok=True, t_first=times[0], t_end=times[-1], token_times=times, output_tokens=10,
-                  token_source="usage", finish_reason="length", clock=clock, read_lags=lags)
+    return Sample(
+        t_send=0.0,
+        ok=True,
+        t_first=times[0],
+        t_end=times[-1],
+        token_times=times,
+        output_tokens=10,
+        token_source="usage",
+        finish_reason="length",
+        clock=clock,
+        read_lags=lags,
+    )
 
 
 def test_read_lag_is_a_distribution_over_every_token():
     # 10 requests of 10 tokens: lags 0.1 ms .. 10 ms, one per token; tokens 10 ms apart
-    row = aggregate([_sample([0.0001 * (10 * r + i + 1) for i in range(10)]) for r in range(10)], 4, 1.0, 2.0,
-                    0.1)
+    row = aggregate(
+        [_sample([0.0001 * (10 * r + i + 1) for i in range(10)]) for r in range(10)], 4, 1.0, 2.0, 0.1
+    )
     assert row["client_read_lag_s"]["p50"] == 0.005
     assert row["client_read_lag_s"]["p99"] == 0.0099
     assert row["itl_s"]["p50"] == 0.01
@@ -24,7 +35,7 @@ def test_read_lag_is_a_distribution_over_every_token():
 
 def test_late_share_counts_tokens_read_a_whole_gap_late():
     lags = [0.0005] * 95 + [0.012] * 5  # five of a hundred tokens read after the next one came
-    row = aggregate([_sample(lags[10 * r:10 * r + 10]) for r in range(10)], 4, 1.0, 2.0, 0.1)
+    row = aggregate([_sample(lags[10 * r : 10 * r + 10]) for r in range(10)], 4, 1.0, 2.0, 0.1)
     assert row["client_late_share"] == 0.05
 
 

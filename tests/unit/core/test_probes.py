@@ -6,8 +6,17 @@ from harness.core import probes
 
 
 def test_judges_on_hand_made_replies():
-    think = {"choices": [{"message": {"content": "<think>\n</think>\n" + json.dumps(
-        {"name": "Curie", "born": 1867, "field": "physics"})}, "finish_reason": "stop"}]}
+    think = {
+        "choices": [
+            {
+                "message": {
+                    "content": "<think>\n</think>\n"
+                    + json.dumps({"name": "Curie", "born": 1867, "field": "physics"})
+                },
+                "finish_reason": "stop",
+            }
+        ]
+    }
     verdict = probes.judge_schema_reply(think)
     assert verdict["supported"] and verdict["think_block_removed"]
     wrong = {"choices": [{"message": {"content": json.dumps({"name": "Curie", "born": "1867"})}}]}

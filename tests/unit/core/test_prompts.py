@@ -56,18 +56,35 @@ def test_unknown_set_is_a_config_error_naming_the_sets(monkeypatch):
 
 def test_prompt_file_reads_prompts_and_last_user_messages_and_cycles(tmp_path):
     path = tmp_path / "p.jsonl"
-    path.write_text(json.dumps({"prompt": "one"}) + "\n\n" + json.dumps(
-        {"messages": [{"role": "user", "content": "first"}, {"role": "assistant", "content": "x"},
-                      {"role": "user", "content": "two"}]}) + "\n")
+    path.write_text(
+        json.dumps({"prompt": "one"})
+        + "\n\n"
+        + json.dumps(
+            {
+                "messages": [
+                    {"role": "user", "content": "first"},
+                    {"role": "assistant", "content": "x"},
+                    {"role": "user", "content": "two"},
+                ]
+            }
+        )
+        + "\n"
+    )
     assert load_prompt_file(path, 5) == ["one", "two", "one", "two", "one"]
 
 
-@pytest.mark.parametrize("content, words", [
-    ("{not json\n", "p.jsonl:1: not valid JSON"),
-    ('{"prompt": "ok"}\n{"messages": [{"role": "system", "content": "s"}]}\n', "p.jsonl:2: needs a 'prompt'"),
-    ('["a list"]\n', "p.jsonl:1: needs a 'prompt'"),
-    ("\n\n", "holds no prompts"),
-])
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        ("{not json\n", "p.jsonl:1: not valid JSON"),
+        (
+            '{"prompt": "ok"}\n{"messages": [{"role": "system", "content": "s"}]}\n',
+            "p.jsonl:2: needs a 'prompt'",
+        ),
+        ('["a list"]\n', "p.jsonl:1: needs a 'prompt'"),
+        ("\n\n", "holds no prompts"),
+    ],
+)
 def test_bad_prompt_files_name_the_line(tmp_path, content, words):
     path = tmp_path / "p.jsonl"
     path.write_text(content)

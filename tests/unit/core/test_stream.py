@@ -33,8 +33,10 @@ def vllm_lines(n=3, usage=True, done=True, finish="stop"):
     if finish:
         out.append(f'data: {{"choices":[{{"index":0,"delta":{{}},"finish_reason":"{finish}"}}]}}')
     if usage:
-        out.append('data: {"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":4,'
-                   '"prompt_tokens_details":{"cached_tokens":5}}}')
+        out.append(
+            'data: {"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":4,'
+            '"prompt_tokens_details":{"cached_tokens":5}}}'
+        )
     if done:
         out.append("data: [DONE]")
     return out
@@ -54,9 +56,11 @@ def test_no_usage_falls_back_to_counting_deltas():
 
 
 def test_cache_n_from_timings_when_usage_has_no_details():
-    lines = ['data: {"choices":[{"delta":{"content":"a"}}]}',
-             'data: {"choices":[{"delta":{},"finish_reason":"stop"}],"timings":{"cache_n":7}}',
-             "data: [DONE]"]
+    lines = [
+        'data: {"choices":[{"delta":{"content":"a"}}]}',
+        'data: {"choices":[{"delta":{},"finish_reason":"stop"}],"timings":{"cache_n":7}}',
+        "data: [DONE]",
+    ]
     assert parse(lines).cached_tokens == 7
 
 
@@ -75,25 +79,36 @@ def test_malformed_line_and_error_event():
 
 def test_tool_call_delta_is_a_token():
     call = '{"index":0,"function":{"name":"f","arguments":""}}'
-    lines = ['data: {"choices":[{"delta":{"tool_calls":[' + call + ']}}]}',
-             'data: {"choices":[{"delta":{},"finish_reason":"tool_calls"}]}', "data: [DONE]"]
+    lines = [
+        'data: {"choices":[{"delta":{"tool_calls":[' + call + "]}}]}",
+        'data: {"choices":[{"delta":{},"finish_reason":"tool_calls"}]}',
+        "data: [DONE]",
+    ]
     s = parse(lines)
     assert s.ok and s.fields == ["tool_calls"] and s.ttft == 0.01
 
 
-@pytest.mark.parametrize("name,fields,tokens,source,cached,finish", [
-    ("vllm-reasoning.sse", ["reasoning", "content"], 4, "usage", 16, "length"),
-    ("vllm-tool-call.sse", ["tool_calls"], 12, "usage", None, "tool_calls"),
-    ("mlx-lm.sse", ["reasoning", "content"], 3, "usage", 8, "stop"),
-    # recorded: keep-alive comments before the first token, finish on an empty delta, usage in a
-    # last chunk with no choices
-    ("mlx-lm-0.32.2-cpu.sse", ["content"], 6, "usage", 0, "length"),
-    ("trtllm-reasoning-content.sse", ["reasoning_content", "content"], 2, "usage", None, "stop"),
-])
+@pytest.mark.parametrize(
+    "name,fields,tokens,source,cached,finish",
+    [
+        ("vllm-reasoning.sse", ["reasoning", "content"], 4, "usage", 16, "length"),
+        ("vllm-tool-call.sse", ["tool_calls"], 12, "usage", None, "tool_calls"),
+        ("mlx-lm.sse", ["reasoning", "content"], 3, "usage", 8, "stop"),
+        # recorded: keep-alive comments before the first token, finish on an empty delta, usage in a
+        # last chunk with no choices
+        ("mlx-lm-0.32.2-cpu.sse", ["content"], 6, "usage", 0, "length"),
+        ("trtllm-reasoning-content.sse", ["reasoning_content", "content"], 2, "usage", None, "stop"),
+    ],
+)
 def test_engine_stream_shapes(name, fields, tokens, source, cached, finish):
     lines = STREAMS.joinpath(name).read_bytes().split(b"\n")
     s = parse(lines)
     assert s.ok, s.error
     assert (s.fields, s.output_tokens, s.token_source, s.cached_tokens, s.finish_reason) == (
-        fields, tokens, source, cached, finish)
+        fields,
+        tokens,
+        source,
+        cached,
+        finish,
+    )
     assert s.request_id.startswith("chatcmpl-")

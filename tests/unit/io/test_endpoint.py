@@ -7,21 +7,37 @@ import pytest
 from harness.io.endpoint_proof import estimate_tokens, verdict
 from harness.errors import TargetError
 
-GOOD = {"ok": True, "error": None, "text_fields": ["reasoning_content", "content"], "finish_reason": "stop",
-        "usage": True, "model_listed": True, "listed_models": ["local-chat"], "n_ctx": 4096}
+GOOD = {
+    "ok": True,
+    "error": None,
+    "text_fields": ["reasoning_content", "content"],
+    "finish_reason": "stop",
+    "usage": True,
+    "model_listed": True,
+    "listed_models": ["local-chat"],
+    "n_ctx": 4096,
+}
 
 
 def test_a_good_endpoint_passes_quietly():
     assert verdict(GOOD, 500, 128) == []
 
 
-@pytest.mark.parametrize("change, words", [
-    ({"ok": False, "error": "HTTP 503: Loading model"}, "the proof request failed (HTTP 503: Loading model)"),
-    ({"text_fields": []}, "returned no text in content, reasoning or tool calls"),
-    ({"finish_reason": None}, "ended without a finish reason"),
-    ({"n_ctx": 1024},
-     "the server's context is 1024 tokens per sequence, and this prompt set needs about 1000 + 128"),
-])
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (
+            {"ok": False, "error": "HTTP 503: Loading model"},
+            "the proof request failed (HTTP 503: Loading model)",
+        ),
+        ({"text_fields": []}, "returned no text in content, reasoning or tool calls"),
+        ({"finish_reason": None}, "ended without a finish reason"),
+        (
+            {"n_ctx": 1024},
+            "the server's context is 1024 tokens per sequence, and this prompt set needs about 1000 + 128",
+        ),
+    ],
+)
 def test_what_stops_a_sweep(change, words):
     with pytest.raises(TargetError) as err:
         verdict({**GOOD, **change}, 1000, 128)
@@ -29,11 +45,15 @@ def test_what_stops_a_sweep(change, words):
 
 
 def test_what_only_warns():
-    found = verdict({**GOOD, "model_listed": False, "listed_models": ["qwen3"], "usage": False,
-                     "n_ctx": None},
-                    10_000, 128)
-    assert found == ["the server lists qwen3, not the model sent",
-                     "no usage block came back: output tokens will be counted from the stream's chunks"]
+    found = verdict(
+        {**GOOD, "model_listed": False, "listed_models": ["qwen3"], "usage": False, "n_ctx": None},
+        10_000,
+        128,
+    )
+    assert found == [
+        "the server lists qwen3, not the model sent",
+        "no usage block came back: output tokens will be counted from the stream's chunks",
+    ]
 
 
 def test_the_token_estimate():

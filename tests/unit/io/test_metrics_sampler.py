@@ -18,9 +18,14 @@ def parsed(name: str) -> dict[str, float]:
 
 def test_llama_dialect_keeps_only_the_watched_families():
     busy = parsed("practice-kit-busy.txt")
-    assert set(busy) == {"llamacpp:requests_processing", "llamacpp:requests_deferred",
-                         "llamacpp:n_busy_slots_per_decode", "llamacpp:prompt_tokens_total",
-                         "llamacpp:prompt_tokens_cached_total", "llamacpp:tokens_predicted_total"}
+    assert set(busy) == {
+        "llamacpp:requests_processing",
+        "llamacpp:requests_deferred",
+        "llamacpp:n_busy_slots_per_decode",
+        "llamacpp:prompt_tokens_total",
+        "llamacpp:prompt_tokens_cached_total",
+        "llamacpp:tokens_predicted_total",
+    }
     assert busy["llamacpp:requests_processing"] == 6  # six streams were running when it was read
     assert busy["llamacpp:prompt_tokens_total"] == 78
 
@@ -31,10 +36,15 @@ def test_vllm_dialect_sums_over_label_sets():
     assert busy["vllm:kv_cache_usage_perc"] == pytest.approx(0.00234375)
     assert busy["vllm:generation_tokens_total"] == 31
     assert not any(name.startswith("llamacpp:") for name in busy)
-    twice = (METRICS / "practice-vllm-busy.txt").read_text().replace(
-        'vllm:num_requests_running{model_name="local-chat"} 6',
-        'vllm:num_requests_running{model_name="local-chat"} 6\nvllm:num_requests_running{model_name="other"} '
-                                                                     '2')
+    twice = (
+        (METRICS / "practice-vllm-busy.txt")
+        .read_text()
+        .replace(
+            'vllm:num_requests_running{model_name="local-chat"} 6',
+            'vllm:num_requests_running{model_name="local-chat"} 6\nvllm:num_requests_running{model_name="other"} '
+            "2",
+        )
+    )
     assert parse_metrics(twice)["vllm:num_requests_running"] == 8
 
 

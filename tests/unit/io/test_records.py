@@ -31,8 +31,9 @@ def test_read_skips_prose_and_warns_with_the_line_number(tmp_path):
     with open(book, "a") as fh:
         fh.write('{"schema_version": 1, "machines": \n')  # a corrupt line (cut mid-write)
         fh.write(json.dumps({"other_lab": True}) + "\n")  # someone else's line: skipped quietly
-        fh.write(json.dumps({"schema_version": 1, "machines": {"x": {"name": 3, "bandwidth_gb_s": 1}}})
-                 + "\n")
+        fh.write(
+            json.dumps({"schema_version": 1, "machines": {"x": {"name": 3, "bandwidth_gb_s": 1}}}) + "\n"
+        )
     result = read_records(book, "machines", select=lambda o: "machines" in o)
     assert result.records == [GOOD]
     assert len(result.warnings) == 2

@@ -48,9 +48,19 @@ def test_bad_profiles_say_what_is_wrong(tmp_path):
     with pytest.raises(ConfigError, match="not found"):
         profiles.load_profile("nope")
     bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump({"schema_version": 1, "name": "b", "mode": "llama",
-                                   "model": {"id": "m", "size_gb": 1}, "seats": 0, "ctx_per_seat": 100,
-                                   "timing": {"kind": "fixed"}}))
+    bad.write_text(
+        yaml.safe_dump(
+            {
+                "schema_version": 1,
+                "name": "b",
+                "mode": "llama",
+                "model": {"id": "m", "size_gb": 1},
+                "seats": 0,
+                "ctx_per_seat": 100,
+                "timing": {"kind": "fixed"},
+            }
+        )
+    )
     with pytest.raises(SchemaError, match="seats"):
         profiles.load_profile(str(bad))
     with pytest.raises(ConfigError, match="override"):
@@ -58,13 +68,26 @@ def test_bad_profiles_say_what_is_wrong(tmp_path):
 
 
 SCHEMAS = [
-    {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]}},
-     "required": ["city"]},
-    {"type": "object", "properties": {"n": {"type": "integer", "minimum": 2},
-                                      "xs": {"type": "array", "minItems": 2, "items": {"type": "number"}}}},
-    {"type": "object", "properties": {"ok": {"type": "boolean"}, "v": {"anyOf": [{"type": "null"},
-                                                                                 {"type": "string"}]},
-                                      "name": {"type": "string", "minLength": 12}}},
+    {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"]}},
+        "required": ["city"],
+    },
+    {
+        "type": "object",
+        "properties": {
+            "n": {"type": "integer", "minimum": 2},
+            "xs": {"type": "array", "minItems": 2, "items": {"type": "number"}},
+        },
+    },
+    {
+        "type": "object",
+        "properties": {
+            "ok": {"type": "boolean"},
+            "v": {"anyOf": [{"type": "null"}, {"type": "string"}]},
+            "name": {"type": "string", "minLength": 12},
+        },
+    },
 ]
 
 
@@ -84,8 +107,10 @@ def test_reply_plans_stop_on_length_or_stop():
 
 def test_json_reply_plan_joins_to_valid_json():
     prof = profiles.load_profile("vllm").raw
-    req = {"response_format": {"type": "json_schema", "json_schema": {"schema": SCHEMAS[0]}},
-           "chat_template_kwargs": {"enable_thinking": False}}
+    req = {
+        "response_format": {"type": "json_schema", "json_schema": {"schema": SCHEMAS[0]}},
+        "chat_template_kwargs": {"enable_thinking": False},
+    }
     plan = plan_reply(req, prof, random.Random(1), max_tokens=200)
     assert {f for f, _ in plan.pieces} == {"content"}
     jsonschema.validate(json.loads("".join(t for _, t in plan.pieces)), SCHEMAS[0])

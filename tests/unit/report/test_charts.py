@@ -18,8 +18,9 @@ def png_size(path) -> tuple[int, int]:
 
 def test_crowd_chart_is_a_png_of_the_figure_size(tmp_path):
     levels = run_report.levels_in(NOTEBOOK)
-    path = charts.crowd_chart({"practice-baseline": levels["practice-baseline"]},
-                              tmp_path / "sub" / "crowd.png", 2.0)
+    path = charts.crowd_chart(
+        {"practice-baseline": levels["practice-baseline"]}, tmp_path / "sub" / "crowd.png", 2.0
+    )
     assert path == tmp_path / "sub" / "crowd.png"
     assert png_size(path) == (8 * 110, 7 * 110)  # figsize 8 x 7 inches at 110 dpi
     assert 10_000 < path.stat().st_size < 500_000
@@ -27,8 +28,9 @@ def test_crowd_chart_is_a_png_of_the_figure_size(tmp_path):
 
 def test_tpot_chart_with_its_fit(tmp_path):
     levels = run_report.levels_in(NOTEBOOK)["practice-baseline"]
-    path = charts.tpot_chart("practice-baseline", levels, {"a_s": 0.018, "b_s": 0.0005},
-                             tmp_path / "tpot.png")
+    path = charts.tpot_chart(
+        "practice-baseline", levels, {"a_s": 0.018, "b_s": 0.0005}, tmp_path / "tpot.png"
+    )
     assert png_size(path) == (7 * 110, 4 * 110)
     without = charts.tpot_chart("practice-baseline", levels, None, tmp_path / "tpot-nofit.png")
     assert without.read_bytes() != path.read_bytes()  # the fitted line is drawn only when given
@@ -40,7 +42,10 @@ def test_conditions_line_states_the_traffic_crowds_and_promise():
     tokens_in = round(sum(r["prompt_tokens_mean"] for r in recs) / len(recs))
     assert charts.conditions({"practice-baseline": levels["practice-baseline"]}, 2.0) == (
         f"about {tokens_in} tokens in / up to 32 out · 1 to 16 at once (closed loop) · promise: p95 first "
-                                                                                          f"token "
-        "within 2 s")
-    assert charts.conditions({"x": {3: {}}},
-                             None) == "about ? tokens in / up to ? out · 3 to 3 at once (closed loop)"
+        f"token "
+        "within 2 s"
+    )
+    assert (
+        charts.conditions({"x": {3: {}}}, None)
+        == "about ? tokens in / up to ? out · 3 to 3 at once (closed loop)"
+    )

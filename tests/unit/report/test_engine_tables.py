@@ -7,23 +7,47 @@ from harness.io.notebook import append_record
 
 
 def speed(engine, test, **kw):
-    rec = {"lab": FEATURES_LAB, "engine": engine, "engine_version": "1.0", "backend": "CUDA",
-           "quant": "Q4_K_M", "model": "m", "test": test, "repetitions": 3, "max_tokens": 128, "ttft_s": 0.1,
-           "decode_tokens_per_s": 50.0, "prompt_tokens": 20 if test == "short" else 1500,
-           "completion_tokens": 128, "token_source": "usage", "finish_reason": "length",
-           "max_cached_prompt_tokens": 3, "prompt_tag": True, "prefill_tokens_per_s": 3000.0,
-           "memory": {"gpu_total_mb": 24000}, "memory_delta_mb": {"gpu_process_mb": 5800,
-                                                                  "gpu_used_mb": 6100},
-           "measured_on": f"2026-11-29T10:0{len(test)}"}
+    rec = {
+        "lab": FEATURES_LAB,
+        "engine": engine,
+        "engine_version": "1.0",
+        "backend": "CUDA",
+        "quant": "Q4_K_M",
+        "model": "m",
+        "test": test,
+        "repetitions": 3,
+        "max_tokens": 128,
+        "ttft_s": 0.1,
+        "decode_tokens_per_s": 50.0,
+        "prompt_tokens": 20 if test == "short" else 1500,
+        "completion_tokens": 128,
+        "token_source": "usage",
+        "finish_reason": "length",
+        "max_cached_prompt_tokens": 3,
+        "prompt_tag": True,
+        "prefill_tokens_per_s": 3000.0,
+        "memory": {"gpu_total_mb": 24000},
+        "memory_delta_mb": {"gpu_process_mb": 5800, "gpu_used_mb": 6100},
+        "measured_on": f"2026-11-29T10:0{len(test)}",
+    }
     rec.update(kw)
     return rec
 
 
 def features(engine, tools=True):
-    return {"lab": FEATURES_LAB, "probe": "features", "engine": engine, "model": "m",
-            "models_endpoint": {"supported": True}, "tool_calling": {"supported": tools, **({} if tools else {
-                "detail": "the model wrote a <tool_call> block as text"})},
-            "structured_output": {"supported": True}, "measured_on": "2026-11-29T11:00"}
+    return {
+        "lab": FEATURES_LAB,
+        "probe": "features",
+        "engine": engine,
+        "model": "m",
+        "models_endpoint": {"supported": True},
+        "tool_calling": {
+            "supported": tools,
+            **({} if tools else {"detail": "the model wrote a <tool_call> block as text"}),
+        },
+        "structured_output": {"supported": True},
+        "measured_on": "2026-11-29T11:00",
+    }
 
 
 def test_memory_source_per_machine_kind():
@@ -37,8 +61,12 @@ def test_memory_source_per_machine_kind():
 
 
 def test_check_rules():
-    recs = [speed("vllm", "short"), speed("vllm", "long"), speed("cpu", "short", backend="CPU"),
-            speed("cpu", "long", backend="CPU", max_cached_prompt_tokens=900)]
+    recs = [
+        speed("vllm", "short"),
+        speed("vllm", "long"),
+        speed("cpu", "short", backend="CPU"),
+        speed("cpu", "long", backend="CPU", max_cached_prompt_tokens=900),
+    ]
     order, sp, fe = latest_per_engine(recs, [features("vllm"), features("cpu", tools=False)])
     results = check(order, sp, fe)
     assert ("PASS", "vllm", "short and long speed records and a features record present") in results
@@ -47,9 +75,11 @@ def test_check_rules():
     assert any("900 prompt tokens were served from cache" in t for t in fails)
     assert not [r for r in results if r[0] == "FAIL" and r[1] == "vllm"]
     over = check(order, sp, fe, ceiling=40.0)
-    assert ("FAIL", "vllm",
-            "decode is 1.25 of the predicted ceiling 40.0 tok/s; above 1 means the bandwidth figure "
-                            "is wrong") in over
+    assert (
+        "FAIL",
+        "vllm",
+        "decode is 1.25 of the predicted ceiling 40.0 tok/s; above 1 means the bandwidth figure is wrong",
+    ) in over
 
 
 def test_engines_command_prints_tables_and_checks(tmp_path, capsys):
@@ -57,8 +87,22 @@ def test_engines_command_prints_tables_and_checks(tmp_path, capsys):
     for rec in (speed("vllm", "short"), speed("vllm", "long")):
         append_record(book, rec, "engine-speed")
     append_record(book, features("vllm", tools=False), "features")
-    assert main(["engines", "--labbook", str(book), "--machine", "rtx-4090", "--model", "qwen3-8b",
-                 "--format", "AWQ 4-bit g128"]) == 0
+    assert (
+        main(
+            [
+                "engines",
+                "--labbook",
+                str(book),
+                "--machine",
+                "rtx-4090",
+                "--model",
+                "qwen3-8b",
+                "--format",
+                "AWQ 4-bit g128",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "| vllm     | Q4_K_M  | CUDA" in out and "nvidia-smi per-process" in out
     assert "<tool_call> block as text" in out and "measured / ceiling" in out

@@ -15,27 +15,33 @@ Usage = namedtuple("Usage", "total used free")
 
 def test_missing_and_truncated_model(tmp_path):
     f = preflight.model_file(str(tmp_path / "Qwen3-8B-Q4_K_M.gguf"))
-    assert (f.level, f.text) == ("FAIL",
-                                 f"{tmp_path}/Qwen3-8B-Q4_K_M.gguf not found; download it first (the lab's "
-                                 f"hf "
-                                         "download command)")
+    assert (f.level, f.text) == (
+        "FAIL",
+        f"{tmp_path}/Qwen3-8B-Q4_K_M.gguf not found; download it first (the lab's hf download command)",
+    )
     part = tmp_path / "part.gguf"
     part.write_bytes(b"x" * 10)
     f = preflight.model_file(str(part), size=5_027_784_512)
-    assert (f.level, f.text) == ("FAIL",
-                                 f"{part} is 10 bytes, expected 5,027,784,512; the download is incomplete or "
-                                         "another file; download it again")
+    assert (f.level, f.text) == (
+        "FAIL",
+        f"{part} is 10 bytes, expected 5,027,784,512; the download is incomplete or "
+        "another file; download it again",
+    )
     (tmp_path / "hf").mkdir()
-    assert preflight.model_file(str(tmp_path / "hf")).text == \
-        f"{tmp_path}/hf has no config.json; the download is incomplete"
+    assert (
+        preflight.model_file(str(tmp_path / "hf")).text
+        == f"{tmp_path}/hf has no config.json; the download is incomplete"
+    )
 
 
 def test_cpu_only_backend_line():
     text = "load_backend: loaded CPU backend\nAvailable devices:\n  (none)\n"
     f = preflight.llama_devices(text)
-    assert (f.level, f.text) == ("FAIL",
-                                 "llama-server lists no device: a CPU-only build; rebuild llama.cpp with the "
-                                         "track's backend (CUDA, Vulkan, HIP or Metal) before going on")
+    assert (f.level, f.text) == (
+        "FAIL",
+        "llama-server lists no device: a CPU-only build; rebuild llama.cpp with the "
+        "track's backend (CUDA, Vulkan, HIP or Metal) before going on",
+    )
     assert preflight.llama_devices(text, allow_cpu=True).level == "PASS"
     cuda = "Available devices:\n  CUDA0: NVIDIA GB10 (122502 MiB, 119000 MiB free)\n"
     assert preflight.llama_devices(cuda).text == "CUDA0: NVIDIA GB10 (122502 MiB, 119000 MiB free)"
@@ -43,31 +49,45 @@ def test_cpu_only_backend_line():
 
 def test_too_little_disk_from_a_fake_filesystem_reading():
     f = preflight.free_disk("/models", 50, usage=lambda _: Usage(100e9, 88e9, 12e9))
-    assert (f.level, f.text) == ("FAIL",
-                                 "12.0 GB free under /models, the plan needs 50.0 GB; free space (harness "
-                                         "cleanup lists what the models and environments take)")
+    assert (f.level, f.text) == (
+        "FAIL",
+        "12.0 GB free under /models, the plan needs 50.0 GB; free space (harness "
+        "cleanup lists what the models and environments take)",
+    )
     assert preflight.free_disk("/m", 50, usage=lambda _: Usage(100e9, 45e9, 55e9)).level == "WARN"
     assert preflight.free_disk("/m", 50, usage=lambda _: Usage(100e9, 10e9, 90e9)).level == "PASS"
 
 
 def test_nvidia_memory_in_use_with_no_model():
     busy = preflight.nvidia("NVIDIA GeForce RTX 4090, 24564, 3120, 580.65\n")
-    assert busy[0].level == "WARN" and busy[0].text == ("NVIDIA GeForce RTX 4090, 24,564 MiB, driver 580.65, "
-                                                        "3,120 "
-                                                        "MiB in use with no model loaded: close what holds "
-                                                        "it, the "
-                                                        "lab cannot have that memory")
+    assert busy[0].level == "WARN" and busy[0].text == (
+        "NVIDIA GeForce RTX 4090, 24,564 MiB, driver 580.65, "
+        "3,120 "
+        "MiB in use with no model loaded: close what holds "
+        "it, the "
+        "lab cannot have that memory"
+    )
     spark = preflight.nvidia("NVIDIA GB10, [N/A], [N/A], 580.95\n")
     assert spark[0].level == "PASS" and "not reported (unified memory)" in spark[0].text
-    assert preflight.python_version((3, 9,
-                                     18)).text == "Python 3.9.18 is older than 3.10; install a newer one"
+    assert (
+        preflight.python_version((3, 9, 18)).text == "Python 3.9.18 is older than 3.10; install a newer one"
+    )
 
 
 def test_a_failing_preflight_stops_the_run_before_any_server_starts(tmp_path):
-    block = {"id": "a", "engine": "llama-server", "steps": ["probe"],
-             "settings": {"model": "/nonexistent/m.gguf", "llama_bin": "/nonexistent"}}
-    plan = {"schema_version": 1, "name": "pf", "title": "pf", "variables": {"DISK_GB": 1},
-            "stages": ["preflight", block]}
+    block = {
+        "id": "a",
+        "engine": "llama-server",
+        "steps": ["probe"],
+        "settings": {"model": "/nonexistent/m.gguf", "llama_bin": "/nonexistent"},
+    }
+    plan = {
+        "schema_version": 1,
+        "name": "pf",
+        "title": "pf",
+        "variables": {"DISK_GB": 1},
+        "stages": ["preflight", block],
+    }
     path = tmp_path / "pf.yaml"
     path.write_text(yaml.safe_dump(plan))
     lines: list[str] = []
@@ -79,9 +99,10 @@ def test_a_failing_preflight_stops_the_run_before_any_server_starts(tmp_path):
     assert code == 1 and pre["status"] == "failed"
     assert pre["reason"] == "2 check(s) failed; nothing was started"
     texts = [f["text"] for f in pre["result"]["findings"] if f["level"] == "FAIL"]
-    assert texts == ["/nonexistent/llama-server not found; install it as the track's install lesson "
-                     "describes",
-                     "/nonexistent/m.gguf not found; download it first (the lab's hf download command)"]
+    assert texts == [
+        "/nonexistent/llama-server not found; install it as the track's install lesson describes",
+        "/nonexistent/m.gguf not found; download it first (the lab's hf download command)",
+    ]
     assert all(s["status"] == "pending" for s in manifest["steps"] if s["id"].startswith("a/"))
     assert "a" not in manifest["engines"]
 
@@ -93,27 +114,36 @@ def test_containers_reaching_the_gpu():
         def _run(argv, timeout=30):
             calls.append(argv)
             return text
+
         return _run
 
     image = "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc13"
     ok = preflight.container_gpu(image, run("NVIDIA GB10\n"))
-    assert (ok.level, ok.text) == ("PASS",
-                                   f"containers reach the GPU: NVIDIA GB10 (docker run --gpus all {image} "
-                                           "nvidia-smi)")
+    assert (ok.level, ok.text) == (
+        "PASS",
+        f"containers reach the GPU: NVIDIA GB10 (docker run --gpus all {image} nvidia-smi)",
+    )
     # never pulls 20 GB here
     assert calls[0][:7] == ["docker", "run", "--rm", "--pull", "never", "--gpus", "all"]
-    toolkit = preflight.container_gpu(image,
-                                      run('docker: Error response from daemon: could not select device '
-                                          'driver '
-                                                 '"" with capabilities: [[gpu]].\n'))
+    toolkit = preflight.container_gpu(
+        image,
+        run(
+            "docker: Error response from daemon: could not select device "
+            "driver "
+            '"" with capabilities: [[gpu]].\n'
+        ),
+    )
     assert toolkit.level == "FAIL" and "install the NVIDIA Container Toolkit" in toolkit.text
     missing = preflight.container_gpu(image, run(f"Error response from daemon: No such image: {image}\n"))
     assert missing.level == "WARN" and missing.text.startswith(f"{image} is not pulled yet")
 
 
 def test_track_s_preflight_runs_the_container_gpu_check_per_image(tmp_path, monkeypatch):
-    answers = {"info": "27.3.1\n", "nvidia-smi": "NVIDIA GB10, [N/A], [N/A], 580.95\n",
-               "run": "NVIDIA GB10\n"}
+    answers = {
+        "info": "27.3.1\n",
+        "nvidia-smi": "NVIDIA GB10, [N/A], [N/A], 580.95\n",
+        "run": "NVIDIA GB10\n",
+    }
     seen = []
 
     def run(argv, timeout=30):
@@ -123,8 +153,13 @@ def test_track_s_preflight_runs_the_container_gpu_check_per_image(tmp_path, monk
 
     monkeypatch.setattr(preflight.shutil, "which", lambda name: f"/usr/bin/{name}")
     plan = load_plan("s")
-    findings = preflight.plan_findings(plan, preflight.plan_targets(plan, tmp_path / "run", dry_run=True), tmp_path,
-                                       usage=lambda _: Usage(500e9, 10e9, 490e9), run=run)
+    findings = preflight.plan_findings(
+        plan,
+        preflight.plan_targets(plan, tmp_path / "run", dry_run=True),
+        tmp_path,
+        usage=lambda _: Usage(500e9, 10e9, 490e9),
+        run=run,
+    )
     containers = [f for f in findings if f.check == "containers"]
     images = [a[7] for a in seen if a[:2] == ["docker", "run"]]
     assert images == ["nvcr.io/nvidia/vllm:26.08-py3", "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc13"]

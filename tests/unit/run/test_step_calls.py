@@ -31,9 +31,13 @@ def all_calls(track: str, tier: str | None) -> list[tuple[str, StepCall]]:
         ctx = block_context(plan, block, RUN_DIR, dry_run=True)
         ctx.state.version, ctx.state.pid, ctx.state.admission_level = "version: b1234", 4321, "10"
         contexts[block.id] = ctx
-    return [(step.id, c) for step in plan.steps
-            for c in step_calls(plan, RUN_DIR, RUN_DIR / "labbook.md", step,
-                                contexts[step.block.id] if step.block else None)]
+    return [
+        (step.id, c)
+        for step in plan.steps
+        for c in step_calls(
+            plan, RUN_DIR, RUN_DIR / "labbook.md", step, contexts[step.block.id] if step.block else None
+        )
+    ]
 
 
 def expected(action: argparse.Action, value):

@@ -21,14 +21,42 @@ def test_cpu_without_avx2_or_avx512_is_a_one_line_skip_reason():
 
 def test_dry_run_states_every_setting_and_the_environment(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("VLLM_VENV", str(tmp_path / "venv"))
-    assert main(["vllm-cpu", "serve", "--port", "8011", "--max-num-seqs", "8", "--kv-cache-gib", "0.5",
-                 "--tool-call-parser", "pythonic", "--dry-run"]) == 0
+    assert (
+        main(
+            [
+                "vllm-cpu",
+                "serve",
+                "--port",
+                "8011",
+                "--max-num-seqs",
+                "8",
+                "--kv-cache-gib",
+                "0.5",
+                "--tool-call-parser",
+                "pythonic",
+                "--dry-run",
+            ]
+        )
+        == 0
+    )
     cmd = capsys.readouterr().out
-    for part in ("VLLM_TARGET_DEVICE=cpu", "VLLM_HOST_IP=127.0.0.1", "HF_HUB_OFFLINE=1", f"{tmp_path}/venv/bin/vllm serve",
-                 "--host 127.0.0.1", "--port 8011", "--max-model-len 2048", "--max-num-seqs 8",
-                 "--kv-cache-memory-bytes 536870912", "--enforce-eager", "--enable-prefix-caching",
-                 "--enable-prompt-tokens-details", "--enable-auto-tool-choice --tool-call-parser pythonic",
-                 "--served-model-name gemma-3-270m", "--dtype bfloat16"):
+    for part in (
+        "VLLM_TARGET_DEVICE=cpu",
+        "VLLM_HOST_IP=127.0.0.1",
+        "HF_HUB_OFFLINE=1",
+        f"{tmp_path}/venv/bin/vllm serve",
+        "--host 127.0.0.1",
+        "--port 8011",
+        "--max-model-len 2048",
+        "--max-num-seqs 8",
+        "--kv-cache-memory-bytes 536870912",
+        "--enforce-eager",
+        "--enable-prefix-caching",
+        "--enable-prompt-tokens-details",
+        "--enable-auto-tool-choice --tool-call-parser pythonic",
+        "--served-model-name gemma-3-270m",
+        "--dtype bfloat16",
+    ):
         assert part in cmd
 
 

@@ -97,6 +97,7 @@ test: $(STAMP) $(LLAMA_STAMP) $(COMPOSE_SCHEMA)
 # ruff on everything, mypy on the pure core (configured in pyproject.toml).
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
 # The unit tests only (tests/unit: in-process, no server, no subprocess).

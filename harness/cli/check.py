@@ -55,7 +55,8 @@ def run(args) -> int:
     limit = speed_limit(bandwidth, model_gb)
     print(f"bandwidth:   ~{bandwidth:.0f} GB/s ({source})")
     print(
-        f"speed limit: ~{limit:.0f} tok/s for a {model_gb:g} GB model ({model_source}): bandwidth / model size"
+        f"speed limit: ~{limit:.0f} tok/s for a {model_gb:g} GB model ({model_source}): bandwidth / model "
+        "size"
     )
     print("             a sane single-user measurement lands at 60-85 % of it")
     if profile is None:

@@ -51,6 +51,7 @@ def run(args) -> int:
         except (ValueError, OSError) as exc:
             raise ConfigError(str(exc)) from None
         print(
-            f"==> removed {rec['removed']} ({rec['bytes'] / 1e9:.2f} GB); recorded in {runs / 'cleanup.jsonl'}"
+            f"==> removed {rec['removed']} ({rec['bytes'] / 1e9:.2f} GB); "
+            f"recorded in {runs / 'cleanup.jsonl'}"
         )
     return 1 if stuck else 0

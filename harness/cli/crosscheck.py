@@ -214,7 +214,8 @@ def run(args) -> int:
         f"{theirs['output_tokens_per_s']:.1f}  ratio {f(cmp['output_tokens_per_s_ratio'], '.3f')}"
     )
     print(
-        f"    TPOT p50 (s)  ours {f(ours['tpot_p50_s'], '.4f')}  {args.tool} {f(rec['theirs']['tpot_p50_s'], '.4f')}"
+        f"    TPOT p50 (s)  ours {f(ours['tpot_p50_s'], '.4f')}  "
+        f"{args.tool} {f(rec['theirs']['tpot_p50_s'], '.4f')}"
         f"  ratio {f(cmp['tpot_p50_ratio'], '.3f')}"
     )
     print(

@@ -103,7 +103,8 @@ def run(args) -> int:
                 }
             )
             print(
-                f"  crowd {people:>3}: {rows[-1]['total out tok/s']} tok/s, TTFT p95 {rows[-1]['TTFT p95 s']} s",
+                f"  crowd {people:>3}: {rows[-1]['total out tok/s']} tok/s, "
+                f"TTFT p95 {rows[-1]['TTFT p95 s']} s",
                 flush=True,
             )
             if p95 is not None and p95 <= args.promise and len(ok) == len(samples):

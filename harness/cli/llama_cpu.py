@@ -32,7 +32,8 @@ def install(args) -> int:
     model = llama_cpu.assemble_model()
     print(f"llama-server: {binary}")
     print(
-        f"model:        {model} ({model.stat().st_size:,} bytes, SHA-256 {llama_cpu.MODEL_SHA256[:16]}… verified)"
+        f"model:        {model} ({model.stat().st_size:,} bytes, SHA-256 {llama_cpu.MODEL_SHA256[:16]}… "
+        "verified)"
     )
     return 0
 
@@ -45,7 +46,8 @@ def serve_fg(args) -> int:
         return 0
     launcher.start()
     print(
-        f"llama-server healthy on http://127.0.0.1:{args.port}/v1 (log {args.log_file}); Ctrl-C or SIGTERM stops it"
+        f"llama-server healthy on http://127.0.0.1:{args.port}/v1 (log {args.log_file}); Ctrl-C or SIGTERM "
+        "stops it"
     )
     try:
         while launcher.proc.poll() is None:

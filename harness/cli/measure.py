@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import requests
 
+from harness.io import http
 from harness.io import memory
 from harness.io.http import stream_chat
 from harness.errors import ConfigError, TargetError, TargetUnreachable
@@ -67,11 +68,11 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def wait_for(base_url: str, headers: dict, seconds: int) -> None:
+def wait_for(base_url: str, api_key: str | None, seconds: int) -> None:
     deadline, last = time.monotonic() + seconds, "no answer"
     while time.monotonic() < deadline:
         try:
-            resp = requests.get(base_url.rstrip("/") + "/models", headers=headers, timeout=10)
+            resp = http.get_models(base_url, api_key, timeout=10)
             if resp.status_code == 200:
                 return
             last = f"status {resp.status_code}"
@@ -185,8 +186,7 @@ def run(args) -> int:
                 f"({platform.node()}); take a new one with --snapshot-only"
             )
     key = (os.environ.get(args.api_key_env) if args.api_key_env else None) or args.api_key or None
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    wait_for(args.base_url, headers, args.wait_seconds)
+    wait_for(args.base_url, key, args.wait_seconds)
     long_prompt = PARAGRAPH * args.long_repeats + "\n\n" + ASK
     tests = [measure_test(args, key, n, p) for n, p in (("short", SHORT), ("long", long_prompt))]
     loaded = memory.snapshot()
@@ -202,21 +202,25 @@ def run(args) -> int:
     short, long = (replace(t, extra=extra).to_dict() for t in tests)
     for rec in (short, long):
         print(
-            f"    {args.engine:>14} {rec['test']:>5}  prompt {rec['prompt_tokens']} tok  ttft {rec['ttft_s']:.3f} s  "
-            f"decode {rec['decode_tokens_per_s']:.2f} tok/s  {rec['completion_tokens']} tok ({rec['finish_reason']}), "
+            f"    {args.engine:>14} {rec['test']:>5}  prompt {rec['prompt_tokens']} tok  ttft "
+            f"{rec['ttft_s']:.3f} s  "
+            f"decode {rec['decode_tokens_per_s']:.2f} tok/s  {rec['completion_tokens']} tok "
+            f"({rec['finish_reason']}), "
             f"counts from {rec['token_source']}, cached {rec['max_cached_prompt_tokens']}"
         )
     print(
         f"    {args.engine:>14} prefill from the difference: "
         + (
-            f"{prefill:.1f} tok/s over {long['prompt_tokens'] - short['prompt_tokens']:.0f} more prompt tokens"
+            f"{prefill:.1f} tok/s over {long['prompt_tokens'] - short['prompt_tokens']:.0f} more prompt "
+            "tokens"
             if prefill
             else "not computable (no prompt token counts, or the long prompt was not slower)"
         )
     )
     if long["server_prefill_tokens_per_s"] is not None:
         print(
-            f"    {args.engine:>14} server's own timings (long): prefill {long['server_prefill_tokens_per_s']:.1f} "
+            f"    {args.engine:>14} server's own timings (long): prefill "
+            f"{long['server_prefill_tokens_per_s']:.1f} "
             f"tok/s, decode {long['server_decode_tokens_per_s']:.2f} tok/s"
         )
     print(

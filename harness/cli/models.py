@@ -76,7 +76,8 @@ def run(args) -> int:
                         else f"listed {fmt['files']}: the repository changed"
                     )
                     print(
-                        f"    hub today: {got['files']} files (out of {got['out_of']}) totalling {got['total']} ({same})"
+                        f"    hub today: {got['files']} files (out of {got['out_of']}) totalling "
+                        f"{got['total']} ({same})"
                     )
         extra = (
             "; Lemonade keeps a second copy of the GGUF file in its own cache"

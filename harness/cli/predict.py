@@ -101,7 +101,8 @@ def run(args) -> int:
         model, args.engine, args.slots, args.ctx_per_slot, args.cache_type, args.swa_full, args.kv_bytes
     )
     print(
-        f"==> {model.name} ({model.source}): {model.layers} layers ({model.swa_layers} sliding-window, window "
+        f"==> {model.name} ({model.source}): {model.layers} layers ({model.swa_layers} sliding-window, "
+        "window "
         f"{model.swa_window or '-'}), {model.kv_heads} KV heads x {model.head_dim}"
     )
     per_type = ", ".join(
@@ -133,7 +134,8 @@ def run(args) -> int:
     if machine:
         bw = machine["bandwidth_gb_s"]
         print(
-            f"    {machine['name']} at {bw} GB/s, decode ceilings (one sequence at 100 / 1,500 tokens of context; "
+            f"    {machine['name']} at {bw} GB/s, decode ceilings (one sequence at 100 / 1,500 tokens of "
+            "context; "
             f"speed limit = bandwidth / size):"
         )
         for name, f in model.formats.items():
@@ -146,7 +148,8 @@ def run(args) -> int:
         if fmt:
             read = fmt["tensor_bytes"] - fmt["embedding_bytes"]
             print(
-                f"    aggregate at batch B ({fmt_name}, {args.cache_type} cache), tok/s in total (per sequence):"
+                f"    aggregate at batch B ({fmt_name}, {args.cache_type} cache), tok/s in total (per "
+                "sequence):"
             )
             for context in (100, 1500):
                 cells = []

@@ -34,7 +34,8 @@ def run(args) -> int:
         print("    " + f.line())
     result = summary(findings)
     print(
-        f"    {result['counts']['PASS']} pass, {result['counts']['WARN']} warn, {result['counts']['FAIL']} fail"
+        f"    {result['counts']['PASS']} pass, {result['counts']['WARN']} warn, {result['counts']['FAIL']} "
+        "fail"
     )
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

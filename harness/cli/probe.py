@@ -8,6 +8,7 @@ import os
 
 import requests
 
+from harness.io.http import auth_headers
 from harness.core import probes
 from harness.errors import TargetUnreachable
 from harness.core.records import Features, utc_stamp
@@ -36,7 +37,7 @@ def add_parser(sub) -> None:
 class _Client:
     def __init__(self, base_url: str, key: str | None, timeout: float) -> None:
         self.base, self.timeout = base_url.rstrip("/"), timeout
-        self.headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.headers = auth_headers(key)
 
     def get(self, path: str):
         return self._do("get", path, None)

@@ -60,7 +60,8 @@ def _missing(label: str, labels: dict) -> ConfigError:
     )
 
 
-def run(args) -> int:
+# Complexity allowed: one branch per option of the lab's summarise-load.py.
+def run(args) -> int:  # noqa: C901
     labels = load(args.labbook)
     if args.list:
         rows = [
@@ -104,7 +105,8 @@ def run(args) -> int:
             if args.peak:
                 need, spare = curves.copies_for(args.peak, capacity, args.spares)
                 print(
-                    f"    a peak of {args.peak} needs {args.peak} / {capacity} -> {need} copies, {spare} with "
+                    f"    a peak of {args.peak} needs {args.peak} / {capacity} -> {need} copies, {spare} "
+                    "with "
                     f"{args.spares:.0%} spares"
                 )
         else:
@@ -158,7 +160,8 @@ def print_curve(label: str, levels: dict[int, dict], markdown: bool) -> curves.C
     print(f"==> curve for {label} ({conditions})")
     print(
         f"    prompts {head_rec.get('prompt_set')}, up to {head_rec.get('max_tokens')} tokens out, context "
-        f"{head_rec.get('context_length')}, slots {head_rec.get('server_slots')}; objective TTFT <= {d.slo_ttft} s "
+        f"{head_rec.get('context_length')}, slots {head_rec.get('server_slots')}; objective TTFT <= "
+        f"{d.slo_ttft} s "
         f"and TPOT <= {d.slo_tpot} s"
     )
     head = [
@@ -207,12 +210,14 @@ def print_curve(label: str, levels: dict[int, dict], markdown: bool) -> curves.C
     first = d.levels[0]
     if d.knee:
         print(
-            f"    knee: c={d.knee[0]} -> c={d.knee[1]} is the first step where each extra request added less than "
+            f"    knee: c={d.knee[0]} -> c={d.knee[1]} is the first step where each extra request added less "
+            "than "
             f"half of what one request gets alone at c={first}"
         )
     else:
         print(
-            f"    knee: none within these levels (each step added at least half of one request's c={first} rate)"
+            f"    knee: none within these levels (each step added at least half of one request's c={first} "
+            "rate)"
         )
     if d.fit:
         a, b = d.fit["a_s"], d.fit["b_s"]
@@ -238,7 +243,8 @@ def print_curve(label: str, levels: dict[int, dict], markdown: bool) -> curves.C
         print("    TPOT fit: not possible; it takes two or more levels within the server's slots")
     op = f"c={d.operating_point}" if d.operating_point else "no level qualifies"
     print(
-        f"    operating point: {op} (highest level with no failures and TTFT p90, TPOT p90 inside the objective)"
+        f"    operating point: {op} (highest level with no failures and TTFT p90, TPOT p90 inside the "
+        "objective)"
     )
     return d
 

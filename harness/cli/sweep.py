@@ -111,7 +111,8 @@ def print_endpoint(check: EndpointCheck) -> None:
     """What the endpoint proof saw, and its warnings on stderr."""
     seen = check.observed
     print(
-        f"    endpoint proved: text in {', '.join(seen['text_fields'])}, finish {seen['finish_reason']}, usage "
+        f"    endpoint proved: text in {', '.join(seen['text_fields'])}, finish {seen['finish_reason']}, "
+        "usage "
         f"{'yes' if seen['usage'] else 'no'}, context {seen['n_ctx'] or 'not reported'} per sequence"
     )
     for w in check.warnings:
@@ -274,7 +275,8 @@ def print_level(r: dict) -> None:
         flush=True,
     )
     print(
-        f"         goodput {r['goodput_requests_per_s']:.3f} req/s ({r['within_slo']}/{r['completed']} within SLO)  "
+        f"         goodput {r['goodput_requests_per_s']:.3f} req/s ({r['within_slo']}/{r['completed']} "
+        "within SLO)  "
         f"in flight {r['mean_in_flight']:.1f}  prompt {r['prompt_tokens_mean']} tok, cached "
         f"{r['cached_tokens_mean']}  tokens from {r['token_counts']}  finish {r['finish_reasons']}  "
         f"client CPU {r['client_cpu']:.0%}{lag}",

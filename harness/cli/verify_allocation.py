@@ -79,7 +79,8 @@ def run(args) -> int:
         (pa, ea, a), (pb, eb, b) = pools
         if a is None or b is None or a != b:
             print(
-                f"not an equal pool: {ea} ({pa}) holds {a if a is not None else '?'} tokens, {eb} ({pb}) holds "
+                f"not an equal pool: {ea} ({pa}) holds {a if a is not None else '?'} tokens, {eb} ({pb}) "
+                "holds "
                 f"{b if b is not None else '?'}; give both the same number of KV tokens before comparing them"
             )
             return 1
@@ -100,7 +101,8 @@ def run(args) -> int:
     if args.observe_only:
         pool = engine_logs.pool_tokens(engine, observed)
         print(
-            f"observed: {args.log} holds {f'{pool:,}' if pool is not None else 'an unreadable number of'} tokens "
+            f"observed: {args.log} holds {f'{pool:,}' if pool is not None else 'an unreadable number of'} "
+            "tokens "
             f"of KV; {json.dumps(observed)}"
         )
     elif problems:
@@ -108,7 +110,8 @@ def run(args) -> int:
             print(f"MISMATCH: {problem}")
     else:
         print(
-            f"match: {args.log} allocates what {model.name} with {args.slots} x {args.ctx_per_slot:,} tokens at "
+            f"match: {args.log} allocates what {model.name} with {args.slots} x {args.ctx_per_slot:,} tokens "
+            "at "
             f"{args.cache_type} should"
         )
     if args.labbook:

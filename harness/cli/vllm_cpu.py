@@ -59,14 +59,13 @@ def install(args) -> int:
     what = (
         "reused: every file matches the SHA-256 in its manifest"
         if facts["reused"]
-        else f"converted in {facts['wall_s']:.0f} s, {facts['parameters']:,} parameters, EOS {facts['eos_token_id']}"
+        else f"converted in {facts['wall_s']:.0f} s, {facts['parameters']:,} parameters, EOS "
+        f"{facts['eos_token_id']}"
     )
     size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
     print(f"model:  {folder} ({size / 1e6:.0f} MB bf16 safetensors; {what}; hashes in {vllm_cpu.MANIFEST})")
-    print(
-        f"env:    {vllm_cpu.venv_dir()} ({'pip install ' + str(timings['pip_install_s']) + ' s, ' if 'pip_install_s' in timings else ''}"
-        f"environment ready in {env_s:.0f} s)"
-    )
+    pip_s = f"pip install {timings['pip_install_s']} s, " if "pip_install_s" in timings else ""
+    print(f"env:    {vllm_cpu.venv_dir()} ({pip_s}environment ready in {env_s:.0f} s)")
     print(f"torch:  {vllm_cpu.TORCH_NOTE}")
     return 0
 

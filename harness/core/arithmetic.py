@@ -73,7 +73,8 @@ def llama_kv_log_line(cache: dict, cache_type: str = "f16") -> str:
     half = total / 2
     return (
         f"llama_kv_cache: size = {total:7.2f} MiB ({cache['cells']:6d} cells, {cache['layers']:3d} layers, "
-        f"{cache['seqs']:2d}/{cache['seqs']} seqs), K ({cache_type}): {half:7.2f} MiB, V ({cache_type}): {half:7.2f} MiB"
+        f"{cache['seqs']:2d}/{cache['seqs']} seqs), K ({cache_type}): {half:7.2f} MiB, V ({cache_type}): "
+        f"{half:7.2f} MiB"
     )
 
 

@@ -31,7 +31,7 @@ def fit_line(xs: list[float], ys: list[float]) -> tuple[float, float] | None:
     n = len(xs)
     mx, my = sum(xs) / n, sum(ys) / n
     sxx = sum((x - mx) ** 2 for x in xs)
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
     return my - b * mx, b
 
 
@@ -76,7 +76,9 @@ def curve(levels: dict[int, dict]) -> Curve:
     )
     tput = [levels[c]["output_tokens_per_s"] for c in cs]
     d.per_request = tput[0] / cs[0]
-    d.scaling = {c: (t / (c * d.per_request) if d.per_request else None) for c, t in zip(cs, tput)}
+    d.scaling = {
+        c: (t / (c * d.per_request) if d.per_request else None) for c, t in zip(cs, tput, strict=True)
+    }
     for i in range(1, len(cs)):
         per_added = (tput[i] - tput[i - 1]) / (cs[i] - cs[i - 1])
         if per_added < d.per_request / 2:
@@ -94,11 +96,13 @@ def curve(levels: dict[int, dict]) -> Curve:
         ):
             d.operating_point = c
     slots = first.get("server_slots")
-    used = [c for c in cs if (not slots or c <= slots) and _p(levels[c], "tpot_s", "p50") is not None]
-    line = fit_line([float(c) for c in used], [_p(levels[c], "tpot_s", "p50") for c in used])
+    tpot50 = {
+        c: v for c in cs if (not slots or c <= slots) and (v := _p(levels[c], "tpot_s", "p50")) is not None
+    }
+    line = fit_line([float(c) for c in tpot50], list(tpot50.values()))
     if line:
         a, b = line
-        d.fit = {"a_s": a, "b_s": b, "levels_used": used}
+        d.fit = {"a_s": a, "b_s": b, "levels_used": list(tpot50)}
         if b > 0:
             d.ceiling = 1 / b
             d.c_at_slo = (d.slo_tpot - a) / b
@@ -112,8 +116,8 @@ def capacity_within(levels: dict[int, dict], promise_s: float, pct: str = "p95")
         for c, r in levels.items()
         if r.get("completed")
         and r["failed"] == 0
-        and _p(r, "ttft_s", pct) is not None
-        and _p(r, "ttft_s", pct) <= promise_s
+        and (ttft := _p(r, "ttft_s", pct)) is not None
+        and ttft <= promise_s
     ]
     return max(ok) if ok else None
 
@@ -174,7 +178,8 @@ def check(labels: dict[str, dict[int, dict]]) -> list[tuple[str, str]]:
                 not limited,
                 f"{name}: the client kept up at every level"
                 if not limited
-                else f"{name}: the client was the limit at c={', '.join(map(str, limited))}; rerun those levels "
+                else f"{name}: the client was the limit at c={', '.join(map(str, limited))}; rerun those "
+                "levels "
                 "with --processes or from another machine",
                 "WARN",
             )

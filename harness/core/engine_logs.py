@@ -4,6 +4,10 @@ Both shapes of llama-server's slot lines are understood (older builds print them
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.core.predictions import Prediction
 
 _KV = re.compile(
     r"llama_kv_cache: size =\s*([\d.]+) MiB \(\s*(\d+) cells,\s*(\d+) layers,\s*(\d+)/(\d+) seqs\), "
@@ -77,15 +81,16 @@ def detect_engine(text: str) -> str | None:
 def pool_tokens(engine: str, facts: dict) -> int | None:
     """Tokens of KV the engine holds for all sequences together (full-attention cache for llama-server)."""
     if engine == "vllm":
-        return facts.get("kv_tokens")
+        tokens = facts.get("kv_tokens")
+        return int(tokens) if tokens is not None else None
     caches = facts.get("kv_caches") or []
     if not caches:
         return None
     full = max(caches, key=lambda c: c["cells"])
-    return full["cells"] * full["seqs"]
+    return int(full["cells"] * full["seqs"])
 
 
-def compare(engine: str, observed: dict, predicted) -> list[str]:
+def compare(engine: str, observed: dict, predicted: Prediction) -> list[str]:
     """Every way the log disagrees with the prediction, each naming both figures and a likely cause."""
     problems: list[str] = []
     if engine == "llama-server":
@@ -101,7 +106,7 @@ def compare(engine: str, observed: dict, predicted) -> list[str]:
                 f"the log shows {len(got)} KV cache(s), the prediction {len(want)}: a sliding-window model "
                 "logs one cache per attention kind; check the model file"
             )
-        for w, g in zip(want, got):
+        for w, g in zip(want, got, strict=False):  # a count mismatch is reported above
             mib = w["bytes"] / 2**20
             if abs(g["mib"] - mib) > 0.01 or g["cells"] != w["cells"] or g["seqs"] != w["seqs"]:
                 cause = []
@@ -126,7 +131,8 @@ def compare(engine: str, observed: dict, predicted) -> list[str]:
         got = observed.get("kv_tokens")
         if got is None:
             return [
-                "the log has no 'GPU KV cache size: N tokens' (or CPU) line; pass the vLLM server's startup log"
+                "the log has no 'GPU KV cache size: N tokens' (or CPU) line; pass the vLLM server's startup "
+                "log"
             ]
         if got != predicted.vllm_tokens:
             problems.append(
@@ -137,7 +143,7 @@ def compare(engine: str, observed: dict, predicted) -> list[str]:
     return problems
 
 
-def predicted_type(predicted) -> str:
+def predicted_type(predicted: Prediction) -> str:
     line = predicted.log_lines[0] if predicted.log_lines else ""
     m = re.search(r"K \((\w+)\)", line)
     return m[1] if m else "?"

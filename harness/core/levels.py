@@ -46,8 +46,8 @@ def distribution(values: list[float], digits: int) -> dict:
     return spread(values, digits).to_dict()
 
 
-def _token_counts(samples: list[Sample]):
-    sources = Counter(s.token_source for s in samples)
+def _token_counts(samples: list[Sample]) -> str | dict[str, int]:
+    sources = Counter(s.token_source or "none" for s in samples)
     if not sources:
         return "none"
     if len(sources) == 1:
@@ -57,7 +57,7 @@ def _token_counts(samples: list[Sample]):
 
 def _mean(values: Iterable) -> float | None:
     """Mean of the values that are present, to one decimal; None when none is."""
-    known = [v for v in values if v is not None]
+    known = [float(v) for v in values if v is not None]
     if not known:
         return None
     return round(sum(known) / len(known), 1)
@@ -81,7 +81,9 @@ def level_stats(samples: list[Sample], concurrency: int, wall_s: float, objectiv
     good = [
         s
         for s in ok
-        if s.ttft <= objectives.ttft_s and (s.tpot if s.tpot is not None else 0.0) <= objectives.tpot_s
+        if s.ttft is not None
+        and s.ttft <= objectives.ttft_s
+        and (s.tpot if s.tpot is not None else 0.0) <= objectives.tpot_s
     ]
     busy = sum((s.t_end - s.t_send) for s in ok if s.t_end is not None)
     per_s = (lambda n: round(n / wall_s, 3)) if wall_s > 0 else (lambda n: 0.0)
@@ -98,7 +100,7 @@ def level_stats(samples: list[Sample], concurrency: int, wall_s: float, objectiv
         goodput_requests_per_s=per_s(len(good)),
         within_slo=len(good),
         mean_in_flight=round(busy / wall_s, 2) if wall_s > 0 else 0.0,
-        ttft_s=spread([s.ttft for s in ok], 4),
+        ttft_s=spread([s.ttft for s in ok if s.ttft is not None], 4),
         tpot_s=spread([s.tpot for s in ok if s.tpot is not None], 5),
         itl_s=spread(itls, 5),  # added: every inter-token gap, for tails
         prompt_tokens_mean=_mean(s.prompt_tokens for s in ok),
@@ -180,7 +182,10 @@ def peak_in_flight(samples: list[Sample]) -> int:
 
 def sample_record(s: Sample, label: str, concurrency: int) -> dict:
     """One raw sample as a JSON line for the samples file (times relative to the send)."""
-    rel = lambda t: None if t is None else round(t - s.t_send, 6)
+
+    def rel(t: float | None) -> float | None:
+        return None if t is None else round(t - s.t_send, 6)
+
     return {
         "label": label,
         "concurrency": concurrency,

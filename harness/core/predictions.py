@@ -1,9 +1,10 @@
-"""Predictions from stated inputs (docs/architecture.md, "Definitions"; both labs' Task 1). Pure functions: the
-arithmetic, and the two tables the lab pages print, reproduced from the same inputs."""
+"""Predictions from stated inputs (docs/architecture.md, "Definitions"; both labs' Task 1). Pure
+functions: the arithmetic, and the two tables the lab pages print, reproduced from the same inputs."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from harness.core.arithmetic import (
     MIB,
@@ -14,10 +15,23 @@ from harness.core.arithmetic import (
 )
 
 GIB = 2**30
+
+
+class ModelShape(Protocol):
+    """What the arithmetic reads of a model (``harness.io.model_info.ModelInfo`` has it all)."""
+
+    layers: int
+    kv_heads: int
+    head_dim: int
+    swa_layers: int
+    swa_window: int
+    formats: dict
+
+
 VLLM_BLOCK = 16
 
 
-def kv_per_token(model, cache_type: str = "f16") -> int:
+def kv_per_token(model: ModelShape, cache_type: str = "f16") -> float:
     value = kv_bytes_per_token(model.layers, model.kv_heads, model.head_dim, cache_type)
     return int(value) if value == int(value) else value
 
@@ -42,14 +56,14 @@ def aggregate_ceiling(
 
 
 def serving_table(
-    model,
+    model: ModelShape,
     slots: int,
     ctx: int,
     engines: dict,
     machines: list[tuple[str, float]],
     read_format: str,
-    contexts=(100, 1500),
-    batches=(1, 5, 10, 20),
+    contexts: tuple[int, ...] = (100, 1500),
+    batches: tuple[int, ...] = (1, 5, 10, 20),
 ) -> str:
     """Pool per cache type, weights + pool per engine, and aggregate ceilings (lab 09, Task 1).
     ``engines``: label -> (format name, [cache types])."""
@@ -83,7 +97,10 @@ def serving_table(
 
 
 def ceiling_table(
-    model, pairs: list[tuple[str, float, list[str]]], cache_tokens: int = 8192, long_context: int = 1500
+    model: ModelShape,
+    pairs: list[tuple[str, float, list[str]]],
+    cache_tokens: int = 8192,
+    long_context: int = 1500,
 ) -> str:
     """Decode ceiling per machine and format, short and at ``long_context`` (lab 08, Task 1)."""
     per = kv_per_token(model, "f16")
@@ -119,7 +136,7 @@ class Prediction:
 
 
 def predict_allocation(
-    model,
+    model: ModelShape,
     engine: str,
     slots: int,
     ctx_per_slot: int,

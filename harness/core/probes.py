@@ -49,9 +49,9 @@ def _reasoning_field(message: dict) -> str | None:
     return next((k for k in ("reasoning_content", "reasoning") if message.get(k)), None)
 
 
-def judge_tool_call(name: str | None, arguments, text: str, finish: str | None) -> dict:
+def judge_tool_call(name: str | None, arguments: object, text: str, finish: str | None) -> dict:
     """Supported only when a tool call names the weather function with a string ``city``."""
-    out = {"supported": False, "called": name, "arguments": None, "finish_reason": finish}
+    out: dict[str, object] = {"supported": False, "called": name, "arguments": None, "finish_reason": finish}
     if name is None:
         if "<tool_call>" in (text or ""):
             out["detail"] = (

@@ -27,7 +27,8 @@ PROMPT_SETS = ("mixed", "shared-prefix", "unique-prefix", "long", "mixed-long")
 _TOOLS = [
     (
         "gauge_read",
-        "Fetch one server's /metrics page and return the samples whose metric name matches a regular expression.",
+        "Fetch one server's /metrics page and return the samples whose metric name matches a regular "
+        "expression.",
         {"target": "string: server name as listed in the inventory", "match": "string: regular expression"},
     ),
     (
@@ -37,7 +38,8 @@ _TOOLS = [
     ),
     (
         "service_bounce",
-        "Restart one serving process with its saved flags; refuses while requests are in flight unless forced.",
+        "Restart one serving process with its saved flags; refuses while requests are in flight unless "
+        "forced.",
         {"target": "string", "forced": "boolean"},
     ),
     (
@@ -88,7 +90,8 @@ _TOOLS = [
     ),
     (
         "seat_table",
-        "List every slot of a llama-server process: its context, whether it is busy and how many tokens it holds.",
+        "List every slot of a llama-server process: its context, whether it is busy and how many tokens it "
+        "holds.",
         {"target": "string"},
     ),
     (

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import requests
 
+from harness.io.http import auth_headers
 from harness.io.http import stream_chat
 from harness.errors import TargetError
 
@@ -35,7 +36,7 @@ def server_context(base_url: str, model: str, headers: dict, timeout: float = 10
 def observe(
     base_url: str, model: str, listed: list[str], api_key: str | None, timeout: float = 120.0
 ) -> dict:
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    headers = auth_headers(api_key)
     body = {
         "model": model,
         "messages": [{"role": "user", "content": PROOF_PROMPT}],

@@ -1,5 +1,7 @@
-"""A plain streaming chat client on ``requests``: the reference the Locust user is checked against,
-and what the tests and the demo use to talk to a server."""
+"""The one HTTP helper for OpenAI-style endpoints: the ``Authorization`` header, the model list,
+and a plain streaming chat client on ``requests`` (the reference the Locust user is checked
+against, and what the tests, the demo and single-user measurements use to talk to a server).
+The Locust user streams through Locust's own client for load, with the same parser."""
 
 from __future__ import annotations
 
@@ -8,6 +10,28 @@ import time
 import requests
 
 from harness.core.stream import Sample, StreamParser
+
+
+def auth_headers(api_key: str | None) -> dict[str, str]:
+    """The bearer header for an API key, or none; the key itself is never logged or recorded."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def get_models(base_url: str, api_key: str | None, timeout: float = 10.0, verify: bool = True):
+    """``GET {base_url}/models`` with the key (raises ``requests.RequestException`` on no answer)."""
+    return requests.get(
+        base_url.rstrip("/") + "/models", headers=auth_headers(api_key), timeout=timeout, verify=verify
+    )
+
+
+def model_ids(resp) -> list[str]:
+    """The ids a ``/models`` answer lists ([] for a non-200 answer or a body that is not the list)."""
+    if resp.status_code != 200:
+        return []
+    try:
+        return [m.get("id") for m in resp.json().get("data", []) if isinstance(m, dict)]
+    except (ValueError, AttributeError):
+        return []
 
 
 def stream_chat(
@@ -21,9 +45,7 @@ def stream_chat(
 ) -> Sample:
     """Send one streamed chat completion and return what the client saw (never raises for HTTP)."""
     body = {**body, "stream": True, "stream_options": {"include_usage": True}}
-    hdrs = {"Accept-Encoding": "identity", **(headers or {})}
-    if api_key:
-        hdrs["Authorization"] = f"Bearer {api_key}"
+    hdrs = {"Accept-Encoding": "identity", **(headers or {}), **auth_headers(api_key)}
     http = session or requests
     t_send = time.perf_counter()
     parser = StreamParser(t_send)

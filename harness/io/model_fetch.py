@@ -22,6 +22,7 @@ import requests
 import yaml
 
 from harness import paths
+from harness.io.http import auth_headers
 from harness.core.records import ModelFetch, iso_utc_stamp
 from harness.errors import ConfigError, InstallError
 from harness.io.notebook import validate
@@ -126,7 +127,7 @@ def hub_file_info(
 ) -> tuple[str, int]:
     """The SHA-256 and size the hub publishes for one file of a repository (its LFS pointer)."""
     base = (endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_HUB).rstrip("/")
-    headers = {"Authorization": f"Bearer {os.environ['HF_TOKEN']}"} if os.environ.get("HF_TOKEN") else {}
+    headers = auth_headers(os.environ.get("HF_TOKEN"))
     url = f"{base}/api/models/{repo}/tree/{revision}"
     resp = requests.get(url, headers=headers, timeout=timeout)
     resp.raise_for_status()
@@ -261,7 +262,8 @@ def fetch_file(key: str, fmt: dict, library: Path, say: Say, endpoint: str | Non
         else:
             bad = _move_aside(path)
             say(
-                f"    {path} does not match (sha256 {got[:12]}…): moved aside to {bad.name}, downloading again"
+                f"    {path} does not match (sha256 {got[:12]}…): moved aside to {bad.name}, downloading "
+                "again"
             )
     if not path.is_file():
         run_checked(hf_argv(fmt, library), f"hf download {fmt['repo']} {fmt['file']}", say)

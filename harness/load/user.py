@@ -24,6 +24,7 @@ import time
 import gevent
 from locust import FastHttpUser, constant, events, task
 
+from harness.io.http import auth_headers
 from harness.io.arrival_stamps import stamped_lines
 from harness.core.levels import distribution
 from harness.core.prompts import PROMPT_SETS, make_prompts
@@ -82,9 +83,7 @@ class Workload:
 
     def headers(self) -> dict:
         h = {"Content-Type": "application/json", "Accept": "text/event-stream", "Accept-Encoding": "identity"}
-        if self.api_key:
-            h["Authorization"] = f"Bearer {self.api_key}"
-        return h
+        return {**h, **auth_headers(self.api_key)}
 
 
 def stream_once(client, workload: Workload, prompt: str) -> Sample:

@@ -191,7 +191,8 @@ def write_report(run_dir: Path, plan, manifest: dict) -> Path:
         "",
         f"- Machine: {plan.variables.get('HOST_DESC', 'not stated')} ({manifest['host'].get('system')}, "
         f"{manifest['host'].get('cpus')} CPUs)",
-        f"- Promise for capacity: p95 TTFT within {promise:g} s; objective for goodput and the operating point: "
+        f"- Promise for capacity: p95 TTFT within {promise:g} s; objective for goodput and the operating "
+        "point: "
         f"TTFT <= {plan.sweep.get('slo_ttft', 2.0)} s and TPOT <= {plan.sweep.get('slo_tpot', 0.1)} s (p90)",
         f"- Load: closed loop (each simulated user sends its next request when the last one finishes); sweep "
         f"options {', '.join(f'{k} {v}' for k, v in plan.sweep.items()) or 'as each step states'}",

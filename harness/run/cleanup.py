@@ -4,6 +4,7 @@ disk the models and environments take, listed; one named checkpoint removed only
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -84,10 +85,8 @@ def du(path: Path) -> int:
     total = 0
     for root, _dirs, files in os.walk(path, onerror=lambda _e: None):
         for name in files:
-            try:
+            with contextlib.suppress(OSError):
                 total += os.lstat(os.path.join(root, name)).st_size
-            except OSError:
-                pass
     return total
 
 

@@ -125,7 +125,8 @@ def _expand_block_step(block: Block, kind: str, options: dict) -> list[Step]:
     return [Step(f"{block.id}/{kind}", kind, options, block)]
 
 
-def load_plan(name: str, tier: str | None = None, overrides: dict | None = None) -> Plan:
+# Complexity allowed: the plan is read, tiered, filled in and flattened in one pass.
+def load_plan(name: str, tier: str | None = None, overrides: dict | None = None) -> Plan:  # noqa: C901
     """Read, validate and flatten a plan. ``overrides`` replace variables (``--set NAME=VALUE``)."""
     path = find_plan(name)
     raw_text = path.read_text(encoding="utf-8")

@@ -118,7 +118,8 @@ def llama_devices(text: str, allow_cpu: bool = False) -> Finding:
 
 
 def nvidia(csv: str, busy_mib: int = 1000) -> list[Finding]:
-    """``nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv,noheader,nounits``."""
+    """Findings from the output of ``nvidia-smi --format=csv,noheader,nounits
+    --query-gpu=name,memory.total,memory.used,driver_version``."""
     out = []
     for row in [r for r in csv.strip().splitlines() if r.strip()]:
         name, total, used, driver = [x.strip() for x in row.split(",")][:4]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import requests
 
+from harness.io.http import auth_headers
 from harness.run.context import BlockContext
 from harness.run.plans import Step
 
@@ -55,7 +56,7 @@ def recovery(ctx: BlockContext, api_env: dict[str, str], timeout: float = 120.0)
         "max_tokens": 8,
         "temperature": 0,
     }
-    headers = {"Authorization": f"Bearer {key}" for key in api_env.values()}
+    headers = auth_headers(next(iter(api_env.values()), None))
     t0 = time.monotonic()
     try:
         r = requests.post(base + "/chat/completions", json=body, headers=headers, timeout=60)

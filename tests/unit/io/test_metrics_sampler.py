@@ -41,7 +41,8 @@ def test_vllm_dialect_sums_over_label_sets():
         .read_text()
         .replace(
             'vllm:num_requests_running{model_name="local-chat"} 6',
-            'vllm:num_requests_running{model_name="local-chat"} 6\nvllm:num_requests_running{model_name="other"} '
+            'vllm:num_requests_running{model_name="local-chat"} '
+            '6\nvllm:num_requests_running{model_name="other"} '
             "2",
         )
     )

@@ -225,6 +225,13 @@ def print_curve(label: str, levels: dict[int, dict], markdown: bool) -> curves.C
             f"    TPOT p50 fit: {a * 1000:.2f} ms + {b * 1000:.3f} ms per concurrent request "
             f"(least squares over c = {', '.join(map(str, d.fit['levels_used']))})"
         )
+        print(f"    seats for the fit: {d.fit['slots_source']}")
+        if d.fit.get("seat_ceiling"):
+            plateau = max(levels[c]["output_tokens_per_s"] for c in d.levels)
+            print(
+                f"    ceiling at {d.fit['slots']} seats: seats / (a + b x seats) = "
+                f"{d.fit['seat_ceiling']:.1f} tok/s (measured peak {plateau:.1f} tok/s)"
+            )
         for c in d.fit["levels_used"]:
             step = a + b * c
             bound = c / step if step > 0 else float("nan")

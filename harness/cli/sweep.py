@@ -24,6 +24,7 @@ from harness.core.records import (
     ServerInfo,
 )
 from harness.errors import ConfigError
+from harness.io.progress import LevelProgress
 from harness.load import sweep as sweeping  # no Locust yet: harness.load.runner is imported when load runs
 from harness.load.sweep import SweepPlan
 
@@ -237,13 +238,17 @@ def run(args) -> int:
         if plan.processes:
             print(f"    load from {plan.processes} Locust worker process(es)", flush=True)
 
+    progress = LevelProgress()
+
     def on_level(record: LevelRecord) -> None:
+        progress.end()
         written.append(record.to_dict())
         print_level(written[-1])
 
     try:
-        sweeping.run_levels(plan, on_level, on_ready)
+        sweeping.run_levels(plan, on_level, on_ready, on_progress=progress.update)
     except KeyboardInterrupt:
+        progress.end()
         if not started:  # during the warm-up: the command's own one line, as for any other command
             raise
         print(f"\n    interrupted: {len(written)} finished level(s) are in {args.labbook}", file=sys.stderr)

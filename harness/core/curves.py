@@ -96,17 +96,41 @@ def curve(levels: dict[int, dict]) -> Curve:
         ):
             d.operating_point = c
     slots = first.get("server_slots")
+    source = f"given: {slots} server slots"
+    if not slots:
+        slots, source = infer_slots(levels, cs)
     tpot50 = {
         c: v for c in cs if (not slots or c <= slots) and (v := _p(levels[c], "tpot_s", "p50")) is not None
     }
     line = fit_line([float(c) for c in tpot50], list(tpot50.values()))
     if line:
         a, b = line
-        d.fit = {"a_s": a, "b_s": b, "levels_used": list(tpot50)}
+        d.fit = {"a_s": a, "b_s": b, "levels_used": list(tpot50), "slots": slots, "slots_source": source}
+        if slots and a + b * slots > 0:
+            # what the seats can deliver: every seat decoding, each step a + b x seats
+            d.fit["seat_ceiling"] = slots / (a + b * slots)
         if b > 0:
             d.ceiling = 1 / b
             d.c_at_slo = (d.slo_tpot - a) / b
     return d
+
+
+PLATEAU_GAIN = 0.10  # a later level adding less than this share of throughput is on the plateau
+
+
+def infer_slots(levels: dict[int, dict], cs: list[int]) -> tuple[int | None, str]:
+    """When the seat count is not given: the level where output throughput stops growing (the
+    first level that every later level beats by less than ``PLATEAU_GAIN``), so the TPOT fit never
+    reaches past the plateau, where requests queue for a seat instead of sharing decode steps.
+    Returns the level (None when throughput grows to the last level) and how it was found."""
+    tput = {c: levels[c]["output_tokens_per_s"] for c in cs}
+    for i, c in enumerate(cs[:-1]):
+        if tput[c] > 0 and all(tput[later] < tput[c] * (1 + PLATEAU_GAIN) for later in cs[i + 1 :]):
+            return c, (
+                f"inferred from throughput: flat from c={c} ({tput[c]:.1f} tok/s; every later level "
+                f"within {PLATEAU_GAIN:.0%}), so about {c} seats (--server-slots states it)"
+            )
+    return None, "not given and no throughput plateau in these levels: every level used"
 
 
 def capacity_within(levels: dict[int, dict], promise_s: float, pct: str = "p95") -> int | None:

@@ -38,6 +38,37 @@ def _load_user_module():
     return user
 
 
+@dataclass(frozen=True)
+class Progress:
+    """Where a level stands while it runs (for a live progress line)."""
+
+    done: int  # requests finished (succeeded or failed)
+    budget: int | None  # the level's requests, None for a timed level
+    in_flight: int
+    output_tokens: int  # of the finished requests
+    elapsed_s: float
+
+
+PROGRESS_EVERY_S = 0.5
+
+
+class _Teller:
+    """Calls ``on_progress`` with a ``Progress`` at most every ``PROGRESS_EVERY_S`` (none: nothing)."""
+
+    def __init__(self, on_progress, collected: list, budget: int | None, issued, t0: float) -> None:
+        self.on_progress, self.collected, self.budget, self.issued = on_progress, collected, budget, issued
+        self.t0 = self.last = t0
+
+    def __call__(self) -> None:
+        now = time.perf_counter()
+        if self.on_progress is None or now - self.last < PROGRESS_EVERY_S:
+            return
+        self.last = now
+        done = len(self.collected)
+        tokens = sum(s.output_tokens or 0 for s in self.collected if s.ok)
+        self.on_progress(Progress(done, self.budget, max(self.issued() - done, 0), tokens, now - self.t0))
+
+
 @dataclass
 class LevelRun:
     samples: list[Sample]
@@ -53,12 +84,15 @@ def run_closed_level(
     count: int,
     timeout: float,
     metrics_url: str | None = None,
+    on_progress=None,
 ) -> LevelRun:
     """``concurrency`` users, each sending its next request when the last one ends, until
     ``count`` requests have finished (the level's budget)."""
     user = _load_user_module()
     workload = user.Workload(budget=count, **workload_kwargs)
-    return _drive(root_url, user.ChatUser, workload, concurrency, count, timeout, metrics_url)
+    return _drive(
+        root_url, user.ChatUser, workload, concurrency, count, timeout, metrics_url, on_progress=on_progress
+    )
 
 
 # Complexity allowed: the level's event loop: start, watch, stop, drain in one place.
@@ -72,9 +106,11 @@ def _drive(  # noqa: C901
     metrics_url: str | None,
     duration: float | None = None,
     spawn_rate: float | None = None,
+    on_progress=None,
 ) -> LevelRun:
     """Start ``users`` Locust users on ``workload``; stop when ``count`` samples are in, or, for a
-    timed level, when the duration is over and every request already sent has finished."""
+    timed level, when the duration is over and every request already sent has finished.
+    ``on_progress`` hears a ``Progress`` about twice a second while the level runs."""
     env = Environment(user_classes=[user_class], events=locust_events, host=root_url)
     env.harness_workload = workload
     env.harness_workload_external = True
@@ -105,12 +141,15 @@ def _drive(  # noqa: C901
     before = {sig: signal.getsignal(sig) for sig in signals}
     watchers = [gevent.signal_handler(sig, lambda: interrupted.append(True)) for sig in signals]
 
+    t0 = time.perf_counter()
+    tell = _Teller(on_progress, collected, count, lambda: workload.issued, t0)
+
     def wait(seconds: float) -> None:
         if interrupted:
             raise KeyboardInterrupt
         gevent.sleep(seconds)
+        tell()
 
-    t0 = time.perf_counter()
     try:
         runner.start(users, spawn_rate=spawn_rate or max(users, 1))
         if duration is not None:
@@ -152,13 +191,21 @@ def run_open_level(
     timeout: float,
     metrics_url: str | None = None,
     seed: int = 1,
+    on_progress=None,
 ) -> LevelRun:
     """``count`` requests arriving at ``rate`` per second (open loop), each on its own greenlet."""
     user = _load_user_module()
     workload = user.Workload(budget=count, **workload_kwargs)
     workload.arrivals = arrival_offsets(rate, count, poisson, seed)
     return _drive(
-        root_url, user.ArrivalUser, workload, 1, count, timeout + workload.arrivals[-1], metrics_url
+        root_url,
+        user.ArrivalUser,
+        workload,
+        1,
+        count,
+        timeout + workload.arrivals[-1],
+        metrics_url,
+        on_progress=on_progress,
     )
 
 
@@ -171,6 +218,7 @@ def run_timed_level(
     metrics_url: str | None = None,
     spawn_rate: float | None = None,
     ramp_s: float = 0.0,
+    on_progress=None,
 ) -> LevelRun:
     """Closed loop for ``duration`` seconds; then no new requests, and the ones in flight finish.
     ``ramp_s`` spreads the users' first requests evenly over that many seconds (Locust itself
@@ -188,6 +236,7 @@ def run_timed_level(
         metrics_url,
         duration=duration,
         spawn_rate=spawn_rate,
+        on_progress=on_progress,
     )
 
 
@@ -256,7 +305,9 @@ class DistributedLoad:
             return {c.id: c.user_count for c in clients}
         return None
 
-    def level(self, concurrency: int, count: int, timeout: float, metrics_url: str | None = None) -> LevelRun:
+    def level(
+        self, concurrency: int, count: int, timeout: float, metrics_url: str | None = None, on_progress=None
+    ) -> LevelRun:
         self.samples = []
         sampler = MetricsSampler(metrics_url) if metrics_url else None
         procs = [psutil.Process(p.pid) for p in self.procs]
@@ -273,8 +324,11 @@ class DistributedLoad:
             for client_id, share in shares(count, users or {}).items():
                 self.runner.send_message("harness_budget", share, client_id=client_id)
             deadline = time.monotonic() + timeout + 30
+            # in flight: at most the rest of the budget (the workers do not say what they sent)
+            tell = _Teller(on_progress, self.samples, count, lambda: count, time.perf_counter())
             while len(self.samples) < count and time.monotonic() < deadline:
                 gevent.sleep(0.02)
+                tell()
         finally:
             self.runner.stop()
             if sampler:

@@ -136,8 +136,9 @@ def start_workers(plan: SweepPlan):
     return loadgen.DistributedLoad(plan.root, plan.processes, worker_args)
 
 
-def run_level(plan: SweepPlan, level: float, distributed=None):
-    """One level: (what the runner measured, the concurrency it counts as, how requests arrived)."""
+def run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None):
+    """One level: (what the runner measured, the concurrency it counts as, how requests arrived).
+    ``on_progress`` hears the runner's ``Progress`` about twice a second while the level runs."""
     from harness.load import runner as loadgen
 
     count = plan.requests if plan.open_loop else max(plan.requests, plan.min_rounds * int(level))
@@ -152,19 +153,28 @@ def run_level(plan: SweepPlan, level: float, distributed=None):
             plan.timeout,
             metrics_url=plan.metrics_url,
             seed=plan.seed,
+            on_progress=on_progress,
         )
         arrival = Arrival("poisson" if plan.poisson else "fixed-rate", rate_rps=level)
         return result, max(1, peak_in_flight(result.samples)), arrival
     if plan.duration:
         result = loadgen.run_timed_level(
-            plan.root, workload, level, plan.duration, plan.timeout, metrics_url=plan.metrics_url
+            plan.root,
+            workload,
+            level,
+            plan.duration,
+            plan.timeout,
+            metrics_url=plan.metrics_url,
+            on_progress=on_progress,
         )
         return result, level, Arrival(duration_s=plan.duration)
     if distributed:
-        result = distributed.level(level, count, plan.timeout, metrics_url=plan.metrics_url)
+        result = distributed.level(
+            level, count, plan.timeout, metrics_url=plan.metrics_url, on_progress=on_progress
+        )
         return result, level, Arrival(processes=plan.processes)
     result = loadgen.run_closed_level(
-        plan.root, workload, level, count, plan.timeout, metrics_url=plan.metrics_url
+        plan.root, workload, level, count, plan.timeout, metrics_url=plan.metrics_url, on_progress=on_progress
     )
     return result, level, Arrival()
 
@@ -192,17 +202,20 @@ def run_levels(
     plan: SweepPlan,
     on_level: Callable[[LevelRecord], None] = lambda r: None,
     on_ready: Callable[[], None] = lambda: None,
+    on_progress: Callable[[float, object], None] | None = None,
 ) -> list[LevelRecord]:
     """Warm up, start the worker processes if any, then run every level in order. ``on_ready``
     hears when the first level is about to start, ``on_level`` of each record once it is on disk
-    (an interrupt, which propagates, keeps those)."""
+    (an interrupt, which propagates, keeps those), ``on_progress`` (level, ``Progress``) about
+    twice a second inside each level."""
     warm_up(plan)
     distributed = start_workers(plan) if plan.processes else None
     on_ready()
     records: list[LevelRecord] = []
     try:
         for level in plan.levels:
-            result, concurrency, arrival = run_level(plan, level, distributed)
+            told = (lambda p, level=level: on_progress(level, p)) if on_progress else None
+            result, concurrency, arrival = run_level(plan, level, distributed, told)
             records.append(record_level(plan, result, concurrency, arrival))
             on_level(records[-1])
     finally:

@@ -196,7 +196,11 @@ class ChatUser(FastHttpUser):
         if prompt is None:  # budget spent: wait for the runner to end the level
             self.wait_idle()
             return
-        sample = stream_once(self.client, self.workload, prompt)
+        IN_FLIGHT[0] += 1
+        try:
+            sample = stream_once(self.client, self.workload, prompt)
+        finally:
+            IN_FLIGHT[0] -= 1
         _metric_rows(self.environment, sample)
 
     def wait_idle(self) -> None:
@@ -265,18 +269,35 @@ def _options(parser) -> None:
         include_in_web_ui=False,
         help="environment variable holding the API key",
     )
-    option("--ttft-p95-max", type=float, default=0.0, help="headless: fail when TTFT p95 exceeds this (s)")
-    option("--fail-ratio-max", type=float, default=-1.0, help="headless: fail above this failure ratio")
+    # command-line only (not on the web UI's form): thresholds are for headless runs, and the
+    # notebook is chosen when the UI starts (one record per test)
+    headless = {"include_in_web_ui": False}
+    option(
+        "--ttft-p95-max",
+        type=float,
+        default=0.0,
+        help="headless: fail when TTFT p95 exceeds this (s)",
+        **headless,
+    )
+    option(
+        "--fail-ratio-max",
+        type=float,
+        default=-1.0,
+        help="headless: fail above this failure ratio",
+        **headless,
+    )
     option(
         "--labbook",
         default="",
-        help="headless: append one level record for the run to this notebook (and its "
-        "exact samples beside it)",
+        help="append one level record per test (headless: the run; web UI: each test, at its "
+        "stop) to this notebook, and its exact samples beside it",
+        **headless,
     )
-    option("--label", default="locust", help="label of that record")
+    option("--label", default="locust", help="label of that record", **headless)
 
 
-SAMPLES: list[Sample] = []
+SAMPLES: list[Sample] = []  # the current test's exact samples (cleared on test start and on reset)
+IN_FLIGHT = [0]  # chat requests of this process in flight now
 SWEEP_WORKER_ENV = "HARNESS_SWEEP_WORKER"  # set by harness sweep --processes for its workers
 RUN_WINDOW: dict[str, float] = {}
 
@@ -319,14 +340,30 @@ def _master_collects(environment, **_kw) -> None:
         )
 
 
+def _new_window() -> None:
+    """A new test, or the same test's statistics reset: forget every sample taken so far."""
+    SAMPLES.clear()
+    RUN_WINDOW.clear()
+    RUN_WINDOW["start"] = time.perf_counter()
+
+
 @events.test_start.add_listener
 def _started(environment, **_kw) -> None:
-    RUN_WINDOW["start"] = time.perf_counter()
+    _new_window()
+
+
+@events.reset_stats.add_listener
+def _reset(**_kw) -> None:
+    _new_window()
 
 
 @events.test_stop.add_listener
 def _stopped(environment, **_kw) -> None:
     RUN_WINDOW["stop"] = time.perf_counter()
+    o = getattr(environment, "parsed_options", None)
+    # the web UI writes one record per test, of that test against its host; headless, at quitting
+    if environment.web_ui is not None and o is not None and getattr(o, "labbook", "") and SAMPLES:
+        _write_record(environment, o)
 
 
 @events.init.add_listener
@@ -355,51 +392,9 @@ def _sweep_worker(environment, **_kw) -> None:
 @events.request.add_listener
 def _collect(request_type, name, context=None, **_kw) -> None:
     if name == "chat" and context and "sample" in context and getattr(_collect, "enabled", True):
-        SAMPLES.append(context["sample"])
-
-
-@events.init.add_listener
-def _web_tab(environment, **_kw) -> None:
-    if environment.web_ui is None:
-        return
-    from flask import jsonify
-
-    @environment.web_ui.app.route("/harness/exact")
-    def exact():
-        return jsonify(exact_summary(SAMPLES))
-
-    environment.web_ui.template_args.setdefault("extended_tabs", []).append(
-        {"title": "Exact TTFT/TPOT", "key": "harness-exact"}
-    )
-    environment.web_ui.template_args.setdefault("extended_tables", []).append(
-        {
-            "key": "harness-exact",
-            "structure": [
-                {"key": "metric", "title": "Metric"},
-                {"key": "p50", "title": "p50"},
-                {"key": "p90", "title": "p90"},
-                {"key": "p95", "title": "p95"},
-                {"key": "p99", "title": "p99"},
-                {"key": "mean", "title": "mean"},
-            ],
-        }
-    )
-
-    from flask import request as flask_request
-
-    @environment.web_ui.app.after_request
-    def _extend(response):
-        if flask_request.path == "/stats/requests" and response.is_json:
-            data = response.get_json()
-            summary = exact_summary(SAMPLES)
-            rows = [
-                {"metric": "TTFT (s)", **summary["ttft_s"]},
-                {"metric": "TPOT (s)", **summary["tpot_s"]},
-                {"metric": "client read lag (s)", **summary["client_read_lag_s"]},
-            ]
-            data["extended_stats"] = [{"key": "harness-exact", "data": rows}]
-            response.set_data(json.dumps(data))
-        return response
+        sample = context["sample"]
+        if sample.t_send >= RUN_WINDOW.get("start", float("-inf")):  # sent before a reset: not this test's
+            SAMPLES.append(sample)
 
 
 def exact_summary(samples: list[Sample]) -> dict:
@@ -430,7 +425,7 @@ def _thresholds(environment, **_kw) -> None:
     if o.ttft_p95_max > 0 and (p95 is None or p95 > o.ttft_p95_max):
         problems.append(f"TTFT p95 {p95} s > {o.ttft_p95_max} s")
     print(f"harness exact: {json.dumps(summary)}")
-    if getattr(o, "labbook", "") and SAMPLES and not _is_worker(environment):
+    if getattr(o, "labbook", "") and SAMPLES and not _is_worker(environment) and environment.web_ui is None:
         _write_record(environment, o)
     if problems:
         print("harness thresholds FAILED: " + "; ".join(problems))

@@ -195,3 +195,46 @@ def test_check_warns_when_the_client_was_the_limit():
         curves.by_label([{k: v for k, v in r.items() if k != "client_limited"} for r in base])
     )
     assert not any("client" in finding for _, finding in seed_written)  # the lab's records do not say
+
+
+def _kit_levels(slots_recorded=None) -> dict[int, dict]:
+    """Levels as an 8-seat server gives them: a decode step of a + b x running (17.1 + 1.07 ms),
+    at most 8 running, so TPOT and throughput stop growing from c = 8."""
+    a, b, seats = 0.0171, 0.00107, 8
+    out = {}
+    for c in (1, 4, 8, 16):
+        running = min(c, seats)
+        step = a + b * running
+        out[c] = {
+            "concurrency": c,
+            "completed": 32,
+            "failed": 0,
+            "output_tokens_per_s": round(running / step * 0.97, 1),  # a little under the bound
+            "tpot_s": {"p50": step, "p90": step},
+            "ttft_s": {"p50": 0.1, "p90": 0.2},
+            "server_slots": slots_recorded,
+        }
+    return out
+
+
+def test_fit_without_slots_stops_at_the_throughput_plateau_and_says_so():
+    from harness.core.curves import curve
+
+    d = curve(_kit_levels())
+    assert d.fit["levels_used"] == [1, 4, 8] and d.fit["slots"] == 8
+    assert "inferred from throughput" in d.fit["slots_source"] and "c=8" in d.fit["slots_source"]
+    assert abs(d.fit["a_s"] - 0.0171) < 1e-9 and abs(d.fit["b_s"] - 0.00107) < 1e-9
+    plateau = max(r["output_tokens_per_s"] for r in _kit_levels().values())
+    assert abs(d.fit["seat_ceiling"] - plateau) / plateau < 0.10
+
+
+def test_given_slots_win_and_no_plateau_uses_every_level():
+    from harness.core.curves import curve, infer_slots
+
+    d = curve(_kit_levels(slots_recorded=4))
+    assert d.fit["levels_used"] == [1, 4] and d.fit["slots_source"].startswith("given: 4")
+    rising = {c: {"output_tokens_per_s": 50.0 * c} for c in (1, 2, 4)}
+    assert infer_slots(rising, [1, 2, 4]) == (
+        None,
+        "not given and no throughput plateau in these levels: every level used",
+    )

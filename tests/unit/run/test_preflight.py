@@ -6,6 +6,8 @@ from collections import namedtuple
 
 import yaml
 
+from tests.conftest import free_port
+
 from harness.run import preflight
 from harness.run.plans import load_plan
 from harness.run.runner import Runner
@@ -79,7 +81,8 @@ def test_a_failing_preflight_stops_the_run_before_any_server_starts(tmp_path):
         "id": "a",
         "engine": "llama-server",
         "steps": ["probe"],
-        "settings": {"model": "/nonexistent/m.gguf", "llama_bin": "/nonexistent"},
+        # a port nothing holds, so the only failures are the two missing files
+        "settings": {"model": "/nonexistent/m.gguf", "llama_bin": "/nonexistent", "port": free_port()},
     }
     plan = {
         "schema_version": 1,

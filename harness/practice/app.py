@@ -1,4 +1,5 @@
-"""The practice server's HTTP application: OpenAI routes, metrics, slots, ground truth, faults.
+"""The practice server's HTTP application: OpenAI routes, metrics, slots. The ground-truth record
+lives in ``truth``, faults in ``faults`` and the reply writers in ``sinks``.
 
 Ground truth: for every request the server keeps when it received it and, for each output token,
 the time it was scheduled and the time it was written to the socket, as ``time.monotonic()``
@@ -10,115 +11,25 @@ the server's own lateness (sent minus scheduled) since start or the last ``POST 
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import time
 from array import array
 from collections import OrderedDict
-from dataclasses import dataclass, field
 
 from harness import __version__
 from harness.core.stats import percentile as nearest_rank
 from harness.core.arithmetic import llama_kv_caches, llama_kv_log_line, vllm_kv_log_lines
 from harness.practice.engine import PreciseTimer, Sequence, clock, make_engine
+from harness.practice.faults import Faults, draw_faults, parse_fault_header
 from harness.practice.http import Request, Responder
 from harness.practice.profile import Profile
 from harness.practice.replies import plan_reply
+from harness.practice.sinks import StreamSink, WholeSink
 from harness.practice.tokenizer import encode_chat
+from harness.practice.truth import TRUTH_KEEP, Truth
 
-TRUTH_KEEP = 50_000
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_.:-]")
-
-
-@dataclass
-class Truth:
-    id: str
-    received: float
-    received_wall: float
-    prompt_tokens: int
-    max_tokens: int
-    scheduled: array = field(default_factory=lambda: array("d"))
-    sent: array = field(default_factory=lambda: array("d"))
-    cached_tokens: int = 0
-    seat: int | None = None
-    admitted: float | None = None
-    finish_reason: str | None = None
-    outcome: str = "running"
-    fault: str | None = None
-
-    def as_dict(self) -> dict:
-        first = self.sent[0] if self.sent else None
-        return {
-            "id": self.id,
-            "clock": "monotonic",
-            "received": self.received,
-            "received_wall": self.received_wall,
-            "admitted": self.admitted,
-            "queued_s": None if self.admitted is None else self.admitted - self.received,
-            "seat": self.seat,
-            "prompt_tokens": self.prompt_tokens,
-            "cached_tokens": self.cached_tokens,
-            "max_tokens": self.max_tokens,
-            "output_tokens": len(self.sent),
-            "ttft_s": None if first is None else first - self.received,
-            "scheduled": list(self.scheduled),
-            "sent": list(self.sent),
-            "finish_reason": self.finish_reason,
-            "outcome": self.outcome,
-            "fault": self.fault,
-        }
-
-
-@dataclass
-class Faults:
-    cut_after: int | None = None
-    stall_s: float | None = None
-    stall_after: int = 1
-    malformed: bool = False
-    no_usage: bool = False
-    error_500: bool = False
-
-    @property
-    def any(self) -> bool:
-        return bool(self.cut_after is not None or self.malformed)
-
-    def label(self) -> str | None:
-        names = [
-            n
-            for n, on in (
-                ("cut", self.cut_after is not None),
-                ("stall", self.stall_s is not None),
-                ("malformed", self.malformed),
-                ("no-usage", self.no_usage),
-                ("error-500", self.error_500),
-            )
-            if on
-        ]
-        return ",".join(names) or None
-
-
-def parse_fault_header(value: str) -> Faults:
-    """``X-Practice-Fault``: comma-separated ``error-500``, ``cut:K``, ``stall:S[@K]``,
-    ``malformed``, ``no-usage``."""
-    faults = Faults()
-    for item in filter(None, (v.strip() for v in value.split(","))):
-        name, _, arg = item.partition(":")
-        if name == "error-500":
-            faults.error_500 = True
-        elif name == "cut":
-            faults.cut_after = int(arg or 0)
-        elif name == "stall":
-            secs, _, after = arg.partition("@")
-            faults.stall_s = float(secs or 30)
-            faults.stall_after = int(after or 1)
-        elif name == "malformed":
-            faults.malformed = True
-        elif name == "no-usage":
-            faults.no_usage = True
-        else:
-            raise ValueError(f"unknown fault {item!r}")
-    return faults
 
 
 class PracticeApp:
@@ -417,19 +328,7 @@ class PracticeApp:
         header = req.headers.get("x-practice-fault")
         if header:
             return parse_fault_header(header)
-        f, r = self.p["faults"], self.rng
-        faults = Faults()
-        if f["error_500_share"] and r.random() < f["error_500_share"]:
-            faults.error_500 = True
-        if f["cut_share"] and r.random() < f["cut_share"]:
-            faults.cut_after = f["cut_after_tokens"]
-        if f["stall_share"] and r.random() < f["stall_share"]:
-            faults.stall_s = f["stall_s"]
-        if f["malformed_share"] and r.random() < f["malformed_share"]:
-            faults.malformed = True
-        if f["no_usage_share"] and r.random() < f["no_usage_share"]:
-            faults.no_usage = True
-        return faults
+        return draw_faults(self.p["faults"], self.rng)
 
     # -- pieces shared by both sinks ------------------------------------------------------------
     def usage(self, seq: Sequence) -> dict:
@@ -573,188 +472,3 @@ class PracticeApp:
                 f"vllm:{name}{label} {value}",
             ]
         return "\n".join(out) + "\n"
-
-
-_DELTAS: dict[tuple[str, str], bytes] = {}
-
-
-def _delta_bytes(name: str, text: str) -> bytes:
-    """The encoded ``"field":"text"`` part of a delta; the vocabulary is small, so it is cached."""
-    key = (name, text)
-    out = _DELTAS.get(key)
-    if out is None:
-        out = f'"{name}":{json.dumps(text)}'.encode()
-        if len(_DELTAS) < 100_000:
-            _DELTAS[key] = out
-    return out
-
-
-class _SinkBase:
-    def __init__(
-        self,
-        app: PracticeApp,
-        res: Responder,
-        rid: str,
-        model: str,
-        truth: Truth,
-        faults: Faults,
-        include_usage: bool,
-    ) -> None:
-        self.app, self.res, self.rid, self.model = app, res, rid, model
-        self.truth, self.faults, self.include_usage = truth, faults, include_usage
-        self.created = int(time.time())
-
-    @property
-    def closed(self) -> bool:
-        return self.res.closed
-
-    def _record(self, seq: Sequence, scheduled: float) -> None:
-        sent = clock()
-        t = self.truth
-        if t.admitted is None:
-            t.admitted, t.seat, t.cached_tokens = seq.admitted_at, seq.seat, seq.cached
-        t.scheduled.append(scheduled)
-        t.sent.append(sent)
-        self.app.lateness.append(sent - scheduled)
-
-
-class StreamSink(_SinkBase):
-    """Writes SSE chunks as tokens come due; each token is one event and one socket write."""
-
-    def start(self) -> None:
-        head = (
-            f'data: {{"id":"{self.rid}","object":"chat.completion.chunk","created":{self.created},'
-            f'"model":{json.dumps(self.model)},"choices":[{{"index":0,"delta":{{'
-        )
-        self._head = head.encode()
-        self._tail = b'},"logprobs":null,"finish_reason":null}]}\n\n'
-        self.res.start_stream(headers=[("X-Request-Id", self.rid)])
-        self._write = self.res.raw_writer()
-        role = (
-            '"role":"assistant","content":null'
-            if self.app.mode == "llama"
-            else '"role":"assistant","content":""'
-        )
-        self.res.chunk(self._head + role.encode() + self._tail)
-
-    def token(self, seq: Sequence, index: int, scheduled: float) -> None:
-        # The hot path (one call per token event): kept flat on purpose.
-        res = self.res
-        if res.closed:
-            return
-        pieces = seq.plan.pieces
-        field_name, text = pieces[index]
-        if field_name == "content":
-            delta = _DELTAS.get(("content", text)) or _delta_bytes("content", text)
-        elif field_name == "reasoning":
-            delta = _delta_bytes(self.app.reasoning_field(), text)
-        elif index == 0 or pieces[index - 1][0] != "tool_args":
-            delta = (
-                '"tool_calls":[{"index":0,"id":"call_'
-                + self.rid[-12:]
-                + '","type":"function","function":{"name":'
-                + json.dumps(seq.plan.tool_name)
-                + ',"arguments":'
-                + json.dumps(text)
-                + "}}]"
-            ).encode()
-        else:
-            delta = b'"tool_calls":[{"index":0,"function":{"arguments":' + json.dumps(text).encode() + b"}}]"
-        payload = self._head + delta + self._tail
-        self._write(b"%x\r\n%s\r\n" % (len(payload), payload))
-        sent = clock()
-        truth = self.truth
-        truth.scheduled.append(scheduled)
-        truth.sent.append(sent)
-        self.app.lateness.append(sent - scheduled)
-        if truth.admitted is None:
-            truth.admitted, truth.seat, truth.cached_tokens = seq.admitted_at, seq.seat, seq.cached
-        faults = self.faults
-        if faults.any:
-            if faults.malformed and index == min(1, seq.length - 1):
-                res.chunk(b'data: {"choices":[{"delta":{"content":"unterminated\n\n')
-            if faults.cut_after is not None and seq.emitted >= faults.cut_after:
-                truth.outcome = "cut"
-                res.abort()
-
-    def finish(self, seq: Sequence) -> None:
-        if self.closed:
-            return
-        end = clock()
-        t = self.truth
-        t.finish_reason, t.outcome = seq.plan.finish_reason, "ok"
-        final = {
-            "id": self.rid,
-            "object": "chat.completion.chunk",
-            "created": self.created,
-            "model": self.model,
-            "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": seq.plan.finish_reason}],
-        }
-        # As llama-server does: timings ride the usage chunk when there is one, else the last chunk.
-        llama_timings = self.app.mode == "llama" and not self.faults.no_usage
-        with_usage = self.include_usage and not self.faults.no_usage
-        if llama_timings and not with_usage:
-            final["timings"] = self.app.timings(seq, end)
-        out = b"data: " + json.dumps(final).encode() + b"\n\n"
-        if with_usage:
-            usage = {
-                "id": self.rid,
-                "object": "chat.completion.chunk",
-                "created": self.created,
-                "model": self.model,
-                "choices": [],
-                "usage": self.app.usage(seq),
-            }
-            if llama_timings:
-                usage["timings"] = self.app.timings(seq, end)
-            out += b"data: " + json.dumps(usage).encode() + b"\n\n"
-        out += b"data: [DONE]\n\n"
-        self.res.chunk(out)
-        self.res.end()
-
-
-class WholeSink(_SinkBase):
-    """Collects the reply and sends one JSON body when the last token is due."""
-
-    def start(self) -> None:
-        pass
-
-    def token(self, seq: Sequence, index: int, scheduled: float) -> None:
-        self._record(seq, scheduled)
-        if self.faults.cut_after is not None and seq.emitted >= self.faults.cut_after:
-            self.truth.outcome = "cut"
-            self.res.abort()
-
-    def finish(self, seq: Sequence) -> None:
-        if self.closed:
-            return
-        t = self.truth
-        t.finish_reason, t.outcome = seq.plan.finish_reason, "ok"
-        parts = {"reasoning": "", "content": "", "tool_args": ""}
-        for field_name, text in seq.plan.pieces[: seq.emitted]:
-            parts[field_name] += text
-        message: dict = {"role": "assistant", "content": parts["content"] or None}
-        if parts["reasoning"]:
-            message[self.app.reasoning_field()] = parts["reasoning"]
-        if seq.plan.tool_name and parts["tool_args"]:
-            message["tool_calls"] = [
-                {
-                    "id": "call_" + self.rid[-12:],
-                    "type": "function",
-                    "function": {"name": seq.plan.tool_name, "arguments": parts["tool_args"]},
-                }
-            ]
-        body = {
-            "id": self.rid,
-            "object": "chat.completion",
-            "created": self.created,
-            "model": self.model,
-            "choices": [
-                {"index": 0, "message": message, "logprobs": None, "finish_reason": seq.plan.finish_reason}
-            ],
-        }
-        if not self.faults.no_usage:
-            body["usage"] = self.app.usage(seq)
-            if self.app.mode == "llama":
-                body["timings"] = self.app.timings(seq, clock())
-        self.res.send_json(200, body, headers=[("X-Request-Id", self.rid)])

@@ -1,5 +1,6 @@
 """The practice server's HTTP application: OpenAI routes, metrics, slots. The ground-truth record
-lives in ``truth``, faults in ``faults`` and the reply writers in ``sinks``.
+lives in ``truth``, faults in ``faults``, the reply writers in ``sinks`` and the ``/metrics`` text in
+``metrics``.
 
 Ground truth: for every request the server keeps when it received it and, for each output token,
 the time it was scheduled and the time it was written to the socket, as ``time.monotonic()``
@@ -20,6 +21,7 @@ from collections import OrderedDict
 from harness import __version__
 from harness.core.stats import percentile as nearest_rank
 from harness.core.arithmetic import llama_kv_caches, llama_kv_log_line, vllm_kv_log_lines
+from harness.practice import metrics
 from harness.practice.engine import PreciseTimer, Sequence, clock, make_engine
 from harness.practice.faults import Faults, draw_faults, parse_fault_header
 from harness.practice.http import Request, Responder
@@ -362,113 +364,4 @@ class PracticeApp:
 
     # -- metrics --------------------------------------------------------------------------------
     def metrics_text(self) -> str:
-        e, c = self.engine, self.engine.counters
-        if self.mode == "llama":
-            per_decode = c.busy_seat_steps / c.decode_steps if c.decode_steps else 0.0
-            rows = [
-                (
-                    "prompt_tokens_total",
-                    "counter",
-                    "Number of prompt tokens processed, excluding cached tokens.",
-                    c.prompt_tokens,
-                ),
-                (
-                    "prompt_tokens_cached_total",
-                    "counter",
-                    "Number of prompt tokens served from the cache.",
-                    c.cached_tokens,
-                ),
-                ("prompt_seconds_total", "counter", "Prompt process time.", c.prompt_seconds),
-                (
-                    "tokens_predicted_total",
-                    "counter",
-                    "Number of generation tokens processed.",
-                    c.generated_tokens,
-                ),
-                ("tokens_predicted_seconds_total", "counter", "Predict process time.", c.decode_seconds),
-                ("n_decode_total", "counter", "Total number of llama_decode() calls.", c.decode_steps),
-                (
-                    "n_busy_slots_per_decode",
-                    "gauge",
-                    "Average number of busy slots per llama_decode() call.",
-                    per_decode,
-                ),
-                (
-                    "prompt_tokens_seconds",
-                    "gauge",
-                    "Average prompt throughput in tokens/s.",
-                    c.prompt_tokens / c.prompt_seconds if c.prompt_seconds else 0.0,
-                ),
-                (
-                    "predicted_tokens_seconds",
-                    "gauge",
-                    "Average generation throughput in tokens/s.",
-                    c.generated_tokens / c.decode_seconds if c.decode_seconds else 0.0,
-                ),
-                ("requests_processing", "gauge", "Number of requests processing.", len(e.running)),
-                ("requests_deferred", "gauge", "Number of requests deferred.", len(e.waiting)),
-            ]
-            out = []
-            for name, kind, help_text, value in rows:
-                out += [
-                    f"# HELP llamacpp:{name} {help_text}",
-                    f"# TYPE llamacpp:{name} {kind}",
-                    f"llamacpp:{name} {value}",
-                ]
-            return "\n".join(out) + "\n"
-        label = f'{{model_name="{self.p["model"]["id"]}"}}'
-        pool = getattr(e, "pool", None)
-        rows = [
-            (
-                "num_requests_running",
-                "gauge",
-                "Number of requests in model execution batches.",
-                len(e.running),
-            ),
-            ("num_requests_waiting", "gauge", "Number of requests waiting to be processed.", len(e.waiting)),
-            ("kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", e.kv_usage()),
-            (
-                "num_preemptions_total",
-                "counter",
-                "Cumulative number of preemption from the engine.",
-                c.preemptions,
-            ),
-            (
-                "prefix_cache_queries_total",
-                "counter",
-                "Prefix cache queries, in terms of number of queried tokens.",
-                pool.queries if pool else 0,
-            ),
-            (
-                "prefix_cache_hits_total",
-                "counter",
-                "Prefix cache hits, in terms of number of cached tokens.",
-                pool.hits if pool else 0,
-            ),
-            (
-                "prompt_tokens_total",
-                "counter",
-                "Number of prefill tokens processed.",
-                c.prompt_tokens + c.cached_tokens,
-            ),
-            (
-                "generation_tokens_total",
-                "counter",
-                "Number of generation tokens processed.",
-                c.generated_tokens,
-            ),
-            (
-                "request_success_total",
-                "counter",
-                "Count of successfully processed requests.",
-                c.requests_finished,
-            ),
-        ]
-        out = []
-        for name, kind, help_text, value in rows:
-            out += [
-                f"# HELP vllm:{name} {help_text}",
-                f"# TYPE vllm:{name} {kind}",
-                f"vllm:{name}{label} {value}",
-            ]
-        return "\n".join(out) + "\n"
+        return metrics.metrics_text(self.mode, self.engine, self.p["model"]["id"])

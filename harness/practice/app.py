@@ -1,6 +1,7 @@
-"""The practice server's HTTP application: OpenAI routes, metrics, slots. The ground-truth record
-lives in ``truth``, faults in ``faults``, the reply writers in ``sinks`` and the ``/metrics`` text in
-``metrics``.
+"""The practice server's HTTP application: routing, the OpenAI and llama-server routes, and the
+chat-completions path (check, plan, keep the ground truth, schedule). The request checks live in
+``chat_request``, faults in ``faults``, the reply writers in ``sinks``, the ground-truth record in
+``truth`` and the ``/metrics`` text in ``metrics``.
 
 Ground truth: for every request the server keeps when it received it and, for each output token,
 the time it was scheduled and the time it was written to the socket, as ``time.monotonic()``
@@ -22,6 +23,15 @@ from harness import __version__
 from harness.core.stats import percentile as nearest_rank
 from harness.core.arithmetic import llama_kv_caches, llama_kv_log_line, vllm_kv_log_lines
 from harness.practice import metrics
+from harness.practice.chat_request import (
+    ChatCall,
+    Rejected,
+    check_context,
+    max_tokens_of,
+    messages_of,
+    parse_body,
+    unknown_model,
+)
 from harness.practice.engine import PreciseTimer, Sequence, clock, make_engine
 from harness.practice.faults import Faults, draw_faults, parse_fault_header
 from harness.practice.http import Request, Responder
@@ -217,97 +227,50 @@ class PracticeApp:
         received = clock()
         self.requests_total += 1
         try:
-            body = req.json()
-        except (ValueError, UnicodeDecodeError) as exc:
-            self._error(res, 400, f"request body is not valid JSON: {exc}", "invalid_request_error")
+            call = self._admit(req)
+        except Rejected as no:
+            self._error(res, no.status, no.message, no.kind, **no.extra)
             return
-        if not isinstance(body, dict):
-            self._error(res, 400, "request body must be a JSON object", "invalid_request_error")
-            return
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
-            self._error(
-                res,
-                400,
-                "'messages' is required: a non-empty list of {role, content} objects",
-                "invalid_request_error",
-            )
-            return
+        self._schedule(req, res, call, received)
+
+    def _admit(self, req: Request) -> ChatCall:
+        """Every check a request must pass, in the order its errors are reported; raises Rejected."""
+        body = parse_body(req)
+        messages = messages_of(body)
         model = body.get("model")
         if self.p["check_model"] and model is not None and model not in self.profile.model_ids:
-            self._error(
-                res,
-                404,
-                f"The model `{model}` does not exist.",
-                "NotFoundError" if self.mode == "vllm" else "not_found_error",
-            )
-            return
-        max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
-        if max_tokens is not None and (
-            not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1
-        ):
-            self._error(
-                res,
-                400,
-                f"max_tokens must be a positive integer, got {max_tokens!r}",
-                "invalid_request_error",
-            )
-            return
+            raise unknown_model(model, self.mode)
+        max_tokens = max_tokens_of(body)
         try:
             faults = self._faults(req)
         except ValueError as exc:
-            self._error(res, 400, f"X-Practice-Fault: {exc}", "invalid_request_error")
-            return
+            raise Rejected(400, f"X-Practice-Fault: {exc}", "invalid_request_error") from exc
         prompt = encode_chat(messages, body.get("tools"))
-        ctx = self.p["ctx_per_seat"]
-        needed = len(prompt) + (max_tokens or 0)
-        if needed > ctx or len(prompt) >= ctx:
-            if self.mode == "llama":
-                self._error(
-                    res,
-                    400,
-                    f"request ({needed} tokens) exceeds the available context size ({ctx} tokens), "
-                    "try increasing it",
-                    "exceed_context_size_error",
-                    n_prompt_tokens=len(prompt),
-                    n_ctx=ctx,
-                )
-            else:
-                self._error(
-                    res,
-                    400,
-                    f"This model's maximum context length is {ctx} tokens. However, you requested "
-                    f"{needed} tokens ({len(prompt)} in the messages, {max_tokens or 0} in the "
-                    f"completion). "
-                    "Please reduce the length of the messages or completion.",
-                    "BadRequestError",
-                )
-            return
+        check_context(self.mode, self.p["ctx_per_seat"], len(prompt), max_tokens)
         if faults.error_500:
-            self._error(res, 500, "injected fault: internal server error", "server_error")
-            return
+            raise Rejected(500, "injected fault: internal server error", "server_error")
         limit = self.p["faults"]["queue_limit"]
         if limit is not None and len(self.engine.waiting) >= limit:
-            self._error(
-                res,
+            raise Rejected(
                 429,
                 f"server busy: {len(self.engine.waiting)} requests already waiting",
                 "rate_limit_error",
             )
-            return
+        return ChatCall(body, prompt, max_tokens, faults)
 
+    def _schedule(self, req: Request, res: Responder, call: ChatCall, received: float) -> None:
+        """Plan the reply, keep its ground truth, open its sink and hand it to the engine."""
+        body, prompt, max_tokens, faults = call.body, call.prompt, call.max_tokens, call.faults
         self._n += 1
         rid = (
             _SAFE_ID.sub("", req.headers.get("x-request-id", ""))[:128]
             or f"chatcmpl-{self._n:08x}{int(received * 1e6) & 0xFFFFFF:06x}"
         )
-        budget = max_tokens if max_tokens is not None else ctx - len(prompt)
+        budget = max_tokens if max_tokens is not None else self.p["ctx_per_seat"] - len(prompt)
         rng = random.Random(hash((self.p["seed"], self._n)))
         plan = plan_reply(body, self.p, rng, budget)
         truth = Truth(rid, received, time.time(), len(prompt), budget, fault=faults.label())
-        self.truth[rid] = truth
-        if len(self.truth) > TRUTH_KEEP:
-            self.truth.popitem(last=False)
+        self._keep_truth(truth)
         stream = bool(body.get("stream", False))
         include_usage = bool((body.get("stream_options") or {}).get("include_usage", False))
         sink_cls = StreamSink if stream else WholeSink
@@ -325,6 +288,11 @@ class PracticeApp:
         )
         sink.start()
         self.engine.submit(seq)
+
+    def _keep_truth(self, truth: Truth) -> None:
+        self.truth[truth.id] = truth
+        if len(self.truth) > TRUTH_KEEP:
+            self.truth.popitem(last=False)
 
     def _faults(self, req: Request) -> Faults:
         header = req.headers.get("x-practice-fault")

@@ -11,6 +11,7 @@ import socket
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from tabulate import tabulate
 
@@ -54,11 +55,26 @@ def crowd(base_url: str, people: int, rounds: int, max_tokens: int) -> tuple[lis
 
 
 def run(args) -> int:
-    from pathlib import Path
-
     crowds = [int(x) for x in args.crowds.split(",") if x.strip()]
     port = _free_port()
-    launcher = HostLauncher(
+    launcher = _practice_launcher(port, Path(args.log_dir))
+    launcher.start(timeout=30)
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        print(
+            f"practice server (kit profile, 8 seats) on {base}; {args.rounds} request(s) per person, "
+            f"up to {args.max_tokens} tokens out"
+        )
+        rows, capacity = _sweep(args, base, crowds)
+    finally:
+        launcher.stop()
+    _print_summary(args, rows, capacity)
+    return 0
+
+
+def _practice_launcher(port: int, log_dir: Path) -> HostLauncher:
+    """The kit practice server on ``port``, its log and output kept in ``log_dir``."""
+    return HostLauncher(
         argv=[
             sys.executable,
             "-m",
@@ -69,48 +85,53 @@ def run(args) -> int:
             "--port",
             str(port),
             "--log-file",
-            str(Path(args.log_dir) / "practice.log"),
+            str(log_dir / "practice.log"),
         ],
         host="127.0.0.1",
         port=port,
         health_url=f"http://127.0.0.1:{port}/health",
-        log_path=Path(args.log_dir) / "practice.out",
+        log_path=log_dir / "practice.out",
     )
-    launcher.start(timeout=30)
-    base = f"http://127.0.0.1:{port}/v1"
-    rows, capacity = [], None
-    try:
+
+
+def _sweep(args, base: str, crowds: list[int]) -> tuple[list[dict], int | None]:
+    """One table row per crowd size (printed as it finishes), and the largest crowd that kept the
+    promise with no failures."""
+    rows: list[dict] = []
+    capacity = None
+    for people in crowds:
+        samples, wall = crowd(base, people, args.rounds, args.max_tokens)
+        row, p95 = _crowd_row(people, samples, wall)
+        rows.append(row)
         print(
-            f"practice server (kit profile, 8 seats) on {base}; {args.rounds} request(s) per person, "
-            f"up to {args.max_tokens} tokens out"
+            f"  crowd {people:>3}: {row['total out tok/s']} tok/s, TTFT p95 {row['TTFT p95 s']} s",
+            flush=True,
         )
-        for people in crowds:
-            samples, wall = crowd(base, people, args.rounds, args.max_tokens)
-            ok = [s for s in samples if s.ok]
-            ttfts = [s.ttft for s in ok]
-            tpots = [s.tpot for s in ok if s.tpot is not None]
-            p95 = percentile(ttfts, 95)
-            rows.append(
-                {
-                    "crowd": people,
-                    "requests": len(samples),
-                    "ok": len(ok),
-                    "total out tok/s": round(sum(s.output_tokens for s in ok) / wall, 1),
-                    "per person tok/s": round(1 / percentile(tpots, 50), 1) if tpots else None,
-                    "TTFT p50 s": round(percentile(ttfts, 50), 3) if ttfts else None,
-                    "TTFT p95 s": round(p95, 3) if p95 is not None else None,
-                    "prompt in": percentile([s.prompt_tokens for s in ok if s.prompt_tokens], 50),
-                }
-            )
-            print(
-                f"  crowd {people:>3}: {rows[-1]['total out tok/s']} tok/s, "
-                f"TTFT p95 {rows[-1]['TTFT p95 s']} s",
-                flush=True,
-            )
-            if p95 is not None and p95 <= args.promise and len(ok) == len(samples):
-                capacity = people
-    finally:
-        launcher.stop()
+        if p95 is not None and p95 <= args.promise and row["ok"] == len(samples):
+            capacity = people
+    return rows, capacity
+
+
+def _crowd_row(people: int, samples: list[Sample], wall: float) -> tuple[dict, float | None]:
+    """The table row for one crowd size, and its TTFT p95 unrounded."""
+    ok = [s for s in samples if s.ok]
+    ttfts = [s.ttft for s in ok]
+    tpots = [s.tpot for s in ok if s.tpot is not None]
+    p95 = percentile(ttfts, 95)
+    row = {
+        "crowd": people,
+        "requests": len(samples),
+        "ok": len(ok),
+        "total out tok/s": round(sum(s.output_tokens for s in ok) / wall, 1),
+        "per person tok/s": round(1 / percentile(tpots, 50), 1) if tpots else None,
+        "TTFT p50 s": round(percentile(ttfts, 50), 3) if ttfts else None,
+        "TTFT p95 s": round(p95, 3) if p95 is not None else None,
+        "prompt in": percentile([s.prompt_tokens for s in ok if s.prompt_tokens], 50),
+    }
+    return row, p95
+
+
+def _print_summary(args, rows: list[dict], capacity: int | None) -> None:
     print()
     print(
         f"Test conditions: about {rows[0]['prompt in']} tokens in / up to {args.max_tokens} out; "
@@ -124,4 +145,3 @@ def run(args) -> int:
         )
     else:
         print("\nNo crowd size met the promise.")
-    return 0

@@ -234,6 +234,32 @@ def _move_aside(path: Path) -> Path:
 def fetch_file(key: str, fmt: dict, library: Path, say: Say, endpoint: str | None = None) -> dict:
     """One file (the GGUF): verify what is there, else download it, then verify the SHA-256."""
     path = target(fmt, library)
+    sha, size, origin = _expected_checksum(fmt, say, endpoint)
+    downloaded = False
+    if path.is_file():
+        _keep_if_verified(path, sha, say)
+    if not path.is_file():
+        _download_verified(fmt, library, path, sha, say)
+        downloaded = True
+    actual = path.stat().st_size
+    if actual != size:
+        raise InstallError(f"{path} is {actual} bytes, the hub lists {size}: delete it and run again")
+    return _record(
+        key,
+        fmt,
+        file=fmt["file"],
+        path=str(path),
+        files=1,
+        bytes=actual,
+        sha256=sha,
+        sha256_from=origin,
+        checks=[f"sha256 matches the {origin}'s", f"size {actual} bytes"],
+        downloaded=downloaded,
+    )
+
+
+def _expected_checksum(fmt: dict, say: Say, endpoint: str | None) -> tuple[str, int, str]:
+    """(sha256, size, origin): the hub's, else the table's when the hub does not answer."""
     try:
         sha, size = hub_file_info(fmt["repo"], fmt.get("revision", "main"), fmt["file"], endpoint)
         origin = "hub"
@@ -254,46 +280,33 @@ def fetch_file(key: str, fmt: dict, library: Path, say: Say, endpoint: str | Non
             f"    note: the hub now publishes a different checksum than the table's ({fmt['sha256'][:12]}…): "
             "the file was updated upstream"
         )
-    downloaded = False
-    if path.is_file():
-        got = sha256_of(path)
-        if got == sha:
-            say(f"    already present and verified: {path}")
-        else:
-            bad = _move_aside(path)
-            say(
-                f"    {path} does not match (sha256 {got[:12]}…): moved aside to {bad.name}, downloading "
-                "again"
-            )
+    return sha, size, origin
+
+
+def _keep_if_verified(path: Path, sha: str, say: Say) -> None:
+    """Keep a file already there if its SHA-256 matches; else move it aside for a new download."""
+    got = sha256_of(path)
+    if got == sha:
+        say(f"    already present and verified: {path}")
+    else:
+        bad = _move_aside(path)
+        say(f"    {path} does not match (sha256 {got[:12]}…): moved aside to {bad.name}, downloading again")
+
+
+def _download_verified(fmt: dict, library: Path, path: Path, sha: str, say: Say) -> None:
+    """Download the file with ``hf`` and check its SHA-256; a mismatch is moved aside and raised."""
+    run_checked(hf_argv(fmt, library), f"hf download {fmt['repo']} {fmt['file']}", say)
     if not path.is_file():
-        run_checked(hf_argv(fmt, library), f"hf download {fmt['repo']} {fmt['file']}", say)
-        if not path.is_file():
-            raise InstallError(
-                f"hf download finished but {path} is not there: check --local-dir and the file name"
-            )
-        downloaded = True
-        got = sha256_of(path)
-        if got != sha:
-            bad = _move_aside(path)
-            raise InstallError(
-                f"checksum mismatch for {fmt['file']}: expected {sha}, got {got}; the download is "
-                f"kept as {bad} for inspection: delete it and run again"
-            )
-    actual = path.stat().st_size
-    if actual != size:
-        raise InstallError(f"{path} is {actual} bytes, the hub lists {size}: delete it and run again")
-    return _record(
-        key,
-        fmt,
-        file=fmt["file"],
-        path=str(path),
-        files=1,
-        bytes=actual,
-        sha256=sha,
-        sha256_from=origin,
-        checks=[f"sha256 matches the {origin}'s", f"size {actual} bytes"],
-        downloaded=downloaded,
-    )
+        raise InstallError(
+            f"hf download finished but {path} is not there: check --local-dir and the file name"
+        )
+    got = sha256_of(path)
+    if got != sha:
+        bad = _move_aside(path)
+        raise InstallError(
+            f"checksum mismatch for {fmt['file']}: expected {sha}, got {got}; the download is "
+            f"kept as {bad} for inspection: delete it and run again"
+        )
 
 
 def fetch_repo(key: str, fmt: dict, library: Path, say: Say) -> dict:

@@ -1,4 +1,7 @@
-"""The practice server's HTTP application: OpenAI routes, metrics, slots, ground truth, faults.
+"""The practice server's HTTP application: routing, the OpenAI and llama-server routes, and the
+chat-completions path (check, plan, keep the ground truth, schedule). The request checks live in
+``chat_request``, faults in ``faults``, the reply writers in ``sinks``, the ground-truth record in
+``truth`` and the ``/metrics`` text in ``metrics``.
 
 Ground truth: for every request the server keeps when it received it and, for each output token,
 the time it was scheduled and the time it was written to the socket, as ``time.monotonic()``
@@ -10,115 +13,35 @@ the server's own lateness (sent minus scheduled) since start or the last ``POST 
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import time
 from array import array
 from collections import OrderedDict
-from dataclasses import dataclass, field
 
 from harness import __version__
 from harness.core.stats import percentile as nearest_rank
 from harness.core.arithmetic import llama_kv_caches, llama_kv_log_line, vllm_kv_log_lines
+from harness.practice import metrics
+from harness.practice.chat_request import (
+    ChatCall,
+    Rejected,
+    check_context,
+    max_tokens_of,
+    messages_of,
+    parse_body,
+    unknown_model,
+)
 from harness.practice.engine import PreciseTimer, Sequence, clock, make_engine
+from harness.practice.faults import Faults, draw_faults, parse_fault_header
 from harness.practice.http import Request, Responder
 from harness.practice.profile import Profile
 from harness.practice.replies import plan_reply
+from harness.practice.sinks import StreamSink, WholeSink
 from harness.practice.tokenizer import encode_chat
+from harness.practice.truth import TRUTH_KEEP, Truth
 
-TRUTH_KEEP = 50_000
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_.:-]")
-
-
-@dataclass
-class Truth:
-    id: str
-    received: float
-    received_wall: float
-    prompt_tokens: int
-    max_tokens: int
-    scheduled: array = field(default_factory=lambda: array("d"))
-    sent: array = field(default_factory=lambda: array("d"))
-    cached_tokens: int = 0
-    seat: int | None = None
-    admitted: float | None = None
-    finish_reason: str | None = None
-    outcome: str = "running"
-    fault: str | None = None
-
-    def as_dict(self) -> dict:
-        first = self.sent[0] if self.sent else None
-        return {
-            "id": self.id,
-            "clock": "monotonic",
-            "received": self.received,
-            "received_wall": self.received_wall,
-            "admitted": self.admitted,
-            "queued_s": None if self.admitted is None else self.admitted - self.received,
-            "seat": self.seat,
-            "prompt_tokens": self.prompt_tokens,
-            "cached_tokens": self.cached_tokens,
-            "max_tokens": self.max_tokens,
-            "output_tokens": len(self.sent),
-            "ttft_s": None if first is None else first - self.received,
-            "scheduled": list(self.scheduled),
-            "sent": list(self.sent),
-            "finish_reason": self.finish_reason,
-            "outcome": self.outcome,
-            "fault": self.fault,
-        }
-
-
-@dataclass
-class Faults:
-    cut_after: int | None = None
-    stall_s: float | None = None
-    stall_after: int = 1
-    malformed: bool = False
-    no_usage: bool = False
-    error_500: bool = False
-
-    @property
-    def any(self) -> bool:
-        return bool(self.cut_after is not None or self.malformed)
-
-    def label(self) -> str | None:
-        names = [
-            n
-            for n, on in (
-                ("cut", self.cut_after is not None),
-                ("stall", self.stall_s is not None),
-                ("malformed", self.malformed),
-                ("no-usage", self.no_usage),
-                ("error-500", self.error_500),
-            )
-            if on
-        ]
-        return ",".join(names) or None
-
-
-def parse_fault_header(value: str) -> Faults:
-    """``X-Practice-Fault``: comma-separated ``error-500``, ``cut:K``, ``stall:S[@K]``,
-    ``malformed``, ``no-usage``."""
-    faults = Faults()
-    for item in filter(None, (v.strip() for v in value.split(","))):
-        name, _, arg = item.partition(":")
-        if name == "error-500":
-            faults.error_500 = True
-        elif name == "cut":
-            faults.cut_after = int(arg or 0)
-        elif name == "stall":
-            secs, _, after = arg.partition("@")
-            faults.stall_s = float(secs or 30)
-            faults.stall_after = int(after or 1)
-        elif name == "malformed":
-            faults.malformed = True
-        elif name == "no-usage":
-            faults.no_usage = True
-        else:
-            raise ValueError(f"unknown fault {item!r}")
-    return faults
 
 
 class PracticeApp:
@@ -304,97 +227,50 @@ class PracticeApp:
         received = clock()
         self.requests_total += 1
         try:
-            body = req.json()
-        except (ValueError, UnicodeDecodeError) as exc:
-            self._error(res, 400, f"request body is not valid JSON: {exc}", "invalid_request_error")
+            call = self._admit(req)
+        except Rejected as no:
+            self._error(res, no.status, no.message, no.kind, **no.extra)
             return
-        if not isinstance(body, dict):
-            self._error(res, 400, "request body must be a JSON object", "invalid_request_error")
-            return
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
-            self._error(
-                res,
-                400,
-                "'messages' is required: a non-empty list of {role, content} objects",
-                "invalid_request_error",
-            )
-            return
+        self._schedule(req, res, call, received)
+
+    def _admit(self, req: Request) -> ChatCall:
+        """Every check a request must pass, in the order its errors are reported; raises Rejected."""
+        body = parse_body(req)
+        messages = messages_of(body)
         model = body.get("model")
         if self.p["check_model"] and model is not None and model not in self.profile.model_ids:
-            self._error(
-                res,
-                404,
-                f"The model `{model}` does not exist.",
-                "NotFoundError" if self.mode == "vllm" else "not_found_error",
-            )
-            return
-        max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
-        if max_tokens is not None and (
-            not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1
-        ):
-            self._error(
-                res,
-                400,
-                f"max_tokens must be a positive integer, got {max_tokens!r}",
-                "invalid_request_error",
-            )
-            return
+            raise unknown_model(model, self.mode)
+        max_tokens = max_tokens_of(body)
         try:
             faults = self._faults(req)
         except ValueError as exc:
-            self._error(res, 400, f"X-Practice-Fault: {exc}", "invalid_request_error")
-            return
+            raise Rejected(400, f"X-Practice-Fault: {exc}", "invalid_request_error") from exc
         prompt = encode_chat(messages, body.get("tools"))
-        ctx = self.p["ctx_per_seat"]
-        needed = len(prompt) + (max_tokens or 0)
-        if needed > ctx or len(prompt) >= ctx:
-            if self.mode == "llama":
-                self._error(
-                    res,
-                    400,
-                    f"request ({needed} tokens) exceeds the available context size ({ctx} tokens), "
-                    "try increasing it",
-                    "exceed_context_size_error",
-                    n_prompt_tokens=len(prompt),
-                    n_ctx=ctx,
-                )
-            else:
-                self._error(
-                    res,
-                    400,
-                    f"This model's maximum context length is {ctx} tokens. However, you requested "
-                    f"{needed} tokens ({len(prompt)} in the messages, {max_tokens or 0} in the "
-                    f"completion). "
-                    "Please reduce the length of the messages or completion.",
-                    "BadRequestError",
-                )
-            return
+        check_context(self.mode, self.p["ctx_per_seat"], len(prompt), max_tokens)
         if faults.error_500:
-            self._error(res, 500, "injected fault: internal server error", "server_error")
-            return
+            raise Rejected(500, "injected fault: internal server error", "server_error")
         limit = self.p["faults"]["queue_limit"]
         if limit is not None and len(self.engine.waiting) >= limit:
-            self._error(
-                res,
+            raise Rejected(
                 429,
                 f"server busy: {len(self.engine.waiting)} requests already waiting",
                 "rate_limit_error",
             )
-            return
+        return ChatCall(body, prompt, max_tokens, faults)
 
+    def _schedule(self, req: Request, res: Responder, call: ChatCall, received: float) -> None:
+        """Plan the reply, keep its ground truth, open its sink and hand it to the engine."""
+        body, prompt, max_tokens, faults = call.body, call.prompt, call.max_tokens, call.faults
         self._n += 1
         rid = (
             _SAFE_ID.sub("", req.headers.get("x-request-id", ""))[:128]
             or f"chatcmpl-{self._n:08x}{int(received * 1e6) & 0xFFFFFF:06x}"
         )
-        budget = max_tokens if max_tokens is not None else ctx - len(prompt)
+        budget = max_tokens if max_tokens is not None else self.p["ctx_per_seat"] - len(prompt)
         rng = random.Random(hash((self.p["seed"], self._n)))
         plan = plan_reply(body, self.p, rng, budget)
         truth = Truth(rid, received, time.time(), len(prompt), budget, fault=faults.label())
-        self.truth[rid] = truth
-        if len(self.truth) > TRUTH_KEEP:
-            self.truth.popitem(last=False)
+        self._keep_truth(truth)
         stream = bool(body.get("stream", False))
         include_usage = bool((body.get("stream_options") or {}).get("include_usage", False))
         sink_cls = StreamSink if stream else WholeSink
@@ -413,23 +289,16 @@ class PracticeApp:
         sink.start()
         self.engine.submit(seq)
 
+    def _keep_truth(self, truth: Truth) -> None:
+        self.truth[truth.id] = truth
+        if len(self.truth) > TRUTH_KEEP:
+            self.truth.popitem(last=False)
+
     def _faults(self, req: Request) -> Faults:
         header = req.headers.get("x-practice-fault")
         if header:
             return parse_fault_header(header)
-        f, r = self.p["faults"], self.rng
-        faults = Faults()
-        if f["error_500_share"] and r.random() < f["error_500_share"]:
-            faults.error_500 = True
-        if f["cut_share"] and r.random() < f["cut_share"]:
-            faults.cut_after = f["cut_after_tokens"]
-        if f["stall_share"] and r.random() < f["stall_share"]:
-            faults.stall_s = f["stall_s"]
-        if f["malformed_share"] and r.random() < f["malformed_share"]:
-            faults.malformed = True
-        if f["no_usage_share"] and r.random() < f["no_usage_share"]:
-            faults.no_usage = True
-        return faults
+        return draw_faults(self.p["faults"], self.rng)
 
     # -- pieces shared by both sinks ------------------------------------------------------------
     def usage(self, seq: Sequence) -> dict:
@@ -463,298 +332,4 @@ class PracticeApp:
 
     # -- metrics --------------------------------------------------------------------------------
     def metrics_text(self) -> str:
-        e, c = self.engine, self.engine.counters
-        if self.mode == "llama":
-            per_decode = c.busy_seat_steps / c.decode_steps if c.decode_steps else 0.0
-            rows = [
-                (
-                    "prompt_tokens_total",
-                    "counter",
-                    "Number of prompt tokens processed, excluding cached tokens.",
-                    c.prompt_tokens,
-                ),
-                (
-                    "prompt_tokens_cached_total",
-                    "counter",
-                    "Number of prompt tokens served from the cache.",
-                    c.cached_tokens,
-                ),
-                ("prompt_seconds_total", "counter", "Prompt process time.", c.prompt_seconds),
-                (
-                    "tokens_predicted_total",
-                    "counter",
-                    "Number of generation tokens processed.",
-                    c.generated_tokens,
-                ),
-                ("tokens_predicted_seconds_total", "counter", "Predict process time.", c.decode_seconds),
-                ("n_decode_total", "counter", "Total number of llama_decode() calls.", c.decode_steps),
-                (
-                    "n_busy_slots_per_decode",
-                    "gauge",
-                    "Average number of busy slots per llama_decode() call.",
-                    per_decode,
-                ),
-                (
-                    "prompt_tokens_seconds",
-                    "gauge",
-                    "Average prompt throughput in tokens/s.",
-                    c.prompt_tokens / c.prompt_seconds if c.prompt_seconds else 0.0,
-                ),
-                (
-                    "predicted_tokens_seconds",
-                    "gauge",
-                    "Average generation throughput in tokens/s.",
-                    c.generated_tokens / c.decode_seconds if c.decode_seconds else 0.0,
-                ),
-                ("requests_processing", "gauge", "Number of requests processing.", len(e.running)),
-                ("requests_deferred", "gauge", "Number of requests deferred.", len(e.waiting)),
-            ]
-            out = []
-            for name, kind, help_text, value in rows:
-                out += [
-                    f"# HELP llamacpp:{name} {help_text}",
-                    f"# TYPE llamacpp:{name} {kind}",
-                    f"llamacpp:{name} {value}",
-                ]
-            return "\n".join(out) + "\n"
-        label = f'{{model_name="{self.p["model"]["id"]}"}}'
-        pool = getattr(e, "pool", None)
-        rows = [
-            (
-                "num_requests_running",
-                "gauge",
-                "Number of requests in model execution batches.",
-                len(e.running),
-            ),
-            ("num_requests_waiting", "gauge", "Number of requests waiting to be processed.", len(e.waiting)),
-            ("kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", e.kv_usage()),
-            (
-                "num_preemptions_total",
-                "counter",
-                "Cumulative number of preemption from the engine.",
-                c.preemptions,
-            ),
-            (
-                "prefix_cache_queries_total",
-                "counter",
-                "Prefix cache queries, in terms of number of queried tokens.",
-                pool.queries if pool else 0,
-            ),
-            (
-                "prefix_cache_hits_total",
-                "counter",
-                "Prefix cache hits, in terms of number of cached tokens.",
-                pool.hits if pool else 0,
-            ),
-            (
-                "prompt_tokens_total",
-                "counter",
-                "Number of prefill tokens processed.",
-                c.prompt_tokens + c.cached_tokens,
-            ),
-            (
-                "generation_tokens_total",
-                "counter",
-                "Number of generation tokens processed.",
-                c.generated_tokens,
-            ),
-            (
-                "request_success_total",
-                "counter",
-                "Count of successfully processed requests.",
-                c.requests_finished,
-            ),
-        ]
-        out = []
-        for name, kind, help_text, value in rows:
-            out += [
-                f"# HELP vllm:{name} {help_text}",
-                f"# TYPE vllm:{name} {kind}",
-                f"vllm:{name}{label} {value}",
-            ]
-        return "\n".join(out) + "\n"
-
-
-_DELTAS: dict[tuple[str, str], bytes] = {}
-
-
-def _delta_bytes(name: str, text: str) -> bytes:
-    """The encoded ``"field":"text"`` part of a delta; the vocabulary is small, so it is cached."""
-    key = (name, text)
-    out = _DELTAS.get(key)
-    if out is None:
-        out = f'"{name}":{json.dumps(text)}'.encode()
-        if len(_DELTAS) < 100_000:
-            _DELTAS[key] = out
-    return out
-
-
-class _SinkBase:
-    def __init__(
-        self,
-        app: PracticeApp,
-        res: Responder,
-        rid: str,
-        model: str,
-        truth: Truth,
-        faults: Faults,
-        include_usage: bool,
-    ) -> None:
-        self.app, self.res, self.rid, self.model = app, res, rid, model
-        self.truth, self.faults, self.include_usage = truth, faults, include_usage
-        self.created = int(time.time())
-
-    @property
-    def closed(self) -> bool:
-        return self.res.closed
-
-    def _record(self, seq: Sequence, scheduled: float) -> None:
-        sent = clock()
-        t = self.truth
-        if t.admitted is None:
-            t.admitted, t.seat, t.cached_tokens = seq.admitted_at, seq.seat, seq.cached
-        t.scheduled.append(scheduled)
-        t.sent.append(sent)
-        self.app.lateness.append(sent - scheduled)
-
-
-class StreamSink(_SinkBase):
-    """Writes SSE chunks as tokens come due; each token is one event and one socket write."""
-
-    def start(self) -> None:
-        head = (
-            f'data: {{"id":"{self.rid}","object":"chat.completion.chunk","created":{self.created},'
-            f'"model":{json.dumps(self.model)},"choices":[{{"index":0,"delta":{{'
-        )
-        self._head = head.encode()
-        self._tail = b'},"logprobs":null,"finish_reason":null}]}\n\n'
-        self.res.start_stream(headers=[("X-Request-Id", self.rid)])
-        self._write = self.res.raw_writer()
-        role = (
-            '"role":"assistant","content":null'
-            if self.app.mode == "llama"
-            else '"role":"assistant","content":""'
-        )
-        self.res.chunk(self._head + role.encode() + self._tail)
-
-    def token(self, seq: Sequence, index: int, scheduled: float) -> None:
-        # The hot path (one call per token event): kept flat on purpose.
-        res = self.res
-        if res.closed:
-            return
-        pieces = seq.plan.pieces
-        field_name, text = pieces[index]
-        if field_name == "content":
-            delta = _DELTAS.get(("content", text)) or _delta_bytes("content", text)
-        elif field_name == "reasoning":
-            delta = _delta_bytes(self.app.reasoning_field(), text)
-        elif index == 0 or pieces[index - 1][0] != "tool_args":
-            delta = (
-                '"tool_calls":[{"index":0,"id":"call_'
-                + self.rid[-12:]
-                + '","type":"function","function":{"name":'
-                + json.dumps(seq.plan.tool_name)
-                + ',"arguments":'
-                + json.dumps(text)
-                + "}}]"
-            ).encode()
-        else:
-            delta = b'"tool_calls":[{"index":0,"function":{"arguments":' + json.dumps(text).encode() + b"}}]"
-        payload = self._head + delta + self._tail
-        self._write(b"%x\r\n%s\r\n" % (len(payload), payload))
-        sent = clock()
-        truth = self.truth
-        truth.scheduled.append(scheduled)
-        truth.sent.append(sent)
-        self.app.lateness.append(sent - scheduled)
-        if truth.admitted is None:
-            truth.admitted, truth.seat, truth.cached_tokens = seq.admitted_at, seq.seat, seq.cached
-        faults = self.faults
-        if faults.any:
-            if faults.malformed and index == min(1, seq.length - 1):
-                res.chunk(b'data: {"choices":[{"delta":{"content":"unterminated\n\n')
-            if faults.cut_after is not None and seq.emitted >= faults.cut_after:
-                truth.outcome = "cut"
-                res.abort()
-
-    def finish(self, seq: Sequence) -> None:
-        if self.closed:
-            return
-        end = clock()
-        t = self.truth
-        t.finish_reason, t.outcome = seq.plan.finish_reason, "ok"
-        final = {
-            "id": self.rid,
-            "object": "chat.completion.chunk",
-            "created": self.created,
-            "model": self.model,
-            "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": seq.plan.finish_reason}],
-        }
-        # As llama-server does: timings ride the usage chunk when there is one, else the last chunk.
-        llama_timings = self.app.mode == "llama" and not self.faults.no_usage
-        with_usage = self.include_usage and not self.faults.no_usage
-        if llama_timings and not with_usage:
-            final["timings"] = self.app.timings(seq, end)
-        out = b"data: " + json.dumps(final).encode() + b"\n\n"
-        if with_usage:
-            usage = {
-                "id": self.rid,
-                "object": "chat.completion.chunk",
-                "created": self.created,
-                "model": self.model,
-                "choices": [],
-                "usage": self.app.usage(seq),
-            }
-            if llama_timings:
-                usage["timings"] = self.app.timings(seq, end)
-            out += b"data: " + json.dumps(usage).encode() + b"\n\n"
-        out += b"data: [DONE]\n\n"
-        self.res.chunk(out)
-        self.res.end()
-
-
-class WholeSink(_SinkBase):
-    """Collects the reply and sends one JSON body when the last token is due."""
-
-    def start(self) -> None:
-        pass
-
-    def token(self, seq: Sequence, index: int, scheduled: float) -> None:
-        self._record(seq, scheduled)
-        if self.faults.cut_after is not None and seq.emitted >= self.faults.cut_after:
-            self.truth.outcome = "cut"
-            self.res.abort()
-
-    def finish(self, seq: Sequence) -> None:
-        if self.closed:
-            return
-        t = self.truth
-        t.finish_reason, t.outcome = seq.plan.finish_reason, "ok"
-        parts = {"reasoning": "", "content": "", "tool_args": ""}
-        for field_name, text in seq.plan.pieces[: seq.emitted]:
-            parts[field_name] += text
-        message: dict = {"role": "assistant", "content": parts["content"] or None}
-        if parts["reasoning"]:
-            message[self.app.reasoning_field()] = parts["reasoning"]
-        if seq.plan.tool_name and parts["tool_args"]:
-            message["tool_calls"] = [
-                {
-                    "id": "call_" + self.rid[-12:],
-                    "type": "function",
-                    "function": {"name": seq.plan.tool_name, "arguments": parts["tool_args"]},
-                }
-            ]
-        body = {
-            "id": self.rid,
-            "object": "chat.completion",
-            "created": self.created,
-            "model": self.model,
-            "choices": [
-                {"index": 0, "message": message, "logprobs": None, "finish_reason": seq.plan.finish_reason}
-            ],
-        }
-        if not self.faults.no_usage:
-            body["usage"] = self.app.usage(seq)
-            if self.app.mode == "llama":
-                body["timings"] = self.app.timings(seq, clock())
-        self.res.send_json(200, body, headers=[("X-Request-Id", self.rid)])
+        return metrics.metrics_text(self.mode, self.engine, self.p["model"]["id"])

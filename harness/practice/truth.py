@@ -1,0 +1,51 @@
+"""Ground truth for one request: when it was received, admitted, and each token scheduled and sent.
+
+Times are ``time.monotonic()`` seconds (see ``harness.practice.app``); ``GET /practice/truth/<id>``
+returns ``Truth.as_dict()``.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+
+TRUTH_KEEP = 50_000
+
+
+@dataclass
+class Truth:
+    id: str
+    received: float
+    received_wall: float
+    prompt_tokens: int
+    max_tokens: int
+    scheduled: array = field(default_factory=lambda: array("d"))
+    sent: array = field(default_factory=lambda: array("d"))
+    cached_tokens: int = 0
+    seat: int | None = None
+    admitted: float | None = None
+    finish_reason: str | None = None
+    outcome: str = "running"
+    fault: str | None = None
+
+    def as_dict(self) -> dict:
+        first = self.sent[0] if self.sent else None
+        return {
+            "id": self.id,
+            "clock": "monotonic",
+            "received": self.received,
+            "received_wall": self.received_wall,
+            "admitted": self.admitted,
+            "queued_s": None if self.admitted is None else self.admitted - self.received,
+            "seat": self.seat,
+            "prompt_tokens": self.prompt_tokens,
+            "cached_tokens": self.cached_tokens,
+            "max_tokens": self.max_tokens,
+            "output_tokens": len(self.sent),
+            "ttft_s": None if first is None else first - self.received,
+            "scheduled": list(self.scheduled),
+            "sent": list(self.sent),
+            "finish_reason": self.finish_reason,
+            "outcome": self.outcome,
+            "fault": self.fault,
+        }

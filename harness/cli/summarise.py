@@ -164,6 +164,31 @@ def print_curve(label: str, levels: dict[int, dict], markdown: bool) -> curves.C
         f"{d.slo_ttft} s "
         f"and TPOT <= {d.slo_tpot} s"
     )
+    _print_table(d, levels, markdown)
+    print()
+    first = d.levels[0]
+    if d.knee:
+        print(
+            f"    knee: c={d.knee[0]} -> c={d.knee[1]} is the first step where each extra request added less "
+            "than "
+            f"half of what one request gets alone at c={first}"
+        )
+    else:
+        print(
+            f"    knee: none within these levels (each step added at least half of one request's c={first} "
+            "rate)"
+        )
+    _print_fit(d, levels)
+    op = f"c={d.operating_point}" if d.operating_point else "no level qualifies"
+    print(
+        f"    operating point: {op} (highest level with no failures and TTFT p90, TPOT p90 inside the "
+        "objective)"
+    )
+    return d
+
+
+def _print_table(d: curves.Curve, levels: dict[int, dict], markdown: bool) -> None:
+    """The level table and the two bar columns (output tokens/s, TPOT p90)."""
     head = [
         "c",
         "ok",
@@ -206,19 +231,10 @@ def print_curve(label: str, levels: dict[int, dict], markdown: bool) -> curves.C
     for c in d.levels:
         out, tp = levels[c]["output_tokens_per_s"], levels[c]["tpot_s"].get("p90") or 0
         print(f"    {c:>5}  {bar(out, peak)} {out:<7.1f} {bar(tp, worst, 16)} {tp:.4f} s")
-    print()
-    first = d.levels[0]
-    if d.knee:
-        print(
-            f"    knee: c={d.knee[0]} -> c={d.knee[1]} is the first step where each extra request added less "
-            "than "
-            f"half of what one request gets alone at c={first}"
-        )
-    else:
-        print(
-            f"    knee: none within these levels (each step added at least half of one request's c={first} "
-            "rate)"
-        )
+
+
+def _print_fit(d: curves.Curve, levels: dict[int, dict]) -> None:
+    """The TPOT fit, how its seats were found, and the ceilings it implies."""
     if d.fit:
         a, b = d.fit["a_s"], d.fit["b_s"]
         print(
@@ -248,12 +264,6 @@ def print_curve(label: str, levels: dict[int, dict], markdown: bool) -> curves.C
             print("    ceiling: none can be read off, TPOT does not grow with c at these levels (b <= 0)")
     else:
         print("    TPOT fit: not possible; it takes two or more levels within the server's slots")
-    op = f"c={d.operating_point}" if d.operating_point else "no level qualifies"
-    print(
-        f"    operating point: {op} (highest level with no failures and TTFT p90, TPOT p90 inside the "
-        "objective)"
-    )
-    return d
 
 
 def print_compare(a: str, b: str, labels: dict) -> int:

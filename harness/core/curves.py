@@ -154,84 +154,112 @@ def copies_for(peak: int, capacity: int, spare_share: float = 0.2) -> tuple[int,
     return need, math.ceil(need * (1 + spare_share))
 
 
-def check(labels: dict[str, dict[int, dict]]) -> list[tuple[str, str]]:
-    """The lab's validation rules, as (PASS | WARN | FAIL, finding) pairs."""
-    findings: list[tuple[str, str]] = []
+Finding = tuple[str, str]
 
-    def rule(passed: bool, finding: str, severity: str = "FAIL") -> None:
-        findings.append(("PASS" if passed else severity, finding))
 
+def _rule(passed: bool, finding: str, severity: str = "FAIL") -> Finding:
+    return ("PASS" if passed else severity, finding)
+
+
+def _baseline_rules(labels: dict[str, dict[int, dict]]) -> list[Finding]:
+    """A complete mixed-prompt baseline, without failures, counted from usage, conditions stated."""
     need = set(BASELINE_LEVELS)
     baselines = [
         name
         for name, lv in labels.items()
         if need <= set(lv) and all(lv[c]["completed"] for c in need) and lv[1].get("prompt_set") == "mixed"
     ]
-    rule(
-        bool(baselines),
-        f"baseline sweep (mixed prompts, every level of {sorted(need)} completed): "
-        f"{', '.join(baselines) or 'none found'}",
-    )
+    found = [
+        _rule(
+            bool(baselines),
+            f"baseline sweep (mixed prompts, every level of {sorted(need)} completed): "
+            f"{', '.join(baselines) or 'none found'}",
+        )
+    ]
     for name in baselines:
         recs = labels[name].values()
         failures = sum(r["failed"] for r in recs)
-        rule(failures == 0, f"{name}: {failures} failed request(s) across its levels", "WARN")
-        rule(
-            all(r.get("token_counts") == "usage" for r in recs),
-            f"{name}: every level took its token counts from the usage block",
-            "WARN",
-        )
         absent = [
             k
             for k in ("host", "quant", "context_length", "server_slots")
             if labels[name][1].get(k) in (None, "unknown")
         ]
-        rule(
-            not absent,
-            f"{name}: test conditions recorded" + (f" except {', '.join(absent)}" if absent else ""),
-            "WARN",
-        )
+        found += [
+            _rule(failures == 0, f"{name}: {failures} failed request(s) across its levels", "WARN"),
+            _rule(
+                all(r.get("token_counts") == "usage" for r in recs),
+                f"{name}: every level took its token counts from the usage block",
+                "WARN",
+            ),
+            _rule(
+                not absent,
+                f"{name}: test conditions recorded" + (f" except {', '.join(absent)}" if absent else ""),
+                "WARN",
+            ),
+        ]
+    return found
 
-    # Honest numbers: a level whose client was the limit measured the client (our records only;
-    # the lab's own load generator does not write the field).
+
+def _client_rules(labels: dict[str, dict[int, dict]]) -> list[Finding]:
+    """Honest numbers: a level whose client was the limit measured the client (our records only;
+    the lab's own load generator does not write the field)."""
+    found = []
     for name, lv in labels.items():
         judged = {c: r["client_limited"] for c, r in lv.items() if "client_limited" in r}
-        if judged:
-            limited = [c for c, flag in sorted(judged.items()) if flag]
-            rule(
-                not limited,
-                f"{name}: the client kept up at every level"
-                if not limited
-                else f"{name}: the client was the limit at c={', '.join(map(str, limited))}; rerun those "
-                "levels "
-                "with --processes or from another machine",
-                "WARN",
-            )
+        if not judged:
+            continue
+        limited = [c for c, flag in sorted(judged.items()) if flag]
+        finding = (
+            f"{name}: the client was the limit at c={', '.join(map(str, limited))}; rerun those levels "
+            "with --processes or from another machine"
+            if limited
+            else f"{name}: the client kept up at every level"
+        )
+        found.append(_rule(not limited, finding, "WARN"))
+    return found
+
+
+def _prefix_rules(labels: dict[str, dict[int, dict]]) -> list[Finding]:
+    """The prefix pair: the shared set mostly served from cache, the control set not."""
 
     def labels_using(prompt_set: str) -> list[str]:
         return [n for n, lv in labels.items() if any(r.get("prompt_set") == prompt_set for r in lv.values())]
 
     shared, control = labels_using("shared-prefix"), labels_using("unique-prefix")
-    rule(
-        bool(shared and control), f"prefix pair: shared {shared or 'missing'}, control {control or 'missing'}"
-    )
+    found = [
+        _rule(
+            bool(shared and control),
+            f"prefix pair: shared {shared or 'missing'}, control {control or 'missing'}",
+        )
+    ]
     for name in shared:
         for c, rec in sorted(labels[name].items()):
             share = cached_share(rec)
             if share is None:
-                rule(False, f"{name} at c={c}: no cached-token count came back from the server", "WARN")
+                found.append(
+                    _rule(False, f"{name} at c={c}: no cached-token count came back from the server", "WARN")
+                )
             else:
-                rule(
-                    share > 0.5,
-                    f"{name} at c={c}: {share:.0%} of the prompt was served from cache (needs > 50 %)",
+                found.append(
+                    _rule(
+                        share > 0.5,
+                        f"{name} at c={c}: {share:.0%} of the prompt was served from cache (needs > 50 %)",
+                    )
                 )
     for name in control:
         for c, rec in sorted(labels[name].items()):
             share = cached_share(rec)
             if share is not None:
-                rule(
-                    share < 0.1,
-                    f"{name} at c={c}: {share:.0%} of the prompt was served from cache (control, "
-                    "needs < 10 %)",
+                found.append(
+                    _rule(
+                        share < 0.1,
+                        f"{name} at c={c}: {share:.0%} of the prompt was served from cache (control, needs < "
+                        "10 %)",
+                    )
                 )
-    return findings
+    return found
+
+
+def check(labels: dict[str, dict[int, dict]]) -> list[Finding]:
+    """The lab's validation rules, as (PASS | WARN | FAIL, finding) pairs."""
+    return _baseline_rules(labels) + _client_rules(labels) + _prefix_rules(labels)

@@ -60,57 +60,19 @@ def _missing(label: str, labels: dict) -> ConfigError:
     )
 
 
-# Complexity allowed: one branch per option of the lab's summarise-load.py.
-def run(args) -> int:  # noqa: C901
+def run(args) -> int:
     labels = load(args.labbook)
     if args.list:
-        rows = [
-            [
-                name,
-                r.get("engine", "?"),
-                r.get("prompt_set", "?"),
-                ",".join(map(str, sorted(lv))),
-                r.get("recorded_at", "?"),
-            ]
-            for name, lv in labels.items()
-            for r in [lv[max(lv)]]
-        ]
-        print(f"==> {len(labels)} label(s) in {args.labbook}")
-        print(tabulate(rows, headers=["label", "engine", "prompt set", "levels", "last recorded"]))
-        return 0
+        return print_list(labels, args.labbook)
     if args.check:
         return print_check(labels)
     if args.compare:
-        a, b = args.compare
-        for name in (a, b):
-            if name not in labels:
-                raise _missing(name, labels)
-        code = print_compare(a, b, labels)
-        if args.chart:
-            from harness.report.charts import crowd_chart
-
-            print(f"    chart: {crowd_chart({a: labels[a], b: labels[b]}, args.chart, args.promise)}")
-        return code
+        return run_compare(args, labels)
     if args.label not in labels:
         raise _missing(args.label, labels)
     levels = labels[args.label]
     d = print_curve(args.label, levels, args.markdown)
-    capacity = None
-    if args.promise is not None:
-        capacity = curves.capacity_within(levels, args.promise)
-        if capacity:
-            print(
-                f"    capacity within the promise (p95 first token <= {args.promise:g} s): {capacity} at once"
-            )
-            if args.peak:
-                need, spare = curves.copies_for(args.peak, capacity, args.spares)
-                print(
-                    f"    a peak of {args.peak} needs {args.peak} / {capacity} -> {need} copies, {spare} "
-                    "with "
-                    f"{args.spares:.0%} spares"
-                )
-        else:
-            print(f"    capacity within the promise (p95 first token <= {args.promise:g} s): no level met it")
+    capacity = print_capacity(args, levels) if args.promise is not None else None
     if args.chart:
         from harness.report.charts import crowd_chart
 
@@ -120,26 +82,76 @@ def run(args) -> int:  # noqa: C901
 
         print(f"    chart: {tpot_chart(args.label, levels, d.fit, args.tpot_chart)}")
     if args.record and d.levels:
-        first = levels[d.levels[0]]
-        rec = CurveSummary(
-            label=args.label,
-            run=first,
-            levels=d.levels,
-            knee_between=list(d.knee) if d.knee else None,
-            operating_point=d.operating_point,
-            peak_output_tokens_per_s=max(levels[c]["output_tokens_per_s"] for c in d.levels),
-            tpot_fit_ms=(
-                {"a": round(d.fit["a_s"] * 1000, 3), "b": round(d.fit["b_s"] * 1000, 4)} if d.fit else None
-            ),
-            ceiling_tokens_per_s=None if d.ceiling is None else round(d.ceiling, 1),
-            c_at_slo=None if d.c_at_slo is None else round(d.c_at_slo, 1),
-            capacity_within_promise=capacity,
-            promise_s=args.promise,
-            recorded_at=now_stamp(),
-        )
-        append_record(args.labbook, rec.to_dict(), "curve-summary")
-        print(f"    appended a curve-summary record for {args.label} to {args.labbook}")
+        record_summary(args, levels, d, capacity)
     return 0
+
+
+def print_list(labels: dict[str, dict[int, dict]], labbook: str) -> int:
+    rows = [
+        [
+            name,
+            r.get("engine", "?"),
+            r.get("prompt_set", "?"),
+            ",".join(map(str, sorted(lv))),
+            r.get("recorded_at", "?"),
+        ]
+        for name, lv in labels.items()
+        for r in [lv[max(lv)]]
+    ]
+    print(f"==> {len(labels)} label(s) in {labbook}")
+    print(tabulate(rows, headers=["label", "engine", "prompt set", "levels", "last recorded"]))
+    return 0
+
+
+def run_compare(args, labels: dict[str, dict[int, dict]]) -> int:
+    a, b = args.compare
+    for name in (a, b):
+        if name not in labels:
+            raise _missing(name, labels)
+    code = print_compare(a, b, labels)
+    if args.chart:
+        from harness.report.charts import crowd_chart
+
+        print(f"    chart: {crowd_chart({a: labels[a], b: labels[b]}, args.chart, args.promise)}")
+    return code
+
+
+def print_capacity(args, levels: dict[int, dict]) -> int | None:
+    """How many people at once get a first token within the promise, and copies for a peak."""
+    capacity = curves.capacity_within(levels, args.promise)
+    if not capacity:
+        print(f"    capacity within the promise (p95 first token <= {args.promise:g} s): no level met it")
+        return capacity
+    print(f"    capacity within the promise (p95 first token <= {args.promise:g} s): {capacity} at once")
+    if args.peak:
+        need, spare = curves.copies_for(args.peak, capacity, args.spares)
+        print(
+            f"    a peak of {args.peak} needs {args.peak} / {capacity} -> {need} copies, {spare} with "
+            f"{args.spares:.0%} spares"
+        )
+    return capacity
+
+
+def record_summary(args, levels: dict[int, dict], d: curves.Curve, capacity: int | None) -> None:
+    first = levels[d.levels[0]]
+    rec = CurveSummary(
+        label=args.label,
+        run=first,
+        levels=d.levels,
+        knee_between=list(d.knee) if d.knee else None,
+        operating_point=d.operating_point,
+        peak_output_tokens_per_s=max(levels[c]["output_tokens_per_s"] for c in d.levels),
+        tpot_fit_ms=(
+            {"a": round(d.fit["a_s"] * 1000, 3), "b": round(d.fit["b_s"] * 1000, 4)} if d.fit else None
+        ),
+        ceiling_tokens_per_s=None if d.ceiling is None else round(d.ceiling, 1),
+        c_at_slo=None if d.c_at_slo is None else round(d.c_at_slo, 1),
+        capacity_within_promise=capacity,
+        promise_s=args.promise,
+        recorded_at=now_stamp(),
+    )
+    append_record(args.labbook, rec.to_dict(), "curve-summary")
+    print(f"    appended a curve-summary record for {args.label} to {args.labbook}")
 
 
 def bar(value: float, top: float, width: int = 24) -> str:

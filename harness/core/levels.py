@@ -8,6 +8,8 @@ None, never 0.
 
 from __future__ import annotations
 
+import math
+
 import statistics
 from collections import Counter
 from typing import Iterable
@@ -75,6 +77,7 @@ def level_stats(samples: list[Sample], concurrency: int, wall_s: float, objectiv
     ok = [s for s in samples if s.ok]
     failed = [s for s in samples if not s.ok]
     incomplete = [s for s in failed if (s.error or "").startswith("IncompleteStream")]
+    cancelled = [s for s in failed if (s.error or "").startswith("Cancelled")]
     itls = [gap for s in ok for gap in s.itl]
     lags = [lag for s in ok for lag in s.read_lags]
     out_tokens = sum(s.output_tokens or 0 for s in ok)
@@ -91,6 +94,7 @@ def level_stats(samples: list[Sample], concurrency: int, wall_s: float, objectiv
         completed=len(ok),
         failed=len(failed),
         incomplete=len(incomplete),  # added: streams that ended without finish reason or [DONE]
+        cancelled=len(cancelled),  # added: requests still unfinished (or unsent) at the level's bound
         wall_s=round(wall_s, 3),
         output_tokens=out_tokens,
         output_tokens_per_s=round(out_tokens / wall_s, 2) if wall_s > 0 else 0.0,
@@ -129,10 +133,13 @@ def level_record(
     known (the sweep), whether the client looked like the limit."""
     stats = level_stats(samples, concurrency, wall_s, context.objectives)
     client = None
-    if client_cpu is not None:
+    if client_cpu is not None and math.isfinite(client_cpu) and wall_s >= CPU_SHARE_FLOOR_S:
         limited = client_limited(client_cpu, stats.mean_in_flight, concurrency, stats.client_late_share)
         client = ClientCheck(client_cpu, limited, server_metrics)
     return LevelRecord(context, stats, recorded_at, arrival, client)
+
+
+CPU_SHARE_FLOOR_S = 0.5  # below this wall time, CPU seconds per wall second mean nothing (start-up costs)
 
 
 def late_share(lags: list[float], gap: float | None) -> float | None:

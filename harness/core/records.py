@@ -91,6 +91,7 @@ class LevelStats:
     completed: int
     failed: int
     incomplete: int
+    cancelled: int
     wall_s: float
     output_tokens: int
     output_tokens_per_s: float

@@ -27,7 +27,8 @@ from locust import FastHttpUser, constant, events, task
 from harness.io.arrival_stamps import stamped_lines
 from harness.core.levels import distribution
 from harness.core.prompts import PROMPT_SETS, make_prompts
-from harness.core.stream import Sample, StreamParser
+from harness.core.stream import Sample, StreamParser, error_message, whole_body_error
+from harness.io.http import chat_headers, stream_problem
 
 
 class Workload:
@@ -43,9 +44,12 @@ class Workload:
         api_key: str | None = None,
         timeout: float = 300.0,
         budget: int | None = None,
+        idle_timeout: float | None = None,
     ) -> None:
         self.path, self.model, self.max_tokens = path, model, max_tokens
         self.temperature, self.api_key, self.timeout = temperature, api_key, timeout
+        # the two bounds of every request: ``timeout`` the whole of it, ``idle_timeout`` each gap
+        self.idle_timeout = min(idle_timeout or timeout, timeout)
         self._prompts = itertools.cycle(prompts)
         self.budget = budget
         self.issued = 0
@@ -81,10 +85,7 @@ class Workload:
         return json.dumps(body).encode()
 
     def headers(self) -> dict:
-        h = {"Content-Type": "application/json", "Accept": "text/event-stream", "Accept-Encoding": "identity"}
-        if self.api_key:
-            h["Authorization"] = f"Bearer {self.api_key}"
-        return h
+        return chat_headers(self.api_key)  # the endpoint proof's headers too
 
 
 def stream_once(client, workload: Workload, prompt: str) -> Sample:
@@ -102,62 +103,112 @@ def stream_once(client, workload: Workload, prompt: str) -> Sample:
 
 
 def _stream_attempt(client, workload: Workload, prompt: str, final: bool) -> Sample | None:
+    """One try under both bounds: the whole request ends at ``workload.timeout`` (a gevent timer
+    around it, so a server that never sends headers or trickles bytes ends there too), and each
+    gap at ``workload.idle_timeout``."""
     t_send = time.perf_counter()
     parser = StreamParser(t_send)
-    error = None
+    timer = gevent.Timeout(workload.timeout)
+    timer.start()
     try:
-        with client.post(
-            workload.path,
-            data=workload.body(prompt),
-            headers=workload.headers(),
-            stream=True,
-            catch_response=True,
-            name="chat",
-        ) as resp:
-            status = resp.status_code
-            if status == 0 and not final and "closed" in str(resp.error):
-                resp.request_meta["context"] = {"stale_connection": True}
-                resp.request_meta["name"] = "stale-connection (resent)"
-                resp.success()  # not a request the server saw: do not count it
-                return None
-            if status != 200:
-                text = (resp.text or "")[:200].replace("\n", " ") if status else str(resp.error)[:200]
-                error = f"HTTP {status}: {text}" if status else f"ConnectionError: {text}"
-            else:
-                # the socket response, read as lines arrive, each line timed by the kernel's arrival
-                # stamp where it gives one (a busy client does not add its own delay)
-                # and, per token, how long it waited in the socket for this client (lines without a
-                # token, such as the role chunk that came with the headers, time nothing)
-                stamped, tokens, lags = False, parser.s.token_times, parser.s.read_lags
-                for line, t, by_kernel, lag in stamped_lines(resp._response, idle_s=workload.timeout):
-                    before = len(tokens)
-                    parser.feed(line, t)
-                    stamped = stamped or by_kernel
-                    if lag is not None and len(tokens) > before:
-                        lags.append(lag)
-                parser.s.clock = "kernel" if stamped else "read"
-            sample = parser.finish(time.perf_counter(), error)
-            resp.request_meta["response_time"] = (sample.t_end - t_send) * 1000
-            resp.request_meta["context"] = {"sample": sample}
-            if sample.ok:
-                resp.success()
-            else:
-                resp.failure(sample.error)
-            return sample
+        return _attempt(client, workload, prompt, final, parser)
+    except gevent.Timeout as exc:
+        if exc is not timer:
+            raise
+        error = f"Timeout: the request passed its total bound of {workload.timeout:g} s"
+        return _failed(parser, t_send, workload, error, TimeoutError(error))
     except Exception as exc:  # a cut stream raises out of readline; record it ourselves
-        sample = parser.finish(time.perf_counter(), f"{type(exc).__name__}: {str(exc)[:160]}")
-        events.request.fire(
-            request_type="POST",
-            name="chat",
-            response_time=(sample.t_end - t_send) * 1000,
-            response_length=0,
-            exception=exc,
-            context={"sample": sample},
-            url=workload.path,
-            response=None,
-            start_time=time.time(),
-        )
+        text = " ".join(str(exc).split())[:160]
+        if isinstance(exc, TimeoutError) and "no data" in text:
+            text = f"no byte from the server for {workload.idle_timeout:g} s (the idle bound)"
+        return _failed(parser, t_send, workload, f"{type(exc).__name__}: {text}", exc)
+    finally:
+        timer.close()
+
+
+def _attempt(client, workload: Workload, prompt: str, final: bool, parser: StreamParser) -> Sample | None:
+    t_send = parser.s.t_send
+    with client.post(
+        workload.path,
+        data=workload.body(prompt),
+        headers=workload.headers(),
+        stream=True,
+        catch_response=True,
+        name="chat",
+    ) as resp:
+        status = resp.status_code
+        if status == 0 and not final and "closed" in str(resp.error):
+            resp.request_meta["context"] = {"stale_connection": True}
+            resp.request_meta["name"] = "stale-connection (resent)"
+            resp.success()  # not a request the server saw: do not count it
+            return None
+        error = _response_problem(resp) if status == 200 else _status_error(resp, workload)
+        if error is None:
+            _read_stream(resp, workload, parser)
+        sample = parser.finish(time.perf_counter(), error)
+        resp.request_meta["response_time"] = (sample.t_end - t_send) * 1000
+        resp.request_meta["context"] = {"sample": sample}
+        if sample.ok:
+            resp.success()
+        else:
+            resp.failure(sample.error)
         return sample
+
+
+def _status_error(resp, workload: Workload) -> str:
+    if not resp.status_code:
+        text = " ".join(str(resp.error).split())
+        if "timed out" in text:
+            return f"Timeout: no byte from the server for {workload.idle_timeout:g} s (the idle bound)"
+        return "ConnectionError: " + text[:200]
+    try:
+        message = error_message(json.loads(resp.content or b""))
+    except ValueError:
+        message = (resp.text or "")[:200].replace("\n", " ")
+    return f"HTTP {resp.status_code}: {message}"
+
+
+def _response_problem(resp) -> str | None:
+    """Why a 200 cannot be read as an event stream (the same rules as ``harness.io.http``)."""
+    problem = stream_problem(200, resp.headers)
+    if problem:
+        return problem
+    ctype = (resp.headers.get("Content-Type") or "").lower()
+    if ctype and "text/event-stream" not in ctype:
+        return whole_body_error(ctype, resp.content or b"")
+    return None
+
+
+def _read_stream(resp, workload: Workload, parser: StreamParser) -> None:
+    # the socket response, read as lines arrive, each line timed by the kernel's arrival stamp
+    # where it gives one (a busy client does not add its own delay) and, per token, how long it
+    # waited in the socket for this client (lines without a token, such as the role chunk that
+    # came with the headers, time nothing)
+    stamped, tokens, lags = False, parser.s.token_times, parser.s.read_lags
+    for line, t, by_kernel, lag in stamped_lines(resp._response, idle_s=workload.idle_timeout):
+        before = len(tokens)
+        parser.feed(line, t)
+        stamped = stamped or by_kernel
+        if lag is not None and len(tokens) > before:
+            lags.append(lag)
+    parser.s.clock = "kernel" if stamped else "read"
+
+
+def _failed(parser: StreamParser, t_send: float, workload: Workload, error: str, exc) -> Sample:
+    """Record a request that raised (cut, reset, past a bound) as the failure it is."""
+    sample = parser.finish(time.perf_counter(), error)
+    events.request.fire(
+        request_type="POST",
+        name="chat",
+        response_time=(sample.t_end - t_send) * 1000,
+        response_length=0,
+        exception=exc,
+        context={"sample": sample},
+        url=workload.path,
+        response=None,
+        start_time=time.time(),
+    )
+    return sample
 
 
 def _metric_rows(environment, sample: Sample) -> None:
@@ -178,12 +229,25 @@ def _metric_rows(environment, sample: Sample) -> None:
             )
 
 
-class ChatUser(FastHttpUser):
+class _BoundedUser(FastHttpUser):
+    """A FastHttpUser whose network timeout (the wait for headers and each read) is the workload's
+    idle bound, not Locust's 60 s or this class's default."""
+
+    abstract = True
+    network_timeout = 300.0
+    connection_timeout = 10.0
+
+    def __init__(self, environment) -> None:
+        bounds = workload_for(environment)
+        self.network_timeout = bounds.idle_timeout
+        self.connection_timeout = min(self.connection_timeout, bounds.idle_timeout)
+        super().__init__(environment)
+
+
+class ChatUser(_BoundedUser):
     """Closed loop: send, read the whole stream, send the next."""
 
     wait_time = constant(0)
-    network_timeout = 300.0
-    connection_timeout = 10.0
 
     def on_start(self) -> None:
         self.workload: Workload = workload_for(self.environment)
@@ -206,13 +270,11 @@ class ChatUser(FastHttpUser):
         gevent.sleep(0.05)
 
 
-class ArrivalUser(FastHttpUser):
+class ArrivalUser(_BoundedUser):
     """Open loop: one user sends each request at its scheduled arrival time on a greenlet of its
     own, whatever the server's speed, so offered load does not fall when the server slows."""
 
     wait_time = constant(0)
-    network_timeout = 300.0
-    connection_timeout = 10.0
     concurrency = 4096  # connections in this user's pool: one per request in flight
     fixed_count = 1
     abstract = True  # not offered in the web UI or headless runs; the sweep's open loop uses it
@@ -275,6 +337,8 @@ def _options(parser) -> None:
         "exact samples beside it)",
     )
     option("--label", default="locust", help="label of that record")
+    option("--request-timeout", type=float, default=300.0, help="seconds one request may take in all")
+    option("--idle-timeout", type=float, default=0.0, help="seconds without a byte (0: the request timeout)")
 
 
 SAMPLES: list[Sample] = []
@@ -295,6 +359,8 @@ def workload_for(environment) -> Workload:
         o.max_tokens,
         temperature=o.temperature,
         api_key=os.environ.get(o.api_key_env) or None,
+        timeout=o.request_timeout,
+        idle_timeout=o.idle_timeout or None,
     )
     if _is_worker(environment) and os.environ.get(SWEEP_WORKER_ENV):
         wl.budget = 0  # a sweep's worker waits for the master to hand it a share of the level
@@ -445,7 +511,7 @@ def _write_record(environment, o) -> None:
     built by the sweep's own builder under the shared default objectives."""
     from harness.core.levels import level_record, sample_record
     from harness.core.records import DEFAULT_OBJECTIVES, UNKNOWN, LevelContext, now_stamp
-    from harness.io.notebook import append_record
+    from harness.io.notebook import append_level
 
     users = max(getattr(environment.runner, "target_user_count", 0) or 0, 1)
     wall = RUN_WINDOW.get("stop", time.perf_counter()) - RUN_WINDOW.get("start", time.perf_counter())
@@ -460,9 +526,7 @@ def _write_record(environment, o) -> None:
         objectives=DEFAULT_OBJECTIVES,
     )
     record = level_record(list(SAMPLES), users, max(wall, 1e-6), context, now_stamp())
-    append_record(o.labbook, record.to_dict(), "level")
     samples_path = os.path.splitext(o.labbook)[0] + ".samples.jsonl"
-    with open(samples_path, "a", encoding="utf-8") as fh:
-        for s in SAMPLES:
-            fh.write(json.dumps(sample_record(s, o.label, users)) + "\n")
+    rows = [sample_record(s, o.label, users) for s in SAMPLES]
+    append_level(o.labbook, record.to_dict(), samples_path, rows)  # both whole, or neither
     print(f"harness: appended a level record for {o.label} ({len(SAMPLES)} exact samples) to {o.labbook}")

@@ -267,3 +267,19 @@ class LineSplitter:
     def end(self) -> list[bytes]:
         rest, self._buf = self._buf, b""
         return [rest.rstrip(b"\r")] if rest else []
+
+
+DECODE_FLOOR_S = 1e-3  # a decode interval shorter than this is one network read, not a rate
+
+
+def decode_rate(s: Sample) -> tuple[float | None, str | None]:
+    """Tokens per second after the first, (output tokens - 1) / (last token - first token), with
+    None and the reason where no true rate exists: one token, one delta, or a zero interval."""
+    if not s.output_tokens or s.output_tokens < 2:
+        return None, "one output token: no interval to time"
+    if len(s.token_times) < 2 or s.t_first is None:
+        return None, "the answer came in one delta: no interval to time"
+    interval = s.token_times[-1] - s.t_first
+    if interval < DECODE_FLOOR_S:
+        return None, f"the deltas came within {DECODE_FLOOR_S * 1000:g} ms of each other (one read)"
+    return (s.output_tokens - 1) / interval, None

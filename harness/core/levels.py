@@ -142,6 +142,33 @@ def level_record(
 CPU_SHARE_FLOOR_S = 0.5  # below this wall time, CPU seconds per wall second mean nothing (start-up costs)
 
 
+LEVEL_SLACK_S = 30.0  # added to a level's bound: spawning, connecting, draining
+
+
+def level_bound(count: int, users: int, timeout: float) -> float:
+    """The most a closed level of ``count`` requests over ``users`` users may last: every round
+    of requests ends within its total bound (``timeout``), plus the slack. Requests not finished
+    then are counted as cancelled, never dropped."""
+    rounds = -(-count // max(users, 1))
+    return rounds * (timeout + 1.0) + LEVEL_SLACK_S
+
+
+def account(
+    samples: list[Sample], count: int, issued: int, bound_s: float, t0: float, now: float
+) -> list[Sample]:
+    """Every request the level asked for, as a sample: the finished ones, then one failed sample
+    per request still in flight or never sent when the level's bound came."""
+    missing = max(count - len(samples), 0)
+    in_flight = min(max(issued - len(samples), 0), missing)
+    out = list(samples)
+    for i in range(missing):
+        what = "still in flight" if i < in_flight else "not sent"
+        out.append(
+            Sample(t_send=t0, t_end=now, error=f"Cancelled: {what} at the level's bound of {bound_s:.0f} s")
+        )
+    return out
+
+
 def late_share(lags: list[float], gap: float | None) -> float | None:
     """The share of kernel-stamped tokens (their read lags) the client read more than one token
     gap (the median) after they arrived: by then the next token had come too, the kernel merged

@@ -9,7 +9,6 @@ reading validates each line, reporting the file, line and field of anything inva
 from __future__ import annotations
 
 import json
-import math
 import os
 from contextlib import suppress
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Any, Callable, Iterable
 import jsonschema
 
 from harness import paths
+from harness.core.records import non_finite
 from harness.errors import ConfigError, SchemaError
 
 SCHEMA_DIR = paths.schemas_dir()
@@ -64,18 +64,6 @@ def record_line(record: dict, schema_name: str, where: str = "") -> str:
     if bad:
         raise SchemaError(f"{where + ': ' if where else ''}{schema_name} record has {bad}; nothing written")
     return json.dumps(record, separators=(", ", ": "), ensure_ascii=False, allow_nan=False)
-
-
-def non_finite(value, where: str = "") -> str | None:
-    """The first field holding NaN or an infinity (not JSON, and no figure), or None."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return f"{value} at {where or '(top level)'}"
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, item in items:
-        found = non_finite(item, f"{where}.{key}" if where else str(key))
-        if found:
-            return found
-    return None
 
 
 def append_record(path: str | Path, record: dict, schema_name: str) -> None:
@@ -191,14 +179,15 @@ def read_records(
         obj, damage = _parse(text)
         found = [obj] if damage is None else _salvage(text)
         if damage is not None:
-            more = f"; recovered {len(found)} whole object(s) from it" if found else "; line skipped"
+            more = "; whole records in it recovered, the rest skipped"
             warnings.append(f"{where}: not valid JSON ({damage}){more}")
         for item in found:
             if not isinstance(item, dict) or not select(item):
                 continue
             bad = problems(item, schema_name)
             if bad:
-                warnings.append(f"{where}: {schema_name} record invalid at {bad[0]}; line skipped")
+                if damage is None:  # pieces of a damaged line were warned about with the line
+                    warnings.append(f"{where}: {schema_name} record invalid at {bad[0]}; line skipped")
                 continue
             records.append(item)
     return ReadResult(records, warnings)

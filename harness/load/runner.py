@@ -22,6 +22,7 @@ from locust.env import Environment
 import psutil
 import urllib3
 
+from harness.core.levels import LEVEL_SLACK_S, account, level_bound
 from harness.core.schedules import arrival_offsets, shares
 from harness.io.metrics_sampler import MetricsSampler
 from harness.core.stream import Sample
@@ -38,32 +39,6 @@ def _load_user_module():
 
     user._collect.enabled = False  # the sweep collects its own samples
     return user
-
-
-LEVEL_SLACK_S = 30.0  # added to a level's bound: spawning, connecting, draining
-
-
-def level_bound(count: int, users: int, timeout: float) -> float:
-    """The most a closed level of ``count`` requests over ``users`` users may last: every round
-    of requests ends within its total bound (``timeout``), plus the slack. Requests not finished
-    then are counted as cancelled, never dropped."""
-    rounds = -(-count // max(users, 1))
-    return rounds * (timeout + 1.0) + LEVEL_SLACK_S
-
-
-def account(samples: list[Sample], count: int, issued: int, bound_s: float, t0: float) -> list[Sample]:
-    """Every request the level asked for, as a sample: the finished ones, then one failed sample
-    per request still in flight or never sent when the level's bound came."""
-    now = time.perf_counter()
-    missing = max(count - len(samples), 0)
-    in_flight = min(max(issued - len(samples), 0), missing)
-    out = list(samples)
-    for i in range(missing):
-        what = "still in flight" if i < in_flight else "not sent"
-        out.append(
-            Sample(t_send=t0, t_end=now, error=f"Cancelled: {what} at the level's bound of {bound_s:.0f} s")
-        )
-    return out
 
 
 class _Interrupts:
@@ -171,7 +146,7 @@ def _drive(
         while len(collected) < count and time.perf_counter() < deadline:
             interrupts.wait(0.02)
         interrupts.wait(0)
-        collected[:] = account(collected, count, workload.issued, bound_s, t0)
+        collected[:] = account(collected, count, workload.issued, bound_s, t0, time.perf_counter())
     finally:
         interrupts.close()
         gc.enable()

@@ -30,11 +30,16 @@ MATRIX = {
     "json-error-200": (0, f"ServerError: {SERVER_MESSAGE}"),
     "not-streamed": (0, "NotStreamed"),
     "http10-stream": (4, None),
-    "reset": (0, "Error"),
-    "garbage": (0, "Error"),
+    "reset": (0, ("ConnectionError", "RemoteDisconnected", "ConnectionResetError")),
+    "garbage": (0, ("BadStatusLine", "Expected HTTP/")),
     "multiline-sse": (4, None),
     "http-500": (0, f"HTTP 500: {SERVER_MESSAGE}"),
 }
+
+
+def _says(text: str, words) -> bool:
+    """Whether ``text`` carries the words (any of them, for faults each client words its own way)."""
+    return any(w in text for w in ((words,) if isinstance(words, str) else words))
 
 
 def _run(args: list[str], bound: float) -> tuple[subprocess.CompletedProcess, float]:
@@ -61,7 +66,7 @@ def test_sweep_counts_every_request_with_its_reason(fault, tmp_path):
     (level,) = levels.records
     assert level["requests"] == 4 and level["completed"] == ok and level["failed"] == 4 - ok, level
     if words:
-        assert words in (level["first_error"] or ""), level["first_error"]
+        assert _says(level["first_error"] or "", words), level["first_error"]
         assert proc.returncode == 1
     else:
         assert proc.returncode == 0, out
@@ -81,10 +86,10 @@ def test_endpoint_proof_fails_in_one_line_within_its_bound(fault, tmp_path):
         proc, took = _run(args, TOTAL + SLACK)
     err = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
-    assert "proof request failed" in err[-1] and words in err[-1], err
+    assert "proof request failed" in err[-1] and _says(err[-1], words), err
     assert took < TOTAL + SLACK
     (check,) = read_records(book, "endpoint-check").records  # what it saw is on disk either way
-    assert check["observed"]["ok"] is False
+    assert check["ok"] is False and _says(check["error"], words)
 
 
 @pytest.mark.slow
@@ -99,7 +104,7 @@ def test_measure_ends_with_the_reason_within_its_bound(fault, tmp_path):
         args += ["--wait-seconds", "5", "--labbook", str(tmp_path / "b.md")]
         proc, took = _run(args, TOTAL + SLACK)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
-    assert words in proc.stderr, proc.stderr
+    assert _says(proc.stderr, words), proc.stderr
     assert took < TOTAL + SLACK  # the warm-up request fails and ends the command
     assert not (tmp_path / "b.md").exists() or not (tmp_path / "b.md").read_text().strip()
 
@@ -140,6 +145,6 @@ def test_locust_headless_counts_and_records(fault, tmp_path):
     (level,) = read_records(book, "level").records
     assert level["requests"] >= 1
     if words:
-        assert level["completed"] == 0 and words in level["first_error"], level
+        assert level["completed"] == 0 and _says(level["first_error"], words), level
     else:
         assert level["completed"] == level["requests"]

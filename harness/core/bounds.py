@@ -13,6 +13,7 @@ and the sample's error says which (``Timeout: ...``).
 from __future__ import annotations
 
 import math
+from typing import Any
 from dataclasses import dataclass
 
 from harness.errors import ConfigError
@@ -45,7 +46,7 @@ class Bounds:
         return f"{self.total_s:g} s in all, {self.idle_s:g} s without a byte"
 
 
-def number(name: str, value, low: float, high: float, whole: bool = False):
+def number(name: str, value: Any, low: float, high: float, whole: bool = False) -> Any:
     """``value`` when it is a finite number in [low, high] (a whole one if ``whole``), else one
     ConfigError line saying what the option takes."""
     kind = "a whole number" if whole else "a number"
@@ -59,11 +60,11 @@ def number(name: str, value, low: float, high: float, whole: bool = False):
     return int(value) if whole else float(value)
 
 
-def seconds(name: str, value) -> float:
+def seconds(name: str, value: Any) -> float:
     """A positive, finite number of seconds, at most a week."""
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
         raise ConfigError(f"{name} takes a positive number of seconds, got {value!r}")
-    return number(name, value, 1e-3, MAX_SECONDS)
+    return float(number(name, value, 1e-3, MAX_SECONDS))
 
 
 def whole_list(name: str, text: str, low: int, high: int) -> list[int]:

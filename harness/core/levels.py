@@ -133,9 +133,12 @@ def level_record(
     known (the sweep), whether the client looked like the limit."""
     stats = level_stats(samples, concurrency, wall_s, context.objectives)
     client = None
-    if client_cpu is not None and math.isfinite(client_cpu) and wall_s >= CPU_SHARE_FLOOR_S:
-        limited = client_limited(client_cpu, stats.mean_in_flight, concurrency, stats.client_late_share)
-        client = ClientCheck(client_cpu, limited, server_metrics)
+    if client_cpu is not None:
+        if not math.isfinite(client_cpu) or wall_s < CPU_SHARE_FLOOR_S:
+            client = ClientCheck(None, False, server_metrics)  # no share from a too-short wall
+        else:
+            limited = client_limited(client_cpu, stats.mean_in_flight, concurrency, stats.client_late_share)
+            client = ClientCheck(client_cpu, limited, server_metrics)
     return LevelRecord(context, stats, recorded_at, arrival, client)
 
 

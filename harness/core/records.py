@@ -126,12 +126,14 @@ class LevelStats:
 class ClientCheck:
     """The sweep's view of its own client during a level, and the engine's /metrics if sampled."""
 
-    client_cpu: float
+    client_cpu: float | None  # None: the level was too short for a CPU share to mean anything
     client_limited: bool
     server_metrics: dict | None = None
 
     def to_dict(self) -> dict:
-        out: dict = {"client_cpu": round(self.client_cpu, 3), "client_limited": self.client_limited}
+        out: dict = {}
+        if self.client_cpu is not None:
+            out.update(client_cpu=round(self.client_cpu, 3), client_limited=self.client_limited)
         if self.server_metrics:
             out["server_metrics"] = self.server_metrics
         return out
@@ -431,7 +433,7 @@ class ModelFetch:
         return out
 
 
-def non_finite(value, where: str = "") -> str | None:
+def non_finite(value: Any, where: str = "") -> str | None:
     """The first field holding NaN or an infinity (not JSON, and no figure), or None."""
     if isinstance(value, float) and not math.isfinite(value):
         return f"{value} at {where or '(top level)'}"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 TEXT_FIELDS = ("content", "reasoning_content", "reasoning")
 
@@ -129,7 +130,7 @@ class StreamParser:
                 error_message(obj) if obj is not _BAD else data[:200].decode("utf-8", "replace")
             )
 
-    def _event(self, obj, t: float) -> None:
+    def _event(self, obj: Any, t: float) -> None:
         if not isinstance(obj, dict):
             return
         if self.s.request_id is None and isinstance(obj.get("id"), str):
@@ -199,7 +200,7 @@ class StreamParser:
 _BAD = object()
 
 
-def _json(data: bytes):
+def _json(data: bytes) -> Any:
     try:
         return json.loads(data)
     except ValueError:  # JSONDecodeError, or bytes that are not UTF-8
@@ -208,12 +209,12 @@ def _json(data: bytes):
         return _BAD
 
 
-def _count(value) -> bool:
+def _count(value: Any) -> bool:
     """A token count a server may truly send: a whole number, not negative (bool is not one)."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def error_message(obj) -> str:
+def error_message(obj: Any) -> str:
     """The server's own words from an error object: OpenAI's and vLLM's ``{"error": {"message"}}``,
     TGI's ``{"error": "..."}``, llama-server's ``{"code", "message"}``, FastAPI's ``{"detail"}``."""
     if isinstance(obj, dict):
@@ -255,7 +256,7 @@ class LineSplitter:
 
     def feed(self, data: bytes) -> list[bytes]:
         self._buf += data
-        lines = []
+        lines: list[bytes] = []
         while True:
             cut = min((i for i in (self._buf.find(b"\n"), self._buf.find(b"\r")) if i >= 0), default=-1)
             if cut < 0 or (self._buf[cut : cut + 1] == b"\r" and cut + 1 == len(self._buf)):

@@ -310,9 +310,9 @@ class DistributedLoad:
             self.runner.stop()
             if sampler:
                 sampler.stop()
-        got = account(
-            list(self.samples), count, count, bound_s, min((s.t_send for s in self.samples), default=0)
-        )
+        now = time.perf_counter()
+        t0 = min((s.t_send for s in self.samples), default=now)
+        got = account(list(self.samples), count, count, bound_s, t0, now)
         sends = [s.t_send for s in got]
         ends = [s.t_end for s in got if s.t_end is not None]
         wall = (max(ends) - min(sends)) if ends else 0.0  # one host: the workers share CLOCK_MONOTONIC

@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from harness.core import bounds
-from harness.core.prompts import PROMPT_SETS
+from harness.core.prompts import PROMPT_SETS, load_prompt_file
 from harness.core.records import (
     DEFAULT_SLO_TPOT_S,
     DEFAULT_SLO_TTFT_S,
@@ -172,6 +172,8 @@ def plan_from(args) -> SweepPlan:
     rates = parse_rates(args.rate) if args.rate else None
     levels = rates if rates else parse_levels(args.concurrency)
     check_numbers(args)
+    if args.prompt_file:
+        load_prompt_file(args.prompt_file, 1)  # a bad prompt file is one line before anything starts
     if args.duration is not None and rates:
         raise ConfigError(
             "--duration takes a positive number of seconds and works with --concurrency, not --rate"

@@ -211,8 +211,14 @@ def load_prompt_file(path: str | Path, count: int) -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"--prompt-file {path} not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError) as exc:
+        raise ConfigError(
+            f"--prompt-file {path} is not readable UTF-8 JSONL ({exc}); give one object per line"
+        ) from None
     prompts = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:

@@ -54,3 +54,11 @@ def test_measure_option_is_one_line(extra, words, capsys):
     assert main(args + extra) == 2
     err = capsys.readouterr().err.strip()
     assert words in err and "\n" not in err, err
+
+
+def test_a_binary_prompt_file_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "p.jsonl"
+    bad.write_bytes(b"\xff\xfe\x00garbage")
+    assert main(SWEEP + ["--prompt-file", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "is not readable UTF-8 JSONL" in err and "\n" not in err, err

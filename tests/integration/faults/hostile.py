@@ -7,6 +7,7 @@ holds) when the ``with`` block ends.
 
 from __future__ import annotations
 
+import gzip
 import json
 import socket
 import socketserver
@@ -52,6 +53,7 @@ FAULTS = (
     "garbage",
     "multiline-sse",
     "http-500",
+    "gzip",
 )
 
 
@@ -126,6 +128,13 @@ class _Handler(socketserver.BaseRequestHandler):
                 piece = f"data: {text[:half]}\ndata: {text[half:]}\n\n".encode()
             body.append(piece)
         _send_stream(sock, body, srv)
+
+    def fault_gzip(self, sock, srv) -> None:  # compresses although the client asked for identity
+        body = gzip.compress(b"".join(good_events()))
+        sock.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\n"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
+        )
 
     def fault_http_500(self, sock, srv) -> None:
         _send_json(sock, 500, {"error": {"message": SERVER_MESSAGE}})

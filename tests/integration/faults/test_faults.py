@@ -34,6 +34,7 @@ MATRIX = {
     "garbage": (0, ("BadStatusLine", "Expected HTTP/")),
     "multiline-sse": (4, None),
     "http-500": (0, f"HTTP 500: {SERVER_MESSAGE}"),
+    "gzip": (0, "Compressed: the server sent Content-Encoding gzip although asked for identity"),
 }
 
 
@@ -75,7 +76,9 @@ def test_sweep_counts_every_request_with_its_reason(fault, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fault", ["no-headers", "trickle", "midstream-error", "json-error-200", "garbage"])
+@pytest.mark.parametrize(
+    "fault", ["no-headers", "trickle", "midstream-error", "json-error-200", "garbage", "gzip"]
+)
 def test_endpoint_proof_fails_in_one_line_within_its_bound(fault, tmp_path):
     ok, words = MATRIX[fault]
     book = tmp_path / "book.md"
@@ -148,3 +151,25 @@ def test_locust_headless_counts_and_records(fault, tmp_path):
         assert level["completed"] == 0 and _says(level["first_error"], words), level
     else:
         assert level["completed"] == level["requests"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "mode, asked, bound",
+    [
+        (["--rate", "4", "--requests", "4"], 4, 0.75 + TOTAL),  # the last arrival, then its bound
+        (["--concurrency", "2", "--duration", "1"], 2, 1 + TOTAL),  # two sent, none finished in time
+    ],
+    ids=["open-loop", "timed"],
+)
+def test_open_and_timed_levels_count_every_request_sent(mode, asked, bound, tmp_path):
+    book = tmp_path / "book.md"
+    with HostileServer("trickle") as srv:
+        args = ["sweep", "--base-url", srv.base_url, "--model", MODEL, *mode, "--timeout", str(TOTAL)]
+        args += ["--warmup", "0", "--labbook", str(book), "--metrics-url", "none", "--no-endpoint-check"]
+        proc, took = _run(args, bound + SLACK)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert took < bound + SLACK
+    (level,) = read_records(book, "level").records
+    assert level["requests"] == asked and level["failed"] == asked, level
+    assert level["first_error"] == f"Timeout: the request passed its total bound of {TOTAL:g} s"

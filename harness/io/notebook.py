@@ -77,10 +77,12 @@ def append_level(path: str | Path, record: dict, samples_path: str | Path, sampl
     line = record_line(record, "level", where=str(path))
     sample_lines = [json.dumps(s, ensure_ascii=False, allow_nan=False) for s in samples]
     undo = append_lines(samples_path, sample_lines)
+    before = _size(path)
     try:
         append_lines(path, [line])
     except BaseException:
-        undo()
+        if _size(path) <= before:  # the record is not there (an interrupt after it landed keeps both)
+            undo()
         raise
 
 
@@ -105,13 +107,21 @@ def append_lines(path: str | Path, lines: list[str]) -> Callable[[], None]:
                 written += os.write(fd, data[written:])
             os.fsync(fd)
         except BaseException as exc:
-            _cut_back(fd, size)
+            if written < len(data) or isinstance(exc, OSError):  # a whole line that landed stays
+                _cut_back(fd, size)
             if isinstance(exc, OSError):
                 raise SchemaError(_cannot(path, exc) + "; the file is as it was") from None
             raise
     finally:
         os.close(fd)
     return lambda: _truncate(path, size)
+
+
+def _size(path: str | Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _cut_back(fd: int, size: int) -> None:

@@ -12,14 +12,13 @@ import time
 import uuid
 from dataclasses import replace
 
-import requests
-
-from harness.io import http
+from harness.core import bounds
+from harness.core.stream import decode_rate
 from harness.io import memory
-from harness.io.http import stream_chat
+from harness.io.http import get_models, stream_chat
 from harness.errors import ConfigError, TargetError, TargetUnreachable
 from harness.core.records import EngineSpeed, utc_stamp
-from harness.io.notebook import append_record, validate
+from harness.io.notebook import append_record, check_writable, validate
 
 SHORT = "Two sentences, please: what is a KV cache, and why does it grow with the context?"
 PARAGRAPH = (
@@ -55,7 +54,10 @@ def add_parser(sub) -> None:
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--long-repeats", type=int, default=16, help="paragraph repeats in the long prompt")
     p.add_argument("--repetitions", type=int, default=3)
-    p.add_argument("--timeout", type=float, default=600.0)
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds one request may take in all")
+    p.add_argument(
+        "--idle-timeout", type=float, help="seconds a request may go without a byte (default: --timeout)"
+    )
     p.add_argument("--wait-seconds", type=int, default=120)
     p.add_argument("--no-warmup", action="store_true")
     p.add_argument(
@@ -71,13 +73,14 @@ def add_parser(sub) -> None:
 def wait_for(base_url: str, api_key: str | None, seconds: int) -> None:
     deadline, last = time.monotonic() + seconds, "no answer"
     while time.monotonic() < deadline:
+        left = max(deadline - time.monotonic(), 0.1)
         try:
-            resp = http.get_models(base_url, api_key, timeout=10)
-            if resp.status_code == 200:
+            resp = get_models(base_url, api_key, bounds.Bounds.of(min(10.0, left)))
+            if resp.status == 200:
                 return
-            last = f"status {resp.status_code}"
-        except requests.RequestException as exc:
-            last = type(exc).__name__
+            last = f"status {resp.status}"
+        except TargetError as exc:
+            last = str(exc).rsplit(": ", 1)[-1]
         time.sleep(1)
     raise TargetUnreachable(
         f"{base_url}/models did not answer 200 within {seconds} s ({last}); start the server, "
@@ -97,16 +100,18 @@ def one(args, key: str | None, prompt: str) -> dict:
         },
         api_key=key,
         timeout=args.timeout,
+        idle_timeout=args.idle_timeout,
     )
     if not s.ok:
         raise TargetError(
             f"a measured request failed: {s.error}; check --model against /v1/models and the server log"
         )
-    decode_s = max(s.token_times[-1] - s.t_first, 1e-9)
+    decode, why = decode_rate(s)
     timings = s.timings or {}
     return {
         "ttft_s": s.ttft,
-        "decode_tokens_per_s": max(s.output_tokens - 1, 1) / decode_s,
+        "decode_tokens_per_s": decode,
+        "decode_note": why,
         "prompt_tokens": s.prompt_tokens,
         "completion_tokens": s.output_tokens,
         "token_source": "usage" if s.token_source == "usage" else "chunks",
@@ -116,6 +121,16 @@ def one(args, key: str | None, prompt: str) -> dict:
         "server_prefill": timings.get("prompt_per_second"),
         "server_decode": timings.get("predicted_per_second"),
     }
+
+
+def check_numbers(args) -> None:
+    """Every numeric option in its range before anything is sent (ConfigError, one line each)."""
+    bounds.number("--repetitions", args.repetitions, 1, bounds.MAX_REPETITIONS, whole=True)
+    bounds.number("--max-tokens", args.max_tokens, 2, bounds.MAX_TOKENS, whole=True)
+    bounds.number("--long-repeats", args.long_repeats, 1, 10_000, whole=True)
+    bounds.number("--wait-seconds", args.wait_seconds, 0, bounds.MAX_SECONDS, whole=True)
+    bounds.number("--context-length", args.context_length, 0, 100_000_000, whole=True)
+    bounds.Bounds.of(args.timeout, args.idle_timeout)
 
 
 def _median(runs: list[dict], key: str):
@@ -141,7 +156,7 @@ def measure_test(args, key, name: str, prompt: str) -> EngineSpeed:
         repetitions=args.repetitions,
         max_tokens=args.max_tokens,
         ttft_s=r2(_median(runs, "ttft_s"), 4),
-        decode_tokens_per_s=r2(_median(runs, "decode_tokens_per_s"), 2),
+        decode_tokens_per_s=r2(_median(runs, "decode_tokens_per_s"), 2),  # None: no true rate (see extra)
         prompt_tokens=_median(runs, "prompt_tokens"),
         completion_tokens=_median(runs, "completion_tokens"),
         token_source=runs[-1]["token_source"],
@@ -152,7 +167,14 @@ def measure_test(args, key, name: str, prompt: str) -> EngineSpeed:
         server_prefill_tokens_per_s=_median(runs, "server_prefill"),
         server_decode_tokens_per_s=_median(runs, "server_decode"),
         measured_on=utc_stamp(),
+        extra=_decode_note(runs),
     )
+
+
+def _decode_note(runs: list[dict]) -> dict:
+    """Why the record has no decode rate, when no run had one."""
+    notes = [r["decode_note"] for r in runs if r.get("decode_note")]
+    return {"decode_note": notes[0]} if notes and len(notes) == len(runs) else {}
 
 
 def prefill_from_difference(short: dict, long: dict) -> float | None:
@@ -160,6 +182,28 @@ def prefill_from_difference(short: dict, long: dict) -> float | None:
     if not (short["prompt_tokens"] and long["prompt_tokens"]) or long["ttft_s"] <= short["ttft_s"]:
         return None
     return round((long["prompt_tokens"] - short["prompt_tokens"]) / (long["ttft_s"] - short["ttft_s"]), 1)
+
+
+def _idle_snapshot(args) -> dict:
+    """The idle memory snapshot given with --idle-snapshot ({} without one)."""
+    idle: dict = {}
+    if args.idle_snapshot:
+        try:
+            with open(args.idle_snapshot, encoding="utf-8") as fh:
+                idle = json.load(fh)
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"cannot read the idle snapshot {args.idle_snapshot}: {exc}") from exc
+        if idle.get("hostname") not in (None, platform.node()):
+            raise ConfigError(
+                f"{args.idle_snapshot} was taken on {idle.get('hostname')}, not this machine "
+                f"({platform.node()}); take a new one with --snapshot-only"
+            )
+    return idle
+
+
+def _rate(rec: dict) -> str:
+    value = rec["decode_tokens_per_s"]
+    return f"{value:.2f}" if value is not None else f"- ({rec.get('decode_note', 'not measured')})"
 
 
 def run(args) -> int:
@@ -173,18 +217,10 @@ def run(args) -> int:
         return 0
     if not args.engine or not args.model:
         raise ConfigError("--engine and --model are needed (unless --snapshot-only)")
-    idle = {}
-    if args.idle_snapshot:
-        try:
-            with open(args.idle_snapshot, encoding="utf-8") as fh:
-                idle = json.load(fh)
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"cannot read the idle snapshot {args.idle_snapshot}: {exc}") from exc
-        if idle.get("hostname") not in (None, platform.node()):
-            raise ConfigError(
-                f"{args.idle_snapshot} was taken on {idle.get('hostname')}, not this machine "
-                f"({platform.node()}); take a new one with --snapshot-only"
-            )
+    check_numbers(args)
+    if not (args.print_only or args.reuse_prompt):
+        check_writable(args.labbook)
+    idle = _idle_snapshot(args)
     key = (os.environ.get(args.api_key_env) if args.api_key_env else None) or args.api_key or None
     wait_for(args.base_url, key, args.wait_seconds)
     long_prompt = PARAGRAPH * args.long_repeats + "\n\n" + ASK
@@ -199,13 +235,12 @@ def run(args) -> int:
         "memory_delta_mb": added,
         "process_resident_mb": rss,
     }
-    short, long = (replace(t, extra=extra).to_dict() for t in tests)
+    short, long = (replace(t, extra={**t.extra, **extra}).to_dict() for t in tests)
     for rec in (short, long):
         print(
-            f"    {args.engine:>14} {rec['test']:>5}  prompt {rec['prompt_tokens']} tok  ttft "
-            f"{rec['ttft_s']:.3f} s  "
-            f"decode {rec['decode_tokens_per_s']:.2f} tok/s  {rec['completion_tokens']} tok "
-            f"({rec['finish_reason']}), "
+            f"    {args.engine:>14} {rec['test']:>5}  prompt {rec['prompt_tokens']} tok  "
+            f"ttft {rec['ttft_s']:.3f} s  "
+            f"decode {_rate(rec)} tok/s  {rec['completion_tokens']} tok ({rec['finish_reason']}), "
             f"counts from {rec['token_source']}, cached {rec['max_cached_prompt_tokens']}"
         )
     print(

@@ -3,16 +3,18 @@ tool-call probe. One record per server; each failure carries the exact reason.""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+from contextlib import suppress
 
-import requests
-
-from harness.io.http import auth_headers
-from harness.core import probes
-from harness.errors import TargetUnreachable
+from harness.core import bounds, probes
+from harness.core.bounds import Bounds
+from harness.core.stream import error_message
+from harness.errors import TargetError, TargetUnreachable
+from harness.io.http import MAX_BODY, Reply, auth_headers, chat_headers, failure, opened, request
 from harness.core.records import Features, utc_stamp
-from harness.io.notebook import append_record
+from harness.io.notebook import append_record, check_writable
 
 
 def add_parser(sub) -> None:
@@ -28,39 +30,76 @@ def add_parser(sub) -> None:
     p.add_argument("--host", default="", help="short description of the machine")
     p.add_argument("--prompt-suffix", default=" /no_think", help="appended to the probe prompts")
     p.add_argument("--max-tokens", type=int, default=1024)
-    p.add_argument("--timeout", type=float, default=300.0)
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds one request may take in all")
+    p.add_argument(
+        "--idle-timeout", type=float, help="seconds a request may go without a byte (default: --timeout)"
+    )
     p.add_argument("--labbook", default="labbook.md")
     p.add_argument("--print-only", action="store_true", help="print the verdicts, record nothing")
     p.set_defaults(func=run)
 
 
 class _Client:
-    def __init__(self, base_url: str, key: str | None, timeout: float) -> None:
-        self.base, self.timeout = base_url.rstrip("/"), timeout
+    """The probe's requests, through the one HTTP helper under both bounds: a server that never
+    answers or trickles ends at the bound, as a finding in the record, not a hang."""
+
+    def __init__(self, base_url: str, key: str | None, timeout: float, idle: float | None = None) -> None:
+        self.base, self.bounds = base_url.rstrip("/"), Bounds.of(timeout, idle)
         self.headers = auth_headers(key)
 
-    def get(self, path: str):
-        return self._do("get", path, None)
+    def get(self, path: str) -> Reply:
+        return self._do("GET", path, None)
 
-    def post(self, path: str, body: dict, stream: bool = False):
-        return self._do("post", path, body, stream)
+    def post(self, path: str, body: dict) -> Reply:
+        return self._do("POST", path, body)
 
-    def _do(self, method: str, path: str, body, stream: bool = False):
+    def _do(self, method: str, path: str, body) -> Reply:
         try:
-            return getattr(requests, method)(
-                self.base + path, json=body, headers=self.headers, timeout=self.timeout, stream=stream
-            )
-        except requests.ConnectionError as exc:
+            return request(method, self.base + path, self.bounds, payload=body, headers=self.headers)
+        except TargetUnreachable:
+            raise
+        except TargetError as exc:  # past a bound, reset, garbage: the server's failure, recorded
+            return Reply(0, {}, str(exc).encode())
+
+    def stream(self, path: str, body: dict) -> tuple[int, list[bytes], str]:
+        """Status, every body line, and the error that cut the stream ('' when none)."""
+        lines: list[bytes] = []
+        fired = False
+        payload = json.dumps(body).encode()
+        try:
+            with opened("POST", self.base + path, self.bounds, payload, chat_headers(None, self.headers)) as (
+                resp,
+                dog,
+            ):
+                try:
+                    if resp.status != 200:
+                        return resp.status, [resp.read(MAX_BODY)], ""
+                    while line := resp.readline(MAX_BODY):
+                        lines.append(line.strip())
+                finally:
+                    fired = dog.fired
+            return 200, lines, failure(TimeoutError(), self.bounds, True) if fired else ""
+        except ConnectionRefusedError as exc:
             raise TargetUnreachable(
                 f"nothing answers at {self.base}; start the server or fix --base-url"
             ) from exc
+        except (OSError, http.client.HTTPException) as exc:
+            return 0, lines, failure(exc, self.bounds, fired)
 
 
-def _reply(resp) -> tuple[int, dict | None, str]:
+def _reply(resp: Reply) -> tuple[int, dict | None, str]:
+    """Status, the JSON object, and the reason there is none (the server's words where it sent some)."""
+    if resp.status == 200 and resp.headers.get("Content-Type", "").startswith("text/event-stream"):
+        return resp.status, None, "a stream came back for a non-streamed request"
     try:
-        return resp.status_code, resp.json(), ""
+        body = resp.json()
     except ValueError:
-        return resp.status_code, None, resp.text[:160]
+        return resp.status, None, resp.text[:160]
+    if not isinstance(body, dict):
+        return resp.status, None, resp.text[:160]
+    if resp.status == 200 and "error" in body:
+        return resp.status, None, f"error in a 200 answer: {error_message(body)}"
+    return resp.status, body, ""
 
 
 def probe_models(client: _Client) -> dict:
@@ -99,19 +138,18 @@ def probe_tools(client: _Client, args) -> dict:
 
 
 def probe_streaming_tools(client: _Client, args) -> dict:
-    resp = client.post(
-        "/chat/completions",
-        _chat_body(args, probes.TOOL_PROMPT, tools=[probes.WEATHER_TOOL], tool_choice="auto", stream=True),
-        stream=True,
-    )
-    if resp.status_code != 200:
-        return {
-            "status": resp.status_code,
-            "supported": False,
-            "detail": f"status {resp.status_code}: {resp.text[:160]}",
-        }
+    body = _chat_body(args, probes.TOOL_PROMPT, tools=[probes.WEATHER_TOOL], tool_choice="auto", stream=True)
+    status, lines, cut = client.stream("/chat/completions", body)
+    if status != 200:
+        text = cut or (lines[0] if lines else b"").decode("utf-8", "replace")
+        with suppress(ValueError):
+            text = error_message(json.loads(text))
+        return {"status": status, "supported": False, "detail": f"status {status}: {text[:160]}"}
     events = []
-    for line in resp.iter_lines():
+    for line in lines:
+        if line.startswith(b"error:"):
+            said = line[6:200].decode("utf-8", "replace").strip()
+            return {"status": 200, "supported": False, "detail": f"error mid-stream: {said}"}
         if line.startswith(b"data:") and line[5:].strip() != b"[DONE]":
             try:
                 events.append(json.loads(line[5:]))
@@ -119,8 +157,10 @@ def probe_streaming_tools(client: _Client, args) -> dict:
                 return {
                     "status": 200,
                     "supported": False,
-                    "detail": "a stream line was not JSON: " + line[:80].decode(),
+                    "detail": "a stream line was not JSON: " + line[:80].decode("utf-8", "replace"),
                 }
+    if cut:
+        return {"status": 200, "supported": False, "detail": f"the stream was cut: {cut}"}
     name, arguments, text, finish = probes.assemble_tool_deltas(events)
     return {"status": 200, **probes.judge_tool_call(name, arguments, text, finish)}
 
@@ -144,7 +184,10 @@ def probe_schema(client: _Client, args) -> dict:
 
 def run(args) -> int:
     key = (os.environ.get(args.api_key_env) if args.api_key_env else None) or args.api_key or None
-    client = _Client(args.base_url, key, args.timeout)
+    client = _Client(args.base_url, key, args.timeout, args.idle_timeout)
+    bounds.number("--max-tokens", args.max_tokens, 1, bounds.MAX_TOKENS, whole=True)
+    if not args.print_only:
+        check_writable(args.labbook)
     record = Features(
         engine=args.engine,
         engine_version=args.engine_version,

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from harness.core.prompts import PROMPT_SETS
+from harness.core import bounds
+from harness.core.prompts import PROMPT_SETS, load_prompt_file
 from harness.core.records import (
     DEFAULT_SLO_TPOT_S,
     DEFAULT_SLO_TTFT_S,
@@ -25,6 +26,7 @@ from harness.core.records import (
 )
 from harness.errors import ConfigError
 from harness.io.progress import LevelProgress
+from harness.io.notebook import check_writable
 from harness.load import sweep as sweeping  # no Locust yet: harness.load.runner is imported when load runs
 from harness.load.sweep import SweepPlan
 
@@ -47,7 +49,17 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds a request may take")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds one request may take in all (headers and stream)",
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        help="seconds a request may go without a byte from the server (default: --timeout)",
+    )
     p.add_argument("--prompt-set", default="mixed", choices=list(PROMPT_SETS))
     p.add_argument(
         "--prompt-file", help="JSONL prompts ({'prompt': ...} or {'messages': [...]}) instead of a set"
@@ -121,29 +133,37 @@ def print_endpoint(check: EndpointCheck) -> None:
 
 
 def parse_rates(text: str) -> list[float]:
-    try:
-        rates = [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ConfigError(
-            f"--rate must be comma-separated numbers (requests per second), got {text!r}"
-        ) from None
-    if not rates or min(rates) <= 0:
-        raise ConfigError(f"--rate lists no rate, or one that is not positive: {text!r}")
-    return rates
+    return bounds.number_list("--rate", text, 1e-3, bounds.MAX_RATE_RPS)
 
 
 def parse_levels(text: str) -> list[int]:
-    try:
-        levels = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise ConfigError(f"--concurrency must be comma-separated whole numbers, got {text!r}") from None
-    if not levels or min(levels) < 1:
-        raise ConfigError(f"--concurrency lists no level, or one below 1: {text!r}")
-    return levels
+    return bounds.whole_list("--concurrency", text, 1, bounds.MAX_CONCURRENCY)
+
+
+def check_numbers(args) -> None:
+    """Every numeric option in its range before anything starts (ConfigError, one line each)."""
+    whole = lambda name, value, low, high: bounds.number(name, value, low, high, whole=True)  # noqa: E731
+    whole("--requests", args.requests, 1, bounds.MAX_REQUESTS)
+    whole("--min-rounds", args.min_rounds, 0, bounds.MAX_REQUESTS)
+    whole("--max-tokens", args.max_tokens, 2, bounds.MAX_TOKENS)
+    whole("--warmup", args.warmup, 0, 1000)
+    whole("--processes", args.processes, 0, 4 * (os.cpu_count() or 1))
+    whole("--context-length", args.context_length, 0, 100_000_000)
+    whole("--server-slots", args.server_slots, 0, bounds.MAX_CONCURRENCY)
+    bounds.number("--temperature", args.temperature, 0, 10)
+    bounds.Bounds.of(args.timeout, args.idle_timeout)
+    bounds.seconds("--slo-ttft", args.slo_ttft)
+    bounds.seconds("--slo-tpot", args.slo_tpot)
+    if args.duration is not None:
+        bounds.seconds("--duration", args.duration)
 
 
 def _root(base_url: str) -> tuple[str, str]:
-    parts = urlsplit(base_url)
+    try:
+        parts = urlsplit(base_url)
+        _ = parts.port  # a port that is no number raises here
+    except ValueError as exc:
+        raise ConfigError(f"--base-url {base_url!r} is not a usable URL ({exc})") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"--base-url must look like http://HOST:PORT/v1, got {base_url!r}")
     return f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/") or "/v1"
@@ -153,9 +173,10 @@ def plan_from(args) -> SweepPlan:
     """The checked options as a sweep plan (ConfigError, one line, for anything that does not fit)."""
     rates = parse_rates(args.rate) if args.rate else None
     levels = rates if rates else parse_levels(args.concurrency)
-    if args.requests < 1 or args.max_tokens < 2:
-        raise ConfigError("--requests must be at least 1 and --max-tokens at least 2")
-    if args.duration is not None and (args.duration <= 0 or rates):
+    check_numbers(args)
+    if args.prompt_file:
+        load_prompt_file(args.prompt_file, 1)  # a bad prompt file is one line before anything starts
+    if args.duration is not None and rates:
         raise ConfigError(
             "--duration takes a positive number of seconds and works with --concurrency, not --rate"
         )
@@ -202,6 +223,7 @@ def plan_from(args) -> SweepPlan:
         seed=args.seed,
         processes=args.processes,
         metrics_url=None if args.metrics_url == "none" else (args.metrics_url or root + "/metrics"),
+        idle_timeout=args.idle_timeout,
     )
 
 
@@ -221,6 +243,8 @@ def print_plan(args) -> None:
 
 def run(args) -> int:
     plan = plan_from(args)
+    check_writable(plan.labbook)  # before the first level, not after it (it would be lost)
+    check_writable(plan.samples_path, "--samples")
     listed = sweeping.list_models(plan)
     if listed and args.model not in listed:
         print(
@@ -284,7 +308,7 @@ def print_level(r: dict) -> None:
         "within SLO)  "
         f"in flight {r['mean_in_flight']:.1f}  prompt {r['prompt_tokens_mean']} tok, cached "
         f"{r['cached_tokens_mean']}  tokens from {r['token_counts']}  finish {r['finish_reasons']}  "
-        f"client CPU {r['client_cpu']:.0%}{lag}",
+        f"client CPU {_fmt(r.get('client_cpu'), '.0%')}{lag}",
         flush=True,
     )
     if r.get("client_limited"):

@@ -8,6 +8,8 @@ None, never 0.
 
 from __future__ import annotations
 
+import math
+
 import statistics
 from collections import Counter
 from typing import Iterable
@@ -75,6 +77,7 @@ def level_stats(samples: list[Sample], concurrency: int, wall_s: float, objectiv
     ok = [s for s in samples if s.ok]
     failed = [s for s in samples if not s.ok]
     incomplete = [s for s in failed if (s.error or "").startswith("IncompleteStream")]
+    cancelled = [s for s in failed if (s.error or "").startswith("Cancelled")]
     itls = [gap for s in ok for gap in s.itl]
     lags = [lag for s in ok for lag in s.read_lags]
     out_tokens = sum(s.output_tokens or 0 for s in ok)
@@ -93,6 +96,7 @@ def level_stats(samples: list[Sample], concurrency: int, wall_s: float, objectiv
         completed=len(ok),
         failed=len(failed),
         incomplete=len(incomplete),  # added: streams that ended without finish reason or [DONE]
+        cancelled=len(cancelled),  # added: requests still unfinished (or unsent) at the level's bound
         wall_s=round(wall_s, 3),
         output_tokens=out_tokens,
         output_tokens_per_s=round(out_tokens / wall_s, 2) if wall_s > 0 else 0.0,
@@ -132,9 +136,42 @@ def level_record(
     stats = level_stats(samples, concurrency, wall_s, context.objectives)
     client = None
     if client_cpu is not None:
-        limited = client_limited(client_cpu, stats.mean_in_flight, concurrency, stats.client_late_share)
-        client = ClientCheck(client_cpu, limited, server_metrics)
+        if not math.isfinite(client_cpu) or wall_s < CPU_SHARE_FLOOR_S:
+            client = ClientCheck(None, False, server_metrics)  # no share from a too-short wall
+        else:
+            limited = client_limited(client_cpu, stats.mean_in_flight, concurrency, stats.client_late_share)
+            client = ClientCheck(client_cpu, limited, server_metrics)
     return LevelRecord(context, stats, recorded_at, arrival, client)
+
+
+CPU_SHARE_FLOOR_S = 0.5  # below this wall time, CPU seconds per wall second mean nothing (start-up costs)
+
+
+LEVEL_SLACK_S = 30.0  # added to a level's bound: spawning, connecting, draining
+
+
+def level_bound(count: int, users: int, timeout: float) -> float:
+    """The most a closed level of ``count`` requests over ``users`` users may last: every round
+    of requests ends within its total bound (``timeout``), plus the slack. Requests not finished
+    then are counted as cancelled, never dropped."""
+    rounds = -(-count // max(users, 1))
+    return rounds * (timeout + 1.0) + LEVEL_SLACK_S
+
+
+def account(
+    samples: list[Sample], count: int, issued: int, bound_s: float, t0: float, now: float
+) -> list[Sample]:
+    """Every request the level asked for, as a sample: the finished ones, then one failed sample
+    per request still in flight or never sent when the level's bound came."""
+    missing = max(count - len(samples), 0)
+    in_flight = min(max(issued - len(samples), 0), missing)
+    out = list(samples)
+    for i in range(missing):
+        what = "still in flight" if i < in_flight else "not sent"
+        out.append(
+            Sample(t_send=t0, t_end=now, error=f"Cancelled: {what} at the level's bound of {bound_s:.0f} s")
+        )
+    return out
 
 
 def late_share(lags: list[float], gap: float | None) -> float | None:

@@ -214,23 +214,29 @@ def load_prompt_file(path: str | Path, count: int) -> list[str]:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"--prompt-file {path} not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError) as exc:
+        raise ConfigError(
+            f"--prompt-file {path} is not readable UTF-8 JSONL ({exc}); give one object per line"
+        ) from None
     prompts = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{path}:{lineno}: not valid JSON ({exc.msg}); one object per line") from exc
-        text = obj.get("prompt") if isinstance(obj, dict) else None
-        if text is None and isinstance(obj, dict) and isinstance(obj.get("messages"), list):
+        prompt = obj.get("prompt") if isinstance(obj, dict) else None
+        if prompt is None and isinstance(obj, dict) and isinstance(obj.get("messages"), list):
             users = [
                 m.get("content") for m in obj["messages"] if isinstance(m, dict) and m.get("role") == "user"
             ]
-            text = users[-1] if users else None
-        if not isinstance(text, str) or not text:
+            prompt = users[-1] if users else None
+        if not isinstance(prompt, str) or not prompt:
             raise ConfigError(f"{path}:{lineno}: needs a 'prompt' string or 'messages' with a user message")
-        prompts.append(text)
+        prompts.append(prompt)
     if not prompts:
         raise ConfigError(f"--prompt-file {path} holds no prompts")
     return [prompts[i % len(prompts)] for i in range(count)]

@@ -11,10 +11,13 @@ when no time is given.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Mapping
+
+from harness.errors import SchemaError
 
 SCHEMA_VERSION = 1
 LAB_ID = "part-09/lab-serve-twenty-concurrent-users"
@@ -91,6 +94,7 @@ class LevelStats:
     completed: int
     failed: int
     incomplete: int
+    cancelled: int
     wall_s: float
     output_tokens: int
     output_tokens_per_s: float
@@ -122,12 +126,14 @@ class LevelStats:
 class ClientCheck:
     """The sweep's view of its own client during a level, and the engine's /metrics if sampled."""
 
-    client_cpu: float
+    client_cpu: float | None  # None: the level was too short for a CPU share to mean anything
     client_limited: bool
     server_metrics: dict | None = None
 
     def to_dict(self) -> dict:
-        out: dict = {"client_cpu": round(self.client_cpu, 3), "client_limited": self.client_limited}
+        out: dict = {}
+        if self.client_cpu is not None:
+            out.update(client_cpu=round(self.client_cpu, 3), client_limited=self.client_limited)
         if self.server_metrics:
             out["server_metrics"] = self.server_metrics
         return out
@@ -214,6 +220,9 @@ class LevelRecord:
         out.update(self.stats.to_dict())
         if self.client is not None:
             out.update(self.client.to_dict())
+        bad = non_finite(out)
+        if bad:  # a figure that cannot be true is never recorded
+            raise SchemaError(f"level record for {c.label!r} has {bad}; nothing written")
         return out
 
 
@@ -422,6 +431,18 @@ class ModelFetch:
         if self.repo is not None:
             out.update(repo=self.repo, revision=self.revision)
         return out
+
+
+def non_finite(value: Any, where: str = "") -> str | None:
+    """The first field holding NaN or an infinity (not JSON, and no figure), or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value} at {where or '(top level)'}"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = non_finite(item, f"{where}.{key}" if where else str(key))
+        if found:
+            return found
+    return None
 
 
 def _fields(record: Any, skip: tuple[str, ...] = ()) -> dict:

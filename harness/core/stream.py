@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 TEXT_FIELDS = ("content", "reasoning_content", "reasoning")
 
@@ -57,12 +58,18 @@ class Sample:
 
 
 class StreamParser:
-    """Feed it each SSE line with its arrival time, then call ``finish``."""
+    """Feed it each SSE line with its arrival time, then call ``finish``.
+
+    Events follow the SSE rules: consecutive ``data:`` lines are one event, joined by newlines and
+    ended by a blank line; a ``data:`` line that is a whole JSON object (or ``[DONE]``) on its own is
+    taken at once, for the servers that send no blank lines. An ``error:`` line (llama-server's
+    way of failing mid-stream) keeps the server's message. Nothing a server sends raises here."""
 
     def __init__(self, t_send: float) -> None:
         self.s = Sample(t_send=t_send)
         self._deltas = 0
         self._usage: dict | None = None
+        self._pending: list[bytes] = []  # data lines of an event not yet ended
 
     # Complexity allowed: the per-line hot path: one flat state machine, no calls per token.
     def feed(self, line: bytes | str, t: float) -> None:  # noqa: C901
@@ -71,67 +78,116 @@ class StreamParser:
             line = line.encode("utf-8", errors="replace")
         if not line.startswith(b"data:"):
             line = line.strip()
+            if not line:
+                self._flush(t)
+                return
+            if line.startswith(b"error:"):
+                self._server_error(line[6:].strip())
+                return
             if not line.startswith(b"data:"):
                 return
         data = line[5:].strip()
+        if self._pending:
+            self._pending.append(data)
+            joined = b"\n".join(self._pending)
+            obj = _json(joined)
+            if obj is not _BAD:
+                self._pending = []
+                self._event(obj, t)
+                return
+            alone = _json(data) if data != b"[DONE]" else _BAD
+            if alone is _BAD and data != b"[DONE]":
+                return
+            self._pending.pop()  # no blank line after a broken event: that one is lost, not this
+            self._flush(t)
+            if data == b"[DONE]":
+                self.s.saw_done = True
+            else:
+                self._event(alone, t)
+            return
         if data == b"[DONE]":
             self.s.saw_done = True
             return
-        try:
-            obj = json.loads(data)
-        except ValueError:  # JSONDecodeError, or bytes that are not UTF-8
-            if self.s.error is None:
-                self.s.error = f"MalformedSSE: {data[:80].decode('utf-8', errors='replace')!r}"
+        obj = _json(data)
+        if obj is _BAD:
+            self._pending = [data]  # maybe the first line of a multi-line event
             return
+        self._event(obj, t)
+
+    def _flush(self, t: float) -> None:
+        """A blank line ends the event: data lines that never made JSON are malformed SSE."""
+        if not self._pending:
+            return
+        data, self._pending = b"\n".join(self._pending), []
+        if data == b"[DONE]":
+            self.s.saw_done = True
+        elif self.s.error is None:
+            self.s.error = f"MalformedSSE: {data[:80].decode('utf-8', errors='replace')!r}"
+
+    def _server_error(self, data: bytes) -> None:
+        if self.s.error is None:
+            obj = _json(data)
+            self.s.error = "StreamError: " + (
+                error_message(obj) if obj is not _BAD else data[:200].decode("utf-8", "replace")
+            )
+
+    def _event(self, obj: Any, t: float) -> None:
         if not isinstance(obj, dict):
             return
         if self.s.request_id is None and isinstance(obj.get("id"), str):
             self.s.request_id = obj["id"]
         if "error" in obj and self.s.error is None:
-            err = obj["error"]
-            self.s.error = f"StreamError: {err.get('message', err) if isinstance(err, dict) else err}"
+            self.s.error = f"StreamError: {error_message(obj)}"
         if isinstance(obj.get("usage"), dict):
             self._usage = obj["usage"]
         if isinstance(obj.get("timings"), dict):
             self.s.timings = obj["timings"]
-        for choice in obj.get("choices") or []:
-            delta = choice.get("delta") or {}
-            carried = False
-            for name in TEXT_FIELDS:
-                value = delta.get(name)
-                if isinstance(value, str) and value:
-                    carried = True
-                    if name not in self.s.fields:
-                        self.s.fields.append(name)
-                    if name == "content":
-                        self.s.text += value
-            if delta.get("tool_calls"):
+        choices = obj.get("choices")
+        for choice in choices if isinstance(choices, list) else []:
+            if isinstance(choice, dict):
+                self._choice(choice, t)
+
+    def _choice(self, choice: dict, t: float) -> None:
+        delta = choice.get("delta")
+        delta = delta if isinstance(delta, dict) else {}
+        carried = False
+        for name in TEXT_FIELDS:
+            value = delta.get(name)
+            if isinstance(value, str) and value:
                 carried = True
-                if "tool_calls" not in self.s.fields:
-                    self.s.fields.append("tool_calls")
-            if carried:
-                self._deltas += 1
-                self.s.token_times.append(t)
-                if self.s.t_first is None:
-                    self.s.t_first = t
-            if choice.get("finish_reason"):
-                self.s.finish_reason = choice["finish_reason"]
+                if name not in self.s.fields:
+                    self.s.fields.append(name)
+                if name == "content":
+                    self.s.text += value
+        if delta.get("tool_calls"):
+            carried = True
+            if "tool_calls" not in self.s.fields:
+                self.s.fields.append("tool_calls")
+        if carried:
+            self._deltas += 1
+            self.s.token_times.append(t)
+            if self.s.t_first is None:
+                self.s.t_first = t
+        if isinstance(choice.get("finish_reason"), str) and choice["finish_reason"]:
+            self.s.finish_reason = choice["finish_reason"]
 
     def finish(self, t_end: float, error: str | None = None) -> Sample:
         s = self.s
         s.t_end = t_end
         if error and s.error is None:
             s.error = error
+        self._flush(t_end)
         usage = self._usage or {}
-        if isinstance(usage.get("completion_tokens"), int):
+        if _count(usage.get("completion_tokens")):
             s.output_tokens, s.token_source = usage["completion_tokens"], "usage"
         else:
             s.output_tokens, s.token_source = self._deltas, "deltas"
-        s.prompt_tokens = usage.get("prompt_tokens") if isinstance(usage.get("prompt_tokens"), int) else None
-        details = usage.get("prompt_tokens_details") or {}
-        if isinstance(details.get("cached_tokens"), int):
+        s.prompt_tokens = usage.get("prompt_tokens") if _count(usage.get("prompt_tokens")) else None
+        details = usage.get("prompt_tokens_details")
+        details = details if isinstance(details, dict) else {}
+        if _count(details.get("cached_tokens")):
             s.cached_tokens = details["cached_tokens"]
-        elif s.timings and isinstance(s.timings.get("cache_n"), int):
+        elif s.timings and _count(s.timings.get("cache_n")):
             s.cached_tokens = s.timings["cache_n"]
         if s.error is None and not (s.finish_reason and s.saw_done):
             missing = "a finish reason" if not s.finish_reason else "[DONE]"
@@ -140,3 +196,92 @@ class StreamParser:
             s.error = "NoText: the stream carried no text delta"
         s.ok = s.error is None
         return s
+
+
+_BAD = object()
+
+
+def _json(data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError:  # JSONDecodeError, or bytes that are not UTF-8
+        return _BAD
+    except RecursionError:  # absurdly nested garbage
+        return _BAD
+
+
+def _count(value: Any) -> bool:
+    """A token count a server may truly send: a whole number, not negative (bool is not one)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def error_message(obj: Any) -> str:
+    """The server's own words from an error object: OpenAI's and vLLM's ``{"error": {"message"}}``,
+    TGI's ``{"error": "..."}``, llama-server's ``{"code", "message"}``, FastAPI's ``{"detail"}``."""
+    if isinstance(obj, dict):
+        err = obj.get("error", obj)
+        if isinstance(err, dict):
+            for key in ("message", "detail", "msg"):
+                if err.get(key):
+                    return str(err[key])[:300]
+            return json.dumps(err)[:300]
+        if err is not None and err is not obj:
+            return str(err)[:300]
+        if obj.get("detail"):
+            return str(obj["detail"])[:300]
+    return json.dumps(obj)[:300] if obj is not _BAD else "(no message)"
+
+
+def whole_body_error(content_type: str, body: bytes) -> str:
+    """Why a 200 answer that is not an event stream cannot be measured, in the server's words
+    where it sent some: a JSON error body, a non-streamed answer, or something else."""
+    obj = _json(body)
+    if isinstance(obj, dict) and "error" in obj:
+        return f"ServerError: {error_message(obj)}"
+    if isinstance(obj, dict) and isinstance(obj.get("choices"), list):
+        return (
+            "NotStreamed: the server answered 200 with one whole JSON answer instead of an event "
+            "stream (it ignored stream: true); its timing cannot be measured"
+        )
+    head = body[:120].decode("utf-8", errors="replace").replace("\n", " ")
+    kind = content_type or "(none)"
+    return f"NotAStream: 200 with Content-Type {kind} instead of text/event-stream: {head!r}"
+
+
+class LineSplitter:
+    """Bytes as they arrive, in any pieces, to whole lines (``\\n``, ``\\r\\n`` or ``\\r`` ended), as
+    the SSE rules read them; ``end`` gives the last, unterminated line."""
+
+    def __init__(self) -> None:
+        self._buf = b""
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buf += data
+        lines: list[bytes] = []
+        while True:
+            cut = min((i for i in (self._buf.find(b"\n"), self._buf.find(b"\r")) if i >= 0), default=-1)
+            if cut < 0 or (self._buf[cut : cut + 1] == b"\r" and cut + 1 == len(self._buf)):
+                return lines  # a lone \r at the end may be the first half of \r\n
+            end = cut + 2 if self._buf[cut : cut + 2] == b"\r\n" else cut + 1
+            lines.append(self._buf[:cut])
+            self._buf = self._buf[end:]
+
+    def end(self) -> list[bytes]:
+        rest, self._buf = self._buf, b""
+        return [rest.rstrip(b"\r")] if rest else []
+
+
+DECODE_FLOOR_S = 1e-3  # a decode interval shorter than this is one network read, not a rate
+
+
+def decode_rate(s: Sample) -> tuple[float | None, str | None]:
+    """Tokens per second after the first, (output tokens - 1) / (last token - first token), with
+    None and the reason where no true rate exists: one token, one delta, or a zero interval."""
+    if not s.output_tokens or s.output_tokens < 2:
+        return None, "one output token: no interval to time"
+    if len(s.token_times) < 2 or s.t_first is None:
+        return None, "the answer came in one delta: no interval to time"
+    interval = s.token_times[-1] - s.t_first
+    if interval < DECODE_FLOOR_S:
+        return None, f"the deltas came within {DECODE_FLOOR_S * 1000:g} ms of each other (one read)"
+    return (s.output_tokens - 1) / interval, None

@@ -4,38 +4,44 @@ the prompts. ``verdict`` is pure; ``observe`` does the three requests."""
 
 from __future__ import annotations
 
-import requests
-
-from harness.io.http import auth_headers
-from harness.io.http import stream_chat
+from harness.core.bounds import Bounds
 from harness.errors import TargetError
+from harness.io.http import auth_headers, request, stream_chat
 
 PROOF_PROMPT = "Answer with one short sentence: what is a token?"
 
 
 def server_context(base_url: str, model: str, headers: dict, timeout: float = 10.0) -> int | None:
     """Context per sequence as the server states it: llama-server's /props (n_ctx per slot), else
-    vLLM's max_model_len in /v1/models; None when neither says."""
+    vLLM's max_model_len in /v1/models; None when neither says (or either is slow or broken)."""
     root = base_url.rstrip("/").removesuffix("/v1")
+    bounds = Bounds.of(timeout)
     try:
-        r = requests.get(root + "/props", headers=headers, timeout=timeout, verify=False)
-        if r.status_code == 200:
+        r = request("GET", root + "/props", bounds, headers=headers, verify=False)
+        if r.status == 200:
             n = (r.json().get("default_generation_settings") or {}).get("n_ctx")
             if isinstance(n, int) and n > 0:
                 return n
-        r = requests.get(base_url.rstrip("/") + "/models", headers=headers, timeout=timeout, verify=False)
-        if r.status_code == 200:
+        r = request("GET", base_url.rstrip("/") + "/models", bounds, headers=headers, verify=False)
+        if r.status == 200:
             for m in r.json().get("data", []):
                 if isinstance(m, dict) and m.get("id") == model and isinstance(m.get("max_model_len"), int):
                     return m["max_model_len"]
-    except (requests.RequestException, ValueError, AttributeError):
+    except (TargetError, ValueError, AttributeError, TypeError):
         return None
     return None
 
 
 def observe(
-    base_url: str, model: str, listed: list[str], api_key: str | None, timeout: float = 120.0
+    base_url: str,
+    model: str,
+    listed: list[str],
+    api_key: str | None,
+    timeout: float = 120.0,
+    idle_timeout: float | None = None,
 ) -> dict:
+    """The proof request, sent to the same URL with the same headers as the load
+    (``harness.io.http.chat_url`` and ``chat_headers``), under the same bounds."""
     headers = auth_headers(api_key)
     body = {
         "model": model,
@@ -45,9 +51,11 @@ def observe(
     }
     for _attempt in range(3):  # a transient 429/5xx is not a broken endpoint; three in a row is
         # Certificates are not verified, as by the load client: local endpoints often use self-signed ones.
-        s = stream_chat(base_url, body, api_key=api_key, timeout=timeout, verify=False)
-        if s.ok and s.fields and s.finish_reason:
-            break
+        s = stream_chat(
+            base_url, body, api_key=api_key, timeout=timeout, idle_timeout=idle_timeout, verify=False
+        )
+        if (s.ok and s.fields and s.finish_reason) or (s.error or "").startswith("Timeout"):
+            break  # a timed-out proof is not sent again: the bound stated is the bound kept
     return {
         "listed_models": listed,
         "model_listed": (model in listed) if listed else None,

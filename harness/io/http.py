@@ -1,15 +1,40 @@
-"""The one HTTP helper for OpenAI-style endpoints: the ``Authorization`` header, the model list,
-and a plain streaming chat client on ``requests`` (the reference the Locust user is checked
-against, and what the tests, the demo and single-user measurements use to talk to a server).
-The Locust user streams through Locust's own client for load, with the same parser."""
+"""The one OpenAI-style HTTP helper: every request a command sends to a server under test goes
+through here, under its two bounds (``harness.core.bounds.Bounds``): the whole request
+(``total_s``, enforced by a watchdog that shuts the socket down) and each gap without a byte
+(``idle_s``, the socket's timeout, the wait for the headers included). So a server that never
+sends headers, or trickles a byte at a time, ends at the stated bound with a reason.
+
+The URL and headers of a chat request are built here once (``chat_url``, ``chat_headers``), for
+the endpoint proof and the load alike. Streams are read line by line as they arrive (chunked or
+close-delimited), never in blocks.
+"""
 
 from __future__ import annotations
 
+import http.client
+import json
+import socket
+import ssl
+import threading
 import time
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from typing import Iterator
+from urllib.parse import urlsplit
 
-import requests
+from harness.core.bounds import Bounds
+from harness.core.stream import Sample, StreamParser, error_message, whole_body_error
+from harness.errors import ConfigError, TargetError, TargetTimeout, TargetUnreachable
 
-from harness.core.stream import Sample, StreamParser
+MAX_BODY = 4 << 20  # a whole (non-streamed) answer larger than this is cut here
+
+
+def chat_url(base_url: str) -> str:
+    """The chat completions URL under an OpenAI-style base URL (``.../v1``; ``/v1`` when the base
+    URL has no path), the same for the proof, the load and the probes."""
+    parts = urlsplit(base_url)
+    path = parts.path.rstrip("/") or "/v1"
+    return f"{parts.scheme}://{parts.netloc}{path}/chat/completions"
 
 
 def auth_headers(api_key: str | None) -> dict[str, str]:
@@ -17,19 +42,138 @@ def auth_headers(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
-def get_models(base_url: str, api_key: str | None, timeout: float = 10.0, verify: bool = True):
-    """``GET {base_url}/models`` with the key (raises ``requests.RequestException`` on no answer)."""
-    return requests.get(
-        base_url.rstrip("/") + "/models", headers=auth_headers(api_key), timeout=timeout, verify=verify
+def chat_headers(api_key: str | None = None, extra: dict | None = None) -> dict:
+    """Headers of every chat request: JSON in, an uncompressed event stream out, the key if any."""
+    h = {"Content-Type": "application/json", "Accept": "text/event-stream", "Accept-Encoding": "identity"}
+    return {**h, **auth_headers(api_key), **(extra or {})}
+
+
+def stream_problem(status: int, headers) -> str | None:
+    """Why a 200 response cannot be read as an event stream (compressed, or not a stream), or None."""
+    encoding = (headers.get("Content-Encoding") or "identity").strip().lower()
+    if status == 200 and encoding not in ("identity", ""):
+        return f"Compressed: the server sent Content-Encoding {encoding} although asked for identity"
+    return None
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    headers: dict
+    body: bytes
+
+    def json(self):
+        return json.loads(self.body)
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
+
+
+class _Watchdog:
+    """Shuts the socket down when the total bound passes, so a blocked read returns at once."""
+
+    def __init__(self, seconds: float) -> None:
+        self.fired = False
+        self.sock: socket.socket | None = None
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        self.fired = True
+        if self.sock is not None:
+            with suppress(OSError):
+                self.sock.shutdown(socket.SHUT_RDWR)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def _connection(url: str, idle_s: float, verify: bool) -> tuple[http.client.HTTPConnection, str]:
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError as exc:
+        raise ConfigError(f"not a usable URL: {url!r} ({exc})") from None
+    if parts.scheme not in ("http", "https") or not host:
+        raise ConfigError(f"not an http(s) URL: {url!r}; give one like http://127.0.0.1:8000/v1")
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    if parts.scheme == "https":
+        context = ssl.create_default_context() if verify else ssl._create_unverified_context()
+        return http.client.HTTPSConnection(host, port, timeout=idle_s, context=context), target
+    return http.client.HTTPConnection(host, port, timeout=idle_s), target
+
+
+@contextmanager
+def opened(
+    method: str, url: str, bounds: Bounds, body: bytes | None = None, headers=None, verify: bool = True
+) -> Iterator[tuple[http.client.HTTPResponse, _Watchdog]]:
+    """Send one request and yield its response (headers read) under both bounds. Errors are the
+    standard library's (``OSError``, ``http.client.HTTPException``); ``watchdog.fired`` says the
+    total bound ended it."""
+    conn, target = _connection(url, bounds.idle_s, verify)
+    dog = _Watchdog(bounds.total_s)
+    try:
+        conn.connect()
+        dog.sock = conn.sock
+        if dog.fired:
+            raise TimeoutError("the total bound passed while connecting")
+        conn.request(method, target, body=body, headers=headers or {})
+        yield conn.getresponse(), dog
+    finally:
+        dog.cancel()
+        conn.close()
+
+
+def failure(exc: BaseException, bounds: Bounds, fired: bool) -> str:
+    """One line for what ended a request early."""
+    if fired:
+        return f"Timeout: the request passed its total bound of {bounds.total_s:g} s"
+    if isinstance(exc, (socket.timeout, TimeoutError)):
+        return f"Timeout: no byte from the server for {bounds.idle_s:g} s (the idle bound)"
+    if isinstance(exc, http.client.IncompleteRead):
+        return "StreamCut: the server closed the connection mid-response"
+    text = "".join(c if c.isprintable() else "?" for c in " ".join(str(exc).split())[:160])
+    return f"{type(exc).__name__}: {text or 'connection lost'}"
+
+
+def request(method: str, url: str, bounds: Bounds, payload=None, headers=None, verify: bool = True) -> Reply:
+    """One whole request (JSON ``payload`` if any) under both bounds. Raises TargetUnreachable when
+    nothing answers, TargetTimeout past a bound, TargetError for a broken answer: one line each."""
+    hdrs = {"Accept-Encoding": "identity", **(headers or {})}
+    body = None
+    if payload is not None:
+        body, hdrs["Content-Type"] = json.dumps(payload).encode(), "application/json"
+    fired = False
+    try:
+        with opened(method, url, bounds, body, hdrs, verify) as (resp, dog):
+            try:
+                data = resp.read(MAX_BODY)
+                return Reply(resp.status, dict(resp.getheaders()), data)
+            finally:
+                fired = dog.fired
+    except ConnectionRefusedError as exc:
+        raise TargetUnreachable(f"nothing answers at {url}; start the server or fix --base-url") from exc
+    except (OSError, http.client.HTTPException) as exc:
+        line = failure(exc, bounds, fired)
+        kind = TargetTimeout if line.startswith("Timeout") else TargetError
+        raise kind(f"{method} {url}: {line}") from exc
+
+
+def get_models(base_url: str, api_key: str | None, bounds: Bounds, verify: bool = True) -> Reply:
+    """``GET {base_url}/models`` with the key, under the bounds (TargetError, one line, on no answer)."""
+    return request(
+        "GET", base_url.rstrip("/") + "/models", bounds, headers=auth_headers(api_key), verify=verify
     )
 
 
-def model_ids(resp) -> list[str]:
+def model_ids(reply: Reply) -> list[str]:
     """The ids a ``/models`` answer lists ([] for a non-200 answer or a body that is not the list)."""
-    if resp.status_code != 200:
+    if reply.status != 200:
         return []
     try:
-        return [m.get("id") for m in resp.json().get("data", []) if isinstance(m, dict)]
+        return [m.get("id") for m in reply.json().get("data", []) if isinstance(m, dict)]
     except (ValueError, AttributeError):
         return []
 
@@ -40,33 +184,52 @@ def stream_chat(
     api_key: str | None = None,
     timeout: float = 60.0,
     headers: dict | None = None,
-    session: requests.Session | None = None,
     verify: bool = True,
+    idle_timeout: float | None = None,
 ) -> Sample:
-    """Send one streamed chat completion and return what the client saw (never raises for HTTP)."""
-    body = {**body, "stream": True, "stream_options": {"include_usage": True}}
-    hdrs = {"Accept-Encoding": "identity", **(headers or {}), **auth_headers(api_key)}
-    http = session or requests
+    """Send one streamed chat completion and return what the client saw. Never raises for what the
+    server does: every way it can fail ends in the sample's ``error`` (the server's own message
+    where it sent one). ``timeout`` bounds the whole request, ``idle_timeout`` each gap."""
+    bounds = Bounds.of(timeout, idle_timeout)
+    payload = json.dumps({**body, "stream": True, "stream_options": {"include_usage": True}}).encode()
     t_send = time.perf_counter()
     parser = StreamParser(t_send)
+    fired = False
     try:
-        with http.post(
-            base_url.rstrip("/") + "/chat/completions",
-            json=body,
-            headers=hdrs,
-            stream=True,
-            timeout=timeout,
-            verify=verify,
-        ) as resp:
-            if resp.status_code != 200:
-                message = resp.text[:200].replace("\n", " ")
-                return parser.finish(time.perf_counter(), f"HTTP {resp.status_code}: {message}")
-            for line in resp.iter_lines():
-                parser.feed(line, time.perf_counter())
-    except requests.Timeout:
-        return parser.finish(time.perf_counter(), f"Timeout: no data for {timeout:g} s")
-    except requests.RequestException as exc:
-        if "timed out" in str(exc):  # a read timeout mid-stream surfaces as a ConnectionError
-            return parser.finish(time.perf_counter(), f"Timeout: no data for {timeout:g} s")
-        return parser.finish(time.perf_counter(), f"{type(exc).__name__}: {str(exc)[:160]}")
-    return parser.finish(time.perf_counter())
+        with opened("POST", chat_url(base_url), bounds, payload, chat_headers(api_key, headers), verify) as (
+            resp,
+            dog,
+        ):
+            try:
+                error = _read_stream(resp, parser)
+            finally:
+                fired = dog.fired
+        if fired:  # the watchdog's shutdown reads as the end of the stream: say what it was
+            error = failure(TimeoutError(), bounds, fired)
+        return parser.finish(time.perf_counter(), error)
+    except ConfigError:
+        raise
+    except (OSError, http.client.HTTPException) as exc:
+        return parser.finish(time.perf_counter(), failure(exc, bounds, fired))
+
+
+def _read_stream(resp: http.client.HTTPResponse, parser: StreamParser) -> str | None:
+    """Feed the response's lines to ``parser`` as they arrive; the error when it is no stream."""
+    if resp.status != 200:
+        data = resp.read(MAX_BODY)
+        try:
+            message = error_message(json.loads(data))
+        except ValueError:
+            message = data[:200].decode("utf-8", errors="replace").replace("\n", " ")
+        return f"HTTP {resp.status}: {message}"
+    problem = stream_problem(resp.status, resp.headers)
+    if problem:
+        return problem
+    ctype = (resp.headers.get("Content-Type") or "").lower()
+    if "text/event-stream" not in ctype and ctype:
+        return whole_body_error(ctype, resp.read(MAX_BODY))
+    while True:
+        line = resp.readline(MAX_BODY)
+        if not line:
+            return None
+        parser.feed(line, time.perf_counter())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -18,7 +19,8 @@ from typing import Any, Callable, Iterable
 import jsonschema
 
 from harness import paths
-from harness.errors import SchemaError
+from harness.core.records import non_finite
+from harness.errors import ConfigError, SchemaError
 
 SCHEMA_DIR = paths.schemas_dir()
 
@@ -55,17 +57,106 @@ def validate(record: Any, schema_name: str, where: str = "") -> None:
         raise SchemaError(f"{prefix}{schema_name} record invalid at {found[0]}{more}")
 
 
+def record_line(record: dict, schema_name: str, where: str = "") -> str:
+    """The record as its one notebook line, after the schema and the finite-number check."""
+    validate(record, schema_name, where=where)
+    bad = non_finite(record)
+    if bad:
+        raise SchemaError(f"{where + ': ' if where else ''}{schema_name} record has {bad}; nothing written")
+    return json.dumps(record, separators=(", ", ": "), ensure_ascii=False, allow_nan=False)
+
+
 def append_record(path: str | Path, record: dict, schema_name: str) -> None:
-    """Validate, then append one line and flush it to disk before returning."""
-    validate(record, schema_name, where=str(path))
-    line = json.dumps(record, separators=(", ", ": "), ensure_ascii=False)
+    """Validate, then append one whole line and flush it to disk before returning."""
+    append_lines(path, [record_line(record, schema_name, where=str(path))])
+
+
+def append_level(path: str | Path, record: dict, samples_path: str | Path, samples: list[dict]) -> None:
+    """A level's exact samples, then its record: both written or neither (a record never reaches
+    the notebook without its samples, and samples whose record failed are taken back)."""
+    line = record_line(record, "level", where=str(path))
+    sample_lines = [json.dumps(s, ensure_ascii=False, allow_nan=False) for s in samples]
+    undo = append_lines(samples_path, sample_lines)
+    before = _size(path)
+    try:
+        append_lines(path, [line])
+    except BaseException:
+        if _size(path) <= before:  # the record is not there (an interrupt after it landed keeps both)
+            undo()
+        raise
+
+
+def append_lines(path: str | Path, lines: list[str]) -> Callable[[], None]:
+    """Append ``lines`` whole or not at all, in one write after a check that the file's last line
+    is whole (a line cut by a crash gets its newline first, so it cannot swallow this record);
+    on any failure the file is cut back to its old length. Returns an undo for the caller."""
     path = Path(path)
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(line + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise SchemaError(_cannot(path, exc)) from None
+    try:
+        size = os.fstat(fd).st_size
+        lead = b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""
+        data = lead + "".join(line + "\n" for line in lines).encode("utf-8")
+        try:
+            written = 0
+            while written < len(data):
+                written += os.write(fd, data[written:])
+            os.fsync(fd)
+        except BaseException as exc:
+            if written < len(data) or isinstance(exc, OSError):  # a whole line that landed stays
+                _cut_back(fd, size)
+            if isinstance(exc, OSError):
+                raise SchemaError(_cannot(path, exc) + "; the file is as it was") from None
+            raise
+    finally:
+        os.close(fd)
+    return lambda: _truncate(path, size)
+
+
+def _size(path: str | Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _cut_back(fd: int, size: int) -> None:
+    with suppress(OSError):
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+
+
+def _truncate(path: Path, size: int) -> None:
+    with suppress(OSError):
+        os.truncate(path, size)
+
+
+def _cannot(path: Path, exc: OSError) -> str:
+    return f"cannot write {path} ({exc.strerror or type(exc).__name__})"
+
+
+def check_writable(path: str | Path, what: str = "--labbook") -> None:
+    """Before anything is measured: ``path`` can be appended to (its folder made if missing); one
+    line (ConfigError) saying what to change when it cannot. A file it creates is removed again."""
+    path = Path(path)
+    existed = path.exists()
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(21, "it is a directory")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise ConfigError(
+            f"{what} {path} cannot be written ({exc.strerror or exc}); choose a writable file"
+        ) from None
+    if not existed:
+        with suppress(OSError):
+            path.unlink()
 
 
 @dataclass(frozen=True)
@@ -79,34 +170,68 @@ def read_records(
     schema_name: str,
     select: Callable[[dict], bool] = lambda obj: True,
 ) -> ReadResult:
-    """Every line of ``path`` that is a JSON object chosen by ``select`` and valid for the schema.
+    """Every record in ``path`` chosen by ``select`` and valid for the schema. Never raises for
+    what a line holds.
 
-    Prose lines and objects ``select`` rejects are skipped silently. A line that looks like JSON
-    but does not parse, or a chosen object that fails the schema, is skipped with a warning that
-    names the file, the line and the field.
+    Prose lines and objects ``select`` rejects are skipped silently. Every other line (one that
+    looks like a record but does not parse, or a chosen object that fails the schema) is skipped
+    with a warning naming the file and the line; whole records inside a damaged line (one cut by
+    a crash with the next record appended onto it) are recovered, and the warning says so.
     """
     path = Path(path)
     records: list[dict] = []
     warnings: list[str] = []
     for lineno, raw in enumerate(_lines(path), 1):
         text = raw.strip()
-        if not text.startswith("{"):
+        if not _record_like(text):
             continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            warnings.append(
-                f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno}); line skipped"
-            )
-            continue
-        if not isinstance(obj, dict) or not select(obj):
-            continue
-        found = problems(obj, schema_name)
-        if found:
-            warnings.append(f"{path}:{lineno}: {schema_name} record invalid at {found[0]}; line skipped")
-            continue
-        records.append(obj)
+        where = f"{path}:{lineno}"
+        obj, damage = _parse(text)
+        found = [obj] if damage is None else _salvage(text)
+        if damage is not None:
+            more = "; whole records in it recovered, the rest skipped"
+            warnings.append(f"{where}: not valid JSON ({damage}){more}")
+        for item in found:
+            if not isinstance(item, dict) or not select(item):
+                continue
+            bad = problems(item, schema_name)
+            if bad:
+                if damage is None:  # pieces of a damaged line were warned about with the line
+                    warnings.append(f"{where}: {schema_name} record invalid at {bad[0]}; line skipped")
+                continue
+            records.append(item)
     return ReadResult(records, warnings)
+
+
+def _record_like(text: str) -> bool:
+    """Whether a line is meant as a record rather than prose: it starts or ends like a JSON object,
+    or holds a JSON key (a record whose start was cut off)."""
+    return text.startswith("{") or text.endswith("}") or '": ' in text
+
+
+def _parse(text: str):
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        return None, f"{exc.msg} at column {exc.colno}"
+    except (ValueError, RecursionError) as exc:
+        return None, type(exc).__name__
+
+
+def _salvage(text: str, tries: int = 200) -> list:
+    """The whole JSON objects inside a damaged line, left to right (at most ``tries`` starts)."""
+    decoder, found, i = json.JSONDecoder(), [], text.find("{")
+    while i >= 0 and tries > 0:
+        tries -= 1
+        try:
+            obj, end = decoder.raw_decode(text, i)
+        except (ValueError, RecursionError):
+            i = text.find("{", i + 1)
+            continue
+        if isinstance(obj, dict):
+            found.append(obj)
+        i = text.find("{", end)
+    return found
 
 
 def _lines(path: Path) -> Iterable[str]:

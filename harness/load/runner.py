@@ -22,10 +22,13 @@ from locust.env import Environment
 import psutil
 import urllib3
 
+from harness.core.bounds import Bounds
 from harness.io import http
+from harness.core.levels import LEVEL_SLACK_S, account, level_bound
 from harness.core.schedules import arrival_offsets, shares
 from harness.io.metrics_sampler import MetricsSampler
 from harness.core.stream import Sample
+from harness.errors import EngineError
 
 LOCUSTFILE = Path(__file__).resolve().parent / "locustfile.py"
 urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
@@ -69,6 +72,37 @@ class _Teller:
         self.on_progress(Progress(done, self.budget, max(self.issued() - done, 0), tokens, now - self.t0))
 
 
+class _Interrupts:
+    """Ctrl-C and SIGTERM (a CI timeout, `kill`) taken by the main greenlet between waits, never
+    inside a user's greenlet (where it would print a traceback and leave the level half-stopped),
+    so an interrupted sweep keeps its finished levels; the same for one process and for
+    ``--processes``. The loop resets a signal to its default action when its watcher is
+    cancelled, so the handlers in place before are put back by ``close``."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.seen: list[int] = []
+        self._before = {sig: signal.getsignal(sig) for sig in self.SIGNALS}
+        self._watchers = [
+            gevent.signal_handler(sig, lambda sig=sig: self.seen.append(sig)) for sig in self.SIGNALS
+        ]
+
+    def wait(self, seconds: float) -> None:
+        """Sleep, or raise KeyboardInterrupt once a signal came."""
+        if self.seen:
+            raise KeyboardInterrupt
+        if seconds:
+            gevent.sleep(seconds)
+
+    def close(self) -> None:
+        for watcher in self._watchers:
+            watcher.cancel()
+        for sig, handler in self._before.items():
+            if handler is not None:
+                signal.signal(sig, handler)
+
+
 @dataclass
 class LevelRun:
     samples: list[Sample]
@@ -107,6 +141,7 @@ def _drive(  # noqa: C901
     duration: float | None = None,
     spawn_rate: float | None = None,
     on_progress=None,
+    bound_s: float | None = None,
 ) -> LevelRun:
     """Start ``users`` Locust users on ``workload``; stop when ``count`` samples are in, or, for a
     timed level, when the duration is over and every request already sent has finished.
@@ -131,44 +166,29 @@ def _drive(  # noqa: C901
     # collector waits until it ends (reference counting still frees almost everything at once).
     gc.collect()
     gc.disable()
-    # Ctrl-C is taken by the main greenlet between waits, never inside a user's greenlet (where it
-    # would print a traceback and leave the level half-stopped).
-    interrupted: list[bool] = []
-    # SIGTERM (a CI timeout, `kill`) likewise, so a terminated sweep keeps its finished levels.
-    # The loop resets a signal to its default action when its watcher is cancelled, so the
-    # handlers in place before (Python's Ctrl-C, the CLI's SIGTERM) are put back afterwards.
-    signals = (signal.SIGINT, signal.SIGTERM)
-    before = {sig: signal.getsignal(sig) for sig in signals}
-    watchers = [gevent.signal_handler(sig, lambda: interrupted.append(True)) for sig in signals]
-
+    interrupts = _Interrupts()
     t0 = time.perf_counter()
     tell = _Teller(on_progress, collected, count, lambda: workload.issued, t0)
-
-    def wait(seconds: float) -> None:
-        if interrupted:
-            raise KeyboardInterrupt
-        gevent.sleep(seconds)
-        tell()
-
     try:
         runner.start(users, spawn_rate=spawn_rate or max(users, 1))
         if duration is not None:
             end = time.monotonic() + duration
             while time.monotonic() < end:
-                wait(min(0.05, max(0.0, end - time.monotonic())))
+                interrupts.wait(min(0.05, max(0.0, end - time.monotonic())))
+                tell()
             workload.budget = 0  # send nothing more; let what is in flight finish
             count = workload.issued
-        deadline = time.monotonic() + timeout + 30  # every request is bounded by the timeout
-        while len(collected) < count and time.monotonic() < deadline:
-            wait(0.02)
-        if interrupted:
-            raise KeyboardInterrupt
+            bound_s = duration + timeout + LEVEL_SLACK_S
+        if bound_s is None:
+            bound_s = level_bound(count or 0, users, timeout)
+        deadline = t0 + bound_s
+        while len(collected) < count and time.perf_counter() < deadline:
+            interrupts.wait(0.02)
+            tell()
+        interrupts.wait(0)
+        collected[:] = account(collected, count, workload.issued, bound_s, t0, time.perf_counter())
     finally:
-        for watcher in watchers:
-            watcher.cancel()
-        for sig, handler in before.items():
-            if handler is not None:
-                signal.signal(sig, handler)
+        interrupts.close()
         gc.enable()
         runner.stop()
         runner.quit()
@@ -197,14 +217,16 @@ def run_open_level(
     user = _load_user_module()
     workload = user.Workload(budget=count, **workload_kwargs)
     workload.arrivals = arrival_offsets(rate, count, poisson, seed)
+    bound = workload.arrivals[-1] + timeout + 1.0 + LEVEL_SLACK_S  # the last arrival, then its bound
     return _drive(
         root_url,
         user.ArrivalUser,
         workload,
         1,
         count,
-        timeout + workload.arrivals[-1],
+        timeout,
         metrics_url,
+        bound_s=bound,
         on_progress=on_progress,
     )
 
@@ -241,9 +263,10 @@ def run_timed_level(
 
 
 def check_models(base_url: str, model: str, api_key: str | None, timeout: float = 10.0) -> list[str]:
-    """The ids the server lists at /models ([] when it lists none or the route is missing)."""
+    """The ids the server lists at /models ([] when it lists none or the route is missing); under
+    the same two bounds as every request (TargetError, one line, when it breaks them)."""
     # Certificates are not verified, as by the load client: local endpoints often use self-signed ones.
-    return http.model_ids(http.get_models(base_url, api_key, timeout, verify=False))
+    return http.model_ids(http.get_models(base_url, api_key, Bounds.of(timeout), verify=False))
 
 
 class DistributedLoad:
@@ -291,8 +314,9 @@ class DistributedLoad:
         while len(self.runner.clients.ready) < processes:
             if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
                 self.close()
-                raise RuntimeError(
-                    f"only {len(self.runner.clients.ready)} of {processes} Locust workers connected"
+                raise EngineError(
+                    f"only {len(self.runner.clients.ready)} of {processes} Locust worker processes "
+                    f"connected within {connect_timeout:g} s; try fewer --processes"
                 )
             gevent.sleep(0.1)
 
@@ -314,26 +338,32 @@ class DistributedLoad:
         cpu0 = sum(sum(p.cpu_times()[:2]) for p in procs)
         if sampler:
             sampler.start()
+        interrupts = _Interrupts()
         try:
             self.runner.start(concurrency, spawn_rate=max(concurrency, 1))
             deadline = time.monotonic() + 60
             users = self._spawned()
             while (users is None or sum(users.values()) < concurrency) and time.monotonic() < deadline:
-                gevent.sleep(0.02)
+                interrupts.wait(0.02)
                 users = self._spawned()
             for client_id, share in shares(count, users or {}).items():
                 self.runner.send_message("harness_budget", share, client_id=client_id)
-            deadline = time.monotonic() + timeout + 30
+            bound_s = level_bound(count, concurrency, timeout)
+            deadline = time.monotonic() + bound_s
             # in flight: at most the rest of the budget (the workers do not say what they sent)
             tell = _Teller(on_progress, self.samples, count, lambda: count, time.perf_counter())
             while len(self.samples) < count and time.monotonic() < deadline:
-                gevent.sleep(0.02)
+                interrupts.wait(0.02)
                 tell()
+            interrupts.wait(0)
         finally:
+            interrupts.close()
             self.runner.stop()
             if sampler:
                 sampler.stop()
-        got = list(self.samples)
+        now = time.perf_counter()
+        t0 = min((s.t_send for s in self.samples), default=now)
+        got = account(list(self.samples), count, count, bound_s, t0, now)
         sends = [s.t_send for s in got]
         ends = [s.t_end for s in got if s.t_end is not None]
         wall = (max(ends) - min(sends)) if ends else 0.0  # one host: the workers share CLOCK_MONOTONIC

@@ -8,7 +8,6 @@ finished level. Locust is imported (through ``harness.load.runner``) only when l
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -17,7 +16,7 @@ from harness.core.levels import level_record, peak_in_flight, sample_record
 from harness.core.prompts import load_prompt_file, make_prompts
 from harness.core.records import Arrival, EndpointCheck, LevelContext, LevelRecord, now_stamp
 from harness.errors import TargetError, TargetUnreachable
-from harness.io.notebook import append_record
+from harness.io.notebook import append_level, append_record
 
 WARMUP_PROMPT = "Answer with a single word: ok"
 
@@ -45,6 +44,7 @@ class SweepPlan:
     seed: int = 1
     processes: int = 0
     metrics_url: str | None = None
+    idle_timeout: float | None = None  # seconds without a byte (None: the request's whole bound)
 
     @property
     def base_url(self) -> str:
@@ -60,8 +60,12 @@ def list_models(plan: SweepPlan) -> list[str]:
     from harness.load import runner as loadgen  # imports Locust, which patches the standard library: only now
 
     try:
-        return loadgen.check_models(plan.base_url, plan.model, plan.api_key)
-    except Exception as exc:  # connection refused, DNS, TLS
+        return loadgen.check_models(
+            plan.root + plan.base_path, plan.model, plan.api_key, timeout=min(plan.timeout, 10.0)
+        )
+    except TargetError:
+        raise
+    except Exception as exc:  # DNS, TLS
         raise TargetUnreachable(
             f"nothing answers at {plan.base_url} ({type(exc).__name__}); start the server or fix --base-url"
         ) from exc
@@ -79,8 +83,13 @@ def prove_endpoint(plan: SweepPlan, listed: list[str]) -> EndpointCheck:
     broken endpoint raises TargetError after the record is written."""
     from harness.io import endpoint_proof
 
-    seen = endpoint_proof.observe(
-        plan.base_url, plan.model, listed, plan.api_key, timeout=min(plan.timeout, 300)
+    seen = endpoint_proof.observe(  # the load's own URL (root + base path), headers and bounds
+        plan.root + plan.base_path,
+        plan.model,
+        listed,
+        plan.api_key,
+        timeout=plan.timeout,
+        idle_timeout=plan.idle_timeout,
     )
     longest = max(endpoint_proof.estimate_tokens(p) for p in prompts_for(plan, 64))
     try:
@@ -103,6 +112,7 @@ def _workload(plan: SweepPlan) -> dict:
         "temperature": c.temperature,
         "api_key": plan.api_key,
         "timeout": plan.timeout,
+        "idle_timeout": plan.idle_timeout,
     }
 
 
@@ -191,10 +201,8 @@ def record_level(plan: SweepPlan, result, concurrency: int, arrival: Arrival) ->
         client_cpu=result.client_cpu,
         server_metrics=result.metrics or None,
     )
-    append_record(plan.labbook, record.to_dict(), "level")
-    with open(plan.samples_path, "a", encoding="utf-8") as fh:
-        for s in result.samples:
-            fh.write(json.dumps(sample_record(s, plan.context.label, concurrency)) + "\n")
+    rows = [sample_record(s, plan.context.label, concurrency) for s in result.samples]
+    append_level(plan.labbook, record.to_dict(), plan.samples_path, rows)  # both whole, or neither
     return record
 
 

@@ -24,11 +24,11 @@ import time
 import gevent
 from locust import FastHttpUser, constant, events, task
 
-from harness.io.http import auth_headers
-from harness.io.arrival_stamps import stamped_lines
 from harness.core.levels import distribution
 from harness.core.prompts import PROMPT_SETS, make_prompts
-from harness.core.stream import Sample, StreamParser
+from harness.core.stream import Sample
+from harness.io.http import chat_headers
+from harness.load.request import stream_once
 
 
 class Workload:
@@ -44,9 +44,12 @@ class Workload:
         api_key: str | None = None,
         timeout: float = 300.0,
         budget: int | None = None,
+        idle_timeout: float | None = None,
     ) -> None:
         self.path, self.model, self.max_tokens = path, model, max_tokens
         self.temperature, self.api_key, self.timeout = temperature, api_key, timeout
+        # the two bounds of every request: ``timeout`` the whole of it, ``idle_timeout`` each gap
+        self.idle_timeout = min(idle_timeout or timeout, timeout)
         self._prompts = itertools.cycle(prompts)
         self.budget = budget
         self.issued = 0
@@ -82,81 +85,7 @@ class Workload:
         return json.dumps(body).encode()
 
     def headers(self) -> dict:
-        h = {"Content-Type": "application/json", "Accept": "text/event-stream", "Accept-Encoding": "identity"}
-        return {**h, **auth_headers(self.api_key)}
-
-
-def stream_once(client, workload: Workload, prompt: str) -> Sample:
-    """One streamed request on a FastHttpSession; never raises for HTTP or stream problems.
-
-    Some servers (llama-server, observed) close the connection after every streamed response
-    although they advertise keep-alive, and the pool hands that dead connection to the next
-    request, which then fails before a byte is sent back. Such a request never reached the
-    server, so it is sent once more on a fresh connection; any other failure is recorded.
-    """
-    sample = _stream_attempt(client, workload, prompt, final=False)
-    if sample is None:
-        sample = _stream_attempt(client, workload, prompt, final=True)
-    return sample
-
-
-def _stream_attempt(client, workload: Workload, prompt: str, final: bool) -> Sample | None:
-    t_send = time.perf_counter()
-    parser = StreamParser(t_send)
-    error = None
-    try:
-        with client.post(
-            workload.path,
-            data=workload.body(prompt),
-            headers=workload.headers(),
-            stream=True,
-            catch_response=True,
-            name="chat",
-        ) as resp:
-            status = resp.status_code
-            if status == 0 and not final and "closed" in str(resp.error):
-                resp.request_meta["context"] = {"stale_connection": True}
-                resp.request_meta["name"] = "stale-connection (resent)"
-                resp.success()  # not a request the server saw: do not count it
-                return None
-            if status != 200:
-                text = (resp.text or "")[:200].replace("\n", " ") if status else str(resp.error)[:200]
-                error = f"HTTP {status}: {text}" if status else f"ConnectionError: {text}"
-            else:
-                # the socket response, read as lines arrive, each line timed by the kernel's arrival
-                # stamp where it gives one (a busy client does not add its own delay)
-                # and, per token, how long it waited in the socket for this client (lines without a
-                # token, such as the role chunk that came with the headers, time nothing)
-                stamped, tokens, lags = False, parser.s.token_times, parser.s.read_lags
-                for line, t, by_kernel, lag in stamped_lines(resp._response, idle_s=workload.timeout):
-                    before = len(tokens)
-                    parser.feed(line, t)
-                    stamped = stamped or by_kernel
-                    if lag is not None and len(tokens) > before:
-                        lags.append(lag)
-                parser.s.clock = "kernel" if stamped else "read"
-            sample = parser.finish(time.perf_counter(), error)
-            resp.request_meta["response_time"] = (sample.t_end - t_send) * 1000
-            resp.request_meta["context"] = {"sample": sample}
-            if sample.ok:
-                resp.success()
-            else:
-                resp.failure(sample.error)
-            return sample
-    except Exception as exc:  # a cut stream raises out of readline; record it ourselves
-        sample = parser.finish(time.perf_counter(), f"{type(exc).__name__}: {str(exc)[:160]}")
-        events.request.fire(
-            request_type="POST",
-            name="chat",
-            response_time=(sample.t_end - t_send) * 1000,
-            response_length=0,
-            exception=exc,
-            context={"sample": sample},
-            url=workload.path,
-            response=None,
-            start_time=time.time(),
-        )
-        return sample
+        return chat_headers(self.api_key)  # the endpoint proof's headers too
 
 
 def _metric_rows(environment, sample: Sample) -> None:
@@ -177,12 +106,25 @@ def _metric_rows(environment, sample: Sample) -> None:
             )
 
 
-class ChatUser(FastHttpUser):
+class _BoundedUser(FastHttpUser):
+    """A FastHttpUser whose network timeout (the wait for headers and each read) is the workload's
+    idle bound, not Locust's 60 s or this class's default."""
+
+    abstract = True
+    network_timeout = 300.0
+    connection_timeout = 10.0
+
+    def __init__(self, environment) -> None:
+        bounds = workload_for(environment)
+        self.network_timeout = bounds.idle_timeout
+        self.connection_timeout = min(self.connection_timeout, bounds.idle_timeout)
+        super().__init__(environment)
+
+
+class ChatUser(_BoundedUser):
     """Closed loop: send, read the whole stream, send the next."""
 
     wait_time = constant(0)
-    network_timeout = 300.0
-    connection_timeout = 10.0
 
     def on_start(self) -> None:
         self.workload: Workload = workload_for(self.environment)
@@ -209,13 +151,11 @@ class ChatUser(FastHttpUser):
         gevent.sleep(0.05)
 
 
-class ArrivalUser(FastHttpUser):
+class ArrivalUser(_BoundedUser):
     """Open loop: one user sends each request at its scheduled arrival time on a greenlet of its
     own, whatever the server's speed, so offered load does not fall when the server slows."""
 
     wait_time = constant(0)
-    network_timeout = 300.0
-    connection_timeout = 10.0
     concurrency = 4096  # connections in this user's pool: one per request in flight
     fixed_count = 1
     abstract = True  # not offered in the web UI or headless runs; the sweep's open loop uses it
@@ -294,6 +234,8 @@ def _options(parser) -> None:
         **headless,
     )
     option("--label", default="locust", help="label of that record", **headless)
+    option("--request-timeout", type=float, default=300.0, help="seconds one request may take in all")
+    option("--idle-timeout", type=float, default=0.0, help="seconds without a byte (0: the request timeout)")
 
 
 SAMPLES: list[Sample] = []  # the current test's exact samples (cleared on test start and on reset)
@@ -315,6 +257,8 @@ def workload_for(environment) -> Workload:
         o.max_tokens,
         temperature=o.temperature,
         api_key=os.environ.get(o.api_key_env) or None,
+        timeout=o.request_timeout,
+        idle_timeout=o.idle_timeout or None,
     )
     if _is_worker(environment) and os.environ.get(SWEEP_WORKER_ENV):
         wl.budget = 0  # a sweep's worker waits for the master to hand it a share of the level
@@ -439,7 +383,7 @@ def _write_record(environment, o) -> None:
     built by the sweep's own builder under the shared default objectives."""
     from harness.core.levels import level_record, sample_record
     from harness.core.records import DEFAULT_OBJECTIVES, UNKNOWN, LevelContext, now_stamp
-    from harness.io.notebook import append_record
+    from harness.io.notebook import append_level
 
     users = max(getattr(environment.runner, "target_user_count", 0) or 0, 1)
     wall = RUN_WINDOW.get("stop", time.perf_counter()) - RUN_WINDOW.get("start", time.perf_counter())
@@ -454,9 +398,7 @@ def _write_record(environment, o) -> None:
         objectives=DEFAULT_OBJECTIVES,
     )
     record = level_record(list(SAMPLES), users, max(wall, 1e-6), context, now_stamp())
-    append_record(o.labbook, record.to_dict(), "level")
     samples_path = os.path.splitext(o.labbook)[0] + ".samples.jsonl"
-    with open(samples_path, "a", encoding="utf-8") as fh:
-        for s in SAMPLES:
-            fh.write(json.dumps(sample_record(s, o.label, users)) + "\n")
+    rows = [sample_record(s, o.label, users) for s in SAMPLES]
+    append_level(o.labbook, record.to_dict(), samples_path, rows)  # both whole, or neither
     print(f"harness: appended a level record for {o.label} ({len(SAMPLES)} exact samples) to {o.labbook}")

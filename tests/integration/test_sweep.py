@@ -256,8 +256,8 @@ def test_wrong_model_is_warned_and_counted(practice, tmp_path):
     "args,words",
     [
         (["--concurrency", "1,x"], "--concurrency must be comma-separated whole numbers"),
-        (["--concurrency", ","], "lists no level"),
-        (["--concurrency", "0,2"], "lists no level, or one below 1"),
+        (["--concurrency", ","], "--concurrency lists no value"),
+        (["--concurrency", "0,2"], "--concurrency takes a whole number from 1 to 10000, got 0"),
         (["--base-url", "http://127.0.0.1:9/v1"], "nothing answers at"),
         (["--base-url", "ftp://x/v1"], "--base-url must look like"),
     ],
@@ -655,7 +655,7 @@ def test_endpoint_is_proved_before_the_first_level(practice, tmp_path):
         (
             {"name": "cuts", "faults": {"cut_share": 1.0, "cut_after_tokens": 3}},
             [],
-            "the proof request failed (ChunkedEncodingError: Response ended prematurely)",
+            "the proof request failed (IncompleteStream: the stream ended without a finish reason)",
         ),
         (
             {"name": "small", "ctx_per_seat": 1024},
@@ -725,6 +725,6 @@ def test_a_stream_that_stalls_past_the_timeout_fails_without_hanging(practice, t
     assert time.monotonic() - started < 25  # bounded by the 2 s timeout, not the 30 s stall
     rec = levels(book)[0]
     assert rec["failed"] == rec["requests"] == 2 and rec["first_error"].startswith(
-        "TimeoutError: no data from the server for 2 s"
+        "Timeout: "  # the total bound or the idle one, both 2 s here
     )
     assert "Traceback" not in out.stdout + out.stderr

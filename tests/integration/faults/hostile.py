@@ -1,0 +1,214 @@
+"""Small hostile OpenAI-style servers for the fault matrix: plain sockets in threads, one fault each.
+
+``/v1/models`` always answers (so every command gets as far as its chat requests); the chat route
+misbehaves as the fault says. Every server binds 127.0.0.1 and stops (with every connection it
+holds) when the ``with`` block ends.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import socket
+import socketserver
+import struct
+import threading
+import time
+
+MODEL = "fake-model"
+SERVER_MESSAGE = "the fake server ran out of KV cache (slot 0)"
+
+
+def event(obj) -> bytes:
+    return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+def chunk(text: str | None = None, finish: str | None = None, usage: dict | None = None) -> dict:
+    delta = {"content": text} if text else {}
+    out = {"id": "fake-1", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    if usage is not None:
+        out = {"id": "fake-1", "choices": [], "usage": usage}
+    return out
+
+
+def good_events(tokens: int = 4) -> list[bytes]:
+    body = [event(chunk(f"t{i} ")) for i in range(tokens)]
+    body.append(event(chunk(finish="length")))
+    body.append(
+        event(chunk(usage={"prompt_tokens": 7, "completion_tokens": tokens, "total_tokens": 7 + tokens}))
+    )
+    body.append(b"data: [DONE]\n\n")
+    return body
+
+
+FAULTS = (
+    "ok",
+    "no-headers",
+    "trickle",
+    "midstream-error",
+    "json-error-200",
+    "not-streamed",
+    "http10-stream",
+    "reset",
+    "garbage",
+    "multiline-sse",
+    "http-500",
+    "gzip",
+)
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        srv: HostileServer = self.server.owner  # type: ignore[attr-defined]
+        sock: socket.socket = self.request
+        sock.settimeout(5)
+        try:
+            head, body = _read_request(sock)
+        except OSError:
+            return
+        line = head.split(b"\r\n", 1)[0].decode("latin-1")
+        srv.requests.append(line)
+        if " /v1/models" in line or line.startswith("GET /models"):
+            return _send_json(sock, 200, {"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+        if line.startswith("GET"):
+            return _send_json(sock, 404, {"error": {"message": "no such route"}})
+        getattr(self, "fault_" + srv.fault.replace("-", "_"))(sock, srv)
+
+    # -- the faults ------------------------------------------------------------------------------
+    def fault_ok(self, sock, srv) -> None:
+        time.sleep(srv.delay_s)
+        _send_stream(sock, good_events(), srv)
+
+    def fault_no_headers(self, sock, srv) -> None:
+        srv.stop.wait(srv.hold_s)  # read the request, then say nothing until told to stop
+
+    def fault_trickle(self, sock, srv) -> None:
+        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+        payload = b": keep-alive comment that never ends a line " * 1000
+        for byte in payload:
+            if srv.stop.wait(0.2):
+                return
+            try:
+                sock.sendall(bytes([byte]))
+            except OSError:
+                return
+
+    def fault_midstream_error(self, sock, srv) -> None:
+        err = {"code": 500, "message": SERVER_MESSAGE, "type": "server_error"}
+        body = [event(chunk("t0 ")), event(chunk("t1 ")), b"error: " + json.dumps(err).encode() + b"\n\n"]
+        _send_stream(sock, body, srv)
+
+    def fault_json_error_200(self, sock, srv) -> None:
+        _send_json(sock, 200, {"error": {"message": SERVER_MESSAGE, "type": "server_error", "code": 503}})
+
+    def fault_not_streamed(self, sock, srv) -> None:
+        msg = {"role": "assistant", "content": "a whole answer at once"}
+        answer = {"id": "x", "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}]}
+        _send_json(sock, 200, {**answer, "usage": {"prompt_tokens": 5, "completion_tokens": 6}})
+
+    def fault_http10_stream(self, sock, srv) -> None:
+        sock.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
+        time.sleep(srv.ttft_s)
+        for piece in good_events():
+            sock.sendall(piece)
+            time.sleep(0.01)
+
+    def fault_reset(self, sock, srv) -> None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    def fault_garbage(self, sock, srv) -> None:
+        sock.sendall(b"\x00\xffTHIS IS NOT HTTP AT ALL\r\n\r\n\x01garbage")
+
+    def fault_multiline_sse(self, sock, srv) -> None:
+        body = []
+        for piece in good_events():
+            if piece.startswith(b"data: {"):  # one event over several data: lines, as SSE allows
+                text = piece[6:].strip().decode()
+                half = text.index(",") + 1
+                piece = f"data: {text[:half]}\ndata: {text[half:]}\n\n".encode()
+            body.append(piece)
+        _send_stream(sock, body, srv)
+
+    def fault_gzip(self, sock, srv) -> None:  # compresses although the client asked for identity
+        body = gzip.compress(b"".join(good_events()))
+        sock.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Encoding: gzip\r\n"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
+        )
+
+    def fault_http_500(self, sock, srv) -> None:
+        _send_json(sock, 500, {"error": {"message": SERVER_MESSAGE}})
+
+
+def _read_request(sock) -> tuple[bytes, bytes]:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        got = sock.recv(65536)
+        if not got:
+            raise OSError("closed")
+        data += got
+    head, rest = data.split(b"\r\n\r\n", 1)
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip())
+    while len(rest) < length:
+        got = sock.recv(65536)
+        if not got:
+            break
+        rest += got
+    return head, rest
+
+
+def _send_json(sock, status: int, obj) -> None:
+    body = json.dumps(obj).encode()
+    reason = {200: "OK", 404: "Not Found", 500: "Internal Server Error"}.get(status, "X")
+    sock.sendall(
+        f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n".encode()
+        + body
+    )
+
+
+def _send_stream(sock, pieces: list[bytes], srv) -> None:
+    sock.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+        b"Connection: close\r\n\r\n"
+    )
+    time.sleep(srv.ttft_s)
+    for piece in pieces:
+        sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+        time.sleep(0.005)
+    sock.sendall(b"0\r\n\r\n")
+
+
+class _TCP(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class HostileServer:
+    """``with HostileServer("trickle") as srv: srv.base_url``."""
+
+    def __init__(self, fault: str, delay_s: float = 0.0, ttft_s: float = 0.0, hold_s: float = 120.0) -> None:
+        assert fault in FAULTS, fault
+        self.fault, self.delay_s, self.ttft_s, self.hold_s = fault, delay_s, ttft_s, hold_s
+        self.stop = threading.Event()
+        self.requests: list[str] = []
+        self._tcp = _TCP(("127.0.0.1", 0), _Handler)
+        self._tcp.owner = self  # type: ignore[attr-defined]
+        self.port = self._tcp.server_address[1]
+        self.root = f"http://127.0.0.1:{self.port}"
+        self.base_url = self.root + "/v1"
+        self._thread = threading.Thread(target=self._tcp.serve_forever, kwargs={"poll_interval": 0.05})
+
+    def __enter__(self) -> HostileServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self._tcp.shutdown()
+        self._tcp.server_close()
+        self._thread.join(5)

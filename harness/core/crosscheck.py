@@ -128,6 +128,17 @@ def _early_stop_note(ours: dict) -> list[str]:
     ]
 
 
+def _one_round_note(ours: dict) -> list[str]:
+    """A row of one round (no more requests than users) is one burst and one drain: noisy."""
+    c, done = ours.get("concurrency"), ours.get("completed")
+    if not (c and done) or done > c:
+        return []
+    return [
+        f"our row is a single round ({done} requests at c={c}): one burst of prefills and one drain, so its "
+        "wall clock moves by several per cent between runs; compare rows of at least two rounds"
+    ]
+
+
 def compare(ours: dict, theirs: dict, tolerance: float, bound: bool = False) -> dict:
     """Our level record against the tool's figures: ratios ours / theirs and a verdict.
 
@@ -158,6 +169,8 @@ def compare(ours: dict, theirs: dict, tolerance: float, bound: bool = False) -> 
                 "output lengths (the tool ignores EOS; our row may stop early)"
             )
         notes += _early_stop_note(ours)
+        if verdict != "agree":
+            notes += _one_round_note(ours)
     else:
         verdict = "above bound" if tput > 1 + tolerance else "within bound"
         notes.append(

@@ -79,3 +79,14 @@ def test_verify_allocation_against_the_recorded_log(tmp_path, capsys, block, exp
     assert ("match:" in out) == (expect == 0)
     if expect:
         assert "block size" in out and "55,356" in out
+
+
+def test_crosscheck_says_why_a_single_round_or_early_stops_differ():
+    from harness.core.crosscheck import compare
+
+    ours = {"output_tokens_per_s": 61.7, "tpot_s": {"p50": 0.063}, "concurrency": 20, "completed": 20}
+    ours |= {"max_tokens": 32, "output_tokens": 640}
+    cmp = compare(ours, {"output_tokens_per_s": 56.7, "tpot_s": {"p50": 0.0687}}, 0.05)
+    assert cmp["verdict"] == "differ" and any("single round (20 requests at c=20)" in n for n in cmp["notes"])
+    early = compare({**ours, "completed": 40, "output_tokens": 400}, {"output_tokens_per_s": 61.0}, 0.05)
+    assert early["verdict"] == "agree" and "averaged 10 output tokens of the 32 asked" in early["notes"][0]

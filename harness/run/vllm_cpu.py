@@ -440,7 +440,7 @@ class VllmLauncher(HostLauncher):
         )
 
     def version(self) -> str:
-        """``vllm --version`` prints warnings first (Triton has no CPU backend): the line that is a version."""
+        """``vllm --version`` prints warnings first (Triton has no CPU backend): take the version line."""
         if not self.version_argv:
             return self.version_fallback
         try:

@@ -227,13 +227,15 @@ def run(args) -> int:
     tests = [measure_test(args, key, n, p) for n, p in (("short", SHORT), ("long", long_prompt))]
     loaded = memory.snapshot()
     added = memory.delta(idle, loaded) if idle else {}
-    rss = memory.process_rss_mb(args.server_pid)
+    tree = memory.process_tree_mb(args.server_pid)  # vLLM is four processes; llama-server one
+    rss = tree.get("rss_mb")
     prefill = prefill_from_difference(*(t.to_dict() for t in tests))
     extra = {
         "prefill_tokens_per_s": prefill,
         "memory": loaded,
         "memory_delta_mb": added,
         "process_resident_mb": rss,
+        "process_tree": tree,
     }
     short, long = (replace(t, extra={**t.extra, **extra}).to_dict() for t in tests)
     for rec in (short, long):
@@ -260,7 +262,8 @@ def run(args) -> int:
         )
     print(
         f"    {args.engine:>14} memory added since the idle snapshot (MB): "
-        f"{json.dumps(added) if added else 'no idle snapshot given'}; server resident set (MB): {rss}"
+        f"{json.dumps(added) if added else 'no idle snapshot given'}; server resident set (MB, "
+        f"{tree.get('processes', 0)} process(es) summed): {rss}, PSS {tree.get('pss_mb', '-')}"
     )
     if args.reuse_prompt:
         print(

@@ -46,6 +46,7 @@ def add_parser(sub) -> None:
         "--swa-full", action="store_true", help="llama-server --swa-full (full-size sliding-window cache)"
     )
     p.add_argument("--kv-bytes", type=int, help="vLLM --kv-cache-memory-bytes (default: slots x context)")
+    add_vllm_pool_args(p)
     p.add_argument("--machine", help="machine-table key for ceilings and fit (e.g. spark)")
     p.add_argument(
         "--usable-gb", type=float, help="memory the engine may use, GB (default: the machine's memory)"
@@ -54,6 +55,33 @@ def add_parser(sub) -> None:
         "--table", choices=["lab09", "lab08"], help="print a lab page's Task 1 table from its inputs"
     )
     p.set_defaults(func=run)
+
+
+def add_vllm_pool_args(p) -> None:
+    """The vLLM settings its pool arithmetic needs besides the bytes (predict and verify-allocation)."""
+    p.add_argument(
+        "--block-size",
+        type=int,
+        default=16,
+        help="vLLM tokens per KV block (16 on GPUs, 128 on the CPU build)",
+    )
+    p.add_argument(
+        "--max-num-batched-tokens",
+        type=int,
+        default=2048,
+        help="vLLM tokens in flight per step (sizes the sliding-window groups; 2048 is its default here)",
+    )
+    p.add_argument(
+        "--device", default="GPU", help="the word vLLM's log line starts with (CPU on the CPU build)"
+    )
+
+
+def vllm_pool_kwargs(args) -> dict:
+    return {
+        "block_size": args.block_size,
+        "in_flight_tokens": args.max_num_batched_tokens,
+        "device": args.device,
+    }
 
 
 def run(args) -> int:
@@ -98,7 +126,14 @@ def run(args) -> int:
         fmt_name = "GGUF Q4_K_M"
     fmt = model.formats.get(fmt_name) if fmt_name else None
     pred = predict_allocation(
-        model, args.engine, args.slots, args.ctx_per_slot, args.cache_type, args.swa_full, args.kv_bytes
+        model,
+        args.engine,
+        args.slots,
+        args.ctx_per_slot,
+        args.cache_type,
+        args.swa_full,
+        args.kv_bytes,
+        **vllm_pool_kwargs(args),
     )
     print(
         f"==> {model.name} ({model.source}): {model.layers} layers ({model.swa_layers} sliding-window, "
@@ -110,18 +145,20 @@ def run(args) -> int:
         for ct in ("f16", "q8_0", "q4_0", "fp8")
     )
     print(f"    KV bytes per token by cache type: {per_type}")
+    sized = (
+        "set by --kv-cache-memory-bytes"
+        if args.engine == "vllm" and args.kv_bytes
+        else f"{args.slots} x {args.ctx_per_slot:,} tokens"
+    )
     print(
-        f"    KV cache {args.cache_type}: {pred.kv_per_token:,.0f} bytes per token; {args.slots} x "
-        f"{args.ctx_per_slot:,} tokens -> {pred.pool_bytes:,.0f} bytes = {pred.pool_bytes / 2**20:,.2f} MiB"
+        f"    KV cache {args.cache_type}: {pred.kv_per_token:,.0f} bytes per token; {sized} -> "
+        f"{pred.pool_bytes:,.0f} bytes = {pred.pool_bytes / 2**20:,.2f} MiB"
     )
     print(f"    {args.engine} should log:")
     for line in pred.log_lines:
         print(f"      {line}")
-    if pred.vllm_blocks is not None:
-        print(
-            f"      ({pred.vllm_blocks:,} blocks of 16 tokens; a {args.ctx_per_slot:,}-token request needs "
-            f"{-(-args.ctx_per_slot // 16):,})"
-        )
+    if pred.vllm_pool is not None:
+        print_vllm_pool(pred.vllm_pool, args.ctx_per_slot, args.max_num_batched_tokens, model.swa_window)
     machine = lookup(args.machine) if args.machine else None
     if fmt:
         total = fmt["tensor_bytes"] + pred.pool_bytes
@@ -158,3 +195,22 @@ def run(args) -> int:
                     cells.append(f"B={batch} {total:.0f} ({per:.1f})")
                 print(f"      context {context:>5}: " + "  ".join(cells))
     return 0
+
+
+def print_vllm_pool(pool: dict, max_len: int, in_flight: int, window: int) -> None:
+    """Why vLLM logs the token count it does: groups, blocks, blocks per request."""
+    groups, block, blocks = pool["groups"], pool["block_size"], pool["num_blocks"]
+    print(
+        f"      ({blocks:,} blocks of {block} tokens x {pool['group_size']} layers = "
+        f"{pool['block_bytes']:,} bytes each, shared by {groups['full']} full-attention and "
+        f"{groups['sliding']} sliding-window group(s))"
+    )
+    per = pool["blocks_per_request"]
+    if groups["sliding"]:
+        print(
+            f"      (a {max_len:,}-token request needs {per} blocks: {-(-max_len // block)} per full group, "
+            f"min({window} - 1 + {in_flight}, {max_len:,}) tokens / {block} + 1 per sliding group; "
+            f"tokens = {blocks:,} / {per} x {max_len:,}, not blocks x block size)"
+        )
+    else:
+        print(f"      (a {max_len:,}-token request needs {per:,} blocks)")

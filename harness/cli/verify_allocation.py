@@ -12,6 +12,7 @@ from harness.io.model_info import load_model
 from harness.core.predictions import predict_allocation
 from harness.core.records import Allocation, now_stamp
 from harness.io.notebook import append_record
+from harness.cli.predict import add_vllm_pool_args, vllm_pool_kwargs
 
 
 def add_parser(sub) -> None:
@@ -28,6 +29,7 @@ def add_parser(sub) -> None:
     p.add_argument("--cache-type", default="f16", choices=["f16", "q8_0", "q4_0", "fp8"])
     p.add_argument("--swa-full", action="store_true")
     p.add_argument("--kv-bytes", type=int, help="vLLM --kv-cache-memory-bytes")
+    add_vllm_pool_args(p)
     p.add_argument("--labbook", help="append the allocation record to this notebook")
     p.add_argument("--label", default="")
     p.add_argument(
@@ -91,10 +93,12 @@ def run(args) -> int:
     text = _read(args.log)
     engine = _engine_of(text, args.engine, args.log)
     model = load_model(args.model)
-    pred = predict_allocation(
-        model, engine, args.slots, args.ctx_per_slot, args.cache_type, args.swa_full, args.kv_bytes
-    )
     observed = facts(engine, text)
+    pool = vllm_pool_kwargs(args)
+    pool["device"] = observed.get("kv_device", args.device)
+    pred = predict_allocation(
+        model, engine, args.slots, args.ctx_per_slot, args.cache_type, args.swa_full, args.kv_bytes, **pool
+    )
     problems = [] if args.observe_only else engine_logs.compare(engine, observed, pred)
     for line in [] if args.observe_only else pred.log_lines:
         print(f"predicted: {line}")
@@ -126,12 +130,14 @@ def run(args) -> int:
                 "cache_type": args.cache_type,
                 "swa_full": args.swa_full,
                 "kv_bytes": args.kv_bytes,
+                **({"block_size": args.block_size} if engine == "vllm" else {}),
             },
             observed=observed,
             predicted={
                 "log_lines": pred.log_lines,
                 "pool_bytes": pred.pool_bytes,
                 "vllm_tokens": pred.vllm_tokens,
+                **({"vllm_pool": pred.vllm_pool} if pred.vllm_pool else {}),
             },
             verdict="observed" if args.observe_only else "mismatch" if problems else "match",
             problems=problems,

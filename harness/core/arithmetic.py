@@ -78,12 +78,67 @@ def llama_kv_log_line(cache: dict, cache_type: str = "f16") -> str:
     )
 
 
-def vllm_kv_log_lines(pool_tokens: int, max_model_len: int) -> list[str]:
-    """vLLM's two startup lines for a pool of ``pool_tokens`` tokens."""
+def vllm_kv_log_lines(
+    pool_tokens: int, max_model_len: int, concurrency: float | None = None, device: str = "GPU"
+) -> list[str]:
+    """vLLM's two startup lines for a pool of ``pool_tokens`` tokens (the CPU build says ``CPU``)."""
+    if concurrency is None:
+        concurrency = pool_tokens / max_model_len
     return [
-        f"GPU KV cache size: {pool_tokens:,} tokens",
-        f"Maximum concurrency for {max_model_len:,} tokens per request: {pool_tokens / max_model_len:.2f}x",
+        f"{device} KV cache size: {pool_tokens:,} tokens",
+        f"Maximum concurrency for {max_model_len:,} tokens per request: {concurrency:.2f}x",
     ]
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def vllm_kv_pool(
+    layers: int,
+    kv_heads: int,
+    head_dim: int,
+    kv_bytes: int,
+    max_model_len: int,
+    block_size: int = 16,
+    cache_type: str = "f16",
+    swa_layers: int = 0,
+    swa_window: int = 0,
+    in_flight_tokens: int = 2048,
+) -> dict:
+    """vLLM's (v1) KV pool for ``kv_bytes`` of cache, as its kv_cache_utils computes it.
+
+    Layers are bucketed by attention kind (full, sliding window) and cut into KV cache groups of
+    ``group_size`` layers (the smaller bucket's size; Gemma 3 270M: 3 full + 15 sliding layers ->
+    six groups of 3). All groups draw from one pool whose block holds ``block_size`` tokens of
+    ``group_size`` layers, so ``num_blocks = kv_bytes // (page per layer x group_size)``. A request of
+    ``max_model_len`` needs ``cdiv(max_model_len, block)`` blocks in each full group and
+    ``cdiv(min(window - 1 + in-flight tokens, max_model_len), block) + 1`` in each sliding group
+    (in flight: max_num_batched_tokens x concurrent batches). vLLM logs
+    ``concurrency = num_blocks / blocks per request`` and ``tokens = int(concurrency x max_model_len)``,
+    which is why its token count is not ``num_blocks x block_size`` on a sliding-window model."""
+    page = block_size * 2 * kv_heads * head_dim * BYTES_PER_VALUE[cache_type]  # one block of one layer
+    full_layers = layers - swa_layers
+    buckets = [n for n in (full_layers, swa_layers) if n > 0]
+    group_size = min(buckets)
+    if max(buckets) < group_size * 1.5:
+        group_size = max(buckets)
+    full_groups = cdiv(full_layers, group_size) if full_layers else 0
+    swa_groups = cdiv(swa_layers, group_size) if swa_layers else 0
+    num_blocks = int(kv_bytes // (page * group_size))
+    full_blocks = cdiv(max_model_len, block_size)
+    swa_blocks = cdiv(min(swa_window - 1 + in_flight_tokens, max_model_len), block_size) + 1
+    per_request = full_groups * full_blocks + swa_groups * swa_blocks
+    return {
+        "block_size": block_size,
+        "group_size": group_size,
+        "groups": {"full": full_groups, "sliding": swa_groups},
+        "block_bytes": int(page * group_size),
+        "num_blocks": num_blocks,
+        "blocks_per_request": per_request,
+        "max_concurrency": num_blocks / per_request,
+        "tokens": num_blocks * max_model_len // per_request,
+    }
 
 
 def speed_limit(bandwidth_gb_s: float, model_gb: float) -> float:

@@ -117,6 +117,28 @@ def batched_as_service(row: dict) -> dict:
     }
 
 
+def _early_stop_note(ours: dict) -> list[str]:
+    """When our replies ended at EOS well before max_tokens, the tool (which ignores EOS) decoded more."""
+    asked, done, out = ours.get("max_tokens"), ours.get("completed"), ours.get("output_tokens")
+    if not (asked and done and out) or out / done >= 0.95 * asked:
+        return []
+    return [
+        f"our row averaged {out / done:.0f} output tokens of the {asked} asked (replies ended at EOS); "
+        f"the tool ignores EOS and generates {asked}, so the two did not decode the same amount"
+    ]
+
+
+def _one_round_note(ours: dict) -> list[str]:
+    """A row of one round (no more requests than users) is one burst and one drain: noisy."""
+    c, done = ours.get("concurrency"), ours.get("completed")
+    if not (c and done) or done > c:
+        return []
+    return [
+        f"our row is a single round ({done} requests at c={c}): one burst of prefills and one drain, so its "
+        "wall clock moves by several per cent between runs; compare rows of at least two rounds"
+    ]
+
+
 def compare(ours: dict, theirs: dict, tolerance: float, bound: bool = False) -> dict:
     """Our level record against the tool's figures: ratios ours / theirs and a verdict.
 
@@ -146,6 +168,9 @@ def compare(ours: dict, theirs: dict, tolerance: float, bound: bool = False) -> 
                 "the figures differ beyond the tolerance: check both ran the same cap, prompt and "
                 "output lengths (the tool ignores EOS; our row may stop early)"
             )
+        notes += _early_stop_note(ours)
+        if verdict != "agree":
+            notes += _one_round_note(ours)
     else:
         verdict = "above bound" if tput > 1 + tolerance else "within bound"
         notes.append(

@@ -137,10 +137,25 @@ def compare(engine: str, observed: dict, predicted: Prediction) -> list[str]:
         if got != predicted.vllm_tokens:
             problems.append(
                 f"KV pool: log says {got:,} tokens but the prediction is {predicted.vllm_tokens:,} tokens; "
-                "likely cause: block size other than 16, a different KV dtype, or the memory fraction "
-                "deciding the pool instead of --kv-cache-memory-bytes"
+                "likely cause: another block size (16 on GPUs, 128 on the CPU build), a different KV dtype, "
+                "sliding-window layers the model description lacks, or the memory fraction deciding the pool "
+                "instead of --kv-cache-memory-bytes"
             )
+        problems += _vllm_concurrency(observed, predicted)
     return problems
+
+
+def _vllm_concurrency(observed: dict, predicted: Prediction) -> list[str]:
+    """The logged maximum concurrency against the pool arithmetic (blocks / blocks per request)."""
+    pool = getattr(predicted, "vllm_pool", None) or {}
+    conc = observed.get("max_concurrency")
+    if not pool or conc is None or abs(conc - round(pool["max_concurrency"], 2)) <= 0.005:
+        return []
+    return [
+        f"maximum concurrency: log says {conc:.2f}x but the prediction is {pool['max_concurrency']:.2f}x "
+        f"({pool['num_blocks']:,} blocks / {pool['blocks_per_request']} per request); likely cause: "
+        "max_model_len or max_num_batched_tokens differ"
+    ]
 
 
 def predicted_type(predicted: Prediction) -> str:

@@ -12,6 +12,7 @@ from harness.core.arithmetic import (
     llama_kv_caches,
     llama_kv_log_line,
     vllm_kv_log_lines,
+    vllm_kv_pool,
 )
 
 GIB = 2**30
@@ -133,6 +134,7 @@ class Prediction:
     caches: list[dict]
     vllm_tokens: int | None = None
     vllm_blocks: int | None = None
+    vllm_pool: dict | None = None  # vllm_kv_pool(): groups, block bytes, blocks per request
 
 
 def predict_allocation(
@@ -143,11 +145,15 @@ def predict_allocation(
     cache_type: str = "f16",
     swa_full: bool = False,
     kv_bytes: int | None = None,
+    block_size: int = VLLM_BLOCK,
+    in_flight_tokens: int = 2048,
+    device: str = "GPU",
 ) -> Prediction:
     """What the engine should allocate and print for these settings.
 
     llama-server: one cache per attention kind, every slot whole at load. vLLM: a pool of
-    ``kv_bytes`` (default: slots x context) cut into 16-token blocks."""
+    ``kv_bytes`` (default: slots x context) cut into blocks shared by its KV cache groups
+    (:func:`~harness.core.arithmetic.vllm_kv_pool`); ``ctx_per_slot`` is its max_model_len."""
     per = kv_bytes_per_token(model.layers, model.kv_heads, model.head_dim, cache_type)
     if engine == "llama-server":
         caches = llama_kv_caches(
@@ -165,8 +171,19 @@ def predict_allocation(
             per, sum(c["bytes"] for c in caches), [llama_kv_log_line(c, cache_type) for c in caches], caches
         )
     if engine == "vllm":
-        pool = kv_bytes if kv_bytes is not None else per * slots * ctx_per_slot
-        blocks = int(pool // (VLLM_BLOCK * per))
-        tokens = blocks * VLLM_BLOCK
-        return Prediction(per, pool, vllm_kv_log_lines(tokens, ctx_per_slot), [], tokens, blocks)
+        pool_bytes = kv_bytes if kv_bytes is not None else per * slots * ctx_per_slot
+        pool = vllm_kv_pool(
+            model.layers,
+            model.kv_heads,
+            model.head_dim,
+            int(pool_bytes),
+            ctx_per_slot,
+            block_size,
+            cache_type,
+            model.swa_layers,
+            model.swa_window,
+            in_flight_tokens,
+        )
+        lines = vllm_kv_log_lines(pool["tokens"], ctx_per_slot, pool["max_concurrency"], device)
+        return Prediction(per, pool_bytes, lines, [], pool["tokens"], pool["num_blocks"], pool)
     raise ValueError(f"no allocation model for engine {engine!r}; use llama-server or vllm")

@@ -120,3 +120,30 @@ def process_rss_mb(pid: int | None) -> float | None:
         return round(psutil.Process(pid).memory_info().rss / MB)
     except psutil.Error:
         return None
+
+
+def process_tree_mb(pid: int | None) -> dict:
+    """Memory of a server and every process it started (vLLM: API server, engine core, worker and
+    a helper), in MB: RSS summed (shared pages counted once per process) and PSS (shared pages split
+    between their users: the tree's real share) where the OS gives it; {} without a live pid."""
+    if not pid:
+        return {}
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return {}
+    rss = pss = 0
+    have_pss = True
+    for proc in procs:
+        try:
+            rss += proc.memory_info().rss
+            pss += getattr(proc.memory_full_info(), "pss", 0)
+        except psutil.AccessDenied:
+            have_pss = False
+        except psutil.Error:
+            pass
+    out = {"processes": len(procs), "rss_mb": round(rss / MB)}
+    if have_pss and pss:
+        out["pss_mb"] = round(pss / MB)
+    return out

@@ -109,6 +109,23 @@ _DTYPE_BYTES = {
 }
 
 
+def _hf_sliding(cfg: dict, layers: int) -> tuple[int, int]:
+    """(sliding-window layers, window) from config.json: its ``layer_types`` list where it has one
+    (Gemma 3 in recent transformers), else the model type's fixed pattern; (0, 0) without a window."""
+    window = int(cfg.get("sliding_window") or 0)
+    if not window:
+        return 0, 0
+    kinds = cfg.get("layer_types")
+    if isinstance(kinds, list) and len(kinds) == layers:
+        swa = sum(1 for k in kinds if k == "sliding_attention")
+        return swa, window if swa else 0
+    pattern = cfg.get("sliding_window_pattern") or cfg.get("_sliding_window_pattern")
+    pattern = pattern or SWA_PATTERN.get(str(cfg.get("model_type", "")).removesuffix("_text"))
+    if not pattern:
+        return 0, 0
+    return layers - layers // int(pattern), window
+
+
 def from_hf_dir(path: Path) -> ModelInfo:
     cfg_path = path / "config.json"
     if not cfg_path.is_file():
@@ -118,6 +135,7 @@ def from_hf_dir(path: Path) -> ModelInfo:
     layers, heads = int(cfg["num_hidden_layers"]), int(cfg["num_attention_heads"])
     kv_heads = int(cfg.get("num_key_value_heads", heads))
     head_dim = int(cfg.get("head_dim") or cfg["hidden_size"] // heads)
+    swa_layers, window = _hf_sliding(cfg, layers)
     total = embedding = 0
     for shard in sorted(path.glob("*.safetensors")):
         with open(shard, "rb") as fh:
@@ -137,6 +155,8 @@ def from_hf_dir(path: Path) -> ModelInfo:
         layers,
         kv_heads,
         head_dim,
+        swa_layers,
+        window,
         formats={"safetensors": {"tensor_bytes": total, "embedding_bytes": embedding}},
         source=str(path),
     )

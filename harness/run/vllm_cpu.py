@@ -27,6 +27,7 @@ import contextlib
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import subprocess
@@ -40,6 +41,7 @@ import requests
 
 from harness import paths
 from harness.errors import EngineError, InstallError
+from harness.io import memory
 from harness.io.http import stream_chat
 from harness.run import llama_cpu
 from harness.run.launchers.host import HostLauncher
@@ -442,6 +444,19 @@ class VllmLauncher(HostLauncher):
             f"vLLM did not complete a request within {timeout:.0f} s (last: {last}); read {self.log_path}"
         )
 
+    def version(self) -> str:
+        """``vllm --version`` prints warnings first (Triton has no CPU backend): take the version line."""
+        if not self.version_argv:
+            return self.version_fallback
+        try:
+            done = subprocess.run(
+                self.version_argv, capture_output=True, text=True, timeout=60, env={**os.environ, **self.env}
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return "unknown"
+        found = [x.strip() for x in done.stdout.splitlines() if re.match(r"^\d+\.\d+", x.strip())]
+        return found[-1] if found else "unknown"
+
     def child_pids(self) -> list[int]:
         try:
             return [c.pid for c in psutil.Process(self.proc.pid).children(recursive=True)]
@@ -451,30 +466,6 @@ class VllmLauncher(HostLauncher):
     def tree_rss_mb(self) -> float | None:
         """Resident memory (MB) of the server and every process it started (the worker holds the model)."""
         return tree_memory_mb(self.proc.pid if self.proc else None).get("rss_mb")
-
-
-def tree_memory_mb(pid: int | None) -> dict:
-    """RSS summed over a process and its descendants (counts shared pages once per process), and PSS
-    (shared pages split between their users: the tree's real share) where the OS gives it."""
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except (psutil.Error, TypeError, ValueError):
-        return {}
-    rss = pss = 0
-    have_pss = True
-    for proc in procs:
-        try:
-            rss += proc.memory_info().rss
-            pss += getattr(proc.memory_full_info(), "pss", 0)
-        except psutil.AccessDenied:
-            have_pss = False
-        except psutil.Error:
-            pass
-    out = {"processes": len(procs), "rss_mb": round(rss / 1e6)}
-    if have_pss and pss:
-        out["pss_mb"] = round(pss / 1e6)
-    return out
 
     def stop(self, timeout: float = 30.0) -> None:
         pids = set(self.children) | set(self.child_pids())
@@ -487,6 +478,11 @@ def tree_memory_mb(pid: int | None) -> dict:
         still = [pid for pid in left if _alive(pid, wait=5)]
         if still:
             raise EngineError(f"vLLM child process(es) {still} still running after stop")
+
+
+def tree_memory_mb(pid: int | None) -> dict:
+    """RSS and PSS of the server and its engine-core and worker processes (harness.io.memory)."""
+    return memory.process_tree_mb(pid)
 
 
 def _alive(pid: int, wait: float = 0.0) -> bool:

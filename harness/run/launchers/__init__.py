@@ -50,6 +50,24 @@ def _process(cls: type[HostLauncher]) -> Callable[[BlockContext], Launcher]:
     return make
 
 
+def _vllm_cpu(ctx: BlockContext) -> Launcher:
+    """vLLM's CPU build: a host process that is ready only after a real completion, and whose stop
+    proves its engine-core and worker processes gone (harness/run/vllm_cpu.py)."""
+    from harness.run import vllm_cpu  # imports the host launcher; only needed for this engine
+
+    engine = ctx.block.engine  # whether it can run here is checked when its binary is resolved
+    return vllm_cpu.VllmLauncher(
+        argv=launch_argv(engine, ctx.settings),
+        host=ctx.host,
+        port=ctx.port,
+        health_url=ctx.health_url,
+        log_path=ctx.out,
+        env=engine_env(engine, ctx.settings),
+        ready_body={**vllm_cpu.READY_BODY, "model": ctx.model},
+        **_version(ctx),
+    )
+
+
 def _compose(ctx: BlockContext) -> Launcher:
     engine = ctx.block.engine
     c = engine["compose"]
@@ -90,6 +108,7 @@ def _external(ctx: BlockContext) -> Launcher:
 
 LAUNCHERS: dict[str, Callable[[BlockContext], Launcher]] = {
     "host": _process(HostLauncher),
+    "vllm-cpu": _vllm_cpu,
     "container": _process(ContainerLauncher),
     "compose": _compose,
     "service": _service,

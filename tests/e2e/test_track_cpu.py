@@ -119,8 +119,15 @@ def test_cpu_plan_interrupted_then_resumed(tmp_path):
         "llama-ctx1024",
         "llama-kv-alt",
         "practice-admission",
-        "llama-admission",
     }
+    # The real engine's admission level runs at its operating point; on a busy 2-core machine no
+    # level may meet the objective, and then the step must say so instead of running.
+    admission = by_id["llama/admission:llama-admission"]
+    if admission["status"] == "skipped":
+        assert "objective" in admission["reason"], admission["reason"]
+        assert "llama-admission" not in {r["label"] for r in levels}
+    else:
+        assert admission["status"] == "passed" and "llama-admission" in {r["label"] for r in levels}
     assert all(r["failed"] == 0 for r in levels if r["label"].startswith("llama"))
     summaries = read_records(
         notebook, "curve-summary", select=lambda o: o.get("record") == "curve-summary"

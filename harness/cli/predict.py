@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from harness.core.arithmetic import speed_limit
 from harness.io.machines import load_machines, lookup
-from harness.io.model_info import load_model
+from harness.io.model_info import ModelInfo, load_model
 from harness.core.arithmetic import kv_bytes_per_token
 from harness.core.predictions import (
     GIB,
+    Prediction,
     aggregate_ceiling,
     ceiling_table,
     decode_ceiling,
@@ -86,8 +87,26 @@ def vllm_pool_kwargs(args) -> dict:
 
 def run(args) -> int:
     model = load_model(args.model)
-    if args.table == "lab09":
-        machines = load_machines()
+    if args.table:
+        print_lab_table(args.table, model)
+        return 0
+    fmt_name = args.format or next(iter(model.formats), None)
+    if args.format is None and "GGUF Q4_K_M" in model.formats:
+        fmt_name = "GGUF Q4_K_M"
+    fmt = model.formats.get(fmt_name) if fmt_name else None
+    pred = print_allocation(args, model)
+    machine = lookup(args.machine) if args.machine else None
+    if fmt:
+        print_fit(args, fmt_name, fmt, pred, machine)
+    if machine:
+        print_ceilings(args, model, fmt_name, fmt, pred, machine)
+    return 0
+
+
+def print_lab_table(table: str, model: ModelInfo) -> None:
+    """One of the labs' Task 1 tables (``lab09`` serving, ``lab08`` decode ceilings)."""
+    machines = load_machines()
+    if table == "lab09":
         print(
             serving_table(
                 model,
@@ -104,9 +123,7 @@ def run(args) -> int:
                 "GGUF Q4_K_M",
             )
         )
-        return 0
-    if args.table == "lab08":
-        machines = load_machines()
+    else:
         print(
             ceiling_table(
                 model,
@@ -120,11 +137,10 @@ def run(args) -> int:
                 ],
             )
         )
-        return 0
-    fmt_name = args.format or next(iter(model.formats), None)
-    if args.format is None and "GGUF Q4_K_M" in model.formats:
-        fmt_name = "GGUF Q4_K_M"
-    fmt = model.formats.get(fmt_name) if fmt_name else None
+
+
+def print_allocation(args, model: ModelInfo) -> Prediction:
+    """The model's shape, KV bytes per token, the pool and the lines the engine should log."""
     pred = predict_allocation(
         model,
         args.engine,
@@ -159,42 +175,48 @@ def run(args) -> int:
         print(f"      {line}")
     if pred.vllm_pool is not None:
         print_vllm_pool(pred.vllm_pool, args.ctx_per_slot, args.max_num_batched_tokens, model.swa_window)
-    machine = lookup(args.machine) if args.machine else None
+    return pred
+
+
+def print_fit(args, fmt_name: str | None, fmt: dict, pred: Prediction, machine: dict | None) -> None:
+    """Weights plus pool against the machine's usable memory."""
+    total = fmt["tensor_bytes"] + pred.pool_bytes
+    usable = args.usable_gb or (machine or {}).get("memory_gb")
+    verdict = "" if not usable else (" -> fits" if total <= usable * 1e9 else " -> does NOT fit")
+    print(
+        f"    weights ({fmt_name}) + pool = {total / GIB:.2f} GiB before compute buffers"
+        f"{f' against {usable} GB usable' if usable else ''}{verdict}"
+    )
+
+
+def print_ceilings(
+    args, model: ModelInfo, fmt_name: str | None, fmt: dict | None, pred: Prediction, machine: dict
+) -> None:
+    """Decode ceilings per format on the machine, and the aggregate at a few batch sizes."""
+    bw = machine["bandwidth_gb_s"]
+    print(
+        f"    {machine['name']} at {bw} GB/s, decode ceilings (one sequence at 100 / 1,500 tokens of "
+        "context; "
+        f"speed limit = bandwidth / size):"
+    )
+    for name, f in model.formats.items():
+        short = decode_ceiling(bw, f["tensor_bytes"], f["embedding_bytes"], pred.kv_per_token, 100)
+        long = decode_ceiling(bw, f["tensor_bytes"], f["embedding_bytes"], pred.kv_per_token, 1500)
+        print(
+            f"      {name:<16} {short:7.1f} / {long:7.1f} tok/s; speed limit "
+            f"{speed_limit(bw, f['tensor_bytes'] / 1e9):.1f} tok/s"
+        )
     if fmt:
-        total = fmt["tensor_bytes"] + pred.pool_bytes
-        usable = args.usable_gb or (machine or {}).get("memory_gb")
-        verdict = "" if not usable else (" -> fits" if total <= usable * 1e9 else " -> does NOT fit")
+        read = fmt["tensor_bytes"] - fmt["embedding_bytes"]
         print(
-            f"    weights ({fmt_name}) + pool = {total / GIB:.2f} GiB before compute buffers"
-            f"{f' against {usable} GB usable' if usable else ''}{verdict}"
+            f"    aggregate at batch B ({fmt_name}, {args.cache_type} cache), tok/s in total (per sequence):"
         )
-    if machine:
-        bw = machine["bandwidth_gb_s"]
-        print(
-            f"    {machine['name']} at {bw} GB/s, decode ceilings (one sequence at 100 / 1,500 tokens of "
-            "context; "
-            f"speed limit = bandwidth / size):"
-        )
-        for name, f in model.formats.items():
-            short = decode_ceiling(bw, f["tensor_bytes"], f["embedding_bytes"], pred.kv_per_token, 100)
-            long = decode_ceiling(bw, f["tensor_bytes"], f["embedding_bytes"], pred.kv_per_token, 1500)
-            print(
-                f"      {name:<16} {short:7.1f} / {long:7.1f} tok/s; speed limit "
-                f"{speed_limit(bw, f['tensor_bytes'] / 1e9):.1f} tok/s"
-            )
-        if fmt:
-            read = fmt["tensor_bytes"] - fmt["embedding_bytes"]
-            print(
-                f"    aggregate at batch B ({fmt_name}, {args.cache_type} cache), tok/s in total (per "
-                "sequence):"
-            )
-            for context in (100, 1500):
-                cells = []
-                for batch in sorted({1, max(1, args.slots // 2), args.slots}):
-                    total, per = aggregate_ceiling(bw, read, pred.kv_per_token, batch, context)
-                    cells.append(f"B={batch} {total:.0f} ({per:.1f})")
-                print(f"      context {context:>5}: " + "  ".join(cells))
-    return 0
+        for context in (100, 1500):
+            cells = []
+            for batch in sorted({1, max(1, args.slots // 2), args.slots}):
+                total, per = aggregate_ceiling(bw, read, pred.kv_per_token, batch, context)
+                cells.append(f"B={batch} {total:.0f} ({per:.1f})")
+            print(f"      context {context:>5}: " + "  ".join(cells))
 
 
 def print_vllm_pool(pool: dict, max_len: int, in_flight: int, window: int) -> None:

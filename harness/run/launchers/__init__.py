@@ -57,6 +57,10 @@ def _compose(ctx: BlockContext) -> Launcher:
         k: fill(v, ctx.settings, f"engine {engine.name} compose variable {k}")
         for k, v in c["variables"].items()
     }
+    for k, v in variables.items():
+        # Compose reads a relative path against the compose file's folder; plans mean the working directory.
+        if k.endswith("_DIR") and v and not v.startswith(("/", "~", "$")):
+            variables[k] = str(paths.workdir() / v)
     return ComposeLauncher(
         service=c["service"],
         profile=c.get("profile", c["service"]),
@@ -67,6 +71,7 @@ def _compose(ctx: BlockContext) -> Launcher:
         health_url=ctx.health_url,
         log_path=ctx.out,
         version_command=c.get("version_command"),
+        workers=c.get("workers"),
     )
 
 

@@ -69,6 +69,11 @@ def engine_record(plan: Plan, ctx: BlockContext) -> dict:
     block, version = ctx.block, ctx.state.version
     if version is None:
         argv = version_argv(block.engine, ctx.settings)
+        inside = block.engine.get("compose", {}).get("version_command")
+        if inside and not argv:  # a compose engine's own version, asked inside its container
+            from harness.run.launchers import make_launcher
+
+            argv = [*shlex.split(make_launcher(ctx).exec_prefix()), *inside]
         version = "$(" + shlex.join(argv) + ")" if argv else block.record.get("engine_version", "unknown")
     return {
         "engine": block.record.get("engine", block.engine.get("engine_label", block.engine.name)),
@@ -198,6 +203,10 @@ def _admission(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
 
 
 def _cross_check(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
+    if ctx.block.engine["launcher"] == "compose" and o.get("tool") != "batched-bench" and "exec" not in o:
+        from harness.run.launchers import make_launcher
+
+        o = {**o, "exec": make_launcher(ctx).exec_prefix()}  # the engine's own tool, in its container
     return [
         call(
             "crosscheck",

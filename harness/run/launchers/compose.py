@@ -124,6 +124,11 @@ class ComposeLauncher:
         env = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in self.variables.items())
         return f"{env} {shlex.join(self.argv(*self.up_action()))}".strip()
 
+    def exec_prefix(self) -> str:
+        """A command run inside the engine's container (``compose exec``: the same in v1 and v2,
+        whose container names differ)."""
+        return shlex.join(self.argv("exec", "-T", self.service))
+
     def worker_command(self) -> list[str]:
         """How the sweep's master starts one Locust worker container beside the engine: a one-off
         container of the worker service on the project's network (removed when it exits)."""

@@ -326,6 +326,10 @@ class ComposeLauncher:
             if remove is not None:
                 with contextlib.suppress(Exception):  # gone already (a --rm worker that exited meanwhile)
                     remove(force=True)
+        networks = getattr(self.client, "networks", None)
+        if networks is not None:  # the project's network goes too; the next engine's `up` makes it again
+            with contextlib.suppress(Exception):
+                networks.get(f"{project()}_default").remove()
 
     def stopped_note(self) -> str:
         return f"stopped and removed ({' '.join(self.cli or V2)}); port {self.port} is free"

@@ -7,6 +7,7 @@ library on import), so the CLI imports it only when a sweep runs. The user class
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import signal
@@ -263,6 +264,25 @@ class DistributedLoad:
                     f"only {len(self.runner.clients.ready)} of {processes} Locust workers connected"
                 )
             gevent.sleep(0.1)
+        # Whose CPU the client CPU figure counts: the workers themselves. A container's worker is a
+        # process of this machine too (one kernel), found by its unique master port; the compose
+        # client that started it (same arguments) is left out.
+        self.cpu_pids = [p.pid for p in self.procs] if launch is None else self._container_workers(port)
+
+    def _container_workers(self, port: int) -> list[int]:
+        """The workers' own processes: not the compose clients (nor their plugin children), not
+        the containers' init (docker-init), though all carry the same arguments."""
+        clients = set()
+        for p in self.procs:
+            with contextlib.suppress(psutil.Error):
+                clients |= {p.pid, *(c.pid for c in psutil.Process(p.pid).children(recursive=True))}
+        found = []
+        for proc in psutil.process_iter(["pid", "cmdline"]):
+            cmd = proc.info["cmdline"] or []
+            init = bool(cmd) and Path(cmd[0]).name in ("docker-init", "tini")
+            if proc.info["pid"] not in clients and not init and "--worker" in cmd and str(port) in cmd:
+                found.append(proc.info["pid"])
+        return found
 
     def _spawned(self) -> dict[str, int] | None:
         """Users per worker once every worker has reported this level's spawning complete."""
@@ -276,7 +296,7 @@ class DistributedLoad:
     def level(self, concurrency: int, count: int, timeout: float, metrics_url: str | None = None) -> LevelRun:
         self.samples = []
         sampler = MetricsSampler(metrics_url) if metrics_url else None
-        procs = [psutil.Process(p.pid) for p in self.procs]
+        procs = [psutil.Process(pid) for pid in self.cpu_pids]
         cpu0 = sum(sum(p.cpu_times()[:2]) for p in procs)
         if sampler:
             sampler.start()

@@ -110,6 +110,8 @@ def test_the_cpu_track_through_compose_with_two_worker_containers(compose_run):
             assert levels[(label, c)]["completed"] >= 4 and levels[(label, c)]["failed"] == 0, levels[
                 (label, c)
             ]
+    # The client CPU is the worker containers' own processes (not the compose clients that started them).
+    assert levels[("llama-baseline", 20)]["client_cpu"] > 0
     samples = [json.loads(x) for x in (run_dir / "labbook.samples.jsonl").read_text().splitlines()]
     by_label = {s.get("label") for s in samples}
     assert {"practice-baseline", "llama-baseline", "llama-host"} <= by_label

@@ -321,7 +321,14 @@ class ComposeLauncher:
         if self.client is None:
             return
         label = f"com.docker.compose.project={project()}"
-        for container in self.client.containers.list(all=True, filters={"label": [label]}):
+        try:
+            left = self.client.containers.list(all=True, filters={"label": [label]})
+        except Exception as exc:  # the engine went away (restarted, stopped) under the run
+            raise EngineError(
+                f"the Docker engine stopped answering while {self.service} was stopped "
+                f"({exc.__class__.__name__}); once it is back, `harness cleanup` removes what is left"
+            ) from None
+        for container in left:
             remove = getattr(container, "remove", None)
             if remove is not None:
                 with contextlib.suppress(Exception):  # gone already (a --rm worker that exited meanwhile)

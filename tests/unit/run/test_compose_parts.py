@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from harness.errors import EngineError
 from harness.run import plans
 from harness.run.context import block_context
 from harness.run.launchers import compose
@@ -82,3 +85,15 @@ def test_compose_sweeps_name_their_worker_containers(tmp_path):
     hctx = block_context(plan, host.block, tmp_path, dry_run=True)
     hargv = step_calls(plan, tmp_path, tmp_path / "labbook.md", host, hctx)[0].to_argv()
     assert "--worker-command" not in hargv and hargv[hargv.index("--processes") + 1] == "2"
+
+
+def test_an_engine_gone_while_stopping_is_one_line(tmp_path):
+    class Gone:
+        def list(self, **_):
+            raise ConnectionError("docker.sock")
+
+    client = type("Client", (), {"containers": Gone()})()
+    lau = make(tmp_path, cli=("docker-compose",), client=client)
+    lau.run = lambda argv, env: None
+    with pytest.raises(EngineError, match="the Docker engine stopped answering while llama-cpu was stopped"):
+        lau.stop()

@@ -33,7 +33,8 @@ help:
 	@echo "make setup         create .venv and install the harness with its test tools"
 	@echo "make demo          the main job, no GPU: the CPU track (practice server, then a real CPU llama-server)"
 	@echo "make practice-demo the quick look: practice server + crowd-size sweep, printed as a table"
-	@echo "make track-cpu     the CPU track plan (same as demo; RESUME=1 continues an interrupted run)"
+	@echo "make track-cpu     the CPU track plan (same as demo; RESUME=1 continues an interrupted run;"
+	@echo "                   COMPOSE=1 runs every server and the Locust workers in containers)"
 	@echo "make track-s       Track S (DGX Spark); also track-n, track-x, track-m. DRY_RUN=1 prints the commands,"
 	@echo "                   TIER=16gb picks a memory tier (N, M), RESUME=1 continues an interrupted run"
 	@echo "make test          the whole test suite (installs the CPU llama-server on first use)"
@@ -118,8 +119,9 @@ practice-demo: $(STAMP)
 
 TRACK_FLAGS = $(if $(DRY_RUN),--dry-run) $(if $(RESUME),--resume) $(if $(TIER),--tier $(TIER))
 
-track-cpu: $(STAMP) $(LLAMA_STAMP)
-	$(HARNESS) track cpu $(TRACK_FLAGS)
+# COMPOSE=1: every server in a container (tracks/cpu-compose.yaml; builds the images first).
+track-cpu: $(STAMP) $(LLAMA_STAMP) $(if $(COMPOSE),images)
+	$(HARNESS) track $(if $(COMPOSE),cpu-compose,cpu) $(TRACK_FLAGS)
 
 track-s track-n track-x track-m: track-%: $(STAMP)
 	$(HARNESS) track $* $(TRACK_FLAGS)

@@ -8,6 +8,7 @@ to a samples file beside it.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -107,6 +108,21 @@ def add_parser(sub) -> None:
         "(a master here) when one client process is the limit",
     )
     p.add_argument(
+        "--worker-command",
+        help="with --processes: start each Locust worker with this command line instead of a "
+        "local process (the compose launcher's one-off worker container beside the engine)",
+    )
+    p.add_argument(
+        "--master-host",
+        default="127.0.0.1",
+        help="with --processes: the address the Locust master listens on for its workers",
+    )
+    p.add_argument(
+        "--worker-url",
+        help="with --worker-command: the server's root URL as the workers reach it (its compose "
+        "service name); the master still checks and warms it at --base-url",
+    )
+    p.add_argument(
         "--no-endpoint-check",
         action="store_true",
         help="skip the proof before the first level (model listed, one request with text, finish "
@@ -184,6 +200,8 @@ def plan_from(args) -> SweepPlan:
         raise ConfigError("--poisson needs --rate")
     if args.processes and (rates or args.duration or args.prompt_file):
         raise ConfigError("--processes works with the closed loop and the built-in prompt sets only")
+    if args.worker_command and not args.processes:
+        raise ConfigError("--worker-command needs --processes N (how many workers to start)")
     root, base_path = _root(args.base_url)
     server = ServerInfo(
         args.engine_version,
@@ -222,6 +240,9 @@ def plan_from(args) -> SweepPlan:
         duration=args.duration,
         seed=args.seed,
         processes=args.processes,
+        worker_command=shlex.split(args.worker_command) if args.worker_command else None,
+        master_host=args.master_host,
+        worker_url=args.worker_url,
         metrics_url=None if args.metrics_url == "none" else (args.metrics_url or root + "/metrics"),
         idle_timeout=args.idle_timeout,
     )

@@ -7,6 +7,7 @@ library on import), so the CLI imports it only when a sweep runs. The user class
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import signal
@@ -269,40 +270,57 @@ def check_models(base_url: str, model: str, api_key: str | None, timeout: float 
     return http.model_ids(http.get_models(base_url, api_key, Bounds.of(timeout), verify=False))
 
 
+@dataclass(frozen=True)
+class WorkerLaunch:
+    """Workers started elsewhere than as local processes: ``command`` starts one (it ends with the
+    locustfile option; the worker options follow), the master listens on ``master_host`` and the
+    workers send to ``url``. Containers share the host's CLOCK_MONOTONIC, so their samples' times
+    and the level's wall clock mean what a local worker's mean."""
+
+    command: list[str]
+    master_host: str
+    url: str
+
+
 class DistributedLoad:
     """Locust master in this process and ``processes`` worker processes (``locust --worker``) on this
     machine, for when one client process is the limit. Each level's requests are split over the
     workers by their users; workers send every exact sample back as it finishes."""
 
     def __init__(
-        self, root_url: str, processes: int, worker_args: list[str], connect_timeout: float = 60.0
+        self,
+        root_url: str,
+        processes: int,
+        worker_args: list[str],
+        connect_timeout: float = 60.0,
+        launch: WorkerLaunch | None = None,
     ) -> None:
         import socket
         import subprocess
 
         user = _load_user_module()
+        bind = launch.master_host if launch else "127.0.0.1"
         with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
+            s.bind((bind, 0))
             port = s.getsockname()[1]
-        self.env = Environment(user_classes=[user.ChatUser], events=locust_events, host=root_url)
-        self.runner = self.env.create_master_runner("127.0.0.1", port)
+        # The master's host is what its spawn messages hand the workers: the URL they reach.
+        url = launch.url if launch else root_url
+        self.env = Environment(user_classes=[user.ChatUser], events=locust_events, host=url)
+        self.runner = self.env.create_master_runner(bind, port)
         self.samples: list[Sample] = []
         self.runner.register_message(
             "harness_sample", lambda environment, msg, **_: self.samples.append(Sample(**msg.data))
         )
+        start = launch.command if launch else [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE)]
         cmd = [
-            sys.executable,
-            "-m",
-            "locust",
-            "-f",
-            str(LOCUSTFILE),
+            *start,
             "--worker",
             "--master-host",
-            "127.0.0.1",
+            bind,
             "--master-port",
             str(port),
             "--host",
-            root_url,
+            url,
             *worker_args,
         ]
         env = {**os.environ, "HARNESS_SWEEP_WORKER": "1"}  # take each level's share from this master
@@ -319,6 +337,25 @@ class DistributedLoad:
                     f"connected within {connect_timeout:g} s; try fewer --processes"
                 )
             gevent.sleep(0.1)
+        # Whose CPU the client CPU figure counts: the workers themselves. A container's worker is a
+        # process of this machine too (one kernel), found by its unique master port; the compose
+        # client that started it (same arguments) is left out.
+        self.cpu_pids = [p.pid for p in self.procs] if launch is None else self._container_workers(port)
+
+    def _container_workers(self, port: int) -> list[int]:
+        """The workers' own processes: not the compose clients (nor their plugin children), not
+        the containers' init (docker-init), though all carry the same arguments."""
+        clients = set()
+        for p in self.procs:
+            with contextlib.suppress(psutil.Error):
+                clients |= {p.pid, *(c.pid for c in psutil.Process(p.pid).children(recursive=True))}
+        found = []
+        for proc in psutil.process_iter(["pid", "cmdline"]):
+            cmd = proc.info["cmdline"] or []
+            init = bool(cmd) and Path(cmd[0]).name in ("docker-init", "tini")
+            if proc.info["pid"] not in clients and not init and "--worker" in cmd and str(port) in cmd:
+                found.append(proc.info["pid"])
+        return found
 
     def _spawned(self) -> dict[str, int] | None:
         """Users per worker once every worker has reported this level's spawning complete."""
@@ -334,7 +371,7 @@ class DistributedLoad:
     ) -> LevelRun:
         self.samples = []
         sampler = MetricsSampler(metrics_url) if metrics_url else None
-        procs = [psutil.Process(p.pid) for p in self.procs]
+        procs = [psutil.Process(pid) for pid in self.cpu_pids]
         cpu0 = sum(sum(p.cpu_times()[:2]) for p in procs)
         if sampler:
             sampler.start()

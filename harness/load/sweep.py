@@ -45,6 +45,9 @@ class SweepPlan:
     processes: int = 0
     metrics_url: str | None = None
     idle_timeout: float | None = None  # seconds without a byte (None: the request's whole bound)
+    worker_command: list[str] | None = None  # start each worker with this (a container), not locally
+    master_host: str = "127.0.0.1"
+    worker_url: str | None = None  # the server's root as the workers reach it (default: root)
 
     @property
     def base_url(self) -> str:
@@ -143,6 +146,14 @@ def start_workers(plan: SweepPlan):
         "--api-key-env",
         plan.api_key_env,
     ]
+    if plan.worker_command:
+        return loadgen.DistributedLoad(
+            plan.root,
+            plan.processes,
+            worker_args,
+            connect_timeout=180.0,  # containers take seconds each to start on a busy machine
+            launch=loadgen.WorkerLaunch(plan.worker_command, plan.master_host, plan.worker_url or plan.root),
+        )
     return loadgen.DistributedLoad(plan.root, plan.processes, worker_args)
 
 

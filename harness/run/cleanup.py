@@ -53,6 +53,8 @@ def stop_server(entry: dict) -> str:
         name = shlex.split(command)[shlex.split(command).index("--name") + 1]
         subprocess.run(["docker", "rm", "-f", name], capture_output=True)
         outcome = f"container {name} removed"
+    elif " up -d --no-deps" in command and " -p " in command and shutil.which("docker"):
+        outcome = _remove_compose_project(command)
     elif pid and _ours(pid, command):
         try:
             os.killpg(pid, signal.SIGTERM)
@@ -71,6 +73,19 @@ def stop_server(entry: dict) -> str:
         return f"{outcome}; port {entry['port']} still held by {holder(entry['port']) or 'unknown'}"
     mark_stopped(entry["manifest"], entry["block"])
     return f"{outcome}; port {entry.get('port')} is free"
+
+
+def _remove_compose_project(command: str) -> str:
+    """A compose launcher's engine: every container of its project (the workers' too), by label."""
+    words = shlex.split(command)
+    project = words[words.index("-p") + 1]
+    label = f"label=com.docker.compose.project={project}"
+    ids = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", label], capture_output=True, text=True
+    ).stdout.split()
+    if ids:
+        subprocess.run(["docker", "rm", "-f", *ids], capture_output=True)
+    return f"compose project {project}: {len(ids)} container(s) removed"
 
 
 def mark_stopped(manifest: Path, block: str) -> None:

@@ -32,6 +32,7 @@ class EngineState:
     startup_s: float | None = None
     admission_level: str | None = None  # the level the admission step chose, for its sweep
     start_error: str | None = None
+    workers: dict | None = None  # the Locust workers the launcher starts beside its engine (compose)
 
 
 @dataclass(frozen=True)

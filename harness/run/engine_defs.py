@@ -122,23 +122,25 @@ def _group(items, settings: dict, where: str) -> list[str]:
     return [fill(item, settings, where) for item in items]
 
 
+def arg_words(arg, settings: dict, where: str) -> list[str]:
+    """One item of an engine's ``args``: a group of words, or an ``if`` or ``switch`` choosing one."""
+    if isinstance(arg, list):
+        return _group(arg, settings, where)
+    if "if" in arg:
+        chosen = arg["then"] if not _empty(settings.get(arg["if"])) else arg.get("else", [])
+        return _group(chosen, settings, where)
+    value = str(settings.get(arg["switch"]))
+    if value not in arg["cases"]:
+        raise ConfigError(f"{where}: {arg['switch']} must be one of {', '.join(arg['cases'])}, not {value!r}")
+    return _group(arg["cases"][value], settings, where)
+
+
 def engine_argv(engine: Engine, settings: dict) -> list[str]:
     """The engine's own command line: binary and flags, in the definition's order."""
     where = f"engine {engine.name}"
     argv = [fill(engine["binary"], settings, where)]
     for arg in engine["args"]:
-        if isinstance(arg, list):
-            argv += _group(arg, settings, where)
-        elif "if" in arg:
-            chosen = arg["then"] if not _empty(settings.get(arg["if"])) else arg.get("else", [])
-            argv += _group(chosen, settings, where)
-        else:
-            value = str(settings.get(arg["switch"]))
-            if value not in arg["cases"]:
-                raise ConfigError(
-                    f"{where}: {arg['switch']} must be one of {', '.join(arg['cases'])}, not {value!r}"
-                )
-            argv += _group(arg["cases"][value], settings, where)
+        argv += arg_words(arg, settings, where)
     return argv
 
 

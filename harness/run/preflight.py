@@ -279,7 +279,7 @@ def _target_findings(t: Target, allow_cpu: bool, run: Callable, seen: _Seen) -> 
         exe = t.argv0
     if exe and exe not in seen.bins and not exe.startswith("<"):
         findings += _binary_findings(exe, allow_cpu, run, seen)
-    if kind == "container" and settings.get("image") and settings["image"] not in seen.images:
+    if kind in ("container", "compose") and settings.get("image") and settings["image"] not in seen.images:
         seen.images.append(settings["image"])
     model = settings.get("model")
     if kind == "host" and isinstance(model, str) and model.startswith("/") and model not in seen.models:

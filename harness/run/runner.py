@@ -21,7 +21,7 @@ from harness.run.context import BlockContext, block_context, check_model_file, f
 from harness.run.dry_run import print_dry_run
 from harness.run.engine_defs import engine_files
 from harness.run.launchers import Launcher, make_launcher
-from harness.run.launchers.base import refuse_busy
+from harness.run.launchers.base import StartsLoadWorkers, refuse_busy
 from harness.run.manifest import Manifest, now
 from harness.run.plans import Block, Plan, Step, stages
 from harness.run.recovery import admission_level, recovery
@@ -29,6 +29,10 @@ from harness.run.steps import step_calls
 
 STOP_ON_FAIL = True
 CHECK_KINDS = ("check",)  # a FAIL here is recorded, and the report is still written
+
+
+def _rounded(mb: float | None) -> float | None:
+    return None if mb is None else round(mb, 1)
 
 
 class Runner:
@@ -236,9 +240,17 @@ class Runner:
             state.pid = launcher.pid
             self.child_env = api_key_env(block, ctx.settings)
             state.version = launcher.version()
+            if isinstance(launcher, StartsLoadWorkers):
+                state.workers = launcher.load_workers()
             # What harness cleanup needs to stop this server later, by our own record.
             self.manifest.data["engines"][block.id].update(
-                version=state.version, pid=launcher.pid, host=ctx.host, port=ctx.port, running=True
+                command=launcher.command(),  # as executed (a compose launcher finds its CLI on start)
+                version=state.version,
+                pid=launcher.pid,
+                host=ctx.host,
+                port=ctx.port,
+                running=True,
+                memory_mb=_rounded(launcher.memory_mb()),
             )
             self.manifest.save()
             self.out(f"    healthy after {state.startup_s:.1f} s: {ctx.base_url} ({state.version})")
@@ -256,8 +268,11 @@ class Runner:
         launcher, self.launcher = self.launcher, None
         if launcher is None:
             return
+        memory = _rounded(launcher.memory_mb()) if self.ctx and self.ctx.state.version else None
         launcher.stop()
         if self.manifest:
+            if memory is not None and self.ctx.block.id in self.manifest.data["engines"]:
+                self.manifest.data["engines"][self.ctx.block.id]["memory_mb_at_stop"] = memory
             self.manifest.mark_stopped()
             self.manifest.save()
         if self.ctx and not launcher.keeps_port:

@@ -69,6 +69,11 @@ def engine_record(plan: Plan, ctx: BlockContext) -> dict:
     block, version = ctx.block, ctx.state.version
     if version is None:
         argv = version_argv(block.engine, ctx.settings)
+        inside = block.engine.get("compose", {}).get("version_command")
+        if inside and not argv:  # a compose engine's own version, asked inside its container
+            from harness.run.launchers import make_launcher
+
+            argv = [*shlex.split(make_launcher(ctx).exec_prefix()), *inside]
         version = "$(" + shlex.join(argv) + ")" if argv else block.record.get("engine_version", "unknown")
     return {
         "engine": block.record.get("engine", block.engine.get("engine_label", block.engine.name)),
@@ -170,8 +175,26 @@ def _sweep(w: Where, ctx: BlockContext, o: dict, admission: bool = False) -> lis
                 ("host_desc", rec["host"]),
             ],
             flag_options({**cond, **opts}),
+            _load_workers(ctx),
             [("labbook", w.notebook)],
         )
+    ]
+
+
+def _load_workers(ctx: BlockContext) -> list[Option]:
+    """For an engine whose compose definition names a Locust worker service: the sweep's master
+    here, its workers in containers beside the engine (what the launcher reported once started;
+    before that, a dry run, what it would start)."""
+    if not ctx.block.engine.get("compose", {}).get("workers"):
+        return []
+    from harness.run.launchers import make_launcher  # the launchers import this package's context
+
+    w = ctx.state.workers or make_launcher(ctx).load_workers()
+    return [
+        ("processes", str(w["processes"])),
+        ("worker_command", w["worker_command"]),
+        ("master_host", w["master_host"]),
+        ("worker_url", w["worker_url"]),
     ]
 
 
@@ -180,6 +203,10 @@ def _admission(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
 
 
 def _cross_check(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
+    if ctx.block.engine["launcher"] == "compose" and o.get("tool") != "batched-bench" and "exec" not in o:
+        from harness.run.launchers import make_launcher
+
+        o = {**o, "exec": make_launcher(ctx).exec_prefix()}  # the engine's own tool, in its container
     return [
         call(
             "crosscheck",
@@ -215,7 +242,11 @@ def _measure(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
             flag_options(
                 {"quant": block.record.get("quant"), "context_length": block.record.get("context_length")}
             ),
-            [("server_pid", str(ctx.state.pid or "<server pid>")), ("idle_snapshot", str(ctx.idle))],
+            # A container has no pid here: its memory is in the manifest, read from the container.
+            [("server_pid", str(ctx.state.pid or "<server pid>"))]
+            if block.engine["launcher"] != "compose"
+            else [],
+            [("idle_snapshot", str(ctx.idle))],
             flag_options(o),
             [("labbook", w.notebook)],
         )

@@ -274,5 +274,5 @@ def test_the_compose_engine_runs_the_same_command_as_the_container_engine(tmp_pa
         ]
         assert lau.service_spec()["volumes"][0] == "/home/you/models:/models:ro"
     assert "--max-num-seqs 8" in " ".join(lau.service_spec()["command"])
-    assert lau.command().startswith("MODELS_DIR=/home/you/models ")
-    assert "--profile vllm up -d --no-deps vllm" in lau.command()
+    assert " MODELS_DIR=/home/you/models " in lau.command()
+    assert "--profile vllm up -d --no-deps --no-build vllm" in lau.command()

@@ -133,7 +133,7 @@ def test_start_health_logs_version_memory_stop(tmp_path):
     lau = launcher(tmp_path, fake)
     assert lau.command().startswith("PRACTICE_PORT=")
     assert "docker compose -p llm-harness -f" in lau.command() and lau.command().endswith(
-        "up -d --no-deps practice"
+        "up -d --no-deps --no-build practice"
     )
     lau.start(timeout=30)
     assert lau.version(["harness", "--version"]) == "llm-harness/harness@sha256:0123abcd; harness 0.1.0"

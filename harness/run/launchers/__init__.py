@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable
 
 from harness import paths
 from harness.errors import ConfigError
-from harness.run.engine_defs import engine_env, expand_vars, fill, launch_argv, version_argv
+from harness.run.engine_defs import arg_words, engine_env, expand_vars, fill, launch_argv, version_argv
 from harness.run.launchers.base import Launcher
 from harness.run.launchers.compose import ComposeLauncher
 from harness.run.launchers.container import ContainerLauncher
@@ -72,9 +72,16 @@ def _compose(ctx: BlockContext) -> Launcher:
     engine = ctx.block.engine
     c = engine["compose"]
     variables = {
-        k: fill(v, ctx.settings, f"engine {engine.name} compose variable {k}")
+        # A conditional (an args-style if/switch item) gives its words joined by spaces.
+        k: " ".join(arg_words(v, ctx.settings, f"engine {engine.name} compose variable {k}"))
+        if isinstance(v, dict)
+        else fill(v, ctx.settings, f"engine {engine.name} compose variable {k}")
         for k, v in c["variables"].items()
     }
+    for k, v in variables.items():
+        # Compose reads a relative path against the compose file's folder; plans mean the working directory.
+        if k.endswith("_DIR") and v and not v.startswith(("/", "~", "$")):
+            variables[k] = str(paths.workdir() / v)
     return ComposeLauncher(
         service=c["service"],
         profile=c.get("profile", c["service"]),
@@ -85,6 +92,7 @@ def _compose(ctx: BlockContext) -> Launcher:
         health_url=ctx.health_url,
         log_path=ctx.out,
         version_command=c.get("version_command"),
+        workers=c.get("workers"),
     )
 
 

@@ -55,6 +55,14 @@ class Launcher(Protocol):
         """What stopping left behind, in words, for the stop step in the manifest."""
 
 
+@runtime_checkable
+class StartsLoadWorkers(Protocol):
+    """A launcher that can also start the load's Locust workers beside its engine (compose)."""
+
+    def load_workers(self) -> dict | None:
+        """{processes, worker_command, master_host, worker_url} for the sweep, or None."""
+
+
 class NotHealthy(EngineError):
     """The health URL did not answer 200 in time; ``last`` is what it answered last."""
 

@@ -10,8 +10,11 @@ Two seams keep it testable without a Docker engine: ``run`` executes a compose c
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import shlex
+import shutil
 import subprocess
 import threading
 import time
@@ -25,13 +28,40 @@ from harness.run import compose_files
 from harness.run.launchers.base import NotHealthy, last_log_line, refuse_busy, wait_healthy
 
 PROJECT = "llm-harness"
+V2 = ["docker", "compose"]
+WORKER_LOCUSTFILE = "locustfiles/llm_user.py"  # in the harness image (WORKDIR /app)
+
+
+def project() -> str:
+    """The Compose project every engine of a run belongs to (HARNESS_COMPOSE_PROJECT overrides it,
+    so two runs or a test and a run on one Docker engine never touch each other's containers)."""
+    return os.environ.get("HARNESS_COMPOSE_PROJECT") or PROJECT
+
+
+@functools.lru_cache(maxsize=1)
+def compose_cli() -> tuple[str, ...]:
+    """The Compose command here: ``docker compose`` (v2) where the plugin answers, else v1's
+    ``docker-compose`` (1.29: no ``up --wait``, underscores in container names; the launcher needs
+    neither), else v2's spelling for the error to name. HARNESS_COMPOSE_CLI forces one."""
+    forced = os.environ.get("HARNESS_COMPOSE_CLI")
+    if forced:
+        return tuple(shlex.split(forced))
+    if shutil.which("docker"):
+        try:
+            if subprocess.run([*V2, "version"], capture_output=True, timeout=20).returncode == 0:
+                return tuple(V2)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    return ("docker-compose",) if shutil.which("docker-compose") else tuple(V2)
 
 
 def _run(argv: list[str], env: dict) -> subprocess.CompletedProcess:
     try:
         return subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True, timeout=1800)
     except FileNotFoundError:
-        raise EngineError(f"{argv[0]} is not installed; install Docker with the compose plugin") from None
+        raise EngineError(
+            f"{argv[0]} is not installed; install Docker with the compose plugin (or docker-compose)"
+        ) from None
 
 
 def docker_client():
@@ -65,36 +95,75 @@ class ComposeLauncher:
     run: Callable[[list[str], dict], subprocess.CompletedProcess] = _run
     client_factory: Callable[[], object] = docker_client
     version_command: list[str] | None = None  # the engine's own version, run inside the container
+    workers: dict | None = None  # the Locust worker service beside the engine: {service, count}
+    cli: tuple[str, ...] | None = None  # the compose command; found on start (v2, else v1)
     client: object = None
     container: object = None
     keeps_port = False
     _follower: threading.Thread | None = field(default=None, repr=False)
 
-    def argv(self, *action: str) -> list[str]:
+    def argv(self, *action: str, profile: str | None = None) -> list[str]:
         return [
-            "docker",
-            "compose",
+            *(self.cli or V2),
             "-p",
-            PROJECT,
+            project(),
             "-f",
             str(self.compose_file),
             "--env-file",
             str(self.env_file),
             "--profile",
-            self.profile,
+            profile or self.profile,
             *action,
         ]
 
+    def up_action(self) -> tuple[str, ...]:
+        # --no-build: a missing image is refused by preflight, never built or pulled behind the user's back
+        return ("up", "-d", "--no-deps", "--no-build", self.service)
+
     def command(self) -> str:
         env = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in self.variables.items())
-        return f"{env} {shlex.join(self.argv('up', '-d', '--no-deps', self.service))}".strip()
+        return f"{env} {shlex.join(self.argv(*self.up_action()))}".strip()
+
+    def exec_prefix(self) -> str:
+        """A command run inside the engine's container (``compose exec``: the same in v1 and v2,
+        whose container names differ)."""
+        return shlex.join(self.argv("exec", "-T", self.service))
+
+    def worker_command(self) -> list[str]:
+        """How the sweep's master starts one Locust worker container beside the engine: a one-off
+        container of the worker service on the project's network (removed when it exits)."""
+        service = (self.workers or {}).get("service", "locust-worker")
+        run = ("run", "--rm", "--no-deps", "-T", "-e", "HARNESS_SWEEP_WORKER=1", service)
+        return [*self.argv(*run, profile="locust"), "locust", "-f", WORKER_LOCUSTFILE]
+
+    def load_workers(self) -> dict | None:
+        """What a sweep against this engine needs to run its load from worker containers: how many,
+        how to start one, the address the master listens on (the project network's gateway: the
+        host as the containers see it) and the engine's URL by its compose service name."""
+        if not self.workers:
+            return None
+        return {
+            "processes": int(self.workers.get("count", 2)),
+            "worker_command": shlex.join(self.worker_command()),
+            "master_host": self.gateway() if self.client else "<the compose network's gateway>",
+            "worker_url": f"http://{self.service}:{self.workers.get('port', self.port)}",
+        }
+
+    def gateway(self) -> str:
+        network = self.client.networks.get(f"{project()}_default")
+        for cfg in network.attrs.get("IPAM", {}).get("Config") or []:
+            if cfg.get("Gateway"):
+                return cfg["Gateway"]
+        raise EngineError(f"the network {project()}_default states no gateway for the Locust master to bind")
 
     @property
     def pid(self) -> int | None:
         return None  # the server runs in a container: memory comes from the container, not a pid
 
     def service_spec(self) -> dict:
-        env = {**compose_files.read_env_file(self.env_file), **{k: str(v) for k, v in self.variables.items()}}
+        # Compose's precedence: the variables given (the command's environment), the shell, the env file.
+        variables = {k: str(v) for k, v in self.variables.items()}
+        env = {**compose_files.read_env_file(self.env_file), **os.environ, **variables}
         doc = compose_files.load(self.compose_file, env)
         if self.service not in doc["services"]:
             raise EngineError(f"{self.compose_file} has no service {self.service!r}")
@@ -110,9 +179,9 @@ class ComposeLauncher:
             if exc.__class__.__name__ != "ImageNotFound":
                 raise EngineError(f"cannot inspect image {image}: {exc.__class__.__name__}") from None
             hint = (
-                "build it: docker compose build " + self.service
+                "build it: make images (nothing is pulled or built on start)"
                 if spec.get("build")
-                else f"docker pull {image}"
+                else f"pull it first: docker pull {image}"
             )
             raise EngineError(f"image {image} is not present; {hint}") from None
         gpus = spec.get("deploy", {}).get("resources", {}).get("reservations", {}).get("devices", [])
@@ -137,19 +206,28 @@ class ComposeLauncher:
 
     def start(self, timeout: float = 900.0) -> None:
         self.client = self.client or self.client_factory()
+        self.cli = self.cli or compose_cli()
         spec = self.service_spec()
         self.preflight(spec)
         refuse_busy(self.host, self.port)
-        done = self.run(self.argv("up", "-d", "--no-deps", self.service), self.variables)
+        self._prepare_log_dir()
+        done = self.run(self.argv(*self.up_action()), self.variables)
         if done.returncode != 0:
             last = (done.stderr or done.stdout or "").strip().splitlines()[-1:] or ["no output"]
-            raise EngineError(f"docker compose up {self.service} failed: {last[0]}")
+            raise EngineError(f"{' '.join(self.cli)} up {self.service} failed: {last[0]}")
         self.container = self._find()
         self._follow_logs()
         self.wait_healthy(timeout)
 
+    def _prepare_log_dir(self) -> None:
+        """The run's engines/ folder, mounted as /logs: writable by the image's unprivileged user."""
+        log_dir = self.variables.get("LOG_DIR")
+        if log_dir:
+            Path(log_dir).mkdir(parents=True, exist_ok=True)
+            os.chmod(log_dir, 0o1777)
+
     def _find(self):
-        labels = [f"com.docker.compose.project={PROJECT}", f"com.docker.compose.service={self.service}"]
+        labels = [f"com.docker.compose.project={project()}", f"com.docker.compose.service={self.service}"]
         found = self.client.containers.list(all=True, filters={"label": labels})
         if not found:
             raise EngineError(f"docker compose reported {self.service} started, but no such container exists")
@@ -199,23 +277,66 @@ class ComposeLauncher:
         text = digests[0]
         if engine_command:
             code, output = self.container.exec_run(engine_command)
-            if code == 0 and output:
-                text += "; " + output.decode(errors="replace").strip().splitlines()[-1]
+            lines = (
+                [x.strip() for x in output.decode(errors="replace").splitlines() if x.strip()]
+                if output
+                else []
+            )
+            if code == 0 and lines:
+                text += "; " + next((x for x in lines if x.lower().startswith("version")), lines[-1])
         return text
 
     def memory_mb(self) -> float | None:
-        stats = self.container.stats(stream=False)
-        usage = (stats or {}).get("memory_stats", {}).get("usage")
-        return None if usage is None else usage / 1e6
+        """The container's memory as ``docker stats`` shows it (the cgroup's usage less its
+        inactive file cache), not the docker client's."""
+        if self.container is None:
+            return None
+        try:
+            stats = self.container.stats(stream=False) or {}
+        except Exception:  # the container is gone (docker.errors.NotFound)
+            return None
+        mem = stats.get("memory_stats", {})
+        usage = mem.get("usage")
+        if usage is None:
+            return None
+        detail = mem.get("stats", {})
+        cache = detail.get("inactive_file", detail.get("total_inactive_file", 0))
+        return (usage - cache) / 1e6
 
     def stop(self, timeout: float = 60.0) -> None:
-        for action in (("stop", "-t", "30", self.service), ("rm", "-f", "-s", self.service)):
+        """``stop``, ``rm`` and then every container left in the project (the sweep's worker
+        containers included), whichever Compose made them; then the port must be free."""
+        if self.cli is None:
+            self.cli = compose_cli()
+        for action in (("stop", "-t", "10", self.service), ("rm", "-f", "-s", self.service)):
             self.run(self.argv(*action), self.variables)
+        self._remove_left()
         if not wait_port_free(self.host, self.port, timeout=min(timeout, 30)):
             raise EngineError(
                 f"port {self.port} is still in use after stopping {self.service} (held by "
                 f"{holder(self.port) or 'unknown'})"
             )
 
+    def _remove_left(self) -> None:
+        if self.client is None:
+            return
+        label = f"com.docker.compose.project={project()}"
+        try:
+            left = self.client.containers.list(all=True, filters={"label": [label]})
+        except Exception as exc:  # the engine went away (restarted, stopped) under the run
+            raise EngineError(
+                f"the Docker engine stopped answering while {self.service} was stopped "
+                f"({exc.__class__.__name__}); once it is back, `harness cleanup` removes what is left"
+            ) from None
+        for container in left:
+            remove = getattr(container, "remove", None)
+            if remove is not None:
+                with contextlib.suppress(Exception):  # gone already (a --rm worker that exited meanwhile)
+                    remove(force=True)
+        networks = getattr(self.client, "networks", None)
+        if networks is not None:  # the project's network goes too; the next engine's `up` makes it again
+            with contextlib.suppress(Exception):
+                networks.get(f"{project()}_default").remove()
+
     def stopped_note(self) -> str:
-        return f"stopped; port {self.port} is free"
+        return f"stopped and removed ({' '.join(self.cli or V2)}); port {self.port} is free"

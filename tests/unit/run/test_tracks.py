@@ -12,6 +12,7 @@ from harness.run import engine_defs
 from harness.errors import ConfigError
 from harness.run.plans import load_plan
 from harness.run.context import block_context
+from harness.run.launchers import make_launcher
 from harness.run.steps import step_calls
 
 HOME = "/home/you"
@@ -31,9 +32,19 @@ def started(track: str, tier: str | None = None, tmp: Path = Path("/tmp/dry")) -
     out = {}
     for block_id, block in plan.blocks.items():
         ctx = block_context(plan, block, tmp, dry_run=True)
-        argv = engine_defs.launch_argv(block.engine, ctx.settings)
+        if block.engine["launcher"] == "compose":
+            # What the container runs: its image and command, read from compose.yaml with the variables.
+            spec = make_launcher(ctx).service_spec()
+            argv = [spec["image"], *spec["command"]]
+        else:
+            argv = engine_defs.launch_argv(block.engine, ctx.settings)
         out[block_id] = [LOG if a == ctx.settings["log"] else a for a in argv]
     return out
+
+
+def from_image(argv: list[str]) -> list[str]:
+    """A ``docker run`` line from its image on: what a compose profile runs the same way."""
+    return argv[next(i for i, a in enumerate(argv) if a.startswith("nvcr.io/")) :]
 
 
 def llama_parallel(slots: int, ctx: int, cache: str) -> list[str]:
@@ -186,48 +197,51 @@ def test_track_s_starts_every_engine_as_the_serve_scripts_do(tmp_path):
     assert {k: got[k] for k in ("llama", "llama-slots8", "llama-ctx2048", "llama-kv-alt")} == llama_blocks(
         20, "f16", "q8_0"
     )
-    assert got["vllm"] == vllm_container(20, kv)
-    assert got["vllm-seqs8"] == vllm_container(8, kv)
-    assert got["vllm-mem-a"] == vllm_container(20, ("--gpu-memory-utilization", "0.30"))
-    assert got["vllm-mem-b"] == vllm_container(20, ("--gpu-memory-utilization", "0.40"))
+    # vLLM and TensorRT-LLM start through their compose profiles: the labs' docker run image and command.
+    assert got["vllm"] == from_image(vllm_container(20, kv))
+    assert got["vllm-seqs8"] == from_image(vllm_container(8, kv))
+    assert got["vllm-mem-a"] == from_image(vllm_container(20, ("--gpu-memory-utilization", "0.30")))
+    assert got["vllm-mem-b"] == from_image(vllm_container(20, ("--gpu-memory-utilization", "0.40")))
     assert got["control"] == control()
-    assert got["trtllm"] == [
-        "docker",
-        "run",
-        "--rm",
-        "--name",
-        "trtllm-lab",
-        "--gpus",
-        "all",
-        "--ipc=host",
-        "--ulimit",
-        "memlock=-1",
-        "--ulimit",
-        "stack=67108864",
-        "-v",
-        f"{HOME}/models:/models:ro",
-        "-v",
-        f"{tmp_path}/trtllm-lab.yml:/config/trtllm-lab.yml:ro",
-        "-p",
-        "127.0.0.1:8082:8082",
-        "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc13",
-        "trtllm-serve",
-        "/models/Qwen/Qwen3-8B",
-        "--host",
-        "0.0.0.0",
-        "--port",
-        "8082",
-        "--max_batch_size",
-        "1",
-        "--max_seq_len",
-        "8192",
-        "--tool_parser",
-        "qwen3",
-        "--reasoning_parser",
-        "qwen3",
-        "--extra_llm_api_options",
-        "/config/trtllm-lab.yml",
-    ]
+    assert got["trtllm"] == from_image(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--name",
+            "trtllm-lab",
+            "--gpus",
+            "all",
+            "--ipc=host",
+            "--ulimit",
+            "memlock=-1",
+            "--ulimit",
+            "stack=67108864",
+            "-v",
+            f"{HOME}/models:/models:ro",
+            "-v",
+            f"{tmp_path}/trtllm-lab.yml:/config/trtllm-lab.yml:ro",
+            "-p",
+            "127.0.0.1:8082:8082",
+            "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc13",
+            "trtllm-serve",
+            "/models/Qwen/Qwen3-8B",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "8082",
+            "--max_batch_size",
+            "1",
+            "--max_seq_len",
+            "8192",
+            "--tool_parser",
+            "qwen3",
+            "--reasoning_parser",
+            "qwen3",
+            "--extra_llm_api_options",
+            "/config/trtllm-lab.yml",
+        ]
+    )
     plan = load_plan("s")
     options = engine_defs.engine_files(
         plan.blocks["trtllm"].engine,

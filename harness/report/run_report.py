@@ -182,14 +182,39 @@ def skipped_blocks(manifest: dict) -> list[str]:
 
 
 def write_report(run_dir: Path, plan, manifest: dict) -> Path:
-    from harness.report.charts import crowd_chart
-
+    """``report.md`` in the run directory, from the notebook's records, the step logs and the
+    manifest: conditions, engines, headline numbers, charts, the steps' own outputs, tables."""
     notebook = run_dir / "labbook.md"
     levels = levels_in(notebook) if notebook.is_file() else {}
     promise = float(plan.variables.get("PROMISE_S", plan.sweep.get("slo_ttft", 2.0)))
     curve_labels, pairs = plan_pairs(plan)
     rows = headlines(levels, curve_labels, pairs, promise)
-    lines = [
+    lines = _conditions(run_dir, plan, manifest, promise)
+    lines += _engines(manifest)
+    lines += skipped_blocks(manifest)
+    lines += ["## Headline numbers", ""]
+    lines += [f"- {x}" for x in headline_lines(rows, promise)] or ["- no curve was measured"]
+    lines.append("")
+    lines += _charts(run_dir, levels, curve_labels, promise)
+    lines += ["## Allocation against the prediction", ""] + _section_from_logs(
+        run_dir, manifest, ("verify-allocation",)
+    )
+    lines += ["## Curves, knees and operating points", ""] + _section_from_logs(
+        run_dir, manifest, ("summarise",)
+    )
+    lines += ["## Comparisons (B/A per level) and prefix pairs", ""] + _section_from_logs(
+        run_dir, manifest, ("compare",)
+    )
+    lines += _single_user_and_checks(notebook)
+    lines += ["## Validation", ""] + _section_from_logs(run_dir, manifest, ("check",))
+    lines += _steps(manifest)
+    path = run_dir / "report.md"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _conditions(run_dir: Path, plan, manifest: dict, promise: float) -> list[str]:
+    return [
         f"# {plan.title}",
         "",
         f"Plan `{plan.path}`"
@@ -208,6 +233,9 @@ def write_report(run_dir: Path, plan, manifest: dict) -> Path:
         f"options {', '.join(f'{k} {v}' for k, v in plan.sweep.items()) or 'as each step states'}",
         "",
     ]
+
+
+def _engines(manifest: dict) -> list[str]:
     engine_rows = [
         [
             bid,
@@ -218,21 +246,24 @@ def write_report(run_dir: Path, plan, manifest: dict) -> Path:
         ]
         for bid, e in manifest.get("engines", {}).items()
     ]
-    if engine_rows:
-        lines += [
-            "Engines, one at a time, each started with every setting stated:",
-            "",
-            tabulate(
-                engine_rows,
-                headers=["block", "engine", "version", "one change", "command"],
-                tablefmt="github",
-            ),
-            "",
-        ]
-    lines += skipped_blocks(manifest)
-    lines += ["## Headline numbers", ""]
-    lines += [f"- {x}" for x in headline_lines(rows, promise)] or ["- no curve was measured"]
-    lines.append("")
+    if not engine_rows:
+        return []
+    return [
+        "Engines, one at a time, each started with every setting stated:",
+        "",
+        tabulate(
+            engine_rows,
+            headers=["block", "engine", "version", "one change", "command"],
+            tablefmt="github",
+        ),
+        "",
+    ]
+
+
+def _charts(run_dir: Path, levels: dict, curve_labels: list[str], promise: float) -> list[str]:
+    from harness.report.charts import crowd_chart
+
+    lines: list[str] = []
     charts = run_dir / "charts"
     shown = {label: levels[label] for label in curve_labels if label in levels}
     if shown:
@@ -247,15 +278,11 @@ def write_report(run_dir: Path, plan, manifest: dict) -> Path:
         tpot = charts / f"{label}-tpot.png"
         if tpot.is_file():
             lines += [f"![{label} TPOT]({tpot.relative_to(run_dir)})", ""]
-    lines += ["## Allocation against the prediction", ""] + _section_from_logs(
-        run_dir, manifest, ("verify-allocation",)
-    )
-    lines += ["## Curves, knees and operating points", ""] + _section_from_logs(
-        run_dir, manifest, ("summarise",)
-    )
-    lines += ["## Comparisons (B/A per level) and prefix pairs", ""] + _section_from_logs(
-        run_dir, manifest, ("compare",)
-    )
+    return lines
+
+
+def _single_user_and_checks(notebook: Path) -> list[str]:
+    lines: list[str] = []
     speed, feats = [], []
     if notebook.is_file():
         speed = read_records(notebook, "engine-speed", select=is_engine_speed).records
@@ -275,7 +302,10 @@ def write_report(run_dir: Path, plan, manifest: dict) -> Path:
     )
     if checks:
         lines += ["## Cross-check against the engine's own generator", "", cross_check_table(checks), ""]
-    lines += ["## Validation", ""] + _section_from_logs(run_dir, manifest, ("check",))
+    return lines
+
+
+def _steps(manifest: dict) -> list[str]:
     step_rows = [
         [
             s["id"],
@@ -285,12 +315,9 @@ def write_report(run_dir: Path, plan, manifest: dict) -> Path:
         ]
         for s in manifest["steps"]
     ]
-    lines += [
+    return [
         "## Steps",
         "",
         tabulate(step_rows, headers=["step", "status", "seconds", "note"], tablefmt="github"),
         "",
     ]
-    path = run_dir / "report.md"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path

@@ -32,6 +32,7 @@ from harness.load import sweep as sweeping  # no Locust yet: harness.load.runner
 from harness.load.sweep import SweepPlan
 
 
+# Long by nature: one declaration per option, in the order of the lab's load-test.py.
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "sweep",

@@ -73,21 +73,7 @@ def facts(engine: str, text: str) -> dict:
 
 def run(args) -> int:
     if args.equal_pool:
-        pools = []
-        for path in args.equal_pool:
-            text = _read(path)
-            engine = _engine_of(text, "auto", path)
-            pools.append((path, engine, engine_logs.pool_tokens(engine, facts(engine, text))))
-        (pa, ea, a), (pb, eb, b) = pools
-        if a is None or b is None or a != b:
-            print(
-                f"not an equal pool: {ea} ({pa}) holds {a if a is not None else '?'} tokens, {eb} ({pb}) "
-                "holds "
-                f"{b if b is not None else '?'}; give both the same number of KV tokens before comparing them"
-            )
-            return 1
-        print(f"equal pool: {a:,} tokens of KV in each ({ea} and {eb})")
-        return 0
+        return equal_pool(args.equal_pool)
     if not args.log:
         raise ConfigError("pass --log FILE (or --equal-pool LOG_A LOG_B)")
     text = _read(args.log)
@@ -119,29 +105,52 @@ def run(args) -> int:
             f"{args.cache_type} should"
         )
     if args.labbook:
-        record = Allocation(
-            label=args.label,
-            engine=engine,
-            model=model.name,
-            log=str(args.log),
-            settings={
-                "slots": args.slots,
-                "ctx_per_slot": args.ctx_per_slot,
-                "cache_type": args.cache_type,
-                "swa_full": args.swa_full,
-                "kv_bytes": args.kv_bytes,
-                **({"block_size": args.block_size} if engine == "vllm" else {}),
-            },
-            observed=observed,
-            predicted={
-                "log_lines": pred.log_lines,
-                "pool_bytes": pred.pool_bytes,
-                "vllm_tokens": pred.vllm_tokens,
-                **({"vllm_pool": pred.vllm_pool} if pred.vllm_pool else {}),
-            },
-            verdict="observed" if args.observe_only else "mismatch" if problems else "match",
-            problems=problems,
-            recorded_at=now_stamp(),
-        )
-        append_record(args.labbook, record.to_dict(), "allocation")
+        record_allocation(args, engine, model, observed, pred, problems)
     return 1 if problems else 0
+
+
+def equal_pool(paths: list[str]) -> int:
+    """Refuse an "equal pool" comparison when the two logs hold different numbers of KV tokens."""
+    pools = []
+    for path in paths:
+        text = _read(path)
+        engine = _engine_of(text, "auto", path)
+        pools.append((path, engine, engine_logs.pool_tokens(engine, facts(engine, text))))
+    (pa, ea, a), (pb, eb, b) = pools
+    if a is None or b is None or a != b:
+        print(
+            f"not an equal pool: {ea} ({pa}) holds {a if a is not None else '?'} tokens, {eb} ({pb}) "
+            "holds "
+            f"{b if b is not None else '?'}; give both the same number of KV tokens before comparing them"
+        )
+        return 1
+    print(f"equal pool: {a:,} tokens of KV in each ({ea} and {eb})")
+    return 0
+
+
+def record_allocation(args, engine: str, model, observed: dict, pred, problems: list[str]) -> None:
+    record = Allocation(
+        label=args.label,
+        engine=engine,
+        model=model.name,
+        log=str(args.log),
+        settings={
+            "slots": args.slots,
+            "ctx_per_slot": args.ctx_per_slot,
+            "cache_type": args.cache_type,
+            "swa_full": args.swa_full,
+            "kv_bytes": args.kv_bytes,
+            **({"block_size": args.block_size} if engine == "vllm" else {}),
+        },
+        observed=observed,
+        predicted={
+            "log_lines": pred.log_lines,
+            "pool_bytes": pred.pool_bytes,
+            "vllm_tokens": pred.vllm_tokens,
+            **({"vllm_pool": pred.vllm_pool} if pred.vllm_pool else {}),
+        },
+        verdict="observed" if args.observe_only else "mismatch" if problems else "match",
+        problems=problems,
+        recorded_at=now_stamp(),
+    )
+    append_record(args.labbook, record.to_dict(), "allocation")

@@ -173,6 +173,29 @@ def run(args) -> int:
         ] or crosscheck.parse_batched_bench(text)[-1:]
         theirs, bound, tolerance = crosscheck.batched_as_service(rows[0]), True, args.tolerance
     cmp = crosscheck.compare(row, theirs, tolerance, bound=bound)
+    ours, their_view = _views(row, theirs)
+    rec = CrossCheck(
+        label=args.label,
+        concurrency=args.concurrency,
+        tool=args.tool,
+        command=shlex.join(argv),
+        from_file=bool(args.output),
+        prompt_tokens=prompt_tokens,
+        max_tokens=max_tokens,
+        ours=ours,
+        theirs=their_view,
+        comparison=cmp,
+        checked_at=iso_utc_stamp(),
+    ).to_dict()
+    append_record(args.labbook, rec, "cross-check")
+
+    _print_result(args.tool, ours, rec, cmp, tolerance)
+    sys.stdout.flush()
+    return 1 if args.strict and cmp["verdict"] in ("client suspect", "above bound") else 0
+
+
+def _views(row: dict, theirs: dict) -> tuple[dict, dict]:
+    """Our row and the tool's result in the same shape, for the record."""
     ours = {
         "output_tokens_per_s": row["output_tokens_per_s"],
         "tpot_p50_s": row["tpot_s"].get("p50"),
@@ -191,35 +214,22 @@ def run(args) -> int:
             if k in theirs
         },
     }
-    rec = CrossCheck(
-        label=args.label,
-        concurrency=args.concurrency,
-        tool=args.tool,
-        command=shlex.join(argv),
-        from_file=bool(args.output),
-        prompt_tokens=prompt_tokens,
-        max_tokens=max_tokens,
-        ours=ours,
-        theirs=their_view,
-        comparison=cmp,
-        checked_at=iso_utc_stamp(),
-    ).to_dict()
-    append_record(args.labbook, rec, "cross-check")
+    return ours, their_view
 
+
+def _print_result(tool: str, ours: dict, rec: dict, cmp: dict, tolerance: float) -> None:
     def f(x, spec):
         return "-" if x is None else format(x, spec)
 
     print(
-        f"    output tok/s  ours {ours['output_tokens_per_s']:.1f}  {args.tool} "
-        f"{theirs['output_tokens_per_s']:.1f}  ratio {f(cmp['output_tokens_per_s_ratio'], '.3f')}"
+        f"    output tok/s  ours {ours['output_tokens_per_s']:.1f}  {tool} "
+        f"{rec['theirs']['output_tokens_per_s']:.1f}  ratio {f(cmp['output_tokens_per_s_ratio'], '.3f')}"
     )
     print(
         f"    TPOT p50 (s)  ours {f(ours['tpot_p50_s'], '.4f')}  "
-        f"{args.tool} {f(rec['theirs']['tpot_p50_s'], '.4f')}"
+        f"{tool} {f(rec['theirs']['tpot_p50_s'], '.4f')}"
         f"  ratio {f(cmp['tpot_p50_ratio'], '.3f')}"
     )
     print(
         f"    verdict: {cmp['verdict']} (tolerance {tolerance:.0%})" + "".join(f"; {n}" for n in cmp["notes"])
     )
-    sys.stdout.flush()
-    return 1 if args.strict and cmp["verdict"] in ("client suspect", "above bound") else 0

@@ -208,12 +208,7 @@ def _rate(rec: dict) -> str:
 
 def run(args) -> int:
     if args.snapshot_only:
-        snap = memory.snapshot()
-        validate(snap, "memory-snapshot", where=args.snapshot_only)
-        with open(args.snapshot_only, "w", encoding="utf-8") as fh:
-            json.dump(snap, fh, indent=1)
-        print(f"    idle snapshot written to {args.snapshot_only}")
-        print("    " + json.dumps({k: round(v) for k, v in snap.items() if isinstance(v, float)}))
+        write_snapshot(args.snapshot_only)
         return 0
     if not args.engine or not args.model:
         raise ConfigError("--engine and --model are needed (unless --snapshot-only)")
@@ -238,33 +233,7 @@ def run(args) -> int:
         "process_tree": tree,
     }
     short, long = (replace(t, extra={**t.extra, **extra}).to_dict() for t in tests)
-    for rec in (short, long):
-        print(
-            f"    {args.engine:>14} {rec['test']:>5}  prompt {rec['prompt_tokens']} tok  "
-            f"ttft {rec['ttft_s']:.3f} s  "
-            f"decode {_rate(rec)} tok/s  {rec['completion_tokens']} tok ({rec['finish_reason']}), "
-            f"counts from {rec['token_source']}, cached {rec['max_cached_prompt_tokens']}"
-        )
-    print(
-        f"    {args.engine:>14} prefill from the difference: "
-        + (
-            f"{prefill:.1f} tok/s over {long['prompt_tokens'] - short['prompt_tokens']:.0f} more prompt "
-            "tokens"
-            if prefill
-            else "not computable (no prompt token counts, or the long prompt was not slower)"
-        )
-    )
-    if long["server_prefill_tokens_per_s"] is not None:
-        print(
-            f"    {args.engine:>14} server's own timings (long): prefill "
-            f"{long['server_prefill_tokens_per_s']:.1f} "
-            f"tok/s, decode {long['server_decode_tokens_per_s']:.2f} tok/s"
-        )
-    print(
-        f"    {args.engine:>14} memory added since the idle snapshot (MB): "
-        f"{json.dumps(added) if added else 'no idle snapshot given'}; server resident set (MB, "
-        f"{tree.get('processes', 0)} process(es) summed): {rss}, PSS {tree.get('pss_mb', '-')}"
-    )
+    print_results(args.engine, short, long, prefill, added, tree)
     if args.reuse_prompt:
         print(
             "    --reuse-prompt: these runs measured the prefix cache, not prefill; nothing recorded",
@@ -278,3 +247,44 @@ def run(args) -> int:
             append_record(args.labbook, rec, "engine-speed")
         print(f"    recorded 2 line(s) in {args.labbook}")
     return 0
+
+
+def write_snapshot(path: str) -> None:
+    """The idle memory snapshot (``--snapshot-only``), taken before the server starts."""
+    snap = memory.snapshot()
+    validate(snap, "memory-snapshot", where=path)
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(snap, fh, indent=1)
+    print(f"    idle snapshot written to {path}")
+    print("    " + json.dumps({k: round(v) for k, v in snap.items() if isinstance(v, float)}))
+
+
+def print_results(engine: str, short: dict, long: dict, prefill, added: dict, tree: dict) -> None:
+    rss = tree.get("rss_mb")
+    for rec in (short, long):
+        print(
+            f"    {engine:>14} {rec['test']:>5}  prompt {rec['prompt_tokens']} tok  "
+            f"ttft {rec['ttft_s']:.3f} s  "
+            f"decode {_rate(rec)} tok/s  {rec['completion_tokens']} tok ({rec['finish_reason']}), "
+            f"counts from {rec['token_source']}, cached {rec['max_cached_prompt_tokens']}"
+        )
+    print(
+        f"    {engine:>14} prefill from the difference: "
+        + (
+            f"{prefill:.1f} tok/s over {long['prompt_tokens'] - short['prompt_tokens']:.0f} more prompt "
+            "tokens"
+            if prefill
+            else "not computable (no prompt token counts, or the long prompt was not slower)"
+        )
+    )
+    if long["server_prefill_tokens_per_s"] is not None:
+        print(
+            f"    {engine:>14} server's own timings (long): prefill "
+            f"{long['server_prefill_tokens_per_s']:.1f} "
+            f"tok/s, decode {long['server_decode_tokens_per_s']:.2f} tok/s"
+        )
+    print(
+        f"    {engine:>14} memory added since the idle snapshot (MB): "
+        f"{json.dumps(added) if added else 'no idle snapshot given'}; server resident set (MB, "
+        f"{tree.get('processes', 0)} process(es) summed): {rss}, PSS {tree.get('pss_mb', '-')}"
+    )

@@ -8,6 +8,7 @@ Every test is marked by the folder it lives in: ``unit`` (tests/unit: in-process
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -19,6 +20,12 @@ import pytest
 import requests
 import yaml
 from urllib3.exceptions import InsecureRequestWarning
+
+# A test run started in the background by a non-interactive shell (`cmd &`) has SIGINT ignored,
+# and every command a test starts would inherit that: the interrupt tests would then wait on a
+# run that never stops. A handler here is reset to the default in each child at exec.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"

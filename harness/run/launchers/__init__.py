@@ -53,7 +53,7 @@ def _process(cls: type[HostLauncher]) -> Callable[[BlockContext], Launcher]:
 def _vllm_cpu(ctx: BlockContext) -> Launcher:
     """vLLM's CPU build: a host process that is ready only after a real completion, and whose stop
     proves its engine-core and worker processes gone (harness/run/vllm_cpu.py)."""
-    from harness.run import vllm_cpu  # imports the host launcher; only needed for this engine
+    from harness.run.launchers import vllm_cpu  # only needed for this engine
 
     engine = ctx.block.engine  # whether it can run here is checked when its binary is resolved
     return vllm_cpu.VllmLauncher(
@@ -63,7 +63,7 @@ def _vllm_cpu(ctx: BlockContext) -> Launcher:
         health_url=ctx.health_url,
         log_path=ctx.out,
         env=engine_env(engine, ctx.settings),
-        ready_body={**vllm_cpu.READY_BODY, "model": ctx.model},
+        ready_body=vllm_cpu.ready_body(ctx.model),
         **_version(ctx),
     )
 

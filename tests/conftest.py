@@ -49,6 +49,29 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def assert_nothing_left(runs: Path, models: Path, ports: tuple[int, ...]) -> None:
+    """`harness cleanup` over ``runs`` finds no server of ours still running, and no process names
+    one of ``ports``, each of which is free."""
+    import psutil
+
+    from harness.io.ports import port_open
+
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "cleanup", "--runs", str(runs), "--models", str(models)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and "servers our runs left running: 0" in done.stdout, done.stdout
+    left = [
+        p.info["cmdline"]
+        for p in psutil.process_iter(["cmdline"])
+        if any(str(port) in " ".join(p.info["cmdline"] or []) for port in ports)
+    ]
+    assert left == [] and not any(port_open("127.0.0.1", port) for port in ports)
+
+
 class RunningServer:
     def __init__(self, proc: subprocess.Popen, port: int, log: Path, out: Path, scheme: str = "http") -> None:
         self.proc, self.port, self.log, self.out = proc, port, log, out

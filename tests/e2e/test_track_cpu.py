@@ -13,12 +13,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import psutil
 import pytest
 
 from harness.io.ports import port_open
 from harness.io.notebook import read_records
-from tests.conftest import ROOT, free_port
+from tests.conftest import ROOT, assert_nothing_left, free_port
 
 pytestmark = pytest.mark.llama
 
@@ -181,27 +180,5 @@ def test_cpu_plan_interrupted_then_resumed(tmp_path):
     assert "## Cross-check against the engine's own generator" in report
 
     # after the run, cleanup finds nothing of ours left: no server process, no busy port
-    cleaned = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harness.cli",
-            "cleanup",
-            "--runs",
-            str(tmp_path),
-            "--models",
-            str(tmp_path / "models"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert cleaned.returncode == 0 and "servers our runs left running: 0" in cleaned.stdout, cleaned.stdout
-    ours = [
-        p.info["cmdline"]
-        for p in psutil.process_iter(["cmdline"])
-        if any(str(port) in " ".join(p.info["cmdline"] or []) for port in (pport, lport))
-    ]
-    assert ours == [] and not port_open("127.0.0.1", pport) and not port_open("127.0.0.1", lport)
+    assert_nothing_left(tmp_path, tmp_path / "models", (pport, lport))
     assert "==> headline numbers" in done.stdout and "report:" in done.stdout

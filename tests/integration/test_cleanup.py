@@ -15,7 +15,7 @@ import yaml
 
 from harness.run import cleanup
 from harness.io.ports import port_open
-from tests.conftest import ROOT, free_port
+from tests.conftest import ROOT, assert_nothing_left, free_port
 
 
 def start_long_run(tmp_path, **popen_kw):
@@ -153,29 +153,7 @@ def test_after_a_failed_run_cleanup_finds_nothing_left(tmp_path):
     )
     steps = {s["id"]: s["status"] for s in json.loads((runs / "r1" / "manifest.json").read_text())["steps"]}
     assert run.returncode == 1 and steps["practice/sweep:wrong"] == "failed", run.stdout[-2000:]
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harness.cli",
-            "cleanup",
-            "--runs",
-            str(runs),
-            "--models",
-            str(tmp_path / "models"),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0 and "servers our runs left running: 0" in done.stdout, done.stdout
-    left = [
-        p.info["cmdline"]
-        for p in psutil.process_iter(["cmdline"])
-        if str(port) in " ".join(p.info["cmdline"] or [])
-    ]
-    assert left == [] and not port_open("127.0.0.1", port)
+    assert_nothing_left(runs, tmp_path / "models", (port,))
 
 
 def test_a_terminated_run_stops_its_own_server(tmp_path):

@@ -60,9 +60,13 @@ def ms(v):
     return None if v is None else round(v * 1000, 2)
 
 
-def run_case(root: str, streams: int, seconds: float, distributed=None) -> dict:
+def run_case(root: str, streams: int, seconds: float, distributed=None, burst: bool = False) -> dict:
     wl = {"path": "/v1/chat/completions", "model": None, "prompts": ["benchmark"], "max_tokens": 128}
-    if distributed is not None:  # Locust workers: a request budget of about `seconds` of streaming per user
+    if burst:  # every user starts at once, as `harness sweep` starts a level: equal streams in lockstep
+        result = loadgen.run_timed_level(
+            root, wl, streams, seconds, timeout=60, spawn_rate=streams, ramp_s=0.0
+        )
+    elif distributed is not None:  # Locust workers: a request budget of about `seconds` of streaming per user
         result = distributed.level(streams, count=max(streams, int(streams * seconds / 1.33)), timeout=60)
     else:
         # users start over one second, as people would, so equal-length streams are not in lockstep
@@ -70,7 +74,7 @@ def run_case(root: str, streams: int, seconds: float, distributed=None) -> dict:
             root, wl, streams, seconds, timeout=60, spawn_rate=max(streams, 1), ramp_s=1.0
         )
     ok = [s for s in result.samples if s.ok]
-    ttft_err, itl_err, send_gap = [], [], []
+    ttft_err, itl_err, send_gap, ttft_vs_server, send_delay = [], [], [], [], []
     session = requests.Session()
     for s in ok:
         truth = session.get(f"{root}/practice/truth/{s.request_id}", timeout=10).json()
@@ -84,7 +88,11 @@ def run_case(root: str, streams: int, seconds: float, distributed=None) -> dict:
             (b - a) - (wb - wa)
             for a, b, wa, wb in zip(s.token_times, s.token_times[1:], sent, sent[1:], strict=False)
         )
-        send_gap.append(truth["received"] - s.t_send)
+        send_gap.append(truth["received"] - s.t_departed)
+        if s.send_delay is not None:
+            send_delay.append(s.send_delay)
+        # the reported TTFT minus the server's own (first write - its parse of the request)
+        ttft_vs_server.append(s.ttft - (sent[0] - truth["received"]))
     tokens = sum(s.output_tokens or 0 for s in ok)
     # the sweep's own verdict, from what the client alone can see (no ground truth needed)
     level = aggregate(result.samples, streams, result.wall_s, 2.0, 0.1)
@@ -99,7 +107,10 @@ def run_case(root: str, streams: int, seconds: float, distributed=None) -> dict:
         "TTFT err p99 ms": ms(percentile(ttft_err, 99)),
         "ITL err p50 ms": ms(percentile(itl_err, 50)),
         "ITL err p99 ms": ms(percentile(itl_err, 99)),
-        "send to server p50 ms": ms(percentile(send_gap, 50)),
+        "TTFT - server's p50 ms": ms(percentile(ttft_vs_server, 50)),
+        "TTFT - server's p99 ms": ms(percentile(ttft_vs_server, 99)),
+        "send delay p99 ms": ms(percentile(send_delay, 99)),
+        "departure to server p50 ms": ms(percentile(send_gap, 50)),
         "read lag p99 ms": ms(level["client_read_lag_s"]["p99"]),
         "read a gap late": "-" if level["client_late_share"] is None else f"{level['client_late_share']:.2%}",
         "client is the limit": "yes" if limited else "no",
@@ -109,7 +120,9 @@ def run_case(root: str, streams: int, seconds: float, distributed=None) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.strip().split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=8.0)
-    parser.add_argument("--streams", default="1,16,64,256,512")
+    parser.add_argument("--streams", default="1,16,64,256,512", help="rows with users spread over 1 s")
+    parser.add_argument("--burst", default="16,64,256", help="rows with every user starting at once")
+    parser.add_argument("--no-ceiling", action="store_true", help="skip the zero-delay ceiling row")
     parser.add_argument(
         "--processes",
         type=int,
@@ -123,10 +136,23 @@ def main() -> int:
     rows = []
     proc, root = start_server("ruler", server_core, [])
     try:
-        for n in (int(x) for x in args.streams.split(",")):
+        for n in (int(x) for x in args.streams.split(",") if x):
             rows.append(run_case(root, n, args.seconds))
             print(
                 f"  {n} streams: {rows[-1]['tokens/s']} tok/s, client CPU {rows[-1]['client CPU']}",
+                file=sys.stderr,
+            )
+        for n in (int(x) for x in args.burst.split(",") if x):
+            rows.append(
+                {
+                    "streams": f"{n} burst",
+                    **{
+                        k: v for k, v in run_case(root, n, args.seconds, burst=True).items() if k != "streams"
+                    },
+                }
+            )
+            print(
+                f"  {n} streams at once: {rows[-1]['tokens/s']} tok/s, client CPU {rows[-1]['client CPU']}",
                 file=sys.stderr,
             )
         if args.processes:
@@ -150,6 +176,8 @@ def main() -> int:
     finally:
         proc.terminate()
     print(tabulate(rows, headers="keys", tablefmt="github"))
+    if args.no_ceiling:
+        return 0
     # Zero-delay ceiling: tokens as fast as the server writes them; whichever side is busier is the limit.
     profile = ROOT / "runs" / "bench-zero.yaml"
     profile.parent.mkdir(exist_ok=True)

@@ -117,6 +117,8 @@ def level_stats(samples: list[Sample], concurrency: int, wall_s: float, objectiv
         # (kernel-stamped streams only): the client's own lateness, measured
         client_read_lag_s=spread(lags, 5),
         client_late_share=late_share(lags, percentile(itls, 50)),
+        client_first_late_share=first_late_share(ok, percentile(itls, 50)),
+        client_send_delay_s=spread([s.send_delay for s in ok if s.send_delay is not None], 5),
     )
 
 
@@ -139,7 +141,13 @@ def level_record(
         if not math.isfinite(client_cpu) or wall_s < CPU_SHARE_FLOOR_S:
             client = ClientCheck(None, False, server_metrics)  # no share from a too-short wall
         else:
-            limited = client_limited(client_cpu, stats.mean_in_flight, concurrency, stats.client_late_share)
+            limited = client_limited(
+                client_cpu,
+                stats.mean_in_flight,
+                concurrency,
+                stats.client_late_share,
+                stats.client_first_late_share,
+            )
             client = ClientCheck(client_cpu, limited, server_metrics)
     return LevelRecord(context, stats, recorded_at, arrival, client)
 
@@ -175,24 +183,46 @@ def account(
 
 
 def late_share(lags: list[float], gap: float | None) -> float | None:
-    """The share of kernel-stamped tokens (their read lags) the client read more than one token
-    gap (the median) after they arrived: by then the next token had come too, the kernel merged
-    the two, and only the newer stamp is left, so those tokens' times are the client's. None
-    without stamps."""
+    """The share of kernel-stamped tokens the client read more than one token gap (the median)
+    after they arrived: by then the next token had come too, the kernel merged the two and kept
+    only the newer stamp, so those tokens' times are the client's. A token that came in one read
+    with a later one carries the most it can have waited (``harness.io.stream_socket``), so a
+    merge the client caused counts here and one the server caused (two tokens written together)
+    does not. None without stamps."""
     if not lags or not gap:
         return None
     return round(sum(1 for lag in lags if lag > gap) / len(lags), 5)
 
 
-def client_limited(client_cpu: float, mean_in_flight: float, concurrency: int, late: float | None) -> bool:
-    """Whether the client, not the server, looked like the limit of a level. Either sign is enough:
+def first_late_share(samples: list[Sample], gap: float | None) -> float | None:
+    """The share of kernel-stamped first tokens read late (merged with the next, or read more than
+    a token gap after they came): each of those is a TTFT timed by the client, not the server."""
+    timed = [s for s in samples if s.clock == "kernel" and s.read_lags]
+    if not timed or not gap:
+        return None
+    late = sum(1 for s in timed if s.read_lags[0] > gap)
+    return round(late / len(timed), 5)
 
-    - more than 0.5 % of the stamped tokens were read a whole token gap late (``late_share``):
-      each of those spoils two gaps, so past that share the level's p99 ITL is the client's;
+
+def client_limited(
+    client_cpu: float,
+    mean_in_flight: float,
+    concurrency: int,
+    late: float | None,
+    first_late: float | None = None,
+) -> bool:
+    """Whether the client, not the server, looked like the limit of a level. Any sign is enough:
+
+    - more than 0.5 % of the stamped tokens were read late (``late_share``): each of those spoils
+      two gaps, so past that share the level's p99 ITL is the client's;
+    - more than 1 % of the first tokens were read late (``first_late_share``): past that share the
+      level's p99 TTFT is the client's;
     - a full core with well under ``concurrency`` requests in flight (the lab's sign; the only
       one where the kernel gives no stamps, as over TLS).
     """
     if late is not None and late > 0.005:
+        return True
+    if first_late is not None and first_late > 0.01:
         return True
     return client_cpu > 0.9 and mean_in_flight < 0.8 * concurrency
 
@@ -218,10 +248,11 @@ def peak_in_flight(samples: list[Sample]) -> int:
 
 
 def sample_record(s: Sample, label: str, concurrency: int) -> dict:
-    """One raw sample as a JSON line for the samples file (times relative to the send)."""
+    """One raw sample as a JSON line for the samples file (times from the request's departure;
+    ``send_delay_s``: the client's own time before it, when known)."""
 
     def rel(t: float | None) -> float | None:
-        return None if t is None else round(t - s.t_send, 6)
+        return None if t is None else round(t - s.t_departed, 6)
 
     return {
         "label": label,
@@ -239,5 +270,7 @@ def sample_record(s: Sample, label: str, concurrency: int) -> dict:
         "fields": s.fields,
         "clock": s.clock,
         "read_lags_s": [round(lag, 6) for lag in s.read_lags],
+        "merged_tokens": s.merged_tokens,
+        "send_delay_s": None if s.send_delay is None else round(s.send_delay, 6),
         "request_id": s.request_id,
     }

@@ -113,6 +113,8 @@ class LevelStats:
     arrival_clock: str | None
     client_read_lag_s: Distribution
     client_late_share: float | None
+    client_first_late_share: float | None
+    client_send_delay_s: Distribution
 
     def to_dict(self) -> dict:
         """The measured fields in the notebook's order (distributions as plain objects)."""

@@ -21,7 +21,7 @@ TEXT_FIELDS = ("content", "reasoning_content", "reasoning")
 class Sample:
     """What the client saw of one request. Times are seconds on one monotonic clock."""
 
-    t_send: float
+    t_send: float  # when the client set out to send it
     ok: bool = False
     error: str | None = None
     t_first: float | None = None
@@ -39,10 +39,27 @@ class Sample:
     request_id: str | None = None  # the completion id the server gave this response
     clock: str | None = None  # "kernel": arrival times are the kernel's receive stamps; "read": when read
     read_lags: list[float] = field(default_factory=list)  # per stamped token: how long it waited to be read
+    t_sent: float | None = None  # when the request's last byte went to the kernel (None: not known)
+    # tokens that came in one read with a later token: the kernel had merged their packets and kept
+    # only the newer stamp, so their arrival is the later packet's (the client read them late)
+    merged_tokens: int = 0
+    first_merged: bool = False  # the first token among them (its TTFT is the later packet's)
+
+    @property
+    def t_departed(self) -> float:
+        """When the request left: its last byte handed to the kernel, where known."""
+        return self.t_send if self.t_sent is None else self.t_sent
 
     @property
     def ttft(self) -> float | None:
-        return None if self.t_first is None else self.t_first - self.t_send
+        """Request sent -> first token: from the departure, so the client's own delay before the
+        request left (connecting, writing, waiting its turn) is not the server's."""
+        return None if self.t_first is None else self.t_first - self.t_departed
+
+    @property
+    def send_delay(self) -> float | None:
+        """How long the client took from setting out to the request's departure."""
+        return None if self.t_sent is None else self.t_sent - self.t_send
 
     @property
     def tpot(self) -> float | None:

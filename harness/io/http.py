@@ -76,6 +76,7 @@ class _Watchdog:
     def __init__(self, seconds: float) -> None:
         self.fired = False
         self.sock: socket.socket | None = None
+        self.sent: float | None = None  # when the request's last byte went to the kernel
         self._timer = threading.Timer(seconds, self._fire)
         self._timer.daemon = True
         self._timer.start()
@@ -120,6 +121,7 @@ def opened(
         if dog.fired:
             raise TimeoutError("the total bound passed while connecting")
         conn.request(method, target, body=body, headers=headers or {})
+        dog.sent = time.perf_counter()
         yield conn.getresponse(), dog
     finally:
         dog.cancel()
@@ -200,6 +202,7 @@ def stream_chat(
             resp,
             dog,
         ):
+            parser.s.t_sent = dog.sent  # the TTFT runs from the departure
             try:
                 error = _read_stream(resp, parser)
             finally:

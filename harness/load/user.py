@@ -10,8 +10,9 @@ One class, three uses:
 Each request fires Locust's ``request`` event three times: ``chat`` (whole request, end of
 stream), and the ``METRIC`` rows ``TTFT`` and ``TPOT`` for the live view. The exact sample (every
 token's arrival on ``time.perf_counter()``) rides in ``context["sample"]``; reported percentiles
-come from those samples, never from Locust's rounded buckets. Streams are read line by line from
-the underlying socket response, because FastHttp's own ``iter_lines`` waits for 1 KiB blocks.
+come from those samples, never from Locust's rounded buckets. Requests go out on the user's own
+connections (``harness.io.stream_socket``), not FastHttp's: the TTFT runs from the moment the
+request left, and every read, the headers' included, is stamped by the kernel on arrival.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ import os
 import time
 
 import gevent
-from locust import FastHttpUser, constant, events, task
+from locust import User, constant, events, task
 
 from harness.core.levels import distribution
 from harness.core.prompts import PROMPT_SETS, make_prompts
 from harness.core.stream import Sample
 from harness.io.http import chat_headers
+from harness.io.stream_socket import Pool
 from harness.load.request import stream_once
 
 
@@ -106,19 +108,20 @@ def _metric_rows(environment, sample: Sample) -> None:
             )
 
 
-class _BoundedUser(FastHttpUser):
-    """A FastHttpUser whose network timeout (the wait for headers and each read) is the workload's
-    idle bound, not Locust's 60 s or this class's default."""
+class _BoundedUser(User):
+    """A user with its own pool of keep-alive connections to the host (``harness.io.stream_socket``:
+    both ends of every request timed exactly); connecting waits at most 10 s or the idle bound."""
 
     abstract = True
-    network_timeout = 300.0
     connection_timeout = 10.0
 
     def __init__(self, environment) -> None:
-        bounds = workload_for(environment)
-        self.network_timeout = bounds.idle_timeout
-        self.connection_timeout = min(self.connection_timeout, bounds.idle_timeout)
         super().__init__(environment)
+        bounds = workload_for(environment)
+        self.pool = Pool(self.host or "", min(self.connection_timeout, bounds.idle_timeout))
+
+    def on_stop(self) -> None:
+        self.pool.close()
 
 
 class ChatUser(_BoundedUser):
@@ -140,7 +143,7 @@ class ChatUser(_BoundedUser):
             return
         IN_FLIGHT[0] += 1
         try:
-            sample = stream_once(self.client, self.workload, prompt)
+            sample = stream_once(self.pool, self.workload, prompt)
         finally:
             IN_FLIGHT[0] -= 1
         _metric_rows(self.environment, sample)
@@ -156,7 +159,6 @@ class ArrivalUser(_BoundedUser):
     own, whatever the server's speed, so offered load does not fall when the server slows."""
 
     wait_time = constant(0)
-    concurrency = 4096  # connections in this user's pool: one per request in flight
     fixed_count = 1
     abstract = True  # not offered in the web UI or headless runs; the sweep's open loop uses it
 
@@ -185,7 +187,7 @@ class ArrivalUser(_BoundedUser):
         self.done = True
 
     def _one(self, prompt: str) -> None:
-        _metric_rows(self.environment, stream_once(self.client, self.workload, prompt))
+        _metric_rows(self.environment, stream_once(self.pool, self.workload, prompt))
 
 
 # -- standalone use (web UI, headless): options and thresholds ---------------------------------------

@@ -55,3 +55,24 @@ def test_without_stamps_the_labs_sign_decides():
     assert client_limited(0.95, 150.0, 256, None)  # full core, in flight well under c
     assert not client_limited(0.95, 250.0, 256, None)  # full core but the load held
     assert not client_limited(0.5, 100.0, 256, None)
+
+
+def test_late_first_tokens_are_their_own_sign_because_they_spoil_the_ttft_p99():
+    # 100 requests, every later token in time; 2 first tokens read a whole gap late (2 %)
+    samples = [_sample([0.02 if r < 2 else 0.0005] + [0.0005] * 9) for r in range(100)]
+    row = aggregate(samples, 64, 1.0, 2.0, 0.1)
+    assert row["client_late_share"] == 0.002  # 2 of 1,000 tokens: not enough for the ITL p99
+    assert row["client_first_late_share"] == 0.02
+    assert not client_limited(0.5, 64.0, 64, row["client_late_share"])
+    assert client_limited(0.5, 64.0, 64, row["client_late_share"], row["client_first_late_share"])
+    assert not client_limited(0.5, 64.0, 64, 0.0, 0.01)  # 1 %: the p99 TTFT is still the server's
+
+
+def test_the_ttft_runs_from_the_departure_and_the_send_delay_is_kept_apart():
+    s = _sample([0.0005] * 10)
+    s.t_sent = 0.004  # connecting and writing took the client 4 ms
+    assert s.ttft == 0.05 - 0.004 and s.send_delay == 0.004
+    row = aggregate([s], 1, 1.0, 2.0, 0.1)
+    assert row["ttft_s"]["p50"] == 0.046 and row["client_send_delay_s"]["p50"] == 0.004
+    unknown = _sample([0.0005] * 10)  # a sample without a departure time: from the send, as before
+    assert unknown.ttft == 0.05 and unknown.send_delay is None

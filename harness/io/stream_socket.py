@@ -1,0 +1,308 @@
+"""Streamed chat requests on connections of our own, timed at both ends.
+
+The load's requests do not go through an HTTP library, because each library hides the two moments
+a TTFT is made of:
+
+* **departure**: the moment the last byte of the request was handed to the kernel (``send``
+  returns). The time before it (building the request, waiting for a connection, connecting, a
+  busy client's turn to write) is the client's own *send delay*, kept apart from the TTFT;
+* **arrival**: every read, the headers' included, is a ``recvmsg`` carrying the kernel's receive
+  stamp (``harness.io.arrival_stamps``), so a first token that came in the same packet as the
+  headers (some engines send them together) is timed by the kernel too, not by when a busy client
+  got round to reading it.
+
+One ``Connection`` is one keep-alive HTTP/1.1 socket; a ``Pool`` keeps a user's idle ones. The
+HTTP parsing (status, headers, chunked or close-delimited bodies, interim 1xx answers) is
+geventhttpclient's C parser, fed by hand. TLS works the same way, timed at read (the kernel cannot
+stamp what it decrypts). Cooperative under gevent: used by the Locust users only.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import time
+from contextlib import suppress
+from typing import Iterator
+from urllib.parse import urlsplit
+
+from geventhttpclient.response import HTTPParseError, HTTPResponse
+
+from harness.core.stream import StreamParser
+from harness.errors import ConfigError
+from harness.io.arrival_stamps import StreamCut, enable, kernel_time
+
+READ_SIZE = 65536
+_ANC = socket.CMSG_SPACE(16) if hasattr(socket, "CMSG_SPACE") else 64
+
+# data, arrival, stamped by the kernel, read lag (of the newest packet), and the most the oldest
+# byte of the read can have waited for this client (see ``LoopClock``)
+Read = tuple[bytes, float, bool, "float | None", float]
+
+
+class LoopClock:
+    """The earliest moment bytes that woke a reader in this turn of the event loop can have come,
+    from two watchers libev runs around each poll (prepare just before, check just after).
+
+    A read can return bytes of two packets; the kernel then keeps only the newer packet's stamp,
+    so how long the older one waited is not known. It is bounded, though. A poll that blocked was
+    woken by the first bytes to come, so what it reports came as it returned; a poll that did not
+    block reports bytes that came after the previous poll returned (else that one would have
+    reported them). A bound under a token gap means the read was in time and the stamp is near."""
+
+    BLOCKED_S = 5e-5  # a poll longer than this waited for its bytes
+
+    _clocks: dict = {}
+
+    def __init__(self, hub) -> None:
+        self.before = self.returned = self.floor = time.perf_counter()
+        self._prepare, self._check = hub.loop.prepare(), hub.loop.check()
+        self._prepare.start(self._polling)
+        self._check.start(self._polled)
+
+    def _polling(self) -> None:
+        self.before = time.perf_counter()
+
+    def _polled(self) -> None:
+        now = time.perf_counter()
+        self.floor = now if now - self.before > self.BLOCKED_S else self.returned
+        self.returned = now
+
+    @classmethod
+    def of(cls, hub) -> LoopClock:
+        clock = cls._clocks.get(id(hub))
+        if clock is None:
+            clock = cls._clocks[id(hub)] = cls(hub)
+        return clock
+
+
+class Stale(ConnectionError):
+    """A kept-alive connection the server had already closed: the request never reached it."""
+
+
+class Head(HTTPResponse):
+    """The parsed response: status and headers, and the body bytes as they are decoded."""
+
+    def __init__(self, method: str = "POST") -> None:
+        super().__init__(method=method)
+        self.body = bytearray()
+
+    def _on_body(self, buf) -> None:
+        self.body += buf
+
+
+class Connection:
+    """One keep-alive connection to ``host:port`` (TLS when asked, certificates not verified:
+    local endpoints often use self-signed ones)."""
+
+    def __init__(self, host: str, port: int, tls: bool, connect_timeout: float) -> None:
+        import gevent.socket
+
+        sock = gevent.socket.create_connection((host, port), timeout=connect_timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if tls:
+            import gevent.ssl
+
+            context = gevent.ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+            sock = context.wrap_socket(sock, server_hostname=host)
+        self.sock = sock
+        self.raw = None if tls else getattr(sock, "_sock", None)  # the OS socket under gevent's
+        self.kernel = self.raw is not None and enable(sock)
+        self.used = 0  # requests sent on it
+
+    def send(self, data: bytes) -> float:
+        """Write the whole request; the departure time (when the kernel had its last byte)."""
+        self.sock.sendall(data)
+        self.used += 1
+        return time.perf_counter()
+
+    def reads(self, idle_s: float) -> Iterator[Read]:
+        """Each read from the socket with its arrival time; ``b""`` once when the server closes.
+        ``TimeoutError`` when no byte comes for ``idle_s``. One readiness watcher and one lazily
+        re-armed timer per response, not one per read (the per-read hot path of every stream)."""
+        if not self.kernel:
+            yield from self._plain_reads(idle_s)
+            return
+        import gevent
+
+        raw, hub = self.raw, gevent.get_hub()
+        assert raw is not None
+        clock = LoopClock.of(hub)
+        watcher = hub.loop.io(raw.fileno(), 1)
+        timer = gevent.Timeout(idle_s)
+        timer.start()
+        last = since = time.perf_counter()  # the last byte; the earliest the next bytes can have come
+        try:
+            while True:
+                try:
+                    data, anc, _flags, _addr = raw.recvmsg(READ_SIZE, _ANC)
+                except BlockingIOError:
+                    since = time.perf_counter()
+                    try:
+                        hub.wait(watcher)
+                        since = max(since, clock.floor)
+                    except gevent.Timeout as exc:
+                        if exc is not timer:
+                            raise
+                        quiet = time.perf_counter() - last
+                        if quiet >= idle_s:
+                            raise TimeoutError(f"no data from the server for {quiet:.0f} s") from None
+                        timer.close()
+                        timer = gevent.Timeout(idle_s - quiet)
+                        timer.start()
+                    continue
+                now_perf = last = time.perf_counter()
+                k = kernel_time(anc, now_perf, time.time())
+                bound, since = now_perf - since, now_perf
+                if k is not None:
+                    yield data, k, True, now_perf - k, max(bound, now_perf - k)
+                else:
+                    yield data, now_perf, False, None, bound
+                if not data:
+                    return
+        finally:
+            timer.close()
+            watcher.close()
+
+    def _plain_reads(self, idle_s: float) -> Iterator[Read]:
+        self.sock.settimeout(idle_s)
+        while True:
+            try:
+                data = self.sock.recv(READ_SIZE)
+            except socket.timeout:
+                raise TimeoutError(f"no data from the server for {idle_s:.0f} s") from None
+            yield data, time.perf_counter(), False, None, 0.0
+            if not data:
+                return
+
+    def close(self) -> None:
+        with suppress(OSError):
+            self.sock.close()
+
+
+class Pool:
+    """A user's connections to one server: an idle one is reused, else a new one is opened."""
+
+    def __init__(self, base_url: str, connect_timeout: float) -> None:
+        try:
+            parts = urlsplit(base_url)
+            host, port = parts.hostname, parts.port
+        except ValueError as exc:
+            raise ConfigError(f"not a usable URL: {base_url!r} ({exc})") from None
+        if parts.scheme not in ("http", "https") or not host:
+            raise ConfigError(f"not an http(s) URL: {base_url!r}; give one like http://127.0.0.1:8000")
+        self.tls = parts.scheme == "https"
+        self.host, self.port = host, port or (443 if self.tls else 80)
+        self.netloc = parts.netloc.rsplit("@", 1)[-1]
+        self.prefix = parts.path.rstrip("/")  # a base URL's own path goes before every request path
+        self.connect_timeout = connect_timeout
+        self.idle: list[Connection] = []
+
+    def acquire(self) -> Connection:
+        return (
+            self.idle.pop() if self.idle else Connection(self.host, self.port, self.tls, self.connect_timeout)
+        )
+
+    def release(self, conn: Connection, reusable: bool) -> None:
+        if reusable:
+            self.idle.append(conn)
+        else:
+            conn.close()
+
+    def close(self) -> None:
+        while self.idle:
+            self.idle.pop().close()
+
+    def request_bytes(self, path: str, body: bytes, headers: dict) -> bytes:
+        head = [f"POST {self.prefix}{path} HTTP/1.1", f"Host: {self.netloc}", "User-Agent: llm-harness"]
+        head += [f"{k}: {v}" for k, v in headers.items()]
+        head.append(f"Content-Length: {len(body)}")
+        return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
+
+def read_head(reads: Iterator[Read], head: Head) -> Read:
+    """Feed reads to ``head`` until a final (non-1xx) status and its headers are in; the read that
+    completed them. ``Stale`` when the server closed before sending a byte, ``StreamCut`` when it
+    closed within the headers."""
+    got = False
+    for read in reads:
+        data = read[0]
+        if not data:
+            raise (StreamCut("the server closed the connection within the headers") if got else Stale())
+        got = True
+        head.feed(data)
+        if head.headers_complete and head.get_code() >= 200:
+            return read
+    raise Stale()  # the reads ended without a close: cannot happen, but never loop on it
+
+
+def body_lines(reads: Iterator[Read], head: Head, first: Read) -> Iterator[tuple[bytes, Read, int]]:
+    """Each line of the body (``\\n`` kept) with the read that completed it and that read's
+    number (lines of one read share its time); the bytes that came with the headers carry that
+    read's time."""
+    read, n = first, 0
+    buf = head.body
+    while True:
+        cut = buf.find(b"\n")
+        if cut >= 0:
+            line = bytes(buf[: cut + 1])
+            del buf[: cut + 1]
+            yield line, read, n
+            continue
+        if head.message_complete:
+            if buf:
+                line = bytes(buf)
+                del buf[:]
+                yield line, read, n
+            return
+        read = next(reads, (b"", time.perf_counter(), False, None, 0.0))
+        data, n = read[0], n + 1
+        try:
+            head.feed(data)  # b"": the peer closed, which ends a close-delimited body
+        except HTTPParseError:
+            if data:
+                raise
+            head.message_complete = False
+        if not data and not head.message_complete:
+            raise StreamCut("the server closed the connection mid-response")
+
+
+def whole_body(reads: Iterator[Read], head: Head, limit: int) -> bytes:
+    """The rest of a (non-stream) body, up to ``limit`` bytes."""
+    while not head.message_complete and len(head.body) < limit:
+        data = next(reads, (b"",))[0]
+        head.feed(data)
+        if not data:
+            break
+    return bytes(head.body[:limit])
+
+
+def read_stream(reads: Iterator[Read], head: Head, first: Read, parser: StreamParser) -> int:
+    """Feed the body's lines to ``parser``, each with the arrival of the read that brought it (the
+    kernel's stamp where it gives one), and keep per stamped token how long it waited in the socket
+    for this client. A token followed by another in the same read is *merged*: the kernel kept only
+    the newer packet's stamp, so its own wait is not known and the most it can have been is kept
+    instead (``LoopClock``); under a token gap, the read was in time and the stamp near enough.
+    The body's size in bytes."""
+    s = parser.s
+    stamped, tokens, size = False, s.token_times, 0
+    last_n, last_wait = -1, None  # the read that brought the latest token, and that token's wait
+    for line, read, n in body_lines(reads, head, first):
+        size += len(line)
+        before = len(tokens)
+        parser.feed(line, read[1])
+        stamped = stamped or read[2]
+        if len(tokens) == before or read[3] is None:
+            continue
+        if n == last_n:  # the previous token came in this read too: merged, its wait bounded
+            s.merged_tokens += 1
+            s.first_merged = s.first_merged or before == 1
+            last_wait = read[4]
+        if last_wait is not None:
+            s.read_lags.append(last_wait)
+        last_n, last_wait = n, read[3]
+    if last_wait is not None:
+        s.read_lags.append(last_wait)
+    s.clock = "kernel" if stamped else "read"
+    return size

@@ -12,6 +12,7 @@ from harness.errors import ConfigError
 from harness.io.notebook import validate
 
 TABLE = paths.data_file("machines.yaml")
+VISIBLE = paths.data_file("visible_memory.yaml")
 
 
 def load_machines(path: Path = TABLE) -> dict:
@@ -27,6 +28,13 @@ def lookup(key: str, path: Path = TABLE) -> dict:
             f"machine {key!r} is not in {path}; use one of {', '.join(machines)} or add it there"
         )
     return machines[key]
+
+
+def visible_memory_rules(path: Path = VISIBLE) -> dict:
+    """Engine name -> what its memory source sees of weights and cache (engine comparison, Task 9)."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    validate(data, "visible-memory", where=str(path))
+    return data["engines"]
 
 
 def measure_copy_bandwidth(size_mib: int = 256, repeats: int = 5) -> float:

@@ -50,6 +50,11 @@ def add_parser(sub) -> None:
     p.add_argument("--quant", default="")
     p.add_argument("--context-length", type=int, default=0)
     p.add_argument("--server-pid", type=int, default=0, help="server process id, for its resident set")
+    p.add_argument(
+        "--container",
+        default="",
+        help="the engine's container: its resident set from docker stats/top, not the docker client's",
+    )
     p.add_argument("--idle-snapshot", default="", help="the file --snapshot-only wrote")
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--long-repeats", type=int, default=16, help="paragraph repeats in the long prompt")
@@ -222,7 +227,9 @@ def run(args) -> int:
     tests = [measure_test(args, key, n, p) for n, p in (("short", SHORT), ("long", long_prompt))]
     loaded = memory.snapshot()
     added = memory.delta(idle, loaded) if idle else {}
-    tree = memory.process_tree_mb(args.server_pid)  # vLLM is four processes; llama-server one
+    tree = (  # a container's own processes, else the server's tree (vLLM is four processes)
+        memory.container_memory(args.container) if args.container else memory.process_tree_mb(args.server_pid)
+    )
     rss = tree.get("rss_mb")
     prefill = prefill_from_difference(*(t.to_dict() for t in tests))
     extra = {

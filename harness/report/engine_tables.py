@@ -106,10 +106,12 @@ def _resident(rec: dict) -> str:
     """RSS of the server's whole process tree (and PSS, the tree's share of shared pages) with the count."""
     tree = rec.get("process_tree") or {}
     rss = tree.get("rss_mb", rec.get("process_resident_mb"))
-    if rss is None:
+    if rss is None and tree.get("container_mb") is None:
         return "—"
     pss = f", PSS {tree['pss_mb']}" if tree.get("pss_mb") else ""
-    return f"{rss}{pss} ({tree['processes']})" if tree.get("processes") else f"{rss}{pss}"
+    cgroup = f", container {tree['container_mb']}" if tree.get("container_mb") is not None else ""
+    rss = "—" if rss is None else rss
+    return f"{rss}{pss}{cgroup} ({tree['processes']})" if tree.get("processes") else f"{rss}{pss}{cgroup}"
 
 
 def feature_rows(order, features) -> list[list]:

@@ -13,6 +13,8 @@ import uuid
 from dataclasses import replace
 
 from harness.core import bounds
+from harness.core.arithmetic import speed_limit, speed_share
+from harness.io.machines import lookup
 from harness.core.stream import decode_rate
 from harness.io import memory
 from harness.io.http import get_models, stream_chat
@@ -70,6 +72,10 @@ def add_parser(sub) -> None:
         action="store_true",
         help="drop the run tag so repeats hit the prefix cache: a demonstration, nothing is recorded",
     )
+    p.add_argument(
+        "--machine", help="machine-table key: the short test's decode as a share of the speed limit"
+    )
+    p.add_argument("--model-gb", type=float, help="with --machine: model size in GB for the speed limit")
     p.add_argument("--labbook", default="labbook.md")
     p.add_argument("--print-only", action="store_true")
     p.set_defaults(func=run)
@@ -218,6 +224,9 @@ def run(args) -> int:
     if not args.engine or not args.model:
         raise ConfigError("--engine and --model are needed (unless --snapshot-only)")
     check_numbers(args)
+    if args.machine and not args.model_gb:
+        raise ConfigError("--machine needs --model-gb (the model's size in GB) for the speed limit")
+    bandwidth = float(lookup(args.machine)["bandwidth_gb_s"]) if args.machine else None
     if not (args.print_only or args.reuse_prompt):
         check_writable(args.labbook)
     idle = _idle_snapshot(args)
@@ -241,6 +250,8 @@ def run(args) -> int:
     }
     short, long = (replace(t, extra={**t.extra, **extra}).to_dict() for t in tests)
     print_results(args.engine, short, long, prefill, added, tree)
+    if bandwidth and short["decode_tokens_per_s"]:
+        short["speed_limit"] = limit_share(args, bandwidth, short["decode_tokens_per_s"])
     if args.reuse_prompt:
         print(
             "    --reuse-prompt: these runs measured the prefix cache, not prefill; nothing recorded",
@@ -254,6 +265,23 @@ def run(args) -> int:
             append_record(args.labbook, rec, "engine-speed")
         print(f"    recorded 2 line(s) in {args.labbook}")
     return 0
+
+
+def limit_share(args, bandwidth: float, rate: float) -> dict:
+    """Seed 002's sanity check: the short test's decode over bandwidth / model size, printed and kept."""
+    limit = speed_limit(bandwidth, args.model_gb)
+    share, reading = speed_share(rate, limit)
+    print(
+        f"    {args.engine:>14} speed limit {bandwidth:g} GB/s / {args.model_gb:g} GB = {limit:.1f} tok/s; "
+        f"short decode {rate:.2f} tok/s is {share:.0%} of it: {reading}"
+    )
+    return {
+        "machine": args.machine,
+        "bandwidth_gb_s": bandwidth,
+        "model_gb": args.model_gb,
+        "tok_s": round(limit, 2),
+        "share": round(share, 3),
+    }
 
 
 def write_snapshot(path: str) -> None:

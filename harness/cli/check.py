@@ -29,7 +29,9 @@ def add_parser(sub) -> None:
         help="machine-table key (spark, strix, m4-max, ...): its bandwidth figure (default: recognised "
         "from the CPU or GPU name, else measured)",
     )
-    p.add_argument("--model-gb", type=float, help=f"model size in GB (default {SEED_MODEL_GB}, Day 3's model)")
+    p.add_argument(
+        "--model-gb", type=float, help=f"model size in GB (default {SEED_MODEL_GB}, Day 3's model)"
+    )
     p.add_argument(
         "--labbook", default="labbook.md", help="notebook whose single-user speeds to set against the limit"
     )

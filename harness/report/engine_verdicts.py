@@ -12,11 +12,12 @@ from tabulate import tabulate
 
 from harness.core import engine_compare as ec
 from harness.core.predictions import decode_ceiling, kv_per_token
-from harness.core.records import is_engine_speed, is_features
+from harness.core.records import is_engine_speed, is_features, is_level
 from harness.errors import HarnessError
 from harness.io.machines import lookup, visible_memory_rules
 from harness.io.model_info import load_model
 from harness.io.notebook import read_records
+from harness.report import limits
 from harness.report.engine_tables import latest_per_engine, memory_added
 
 PORTABLE = ("llama.cpp", "llama-server")  # the portable control every native engine is divided by
@@ -285,25 +286,58 @@ def plan_model(plan) -> str:
     return "qwen3-8b"
 
 
+def plan_machine(plan) -> str | None:
+    """The plan's machine-table key: its ``machine``, else a tier's ``MACHINE`` variable."""
+    return getattr(plan, "machine", None) or (getattr(plan, "variables", {}) or {}).get("MACHINE")
+
+
 def section(notebook: Path, plan) -> list[str]:
-    """Task 9 for the run report (empty when the notebook holds no single-user records)."""
+    """The run report's measured-against-predicted section: the engine comparison's Task 9 when the
+    notebook holds single-user records, and each real curve against the speed limit and Task 1's
+    ceiling when it holds levels; each part absent, with its reason, when its inputs are."""
     if not notebook.is_file():
         return []
     speed = read_records(notebook, "engine-speed", select=is_engine_speed).records
-    feats = read_records(notebook, "features", select=is_features).records
-    if not speed:
+    levels: dict[str, dict[int, dict]] = {}
+    for rec in read_records(notebook, "level", select=is_level).records:
+        levels.setdefault(rec["label"], {})[rec["concurrency"]] = rec
+    if not speed and not levels:
         return []
-    order, by_speed, by_feat = latest_per_engine(speed, feats)
-    lines = ["## Explaining the differences (engine comparison, Task 9)", ""]
+    lines = ["## Measured against what bandwidth allows", ""]
     try:
         model = load_model(plan_model(plan))
-        machine = lookup(plan.machine) if getattr(plan, "machine", None) else None
+        key = plan_machine(plan)
+        machine = lookup(key) if key else None
     except HarnessError as exc:
         return lines + [f"Not computed: {exc}", ""]
-    inputs = Inputs(
-        model,
-        float(machine["bandwidth_gb_s"]) if machine else None,
-        machine["name"] if machine else "",
-        visible_memory_rules(),
+    bandwidth = float(machine["bandwidth_gb_s"]) if machine else None
+    if levels:
+        lines += _curve_lines(levels, model, bandwidth, plan)
+    if speed:
+        feats = read_records(notebook, "features", select=is_features).records
+        order, by_speed, by_feat = latest_per_engine(speed, feats)
+        inputs = Inputs(model, bandwidth, machine["name"] if machine else "", visible_memory_rules())
+        lines += ["### Explaining the differences (engine comparison, Task 9)", ""]
+        lines += [render(order, by_speed, by_feat, inputs), ""]
+    return lines
+
+
+def _curve_lines(levels: dict, model, bandwidth: float | None, plan) -> list[str]:
+    if bandwidth is None:
+        return ["No speed limit or ceiling for the curves: the plan names no machine (bandwidth).", ""]
+    model_gb = (getattr(plan, "variables", {}) or {}).get("MODEL_GB")
+    alone = (
+        limits.speed_alone_lines(levels, bandwidth, float(model_gb))
+        if model_gb
+        else ["- no MODEL_GB in the plan: no speed limit"]
     )
-    return lines + [render(order, by_speed, by_feat, inputs), ""]
+    return [
+        "Speed alone as a share of the speed limit (a sane measurement lands at 60-85 %)",
+        "",
+        *(alone or ["- no real curve has a crowd of 1"]),
+        "",
+        "Peak output against Task 1's aggregate decode ceiling",
+        "",
+        *(limits.peak_lines(levels, model, bandwidth) or ["- no real curve was measured"]),
+        "",
+    ]

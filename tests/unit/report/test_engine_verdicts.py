@@ -62,7 +62,8 @@ def test_faster_native_engine_wins_and_limits_are_named(tmp_path, capsys):
                 rec["decode_tokens_per_s"] = 60.0  # above bf16's 18.0 ceiling on a Spark
         append_record(book, rec, "features" if rec.get("probe") else "engine-speed")
     text = "\n".join(engine_verdicts.section(book, SimpleNamespace(machine="spark", steps=[])))
-    assert text.startswith("## Explaining the differences")
+    assert text.startswith("## Measured against what bandwidth allows")
+    assert "### Explaining the differences (engine comparison, Task 9)" in text
     assert "Winner for a task needing tool calls and JSON-schema output: tensorrt-llm (60.00 tok/s)" in text
     assert "tensorrt-llm decodes above its own ceiling: the bandwidth figure is wrong" in text
     assert "| 1.50       | 4.67 / 15.14 = 0.31" in text

@@ -107,7 +107,7 @@ def _summarise(w: Where, o: dict) -> list[StepCall]:
         call(
             "summarise",
             [("labbook", w.notebook), ("label", label), ("record", True), ("markdown", True)],
-            flag_options({"promise": o.get("promise")}),
+            flag_options({"promise": o.get("promise"), "peak": o.get("peak"), "spares": o.get("spares")}),
             [("tpot_chart", str(charts / f"{label}-tpot.png"))],
         )
         for label in o.get("labels", [])

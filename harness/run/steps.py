@@ -126,6 +126,8 @@ def _check(w: Where, o: dict) -> list[StepCall]:
                 "engines",
                 [("labbook", w.notebook), ("check", True)],
                 [("allow_cpu", True)] if o.get("allow_cpu") else [],
+                # each engine against the ceiling of its own format on the plan's machine (Task 9)
+                [("machine", w.plan.machine)] if w.plan.machine else [],
             )
         )
     return calls

@@ -326,11 +326,7 @@ def _curve_lines(levels: dict, model, bandwidth: float | None, plan) -> list[str
     if bandwidth is None:
         return ["No speed limit or ceiling for the curves: the plan names no machine (bandwidth).", ""]
     model_gb = (getattr(plan, "variables", {}) or {}).get("MODEL_GB")
-    alone = (
-        limits.speed_alone_lines(levels, bandwidth, float(model_gb))
-        if model_gb
-        else ["- no MODEL_GB in the plan: no speed limit"]
-    )
+    alone = limits.speed_alone_lines(levels, bandwidth, float(model_gb) if model_gb else None, model)
     return [
         "Speed alone as a share of the speed limit (a sane measurement lands at 60-85 %)",
         "",

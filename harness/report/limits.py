@@ -13,20 +13,32 @@ def _real(levels: dict[int, dict]) -> bool:
     return any(rec.get("engine") != "practice" for rec in levels.values())
 
 
+def _size_gb(levels: dict[int, dict], model) -> float | None:
+    """The served format's weight bytes in GB, from the model table entry the curve's quant names."""
+    quant = next(iter(levels.values())).get("quant") or ""
+    name = ec.format_for_quant(quant, model.formats) if model is not None else None
+    return model.formats[name]["tensor_bytes"] / 1e9 if name else None
+
+
 def speed_alone_lines(
-    levels_by_label: dict[str, dict[int, dict]], bandwidth_gb_s: float, model_gb: float
+    levels_by_label: dict[str, dict[int, dict]], bandwidth_gb_s: float, model_gb: float | None, model=None
 ) -> list[str]:
-    """One line per real curve with a crowd of 1: 1 / TPOT p50 there, as a share of the limit."""
-    limit = speed_limit(bandwidth_gb_s, model_gb)
+    """One line per real curve with a crowd of 1: 1 / TPOT p50 there, as a share of the speed limit for
+    ``model_gb`` (else the weight bytes of the format the curve's quant names)."""
     lines = []
     for label, levels in levels_by_label.items():
         tpot = (levels.get(1, {}).get("tpot_s") or {}).get("p50")
         if not tpot or not _real(levels):
             continue
+        size = model_gb or _size_gb(levels, model)
+        if not size:
+            lines.append(f"- {label}: no model size (no MODEL_GB, and its quant names no known format)")
+            continue
+        limit = speed_limit(bandwidth_gb_s, size)
         share, reading = speed_share(1 / tpot, limit)
         lines.append(
             f"- {label}: {1 / tpot:.1f} tok/s alone (1 / TPOT p50 at a crowd of 1) = {share:.0%} of the "
-            f"speed limit {bandwidth_gb_s:g} GB/s / {model_gb:g} GB = {limit:.1f} tok/s; {reading}"
+            f"speed limit {bandwidth_gb_s:g} GB/s / {size:.3g} GB = {limit:.1f} tok/s; {reading}"
         )
     return lines
 

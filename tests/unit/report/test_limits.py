@@ -45,6 +45,15 @@ def test_speed_alone_against_the_limit_and_practice_left_out():
     ]
 
 
+def test_speed_limit_from_the_served_formats_size_without_model_gb():
+    lines = limits.speed_alone_lines({"llama": curve()}, 273, None, MODEL)
+    assert "speed limit 273 GB/s / 5.02 GB = 54.4 tok/s" in lines[0]  # Q4_K_M's 5,021,827,072 bytes
+    unknown = {c: {**r, "quant": "made-up"} for c, r in curve().items()}
+    assert limits.speed_alone_lines({"x": unknown}, 273, None, MODEL) == [
+        "- x: no model size (no MODEL_GB, and its quant names no known format)"
+    ]
+
+
 def test_unknown_format_has_no_ceiling():
     levels = {c: {**r, "quant": "made-up"} for c, r in curve().items()}
     assert limits.peak_vs_ceiling(levels, MODEL, 273) is None

@@ -17,6 +17,7 @@ from harness.core.arithmetic import speed_limit, speed_share
 from harness.io.machines import lookup
 from harness.core.stream import decode_rate
 from harness.io import memory
+from harness.io.engine_versions import server_version
 from harness.io.http import get_models, stream_chat
 from harness.errors import ConfigError, TargetError, TargetUnreachable
 from harness.core.records import EngineSpeed, utc_stamp
@@ -241,12 +242,14 @@ def run(args) -> int:
     )
     rss = tree.get("rss_mb")
     prefill = prefill_from_difference(*(t.to_dict() for t in tests))
+    version_reply = server_version(args.base_url, key)  # TensorRT-LLM's /version, as the lab records it
     extra = {
         "prefill_tokens_per_s": prefill,
         "memory": loaded,
         "memory_delta_mb": added,
         "process_resident_mb": rss,
         "process_tree": tree,
+        **({"server_version": version_reply} if version_reply else {}),
     }
     short, long = (replace(t, extra={**t.extra, **extra}).to_dict() for t in tests)
     print_results(args.engine, short, long, prefill, added, tree)

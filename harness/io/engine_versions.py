@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-import requests
-
-from harness.errors import ConfigError
+from harness.core.bounds import Bounds
+from harness.errors import ConfigError, TargetError
+from harness.io.http import Reply, auth_headers, request
 
 Runner = Callable[[list[str]], "str | None"]
 
@@ -37,22 +37,26 @@ def trtllm_text(body: str) -> str:
         return " ".join(body.split())
 
 
-def trtllm_version(base_url: str, get: Callable[[str], str] | None = None) -> str:
-    """What ``curl <server>/version`` prints, for the engine-version field."""
+def server_version(
+    base_url: str, api_key: str | None = None, get: Callable[[str], Reply] | None = None
+) -> str | None:
+    """The server's ``GET /version`` reply as one line (trtllm-serve documents it without documenting
+    its fields, vLLM answers it too); None when the server has no such route or does not answer."""
     root = base_url.rstrip("/").removesuffix("/v1")
-
-    def fetch(url: str) -> str:
-        reply = requests.get(url, timeout=10)
-        reply.raise_for_status()
-        return reply.text
-
+    fetch = get or (lambda url: request("GET", url, Bounds.of(10.0), headers=auth_headers(api_key)))
     try:
-        body = (get or fetch)(root + "/version")
-    except requests.RequestException as exc:
-        raise ConfigError(
-            f"{root}/version did not answer ({type(exc).__name__}); is trtllm-serve up?"
-        ) from exc
-    return "tensorrt-llm " + trtllm_text(body)
+        reply = fetch(root + "/version")
+    except TargetError:
+        return None
+    return trtllm_text(reply.text)[:2000] if reply.status == 200 and reply.body.strip() else None
+
+
+def trtllm_version(base_url: str, get: Callable[[str], Reply] | None = None) -> str:
+    """What ``curl <server>/version`` prints, for the engine-version field."""
+    text = server_version(base_url, get=get)
+    if text is None:
+        raise ConfigError(f"{base_url.removesuffix('/v1')}/version did not answer 200; is trtllm-serve up?")
+    return "tensorrt-llm " + text
 
 
 def tabby_version(tabby_dir: str | Path, run: Runner | None = None) -> str:

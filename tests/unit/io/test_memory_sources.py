@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from harness.io import engine_versions, memory
+from harness.io.http import Reply
 from harness.io.notebook import validate
 from harness.report.engine_tables import memory_added
 
@@ -91,10 +92,10 @@ def test_a_container_engine_is_measured_inside_its_container():
 
 
 def test_trtllm_version_is_its_version_reply():
-    got = engine_versions.trtllm_version(
-        "http://127.0.0.1:8082/v1", get=lambda url: text("trtllm-version.json")
-    )
+    body = text("trtllm-version.json").encode()
+    got = engine_versions.trtllm_version("http://127.0.0.1:8082/v1", get=lambda url: Reply(200, {}, body))
     assert got == 'tensorrt-llm {"version":"1.2.1"}'
+    assert engine_versions.server_version("http://x/v1", get=lambda url: Reply(404, {}, b"Not Found")) is None
 
 
 def test_tabby_version_is_commit_and_exllamav3():

@@ -198,12 +198,23 @@ def verdict_lines(order, speed, features, fmts: dict, ceils: dict) -> list[str]:
     return lines
 
 
+def _squash(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
 def render(order, speed, features, inputs: Inputs) -> str:
     """Task 9 as Markdown: ceilings per format, ratios, memory, prefill, winner and limits."""
     model = inputs.model
     fmts = formats(order, speed, model)
     ceils = ceilings(order, speed, model, inputs.bandwidth_gb_s) if inputs.bandwidth_gb_s else {}
-    parts = []
+    parts = [f"Predictions for {model.name} ({model.source}), in the formats each engine's quant names."]
+    served = sorted({rec.get("model", "") for pair in speed.values() for rec in pair.values()} - {""})
+    if not any(_squash(model.name) in _squash(name) for name in served):
+        parts.append(
+            f"Warning: no record names {model.name} (they name {', '.join(served) or 'nothing'}); if the "
+            "engines served another model, these predictions are not theirs: pass its file or table name."
+        )
+    parts.append("")
     if inputs.bandwidth_gb_s:
         rows = [
             [

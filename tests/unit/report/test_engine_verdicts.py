@@ -71,3 +71,13 @@ def test_faster_native_engine_wins_and_limits_are_named(tmp_path, capsys):
 
 def test_report_section_absent_without_records(tmp_path):
     assert engine_verdicts.section(tmp_path / "none.md", SimpleNamespace(machine=None, steps=[])) == []
+
+
+def test_a_notebook_of_another_model_is_warned(tmp_path, capsys):
+    book = tmp_path / "labbook.md"
+    for line in BOOK.read_text().splitlines():
+        if line.startswith("{"):
+            rec = {**json.loads(line), "model": "gemma-3-270m"}
+            append_record(book, rec, "features" if rec.get("probe") else "engine-speed")
+    assert main(["engines", "--labbook", str(book)]) == 0
+    assert "Warning: no record names Qwen3-8B (they name gemma-3-270m)" in capsys.readouterr().out

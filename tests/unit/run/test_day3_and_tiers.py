@@ -41,3 +41,22 @@ def test_a_mac_plans_tier_follows_hw_memsize(monkeypatch, memsize, tier):
 def test_an_nvidia_plans_tier_follows_the_cards_memory(monkeypatch):
     monkeypatch.setattr(machines, "_run", lambda cmd: "16376" if "--query-gpu=memory.total" in cmd else None)
     assert load_plan("n").tier == "16gb"
+
+
+def test_a_docker_run_engine_is_measured_by_its_container(tmp_path):
+    """TensorRT-LLM started with `docker run` (engines/trtllm.yaml): measure reads the container's own
+    memory, not the docker client's pid."""
+    from harness.run.context import block_context
+
+    plan_file = tmp_path / "one.yaml"
+    plan_file.write_text(
+        "schema_version: 1\nname: one\ntitle: one\nvariables: {}\nstages:\n"
+        "  - id: trt\n    engine: trtllm\n    settings: {image: nvcr.io/nvidia/tensorrt-llm/release:1.2.1}\n"
+        "    record: {quant: bf16}\n    steps: [measure]\n"
+    )
+    plan = load_plan(str(plan_file))
+    ctx = block_context(plan, plan.blocks["trt"], tmp_path, dry_run=True)
+    ctx.state.pid = 999
+    step = [s for s in plan.steps if s.kind == "measure"][0]
+    argv = step_calls(plan, tmp_path, tmp_path / "labbook.md", step, ctx)[0].to_argv()
+    assert argv[argv.index("--container") + 1] == "trtllm-lab" and "--server-pid" not in argv

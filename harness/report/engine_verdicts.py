@@ -5,6 +5,7 @@ faster engine that can do the task, and the limits of the comparison."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -316,28 +317,34 @@ def section(notebook: Path, plan) -> list[str]:
         return []
     lines = ["## Measured against what bandwidth allows", ""]
     try:
-        model = load_model(plan_model(plan))
         key = plan_machine(plan)
         machine = lookup(key) if key else None
     except HarnessError as exc:
         return lines + [f"Not computed: {exc}", ""]
     bandwidth = float(machine["bandwidth_gb_s"]) if machine else None
+    try:
+        model, why = load_model(os.path.expandvars(plan_model(plan))), ""
+    except HarnessError as exc:
+        model, why = None, f"no model to predict with: {exc}"
     if levels:
-        lines += _curve_lines(levels, model, bandwidth, plan)
+        lines += _curve_lines(levels, model, bandwidth, plan, why)
     if speed:
+        lines += ["### Explaining the differences (engine comparison, Task 9)", ""]
+        if model is None:
+            return lines + [f"Not computed: {why}", ""]
         feats = read_records(notebook, "features", select=is_features).records
         order, by_speed, by_feat = latest_per_engine(speed, feats)
         inputs = Inputs(model, bandwidth, machine["name"] if machine else "", visible_memory_rules())
-        lines += ["### Explaining the differences (engine comparison, Task 9)", ""]
         lines += [render(order, by_speed, by_feat, inputs), ""]
     return lines
 
 
-def _curve_lines(levels: dict, model, bandwidth: float | None, plan) -> list[str]:
+def _curve_lines(levels: dict, model, bandwidth: float | None, plan, why: str) -> list[str]:
     if bandwidth is None:
         return ["No speed limit or ceiling for the curves: the plan names no machine (bandwidth).", ""]
     model_gb = (getattr(plan, "variables", {}) or {}).get("MODEL_GB")
     alone = limits.speed_alone_lines(levels, bandwidth, float(model_gb) if model_gb else None, model)
+    peaks = limits.peak_lines(levels, model, bandwidth) if model is not None else [f"- {why}"]
     return [
         "Speed alone as a share of the speed limit (a sane measurement lands at 60-85 %)",
         "",
@@ -345,6 +352,6 @@ def _curve_lines(levels: dict, model, bandwidth: float | None, plan) -> list[str
         "",
         "Peak output against Task 1's aggregate decode ceiling",
         "",
-        *(limits.peak_lines(levels, model, bandwidth) or ["- no real curve was measured"]),
+        *(peaks or ["- no real curve was measured"]),
         "",
     ]

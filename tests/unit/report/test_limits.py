@@ -72,3 +72,19 @@ def test_report_section_from_a_plan_with_a_machine_variable(tmp_path):
     assert "- real-crowd: peak 275.8 tok/s at c=16" in text
     no_machine = SimpleNamespace(machine=None, steps=[], variables={})
     assert "the plan names no machine" in "\n".join(engine_verdicts.section(book, no_machine))
+
+
+def test_a_missing_model_file_still_gives_the_speed_limit(tmp_path):
+    """Day 3's model is Day 2's file: where it is not on this machine, the speed limit (which needs only
+    MODEL_GB) is still stated and the ceiling says why it is absent."""
+    book = tmp_path / "labbook.md"
+    for rec in curve().values():
+        append_record(book, {**rec, "label": "day3-real"}, "level")
+    plan = SimpleNamespace(
+        machine=None,
+        steps=[SimpleNamespace(kind="predict", options={"model": str(tmp_path / "absent.gguf")})],
+        variables={"MACHINE": "m4-pro", "MODEL_GB": 4.9},
+    )
+    text = "\n".join(engine_verdicts.section(book, plan))
+    assert "- day3-real: 55.0 tok/s alone" in text and "273 GB/s / 4.9 GB = 55.7 tok/s" in text
+    assert "- no model to predict with: " in text

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 from harness.core.records import is_engine_speed, is_features
-from harness.io.machines import lookup, visible_memory_rules
+from harness.io.machines import feature_settings, lookup, visible_memory_rules
 from harness.io.model_info import load_model
 from harness.io.notebook import read_records
 from harness.report import engine_tables, engine_verdicts
@@ -43,7 +43,7 @@ def run(args) -> int:
     if not args.check:
         print(engine_tables.render(order, by_speed, by_feat, ceilings))
         inputs = engine_verdicts.Inputs(
-            model, bandwidth, machine["name"] if machine else "", visible_memory_rules()
+            model, bandwidth, machine["name"] if machine else "", visible_memory_rules(), feature_settings()
         )
         print("\nTask 9: explain the differences\n")
         print(engine_verdicts.render(order, by_speed, by_feat, inputs))

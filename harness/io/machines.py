@@ -19,6 +19,7 @@ from harness.io.notebook import validate
 
 TABLE = paths.data_file("machines.yaml")
 VISIBLE = paths.data_file("visible_memory.yaml")
+FEATURES = paths.data_file("feature_settings.yaml")
 
 
 def load_machines(path: Path = TABLE) -> dict:
@@ -40,6 +41,13 @@ def visible_memory_rules(path: Path = VISIBLE) -> dict:
     """Engine name -> what its memory source sees of weights and cache (engine comparison, Task 9)."""
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     validate(data, "visible-memory", where=str(path))
+    return data["engines"]
+
+
+def feature_settings(path: Path = FEATURES) -> dict:
+    """Engine name -> the setting that turns each API feature on (engine comparison, Task 9)."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    validate(data, "feature-settings", where=str(path))
     return data["engines"]
 
 

@@ -6,7 +6,7 @@ faster engine that can do the task, and the limits of the comparison."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tabulate import tabulate
@@ -15,7 +15,7 @@ from harness.core import engine_compare as ec
 from harness.core.predictions import decode_ceiling, kv_per_token
 from harness.core.records import is_engine_speed, is_features, is_level
 from harness.errors import HarnessError
-from harness.io.machines import lookup, visible_memory_rules
+from harness.io.machines import feature_settings, lookup, visible_memory_rules
 from harness.io.model_info import load_model
 from harness.io.notebook import read_records
 from harness.report import limits
@@ -33,6 +33,7 @@ class Inputs:
     bandwidth_gb_s: float | None
     machine_label: str
     rules: dict
+    settings: dict = field(default_factory=dict)  # engine -> what turns each API feature on
 
 
 def formats(order: list[str], speed: dict, model) -> dict[str, str]:
@@ -140,6 +141,26 @@ def _prefill_line(order: list[str], speed: dict) -> str:
         f"Prefill (compute-bound; bandwidth predicts nothing): {first} is fastest at {top:,.1f} tok/s, "
         f"{top / low:.2f} x {last} ({low:,.1f} tok/s)."
     )
+
+
+FEATURE_NAMES = {"tool_calling": "tool calling", "structured_output": "JSON schema"}
+
+
+def feature_lines(order: list[str], features: dict, settings: dict) -> list[str]:
+    """Every failed probe, its detail string, and the setting or version that would change it."""
+    lines = []
+    for engine in order:
+        f = features.get(engine) or {}
+        found = ec.rule_for(engine, settings)
+        for key, title in FEATURE_NAMES.items():
+            section = f.get(key) or {}
+            if section.get("supported") is not False:
+                continue
+            fix = (found[1].get(key) if found else None) or "no setting known for this engine"
+            lines.append(
+                f"- {engine}, {title}: {section.get('detail') or 'failed'}; what would change it: {fix}"
+            )
+    return lines
 
 
 def _eligible(features: dict, engine: str) -> bool:
@@ -281,6 +302,10 @@ def render(order, speed, features, inputs: Inputs) -> str:
         "",
         _prefill_line(order, speed),
         "",
+        "Features: every probe failure and what would change it",
+        "",
+        *(feature_lines(order, features, inputs.settings) or ["- no probe failed"]),
+        "",
         *verdict_lines(order, speed, features, fmts, ceils),
     ]
     return "\n".join(parts)
@@ -334,7 +359,9 @@ def section(notebook: Path, plan) -> list[str]:
             return lines + [f"Not computed: {why}", ""]
         feats = read_records(notebook, "features", select=is_features).records
         order, by_speed, by_feat = latest_per_engine(speed, feats)
-        inputs = Inputs(model, bandwidth, machine["name"] if machine else "", visible_memory_rules())
+        inputs = Inputs(
+            model, bandwidth, machine["name"] if machine else "", visible_memory_rules(), feature_settings()
+        )
         lines += [render(order, by_speed, by_feat, inputs), ""]
     return lines
 

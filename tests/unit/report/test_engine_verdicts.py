@@ -32,6 +32,10 @@ def test_engines_prints_ratios_and_ceilings_per_format(capsys):
         in out
     )
     assert "do not serve the same bits (GGUF Q4_K_M, bf16)" in out
+    assert (
+        "- tensorrt-llm, tool calling: the model wrote a <tool_call> block as text; what would change it: "
+        "--tool_parser qwen3"
+    ) in out
 
 
 def test_without_a_machine_no_ceiling_is_invented(capsys):

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from harness.cli import main
 from harness.io.notebook import append_record
-from harness.report import engine_verdicts
+from harness.report import measured
 
 BOOK = Path(__file__).resolve().parents[2] / "fixtures" / "notebooks" / "engines-spark.md"
 
@@ -65,7 +65,7 @@ def test_faster_native_engine_wins_and_limits_are_named(tmp_path, capsys):
             else:
                 rec["decode_tokens_per_s"] = 60.0  # above bf16's 18.0 ceiling on a Spark
         append_record(book, rec, "features" if rec.get("probe") else "engine-speed")
-    text = "\n".join(engine_verdicts.section(book, SimpleNamespace(machine="spark", steps=[])))
+    text = "\n".join(measured.section(book, SimpleNamespace(machine="spark", steps=[])))
     assert text.startswith("## Measured against what bandwidth allows")
     assert "### Explaining the differences (engine comparison, Task 9)" in text
     assert "Winner for a task needing tool calls and JSON-schema output: tensorrt-llm (60.00 tok/s)" in text
@@ -74,7 +74,7 @@ def test_faster_native_engine_wins_and_limits_are_named(tmp_path, capsys):
 
 
 def test_report_section_absent_without_records(tmp_path):
-    assert engine_verdicts.section(tmp_path / "none.md", SimpleNamespace(machine=None, steps=[])) == []
+    assert measured.section(tmp_path / "none.md", SimpleNamespace(machine=None, steps=[])) == []
 
 
 def test_a_notebook_of_another_model_is_warned(tmp_path, capsys):

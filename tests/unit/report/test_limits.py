@@ -9,7 +9,7 @@ import pytest
 from harness.core.records import is_level
 from harness.io.model_info import from_table
 from harness.io.notebook import append_record, read_records
-from harness.report import engine_verdicts, limits
+from harness.report import limits, measured
 
 BOOK = Path(__file__).resolve().parents[2] / "fixtures" / "notebooks" / "practice-run.md"
 MODEL = from_table("qwen3-8b")
@@ -67,11 +67,11 @@ def test_report_section_from_a_plan_with_a_machine_variable(tmp_path):
     for rec in curve().values():
         append_record(book, {**rec, "label": "real-crowd"}, "level")
     plan = SimpleNamespace(machine=None, steps=[], variables={"MACHINE": "m4-max", "MODEL_GB": 4.9})
-    text = "\n".join(engine_verdicts.section(book, plan))
+    text = "\n".join(measured.section(book, plan))
     assert "- real-crowd: 55.0 tok/s alone" in text and "= 49% of the speed limit" in text
     assert "- real-crowd: peak 275.8 tok/s at c=16" in text
     no_machine = SimpleNamespace(machine=None, steps=[], variables={})
-    assert "the plan names no machine" in "\n".join(engine_verdicts.section(book, no_machine))
+    assert "the plan names no machine" in "\n".join(measured.section(book, no_machine))
 
 
 def test_a_missing_model_file_still_gives_the_speed_limit(tmp_path):
@@ -85,6 +85,6 @@ def test_a_missing_model_file_still_gives_the_speed_limit(tmp_path):
         steps=[SimpleNamespace(kind="predict", options={"model": str(tmp_path / "absent.gguf")})],
         variables={"MACHINE": "m4-pro", "MODEL_GB": 4.9},
     )
-    text = "\n".join(engine_verdicts.section(book, plan))
+    text = "\n".join(measured.section(book, plan))
     assert "- day3-real: 55.0 tok/s alone" in text and "273 GB/s / 4.9 GB = 55.7 tok/s" in text
     assert "- no model to predict with: " in text

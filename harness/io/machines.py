@@ -72,7 +72,7 @@ class Bandwidth:
     method: str
 
 
-def measure_bandwidth(threads: int | None = None, size_mib: int = 64, repeats: int = 3) -> Bandwidth:
+def measure_bandwidth(threads: int | None = None, size_mib: int | None = None, repeats: int = 3) -> Bandwidth:
     """Every core copying its own buffer at once (numpy's copy releases the GIL), bytes read plus
     written over the wall time of the slowest copy, best of ``repeats``. A copy also reads each
     destination line before writing it, which this count leaves out, so the figure stays below the
@@ -81,7 +81,8 @@ def measure_bandwidth(threads: int | None = None, size_mib: int = 64, repeats: i
         import numpy as np
     except ImportError:  # matplotlib brings numpy; without it, one thread is all we can time
         return Bandwidth(measure_copy_bandwidth(), 1, "one-thread copy (numpy absent)")
-    n = threads or os.cpu_count() or 1
+    n = threads or min(os.cpu_count() or 1, 32)
+    size_mib = size_mib or max(16, 256 // n)  # about 512 MiB in all: well past any cache, small enough
     size = size_mib * 1024 * 1024
     buffers = [(np.full(size, 0x5A, np.uint8), np.empty(size, np.uint8)) for _ in range(n)]
     for src, dst in buffers:

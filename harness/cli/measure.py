@@ -13,8 +13,11 @@ import uuid
 from dataclasses import replace
 
 from harness.core import bounds
+from harness.core.arithmetic import speed_limit, speed_share
+from harness.io.machines import lookup
 from harness.core.stream import decode_rate
 from harness.io import memory
+from harness.io.engine_versions import server_version
 from harness.io.http import get_models, stream_chat
 from harness.errors import ConfigError, TargetError, TargetUnreachable
 from harness.core.records import EngineSpeed, utc_stamp
@@ -50,6 +53,11 @@ def add_parser(sub) -> None:
     p.add_argument("--quant", default="")
     p.add_argument("--context-length", type=int, default=0)
     p.add_argument("--server-pid", type=int, default=0, help="server process id, for its resident set")
+    p.add_argument(
+        "--container",
+        default="",
+        help="the engine's container: its resident set from docker stats/top, not the docker client's",
+    )
     p.add_argument("--idle-snapshot", default="", help="the file --snapshot-only wrote")
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--long-repeats", type=int, default=16, help="paragraph repeats in the long prompt")
@@ -65,6 +73,10 @@ def add_parser(sub) -> None:
         action="store_true",
         help="drop the run tag so repeats hit the prefix cache: a demonstration, nothing is recorded",
     )
+    p.add_argument(
+        "--machine", help="machine-table key: the short test's decode as a share of the speed limit"
+    )
+    p.add_argument("--model-gb", type=float, help="with --machine: model size in GB for the speed limit")
     p.add_argument("--labbook", default="labbook.md")
     p.add_argument("--print-only", action="store_true")
     p.set_defaults(func=run)
@@ -213,6 +225,9 @@ def run(args) -> int:
     if not args.engine or not args.model:
         raise ConfigError("--engine and --model are needed (unless --snapshot-only)")
     check_numbers(args)
+    if args.machine and not args.model_gb:
+        raise ConfigError("--machine needs --model-gb (the model's size in GB) for the speed limit")
+    bandwidth = float(lookup(args.machine)["bandwidth_gb_s"]) if args.machine else None
     if not (args.print_only or args.reuse_prompt):
         check_writable(args.labbook)
     idle = _idle_snapshot(args)
@@ -222,18 +237,24 @@ def run(args) -> int:
     tests = [measure_test(args, key, n, p) for n, p in (("short", SHORT), ("long", long_prompt))]
     loaded = memory.snapshot()
     added = memory.delta(idle, loaded) if idle else {}
-    tree = memory.process_tree_mb(args.server_pid)  # vLLM is four processes; llama-server one
+    tree = (  # a container's own processes, else the server's tree (vLLM is four processes)
+        memory.container_memory(args.container) if args.container else memory.process_tree_mb(args.server_pid)
+    )
     rss = tree.get("rss_mb")
     prefill = prefill_from_difference(*(t.to_dict() for t in tests))
+    version_reply = server_version(args.base_url, key)  # TensorRT-LLM's /version, as the lab records it
     extra = {
         "prefill_tokens_per_s": prefill,
         "memory": loaded,
         "memory_delta_mb": added,
         "process_resident_mb": rss,
         "process_tree": tree,
+        **({"server_version": version_reply} if version_reply else {}),
     }
     short, long = (replace(t, extra={**t.extra, **extra}).to_dict() for t in tests)
     print_results(args.engine, short, long, prefill, added, tree)
+    if bandwidth and short["decode_tokens_per_s"]:
+        short["speed_limit"] = limit_share(args, bandwidth, short["decode_tokens_per_s"])
     if args.reuse_prompt:
         print(
             "    --reuse-prompt: these runs measured the prefix cache, not prefill; nothing recorded",
@@ -247,6 +268,23 @@ def run(args) -> int:
             append_record(args.labbook, rec, "engine-speed")
         print(f"    recorded 2 line(s) in {args.labbook}")
     return 0
+
+
+def limit_share(args, bandwidth: float, rate: float) -> dict:
+    """Seed 002's sanity check: the short test's decode over bandwidth / model size, printed and kept."""
+    limit = speed_limit(bandwidth, args.model_gb)
+    share, reading = speed_share(rate, limit)
+    print(
+        f"    {args.engine:>14} speed limit {bandwidth:g} GB/s / {args.model_gb:g} GB = {limit:.1f} tok/s; "
+        f"short decode {rate:.2f} tok/s is {share:.0%} of it: {reading}"
+    )
+    return {
+        "machine": args.machine,
+        "bandwidth_gb_s": bandwidth,
+        "model_gb": args.model_gb,
+        "tok_s": round(limit, 2),
+        "share": round(share, 3),
+    }
 
 
 def write_snapshot(path: str) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from harness.core import engine_logs
 from harness.errors import ConfigError
 from harness.io.model_info import load_model
-from harness.core.predictions import predict_allocation
+from harness.core.predictions import fraction_check, fraction_pool, predict_allocation
 from harness.core.records import Allocation, now_stamp
 from harness.io.notebook import append_record
 from harness.cli.predict import add_vllm_pool_args, vllm_pool_kwargs
@@ -95,10 +95,11 @@ def run(args) -> int:
             "tokens "
             f"of KV; {json.dumps(observed)}"
         )
-    elif problems:
+        problems = _fraction(args, model, observed)
+    if problems:
         for problem in problems:
             print(f"MISMATCH: {problem}")
-    else:
+    elif not args.observe_only:
         print(
             f"match: {args.log} allocates what {model.name} with {args.slots} x {args.ctx_per_slot:,} tokens "
             "at "
@@ -107,6 +108,28 @@ def run(args) -> int:
     if args.labbook:
         record_allocation(args, engine, model, observed, pred, problems)
     return 1 if problems else 0
+
+
+def _fraction(args, model, observed: dict) -> list[str]:
+    """A memory-fraction start: blocks, tokens and concurrency from its "Available KV cache memory",
+    checked against the pool it logged (nothing to check without that line)."""
+    if observed.get("available_kv_gib") is None:
+        return []
+    pool = fraction_pool(
+        model,
+        observed["available_kv_gib"],
+        args.ctx_per_slot,
+        args.block_size,
+        args.cache_type,
+        args.max_num_batched_tokens,
+    )
+    lines, problems = fraction_check(observed, pool)
+    observed["fraction_pool"] = {
+        k: pool[k] for k in ("available_bytes", "num_blocks", "tokens", "max_concurrency")
+    }
+    for line in lines:
+        print(f"from the available memory: {line}")
+    return problems
 
 
 def equal_pool(paths: list[str]) -> int:
@@ -149,7 +172,7 @@ def record_allocation(args, engine: str, model, observed: dict, pred, problems: 
             "vllm_tokens": pred.vllm_tokens,
             **({"vllm_pool": pred.vllm_pool} if pred.vllm_pool else {}),
         },
-        verdict="observed" if args.observe_only else "mismatch" if problems else "match",
+        verdict="mismatch" if problems else "observed" if args.observe_only else "match",
         problems=problems,
         recorded_at=now_stamp(),
     )

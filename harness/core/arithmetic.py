@@ -146,3 +146,35 @@ def speed_limit(bandwidth_gb_s: float, model_gb: float) -> float:
     if model_gb <= 0:
         raise ValueError("model size must be positive")
     return bandwidth_gb_s / model_gb
+
+
+SANE_BAND = (0.60, 0.85)  # seed 002: a sane single-user measurement lands at 60-85 % of the speed limit
+
+
+def speed_share(measured_tok_s: float, limit_tok_s: float) -> tuple[float, str]:
+    """A single-user decode rate as a share of the speed limit, and what the lab's band makes of it."""
+    if limit_tok_s <= 0:
+        raise ValueError("the speed limit must be positive")
+    share = measured_tok_s / limit_tok_s
+    low, high = SANE_BAND
+    band = f"{low * 100:.0f}-{high * 100:.0f} %"
+    if share > 1:
+        return share, "above the limit: the bandwidth or the model size is wrong"
+    if share > high:
+        return share, f"above the {band} band: check the bandwidth figure and the model size"
+    if share >= low:
+        return share, f"within the lab's {band} band: the measurement makes sense"
+    return share, f"below the {band} band: something else slows it (offload, CPU path, load)"
+
+
+def tier_for_memory(tiers: list[str], memory_gib: float, slack: float = 0.05) -> str | None:
+    """The largest tier (named by its size: ``16gb``, ``24gb``, ``32gb``) that fits ``memory_gib``,
+    with ``slack`` for what a device reports below its nominal size; None when none fits or no tier
+    is named by a size."""
+    sized = []
+    for name in tiers:
+        digits = name.lower().removesuffix("gb")
+        if digits.isdigit():
+            sized.append((int(digits), name))
+    fitting = [(size, name) for size, name in sized if size <= memory_gib * (1 + slack)]
+    return max(fitting)[1] if fitting else None

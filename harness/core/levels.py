@@ -111,6 +111,7 @@ def level_stats(samples: list[Sample], concurrency: int, wall_s: float, objectiv
         cached_tokens_mean=_mean(s.cached_tokens for s in ok),
         token_counts=_token_counts(ok),
         finish_reasons=dict(Counter(s.finish_reason or "none" for s in ok)),
+        output_tokens_dist=spread([float(s.output_tokens) for s in ok if s.output_tokens is not None], 1),
         first_error=failed[0].error if failed else None,
         arrival_clock=_clock(ok),
         # added: per token, how long its packet waited in the socket before the client read it

@@ -187,3 +187,72 @@ def predict_allocation(
         lines = vllm_kv_log_lines(pool["tokens"], ctx_per_slot, pool["max_concurrency"], device)
         return Prediction(per, pool_bytes, lines, [], pool["tokens"], pool["num_blocks"], pool)
     raise ValueError(f"no allocation model for engine {engine!r}; use llama-server or vllm")
+
+
+# -- a memory fraction, from what vLLM says it had left for the cache ---------------------------------
+
+GIB_ROUNDING = 0.005  # vLLM prints "Available KV cache memory: 7.00 GiB" to two decimals
+
+
+def fraction_pool(
+    model: ModelShape,
+    available_gib: float,
+    max_model_len: int,
+    block_size: int = VLLM_BLOCK,
+    cache_type: str = "f16",
+    in_flight_tokens: int = 2048,
+) -> dict:
+    """What a ``--gpu-memory-utilization`` start should have made of the memory it logged as
+    available for the KV cache (serving lab, Task 9): blocks = available bytes // block bytes,
+    tokens and maximum concurrency per :func:`~harness.core.arithmetic.vllm_kv_pool`, and the range
+    of tokens and concurrency the two-decimal GiB figure allows."""
+
+    def pool(gib: float) -> dict:
+        return vllm_kv_pool(
+            model.layers,
+            model.kv_heads,
+            model.head_dim,
+            int(gib * GIB),
+            max_model_len,
+            block_size,
+            cache_type,
+            model.swa_layers,
+            model.swa_window,
+            in_flight_tokens,
+        )
+
+    exact, low, high = (
+        pool(available_gib),
+        pool(available_gib - GIB_ROUNDING),
+        pool(available_gib + GIB_ROUNDING),
+    )
+    return {
+        **exact,
+        "available_bytes": int(available_gib * GIB),
+        "tokens_range": [low["tokens"], high["tokens"]],
+        "concurrency_range": [low["max_concurrency"], high["max_concurrency"]],
+    }
+
+
+def fraction_check(observed: dict, pool: dict) -> tuple[list[str], list[str]]:
+    """(the arithmetic as lines, every disagreement with the log's tokens and concurrency)."""
+    lines = [
+        f"available {pool['available_bytes']:,} B / {pool['block_bytes']:,} B per block = "
+        f"{pool['num_blocks']:,} blocks = {pool['num_blocks'] * pool['block_size']:,} tokens; "
+        f"{pool['num_blocks']:,} / {pool['blocks_per_request']} blocks per request = "
+        f"{pool['max_concurrency']:.2f}x"
+    ]
+    problems = []
+    tokens, (t_low, t_high) = observed.get("kv_tokens"), pool["tokens_range"]
+    if tokens is not None and not t_low <= tokens <= t_high:
+        problems.append(
+            f"KV pool: log says {tokens:,} tokens but its available memory gives {pool['tokens']:,} "
+            f"({t_low:,}-{t_high:,} within the GiB rounding); likely cause: another block size or KV dtype"
+        )
+    conc, (c_low, c_high) = observed.get("max_concurrency"), pool["concurrency_range"]
+    if conc is not None and not round(c_low, 2) - 0.005 <= conc <= round(c_high, 2) + 0.005:
+        problems.append(
+            f"maximum concurrency: log says {conc:.2f}x but its available memory gives "
+            f"{pool['max_concurrency']:.2f}x; likely cause: max_model_len differs"
+        )
+    return lines, problems

@@ -109,6 +109,7 @@ class LevelStats:
     cached_tokens_mean: float | None
     token_counts: str | dict
     finish_reasons: dict
+    output_tokens_dist: Distribution  # added: output length per request (completion time depends on it)
     first_error: str | None
     arrival_clock: str | None
     client_read_lag_s: Distribution

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import platform
+import re
 import shutil
 import subprocess
+from typing import Callable
 
 import psutil
 
@@ -33,32 +35,64 @@ def _float(text) -> float | None:
         return None
 
 
-def snapshot() -> dict:
-    """A memory-snapshot record of this machine now (every source present)."""
+def nvidia_readings(gpu: str | None, apps: str | None) -> dict:
+    """Device used/total (MiB as nvidia-smi prints them) and the per-process sum, from
+    ``--query-gpu=memory.used,memory.total`` and ``--query-compute-apps=pid,used_memory`` (csv,
+    noheader, nounits). A GB10 prints ``[N/A]`` for the device: None. WSL2 and some devices list no
+    process: no per-process figure rather than 0."""
+    if not gpu:
+        return {}
+    used, _, total = gpu.splitlines()[0].partition(",")
+    out: dict = {"gpu_used_mb": _float(used), "gpu_total_mb": _float(total)}
+    per_process = [_float(line.split(",")[1]) for line in (apps or "").splitlines() if "," in line]
+    known = [v for v in per_process if v is not None]
+    if known:
+        out["gpu_process_mb"] = sum(known)
+    return out
+
+
+def rocm_readings(text: str | None) -> dict:
+    """VRAM and GTT used over every card, MB, from ``rocm-smi --showmeminfo vram gtt --json``."""
+    if not text:
+        return {}
+    try:
+        cards = json.loads(text)
+    except json.JSONDecodeError:
+        return {}
+    cards = [c for c in cards.values() if isinstance(c, dict)] if isinstance(cards, dict) else []
+    return {
+        "rocm_vram_used_mb": sum(_float(c.get("VRAM Total Used Memory (B)")) or 0 for c in cards) / MB,
+        "rocm_gtt_used_mb": sum(_float(c.get("GTT Total Used Memory (B)")) or 0 for c in cards) / MB,
+    }
+
+
+_UNITS = {"B": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+
+
+def mac_swap_used_mb(text: str | None) -> float | None:
+    """Swap in use, MB, from ``sysctl -n vm.swapusage`` (``total = 2048.00M  used = 1126.25M ...``)."""
+    m = re.search(r"used\s*=\s*([\d.]+)([BKMGT])", text or "")
+    return round(float(m.group(1)) * _UNITS[m.group(2)] / MB, 1) if m else None
+
+
+def snapshot(run: Callable[[list[str]], str | None] | None = None) -> dict:
+    """A memory-snapshot record of this machine now (every source present). ``run`` answers a
+    command's output or None (default: run it here), so each source is tested on recorded output."""
+    run = run or _run
     vm, swap = psutil.virtual_memory(), psutil.swap_memory()
     taken_at = utc_stamp()
-    snap: dict = {}  # the readings of whichever sources answer, in the order they are read
-    gpu = _run(["nvidia-smi", "--query-gpu=memory.used,memory.total", "--format=csv,noheader,nounits"])
+    snap: dict = {"swap_used_mb": round(swap.used / MB, 1)}  # then whichever sources answer, in order
+    gpu = run(["nvidia-smi", "--query-gpu=memory.used,memory.total", "--format=csv,noheader,nounits"])
     if gpu:
-        used, _, total = gpu.splitlines()[0].partition(",")
-        snap["gpu_used_mb"], snap["gpu_total_mb"] = _float(used), _float(total)  # MiB as nvidia-smi prints
-        apps = _run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"])
-        per_process = [_float(line.split(",")[1]) for line in (apps or "").splitlines() if "," in line]
-        per_process = [v for v in per_process if v is not None]
-        if per_process:  # WSL2 and some devices list nothing: record nothing rather than 0
-            snap["gpu_process_mb"] = sum(per_process)
-    rocm = _run(["rocm-smi", "--showmeminfo", "vram", "gtt", "--json"])
-    if rocm:
-        try:
-            cards = json.loads(rocm)
-        except json.JSONDecodeError:
-            cards = {}
-        cards = cards.values() if isinstance(cards, dict) else []
-        snap["rocm_vram_used_mb"] = sum(_float(c.get("VRAM Total Used Memory (B)")) or 0 for c in cards) / MB
-        snap["rocm_gtt_used_mb"] = sum(_float(c.get("GTT Total Used Memory (B)")) or 0 for c in cards) / MB
-    vmstat = _run(["vm_stat"])
-    if vmstat:
+        apps = run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"])
+        snap.update(nvidia_readings(gpu, apps))
+    snap.update(rocm_readings(run(["rocm-smi", "--showmeminfo", "vram", "gtt", "--json"])))
+    vmstat = run(["vm_stat"])
+    if vmstat:  # a Mac: the lab reads its pages, and its swap from sysctl
         snap.update(mac_pages(vmstat))
+        swap_used = mac_swap_used_mb(run(["sysctl", "-n", "vm.swapusage"]))
+        if swap_used is not None:
+            snap["mac_swap_used_mb"] = swap_used
     system = f"{platform.system()} {platform.machine()}"
     return MemorySnapshot(
         taken_at, system, platform.node(), vm.total / MB, vm.available / MB, swap.free / MB, snap
@@ -97,6 +131,8 @@ GROWING = (
     "rocm_gtt_used_mb",
     "mac_wired_mb",
     "mac_used_mb",
+    "swap_used_mb",
+    "mac_swap_used_mb",
 )
 
 
@@ -147,3 +183,41 @@ def process_tree_mb(pid: int | None) -> dict:
     if have_pss and pss:
         out["pss_mb"] = round(pss / MB)
     return out
+
+
+def _size_mb(text: str) -> float | None:
+    """``7.812GiB``, ``512MiB``, ``1.2GB`` or ``800kB`` (docker's units) in MB."""
+    m = re.fullmatch(r"\s*([\d.]+)\s*([kKMGT]?)(i?)B\s*", text)
+    if not m:
+        return None
+    power = " KMGT".index(m.group(2).upper() or " ")
+    return float(m.group(1)) * (1024 if m.group(3) else 1000) ** power / MB
+
+
+def docker_stats_mb(text: str | None) -> float | None:
+    """The container's memory (its cgroup's usage, less page cache) from
+    ``docker stats --no-stream --format '{{.MemUsage}}' NAME`` (``7.812GiB / 119.7GiB``)."""
+    used = (text or "").strip().splitlines()[0].split("/")[0] if (text or "").strip() else ""
+    return _size_mb(used) if used else None
+
+
+def docker_top_rss(text: str | None) -> dict:
+    """Processes and their summed resident set (MB) inside a container, from
+    ``docker top NAME -eo pid,rss,args`` (ps's RSS column is KiB); {} when the output has no RSS column."""
+    rows = [line.split(None, 2) for line in (text or "").strip().splitlines()]
+    if not rows or len(rows[0]) < 2 or rows[0][1].upper() != "RSS":
+        return {}
+    rss = [int(r[1]) for r in rows[1:] if len(r) >= 2 and r[1].isdigit()]
+    return {"processes": len(rss), "rss_mb": round(sum(rss) * 1024 / MB)} if rss else {}
+
+
+def container_memory(name: str, run: Callable[[list[str]], str | None] | None = None) -> dict:
+    """A container engine's own memory, not the docker client's: the cgroup figure ``docker stats``
+    reports and the summed RSS of the processes ``docker top`` lists; {} when docker does not answer."""
+    run = run or _run
+    out: dict = {}
+    usage = docker_stats_mb(run(["docker", "stats", "--no-stream", "--format", "{{.MemUsage}}", name]))
+    if usage is not None:
+        out["container_mb"] = round(usage)
+    out.update(docker_top_rss(run(["docker", "top", name, "-eo", "pid,rss,args"])))
+    return {"container": name, **out} if out else {}

@@ -9,7 +9,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from harness.core import curves
-from harness.report import engine_tables
+from harness.report import engine_tables, measured
 from harness.core.records import is_engine_speed, is_features, is_level
 from harness.io.notebook import read_records
 
@@ -206,6 +206,7 @@ def write_report(run_dir: Path, plan, manifest: dict) -> Path:
         run_dir, manifest, ("compare",)
     )
     lines += _single_user_and_checks(notebook)
+    lines += measured.section(notebook, plan)
     lines += ["## Validation", ""] + _section_from_logs(run_dir, manifest, ("check",))
     lines += _steps(manifest)
     path = run_dir / "report.md"

@@ -139,6 +139,19 @@ def _check_needs(path: Path, steps: list[Step], blocks: dict[str, Block]) -> Non
             raise ConfigError(f"{path}: step {s.id!r} needs {s.needs!r}, which is not an optional block")
 
 
+def tier_from_memory(raw: dict) -> str | None:
+    """The plan's tier for this machine's memory (a Mac's hw.memsize, a card's memory.total, MemTotal),
+    read only on a machine of the plan's kind (its ACCELERATOR); None leaves the plan's default."""
+    tiers = list(raw.get("tiers") or {})
+    if not tiers:
+        return None
+    from harness.core.arithmetic import tier_for_memory
+    from harness.io.machines import memory_for_tier
+
+    found = memory_for_tier(str((raw.get("variables") or {}).get("ACCELERATOR", "")))
+    return tier_for_memory(tiers, found[0]) if found else None
+
+
 # Complexity allowed: the plan is read, tiered, filled in and flattened in one pass.
 def load_plan(name: str, tier: str | None = None, overrides: dict | None = None) -> Plan:  # noqa: C901
     """Read, validate and flatten a plan. ``overrides`` replace variables (``--set NAME=VALUE``)."""
@@ -152,7 +165,7 @@ def load_plan(name: str, tier: str | None = None, overrides: dict | None = None)
     if found:
         raise ConfigError(f"{path}: the plan does not match schemas/track.schema.json at {found[0]}")
     tiers = raw.get("tiers", {})
-    tier = tier or raw.get("default_tier")
+    tier = tier or tier_from_memory(raw) or raw.get("default_tier")
     if tier is not None and tier not in tiers:
         raise ConfigError(f"{path}: no tier {tier!r}; the plan's tiers are {', '.join(tiers) or 'none'}")
     variables = {**raw["variables"], **(tiers.get(tier, {}) if tier else {})}

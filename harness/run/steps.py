@@ -107,7 +107,7 @@ def _summarise(w: Where, o: dict) -> list[StepCall]:
         call(
             "summarise",
             [("labbook", w.notebook), ("label", label), ("record", True), ("markdown", True)],
-            flag_options({"promise": o.get("promise")}),
+            flag_options({"promise": o.get("promise"), "peak": o.get("peak"), "spares": o.get("spares")}),
             [("tpot_chart", str(charts / f"{label}-tpot.png"))],
         )
         for label in o.get("labels", [])
@@ -126,6 +126,8 @@ def _check(w: Where, o: dict) -> list[StepCall]:
                 "engines",
                 [("labbook", w.notebook), ("check", True)],
                 [("allow_cpu", True)] if o.get("allow_cpu") else [],
+                # each engine against the ceiling of its own format on the plan's machine (Task 9)
+                [("machine", w.plan.machine)] if w.plan.machine else [],
             )
         )
     return calls
@@ -242,15 +244,23 @@ def _measure(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
             flag_options(
                 {"quant": block.record.get("quant"), "context_length": block.record.get("context_length")}
             ),
-            # A container has no pid here: its memory is in the manifest, read from the container.
-            [("server_pid", str(ctx.state.pid or "<server pid>"))]
-            if block.engine["launcher"] != "compose"
-            else [],
+            _resident_of(block, ctx),
             [("idle_snapshot", str(ctx.idle))],
             flag_options(o),
             [("labbook", w.notebook)],
         )
     ]
+
+
+def _resident_of(block: Block, ctx: BlockContext) -> list[Option]:
+    """Whose resident set measure reads: a ``docker run`` engine's container by name (the pid here
+    would be the docker client's), a host engine's pid; a compose engine's memory is in the manifest,
+    read from its container."""
+    if block.engine["launcher"] == "container":
+        return [("container", str(block.engine["container"]["name"]))]
+    if block.engine["launcher"] == "compose":
+        return []
+    return [("server_pid", str(ctx.state.pid or "<server pid>"))]
 
 
 BLOCK_STEPS: dict[str, Callable[[Where, BlockContext, dict], list[StepCall]]] = {

@@ -35,6 +35,8 @@ CASES = [
     ("m", None),
     ("m", "32gb"),
     ("m", "16gb"),
+    ("day3", None),
+    ("day3", "spark"),
 ]
 
 

@@ -73,3 +73,38 @@ def test_mac_pages_and_deltas():
         "gpu_process_mb": 5800.0,
     }
     assert delta(idle, loaded) == {"mem_available_mb": 1000, "gpu_used_mb": 6000, "gpu_process_mb": 5800}
+
+
+def test_check_sets_single_user_speeds_against_the_limit(tmp_path, capsys):
+    """make check: the table figure for a known machine, each real engine's speed alone as a share of
+    the limit, the practice server's made-up speed left out, and the mock line when it is down."""
+    from harness.cli import main
+    from harness.core.probes import FEATURES_LAB
+    from harness.io.notebook import append_record
+
+    book = tmp_path / "labbook.md"
+    rec = {
+        "lab": FEATURES_LAB,
+        "engine": "llama.cpp",
+        "model": "m",
+        "test": "short",
+        "repetitions": 3,
+        "ttft_s": 0.1,
+        "decode_tokens_per_s": 86.0,
+        "token_source": "usage",
+    }
+    append_record(book, rec, "engine-speed")
+    append_record(book, {**rec, "engine": "practice", "decode_tokens_per_s": 55.0}, "engine-speed")
+    code = main(
+        ["check", "--machine", "m4-max", "--labbook", str(book), "--base-url", "http://127.0.0.1:9/v1"]
+    )
+    out = capsys.readouterr().out
+    assert code == 1  # the practice server is down
+    assert "bandwidth:   ~546 GB/s (machine table: Apple M4 Max, --machine; measured here ~" in out
+    assert "speed limit: ~111 tok/s for a 4.9 GB model" in out
+    assert (
+        "llama.cpp (single-user short test): 86.0 tok/s = 77% of the limit; within the lab's 60-85 % band"
+        in out
+    )
+    assert "practice (single" not in out
+    assert "mock:        DOWN" in out

@@ -76,3 +76,17 @@ def test_the_ttft_runs_from_the_departure_and_the_send_delay_is_kept_apart():
     assert row["ttft_s"]["p50"] == 0.046 and row["client_send_delay_s"]["p50"] == 0.004
     unknown = _sample([0.0005] * 10)  # a sample without a departure time: from the send, as before
     assert unknown.ttft == 0.05 and unknown.send_delay is None
+
+
+def test_output_length_distribution_is_recorded_per_level():
+    """Requests that stop early (a stop token) and at the limit: nearest-rank over completed requests;
+    a failed request does not enter it."""
+    from dataclasses import replace
+
+    lengths = [3, 5, 8, 10, 10, 10, 10, 10, 10, 10]
+    ok = [replace(_sample([]), output_tokens=n) for n in lengths]
+    failed = replace(_sample([]), ok=False, error="HTTP 500", output_tokens=999)
+    row = aggregate([*ok, failed], 4, 1.0, 2.0, 0.1)
+    assert row["output_tokens_dist"] == {"p50": 10.0, "p90": 10.0, "p95": 10.0, "p99": 10.0, "mean": 8.6}
+    assert aggregate(ok[:3], 4, 1.0, 2.0, 0.1)["output_tokens_dist"]["p50"] == 5.0
+    assert aggregate([failed], 4, 1.0, 2.0, 0.1)["output_tokens_dist"]["p50"] is None

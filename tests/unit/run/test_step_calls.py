@@ -15,7 +15,16 @@ from harness.run.context import block_context
 from harness.run.plans import load_plan
 from harness.run.steps import StepCall, step_calls
 
-CASES = [("cpu", None), ("s", None), ("x", None), ("n", "24gb"), ("n", "16gb"), ("m", "32gb"), ("m", "16gb")]
+CASES = [
+    ("cpu", None),
+    ("s", None),
+    ("x", None),
+    ("n", "24gb"),
+    ("n", "16gb"),
+    ("m", "32gb"),
+    ("m", "16gb"),
+    ("day3", None),
+]
 RUN_DIR = Path("/tmp/step-calls")
 
 

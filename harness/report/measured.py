@@ -1,0 +1,87 @@
+"""The run report's section "Measured against what bandwidth allows": each real curve's speed alone
+against the speed limit and its peak against Task 1's ceiling, then the engine comparison's Task 9,
+each absent with its reason when its inputs are (no machine, no model file, no records)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from harness.core.records import is_engine_speed, is_features, is_level
+from harness.errors import HarnessError
+from harness.io.machines import feature_settings, lookup, visible_memory_rules
+from harness.io.model_info import load_model
+from harness.io.notebook import read_records
+from harness.report import limits
+from harness.report.engine_tables import latest_per_engine
+from harness.report.engine_verdicts import Inputs, render
+
+
+def plan_model(plan) -> str:
+    """The model a plan predicts for (its first ``predict`` step naming one), else the course model."""
+    for step in getattr(plan, "steps", []):
+        model = step.options.get("model") if step.kind == "predict" else None
+        if model:
+            return str(model)
+    return "qwen3-8b"
+
+
+def plan_machine(plan) -> str | None:
+    """The plan's machine-table key: its ``machine``, else a tier's ``MACHINE`` variable."""
+    return getattr(plan, "machine", None) or (getattr(plan, "variables", {}) or {}).get("MACHINE")
+
+
+def section(notebook: Path, plan) -> list[str]:
+    """The run report's measured-against-predicted section: the engine comparison's Task 9 when the
+    notebook holds single-user records, and each real curve against the speed limit and Task 1's
+    ceiling when it holds levels; each part absent, with its reason, when its inputs are."""
+    if not notebook.is_file():
+        return []
+    speed = read_records(notebook, "engine-speed", select=is_engine_speed).records
+    levels: dict[str, dict[int, dict]] = {}
+    for rec in read_records(notebook, "level", select=is_level).records:
+        levels.setdefault(rec["label"], {})[rec["concurrency"]] = rec
+    if not speed and not levels:
+        return []
+    lines = ["## Measured against what bandwidth allows", ""]
+    try:
+        key = plan_machine(plan)
+        machine = lookup(key) if key else None
+    except HarnessError as exc:
+        return lines + [f"Not computed: {exc}", ""]
+    bandwidth = float(machine["bandwidth_gb_s"]) if machine else None
+    try:
+        model, why = load_model(os.path.expandvars(plan_model(plan))), ""
+    except HarnessError as exc:
+        model, why = None, f"no model to predict with: {exc}"
+    if levels:
+        lines += _curve_lines(levels, model, bandwidth, plan, why)
+    if speed:
+        lines += ["### Explaining the differences (engine comparison, Task 9)", ""]
+        if model is None:
+            return lines + [f"Not computed: {why}", ""]
+        feats = read_records(notebook, "features", select=is_features).records
+        order, by_speed, by_feat = latest_per_engine(speed, feats)
+        inputs = Inputs(
+            model, bandwidth, machine["name"] if machine else "", visible_memory_rules(), feature_settings()
+        )
+        lines += [render(order, by_speed, by_feat, inputs), ""]
+    return lines
+
+
+def _curve_lines(levels: dict, model, bandwidth: float | None, plan, why: str) -> list[str]:
+    if bandwidth is None:
+        return ["No speed limit or ceiling for the curves: the plan names no machine (bandwidth).", ""]
+    model_gb = (getattr(plan, "variables", {}) or {}).get("MODEL_GB")
+    alone = limits.speed_alone_lines(levels, bandwidth, float(model_gb) if model_gb else None, model)
+    peaks = limits.peak_lines(levels, model, bandwidth) if model is not None else [f"- {why}"]
+    return [
+        "Speed alone as a share of the speed limit (a sane measurement lands at 60-85 %)",
+        "",
+        *(alone or ["- no real curve has a crowd of 1"]),
+        "",
+        "Peak output against Task 1's aggregate decode ceiling",
+        "",
+        *(peaks or ["- no real curve was measured"]),
+        "",
+    ]

@@ -1,0 +1,87 @@
+"""Task 9 in `harness engines` and the report, on a notebook of two engines of different formats
+(llama.cpp GGUF Q4_K_M and TensorRT-LLM bf16, record shapes as `harness measure`/`probe` wrote them)."""
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+from harness.cli import main
+from harness.io.notebook import append_record
+from harness.report import measured
+
+BOOK = Path(__file__).resolve().parents[2] / "fixtures" / "notebooks" / "engines-spark.md"
+
+
+def test_engines_prints_ratios_and_ceilings_per_format(capsys):
+    assert main(["engines", "--labbook", str(BOOK), "--machine", "spark"]) == 0
+    out = capsys.readouterr().out
+    # each engine against its own format's ceiling: 58.4 (Q4_K_M) and 18.0 (bf16) at 273 GB/s
+    assert "| llama.cpp    | GGUF Q4_K_M | 4.67            | 58.4" in out
+    assert "| tensorrt-llm | bf16        | 15.14           | 18.0" in out
+    assert "0.69 of 58.4" in out and "0.79 of 18.0" in out
+    # measured 14.2 / 40.1 = 0.35 beside the predicted 4.67 / 15.14 = 0.31
+    assert "| 0.35       | 4.67 / 15.14 = 0.31" in out
+    assert "higher: llama.cpp is further below its ceiling than tensorrt-llm" in out
+    # visible bytes and overhead: the lab's Track S rows
+    assert "5,879,726,080 (8,192 cache tokens)" in out and "| 530 " in out
+    assert "17,589,430,272 (8,192 cache tokens)" in out and "| 641 " in out
+    assert "tensorrt-llm is fastest at 5,120.8 tok/s, 2.17 x llama.cpp" in out
+    assert "Winner for a task needing tool calls and JSON-schema output: llama.cpp" in out
+    assert (
+        "Not eligible however fast (a tool-calling or JSON-schema probe failed or is missing): tensorrt-llm"
+        in out
+    )
+    assert "do not serve the same bits (GGUF Q4_K_M, bf16)" in out
+    assert (
+        "- tensorrt-llm, tool calling: the model wrote a <tool_call> block as text; what would change it: "
+        "--tool_parser qwen3"
+    ) in out
+
+
+def test_without_a_machine_no_ceiling_is_invented(capsys):
+    assert main(["engines", "--labbook", str(BOOK)]) == 0
+    out = capsys.readouterr().out
+    assert "No ceilings: no machine (bandwidth) was given" in out
+    assert "own ceiling" not in out
+    assert "4.67 / 15.14 = 0.31" in out  # the ratio needs no bandwidth
+
+
+def test_check_uses_each_engines_own_ceiling(capsys):
+    main(["engines", "--labbook", str(BOOK), "--machine", "spark", "--check"])
+    out = capsys.readouterr().out
+    assert "decode is 0.69 of the ceiling of its own format, 58.4 tok/s" in out
+    assert "decode is 0.79 of the ceiling of its own format, 18.0 tok/s" in out
+
+
+def test_faster_native_engine_wins_and_limits_are_named(tmp_path, capsys):
+    lines = [line for line in BOOK.read_text().splitlines() if line.startswith("{")]
+    book = tmp_path / "labbook.md"
+
+    for line in lines:
+        rec = json.loads(line)
+        if rec.get("engine") == "tensorrt-llm":
+            if rec.get("probe") == "features":
+                rec["tool_calling"] = {"status": 200, "supported": True}
+            else:
+                rec["decode_tokens_per_s"] = 60.0  # above bf16's 18.0 ceiling on a Spark
+        append_record(book, rec, "features" if rec.get("probe") else "engine-speed")
+    text = "\n".join(measured.section(book, SimpleNamespace(machine="spark", steps=[])))
+    assert text.startswith("## Measured against what bandwidth allows")
+    assert "### Explaining the differences (engine comparison, Task 9)" in text
+    assert "Winner for a task needing tool calls and JSON-schema output: tensorrt-llm (60.00 tok/s)" in text
+    assert "tensorrt-llm decodes above its own ceiling: the bandwidth figure is wrong" in text
+    assert "| 1.50       | 4.67 / 15.14 = 0.31" in text
+
+
+def test_report_section_absent_without_records(tmp_path):
+    assert measured.section(tmp_path / "none.md", SimpleNamespace(machine=None, steps=[])) == []
+
+
+def test_a_notebook_of_another_model_is_warned(tmp_path, capsys):
+    book = tmp_path / "labbook.md"
+    for line in BOOK.read_text().splitlines():
+        if line.startswith("{"):
+            rec = {**json.loads(line), "model": "gemma-3-270m"}
+            append_record(book, rec, "features" if rec.get("probe") else "engine-speed")
+    assert main(["engines", "--labbook", str(book)]) == 0
+    assert "Warning: no record names Qwen3-8B (they name gemma-3-270m)" in capsys.readouterr().out

@@ -273,5 +273,7 @@ def sample_record(s: Sample, label: str, concurrency: int) -> dict:
         "read_lags_s": [round(lag, 6) for lag in s.read_lags],
         "merged_tokens": s.merged_tokens,
         "send_delay_s": None if s.send_delay is None else round(s.send_delay, 6),
+        # the departure on the monotonic clock, to line a request up with a server's own log
+        "departed_monotonic_s": round(s.t_departed, 6),
         "request_id": s.request_id,
     }

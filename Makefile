@@ -26,7 +26,7 @@ PORT        ?= 8099
 PROFILE     ?= kit
 
 .PHONY: help setup test test-fast test-vllm lint mock check llama-cpu vllm-cpu demo practice-demo track-cpu \
-        track-s track-n track-x track-m bench-server bench-client ui clean clean-servers compose-config models \
+        track-s track-n track-x track-m bench-server bench-client side-by-side ui clean clean-servers compose-config models \
         docker-engine images test-docker
 
 help:
@@ -47,6 +47,7 @@ help:
 	@echo "make test-vllm     the real-vLLM tests (tests/integration/vllm, marker vllm): one short vLLM session"
 	@echo "make bench-server  the practice server's own timing benchmark (prints a table)"
 	@echo "make bench-client  how precisely the load generator measures, against the practice server's truth"
+	@echo "make side-by-side  our client and a minimal asyncio reference client on one server: the TTFT each adds"
 	@echo "make compose-config TRACK=track-s SERVICE=vllm   a profile resolved with a track's pinned env file"
 	@echo "make models TRACK=track-s   the model in each format that track uses (DRY_RUN=1: list and sizes only)"
 	@echo "make docker-engine start a Docker engine if none answers (root, Debian) and build the local base image"
@@ -133,6 +134,9 @@ ui: $(STAMP)
 
 bench-client: $(STAMP)
 	$(BIN)/python scripts/bench_client.py
+
+side-by-side: $(STAMP)
+	$(BIN)/python scripts/side_by_side.py
 
 bench-server: $(STAMP)
 	$(BIN)/python scripts/bench_server.py

@@ -11,10 +11,7 @@ from harness.core import curves
 from harness.errors import ConfigError
 from harness.core.records import CurveSummary, is_level, now_stamp
 from harness.io.notebook import append_record, read_records
-
-
-# Conditions a level-by-level comparison assumes equal; any difference is printed above the table.
-CONDITIONS = ("engine", "model", "quant", "prompt_set", "max_tokens", "context_length", "server_slots")
+from harness.report import curve_tables as tables
 
 
 def add_parser(sub) -> None:
@@ -48,10 +45,6 @@ def load(path: str) -> dict[str, dict[int, dict]]:
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return curves.by_label(result.records)
-
-
-def _f(value, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
 
 
 def _missing(label: str, labels: dict) -> ConfigError:
@@ -119,10 +112,9 @@ def run_compare(args, labels: dict[str, dict[int, dict]]) -> int:
 def print_capacity(args, levels: dict[int, dict]) -> int | None:
     """How many people at once get a first token within the promise, and copies for a peak."""
     capacity = curves.capacity_within(levels, args.promise)
+    print(f"    {tables.capacity_line(capacity, args.promise)}")
     if not capacity:
-        print(f"    capacity within the promise (p95 first token <= {args.promise:g} s): no level met it")
         return capacity
-    print(f"    capacity within the promise (p95 first token <= {args.promise:g} s): {capacity} at once")
     if args.peak:
         need, spare = curves.copies_for(args.peak, capacity, args.spares)
         print(
@@ -165,169 +157,48 @@ def print_curve(label: str, levels: dict[int, dict], markdown: bool) -> curves.C
     if not d.levels:
         print(f"{label}: no level finished a single request, so there is no curve")
         return d
-    head_rec = levels[d.levels[0]]
-    conditions = ", ".join(
-        f"{k} {head_rec.get(k)}" for k in ("engine", "engine_version", "model", "quant", "host")
-    )
-    print(f"==> curve for {label} ({conditions})")
-    print(
-        f"    prompts {head_rec.get('prompt_set')}, up to {head_rec.get('max_tokens')} tokens out, context "
-        f"{head_rec.get('context_length')}, slots {head_rec.get('server_slots')}; objective TTFT <= "
-        f"{d.slo_ttft} s "
-        f"and TPOT <= {d.slo_tpot} s"
-    )
+    first, second = tables.conditions_lines(label, levels, d)
+    print(f"==> {first}")
+    print(f"    {second}")
     _print_table(d, levels, markdown)
     print()
-    first = d.levels[0]
-    if d.knee:
-        print(
-            f"    knee: c={d.knee[0]} -> c={d.knee[1]} is the first step where each extra request added less "
-            "than "
-            f"half of what one request gets alone at c={first}"
-        )
-    else:
-        print(
-            f"    knee: none within these levels (each step added at least half of one request's c={first} "
-            "rate)"
-        )
-    _print_fit(d, levels)
-    op = f"c={d.operating_point}" if d.operating_point else "no level qualifies"
-    print(
-        f"    operating point: {op} (highest level with no failures and TTFT p90, TPOT p90 inside the "
-        "objective)"
-    )
+    print(f"    {tables.knee_line(d)}")
+    for line in tables.fit_lines(d, levels):
+        print(f"    {line}")
+    print(f"    {tables.operating_line(d)}")
     return d
 
 
 def _print_table(d: curves.Curve, levels: dict[int, dict], markdown: bool) -> None:
     """The level table and the two bar columns (output tokens/s, TPOT p90)."""
-    head = [
-        "c",
-        "ok",
-        "out tok/s",
-        "scaling",
-        "req/s",
-        "goodput",
-        "TTFT p50",
-        "TTFT p90",
-        "TTFT p95",
-        "TPOT p50",
-        "TPOT p90",
-        "in flight",
-        "cached",
-    ]
-    rows = []
-    for c in d.levels:
-        r = levels[c]
-        rows.append(
-            [
-                c,
-                f"{r['completed']}/{r['requests']}",
-                f"{r['output_tokens_per_s']:.1f}",
-                _f(d.scaling[c], ".2f"),
-                f"{r.get('requests_per_s', 0):.3f}",
-                f"{r.get('goodput_requests_per_s', 0):.3f}",
-                _f(r["ttft_s"].get("p50"), ".3f"),
-                _f(r["ttft_s"].get("p90"), ".3f"),
-                _f(r["ttft_s"].get("p95"), ".3f"),
-                _f(r["tpot_s"].get("p50"), ".4f"),
-                _f(r["tpot_s"].get("p90"), ".4f"),
-                f"{r.get('mean_in_flight', 0):.1f}",
-                r.get("cached_tokens_mean"),
-            ]
+    print(
+        tabulate(
+            tables.curve_rows(d, levels),
+            headers=tables.CURVE_HEAD,
+            tablefmt="github" if markdown else "plain",
+            disable_numparse=True,
         )
-    print(tabulate(rows, headers=head, tablefmt="github" if markdown else "plain", disable_numparse=True))
+    )
     peak = max(levels[c]["output_tokens_per_s"] for c in d.levels)
     worst = max(levels[c]["tpot_s"].get("p90") or 0 for c in d.levels)
     print(f"\n    {'c':>5}  {'output tokens/s':<33}{'TPOT p90':<25}")
     for c in d.levels:
-        out, tp = levels[c]["output_tokens_per_s"], levels[c]["tpot_s"].get("p90") or 0
-        print(f"    {c:>5}  {bar(out, peak)} {out:<7.1f} {bar(tp, worst, 16)} {tp:.4f} s")
-
-
-def _print_fit(d: curves.Curve, levels: dict[int, dict]) -> None:
-    """The TPOT fit, how its seats were found, and the ceilings it implies."""
-    if d.fit:
-        a, b = d.fit["a_s"], d.fit["b_s"]
-        print(
-            f"    TPOT p50 fit: {a * 1000:.2f} ms + {b * 1000:.3f} ms per concurrent request "
-            f"(least squares over c = {', '.join(map(str, d.fit['levels_used']))})"
-        )
-        print(f"    seats for the fit: {d.fit['slots_source']}")
-        if d.fit.get("seat_ceiling"):
-            plateau = max(levels[c]["output_tokens_per_s"] for c in d.levels)
-            print(
-                f"    ceiling at {d.fit['slots']} seats: seats / (a + b x seats) = "
-                f"{d.fit['seat_ceiling']:.1f} tok/s (measured peak {plateau:.1f} tok/s)"
-            )
-        for c in d.fit["levels_used"]:
-            step = a + b * c
-            bound = c / step if step > 0 else float("nan")
-            print(
-                f"      c={c:<4} c / (a + b c) = {bound:8.1f} tok/s if all {c} were decoding all the time; "
-                f"measured {levels[c]['output_tokens_per_s']:.1f}"
-            )
-        if d.ceiling:
-            print(
-                f"    ceiling: 1 / b = {d.ceiling:.1f} tok/s however many are admitted; TPOT p50 would reach "
-                f"{d.slo_tpot} s near c = {d.c_at_slo:.1f}"
-            )
-        else:
-            print("    ceiling: none can be read off, TPOT does not grow with c at these levels (b <= 0)")
-    else:
-        print("    TPOT fit: not possible; it takes two or more levels within the server's slots")
+        out, tp = levels[c]["output_tokens_per_s"], levels[c]["tpot_s"].get("p90")
+        tpot = "-" if tp is None else f"{tp:.4f} s"
+        print(f"    {c:>5}  {bar(out, peak)} {out:<7.1f} {bar(tp or 0, worst, 16)} {tpot}")
 
 
 def print_compare(a: str, b: str, labels: dict) -> int:
     shared = sorted(set(labels[a]) & set(labels[b]))
     if not shared:
         raise ConfigError(f"{a} and {b} share no concurrency level; run both at the same levels")
-    first_a, first_b = labels[a][shared[0]], labels[b][shared[0]]
-    for name in CONDITIONS:
-        if first_a.get(name) != first_b.get(name):
-            print(f"    not equal: {name} is {first_a.get(name)!r} in A and {first_b.get(name)!r} in B")
+    for line in tables.differences(labels[a], labels[b], shared):
+        print(f"    {line}")
     print(f"==> {a} (A) against {b} (B)")
-    rows = []
-    for c in shared:
-        x, y = labels[a][c], labels[b][c]
-        ratio = y["output_tokens_per_s"] / x["output_tokens_per_s"] if x["output_tokens_per_s"] else None
-        rows.append(
-            [
-                c,
-                f"{x['output_tokens_per_s']:.1f}",
-                f"{y['output_tokens_per_s']:.1f}",
-                _f(ratio, ".2f"),
-                f"{x.get('goodput_requests_per_s', 0):.3f}",
-                f"{y.get('goodput_requests_per_s', 0):.3f}",
-                _f(x["ttft_s"].get("p50"), ".3f"),
-                _f(y["ttft_s"].get("p50"), ".3f"),
-                _f(x["ttft_s"].get("p90"), ".3f"),
-                _f(y["ttft_s"].get("p90"), ".3f"),
-                _f(x["tpot_s"].get("p50"), ".4f"),
-                _f(y["tpot_s"].get("p50"), ".4f"),
-                x.get("cached_tokens_mean"),
-                y.get("cached_tokens_mean"),
-            ]
-        )
     print(
         tabulate(
-            rows,
-            headers=[
-                "c",
-                "out/s A",
-                "out/s B",
-                "B/A",
-                "goodput A",
-                "goodput B",
-                "TTFT p50 A",
-                "TTFT p50 B",
-                "TTFT p90 A",
-                "TTFT p90 B",
-                "TPOT p50 A",
-                "TPOT p50 B",
-                "cached A",
-                "cached B",
-            ],
+            tables.compare_rows(labels[a], labels[b], shared),
+            headers=tables.COMPARE_HEAD,
             disable_numparse=True,
         )
     )

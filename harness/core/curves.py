@@ -172,7 +172,7 @@ def _baseline_rules(labels: dict[str, dict[int, dict]]) -> list[Finding]:
     found = [
         _rule(
             bool(baselines),
-            f"baseline sweep (mixed prompts, every level of {sorted(need)} completed): "
+            f"baseline sweep (mixed prompts, every level of {', '.join(map(str, sorted(need)))} completed): "
             f"{', '.join(baselines) or 'none found'}",
         )
     ]
@@ -229,7 +229,8 @@ def _prefix_rules(labels: dict[str, dict[int, dict]]) -> list[Finding]:
     found = [
         _rule(
             bool(shared and control),
-            f"prefix pair: shared {shared or 'missing'}, control {control or 'missing'}",
+            f"prefix pair: shared: {', '.join(shared) or 'missing'}; "
+            f"control: {', '.join(control) or 'missing'}",
         )
     ]
     for name in shared:

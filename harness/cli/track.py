@@ -76,7 +76,8 @@ def run(args) -> int:
         ):
             print(f"    {line}")
         print(
-            f"\n    report:   {report}\n    charts:   {run_dir / 'charts'}"
+            f"\n    report:   {report} (one file to open or attach: {report.with_suffix('.html')})"
+            f"\n    charts:   {run_dir / 'charts'}"
             f"\n    notebook: {run_dir / 'labbook.md'}"
             f"\n    manifest: {run_dir / 'manifest.json'}"
         )

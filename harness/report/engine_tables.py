@@ -102,6 +102,9 @@ SPEED_HEAD = [
 ]
 
 
+FEATURE_HEAD = ["Engine", "/v1/models", "Tool calling", "Tool calling, streamed", "JSON schema", "Detail"]
+
+
 def _resident(rec: dict) -> str:
     """RSS of the server's whole process tree (and PSS, the tree's share of shared pages) with the count."""
     tree = rec.get("process_tree") or {}
@@ -151,14 +154,7 @@ def render(order, speed, features, ceilings: dict | None = None) -> str:
         "",
         tabulate(
             fe,
-            headers=[
-                "Engine",
-                "/v1/models",
-                "Tool calling",
-                "Tool calling, streamed",
-                "JSON schema",
-                "Detail",
-            ],
+            headers=FEATURE_HEAD,
             tablefmt="github",
             disable_numparse=True,
         ),

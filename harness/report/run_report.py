@@ -1,17 +1,22 @@
-"""The run report (``report.md``) and its headline numbers, built from the notebook's records and
-the run manifest only (docs/architecture.md, "Contracts"). ``headlines`` is pure; ``write_report`` reads the
-run directory and draws the crowd chart."""
+"""The run report (``report.md`` and ``report.html``) and its headline numbers, built from the
+notebook's records and the run manifest only (docs/architecture.md, "Contracts").
+
+``headlines`` is pure; ``write_report`` reads the run directory, draws the crowd chart and writes
+the report as its sections in order (``SECTIONS``: each a function of one ``RunInputs`` returning
+Markdown lines), the headline first. The HTML file is the same Markdown rendered, with the charts
+embedded, so it can be opened or attached on its own."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tabulate import tabulate
-
 from harness.core import curves
-from harness.report import engine_tables, measured
-from harness.core.records import is_engine_speed, is_features, is_level
+from harness.core.records import is_level
 from harness.io.notebook import read_records
+from harness.report import record_sections as rs
+from harness.report.curve_tables import said
+from harness.report.markdown import absent, table, to_html
+from harness.report.record_sections import RunInputs
 
 
 def _p(rec: dict | None, key: str, pct: str) -> float | None:
@@ -121,56 +126,6 @@ def levels_in(notebook: Path) -> dict[str, dict[int, dict]]:
     return curves.by_label(recs)
 
 
-def _section_from_logs(run_dir: Path, manifest: dict, kinds: tuple[str, ...]) -> list[str]:
-    out = []
-    for s in manifest["steps"]:
-        if s["kind"] in kinds and s.get("log") and Path(s["log"]).is_file():
-            out += [
-                f"**{s['id']}**",
-                "",
-                "```",
-                Path(s["log"]).read_text(encoding="utf-8").rstrip(),
-                "```",
-                "",
-            ]
-    return out
-
-
-def cross_check_table(checks: list[dict]) -> str:
-    """Our row beside the engine's own generator: output tokens/s and median TPOT, ratio and verdict."""
-
-    def f(x, spec):
-        return "—" if x is None else format(x, spec)
-
-    rows = [
-        [
-            f"{c['label']} c={c['concurrency']}",
-            c["tool"],
-            f(c["ours"]["output_tokens_per_s"], ".1f"),
-            f(c["theirs"]["output_tokens_per_s"], ".1f"),
-            f(c["output_tokens_per_s_ratio"], ".2f"),
-            f(c["ours"]["tpot_p50_s"], ".4f"),
-            f(c["theirs"]["tpot_p50_s"], ".4f"),
-            c["verdict"],
-        ]
-        for c in checks
-    ]
-    return tabulate(
-        rows,
-        headers=[
-            "row",
-            "tool",
-            "out tok/s ours",
-            "out tok/s tool",
-            "ratio",
-            "TPOT p50 ours",
-            "TPOT p50 tool",
-            "verdict",
-        ],
-        tablefmt="github",
-    )
-
-
 def skipped_blocks(manifest: dict) -> list[str]:
     """Optional blocks that did not run here (their engine is not installed), each with its reason."""
     found = [
@@ -181,144 +136,197 @@ def skipped_blocks(manifest: dict) -> list[str]:
     return ["Blocks skipped on this machine:", "", *found, ""] if found else []
 
 
-def write_report(run_dir: Path, plan, manifest: dict) -> Path:
-    """``report.md`` in the run directory, from the notebook's records, the step logs and the
-    manifest: conditions, engines, headline numbers, charts, the steps' own outputs, tables."""
+def inputs(run_dir: Path, plan, manifest: dict) -> RunInputs:
     notebook = run_dir / "labbook.md"
-    levels = levels_in(notebook) if notebook.is_file() else {}
-    promise = float(plan.variables.get("PROMISE_S", plan.sweep.get("slo_ttft", 2.0)))
     curve_labels, pairs = plan_pairs(plan)
-    rows = headlines(levels, curve_labels, pairs, promise)
-    lines = _conditions(run_dir, plan, manifest, promise)
-    lines += _engines(manifest)
-    lines += skipped_blocks(manifest)
-    lines += ["## Headline numbers", ""]
-    lines += [f"- {x}" for x in headline_lines(rows, promise)] or ["- no curve was measured"]
-    lines.append("")
-    lines += _charts(run_dir, levels, curve_labels, promise)
-    lines += ["## Allocation against the prediction", ""] + _section_from_logs(
-        run_dir, manifest, ("verify-allocation",)
+    return RunInputs(
+        run_dir=run_dir,
+        plan=plan,
+        manifest=manifest,
+        levels=levels_in(notebook) if notebook.is_file() else {},
+        promise=float(plan.variables.get("PROMISE_S", plan.sweep.get("slo_ttft", 2.0))),
+        curve_labels=curve_labels,
+        pairs=pairs,
     )
-    lines += ["## Curves, knees and operating points", ""] + _section_from_logs(
-        run_dir, manifest, ("summarise",)
-    )
-    lines += ["## Comparisons (B/A per level) and prefix pairs", ""] + _section_from_logs(
-        run_dir, manifest, ("compare",)
-    )
-    lines += _single_user_and_checks(notebook)
-    lines += measured.section(notebook, plan)
-    lines += ["## Validation", ""] + _section_from_logs(run_dir, manifest, ("check",))
-    lines += _steps(manifest)
+
+
+def write_report(run_dir: Path, plan, manifest: dict) -> Path:
+    """``report.md`` and ``report.html`` in the run directory, from the notebook's records and the
+    manifest: the headline, charts, conditions, engines, then one section per kind of record, and
+    the steps with their final statuses. Returns the Markdown file's path."""
+    r = inputs(run_dir, plan, manifest)
+    lines = _title(r)
+    for section in SECTIONS:
+        lines += section(r)
+    text = "\n".join(lines).rstrip() + "\n"
     path = run_dir / "report.md"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
+    (run_dir / "report.html").write_text(to_html(text, run_dir, plan.title), encoding="utf-8")
     return path
 
 
-def _conditions(run_dir: Path, plan, manifest: dict, promise: float) -> list[str]:
+def final_status(step: dict) -> tuple[str, str]:
+    """A step's status and note as the finished report states them: the report step, still
+    running while it writes this file, is the step that wrote it."""
+    note = step.get("reason") or (step.get("result") or {}).get("why") or ""
+    if step.get("kind") == "report" and step.get("status") in ("running", "pending"):
+        return "passed", "wrote this report (report.md and report.html)"
+    return step.get("status", "pending"), note
+
+
+def _title(r: RunInputs) -> list[str]:
+    statuses = [final_status(s)[0] for s in r.manifest.get("steps", [])]
+    counts = ", ".join(f"{statuses.count(k)} {k}" for k in dict.fromkeys(statuses))
+    m = r.manifest
     return [
-        f"# {plan.title}",
+        f"# {r.plan.title}",
         "",
-        f"Plan `{plan.path}`"
-        + (f", tier {plan.tier}" if plan.tier else "")
-        + f"; run directory `{run_dir}`; "
-        f"started {manifest['started']}, report written {manifest['updated']}.",
-        "",
-        "## Test conditions",
-        "",
-        f"- Machine: {plan.variables.get('HOST_DESC', 'not stated')} ({manifest['host'].get('system')}, "
-        f"{manifest['host'].get('cpus')} CPUs)",
-        f"- Promise for capacity: p95 TTFT within {promise:g} s; objective for goodput and the operating "
-        "point: "
-        f"TTFT <= {plan.sweep.get('slo_ttft', 2.0)} s and TPOT <= {plan.sweep.get('slo_tpot', 0.1)} s (p90)",
-        f"- Load: closed loop (each simulated user sends its next request when the last one finishes); sweep "
-        f"options {', '.join(f'{k} {v}' for k, v in plan.sweep.items()) or 'as each step states'}",
+        f"Plan `{r.plan.path}`" + (f", tier {r.plan.tier}" if r.plan.tier else "") + f"; run directory "
+        f"`{r.run_dir}`; started {m['started']}, report written {m['updated']}; "
+        f"{len(statuses)} steps: {counts or 'none'}.",
         "",
     ]
 
 
-def _engines(manifest: dict) -> list[str]:
-    engine_rows = [
-        [
-            bid,
-            e["engine"],
-            e.get("version") or "—",
-            ", ".join(f"{k} {a} -> {b}" for k, (a, b) in (e.get("changed") or {}).items()) or "—",
-            f"`{e['command']}`",
-        ]
-        for bid, e in manifest.get("engines", {}).items()
+def headline(r: RunInputs) -> list[str]:
+    """The headline table: one row per summarised curve."""
+    lines = ["## Headline", ""]
+    rows = headlines(r.levels, r.curve_labels, r.pairs, r.promise)
+    if not rows:
+        why = "the plan's summarise steps name no label" if not r.curve_labels else r.why_none("sweep")
+        return lines + absent("No curve was measured", why)
+    body = []
+    for x in rows:
+        pre = x["prefix"]
+        prefix = "no prefix pair in this run"
+        if pre is not None:
+            prefix = f"{pre['ttft_unique_s']:.3f} -> {pre['ttft_shared_s']:.3f} s at c={pre['c']}"
+            if pre["change"] is not None:
+                prefix += f" ({pre['change']:+.0%})"
+            if pre["cached_share"] is not None:
+                prefix += f", {pre['cached_share']:.0%} of the prompt cached"
+        body.append(
+            [
+                x["label"],
+                said(x["engine"]),
+                f"{x['peak_tok_s']:.1f}",
+                x["knee"].replace("->", " -> "),
+                f"c={x['operating_point']}" if x["operating_point"] else "no level qualifies",
+                f"{x['capacity']} at once" if x["capacity"] else "no level met it",
+                prefix,
+            ]
+        )
+    head = [
+        "curve",
+        "engine",
+        "peak output tok/s",
+        "knee",
+        "operating point",
+        f"capacity within {r.promise:g} s p95 TTFT",
+        "prefix caching: TTFT p50 without -> with the shared prefix",
     ]
-    if not engine_rows:
-        return []
-    return [
-        "Engines, one at a time, each started with every setting stated:",
-        "",
-        tabulate(
-            engine_rows,
-            headers=["block", "engine", "version", "one change", "command"],
-            tablefmt="github",
-        ),
-        "",
-    ]
+    return lines + [table(head, body), ""]
 
 
-def _charts(run_dir: Path, levels: dict, curve_labels: list[str], promise: float) -> list[str]:
+def charts(r: RunInputs) -> list[str]:
+    """The crowd chart of every summarised curve (each curve's TPOT chart sits with its curve)."""
     from harness.report.charts import crowd_chart
 
-    lines: list[str] = []
-    charts = run_dir / "charts"
-    shown = {label: levels[label] for label in curve_labels if label in levels}
-    if shown:
-        chart = crowd_chart(shown, charts / "crowd.png", promise)
-        lines += [
-            "## Throughput and first-token wait against crowd size",
-            "",
-            f"![crowd chart]({chart.relative_to(run_dir)})",
-            "",
-        ]
-    for label in curve_labels:
-        tpot = charts / f"{label}-tpot.png"
-        if tpot.is_file():
-            lines += [f"![{label} TPOT]({tpot.relative_to(run_dir)})", ""]
-    return lines
-
-
-def _single_user_and_checks(notebook: Path) -> list[str]:
-    lines: list[str] = []
-    speed, feats = [], []
-    if notebook.is_file():
-        speed = read_records(notebook, "engine-speed", select=is_engine_speed).records
-        feats = read_records(notebook, "features", select=is_features).records
-    if speed or feats:
-        order, by_speed, by_feat = engine_tables.latest_per_engine(speed, feats)
-        lines += [
-            "## Single user: prefill, decode, memory; API features",
-            "",
-            engine_tables.render(order, by_speed, by_feat),
-            "",
-        ]
-    checks = (
-        read_records(notebook, "cross-check", select=lambda o: o.get("record") == "cross-check").records
-        if notebook.is_file()
-        else []
-    )
-    if checks:
-        lines += ["## Cross-check against the engine's own generator", "", cross_check_table(checks), ""]
-    return lines
-
-
-def _steps(manifest: dict) -> list[str]:
-    step_rows = [
-        [
-            s["id"],
-            s["status"],
-            s.get("duration_s") if s.get("duration_s") is not None else "—",
-            (s.get("reason") or (s.get("result") or {}).get("why") or "")[:120],
-        ]
-        for s in manifest["steps"]
+    lines = ["## Throughput and first-token wait against crowd size", ""]
+    shown = {label: r.levels[label] for label in r.curve_labels if r.levels.get(label)}
+    if not any(curves.completed_levels(lv) for lv in shown.values()):
+        return lines + absent("No chart", "no summarised curve finished a level")
+    chart = crowd_chart(shown, r.run_dir / "charts" / "crowd.png", r.promise)
+    return lines + [
+        f"![total output and p95 first-token wait against crowd size]({chart.relative_to(r.run_dir)})",
+        "",
     ]
+
+
+def conditions(r: RunInputs) -> list[str]:
+    plan, host = r.plan, r.manifest.get("host") or {}
+    sweep = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in plan.sweep.items())
+    return [
+        "## Test conditions",
+        "",
+        f"- Machine: {plan.variables.get('HOST_DESC', 'not stated in the plan')} "
+        f"({said(host.get('system'))}, {said(host.get('cpus'))} CPUs)",
+        f"- Promise for capacity: p95 TTFT within {r.promise:g} s; objective for goodput and the operating "
+        f"point: TTFT <= {plan.sweep.get('slo_ttft', 2.0)} s and TPOT <= {plan.sweep.get('slo_tpot', 0.1)} s "
+        "(p90)",
+        "- Load: closed loop (each simulated user sends its next request when the last one finishes); sweep "
+        f"options {sweep or 'as each step states'}",
+        "",
+    ]
+
+
+def change_text(changed: dict | None) -> str:
+    """A variant's one change as words: ``slots 4 -> 2``; a setting with no value reads "not set"."""
+
+    def value(v) -> str:
+        return "not set" if v in (None, "") else str(v)
+
+    return ", ".join(
+        f"{k.replace('_', ' ')} {value(a)} -> {value(b)}" for k, (a, b) in (changed or {}).items()
+    )
+
+
+def engines(r: RunInputs) -> list[str]:
+    rows = [
+        [bid, e["engine"], e.get("version"), change_text(e.get("changed")), f"`{e['command']}`"]
+        for bid, e in r.manifest.get("engines", {}).items()
+    ]
+    lines = ["## Engines", ""]
+    if not rows:
+        lines += absent(
+            "No engine was started", r.why_none("start") if r.steps_of("start") else "this run started none"
+        )
+    else:
+        lines += [
+            "One at a time, each started with every setting stated:",
+            "",
+            table(["block", "engine", "version", "one change", "command"], rows),
+            "",
+        ]
+    return lines + skipped_blocks(r.manifest)
+
+
+def _step_rows(steps: list[dict]) -> list[list]:
+    """One row per step; a run of skipped steps of one block with one reason is one row."""
+    rows: list[list] = []
+    for s in steps:
+        status, note = final_status(s)
+        block = s["id"].split("/")[0] if "/" in s["id"] else None
+        seconds = "—" if s.get("duration_s") is None else f"{s['duration_s']:.1f}"
+        last = rows[-1] if rows else None
+        if last and status == "skipped" and last[4] == (block, status, note) and block is not None:
+            last[5] += 1
+            last[0] = f"{last[6]} … {s['id']} ({last[5]} steps)"
+            continue
+        rows.append([s["id"], status, seconds, note, (block, status, note), 1, s["id"]])
+    return [row[:4] for row in rows]
+
+
+def steps(r: RunInputs) -> list[str]:
     return [
         "## Steps",
         "",
-        tabulate(step_rows, headers=["step", "status", "seconds", "note"], tablefmt="github"),
+        table(["step", "status", "seconds", "note"], _step_rows(r.manifest.get("steps", []))),
         "",
     ]
+
+
+# The report, in order. A new section is a function of RunInputs returning Markdown lines, added here.
+SECTIONS = (
+    headline,
+    charts,
+    conditions,
+    engines,
+    rs.allocation,
+    rs.curve_section,
+    rs.comparisons,
+    rs.single_user,
+    rs.cross_check,
+    rs.validation,
+    steps,
+)

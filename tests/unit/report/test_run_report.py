@@ -3,13 +3,15 @@ against the practice server: a baseline curve and a prefix pair)."""
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import shutil
 
 import pytest
 import yaml
 
-from harness.report import run_report
+from harness.report import record_sections, run_report
 from harness.run.plans import load_plan
 from tests.conftest import FIXTURES
 
@@ -118,40 +120,137 @@ def test_plan_pairs_find_the_prefix_pair_of_the_curve(tmp_path):
     assert run_report.plan_pairs(small_plan(tmp_path)) == (["practice-baseline"], PAIR)
 
 
-def test_report_from_the_notebook_and_a_manifest(tmp_path):
+MANIFEST = {
+    "started": "2026-12-01T04:25:00+0000",
+    "updated": "2026-12-01T04:26:00+0000",
+    "host": {"system": "Linux", "cpus": 2},
+    "engines": {"practice": {"engine": "practice", "version": "0.1.0", "command": "harness practice"}},
+    "steps": [
+        {"id": "practice/sweep:practice-baseline", "kind": "sweep", "status": "passed", "duration_s": 9.5},
+        {"id": "summarise", "kind": "summarise", "status": "passed", "duration_s": 1.0},
+        {"id": "report", "kind": "report", "status": "running"},
+    ],
+}
+
+
+def write(tmp_path, notebook=NOTEBOOK, manifest=MANIFEST):
     plan = small_plan(tmp_path)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    shutil.copy(NOTEBOOK, run_dir / "labbook.md")
-    manifest = {
-        "started": "2026-12-01T04:25:00+0000",
-        "updated": "2026-12-01T04:26:00+0000",
-        "host": {"system": "Linux", "cpus": 2},
-        "engines": {"practice": {"engine": "practice", "version": "0.1.0", "command": "harness practice"}},
-        "steps": [
-            {"id": "practice/sweep:practice-baseline", "kind": "sweep", "status": "done", "duration_s": 9.5}
-        ],
-    }
-    path = run_report.write_report(run_dir, plan, manifest)
-    text = path.read_text()
-    assert path == run_dir / "report.md" and text.startswith("# A small practice run\n")
-    (headline,) = run_report.headline_lines(
-        run_report.headlines(run_report.levels_in(NOTEBOOK), ["practice-baseline"], PAIR, 2.0), 2.0
-    )
-    assert f"- {headline}" in text
-    assert "![crowd chart](charts/crowd.png)" in text
-    assert (run_dir / "charts" / "crowd.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    rows = [
+    if notebook is not None:
+        shutil.copy(notebook, run_dir / "labbook.md")
+    return run_dir, run_report.write_report(run_dir, plan, manifest)
+
+
+def md_rows(text: str) -> list[list[str]]:
+    return [
         [cell.strip() for cell in line.split("|")[1:-1]]
         for line in text.splitlines()
         if line.startswith("| ")
     ]
+
+
+def test_report_from_the_notebook_and_a_manifest(tmp_path):
+    run_dir, path = write(tmp_path)
+    text = path.read_text()
+    assert path == run_dir / "report.md" and text.startswith("# A small practice run\n")
+    (row,) = run_report.headlines(run_report.levels_in(NOTEBOOK), ["practice-baseline"], PAIR, 2.0)
+    rows = md_rows(text)
+    headline = next(r for r in rows if r[0] == "practice-baseline")
+    assert headline[:3] == ["practice-baseline", "practice", f"{row['peak_tok_s']:.1f}"]
+    assert headline[5] == f"{row['capacity']} at once"
+    assert headline[6].startswith(
+        f"{row['prefix']['ttft_unique_s']:.3f} -> {row['prefix']['ttft_shared_s']:.3f}"
+    )
+    # the headline comes first: before the charts, the conditions and every other section
+    assert text.index("## Headline") < text.index("![") < text.index("## Test conditions")
+    assert "![total output and p95 first-token wait against crowd size](charts/crowd.png)" in text
+    assert (run_dir / "charts" / "crowd.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert ["practice", "practice", "0.1.0", "—", "`harness practice`"] in rows
-    assert ["practice/sweep:practice-baseline", "done", "9.5", ""] in rows
-    assert "Cross-check" not in text  # no cross-check record in this notebook
+    assert ["practice/sweep:practice-baseline", "passed", "9.5", "—"] in rows
+    # the report step is the one writing this file: it reads as done, never as "running"
+    assert ["report", "passed", "—", "wrote this report (report.md and report.html)"] in rows
+    assert "running" not in text
+    assert "Cross-check" not in text  # no cross-check step in this plan and no record
 
 
-def test_cross_check_table_marks_missing_figures():
+def test_report_renders_as_a_report(tmp_path):
+    """Rendered by a Markdown renderer: real tables (none inside a code fence), every image link to
+    an existing file, no empty section, no Python values."""
+    from markdown_it import MarkdownIt
+
+    run_dir, path = write(tmp_path)
+    text = path.read_text()
+    html = MarkdownIt("commonmark").enable("table").render(text)
+    assert "```" not in text and "<pre>" not in html
+    levels = run_report.levels_in(NOTEBOOK)["practice-baseline"]
+    # headline, the curve, the comparison and the validation table at least
+    assert html.count("<table>") >= 4
+    assert f"<td>{levels[16]['output_tokens_per_s']:.1f}</td>" in html  # the c=16 row of the curve table
+    images = re.findall(r'<img src="([^"]+)"', html)
+    assert "charts/crowd.png" in images
+    assert all((run_dir / src).is_file() for src in images)
+    sections = re.split(r"^## ", text, flags=re.M)[1:]
+    assert all(body.strip().split("\n", 1)[1:] and body.split("\n", 1)[1].strip() for body in sections)
+    for leak in ("None", "['", "{'", "[]"):
+        assert leak not in text, leak
+
+
+def test_a_section_without_records_says_why(tmp_path):
+    manifest = {
+        **MANIFEST,
+        "steps": [
+            {
+                "id": "practice/sweep:practice-baseline",
+                "kind": "sweep",
+                "status": "failed",
+                "reason": "port busy",
+            },
+            {"id": "report", "kind": "report", "status": "running"},
+        ],
+    }
+    run_dir, path = write(tmp_path, notebook=None, manifest=manifest)
+    text = path.read_text()
+    assert "_No curve was measured: the sweep step failed: port busy._" in text
+    assert "_No allocation was checked: this plan has no verify-allocation step._" in text
+    assert "_No single-user measurement: this plan has no measure step._" in text
+    assert "_No chart: no summarised curve finished a level._" in text
+    assert not (run_dir / "charts" / "crowd.png").exists()
+
+
+def test_html_is_the_same_report_with_the_charts_embedded(tmp_path):
+    run_dir, path = write(tmp_path)
+    html = (run_dir / "report.html").read_text()
+    assert html.startswith("<!DOCTYPE html>") and "<title>A small practice run</title>" in html
+    sources = re.findall(r'<img src="([^"]+)"', html)
+    assert sources and all(src.startswith("data:image/png;base64,") for src in sources)
+    crowd = base64.b64encode((run_dir / "charts" / "crowd.png").read_bytes()).decode()
+    assert f"data:image/png;base64,{crowd}" in sources
+    tables = [line for line in path.read_text().splitlines() if line.startswith("|--")]
+    assert html.count("<table>") == len(tables) >= 4  # every Markdown table, as a table
+
+
+def test_a_variant_change_with_no_value_reads_not_set():
+    assert run_report.change_text({"slots": [4, 2]}) == "slots 4 -> 2"
+    assert (
+        run_report.change_text({"kv_bytes": [12079595520, None], "mem_fraction": [0.9, 0.3]})
+        == "kv bytes 12079595520 -> not set, mem fraction 0.9 -> 0.3"
+    )
+    assert run_report.change_text(None) == ""
+
+
+def test_skipped_steps_of_one_block_are_one_row():
+    why = "optional block vllm skipped: not installed"
+    steps = [
+        {"id": f"vllm/{k}", "kind": k, "status": "skipped", "reason": why} for k in ("start", "sweep", "stop")
+    ] + [{"id": "check", "kind": "check", "status": "passed", "duration_s": 1.25}]
+    assert run_report._step_rows(steps) == [
+        ["vllm/start … vllm/stop (3 steps)", "skipped", "—", why],
+        ["check", "passed", "1.2", ""],
+    ]
+
+
+def test_cross_check_rows_mark_missing_figures():
     check = {
         "label": "llama-baseline",
         "concurrency": 4,
@@ -161,15 +260,6 @@ def test_cross_check_table_marks_missing_figures():
         "theirs": {"output_tokens_per_s": 52.5, "tpot_p50_s": None},
         "output_tokens_per_s_ratio": 0.952,
     }
-    table = run_report.cross_check_table([check]).splitlines()
-    assert [cell.strip() for cell in table[2].split("|")[1:-1]] == [
-        # tabulate re-reads numbers
-        "llama-baseline c=4",
-        "batched-bench",
-        "50",
-        "52.5",
-        "0.95",
-        "0.02",
-        "—",
-        "match",
+    assert record_sections.cross_check_rows([check]) == [
+        ["llama-baseline c=4", "batched-bench", "50.0", "52.5", "0.95", "0.0200", "-", "match"]
     ]

@@ -1,0 +1,267 @@
+"""The run report's sections that come from the notebook's records: allocation, curves,
+comparisons, single-user speed and features, the cross-check and the validation rules.
+
+Each section is a function of one ``RunInputs`` returning Markdown lines; a section with nothing
+to show returns one line saying why (``markdown.absent``), never an empty heading."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.core import curves
+from harness.core.records import is_engine_speed, is_features
+from harness.io.notebook import read_records
+from harness.report import curve_tables as ct
+from harness.report import engine_tables
+from harness.report.markdown import absent, table
+
+
+@dataclass
+class RunInputs:
+    """What every section reads: the run directory, its plan and manifest, and the level records."""
+
+    run_dir: Path
+    plan: Any
+    manifest: dict
+    levels: dict[str, dict[int, dict]]
+    promise: float
+    curve_labels: list[str]
+    pairs: dict[str, tuple[str, str]]
+    _cache: dict = field(default_factory=dict)
+
+    @property
+    def notebook(self) -> Path:
+        return self.run_dir / "labbook.md"
+
+    def records(self, kind: str, select: Callable[[dict], bool]) -> list[dict]:
+        """Valid records of one schema in the run's notebook (read once per kind)."""
+        if kind not in self._cache:
+            found = (
+                read_records(self.notebook, kind, select=select).records if self.notebook.is_file() else []
+            )
+            self._cache[kind] = found
+        return self._cache[kind]
+
+    def steps_of(self, kind: str) -> list[dict]:
+        return [s for s in self.manifest.get("steps", []) if s.get("kind") == kind]
+
+    def why_none(self, kind: str) -> str:
+        """Why the steps of one kind left nothing to show: not in the plan, skipped, failed, or silent."""
+        steps = self.steps_of(kind)
+        if not steps:
+            return f"this plan has no {kind} step"
+        for status in ("failed", "skipped", "running", "pending"):
+            hit = [s for s in steps if s.get("status") == status]
+            if len(hit) == len(steps) or (status == "failed" and hit):
+                reason = hit[0].get("reason")
+                return f"the {kind} step {status}" + (f": {reason}" if reason else "")
+        return f"the {kind} steps wrote no record to the notebook"
+
+
+def _mib(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.1f} MiB"
+
+
+def allocation(r: RunInputs) -> list[str]:
+    """What each engine's log allocated against the prediction for the same settings."""
+    recs = r.records("allocation", lambda o: o.get("record") == "allocation")
+    lines = ["## Allocation against the prediction", ""]
+    if not recs:
+        return lines + absent("No allocation was checked", r.why_none("verify-allocation"))
+    rows = []
+    for a in recs:
+        st, pred, seen = a.get("settings") or {}, a.get("predicted") or {}, a.get("observed") or {}
+        settings = f"{st.get('slots')} x {st.get('ctx_per_slot'):,} tokens, {st.get('cache_type')}"
+        if st.get("kv_bytes"):
+            settings += f", KV {st['kv_bytes'] / 2**30:.2f} GiB"
+        if pred.get("vllm_tokens") is not None:
+            want, got = f"{pred['vllm_tokens']:,} tokens", seen.get("kv_tokens")
+            got = "—" if got is None else f"{got:,} tokens"
+        else:
+            pool = pred.get("pool_bytes")
+            want = _mib(None if pool is None else pool / 2**20)
+            caches = seen.get("kv_caches") or []
+            got = _mib(sum(c["mib"] for c in caches)) if caches else "—"
+        rows.append([a["label"], a["engine"], settings, want, got, a["verdict"], "; ".join(a["problems"])])
+    head = [
+        "block",
+        "engine",
+        "slots x context, cache",
+        "predicted KV",
+        "from the log",
+        "verdict",
+        "problems",
+    ]
+    return lines + [table(head, rows), ""]
+
+
+def curve_section(r: RunInputs) -> list[str]:
+    """Each summarised curve: its conditions, the level table, knee, fit, operating point, capacity."""
+    lines = ["## Curves, knees and operating points", ""]
+    shown = [label for label in r.curve_labels if r.levels.get(label)]
+    if not shown:
+        why = (
+            "the plan's summarise steps name no label"
+            if not r.curve_labels
+            else f"no level of {', '.join(r.curve_labels)} is in the notebook ({r.why_none('sweep')})"
+        )
+        return lines + absent("No curve", why)
+    for label in shown:
+        levels = r.levels[label]
+        d = curves.curve(levels)
+        lines += [f"### {label}", ""]
+        if not d.levels:
+            lines += absent("No curve", "no level finished a single request")
+            continue
+        what, conditions = ct.conditions_lines(label, levels, d)
+        lines += [f"{what[0].upper()}{what[1:]}; {conditions}.", ""]
+        lines += [table(ct.CURVE_HEAD, ct.curve_rows(d, levels))]
+        findings = [ct.knee_line(d), *ct.fit_lines(d, levels), ct.operating_line(d)]
+        findings.append(ct.capacity_line(curves.capacity_within(levels, r.promise), r.promise))
+        lines += [""] + [f"  - {f.strip()}" if f.startswith("  ") else f"- {f}" for f in findings] + [""]
+        chart = r.run_dir / "charts" / f"{label}-tpot.png"
+        if chart.is_file():
+            lines += [f"![{label}: TPOT against concurrency]({chart.relative_to(r.run_dir)})", ""]
+    return lines
+
+
+def comparisons(r: RunInputs) -> list[str]:
+    """Each pair the plan compares, level by level, with the conditions that differ stated first;
+    a compare step that did not run is one line with its reason."""
+    lines = ["## Comparisons (B/A per level) and prefix pairs", ""]
+    steps = [s for s in r.plan.steps if s.kind == "compare"]
+    if not steps:
+        return lines + absent("No comparison", r.why_none("compare"))
+    status = {s["id"]: s for s in r.manifest.get("steps", [])}
+    for step in steps:
+        pairs = [tuple(p) for p in step.options.get("items", [])]
+        entry = status.get(step.id) or {}
+        if entry.get("status") in ("skipped", "failed"):
+            named = "; ".join(f"{a} against {b}" for a, b in pairs)
+            why = f"step {step.id} {entry['status']}" + (
+                f": {entry['reason']}" if entry.get("reason") else ""
+            )
+            lines += absent(f"Not compared ({named})", why)
+            continue
+        for a, b in pairs:
+            lines += _comparison(r, a, b)
+    return lines
+
+
+def _comparison(r: RunInputs, a: str, b: str) -> list[str]:
+    lines = [f"### {a} (A) against {b} (B)", ""]
+    missing = [name for name in (a, b) if not r.levels.get(name)]
+    shared = sorted(set(r.levels.get(a, {})) & set(r.levels.get(b, {})))
+    if missing or not shared:
+        why = (
+            f"{' and '.join(missing)} {'was' if len(missing) == 1 else 'were'} not measured in this run"
+            if missing
+            else "the two share no concurrency level"
+        )
+        return lines + absent("Not compared", why)
+    diff = ct.differences(r.levels[a], r.levels[b], shared)
+    lines += [f"- {d}" for d in diff] + ([""] if diff else [])
+    return lines + [table(ct.COMPARE_HEAD, ct.compare_rows(r.levels[a], r.levels[b], shared)), ""]
+
+
+def single_user(r: RunInputs) -> list[str]:
+    """The single-user speed and memory table and the API feature table."""
+    lines = ["## Single user: prefill, decode, memory; API features", ""]
+    speed = r.records("engine-speed", is_engine_speed)
+    feats = r.records("features", is_features)
+    if not speed and not feats:
+        return lines + absent("No single-user measurement", r.why_none("measure"))
+    order, by_speed, by_feat = engine_tables.latest_per_engine(speed, feats)
+    sp, fe = engine_tables.speed_rows(order, by_speed), engine_tables.feature_rows(order, by_feat)
+    lines += ["Speed and memory (medians; prefill from the short/long difference):", ""]
+    lines += (
+        [table(engine_tables.SPEED_HEAD, sp), ""] if sp else absent("No speed record", r.why_none("measure"))
+    )
+    lines += ["API features:", ""]
+    lines += (
+        [table(engine_tables.FEATURE_HEAD, fe), ""]
+        if fe
+        else absent("No feature record", r.why_none("probe"))
+    )
+    lines += [
+        f"The lab's recording-sheet rows of these tables: `harness engines --labbook {r.notebook}`.",
+        "",
+    ]
+    return lines
+
+
+CROSS_CHECK_HEAD = [
+    "row",
+    "tool",
+    "out tok/s ours",
+    "out tok/s tool",
+    "ratio",
+    "TPOT p50 ours",
+    "TPOT p50 tool",
+    "verdict",
+]
+
+
+def cross_check_rows(checks: list[dict]) -> list[list[str]]:
+    """Our row beside the engine's own generator: output tokens/s and median TPOT, ratio, verdict."""
+    return [
+        [
+            f"{c['label']} c={c['concurrency']}",
+            c["tool"],
+            ct.f(c["ours"]["output_tokens_per_s"], ".1f"),
+            ct.f(c["theirs"]["output_tokens_per_s"], ".1f"),
+            ct.f(c["output_tokens_per_s_ratio"], ".2f"),
+            ct.f(c["ours"]["tpot_p50_s"], ".4f"),
+            ct.f(c["theirs"]["tpot_p50_s"], ".4f"),
+            c["verdict"],
+        ]
+        for c in checks
+    ]
+
+
+def cross_check(r: RunInputs) -> list[str]:
+    """The cross-check against the engine's own load generator, when the plan has one."""
+    checks = r.records("cross-check", lambda o: o.get("record") == "cross-check")
+    lines = ["## Cross-check against the engine's own generator", ""]
+    if not checks:
+        return (
+            []
+            if not r.steps_of("cross-check")
+            else lines + absent("No cross-check", r.why_none("cross-check"))
+        )
+    return lines + [table(CROSS_CHECK_HEAD, cross_check_rows(checks)), ""]
+
+
+def _counts(verdicts: list[str]) -> str:
+    return ", ".join(f"{verdicts.count(v)} {v.lower()}" for v in ("PASS", "WARN", "FAIL"))
+
+
+def validation(r: RunInputs) -> list[str]:
+    """The labs' validation rules applied to the records: the load lab's and the engines lab's."""
+    lines = ["## Validation", ""]
+    if not r.levels and not r.steps_of("check"):
+        return lines + absent("No validation", "no level was measured and the plan has no check step")
+    found = curves.check(r.levels)
+    lines += [
+        f"Load lab rules: {_counts([v for v, _ in found])}.",
+        "",
+        table(["verdict", "finding"], found),
+        "",
+    ]
+    speed = r.records("engine-speed", is_engine_speed)
+    feats = r.records("features", is_features)
+    if speed or feats:
+        allow_cpu = any(s.options.get("allow_cpu") for s in r.plan.steps if s.kind == "check")
+        order, by_speed, by_feat = engine_tables.latest_per_engine(speed, feats)
+        rules = engine_tables.check(order, by_speed, by_feat, allow_cpu=allow_cpu)
+        lines += [
+            f"Engines lab rules{' (CPU backends allowed)' if allow_cpu else ''}: "
+            f"{_counts([v for v, _, _ in rules])}.",
+            "",
+            table(["verdict", "engine", "finding"], [list(x) for x in rules]),
+            "",
+        ]
+    return lines

@@ -1,0 +1,130 @@
+"""The run report of a real run: a small track plan against the practice server (a baseline curve at
+two levels, a prefix pair, the probe, summarise, compare, check, report), run by `harness track` in
+its own process. ``report.md`` must render as a report with a Markdown renderer (tables as tables,
+every image link a file beside it), and ``report.html`` must open in headless Chromium with its
+tables present and its charts loaded from the file itself (the charts folder is moved away first).
+The browser half is skipped, with the reason, where Chromium, chromedriver or selenium are missing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+from markdown_it import MarkdownIt
+
+from tests.conftest import ROOT, free_port
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
+DRIVER = shutil.which("chromedriver")
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("report-run")
+    plan = {
+        "schema_version": 1,
+        "name": "report-practice",
+        "title": "Report from a practice-server run",
+        "variables": {"PROMISE_S": 2.0, "HOST_DESC": "the test machine"},
+        "sweep": {"requests": 8, "max_tokens": 16, "slo_ttft": 2.0, "slo_tpot": 0.1, "timeout": 60},
+        "stages": [
+            {
+                "id": "practice",
+                "engine": "practice",
+                "settings": {"profile": "kit", "port": free_port()},
+                "record": {"quant": "made-up (practice kit)", "context_length": 4096, "server_slots": 8},
+                "steps": [
+                    {"sweep": {"label": "practice-baseline", "concurrency": "1,4", "prompt_set": "mixed"}},
+                    {"prefix-pair": {"label_prefix": "practice", "concurrency": "1", "requests": 3}},
+                    "probe",
+                ],
+            },
+            {"summarise": {"labels": ["practice-baseline"], "promise": "${PROMISE_S}"}},
+            {"compare": [["practice-prefix-unique", "practice-prefix-shared"]]},
+            {"check": {"allow_cpu": True}},
+            "report",
+        ],
+    }
+    path = tmp / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    out = tmp / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "track", str(path), "--run-dir", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert (out / "report.md").is_file(), done.stdout + done.stderr
+    print(f"run directory: {out}")
+    return out
+
+
+def steps(run_dir) -> dict[str, dict]:
+    return {s["id"]: s for s in json.loads((run_dir / "manifest.json").read_text())["steps"]}
+
+
+def test_report_md_of_a_real_run_renders_as_a_report(run_dir):
+    text = (run_dir / "report.md").read_text()
+    html = MarkdownIt("commonmark").enable("table").render(text)
+    assert "```" not in text and "<pre>" not in html  # nothing left as a terminal dump
+    # headline, curve, comparison, single-user speed and features, validation, steps at least
+    assert html.count("<table>") >= 7
+    sections = re.findall(r"^## (.+)$", text, flags=re.M)
+    assert sections[0] == "Headline"
+    images = re.findall(r'<img src="([^"]+)" alt="([^"]*)"', html)
+    assert {src for src, _ in images} >= {"charts/crowd.png", "charts/practice-baseline-tpot.png"}
+    assert all((run_dir / src).is_file() and not src.startswith("/") for src, _ in images)
+    for leak in ("None", "['", "{'", "Traceback"):
+        assert leak not in text, leak
+    # the figures are the run's own: the headline's peak is the curve table's largest out tok/s
+    rows = [[c.strip() for c in line.split("|")[1:-1]] for line in text.splitlines() if line.startswith("| ")]
+    peak = next(r for r in rows if r[0] == "practice-baseline")[2]
+    curve = [r for r in rows if re.fullmatch(r"\d+", r[0]) and re.fullmatch(r"\d+/\d+", r[1])]
+    assert [r[0] for r in curve] == ["1", "4"] and peak == max(curve, key=lambda r: float(r[2]))[2]
+    # every step's final status, the report's own included
+    report_row = next(r for r in rows if r[0] == "report")
+    assert report_row[1] == "passed" and "running" not in text
+    assert steps(run_dir)["practice/sweep:practice-baseline"]["status"] == "passed"
+
+
+def test_report_html_opens_in_a_browser_with_its_charts(run_dir, tmp_path):
+    if not (CHROMIUM and DRIVER):
+        pytest.skip("no headless Chromium here (apt-get install chromium chromium-driver)")
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    # the HTML file alone: copied away from its run directory, so nothing can load from charts/
+    alone = tmp_path / "report.html"
+    shutil.copy(run_dir / "report.html", alone)
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
+    try:
+        driver.get(alone.as_uri())
+        assert driver.title == "Report from a practice-server run"
+        assert driver.find_element(By.TAG_NAME, "h1").text == "Report from a practice-server run"
+        tables = driver.find_elements(By.TAG_NAME, "table")
+        md_tables = [x for x in (run_dir / "report.md").read_text().splitlines() if x.startswith("|--")]
+        assert len(tables) == len(md_tables) >= 7
+        headline = tables[0].find_elements(By.CSS_SELECTOR, "tbody tr td")
+        assert headline[0].text == "practice-baseline"
+        images = driver.find_elements(By.TAG_NAME, "img")
+        assert len(images) >= 2
+        for img in images:
+            assert driver.execute_script("return arguments[0].complete && arguments[0].naturalWidth", img) > 0
+        driver.save_screenshot(str(tmp_path / "report.png"))
+        print(f"screenshot: {tmp_path / 'report.png'}")
+    finally:
+        driver.quit()

@@ -30,6 +30,7 @@ from harness.core.prompts import PROMPT_SETS, make_prompts
 from harness.core.stream import Sample
 from harness.io.http import chat_headers
 from harness.io.stream_socket import Pool
+from harness.load import headless
 from harness.load.request import stream_once
 
 
@@ -293,6 +294,14 @@ def _new_window() -> None:
     RUN_WINDOW["start"] = time.perf_counter()
 
 
+@events.init.add_listener
+def _prove_endpoint(environment, **_kw) -> None:
+    """Headless: the endpoint proof before any user starts (harness.load.headless)."""
+    o = getattr(environment, "parsed_options", None)
+    if o is not None:
+        headless.prove_or_exit(environment, os.environ.get(o.api_key_env) or None)
+
+
 @events.test_start.add_listener
 def _started(environment, **_kw) -> None:
     _new_window()
@@ -361,16 +370,11 @@ def _thresholds(environment, **_kw) -> None:
     o = getattr(environment, "parsed_options", None)
     if o is None or getattr(environment, "harness_workload_external", False):
         return
-    summary = exact_summary(SAMPLES)
-    problems = []
-    if summary["requests"]:
-        ratio = 1 - summary["ok"] / summary["requests"]
-        if o.fail_ratio_max >= 0 and ratio > o.fail_ratio_max:
-            problems.append(f"failure ratio {ratio:.3f} > {o.fail_ratio_max}")
-    p95 = summary["ttft_s"]["p95"]
-    if o.ttft_p95_max > 0 and (p95 is None or p95 > o.ttft_p95_max):
-        problems.append(f"TTFT p95 {p95} s > {o.ttft_p95_max} s")
-    print(f"harness exact: {json.dumps(summary)}")
+    samples = list(SAMPLES)
+    problems = headless.threshold_problems(samples, o.ttft_p95_max, o.fail_ratio_max)
+    wall = RUN_WINDOW.get("stop", time.perf_counter()) - RUN_WINDOW.get("start", time.perf_counter())
+    users = max(getattr(environment.runner, "target_user_count", 0) or 0, 1)
+    print(headless.summary_table(samples, wall, users))
     if getattr(o, "labbook", "") and SAMPLES and not _is_worker(environment) and environment.web_ui is None:
         _write_record(environment, o)
     if problems:

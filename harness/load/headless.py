@@ -12,6 +12,7 @@ run in one line with exit status 2 before a single load request is sent. Workers
 from __future__ import annotations
 
 import sys
+import time
 from collections import Counter
 
 from tabulate import tabulate
@@ -107,6 +108,19 @@ def prove(host: str, base_path: str, model: str, api_key: str | None, o) -> list
     return endpoint_proof.verdict(seen, longest, o.max_tokens)
 
 
+def _prove_when_up(host: str, api_key: str | None, o) -> list[str]:
+    """The proof; an endpoint that refuses connections is tried again each second for up to
+    ``--proof-wait`` seconds (an engine started beside the load, as compose does, may not be up)."""
+    deadline = time.monotonic() + max(getattr(o, "proof_wait", 0.0) or 0.0, 0.0)
+    while True:
+        try:
+            return prove(host, o.api_base_path, o.model, api_key, o)
+        except TargetUnreachable:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(1.0)
+
+
 def prove_or_exit(environment, api_key: str | None) -> None:
     """For ``locust --headless`` (local or master): prove the endpoint before the users start;
     on failure, one line on stderr and exit status 2, no load sent."""
@@ -120,7 +134,7 @@ def prove_or_exit(environment, api_key: str | None) -> None:
         )
         raise SystemExit(2)
     try:
-        warnings = prove(environment.host, o.api_base_path, o.model, api_key, o)
+        warnings = _prove_when_up(environment.host, api_key, o)
     except TargetUnreachable:
         print(
             f"harness: nothing answers at {environment.host}; start the server or fix --host; "

@@ -237,6 +237,13 @@ def _options(parser) -> None:
         **headless,
     )
     option("--label", default="locust", help="label of that record", **headless)
+    option(
+        "--proof-wait",
+        type=float,
+        default=0.0,
+        help="headless: seconds to wait for an endpoint that refuses connections before the proof fails",
+        **headless,
+    )
     option("--request-timeout", type=float, default=300.0, help="seconds one request may take in all")
     option("--idle-timeout", type=float, default=0.0, help="seconds without a byte (0: the request timeout)")
 

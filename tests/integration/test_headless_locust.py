@@ -78,3 +78,23 @@ def test_a_good_run_ends_with_the_exact_numbers_as_a_table(practice):
     ttft = next(x for x in out.splitlines() if x.startswith("TTFT s")).split()[2:]
     assert len(ttft) == 4 and all(0 < float(v) < 2.0 for v in ttft)
     assert "harness thresholds passed" in out and "None" not in out
+
+
+def test_the_proof_waits_for_an_engine_still_starting(tmp_path):
+    """--proof-wait (compose sets it: the engine starts beside the master): a refusing endpoint is
+    tried each second until it answers, here a practice server started 2 s after Locust."""
+    import subprocess as sp
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "harness.cli", "practice", "--port", str(port)]
+    late = sp.Popen(
+        ["sh", "-c", f"sleep 2; exec {' '.join(cmd)}"], stdout=sp.DEVNULL, stderr=sp.DEVNULL, cwd=ROOT
+    )
+    try:
+        done, took = locust(f"http://127.0.0.1:{port}", "--proof-wait", "60")
+        out = done.stdout + done.stderr
+        assert done.returncode == 0, out
+        assert took >= 2 and "==> harness: exact numbers of this run (" in out
+    finally:
+        late.terminate()
+        late.wait(20)

@@ -121,7 +121,8 @@ practice-demo: $(STAMP)
 TRACK_FLAGS = $(if $(DRY_RUN),--dry-run) $(if $(RESUME),--resume) $(if $(TIER),--tier $(TIER))
 
 # COMPOSE=1: every server in a container (tracks/cpu-compose.yaml; builds the images first).
-track-cpu: $(STAMP) $(LLAMA_STAMP) $(if $(COMPOSE),images)
+# A dry run only prints: it needs neither the llama-server build nor the images.
+track-cpu: $(STAMP) $(if $(DRY_RUN),,$(LLAMA_STAMP) $(if $(COMPOSE),images))
 	$(HARNESS) track $(if $(COMPOSE),cpu-compose,cpu) $(TRACK_FLAGS)
 
 track-s track-n track-x track-m: track-%: $(STAMP)

@@ -1,33 +1,42 @@
-"""``harness demo`` (``make demo``): the practice server and a crowd-size sweep, no GPU needed.
+"""``harness demo`` (``make practice-demo``): the one-minute look, no GPU needed.
 
-Starts the kit practice server (8 seats) on a free port, sends crowds of 1, 2, 4, 8 and 16
-people (each person sends a request, waits for the whole answer, and sends the next), prints
-the table the course's chart is drawn from, and stops the server.
+Starts the kit practice server (8 seats) on a free port and runs the harness's own sweep against
+it: crowds of 1, 2, 4, 8 and 16 people, each person sending a request, waiting for the whole
+answer and sending the next, at least ``--requests`` requests per crowd size (24 by default, so
+the p95 first-token wait is the 23rd of 24 or better, not the worse of two). Every crowd size is
+one level record in the notebook it keeps (``runs/demo/labbook.md``), so ``harness summarise``
+reads it again later. Prints the curve with TTFT and TPOT, the capacity within the promise and
+the copies a peak crowd needs, draws the crowd chart, and stops the server.
 """
 
 from __future__ import annotations
 
 import socket
+import subprocess
 import sys
-import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tabulate import tabulate
-
-from harness.io.http import stream_chat
+from harness.core import curves
+from harness.errors import HarnessError
+from harness.report import curve_tables as tables
+from harness.report.markdown import table
+from harness.run.child import harness_argv
 from harness.run.launchers.host import HostLauncher
-from harness.core.stats import percentile
-from harness.core.stream import Sample
+
+LABEL = "practice-demo"
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("demo", help="practice server + crowd-size sweep, printed as a table (no GPU needed)")
     p.add_argument("--crowds", default="1,2,4,8,16", help="crowd sizes (comma-separated)")
-    p.add_argument("--rounds", type=int, default=2, help="requests each person sends per crowd size")
-    p.add_argument("--max-tokens", type=int, default=64)
+    p.add_argument(
+        "--requests", type=int, default=24, help="requests per crowd size at least (the p95 needs about 20)"
+    )
+    p.add_argument("--rounds", type=int, default=2, help="requests each person sends per crowd size at least")
+    p.add_argument("--max-tokens", type=int, default=32)
     p.add_argument("--promise", type=float, default=0.5, help="p95 first-token wait promised, seconds")
-    p.add_argument("--log-dir", default="runs/demo")
+    p.add_argument("--peak", type=int, default=120, help="peak crowd to size copies for")
+    p.add_argument("--log-dir", default="runs/demo", help="where the notebook, chart and server log go")
     p.set_defaults(func=run)
 
 
@@ -37,39 +46,58 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def crowd(base_url: str, people: int, rounds: int, max_tokens: int) -> tuple[list[Sample], float]:
-    def person(i: int) -> list[Sample]:
-        out = []
-        for r in range(rounds):
-            body = {
-                "messages": [{"role": "user", "content": f"person {i} round {r}: how do seats work?"}],
-                "max_tokens": max_tokens,
-            }
-            out.append(stream_chat(base_url, body, timeout=60))
-        return out
-
-    t0 = time.perf_counter()
-    with ThreadPoolExecutor(people) as pool:
-        samples = [s for batch in pool.map(person, range(people)) for s in batch]
-    return samples, time.perf_counter() - t0
-
-
 def run(args) -> int:
-    crowds = [int(x) for x in args.crowds.split(",") if x.strip()]
+    log_dir = Path(args.log_dir)
+    notebook = log_dir / "labbook.md"
     port = _free_port()
-    launcher = _practice_launcher(port, Path(args.log_dir))
+    launcher = _practice_launcher(port, log_dir)
     launcher.start(timeout=30)
     base = f"http://127.0.0.1:{port}/v1"
     try:
         print(
-            f"practice server (kit profile, 8 seats) on {base}; {args.rounds} request(s) per person, "
-            f"up to {args.max_tokens} tokens out"
+            f"practice server (kit profile, 8 seats) on {base}; at least {args.requests} requests per crowd "
+            f"size ({args.rounds} or more per person), up to {args.max_tokens} tokens out; "
+            f"notebook {notebook}",
+            flush=True,
         )
-        rows, capacity = _sweep(args, base, crowds)
+        code = subprocess.run(harness_argv(_sweep_args(args, base, notebook))).returncode
     finally:
         launcher.stop()
-    _print_summary(args, rows, capacity)
+    if code != 0:
+        raise HarnessError(f"the sweep against the practice server failed (exit {code}); read {log_dir}")
+    _print_summary(args, notebook, log_dir)
     return 0
+
+
+def _sweep_args(args, base: str, notebook: Path) -> list[str]:
+    """The ``harness sweep`` the demo runs: the practice server's conditions stated for the record."""
+    return [
+        "sweep",
+        "--base-url",
+        base,
+        "--model",
+        "local-chat",
+        "--concurrency",
+        args.crowds,
+        "--requests",
+        str(args.requests),
+        "--min-rounds",
+        str(args.rounds),
+        "--max-tokens",
+        str(args.max_tokens),
+        "--label",
+        LABEL,
+        "--engine",
+        "practice",
+        "--quant",
+        "made-up (practice kit)",
+        "--context-length",
+        "4096",
+        "--server-slots",
+        "8",
+        "--labbook",
+        str(notebook),
+    ]
 
 
 def _practice_launcher(port: int, log_dir: Path) -> HostLauncher:
@@ -94,54 +122,26 @@ def _practice_launcher(port: int, log_dir: Path) -> HostLauncher:
     )
 
 
-def _sweep(args, base: str, crowds: list[int]) -> tuple[list[dict], int | None]:
-    """One table row per crowd size (printed as it finishes), and the largest crowd that kept the
-    promise with no failures."""
-    rows: list[dict] = []
-    capacity = None
-    for people in crowds:
-        samples, wall = crowd(base, people, args.rounds, args.max_tokens)
-        row, p95 = _crowd_row(people, samples, wall)
-        rows.append(row)
-        print(
-            f"  crowd {people:>3}: {row['total out tok/s']} tok/s, TTFT p95 {row['TTFT p95 s']} s",
-            flush=True,
-        )
-        if p95 is not None and p95 <= args.promise and row["ok"] == len(samples):
-            capacity = people
-    return rows, capacity
+def _print_summary(args, notebook: Path, log_dir: Path) -> None:
+    """The demo's own curve from the notebook: conditions, the table, capacity and copies, chart."""
+    from harness.io.notebook import read_records
+    from harness.core.records import is_level
+    from harness.report.charts import crowd_chart
 
-
-def _crowd_row(people: int, samples: list[Sample], wall: float) -> tuple[dict, float | None]:
-    """The table row for one crowd size, and its TTFT p95 unrounded."""
-    ok = [s for s in samples if s.ok]
-    ttfts = [s.ttft for s in ok]
-    tpots = [s.tpot for s in ok if s.tpot is not None]
-    p95 = percentile(ttfts, 95)
-    row = {
-        "crowd": people,
-        "requests": len(samples),
-        "ok": len(ok),
-        "total out tok/s": round(sum(s.output_tokens for s in ok) / wall, 1),
-        "per person tok/s": round(1 / percentile(tpots, 50), 1) if tpots else None,
-        "TTFT p50 s": round(percentile(ttfts, 50), 3) if ttfts else None,
-        "TTFT p95 s": round(p95, 3) if p95 is not None else None,
-        "prompt in": percentile([s.prompt_tokens for s in ok if s.prompt_tokens], 50),
-    }
-    return row, p95
-
-
-def _print_summary(args, rows: list[dict], capacity: int | None) -> None:
-    print()
-    print(
-        f"Test conditions: about {rows[0]['prompt in']} tokens in / up to {args.max_tokens} out; "
-        f"crowds {args.crowds} at once; promise: p95 first token within {args.promise:g} s"
-    )
-    print(tabulate(rows, headers="keys", tablefmt="github"))
+    levels = curves.by_label(read_records(notebook, "level", select=is_level).records).get(LABEL, {})
+    crowds = {int(c) for c in args.crowds.split(",") if c.strip()}
+    levels = {c: r for c, r in levels.items() if c in crowds}  # this run's crowds (latest record of each)
+    d = curves.curve(levels)
+    if not d.levels:
+        print("\nNo crowd size finished a request; read the practice server's log in " + str(log_dir))
+        return
+    what, conditions = tables.conditions_lines(LABEL, levels, d)
+    print(f"\n{what}\n{conditions}\n")
+    print(table(tables.CURVE_HEAD, tables.curve_rows(d, levels)))
+    capacity = curves.capacity_within(levels, args.promise)
+    print(f"\n{tables.capacity_line(capacity, args.promise)}")
     if capacity:
-        print(
-            f"\nOne copy holds {capacity} people within the promise; 120 people need "
-            f"{-(-120 // capacity)} copies."
-        )
-    else:
-        print("\nNo crowd size met the promise.")
+        need, spare = curves.copies_for(args.peak, capacity)
+        print(f"a peak of {args.peak} people needs {need} copies of this server ({spare} with 20 % spares)")
+    chart = crowd_chart({LABEL: levels}, log_dir / "crowd.png", args.promise)
+    print(f"chart: {chart}\nnotebook: {notebook} (harness summarise --labbook {notebook} --label {LABEL})")

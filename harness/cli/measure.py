@@ -321,8 +321,13 @@ def print_results(engine: str, short: dict, long: dict, prefill, added: dict, tr
             f"{long['server_prefill_tokens_per_s']:.1f} "
             f"tok/s, decode {long['server_decode_tokens_per_s']:.2f} tok/s"
         )
+    mem = ", ".join(f"{k} {v}" for k, v in added.items()) if added else "no idle snapshot given"
+    resident = (
+        "not read (give --server-pid)"
+        if rss is None
+        else f"{rss}, PSS {tree.get('pss_mb', '-')} ({tree.get('processes', 0)} process(es) summed)"
+    )
     print(
-        f"    {engine:>14} memory added since the idle snapshot (MB): "
-        f"{json.dumps(added) if added else 'no idle snapshot given'}; server resident set (MB, "
-        f"{tree.get('processes', 0)} process(es) summed): {rss}, PSS {tree.get('pss_mb', '-')}"
+        f"    {engine:>14} memory added since the idle snapshot (MB): {mem}; "
+        f"server resident set (MB): {resident}"
     )

@@ -27,6 +27,7 @@ from harness.core.records import (
 )
 from harness.errors import ConfigError
 from harness.io.progress import LevelProgress
+from harness.core import words
 from harness.io.notebook import check_writable
 from harness.load import sweep as sweeping  # no Locust yet: harness.load.runner is imported when load runs
 from harness.load.sweep import SweepPlan
@@ -310,14 +311,6 @@ def _fmt(value, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
-def finish_text(reasons: dict | None) -> str:
-    """Finish reasons and their counts as words: ``length×24, stop×3`` (``none recorded``)."""
-    return (
-        ", ".join(f"{k}×{n}" for k, n in sorted((reasons or {}).items(), key=lambda x: -x[1]))
-        or "none recorded"
-    )
-
-
 def print_level(r: dict) -> None:
     t, p = r["ttft_s"], r["tpot_s"]
     worst, late = (r.get("client_read_lag_s") or {}).get("p99"), r.get("client_late_share")
@@ -338,7 +331,7 @@ def print_level(r: dict) -> None:
         "within SLO)  "
         f"in flight {r['mean_in_flight']:.1f}  prompt {_fmt(r['prompt_tokens_mean'], '')} tok, cached "
         f"{_fmt(r['cached_tokens_mean'], '')}  tokens from {r['token_counts']}  "
-        f"finish {finish_text(r.get('finish_reasons'))}  "
+        f"finish {words.finish_text(r.get('finish_reasons'))}  "
         f"client CPU {_fmt(r.get('client_cpu'), '.0%')}{lag}",
         flush=True,
     )

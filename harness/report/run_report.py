@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.core import curves
+from harness.core import curves, words
 from harness.core.records import is_level
 from harness.io.notebook import read_records
 from harness.report import record_sections as rs
@@ -260,20 +260,9 @@ def conditions(r: RunInputs) -> list[str]:
     ]
 
 
-def change_text(changed: dict | None) -> str:
-    """A variant's one change as words: ``slots 4 -> 2``; a setting with no value reads "not set"."""
-
-    def value(v) -> str:
-        return "not set" if v in (None, "") else str(v)
-
-    return ", ".join(
-        f"{k.replace('_', ' ')} {value(a)} -> {value(b)}" for k, (a, b) in (changed or {}).items()
-    )
-
-
 def engines(r: RunInputs) -> list[str]:
     rows = [
-        [bid, e["engine"], e.get("version"), change_text(e.get("changed")), f"`{e['command']}`"]
+        [bid, e["engine"], e.get("version"), words.change_text(e.get("changed")), f"`{e['command']}`"]
         for bid, e in r.manifest.get("engines", {}).items()
     ]
     lines = ["## Engines", ""]

@@ -7,6 +7,7 @@ import shlex
 from pathlib import Path
 from typing import Callable
 
+from harness.core import words
 from harness.run.context import BlockContext, block_context, file_target
 from harness.run.engine_defs import engine_env, engine_files
 from harness.run.launchers import make_launcher
@@ -30,11 +31,7 @@ def describe(step: Step, run_dir: Path) -> str:
 def _block_heading(block: Block) -> str:
     change = ""
     if block.base:
-        change = (
-            f" (one change from {block.base}: "
-            + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in (block.changed or {}).items())
-            + ")"
-        )
+        change = f" (one change from {block.base}: " + words.change_text(block.changed) + ")"
     return f"\n# {block.id}: {block.engine['title']}{change}"
 
 

@@ -230,15 +230,6 @@ def test_html_is_the_same_report_with_the_charts_embedded(tmp_path):
     assert html.count("<table>") == len(tables) >= 4  # every Markdown table, as a table
 
 
-def test_a_variant_change_with_no_value_reads_not_set():
-    assert run_report.change_text({"slots": [4, 2]}) == "slots 4 -> 2"
-    assert (
-        run_report.change_text({"kv_bytes": [12079595520, None], "mem_fraction": [0.9, 0.3]})
-        == "kv bytes 12079595520 -> not set, mem fraction 0.9 -> 0.3"
-    )
-    assert run_report.change_text(None) == ""
-
-
 def test_skipped_steps_of_one_block_are_one_row():
     why = "optional block vllm skipped: not installed"
     steps = [

@@ -346,4 +346,13 @@ def plan_findings(
                 "FAIL", "memory", "sysctl hw.memsize did not answer: this track needs macOS on Apple silicon"
             )
         )
-    return findings
+    return distinct(findings)
+
+
+def distinct(findings: list[Finding]) -> list[Finding]:
+    """Each finding once, in first-seen order: blocks sharing one binary or one port share its
+    finding (four llama-server blocks without llama-server are one FAIL, not four)."""
+    first: dict[tuple[str, str, str], Finding] = {}
+    for f in findings:
+        first.setdefault((f.level, f.check, f.text), f)
+    return list(first.values())

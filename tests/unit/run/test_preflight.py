@@ -167,3 +167,13 @@ def test_track_s_preflight_runs_the_container_gpu_check_per_image(tmp_path, monk
     images = [a[7] for a in seen if a[:2] == ["docker", "run"]]
     assert images == ["nvcr.io/nvidia/vllm:26.08-py3", "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc13"]
     assert [f.level for f in containers] == ["PASS", "PASS"]
+
+
+def test_a_finding_shared_by_blocks_is_printed_once(tmp_path):
+    """Four llama-server blocks without llama-server: one FAIL line, not four."""
+    missing = preflight.Finding("FAIL", "binary", "no llama-server found; run `make llama-cpu`")
+    port = preflight.Finding("PASS", "port", "8080 is free")
+    other = preflight.Finding("PASS", "port", "8099 is free")
+    got = preflight.distinct([other, missing, port, missing, port, missing])
+    assert [f.text for f in got] == [other.text, missing.text, port.text]
+    assert preflight.summary(got)["counts"] == {"PASS": 2, "WARN": 0, "FAIL": 1}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import copy
+import os
 import signal
 import sys
 import threading
@@ -50,8 +52,46 @@ COMMANDS = (
 )
 
 
+def _shows_default(action: argparse.Action) -> bool:
+    default = action.default
+    return bool(action.option_strings) and not (
+        default is None
+        or default is False
+        or default is argparse.SUPPRESS
+        or default == ""
+        or default == []
+        or isinstance(action, (argparse._HelpAction, argparse._VersionAction))
+    )
+
+
+class DefaultsFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default, unless the help states it already or there is
+    none to state (a flag, an option with no default, an empty list)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text.lower() or not _shows_default(action):
+            return text
+        return f"{text} (default: %(default)s)" if text.strip() else "default: %(default)s"
+
+    def _format_action(self, action: argparse.Action) -> str:
+        if not (action.help or "").strip() and _shows_default(action):
+            action = copy.copy(action)  # an option without a help line still shows its default
+            action.help = "default: %(default)s"
+        return super()._format_action(action)
+
+
+class HarnessParser(argparse.ArgumentParser):
+    """The parser of ``harness`` and of every subcommand (``add_subparsers`` makes its parsers of
+    the parser's own class): the defaults shown in every ``--help``."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", DefaultsFormatter)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="harness", description="Benchmark an LLM server as a service.")
+    parser = HarnessParser(prog="harness", description="Benchmark an LLM server as a service.")
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMANDS:
@@ -75,6 +115,15 @@ def stop_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, _terminated)
 
 
+def _reader_gone() -> int:
+    """The reader of our output left (``harness summarise ... | head``): end quietly, as a command
+    killed by SIGPIPE would, without a traceback when Python flushes stdout at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -85,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         stop_on_sigterm()
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:
+        return _reader_gone()
     except HarnessError as exc:
         print(f"harness {args.command}: {exc}", file=sys.stderr)
         return exc.exit_code

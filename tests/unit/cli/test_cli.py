@@ -19,6 +19,27 @@ def test_every_command_has_help(module, capsys):
     assert len(capsys.readouterr().out) > 100
 
 
+def _subparsers():
+    import argparse
+
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return sub.choices
+
+
+@pytest.mark.parametrize("name", sorted(_subparsers()))
+def test_every_help_states_every_default(name):
+    """Each option with a default to state says it in --help, in the help's own words or ours."""
+    parser = _subparsers()[name]
+    text = " ".join(parser.format_help().split())
+    for action in parser._actions:
+        d = action.default
+        if not action.option_strings or d is None or d is False or d in ("", []) or action.dest == "help":
+            continue
+        d = " ".join(str(d).split())  # as the help wraps it
+        shown = f"default: {d}" in text or f"(default {d})" in text or "default" in (action.help or "")
+        assert shown, f"harness {name} {action.option_strings[0]}: default {d!r} not shown"
+
+
 def test_bad_profile_is_one_line_and_exit_2(capsys):
     assert main(["practice", "--profile", "no-such-profile"]) == 2
     err = capsys.readouterr().err.strip()

@@ -32,7 +32,7 @@ PROFILE     ?= kit
 help:
 	@echo "make setup         create .venv and install the harness with its test tools"
 	@echo "make demo          the main job, no GPU: the CPU track (practice server, then a real CPU llama-server)"
-	@echo "make practice-demo the quick look: practice server + crowd-size sweep, printed as a table"
+	@echo "make practice-demo the one-minute look: practice server + crowd-size sweep (24+ requests a crowd), runs/demo"
 	@echo "make track-cpu     the CPU track plan (same as demo; RESUME=1 continues an interrupted run;"
 	@echo "                   COMPOSE=1 runs every server and the Locust workers in containers)"
 	@echo "make track-s       Track S (DGX Spark); also track-n, track-x, track-m. DRY_RUN=1 prints the commands,"

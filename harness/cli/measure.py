@@ -294,7 +294,7 @@ def write_snapshot(path: str) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(snap, fh, indent=1)
     print(f"    idle snapshot written to {path}")
-    print("    " + json.dumps({k: round(v) for k, v in snap.items() if isinstance(v, float)}))
+    print("    " + ", ".join(f"{k} {round(v)}" for k, v in snap.items() if isinstance(v, float)))
 
 
 def print_results(engine: str, short: dict, long: dict, prefill, added: dict, tree: dict) -> None:

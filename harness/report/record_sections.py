@@ -74,9 +74,13 @@ def allocation(r: RunInputs) -> list[str]:
     rows = []
     for a in recs:
         st, pred, seen = a.get("settings") or {}, a.get("predicted") or {}, a.get("observed") or {}
-        settings = f"{st.get('slots')} x {st.get('ctx_per_slot'):,} tokens, {st.get('cache_type')}"
-        if st.get("kv_bytes"):
-            settings += f", KV {st['kv_bytes'] / 2**30:.2f} GiB"
+        slots, ctx, kv = st.get("slots"), st.get("ctx_per_slot"), st.get("kv_bytes")
+        stated = [
+            f"{slots} x {ctx:,} tokens" if slots and ctx else None,
+            st.get("cache_type"),
+            f"KV {kv / 2**30:.2f} GiB" if kv else None,
+        ]
+        settings = ", ".join(x for x in stated if x)
         if pred.get("vllm_tokens") is not None:
             want, got = f"{pred['vllm_tokens']:,} tokens", seen.get("kv_tokens")
             got = "—" if got is None else f"{got:,} tokens"
@@ -85,7 +89,17 @@ def allocation(r: RunInputs) -> list[str]:
             want = _mib(None if pool is None else pool / 2**20)
             caches = seen.get("kv_caches") or []
             got = _mib(sum(c["mib"] for c in caches)) if caches else "—"
-        rows.append([a["label"], a["engine"], settings, want, got, a["verdict"], "; ".join(a["problems"])])
+        rows.append(
+            [
+                a["label"],
+                a["engine"],
+                settings or "not stated",
+                want,
+                got,
+                a["verdict"],
+                "; ".join(a["problems"]),
+            ]
+        )
     head = [
         "block",
         "engine",

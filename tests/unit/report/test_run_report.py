@@ -254,3 +254,50 @@ def test_cross_check_rows_mark_missing_figures():
     assert record_sections.cross_check_rows([check]) == [
         ["llama-baseline c=4", "batched-bench", "50.0", "52.5", "0.95", "0.0200", "-", "match"]
     ]
+
+
+def test_allocation_rows_from_the_records(tmp_path):
+    """llama-server's pool in MiB (the caches summed) and vLLM's in tokens, each against its prediction."""
+    from harness.core.records import Allocation
+    from harness.io.notebook import append_record
+
+    book = tmp_path / "labbook.md"
+    shutil.copy(NOTEBOOK, book)
+    llama = Allocation(
+        label="llama",
+        engine="llama-server",
+        model="Gemma 3 270m",
+        log="llama.out",
+        settings={"slots": 4, "ctx_per_slot": 2048, "cache_type": "f16", "swa_full": True, "kv_bytes": None},
+        observed={"kv_caches": [{"mib": 24.0}, {"mib": 120.0}], "n_slots": 4},
+        predicted={"log_lines": [], "pool_bytes": 150994944.0, "vllm_tokens": None},
+        verdict="match",
+        problems=[],
+        recorded_at="2026-12-01T06:08:58+0000",
+    )
+    vllm = Allocation(
+        label="vllm",
+        engine="vllm",
+        model="gemma-3-270m",
+        log="vllm.out",
+        settings={"slots": 4, "ctx_per_slot": 2048, "cache_type": None, "swa_full": False, "kv_bytes": 2**30},
+        observed={"kv_tokens": 55000},
+        predicted={"log_lines": [], "pool_bytes": None, "vllm_tokens": 55356},
+        verdict="mismatch",
+        problems=["the log holds 55,000 tokens of KV, the prediction 55,356"],
+        recorded_at="2026-12-01T06:10:00+0000",
+    )
+    for rec in (llama, vllm):
+        append_record(book, rec.to_dict(), "allocation")
+    run_dir, path = write(tmp_path, notebook=book)
+    rows = md_rows(path.read_text())
+    assert ["llama", "llama-server", "4 x 2,048 tokens, f16", "144.0 MiB", "144.0 MiB", "match", "—"] in rows
+    assert [
+        "vllm",
+        "vllm",
+        "4 x 2,048 tokens, KV 1.00 GiB",
+        "55,356 tokens",
+        "55,000 tokens",
+        "mismatch",
+        "the log holds 55,000 tokens of KV, the prediction 55,356",
+    ] in rows

@@ -78,27 +78,27 @@ def headlines(
     return rows
 
 
+def prefix_text(pre: dict | None) -> str:
+    """The prefix pair's effect in words: TTFT p50 without and with the shared prefix, the change
+    and the cached share (each only where it was measured)."""
+    if pre is None:
+        return "no prefix pair in this run"
+    text = f"{pre['ttft_unique_s']:.3f} -> {pre['ttft_shared_s']:.3f} s at c={pre['c']}"
+    notes = [f"{pre['change']:+.0%}"] if pre["change"] is not None else []
+    if pre["cached_share"] is not None:
+        notes.append(f"{pre['cached_share']:.0%} of the prompt cached")
+    return text + (f" ({', '.join(notes)})" if notes else "")
+
+
 def headline_lines(rows: list[dict], promise_s: float) -> list[str]:
-    out = []
-    for r in rows:
-        pre = r["prefix"]
-        prefix = (
-            "prefix caching: no pair"
-            if pre is None
-            else f"prefix caching: TTFT p50 {pre['ttft_unique_s']:.3f} -> {pre['ttft_shared_s']:.3f} s at "
-            f"c={pre['c']} ({pre['change'] or 0:+.0%}"
-            + (
-                f", {pre['cached_share']:.0%} of the prompt cached)"
-                if pre["cached_share"] is not None
-                else ")"
-            )
-        )
-        out.append(
-            f"{r['label']} ({r['engine']}): peak {r['peak_tok_s']:.1f} tok/s, knee {r['knee']}, operating "
-            f"point {'c=' + str(r['operating_point']) if r['operating_point'] else 'none'}, capacity within "
-            f"{promise_s:g} s p95 TTFT: {r['capacity'] or 'none'}; {prefix}"
-        )
-    return out
+    """The headline rows as the lines ``harness track`` prints at the end of a run."""
+    return [
+        f"{r['label']} ({said(r['engine'])}): peak {r['peak_tok_s']:.1f} tok/s, knee {r['knee']}, "
+        f"operating point {'c=' + str(r['operating_point']) if r['operating_point'] else 'none'}, "
+        f"capacity within {promise_s:g} s p95 TTFT: {r['capacity'] or 'none'}; prefix caching: "
+        + ("no pair" if r["prefix"] is None else f"TTFT p50 {prefix_text(r['prefix'])}")
+        for r in rows
+    ]
 
 
 def plan_pairs(plan) -> tuple[list[str], dict[str, tuple[str, str]]]:
@@ -197,14 +197,6 @@ def headline(r: RunInputs) -> list[str]:
         return lines + absent("No curve was measured", why)
     body = []
     for x in rows:
-        pre = x["prefix"]
-        prefix = "no prefix pair in this run"
-        if pre is not None:
-            prefix = f"{pre['ttft_unique_s']:.3f} -> {pre['ttft_shared_s']:.3f} s at c={pre['c']}"
-            if pre["change"] is not None:
-                prefix += f" ({pre['change']:+.0%})"
-            if pre["cached_share"] is not None:
-                prefix += f", {pre['cached_share']:.0%} of the prompt cached"
         body.append(
             [
                 x["label"],
@@ -213,7 +205,7 @@ def headline(r: RunInputs) -> list[str]:
                 x["knee"].replace("->", " -> "),
                 f"c={x['operating_point']}" if x["operating_point"] else "no level qualifies",
                 f"{x['capacity']} at once" if x["capacity"] else "no level met it",
-                prefix,
+                prefix_text(x["prefix"]),
             ]
         )
     head = [

@@ -166,8 +166,13 @@ def test_cpu_plan_interrupted_then_resumed(tmp_path):
         )
         assert result.returncode == 0, result.stdout[-3000:]
     report = (run_dir / "report.md").read_text()
-    assert "## Headline numbers" in report and "practice-baseline (practice): peak" in report
-    assert "llama-baseline (llama.cpp): peak" in report and "prefix caching: TTFT p50" in report
+    rows = [[c.strip() for c in x.split("|")[1:-1]] for x in report.splitlines() if x.startswith("| ")]
+    head = {r[0]: r for r in rows if r[0] in ("practice-baseline", "llama-baseline")}
+    assert report.index("## Headline") < report.index("## Test conditions")
+    assert head["practice-baseline"][1] == "practice" and head["llama-baseline"][1] == "llama.cpp"
+    assert all(" -> " in r[6] and "of the prompt cached" in r[6] for r in head.values())  # the prefix pairs
+    assert "```" not in report and "running" not in report
+    assert 'src="data:image/png;base64,' in (run_dir / "report.html").read_text()
     assert (run_dir / "charts" / "crowd.png").stat().st_size > 10_000
     cross = read_records(notebook, "cross-check", select=lambda o: o.get("record") == "cross-check").records
     assert [(c["label"], c["tool"], c["theirs"]["batch"]) for c in cross] == [

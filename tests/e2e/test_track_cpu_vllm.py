@@ -104,7 +104,6 @@ def test_the_vllm_blocks_of_the_cpu_plan(tmp_path):
     assert [(c["label"], c["tool"]) for c in cross] == [("vllm-baseline", "vllm-bench")]
     assert cross[0]["theirs"]["output_tokens_per_s"] > 0
     report = (run_dir / "report.md").read_text()
-    assert (
-        "vllm-baseline (vllm): peak" in report
-        and "## Cross-check against the engine's own generator" in report
-    )
+    assert "\n| vllm-baseline " in report and "## Cross-check against the engine's own generator" in report
+    head = next(x for x in report.splitlines() if x.startswith("| vllm-baseline "))
+    assert [c.strip() for c in head.split("|")[1:3]] == ["vllm-baseline", "vllm"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from markdown_it import MarkdownIt
 
 from harness.io.ports import port_open
 from harness.io.notebook import read_records
@@ -172,6 +174,10 @@ def test_cpu_plan_interrupted_then_resumed(tmp_path):
     assert head["practice-baseline"][1] == "practice" and head["llama-baseline"][1] == "llama.cpp"
     assert all(" -> " in r[6] and "of the prompt cached" in r[6] for r in head.values())  # the prefix pairs
     assert "```" not in report and "running" not in report
+    rendered = MarkdownIt("commonmark").enable("table").render(report)  # renders as a report
+    images = re.findall(r'<img src="([^"]+)"', rendered)
+    assert rendered.count("<table>") >= 10 and "charts/crowd.png" in images
+    assert all((run_dir / src).is_file() for src in images)
     assert 'src="data:image/png;base64,' in (run_dir / "report.html").read_text()
     assert (run_dir / "charts" / "crowd.png").stat().st_size > 10_000
     cross = read_records(notebook, "cross-check", select=lambda o: o.get("record") == "cross-check").records

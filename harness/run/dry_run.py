@@ -22,7 +22,7 @@ def describe(step: Step, run_dir: Path) -> str:
     if step.kind == "preflight":
         return "python, model files, free disk, ports, engine binaries, the accelerator (harness preflight)"
     if step.kind == "report":
-        return f"write {run_dir / 'report.md'} and the charts from the notebook's records"
+        return f"write {run_dir / 'report.md'}, report.html and the charts from the notebook's records"
     if step.kind == "verify-allocation":
         return "skipped: this engine's log states no allocation the harness can check"
     return step.kind

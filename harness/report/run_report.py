@@ -253,9 +253,11 @@ def conditions(r: RunInputs) -> list[str]:
 
 
 def engines(r: RunInputs) -> list[str]:
+    """Each engine block: engine, version and its one change in a table, then its command line."""
+    started = r.manifest.get("engines", {})
     rows = [
-        [bid, e["engine"], e.get("version"), words.change_text(e.get("changed")), f"`{e['command']}`"]
-        for bid, e in r.manifest.get("engines", {}).items()
+        [bid, e["engine"], e.get("version"), words.change_text(e.get("changed"))]
+        for bid, e in started.items()
     ]
     lines = ["## Engines", ""]
     if not rows:
@@ -266,7 +268,11 @@ def engines(r: RunInputs) -> list[str]:
         lines += [
             "One at a time, each started with every setting stated:",
             "",
-            table(["block", "engine", "version", "one change", "command"], rows),
+            table(["block", "engine", "version", "one change"], rows),
+            "",
+            "Their command lines:",
+            "",
+            *(f"- {bid}: `{e['command']}`" for bid, e in started.items()),
             "",
         ]
     return lines + skipped_blocks(r.manifest)

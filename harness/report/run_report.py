@@ -13,6 +13,7 @@ from pathlib import Path
 from harness.core import curves, words
 from harness.core.records import is_level
 from harness.io.notebook import read_records
+from harness.report import measured
 from harness.report import record_sections as rs
 from harness.report.curve_tables import said
 from harness.report.markdown import absent, table, to_html
@@ -313,6 +314,7 @@ SECTIONS = (
     rs.curve_section,
     rs.comparisons,
     rs.single_user,
+    lambda r: measured.section(r.notebook, r.plan),  # measured against what bandwidth allows
     rs.cross_check,
     rs.validation,
     steps,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -178,6 +179,14 @@ def test_cpu_plan_interrupted_then_resumed(tmp_path):
     images = re.findall(r'<img src="([^"]+)"', rendered)
     assert rendered.count("<table>") >= 10 and "charts/crowd.png" in images
     assert all((run_dir / src).is_file() for src in images)
+    from tests.integration.test_report_practice import CHROMIUM, DRIVER, open_in_chromium
+
+    if CHROMIUM and DRIVER:  # report.html, alone, in a browser: every table, every chart loaded
+        alone = tmp_path / "report-alone.html"
+        shutil.copy(run_dir / "report.html", alone)
+        seen = open_in_chromium(alone, tmp_path / "report.png")
+        assert seen["tables"] == rendered.count("<table>") and seen["first_cell"] == "practice-baseline"
+        assert len(seen["image_widths"]) >= 3 and all(w > 0 for w in seen["image_widths"])
     assert 'src="data:image/png;base64,' in (run_dir / "report.html").read_text()
     assert (run_dir / "charts" / "crowd.png").stat().st_size > 10_000
     cross = read_records(notebook, "cross-check", select=lambda o: o.get("record") == "cross-check").records

@@ -96,35 +96,48 @@ def test_report_md_of_a_real_run_renders_as_a_report(run_dir):
     assert steps(run_dir)["practice/sweep:practice-baseline"]["status"] == "passed"
 
 
-def test_report_html_opens_in_a_browser_with_its_charts(run_dir, tmp_path):
+def open_in_chromium(html_file, shot) -> dict:
+    """Open ``html_file`` in headless Chromium; what a reader sees: title, first heading, the
+    tables (count, the first one's first cell), and each image's natural width (0: not loaded).
+    Skips the calling test, with the reason, where Chromium or selenium are missing."""
     if not (CHROMIUM and DRIVER):
         pytest.skip("no headless Chromium here (apt-get install chromium chromium-driver)")
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
-    # the HTML file alone: copied away from its run directory, so nothing can load from charts/
-    alone = tmp_path / "report.html"
-    shutil.copy(run_dir / "report.html", alone)
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
         opts.add_argument(arg)
     driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
     try:
-        driver.get(alone.as_uri())
-        assert driver.title == "Report from a practice-server run"
-        assert driver.find_element(By.TAG_NAME, "h1").text == "Report from a practice-server run"
+        driver.get(html_file.as_uri())
         tables = driver.find_elements(By.TAG_NAME, "table")
-        md_tables = [x for x in (run_dir / "report.md").read_text().splitlines() if x.startswith("|--")]
-        assert len(tables) == len(md_tables) >= 7
-        headline = tables[0].find_elements(By.CSS_SELECTOR, "tbody tr td")
-        assert headline[0].text == "practice-baseline"
-        images = driver.find_elements(By.TAG_NAME, "img")
-        assert len(images) >= 2
-        for img in images:
-            assert driver.execute_script("return arguments[0].complete && arguments[0].naturalWidth", img) > 0
-        driver.save_screenshot(str(tmp_path / "report.png"))
-        print(f"screenshot: {tmp_path / 'report.png'}")
+        seen = {
+            "title": driver.title,
+            "h1": driver.find_element(By.TAG_NAME, "h1").text,
+            "tables": len(tables),
+            "first_cell": tables[0].find_element(By.CSS_SELECTOR, "tbody tr td").text if tables else None,
+            "image_widths": [
+                driver.execute_script("return arguments[0].complete ? arguments[0].naturalWidth : 0", img)
+                for img in driver.find_elements(By.TAG_NAME, "img")
+            ],
+        }
+        driver.save_screenshot(str(shot))
+        print(f"screenshot: {shot}")
+        return seen
     finally:
         driver.quit()
+
+
+def test_report_html_opens_in_a_browser_with_its_charts(run_dir, tmp_path):
+    # the HTML file alone: copied away from its run directory, so nothing can load from charts/
+    alone = tmp_path / "report.html"
+    shutil.copy(run_dir / "report.html", alone)
+    seen = open_in_chromium(alone, tmp_path / "report.png")
+    assert seen["title"] == seen["h1"] == "Report from a practice-server run"
+    md_tables = [x for x in (run_dir / "report.md").read_text().splitlines() if x.startswith("|--")]
+    assert seen["tables"] == len(md_tables) >= 7
+    assert seen["first_cell"] == "practice-baseline"  # the headline table comes first
+    assert len(seen["image_widths"]) >= 2 and all(w > 0 for w in seen["image_widths"])

@@ -47,7 +47,10 @@ def summary_table(samples: list[Sample], wall_s: float, users: int) -> str:
         ["wall clock s", f"{wall_s:.1f}"],
         ["users", users],
     ]
-    lines = [f"==> harness: exact numbers of this run ({len(samples)} requests, {users} users)"]
+    counted = (
+        f"{len(samples)} request{'' if len(samples) == 1 else 's'}, {users} user{'' if users == 1 else 's'}"
+    )
+    lines = [f"==> harness: exact numbers of this run ({counted})"]
     lines.append(tabulate(counts, tablefmt="simple", disable_numparse=True))
     lines.append("")
     if ok:

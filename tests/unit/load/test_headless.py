@@ -44,7 +44,7 @@ def test_no_successful_request_is_said_not_printed_as_none():
     assert headless.threshold_problems([refused()] * 3, 1.0, -1) == [
         "TTFT p95: no successful request (threshold 1.0 s)"
     ]
-    assert headless.summary_table([], 0.0, 1).splitlines()[0].endswith("(0 requests, 1 users)")
+    assert headless.summary_table([], 0.0, 1).splitlines()[0].endswith("(0 requests, 1 user)")
 
 
 def test_thresholds_fail_only_when_crossed():

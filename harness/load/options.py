@@ -1,0 +1,63 @@
+"""The Locust command-line options of the harness's user (also the web UI's form fields where
+``include_in_web_ui``): what to send, the two bounds of every request, and the headless-only
+thresholds and notebook. Registered on import by ``harness.load.user``."""
+
+from __future__ import annotations
+
+from locust import events
+
+from harness.core.prompts import PROMPT_SETS
+
+
+@events.init_command_line_parser.add_listener
+def _options(parser) -> None:
+    # include_in_web_ui works on the parser itself, not on argument groups; every option can also be
+    # set through its LOCUST_* environment variable (the compose services are configured that way).
+    def option(name: str, **kw) -> None:
+        parser.add_argument(name, env_var="LOCUST_" + name[2:].upper().replace("-", "_"), **kw)
+
+    option("--model", default="", include_in_web_ui=True, help="model name the server reports (empty: omit)")
+    option("--max-tokens", type=int, default=128, include_in_web_ui=True)
+    option("--temperature", type=float, default=0.0, include_in_web_ui=True)
+    option("--prompt-set", default="mixed", choices=list(PROMPT_SETS), include_in_web_ui=True)
+    option("--api-base-path", default="/v1", include_in_web_ui=True, help="path before /chat/completions")
+    option(
+        "--api-key-env",
+        default="LOADTEST_API_KEY",
+        include_in_web_ui=False,
+        help="environment variable holding the API key",
+    )
+    # command-line only (not on the web UI's form): thresholds are for headless runs, and the
+    # notebook is chosen when the UI starts (one record per test)
+    headless = {"include_in_web_ui": False}
+    option(
+        "--ttft-p95-max",
+        type=float,
+        default=0.0,
+        help="headless: fail when TTFT p95 exceeds this (s)",
+        **headless,
+    )
+    option(
+        "--fail-ratio-max",
+        type=float,
+        default=-1.0,
+        help="headless: fail above this failure ratio",
+        **headless,
+    )
+    option(
+        "--labbook",
+        default="",
+        help="append one level record per test (headless: the run; web UI: each test, at its "
+        "stop) to this notebook, and its exact samples beside it",
+        **headless,
+    )
+    option("--label", default="locust", help="label of that record", **headless)
+    option(
+        "--proof-wait",
+        type=float,
+        default=0.0,
+        help="headless: seconds to wait for an endpoint that refuses connections before the proof fails",
+        **headless,
+    )
+    option("--request-timeout", type=float, default=300.0, help="seconds one request may take in all")
+    option("--idle-timeout", type=float, default=0.0, help="seconds without a byte (0: the request timeout)")

@@ -298,12 +298,21 @@ def write_manifest(folder: Path, source: Path, source_sha256: str, conversion: d
     return record
 
 
+def readable_by_all(folder: Path) -> None:
+    """Every file of the converted model readable by everyone: transformers saves the weights with
+    mode 0600, and the vllm-cpu image serves them as an unprivileged user from a read-only mount."""
+    for path in folder.iterdir():
+        if path.is_file() and path.stat().st_mode & 0o444 != 0o444:
+            path.chmod(path.stat().st_mode | 0o444)
+
+
 def ensure_model(say=print, force: bool = False) -> tuple[Path, dict]:
     """The bf16 safetensors folder, converted from the project's GGUF once and checked against its
     manifest; reconverted only when a hash does not match (or ``force``). Returns (folder, facts)."""
     gguf = llama_cpu.assemble_model()  # the verified GGUF (SHA-256 checked)
     dest = model_dir()
     if not force and manifest_matches(dest, llama_cpu.MODEL_SHA256):
+        readable_by_all(dest)  # a folder converted before this was done
         return dest, {"reused": True}
     say(f"==> converting {gguf.name} to bf16 safetensors in {dest} (about a minute, 3.5 GB peak memory)")
     partial = dest.with_name(dest.name + ".partial")
@@ -317,6 +326,7 @@ def ensure_model(say=print, force: bool = False) -> tuple[Path, dict]:
     conversion = json.loads(out.strip().splitlines()[-1])
     conversion["wall_s"] = round(time.monotonic() - t0, 1)
     write_manifest(partial, gguf, llama_cpu.MODEL_SHA256, conversion)
+    readable_by_all(partial)
     shutil.rmtree(dest, ignore_errors=True)
     partial.rename(dest)
     return dest, {"reused": False, **conversion}

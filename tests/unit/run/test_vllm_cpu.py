@@ -77,6 +77,14 @@ def test_manifest_reuse_needs_every_hash_to_match(tmp_path):
     assert not vllm_cpu.manifest_matches(folder, "abc")
 
 
+def test_the_converted_model_is_made_readable_by_the_image_user(tmp_path):
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"weights")
+    weights.chmod(0o600)  # as transformers saves it
+    vllm_cpu.readable_by_all(tmp_path)
+    assert weights.stat().st_mode & 0o777 == 0o644
+
+
 def test_metadata_shim_answers_the_version_question(tmp_path):
     import importlib.metadata as md
 

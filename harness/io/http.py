@@ -106,6 +106,10 @@ def _connection(url: str, idle_s: float, verify: bool) -> tuple[http.client.HTTP
     return http.client.HTTPConnection(host, port, timeout=idle_s), target
 
 
+class TotalBoundPassed(TimeoutError):
+    """The watchdog ended a request before its headers were read."""
+
+
 @contextmanager
 def opened(
     method: str, url: str, bounds: Bounds, body: bytes | None = None, headers=None, verify: bool = True
@@ -116,13 +120,19 @@ def opened(
     conn, target = _connection(url, bounds.idle_s, verify)
     dog = _Watchdog(bounds.total_s)
     try:
-        conn.connect()
-        dog.sock = conn.sock
-        if dog.fired:
-            raise TimeoutError("the total bound passed while connecting")
-        conn.request(method, target, body=body, headers=headers or {})
-        dog.sent = time.perf_counter()
-        yield conn.getresponse(), dog
+        try:
+            conn.connect()
+            dog.sock = conn.sock
+            if dog.fired:
+                raise TimeoutError("the total bound passed while connecting")
+            conn.request(method, target, body=body, headers=headers or {})
+            dog.sent = time.perf_counter()
+            resp = conn.getresponse()
+        except (OSError, http.client.HTTPException) as exc:
+            if dog.fired:  # headers never finished: the shutdown reads as a closed or garbled answer
+                raise TotalBoundPassed(f"the total bound passed before the headers ({exc!r})") from exc
+            raise
+        yield resp, dog
     finally:
         dog.cancel()
         conn.close()
@@ -130,7 +140,7 @@ def opened(
 
 def failure(exc: BaseException, bounds: Bounds, fired: bool) -> str:
     """One line for what ended a request early."""
-    if fired:
+    if fired or isinstance(exc, TotalBoundPassed):
         return f"Timeout: the request passed its total bound of {bounds.total_s:g} s"
     if isinstance(exc, (socket.timeout, TimeoutError)):
         return f"Timeout: no byte from the server for {bounds.idle_s:g} s (the idle bound)"
@@ -152,9 +162,13 @@ def request(method: str, url: str, bounds: Bounds, payload=None, headers=None, v
         with opened(method, url, bounds, body, hdrs, verify) as (resp, dog):
             try:
                 data = resp.read(MAX_BODY)
-                return Reply(resp.status, dict(resp.getheaders()), data)
             finally:
                 fired = dog.fired
+            if fired:  # the watchdog's shutdown reads as the end of the body: never a whole answer
+                raise TimeoutError("the total bound passed while reading the body")
+            if resp.length and len(data) < MAX_BODY:  # closed before its Content-Length
+                raise http.client.IncompleteRead(data, resp.length)
+            return Reply(resp.status, dict(resp.getheaders()), data)
     except ConnectionRefusedError as exc:
         raise TargetUnreachable(f"nothing answers at {url}; start the server or fix --base-url") from exc
     except (OSError, http.client.HTTPException) as exc:

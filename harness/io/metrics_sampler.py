@@ -1,11 +1,15 @@
-"""Sample an engine's Prometheus ``/metrics`` while a level runs, and summarise the samples."""
+"""Sample an engine's Prometheus ``/metrics`` while a level runs, and summarise the samples. Each
+read goes through ``harness/io/http.py`` under its two bounds (``timeout`` in all, and per gap)."""
 
 from __future__ import annotations
 
 import threading
 
-import requests
 from prometheus_client.parser import text_string_to_metric_families
+
+from harness.core.bounds import Bounds
+from harness.errors import HarnessError
+from harness.io import http
 
 # Gauges summarised as mean and max; counters reported as the change over the level.
 GAUGES = (
@@ -67,15 +71,13 @@ class MetricsSampler:
         self._thread: threading.Thread | None = None
 
     def poll_once(self) -> None:
-        try:
-            resp = requests.get(
-                self.url, timeout=self.timeout, verify=False
-            )  # as the load client: no verification
-            if resp.status_code == 200:
+        try:  # as the load client: no certificate verification
+            resp = http.request("GET", self.url, Bounds.of(self.timeout), verify=False)
+            if resp.status == 200:
                 self.snapshots.append(parse_metrics(resp.text))
             else:
                 self.errors += 1
-        except (requests.RequestException, ValueError):
+        except (HarnessError, ValueError):  # no answer, past a bound, a broken answer, a bad URL
             self.errors += 1
 
     def _run(self) -> None:

@@ -1,20 +1,27 @@
 """The two steps the runner does in-process rather than as a harness command: recovery (after
 saturation the server returns to idle and answers a fresh request) and the choice of the
-admission level (the highest swept level inside the objective) the admission sweep then runs."""
+admission level (the highest swept level inside the objective) the admission sweep then runs.
+
+Both talk to the server through ``harness/io/http.py`` under its two bounds (in all, and per gap
+without a byte): each ``/metrics`` read ``METRICS_BOUND_S`` (cut to the time the wait has left),
+the smoke request ``SMOKE_BOUND_S``."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
-import requests
-
-from harness.io.http import auth_headers
+from harness.core.bounds import Bounds
+from harness.core.stream import error_message
+from harness.errors import TargetError
+from harness.io import http
 from harness.run.context import BlockContext
 from harness.run.plans import Step
 
 # Gauges that count requests running or queued, by their name's ending (llama-server and vLLM).
 QUEUE_GAUGES = ("requests_processing", "requests_deferred", "num_requests_running", "num_requests_waiting")
+METRICS_BOUND_S = 5.0
+SMOKE_BOUND_S = 60.0
 
 
 def _busy_after_load(metrics_url: str, timeout: float) -> float | None:
@@ -23,12 +30,12 @@ def _busy_after_load(metrics_url: str, timeout: float) -> float | None:
     from harness.io.metrics_sampler import parse_metrics
 
     deadline, busy = time.monotonic() + timeout, None
-    while time.monotonic() < deadline:
+    while (left := deadline - time.monotonic()) > 0:
         try:
-            r = requests.get(metrics_url, timeout=5)
-        except requests.RequestException:
+            r = http.request("GET", metrics_url, Bounds.of(max(min(METRICS_BOUND_S, left), 0.01)))
+        except TargetError:
             break
-        if r.status_code != 200:
+        if r.status != 200:
             break
         gauges = [v for k, v in parse_metrics(r.text).items() if k.endswith(QUEUE_GAUGES)]
         if not gauges:
@@ -40,9 +47,11 @@ def _busy_after_load(metrics_url: str, timeout: float) -> float | None:
     return busy
 
 
-def recovery(ctx: BlockContext, api_env: dict[str, str], timeout: float = 120.0) -> tuple[str, str]:
-    """After saturation: the server returns to idle and answers a fresh smoke request.
-    Returns the step's status and reason."""
+def recovery(
+    ctx: BlockContext, api_env: dict[str, str], timeout: float = 120.0, smoke_bound_s: float = SMOKE_BOUND_S
+) -> tuple[str, str]:
+    """After saturation: the server returns to idle (within ``timeout``) and answers a fresh smoke
+    request (within ``smoke_bound_s``). Returns the step's status and reason."""
     base = ctx.base_url
     metrics_url = base[: -len("/v1")] + "/metrics" if base.endswith("/v1") else base + "/metrics"
     busy = _busy_after_load(metrics_url, timeout)
@@ -56,16 +65,24 @@ def recovery(ctx: BlockContext, api_env: dict[str, str], timeout: float = 120.0)
         "max_tokens": 8,
         "temperature": 0,
     }
-    headers = auth_headers(next(iter(api_env.values()), None))
+    headers = http.auth_headers(next(iter(api_env.values()), None))
     t0 = time.monotonic()
     try:
-        r = requests.post(base + "/chat/completions", json=body, headers=headers, timeout=60)
-    except requests.RequestException as exc:
-        return "failed", f"smoke request failed: {exc.__class__.__name__}"
-    if r.status_code != 200:
-        return "failed", f"smoke request answered HTTP {r.status_code}"
+        r = http.request("POST", http.chat_url(base), Bounds.of(smoke_bound_s), payload=body, headers=headers)
+    except TargetError as exc:
+        return "failed", f"smoke request failed: {exc}"
+    if r.status != 200:
+        return "failed", f"smoke request answered HTTP {r.status}: {_message(r)}"
     idle = "idle by /metrics" if busy == 0 else "no /metrics to read"
     return "passed", f"{idle}; smoke request answered in {time.monotonic() - t0:.2f} s"
+
+
+def _message(reply: http.Reply) -> str:
+    """The server's own words in an error answer (its JSON error message, else the body's start)."""
+    try:
+        return error_message(reply.json())
+    except ValueError:
+        return " ".join(reply.text.split())[:200] or "(empty body)"
 
 
 def admission_level(notebook: Path, step: Step) -> tuple[int | None, str]:

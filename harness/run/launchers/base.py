@@ -1,6 +1,11 @@
 """What every engine launcher offers (docs/architecture.md, "Contracts"), and the pieces they share: the one
 health wait, the busy-port refusal and the version probe.
 
+The health wait sends its requests through ``harness/io/http.py`` like every other request to a
+server: each try is bounded in all and per gap without a byte (``harness.core.bounds.Bounds``), and
+cut to the time the wait has left, so a health URL that never answers, or trickles, cannot hold a
+start past the wait's own ``timeout``.
+
 The runner talks to launchers only through :class:`Launcher`, so adding a kind of launcher is a
 new module and a row in the table in ``launchers/__init__.py``, never a branch in the runner.
 """
@@ -12,9 +17,9 @@ import subprocess
 import time
 from typing import Callable, Protocol, runtime_checkable
 
-import requests
-
-from harness.errors import EngineError, PortBusy
+from harness.core.bounds import Bounds
+from harness.errors import EngineError, PortBusy, TargetError, TargetUnreachable
+from harness.io import http
 from harness.io.ports import holder, port_open
 
 
@@ -71,6 +76,18 @@ class NotHealthy(EngineError):
         self.url, self.timeout, self.last = url, timeout, last
 
 
+def health_answer(url: str, bound_s: float) -> str | None:
+    """One GET of a health URL under io/http.py's two bounds (``bound_s`` in all, and without a
+    byte): None when it answered 200, else what it did instead, in words."""
+    try:
+        status = http.request("GET", url, Bounds.of(max(bound_s, 0.01))).status
+    except TargetUnreachable:
+        return "nothing answers"
+    except TargetError as exc:
+        return str(exc).removeprefix(f"GET {url}: ")
+    return None if status == 200 else f"HTTP {status}"
+
+
 def wait_healthy(
     url: str,
     timeout: float,
@@ -78,21 +95,20 @@ def wait_healthy(
     interval: float = 0.5,
     request_timeout: float = 2.0,
 ) -> None:
-    """Poll ``url`` until it answers 200. ``alive`` is called before each try and raises when the
+    """Poll ``url`` until it answers 200, for ``timeout`` seconds at most: each try is bounded by
+    ``request_timeout`` (in all and per gap; cut to the time left), so the wait ends within its
+    ``timeout`` whatever the server does. ``alive`` is called before each try and raises when the
     engine has already died, so a crash is reported at once rather than after the timeout."""
     deadline = time.monotonic() + timeout
     last = "no answer"
-    while time.monotonic() < deadline:
+    while (left := deadline - time.monotonic()) > 0:
         if alive is not None:
             alive()
-        try:
-            r = requests.get(url, timeout=request_timeout)
-            if r.status_code == 200:
-                return
-            last = f"HTTP {r.status_code}"
-        except requests.RequestException as exc:
-            last = exc.__class__.__name__
-        time.sleep(interval)
+        answer = health_answer(url, min(request_timeout, left))
+        if answer is None:
+            return
+        last = answer
+        time.sleep(max(0.0, min(interval, deadline - time.monotonic())))
     raise NotHealthy(url, timeout, last)
 
 

@@ -13,11 +13,11 @@ import time
 from dataclasses import dataclass, field
 
 import psutil
-import requests
 
 from harness.errors import EngineError
 from harness.io import memory
 from harness.io.http import stream_chat
+from harness.run.launchers.base import health_answer
 from harness.run.launchers.host import HostLauncher
 
 
@@ -54,17 +54,17 @@ class VllmLauncher(HostLauncher):
                     f"vllm exited with status {self.proc.returncode} while starting; read "
                     f"{self.log_path}: {self.last_log_line()}"
                 )
-            try:
-                up = requests.get(self.health_url, timeout=1).status_code == 200
-            except requests.RequestException:
-                up = False
-            if up:
-                sample = stream_chat(base, self.ready_body, timeout=60)
+            left = deadline - time.monotonic()  # every request below is cut to the time left
+            health = health_answer(self.health_url, min(1.0, left))
+            if health is None:
+                sample = stream_chat(base, self.ready_body, timeout=max(1.0, min(60.0, left)))
                 if sample.ok and sample.output_tokens:
                     self.ready_after_s = round(time.monotonic() - (self.started_at or deadline - timeout), 1)
                     self.children = self.child_pids()
                     return
                 last = sample.error or "a completion with no tokens"
+            else:
+                last = f"{self.health_url}: {health}"
             time.sleep(0.5)
         self.stop()
         raise EngineError(

@@ -54,7 +54,12 @@ FAULTS = (
     "multiline-sse",
     "http-500",
     "gzip",
+    "trickle-headers",
+    "short-body",
 )
+# The faults a GET of /health or /metrics meets too (every other fault answers those 200).
+GET_FAULTS = ("no-headers", "trickle", "trickle-headers", "reset", "garbage", "http-500", "short-body")
+IDLE_METRICS = "# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 0\n"
 
 
 class _Handler(socketserver.BaseRequestHandler):
@@ -70,7 +75,11 @@ class _Handler(socketserver.BaseRequestHandler):
         srv.requests.append(line)
         if " /v1/models" in line or line.startswith("GET /models"):
             return _send_json(sock, 200, {"object": "list", "data": [{"id": MODEL, "object": "model"}]})
-        if line.startswith("GET"):
+        if line.startswith(("GET /health", "GET /metrics")) and srv.fault not in GET_FAULTS:
+            if line.startswith("GET /health"):
+                return _send_json(sock, 200, {"status": "ok"})
+            return _send_text(sock, IDLE_METRICS)
+        if line.startswith("GET") and srv.fault not in GET_FAULTS:
             return _send_json(sock, 404, {"error": {"message": "no such route"}})
         getattr(self, "fault_" + srv.fault.replace("-", "_"))(sock, srv)
 
@@ -92,6 +101,18 @@ class _Handler(socketserver.BaseRequestHandler):
                 sock.sendall(bytes([byte]))
             except OSError:
                 return
+
+    def fault_trickle_headers(self, sock, srv) -> None:  # the status line never ends
+        for byte in b"HTTP/1.1 200 OK" + b" " * 1000:
+            if srv.stop.wait(0.2):
+                return
+            try:
+                sock.sendall(bytes([byte]))
+            except OSError:
+                return
+
+    def fault_short_body(self, sock, srv) -> None:  # closes before its Content-Length
+        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{}")
 
     def fault_midstream_error(self, sock, srv) -> None:
         err = {"code": 500, "message": SERVER_MESSAGE, "type": "server_error"}
@@ -168,6 +189,14 @@ def _send_json(sock, status: int, obj) -> None:
         f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
         "Connection: close\r\n\r\n".encode()
         + body
+    )
+
+
+def _send_text(sock, text: str) -> None:
+    body = text.encode()
+    sock.sendall(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: %d\r\n"
+        b"Connection: close\r\n\r\n%s" % (len(body), body)
     )
 
 

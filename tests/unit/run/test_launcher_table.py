@@ -31,7 +31,7 @@ def test_every_block_of_every_track_gets_its_kind_of_launcher():
 
 def test_the_shared_health_wait_names_the_last_answer_and_stops_on_a_dead_engine():
     url = f"http://127.0.0.1:{free_port()}/health"
-    with pytest.raises(NotHealthy, match=r"not healthy after 0 s \(last: ConnectionError\)"):
+    with pytest.raises(NotHealthy, match=r"not healthy after 0 s \(last: nothing answers\)"):
         wait_healthy(url, 0.3, interval=0.05)
 
     def dead() -> None:

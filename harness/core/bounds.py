@@ -12,8 +12,9 @@ and the sample's error says which (``Timeout: ...``).
 
 from __future__ import annotations
 
+import argparse
 import math
-from typing import Any
+from typing import Any, Callable
 from dataclasses import dataclass
 
 from harness.errors import ConfigError
@@ -46,6 +47,14 @@ class Bounds:
         return f"{self.total_s:g} s in all, {self.idle_s:g} s without a byte"
 
 
+def crowd_timeout(total_s: float, per_user_s: float | None, users: int) -> float:
+    """The total bound of each request at a closed level of ``users`` users: ``total_s``, or
+    ``users`` x ``per_user_s`` when that is longer (``--timeout-per-user``). In a closed loop a
+    request may queue behind every other user's for a seat, so on a slow server its time grows with
+    the crowd: a fixed bound that fits c = 1 drops requests at c = 20 that were only waiting."""
+    return max(total_s, users * per_user_s) if per_user_s else total_s
+
+
 def number(name: str, value: Any, low: float, high: float, whole: bool = False) -> Any:
     """``value`` when it is a finite number in [low, high] (a whole one if ``whole``), else one
     ConfigError line saying what the option takes."""
@@ -56,8 +65,13 @@ def number(name: str, value: Any, low: float, high: float, whole: bool = False) 
     if ok and whole and isinstance(value, float):
         ok = value.is_integer()
     if not ok or not (low <= value <= high):
-        raise ConfigError(f"{name} takes {kind} from {low:g} to {high:g}, got {value!r}")
+        raise ConfigError(f"{name} takes {kind} from {_plain(low)} to {_plain(high)}, got {value!r}")
     return int(value) if whole else float(value)
+
+
+def _plain(limit: float) -> str:
+    """A limit as people write it: 1000000, not 1e+06."""
+    return f"{limit:.0f}" if float(limit).is_integer() else f"{limit:g}"
 
 
 def seconds(name: str, value: Any) -> float:
@@ -87,3 +101,22 @@ def number_list(name: str, text: str, low: float, high: float) -> list[float]:
     if not values:
         raise ConfigError(f"{name} lists no value: {text!r}")
     return [number(name, v, low, high) for v in values]
+
+
+def option_type(name: str, low: float, high: float, whole: bool = False) -> Callable[[str], Any]:
+    """An argparse ``type`` that checks an option's range as it is parsed (so Locust's command line
+    and its ``LOCUST_*`` variables are checked before any process forks or user starts); argparse
+    prints its complaint as one line: ``argument NAME: takes a number from LOW to HIGH, got ...``."""
+
+    def parse(text: str) -> Any:
+        try:
+            value: Any = int(text) if whole else float(text)
+        except (TypeError, ValueError):
+            value = text  # not a number: number() below says what the option takes
+        try:
+            return number(name, value, low, high, whole)
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(name + " ")) from None
+
+    parse.__name__ = name  # argparse's own messages name the type by it
+    return parse

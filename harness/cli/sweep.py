@@ -63,6 +63,13 @@ def add_parser(sub) -> None:
         type=float,
         help="seconds a request may go without a byte from the server (default: --timeout)",
     )
+    p.add_argument(
+        "--timeout-per-user",
+        type=float,
+        default=0.0,
+        help="closed loop: each request's total bound at c users is the larger of --timeout and "
+        "c x this many seconds (a request may wait for a seat behind the others; 0: --timeout only)",
+    )
     p.add_argument("--prompt-set", default="mixed", choices=list(PROMPT_SETS))
     p.add_argument(
         "--prompt-file", help="JSONL prompts ({'prompt': ...} or {'messages': [...]}) instead of a set"
@@ -170,6 +177,7 @@ def check_numbers(args) -> None:
     whole("--server-slots", args.server_slots, 0, bounds.MAX_CONCURRENCY)
     bounds.number("--temperature", args.temperature, 0, 10)
     bounds.Bounds.of(args.timeout, args.idle_timeout)
+    bounds.number("--timeout-per-user", args.timeout_per_user, 0, bounds.MAX_SECONDS)
     bounds.seconds("--slo-ttft", args.slo_ttft)
     bounds.seconds("--slo-tpot", args.slo_tpot)
     if args.duration is not None:
@@ -200,6 +208,8 @@ def plan_from(args) -> SweepPlan:
         )
     if args.poisson and not rates:
         raise ConfigError("--poisson needs --rate")
+    if args.timeout_per_user and rates:
+        raise ConfigError("--timeout-per-user works with --concurrency (a closed loop), not --rate")
     if args.processes and (rates or args.duration or args.prompt_file):
         raise ConfigError("--processes works with the closed loop and the built-in prompt sets only")
     if args.worker_command and not args.processes:
@@ -232,6 +242,7 @@ def plan_from(args) -> SweepPlan:
         requests=args.requests,
         min_rounds=args.min_rounds,
         timeout=args.timeout,
+        timeout_per_user=args.timeout_per_user,
         prompt_file=args.prompt_file,
         warmup=args.warmup,
         api_key=os.environ.get(args.api_key_env) or None,
@@ -262,6 +273,12 @@ def print_plan(args) -> None:
         f"{args.warmup} warm-up request(s)",
         flush=True,
     )
+    if args.timeout_per_user:
+        every = " (with --processes: the largest level's, for every level)" if args.processes else ""
+        print(
+            f"    each request's bound at c users: the larger of {args.timeout:g} s and "
+            f"c x {args.timeout_per_user:g} s{every}"
+        )
 
 
 def run(args) -> int:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from harness.core.bounds import crowd_timeout
 from harness.core.levels import level_record, peak_in_flight, sample_record
 from harness.core.prompts import load_prompt_file, make_prompts
 from harness.core.records import Arrival, EndpointCheck, LevelContext, LevelRecord, now_stamp
@@ -45,6 +46,7 @@ class SweepPlan:
     processes: int = 0
     metrics_url: str | None = None
     idle_timeout: float | None = None  # seconds without a byte (None: the request's whole bound)
+    timeout_per_user: float = 0.0  # closed loop: the bound at c users is max(timeout, c x this)
     worker_command: list[str] | None = None  # start each worker with this (a container), not locally
     master_host: str = "127.0.0.1"
     worker_url: str | None = None  # the server's root as the workers reach it (default: root)
@@ -106,7 +108,7 @@ def prove_endpoint(plan: SweepPlan, listed: list[str]) -> EndpointCheck:
     return check
 
 
-def _workload(plan: SweepPlan) -> dict:
+def _workload(plan: SweepPlan, timeout: float | None = None) -> dict:
     c = plan.context
     return {
         "path": plan.base_path + "/chat/completions",
@@ -114,7 +116,7 @@ def _workload(plan: SweepPlan) -> dict:
         "max_tokens": c.max_tokens,
         "temperature": c.temperature,
         "api_key": plan.api_key,
-        "timeout": plan.timeout,
+        "timeout": timeout or plan.timeout,
         "idle_timeout": plan.idle_timeout,
     }
 
@@ -126,6 +128,12 @@ def warm_up(plan: SweepPlan) -> None:
     if plan.warmup > 0:
         warmup = {**_workload(plan), "prompts": [WARMUP_PROMPT], "max_tokens": 8}
         loadgen.run_closed_level(plan.root, warmup, 1, plan.warmup, plan.timeout)
+
+
+def worker_timeout(plan: SweepPlan) -> float:
+    """The total bound of every request of a ``processes`` sweep: its workers start once for all
+    levels, so it is the largest level's (``crowd_timeout``)."""
+    return max(crowd_timeout(plan.timeout, plan.timeout_per_user, int(c)) for c in plan.levels)
 
 
 def start_workers(plan: SweepPlan):
@@ -145,6 +153,10 @@ def start_workers(plan: SweepPlan):
         plan.base_path,
         "--api-key-env",
         plan.api_key_env,
+        "--request-timeout",  # the workers' users run under the sweep's two bounds too
+        f"{worker_timeout(plan):g}",
+        "--idle-timeout",
+        f"{plan.idle_timeout or 0:g}",
     ]
     if plan.worker_command:
         return loadgen.DistributedLoad(
@@ -163,7 +175,12 @@ def run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None)
     from harness.load import runner as loadgen
 
     count = plan.requests if plan.open_loop else max(plan.requests, plan.min_rounds * int(level))
-    workload = {**_workload(plan), "prompts": prompts_for(plan, count)}
+    timeout = (
+        plan.timeout if plan.open_loop else crowd_timeout(plan.timeout, plan.timeout_per_user, int(level))
+    )
+    if distributed:
+        timeout = worker_timeout(plan)
+    workload = {**_workload(plan, timeout), "prompts": prompts_for(plan, count)}
     if plan.open_loop:
         result = loadgen.run_open_level(
             plan.root,
@@ -184,18 +201,18 @@ def run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None)
             workload,
             level,
             plan.duration,
-            plan.timeout,
+            timeout,
             metrics_url=plan.metrics_url,
             on_progress=on_progress,
         )
         return result, level, Arrival(duration_s=plan.duration)
     if distributed:
         result = distributed.level(
-            level, count, plan.timeout, metrics_url=plan.metrics_url, on_progress=on_progress
+            level, count, timeout, metrics_url=plan.metrics_url, on_progress=on_progress
         )
         return result, level, Arrival(processes=plan.processes)
     result = loadgen.run_closed_level(
-        plan.root, workload, level, count, plan.timeout, metrics_url=plan.metrics_url, on_progress=on_progress
+        plan.root, workload, level, count, timeout, metrics_url=plan.metrics_url, on_progress=on_progress
     )
     return result, level, Arrival()
 

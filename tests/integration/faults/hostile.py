@@ -7,6 +7,7 @@ holds) when the ``with`` block ends.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import socket
@@ -81,12 +82,16 @@ class _Handler(socketserver.BaseRequestHandler):
             return _send_text(sock, IDLE_METRICS)
         if line.startswith("GET") and srv.fault not in GET_FAULTS:
             return _send_json(sock, 404, {"error": {"message": "no such route"}})
-        getattr(self, "fault_" + srv.fault.replace("-", "_"))(sock, srv)
+        try:
+            getattr(self, "fault_" + srv.fault.replace("-", "_"))(sock, srv)
+        except OSError:
+            return  # the client gave up (one of its bounds passed): nothing left to tell it
 
     # -- the faults ------------------------------------------------------------------------------
     def fault_ok(self, sock, srv) -> None:
-        time.sleep(srv.delay_s)
-        _send_stream(sock, good_events(), srv)
+        with srv.seats or contextlib.nullcontext():  # with seats, requests beyond them queue
+            time.sleep(srv.delay_s)
+            _send_stream(sock, good_events(), srv)
 
     def fault_no_headers(self, sock, srv) -> None:
         srv.stop.wait(srv.hold_s)  # read the request, then say nothing until told to stop
@@ -220,9 +225,12 @@ class _TCP(socketserver.ThreadingTCPServer):
 class HostileServer:
     """``with HostileServer("trickle") as srv: srv.base_url``."""
 
-    def __init__(self, fault: str, delay_s: float = 0.0, ttft_s: float = 0.0, hold_s: float = 120.0) -> None:
+    def __init__(
+        self, fault: str, delay_s: float = 0.0, ttft_s: float = 0.0, hold_s: float = 120.0, seats: int = 0
+    ) -> None:
         assert fault in FAULTS, fault
         self.fault, self.delay_s, self.ttft_s, self.hold_s = fault, delay_s, ttft_s, hold_s
+        self.seats = threading.Semaphore(seats) if seats else None  # "ok": this many served at once
         self.stop = threading.Event()
         self.requests: list[str] = []
         self._tcp = _TCP(("127.0.0.1", 0), _Handler)

@@ -195,7 +195,7 @@ def run_tool(argv: list[str], say: Say) -> tuple[int, str]:
     say("    $ " + " ".join(argv))
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
     lines = []
-    for line in proc.stdout:
+    for line in proc.stdout:  # universal newlines: a progress bar's bare \r ends a line too
         lines.append(line)
         say("      " + line.rstrip("\n"))
     return proc.wait(), "".join(lines)

@@ -32,6 +32,8 @@ def run_harness(args: list[str], log_path: Path, env: dict[str, str], out: Calla
             env={**os.environ, **env},
         )
         try:
+            # text mode reads with universal newlines: a progress bar's bare \r ends a line too, so
+            # no update is glued to the next line (tests/integration/test_live_output.py)
             for line in proc.stdout:
                 log.write(line)
                 out("    " + line.rstrip("\n"))

@@ -150,6 +150,13 @@ class ComposeLauncher:
         }
 
     def gateway(self) -> str:
+        # The sweep's master binds this address, not 127.0.0.1 (the binding rule's default): its
+        # workers run in containers on the project's bridge network, where 127.0.0.1 is the
+        # container itself. The gateway is the host's own address on that network, which Compose
+        # creates for this project (``<project>_default``) and removes at stop: the host and its
+        # containers reach it; no port of it is published, and another machine reaches it only by
+        # routing the bridge's private subnet through this host. The master's port is a free one,
+        # open only while the sweep runs.
         network = self.client.networks.get(f"{project()}_default")
         for cfg in network.attrs.get("IPAM", {}).get("Config") or []:
             if cfg.get("Gateway"):
@@ -258,10 +265,11 @@ class ComposeLauncher:
     def wait_healthy(self, timeout: float) -> None:
         try:
             wait_healthy(self.health_url, timeout, alive=self._alive)
-        except NotHealthy:
+        except NotHealthy as exc:
             self.stop()
             raise EngineError(
-                f"{self.health_url} was not healthy after {timeout:.0f} s; read {self.log_path}"
+                f"{self.health_url} was not healthy after {timeout:.0f} s (last: {exc.last}); "
+                f"read {self.log_path}"
             ) from None
 
     def last_log_line(self) -> str:

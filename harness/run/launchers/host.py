@@ -71,10 +71,11 @@ class HostLauncher:
     def wait_healthy(self, timeout: float) -> None:
         try:
             wait_healthy(self.health_url, timeout, alive=self._alive, interval=0.2, request_timeout=1.0)
-        except NotHealthy:
+        except NotHealthy as exc:
             self.stop()
             raise EngineError(
-                f"{self.health_url} was not healthy after {timeout:.0f} s; read {self.log_path}"
+                f"{self.health_url} was not healthy after {timeout:.0f} s (last: {exc.last}); "
+                f"read {self.log_path}"
             ) from None
 
     def last_log_line(self) -> str:

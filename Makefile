@@ -89,7 +89,7 @@ $(VLLM_STAMP): $(STAMP)
 	@if [ -x $(VLLM_VENV)/bin/vllm ]; then touch $@; fi
 
 test-vllm: $(STAMP) $(VLLM_STAMP)
-	$(BIN)/pytest -q -m vllm tests/integration/vllm
+	$(BIN)/pytest -q -m vllm tests/integration/vllm tests/e2e/test_track_cpu_vllm.py
 
 $(COMPOSE_SCHEMA): $(STAMP)
 	$(BIN)/python scripts/fetch_compose_schema.py $@

@@ -101,6 +101,10 @@ def _chat_only_stats(environment, **_kw) -> None:
 @events.test_start.add_listener
 def _timeline_start(environment, **_kw) -> None:
     if environment.web_ui is not None:
+        # each test started from the form reads the form's options anew (the last test's users
+        # built the workload from the options as they were then; a sweep's is its own)
+        if not getattr(environment, "harness_workload_external", False):
+            environment.harness_workload = None
         _restart_timeline(environment)
 
 

@@ -90,8 +90,15 @@ def test_good_numbers_still_run():
     assert done.returncode == 0 and sent, done.stderr[-2000:]
 
 
+def _wait_for(ready, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not ready() and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 @pytest.mark.slow
 def test_the_web_ui_form_refuses_a_bad_number_and_starts_nothing():
+    """A bad number is refused in one line; a good one starts, and the next test's form counts."""
     port = free_port()
     with HostileServer("ok") as srv:
         cmd = [*LOCUST, "--host", srv.root, "--web-host", "127.0.0.1", "--web-port", str(port)]
@@ -115,9 +122,16 @@ def test_the_web_ui_form_refuses_a_bad_number_and_starts_nothing():
             assert users.json()["message"].startswith("--users takes a whole number from 0 to 10000")
             time.sleep(1.0)
             assert not srv.requests, srv.requests  # nothing started
-            good = requests.post(url + "/swarm", data={**form, "max_tokens": "8"}, timeout=10).json()
-            assert good["success"] is True, good
-            requests.get(url + "/stop", timeout=10)
+            for tokens in ("8", "16"):  # each test sends what its own form said
+                good = requests.post(url + "/swarm", data={**form, "max_tokens": tokens}, timeout=10).json()
+                assert good["success"] is True, good
+                _wait_for(lambda: srv.bodies, 20)
+                requests.post(url + "/stop", timeout=10)
+                _wait_for(
+                    lambda: requests.get(url + "/stats/requests", timeout=5).json()["state"] == "stopped", 20
+                )
+                assert {b["max_tokens"] for b in srv.bodies} == {int(tokens)}, srv.bodies
+                srv.bodies.clear()
         finally:
             proc.terminate()
             proc.wait(20)

@@ -74,6 +74,9 @@ class _Handler(socketserver.BaseRequestHandler):
             return
         line = head.split(b"\r\n", 1)[0].decode("latin-1")
         srv.requests.append(line)
+        if body:
+            with contextlib.suppress(ValueError):
+                srv.bodies.append(json.loads(body))
         if " /v1/models" in line or line.startswith("GET /models"):
             return _send_json(sock, 200, {"object": "list", "data": [{"id": MODEL, "object": "model"}]})
         if line.startswith(("GET /health", "GET /metrics")) and srv.fault not in GET_FAULTS:
@@ -233,6 +236,7 @@ class HostileServer:
         self.seats = threading.Semaphore(seats) if seats else None  # "ok": this many served at once
         self.stop = threading.Event()
         self.requests: list[str] = []
+        self.bodies: list = []  # the JSON bodies of the requests, as sent
         self._tcp = _TCP(("127.0.0.1", 0), _Handler)
         self._tcp.owner = self  # type: ignore[attr-defined]
         self.port = self._tcp.server_address[1]

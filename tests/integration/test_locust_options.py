@@ -61,6 +61,21 @@ def test_a_bad_number_stops_the_headless_run_in_one_line(args, line, tmp_path):
     assert took < 30, took
 
 
+def test_no_numeric_option_of_ours_goes_unchecked():
+    # What is left with a plain int or float type after option_checks ran is Locust's own ports and
+    # waits; an option the harness adds without a limit in option_checks.LIMITS shows up here.
+    code = (
+        "import harness.load.option_checks\n"
+        "from locust.argument_parser import get_parser\n"
+        "acts = get_parser()._actions\n"
+        "print(' '.join(sorted(max(a.option_strings, key=len) for a in acts if a.type in (int, float))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    left = set(done.stdout.split())
+    locusts_own = {"--autoquit", "--exit-code-on-error", "--expect-workers-max-wait", "--master-bind-port"}
+    assert left == locusts_own | {"--master-port", "--web-port"}, (left, done.stderr)
+
+
 def test_the_locust_variables_are_checked_too():
     env = {**os.environ, "LOCUST_REQUEST_TIMEOUT": "0", "LOCUST_HOST": "http://127.0.0.1:9"}
     done = subprocess.run(

@@ -7,7 +7,7 @@ limits the sweep's own options have (``harness.core.bounds``):
 * on the web UI's form, when a test is started: the form answers with the same line and nothing
   starts (Locust itself would take ``max_tokens=-5``, or fail with a traceback on ``abc``).
 
-The locustfiles import this module after ``harness.load.user``, whose options it checks.
+Both locustfiles import it; it imports ``harness.load.options`` first, whose options it checks.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import os
 
 from locust import events
 
-import harness.load.user  # noqa: F401  (adds the options checked below: its listener runs first)
+import harness.load.options  # noqa: F401  (adds the options checked below: its listener runs first)
 from harness.core import bounds
 
 # option: (lowest, highest, whole number); Locust's own --users and --processes included
@@ -30,6 +30,7 @@ LIMITS: dict[str, tuple[float, float, bool]] = {
     "--idle-timeout": (0, bounds.MAX_SECONDS, False),  # 0: the request timeout
     "--ttft-p95-max": (0, bounds.MAX_SECONDS, False),  # 0: no threshold
     "--fail-ratio-max": (-1, 1, False),  # negative: no threshold
+    "--proof-wait": (0, bounds.MAX_SECONDS, False),  # 0: no wait for a refusing endpoint
 }
 # the web UI form's field names (an option's dest; Locust's form calls --users "user_count")
 FORM_FIELDS = {"user_count": "--users", **{flag[2:].replace("-", "_"): flag for flag in LIMITS}}

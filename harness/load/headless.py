@@ -104,8 +104,13 @@ def prove(host: str, base_path: str, model: str, api_key: str | None, o) -> list
     base_url = host.rstrip("/") + "/" + base_path.strip("/")
     bound = min(o.request_timeout, 30.0)
     listed = http.model_ids(http.get_models(base_url, api_key, Bounds.of(min(bound, 10.0)), verify=False))
-    seen = endpoint_proof.observe(
-        base_url, model or (listed[0] if listed else ""), listed, api_key, timeout=bound
+    seen = endpoint_proof.observe(  # under the run's two bounds, as the sweep's proof is
+        base_url,
+        model or (listed[0] if listed else ""),
+        listed,
+        api_key,
+        timeout=bound,
+        idle_timeout=o.idle_timeout or None,
     )
     longest = max(endpoint_proof.estimate_tokens(p) for p in make_prompts(o.prompt_set, 64))
     return endpoint_proof.verdict(seen, longest, o.max_tokens)

@@ -58,7 +58,8 @@ FAULTS = (
     "trickle-headers",
     "short-body",
 )
-# The faults a GET of /health or /metrics meets too (every other fault answers those 200).
+# The faults a GET of /health or /metrics meets too (every other fault answers those 200; any
+# other GET is answered 404 whatever the fault).
 GET_FAULTS = ("no-headers", "trickle", "trickle-headers", "reset", "garbage", "http-500", "short-body")
 IDLE_METRICS = "# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 0\n"
 
@@ -79,11 +80,12 @@ class _Handler(socketserver.BaseRequestHandler):
                 srv.bodies.append(json.loads(body))
         if " /v1/models" in line or line.startswith("GET /models"):
             return _send_json(sock, 200, {"object": "list", "data": [{"id": MODEL, "object": "model"}]})
-        if line.startswith(("GET /health", "GET /metrics")) and srv.fault not in GET_FAULTS:
+        health = line.startswith(("GET /health", "GET /metrics"))
+        if health and srv.fault not in GET_FAULTS:
             if line.startswith("GET /health"):
                 return _send_json(sock, 200, {"status": "ok"})
             return _send_text(sock, IDLE_METRICS)
-        if line.startswith("GET") and srv.fault not in GET_FAULTS:
+        if line.startswith("GET") and not health:  # any other GET (/props, ...): no such route
             return _send_json(sock, 404, {"error": {"message": "no such route"}})
         try:
             getattr(self, "fault_" + srv.fault.replace("-", "_"))(sock, srv)

@@ -135,7 +135,10 @@ def test_probe_records_the_failure_within_its_bound(fault, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fault", ["ok", "trickle", "trickle-headers", "midstream-error", "no-headers"])
-def test_locust_headless_counts_and_records(fault, tmp_path):
+def test_locust_headless_proves_the_endpoint_then_counts_and_records(fault, tmp_path):
+    """A broken endpoint ends at the proof, before any user starts (one line, status 2, no load, no
+    record); a healthy one is loaded and its run recorded. The users' own counting of each fault
+    is the sweep's test above (the same users, run as a library)."""
     ok, words = MATRIX[fault]
     book = tmp_path / "book.md"
     with HostileServer(fault, ttft_s=0.05) as srv:
@@ -146,15 +149,19 @@ def test_locust_headless_counts_and_records(fault, tmp_path):
         t0 = time.monotonic()
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=90, cwd=ROOT)
         took = time.monotonic() - t0
+        chats = [r for r in srv.requests if r.startswith("POST")]
     out = proc.stdout + proc.stderr
     assert "Traceback" not in out, out[-3000:]
-    assert took < 4 + 10 + SLACK
-    (level,) = read_records(book, "level").records
-    assert level["requests"] >= 1
     if words:
-        assert level["completed"] == 0 and _says(level["first_error"], words), level
+        last = proc.stderr.strip().splitlines()[-1]
+        assert proc.returncode == 2 and last.startswith("harness: the proof request failed ("), last
+        assert _says(last, words) and last.endswith("no load was sent"), last
+        assert len(chats) <= 3 and not book.exists()  # the proof's tries only: no load, no record
+        assert took < 3 * TOTAL + SLACK, took
     else:
-        assert level["completed"] == level["requests"]
+        assert took < 4 + 10 + SLACK
+        (level,) = read_records(book, "level").records
+        assert level["requests"] >= 1 and level["completed"] == level["requests"], level
 
 
 @pytest.mark.slow

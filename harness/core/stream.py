@@ -218,9 +218,12 @@ class StreamParser:
 _BAD = object()
 
 
+_DECODE = json.JSONDecoder().decode
+
+
 def _json(data: bytes) -> Any:
     try:
-        return json.loads(data)
+        return _DECODE(data.decode())  # an event stream is UTF-8: no encoding to detect
     except ValueError:  # JSONDecodeError, or bytes that are not UTF-8
         return _BAD
     except RecursionError:  # absurdly nested garbage

@@ -6,7 +6,7 @@ sends headers, or trickles a byte at a time, ends at the stated bound with a rea
 
 The URL and headers of a chat request are built here once (``chat_url``, ``chat_headers``), for
 the endpoint proof and the load alike. Streams are read line by line as they arrive (chunked or
-close-delimited), never in blocks.
+close-delimited), never in fixed blocks.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Iterator
 from urllib.parse import urlsplit
 
 from harness.core.bounds import Bounds
-from harness.core.stream import Sample, StreamParser, error_message, whole_body_error
+from harness.core.stream import LineSplitter, Sample, StreamParser, error_message, whole_body_error
 from harness.errors import ConfigError, TargetError, TargetTimeout, TargetUnreachable
 
 MAX_BODY = 4 << 20  # a whole (non-streamed) answer larger than this is cut here
@@ -245,8 +245,11 @@ def _read_stream(resp: http.client.HTTPResponse, parser: StreamParser) -> str | 
     ctype = (resp.headers.get("Content-Type") or "").lower()
     if "text/event-stream" not in ctype and ctype:
         return whole_body_error(ctype, resp.read(MAX_BODY))
+    lines = LineSplitter()  # \n, \r\n or a bare \r ends a line, as the SSE rules allow
     while True:
-        line = resp.readline(MAX_BODY)
-        if not line:
+        data = resp.read1(MAX_BODY)  # what has come, without waiting for a block to fill
+        t = time.perf_counter()
+        for line in lines.feed(data) if data else lines.end():
+            parser.feed(line, t)
+        if not data:
             return None
-        parser.feed(line, time.perf_counter())

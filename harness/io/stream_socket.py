@@ -120,7 +120,9 @@ class Connection:
     def reads(self, idle_s: float) -> Iterator[Read]:
         """Each read from the socket with its arrival time; ``b""`` once when the server closes.
         ``TimeoutError`` when no byte comes for ``idle_s``. One readiness watcher and one lazily
-        re-armed timer per response, not one per read (the per-read hot path of every stream)."""
+        re-armed timer per response, not one per read (the per-read hot path of every stream), and
+        no speculative read: a read that did not fill the buffer took all there was, so the next
+        waits for the socket first (half the system calls, and no exception, per token)."""
         if not self.kernel:
             yield from self._plain_reads(idle_s)
             return
@@ -133,12 +135,10 @@ class Connection:
         timer = gevent.Timeout(idle_s)
         timer.start()
         last = since = time.perf_counter()  # the last byte; the earliest the next bytes can have come
+        wait = True  # a read that did not fill the buffer took all there was: wait before the next
         try:
             while True:
-                try:
-                    data, anc, _flags, _addr = raw.recvmsg(READ_SIZE, _ANC)
-                except BlockingIOError:
-                    since = time.perf_counter()
+                if wait:
                     try:
                         hub.wait(watcher)
                         since = max(since, clock.floor)
@@ -151,7 +151,13 @@ class Connection:
                         timer.close()
                         timer = gevent.Timeout(idle_s - quiet)
                         timer.start()
+                        continue
+                try:
+                    data, anc, _flags, _addr = raw.recvmsg(READ_SIZE, _ANC)
+                except BlockingIOError:  # woken with nothing to read after all
+                    wait = True
                     continue
+                wait = len(data) < READ_SIZE
                 now_perf = last = time.perf_counter()
                 k = kernel_time(anc, now_perf, time.time())
                 bound, since = now_perf - since, now_perf
@@ -238,13 +244,16 @@ def read_head(reads: Iterator[Read], head: Head) -> Read:
 
 
 def body_lines(reads: Iterator[Read], head: Head, first: Read) -> Iterator[tuple[bytes, Read, int]]:
-    """Each line of the body (``\\n`` kept) with the read that completed it and that read's
-    number (lines of one read share its time); the bytes that came with the headers carry that
-    read's time."""
+    """Each line of the body (its ending kept: ``\\n``, ``\\r\\n`` or a bare ``\\r``, as the SSE
+    rules allow) with the read that completed it and that read's number (lines of one read share
+    its time); the bytes that came with the headers carry that read's time."""
     read, n = first, 0
     buf = head.body
     while True:
         cut = buf.find(b"\n")
+        cr = buf.find(b"\r", 0, cut if cut >= 0 else len(buf))
+        if cr >= 0 and cr + 1 < len(buf) and buf[cr + 1] != 0x0A:
+            cut = cr  # a bare \r ends a line too (the SSE rules); \r\n ends at its \n
         if cut >= 0:
             line = bytes(buf[: cut + 1])
             del buf[: cut + 1]

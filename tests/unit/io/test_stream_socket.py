@@ -158,6 +158,28 @@ def test_a_stream_cut_mid_body_is_a_cut_not_a_parse_error():
         request(port)
 
 
+def test_lines_ended_by_a_bare_carriage_return_are_lines_too():
+    def script(conn, seen):
+        events = [t.replace(b"\n", b"\r") for t in (token("a"), token("b"))]
+        conn.sendall(HEAD + b"".join(chunk(e) for e in events) + END)
+
+    port, _ = serve(script)
+    sample, _ = request(port)
+    assert sample.ok and sample.text == "ab"
+
+
+def test_the_single_request_path_reads_bare_carriage_returns_too():
+    from harness.io.http import stream_chat
+
+    def script(conn, seen):
+        events = [t.replace(b"\n", b"\r") for t in (token("a"), token("b"))]
+        conn.sendall(HEAD + b"".join(chunk(e) for e in events) + END)
+
+    port, _ = serve(script)
+    sample = stream_chat(f"http://127.0.0.1:{port}/v1", {"messages": []}, timeout=5)
+    assert sample.ok and sample.text == "ab" and sample.t_sent is not None
+
+
 def test_bad_base_urls_are_one_line_errors():
     from harness.errors import ConfigError
 

@@ -148,7 +148,7 @@ class BatchedEngine(_Engine):
             self.pool = None
             self.seat_cache = SeatCache(self.seats, reuse=profile["prefix_cache"] == "per-seat")
         self.loop = loop
-        self.timer = PreciseTimer(loop)
+        self.timer = PreciseTimer(loop, float(profile["timing"].get("spin_s", SPIN_S)))
         self.state = EngineState()
         self.counters = Counters()
         self._stepping = False
@@ -320,7 +320,7 @@ class FixedEngine(_Engine):
         self.ttft = float(profile["timing"]["ttft_s"])
         self.itl = float(profile["timing"]["itl_s"])
         self.loop = loop
-        self.timer = PreciseTimer(loop)
+        self.timer = PreciseTimer(loop, float(profile["timing"].get("spin_s", SPIN_S)))
         self.state = EngineState()
         self.counters = Counters()
         self.seats = int(profile["seats"])

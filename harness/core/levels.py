@@ -117,8 +117,8 @@ def level_stats(samples: list[Sample], concurrency: int, wall_s: float, objectiv
         # added: per token, how long its packet waited in the socket before the client read it
         # (kernel-stamped streams only): the client's own lateness, measured
         client_read_lag_s=spread(lags, 5),
-        client_late_share=late_share(lags, percentile(itls, 50)),
-        client_first_late_share=first_late_share(ok, percentile(itls, 50)),
+        client_late_share=late_share(lags, token_gap(itls)),
+        client_first_late_share=first_late_share(ok, token_gap(itls)),
         client_send_delay_s=spread([s.send_delay for s in ok if s.send_delay is not None], 5),
     )
 
@@ -183,8 +183,15 @@ def account(
     return out
 
 
+def token_gap(itls: list[float]) -> float | None:
+    """The stream's token gap, against which a read is late: the median of the gaps that are not
+    zero (tokens that came in one read have a zero gap between them; a client far behind merges
+    so many that the plain median is zero and would hide its lateness). None without gaps."""
+    return percentile([gap for gap in itls if gap > 0], 50)
+
+
 def late_share(lags: list[float], gap: float | None) -> float | None:
-    """The share of kernel-stamped tokens the client read more than one token gap (the median)
+    """The share of kernel-stamped tokens the client read more than one token gap (``token_gap``)
     after they arrived: by then the next token had come too, the kernel merged the two and kept
     only the newer stamp, so those tokens' times are the client's. A token that came in one read
     with a later one carries the most it can have waited (``harness.io.stream_socket``), so a

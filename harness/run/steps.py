@@ -307,10 +307,10 @@ def crosscheck_options(block: Block, settings: dict, options: dict) -> dict:
 def allocation_options(block: Block, settings: dict, options: dict) -> dict:
     """What verify-allocation checks the engine's log against: the allocation the settings ask for."""
     alloc = block.engine.get("allocation", "none")
-    found = {"engine": alloc}
+    found: dict = {"engine": alloc}
     for name, keys in (
         ("model", ("model",)),
-        ("slots", ("slots", "max_seqs")),
+        ("slots", ("slots", "max_seqs", "parallel")),
         ("ctx_per_slot", ("ctx_per_slot", "ctx")),
         ("cache_type", ("cache_type", "kv_dtype")),
         ("swa_full", ("swa_full",)),
@@ -322,4 +322,10 @@ def allocation_options(block: Block, settings: dict, options: dict) -> dict:
                 break
     if found.get("cache_type") == "auto":
         found["cache_type"] = "f16"
+    checks = block.engine.get("log_checks", {})
+    found["expect_offload"] = bool(checks.get("offload"))
+    # "prompt cache is disabled" is what --cache-ram 0 logs; a plan turning the cache on expects no such line
+    found["expect_prompt_cache_off"] = (
+        bool(checks.get("prompt_cache_off")) and str(settings.get("cache_ram", 0)) == "0"
+    )
     return {**found, **options}

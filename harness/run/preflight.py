@@ -277,14 +277,23 @@ def _target_findings(t: Target, allow_cpu: bool, run: Callable, seen: _Seen) -> 
     exe = {"container": "docker", "compose": "docker"}.get(kind)
     if exe is None and kind != "external":
         exe = t.argv0
+    own: list[Finding] = []  # what an optional block only warns about: it is skipped without them
     if exe and exe not in seen.bins and not exe.startswith("<"):
-        findings += _binary_findings(exe, allow_cpu, run, seen)
+        own += _binary_findings(exe, allow_cpu, run, seen)
     if kind in ("container", "compose") and settings.get("image") and settings["image"] not in seen.images:
         seen.images.append(settings["image"])
     model = settings.get("model")
     if kind == "host" and isinstance(model, str) and model.startswith("/") and model not in seen.models:
         seen.models.add(model)
-        findings.append(model_file(model))
+        own.append(model_file(model))
+    if t.block.optional:
+        own = [
+            Finding("WARN", f.check, f"optional block {t.block.id} will be skipped: {f.text}")
+            if f.level == "FAIL"
+            else f
+            for f in own
+        ]
+    findings += own
     if kind not in ("external", "service") and (ctx.host, ctx.port) not in seen.ports:
         seen.ports.add((ctx.host, ctx.port))
         findings.append(port_free(ctx.host, ctx.port))

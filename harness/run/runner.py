@@ -21,10 +21,11 @@ from harness.run.context import BlockContext, block_context, check_model_file, f
 from harness.run.dry_run import print_dry_run
 from harness.run.engine_defs import engine_files
 from harness.run.launchers import Launcher, make_launcher
-from harness.run.launchers.base import StartsLoadWorkers, refuse_busy
+from harness.run.launchers.base import StartsLoadWorkers
 from harness.run.manifest import Manifest, now
 from harness.run.plans import Block, Plan, Step, stages
 from harness.run.recovery import admission_level, recovery
+from harness.run.startup import explain, refuse_busy_lab_ports
 from harness.run.steps import step_calls
 
 STOP_ON_FAIL = True
@@ -140,15 +141,19 @@ class Runner:
         """Start the block's engine, run its unfinished steps, stop it and prove the port free. On
         --resume the engine is started again (its start step counts a second attempt); finished
         measuring steps are not repeated."""
-        missing = self._missing(block) if block.optional else None
-        if missing:
-            return self._skip_block(block, steps, missing)
+        why = self._cannot_run(block) if block.optional else None
+        if why:
+            return self._skip_block(block, steps, why)
         ctx = block_context(self.plan, block, self.run_dir, self.dry_run)
         self.ctx = ctx
         start, stop = steps[0], steps[-1]
         self.out(f"\n==> {block.id}: {block.engine['title']}")
         entry = self._begin(start)
         if not self.start_engine(ctx, entry):
+            if block.optional:  # the lab's "if it does not start, skip it and record that it did not"
+                return self._skip_block(
+                    block, steps, f"it did not start: {ctx.state.start_error}", heading=False
+                )
             self._end(entry, "failed", ctx.state.start_error)
             for s in todo + [stop]:
                 self.manifest.step(s.id).update(status="pending", reason=f"not run: {start.id} failed")
@@ -169,6 +174,13 @@ class Runner:
         self._end(entry, "passed", launcher.stopped_note())
         return ok
 
+    def _cannot_run(self, block: Block) -> str | None:
+        """Why an optional block is skipped before its engine is tried: its base block was skipped
+        (a variant of an engine that did not start), or its engine is missing here."""
+        if block.base and self.manifest.step(f"{block.base}/start")["status"] == "skipped":
+            return f"its base block {block.base} was skipped"
+        return self._missing(block)
+
     def _missing(self, block: Block) -> str | None:
         """Why an optional block's engine cannot run here (not installed, unsupported), or None."""
         try:
@@ -185,9 +197,13 @@ class Runner:
         why = self._missing(self.plan.blocks[block_id])
         return f"optional block {block_id} cannot run here: {why}" if why else None
 
-    def _skip_block(self, block: Block, steps: list[Step], why: str) -> bool:
-        """An optional block whose engine is missing: every step skipped with the reason; not a failure."""
-        self.out(f"\n==> {block.id}: {block.engine['title']}\n    SKIP  optional block: {why}")
+    def _skip_block(self, block: Block, steps: list[Step], why: str, heading: bool = True) -> bool:
+        """An optional block whose engine is missing or did not start: every unfinished step skipped
+        with the reason; not a failure."""
+        self.out(
+            (f"\n==> {block.id}: {block.engine['title']}\n" if heading else "")
+            + f"    SKIP  optional block: {why}"
+        )
         for s in steps:
             if not self.manifest.done(s.id):
                 self.manifest.step(s.id).update(
@@ -202,8 +218,7 @@ class Runner:
         block, engine = ctx.block, ctx.block.engine
         check_model_file(ctx)
         ctx.out.parent.mkdir(parents=True, exist_ok=True)
-        if not launcher.keeps_port:
-            refuse_busy(ctx.host, ctx.port)
+        refuse_busy_lab_ports(self.plan, self.run_dir, ctx, launcher.keeps_port)
         if any(s.kind == "measure" for s in self.plan.steps if s.block is block):
             # The idle memory reading the measure step subtracts, taken before this engine loads.
             log = self.run_dir / "steps" / f"{block.id}__idle-snapshot.txt"
@@ -235,7 +250,7 @@ class Runner:
             self.out(f"    start: {launcher.command()}")
             t0 = time.monotonic()
             self.launcher = launcher
-            launcher.start(timeout=float(block.engine.get("health_timeout_s", 300)))
+            launcher.start(timeout=float(block.start_timeout_s or block.engine.get("health_timeout_s", 300)))
             state.startup_s = time.monotonic() - t0
             state.pid = launcher.pid
             self.child_env = api_key_env(block, ctx.settings)
@@ -261,6 +276,11 @@ class Runner:
                 self.stop_engine()
             except HarnessError as stop_exc:
                 state.start_error += f"; and stopping it: {stop_exc}"
+            diagnosis = explain(block.engine.name, state.start_error, ctx.log, ctx.out)
+            if diagnosis is not None:  # the labs' troubleshooting row its log matches
+                self.out(f"    WHY   {diagnosis.text()}")
+                entry["result"] = {"diagnosis": diagnosis.to_dict()}
+                state.start_error += f"; {diagnosis.cause}: {diagnosis.remedy}"
             return False
 
     def stop_engine(self) -> None:

@@ -25,7 +25,7 @@ from harness.run.launchers.base import StartsLoadWorkers
 from harness.run.manifest import Manifest, now
 from harness.run.plans import Block, Plan, Step, stages
 from harness.run.recovery import admission_level, recovery
-from harness.run.startup import explain, refuse_busy_lab_ports
+from harness.run.startup import explain, refuse_busy_lab_ports, service_facts, service_notes
 from harness.run.steps import step_calls
 
 STOP_ON_FAIL = True
@@ -253,6 +253,7 @@ class Runner:
             launcher.start(timeout=float(block.start_timeout_s or block.engine.get("health_timeout_s", 300)))
             state.startup_s = time.monotonic() - t0
             state.pid = launcher.pid
+            state.base_url = getattr(launcher, "api_base", None)
             self.child_env = api_key_env(block, ctx.settings)
             state.version = launcher.version()
             if isinstance(launcher, StartsLoadWorkers):
@@ -261,14 +262,17 @@ class Runner:
             self.manifest.data["engines"][block.id].update(
                 command=launcher.command(),  # as executed (a compose launcher finds its CLI on start)
                 version=state.version,
-                pid=launcher.pid,
+                pid=None if launcher.keeps_port else launcher.pid,  # cleanup stops a pid: never a service's
+                **service_facts(launcher),
                 host=ctx.host,
                 port=ctx.port,
                 running=True,
                 memory_mb=_rounded(launcher.memory_mb()),
             )
             self.manifest.save()
-            self.out(f"    healthy after {state.startup_s:.1f} s: {ctx.base_url} ({state.version})")
+            self.out(f"    healthy after {state.startup_s:.1f} s: {ctx.api_url} ({state.version})")
+            for note in service_notes(launcher):
+                self.out(f"    note: {note}")
             return True
         except HarnessError as exc:
             state.start_error = str(exc)

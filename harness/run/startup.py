@@ -83,3 +83,28 @@ def refuse_busy_lab_ports(plan: Plan, run_dir: Path, ctx: BlockContext, keeps_po
                 f"port {port} is already in use{f' by {who}' if who else ''} ({used}); stop it first "
                 "(one server at a time) or choose another port"
             )
+
+
+def service_facts(launcher) -> dict:
+    """What a service launcher learnt while starting, for the manifest: the process found on its port
+    (``service_pid``: never ``pid``, which cleanup would stop), the API base it answered at, the
+    status of each command run before the load, and why its memory is unknown. Empty otherwise."""
+    if not launcher.keeps_port or not hasattr(launcher, "before_results"):
+        return {}
+    facts = {"service_pid": launcher.pid, "before_start": launcher.before_results}
+    if launcher.api_base:
+        facts["base_url"] = launcher.api_base
+    if launcher.memory_note():
+        facts["memory_note"] = launcher.memory_note()
+    return facts
+
+
+def service_notes(launcher) -> list[str]:
+    """The lines printed under a started service: the fallback base path, an unknown memory."""
+    facts = service_facts(launcher)
+    notes = (
+        [f"the API answered at {facts['base_url']} (not the plan's /v1); the steps use it"]
+        if "base_url" in facts
+        else []
+    )
+    return notes + ([facts["memory_note"]] if "memory_note" in facts else [])

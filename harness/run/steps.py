@@ -145,7 +145,7 @@ PLAN_STEPS: dict[str, Callable[[Where, dict], list[StepCall]]] = {
 # -- steps against a block's engine ------------------------------------------------------------------
 def _served(ctx: BlockContext) -> list[Option]:
     """The options that say which server a measuring command talks to."""
-    return [("base_url", ctx.base_url), ("model", ctx.model)]
+    return [("base_url", ctx.api_url), ("model", ctx.model)]
 
 
 def _verify_allocation(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
@@ -255,12 +255,18 @@ def _measure(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
 def _resident_of(block: Block, ctx: BlockContext) -> list[Option]:
     """Whose resident set measure reads: a ``docker run`` engine's container by name (the pid here
     would be the docker client's), a host engine's pid; a compose engine's memory is in the manifest,
-    read from its container."""
-    if block.engine["launcher"] == "container":
+    read from its container. A service's is the process found listening on its port, and when none
+    is visible (started, no pid) measure runs without it, as the manifest notes: never a placeholder."""
+    kind = block.engine["launcher"]
+    if kind == "container":
         return [("container", str(block.engine["container"]["name"]))]
-    if block.engine["launcher"] == "compose":
+    if kind in ("compose", "external"):
         return []
-    return [("server_pid", str(ctx.state.pid or "<server pid>"))]
+    if ctx.state.pid:
+        return [("server_pid", str(ctx.state.pid))]
+    if ctx.state.version is not None:  # started, and no process to read
+        return []
+    return [("server_pid", f"<pid listening on port {ctx.port}>" if kind == "service" else "<server pid>")]
 
 
 BLOCK_STEPS: dict[str, Callable[[Where, BlockContext, dict], list[StepCall]]] = {

@@ -25,7 +25,7 @@ from harness.run.launchers.base import StartsLoadWorkers
 from harness.run.manifest import Manifest, now
 from harness.run.plans import Block, Plan, Step, stages
 from harness.run.recovery import admission_level, recovery
-from harness.run.startup import explain, refuse_busy_lab_ports, service_facts, service_notes
+from harness.run.startup import explain, missing_program, refuse_busy_lab_ports, service_facts, service_notes
 from harness.run.steps import step_calls
 
 STOP_ON_FAIL = True
@@ -181,13 +181,22 @@ class Runner:
             return f"its base block {block.base} was skipped"
         return self._missing(block)
 
+    def _not_running_here(self) -> set[str]:
+        """Optional blocks that were skipped or whose engine is missing: their ports are not the lab's."""
+        return {
+            b.id
+            for b in self.plan.blocks.values()
+            if b.optional and (self.manifest.step(f"{b.id}/start")["status"] == "skipped" or self._missing(b))
+        }
+
     def _missing(self, block: Block) -> str | None:
         """Why an optional block's engine cannot run here (not installed, unsupported), or None."""
         try:
-            make_launcher(block_context(self.plan, block, self.run_dir, self.dry_run))
+            ctx = block_context(self.plan, block, self.run_dir, self.dry_run)
+            make_launcher(ctx)
         except InstallError as exc:
             return str(exc)
-        return None
+        return missing_program(ctx)
 
     def _needs_missing(self, block_id: str) -> str | None:
         """Why a global step that needs an optional block is skipped (that block was skipped, or
@@ -218,7 +227,7 @@ class Runner:
         block, engine = ctx.block, ctx.block.engine
         check_model_file(ctx)
         ctx.out.parent.mkdir(parents=True, exist_ok=True)
-        refuse_busy_lab_ports(self.plan, self.run_dir, ctx, launcher.keeps_port)
+        refuse_busy_lab_ports(self.plan, self.run_dir, ctx, launcher.keeps_port, self._not_running_here())
         if any(s.kind == "measure" for s in self.plan.steps if s.block is block):
             # The idle memory reading the measure step subtracts, taken before this engine loads.
             log = self.run_dir / "steps" / f"{block.id}__idle-snapshot.txt"

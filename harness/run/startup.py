@@ -4,6 +4,7 @@ come up, the labs' troubleshooting row that its log matches (``data/diagnoses.ya
 
 from __future__ import annotations
 
+import shutil
 from functools import lru_cache
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from harness.core.diagnoses import Diagnosis, diagnose
 from harness.errors import PortBusy
 from harness.io.notebook import validate
 from harness.io.ports import holder, port_open
+from harness.run.engine_defs import launch_argv
 from harness.run.plans import Plan
 
 if TYPE_CHECKING:
@@ -52,24 +54,33 @@ def explain(engine: str, error: str, *logs: Path) -> Diagnosis | None:
     return diagnose(error + "\n" + log_tail(*logs), list(rules()), engine)
 
 
-def lab_ports(plan: Plan, run_dir: Path) -> dict[tuple[str, int], list[str]]:
+def lab_ports(
+    plan: Plan, run_dir: Path, skipped: set[str] | frozenset = frozenset()
+) -> dict[tuple[str, int], list[str]]:
     """Every port the plan's own servers listen on, with the blocks that use it. A service's port
-    (Lemonade: held by its service all along) and an external endpoint's are not the lab's to free."""
+    (Lemonade: held by its service all along), an external endpoint's and those of ``skipped``
+    blocks (optional ones that will not run here) are not the lab's to free."""
     from harness.run.context import block_context  # the context imports the plans; only needed here
 
     ports: dict[tuple[str, int], list[str]] = {}
     for block in plan.blocks.values():
-        if block.engine["launcher"] in ("service", "external"):
+        if block.engine["launcher"] in ("service", "external") or block.id in skipped:
             continue
         ctx = block_context(plan, block, run_dir, dry_run=True)
         ports.setdefault((ctx.host, ctx.port), []).append(block.id)
     return ports
 
 
-def refuse_busy_lab_ports(plan: Plan, run_dir: Path, ctx: BlockContext, keeps_port: bool) -> None:
+def refuse_busy_lab_ports(
+    plan: Plan,
+    run_dir: Path,
+    ctx: BlockContext,
+    keeps_port: bool,
+    skipped: set[str] | frozenset = frozenset(),
+) -> None:
     """Before an engine starts, every port the lab uses must be free (one server at a time), its own
     first; PortBusy names the port, its holder when the OS shows it, and the blocks that use it."""
-    ports = lab_ports(plan, run_dir)
+    ports = lab_ports(plan, run_dir, skipped)
     own = (ctx.host, ctx.port)
     if not keeps_port:
         ports.setdefault(own, [ctx.block.id])
@@ -108,3 +119,13 @@ def service_notes(launcher) -> list[str]:
         else []
     )
     return notes + ([facts["memory_note"]] if "memory_note" in facts else [])
+
+
+def missing_program(ctx: BlockContext) -> str | None:
+    """Why a host engine's program cannot be run here (its path is no file, its name not on PATH),
+    or None; other launchers find their programs when they start."""
+    if ctx.block.engine["launcher"] != "host":
+        return None
+    program = launch_argv(ctx.block.engine, ctx.settings)[0]
+    found = Path(program).is_file() if "/" in program else shutil.which(program) is not None
+    return None if found else f"{program} not found; install it as the track's install lesson describes"

@@ -55,3 +55,32 @@ def test_a_busy_port_of_a_later_block_stops_the_first_start_naming_it(tmp_path):
     assert "the lab's port for second" in reason and "stop it first" in reason
     assert "first" not in manifest["engines"]  # nothing was started
     assert sum("FAIL  first/start" in x for x in lines) == 1
+
+
+def test_the_port_of_an_optional_block_that_cannot_run_here_is_not_checked(tmp_path):
+    a, v = free_port(), free_port()
+    spec = {
+        "schema_version": 1,
+        "name": "ports-opt",
+        "title": "a server and a missing optional vLLM",
+        "variables": {},
+        "stages": [
+            {"id": "first", "engine": "practice", "settings": {"port": a}, "steps": ["probe"]},
+            {
+                "id": "vllm",
+                "engine": "vllm",
+                "optional": True,
+                "settings": {"vllm_bin": str(tmp_path / "no" / "vllm"), "port": v},
+                "steps": ["probe"],
+            },
+        ],
+    }
+    path = tmp_path / "opt.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    with socket.socket() as holder:  # someone else's server on the port vLLM would have used
+        holder.bind(("127.0.0.1", v))
+        holder.listen()
+        code = Runner(load_plan(str(path)), tmp_path / "run", out=lambda _: None).execute(resume=False)
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    got = {s["id"]: s["status"] for s in manifest["steps"]}
+    assert code == 0 and got["first/probe"] == "passed" and got["vllm/start"] == "skipped", got

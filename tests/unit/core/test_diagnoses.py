@@ -41,6 +41,9 @@ def test_a_cpu_only_llama_build_is_named_from_its_offload_line():
 
 
 def test_the_start_error_itself_is_matched_too():
+    found = explain("trtllm-compose", "trtllm exited with status 135 while starting; read /r/trtllm.out: ok")
+    assert found is not None and found.id == "container-bus-error"
+    assert explain("trtllm-compose", "trtllm exited with status 1350 while starting") is None
     found = explain(
         "tabbyapi", "cannot read the API key file /x/api_tokens.yml; it is written on first start"
     )

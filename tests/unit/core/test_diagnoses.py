@@ -51,6 +51,10 @@ def test_the_start_error_itself_is_matched_too():
     assert "Your API key is:" in found.remedy
     found = explain("lemonade", "lemonade status exited with status 1; read /run/engines/l.out")
     assert found is not None and found.id == "lemond-not-running"
+    found = explain("lemonade", "lemonade backends install llamacpp:rocm exited with status 2; read x: usage")
+    assert found is not None and found.id == "lemonade-backend-install-failed"
+    found = explain("lemonade", "lemonade load exited with status 1; read x: error: llama-server exited")
+    assert found is not None and found.id == "lemonade-load-failed" and "--flash-attn on" in found.remedy
 
 
 def test_rules_are_per_engine_and_nothing_matches_a_healthy_log():

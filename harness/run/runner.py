@@ -21,7 +21,7 @@ from harness.run.context import BlockContext, block_context, check_model_file, f
 from harness.run.dry_run import print_dry_run
 from harness.run.engine_defs import engine_files
 from harness.run.launchers import Launcher, make_launcher
-from harness.run.launchers.base import StartsLoadWorkers
+from harness.run.launchers.base import Prepares, StartsLoadWorkers
 from harness.run.manifest import Manifest, now
 from harness.run.plans import Block, Plan, Step, stages
 from harness.run.recovery import admission_level, recovery
@@ -222,12 +222,15 @@ class Runner:
         return True
 
     def _prepare(self, ctx: BlockContext, launcher: Launcher) -> None:
-        """Everything before the engine starts: its model file, a free port, the idle memory
-        snapshot, the files it reads, a fresh log, and its entry in the manifest."""
+        """Everything before the engine starts: its model file, the lab's ports free, a fresh log, a
+        service's own steps, the idle memory snapshot, the files it reads, and its manifest entry."""
         block, engine = ctx.block, ctx.block.engine
         check_model_file(ctx)
         ctx.out.parent.mkdir(parents=True, exist_ok=True)
         refuse_busy_lab_ports(self.plan, self.run_dir, ctx, launcher.keeps_port, self._not_running_here())
+        ctx.log.unlink(missing_ok=True)
+        if isinstance(launcher, Prepares):  # a service's own steps first: a model left loaded is unloaded
+            launcher.prepare(float(block.start_timeout_s or engine.get("health_timeout_s", 300)))
         if any(s.kind == "measure" for s in self.plan.steps if s.block is block):
             # The idle memory reading the measure step subtracts, taken before this engine loads.
             log = self.run_dir / "steps" / f"{block.id}__idle-snapshot.txt"
@@ -237,7 +240,6 @@ class Runner:
             target = file_target(self.run_dir, name)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
-        ctx.log.unlink(missing_ok=True)
         self.manifest.data["engines"][block.id] = {
             "engine": engine.name,
             "command": launcher.command(),

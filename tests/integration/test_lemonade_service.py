@@ -61,6 +61,8 @@ elif args[:2] == ["backends", "install"]:
     print("installed " + args[2])
 elif args == ["backends"]:
     print("llamacpp:rocm  b7000-fake  installed")
+elif args == ["unload"] and not os.path.exists(os.path.join(tmp, "first-unload")):
+    open(os.path.join(tmp, "first-unload"), "w").close()
 elif args[:1] == ["load"]:
     assert args[1:] == ["user.Qwen3-8B-Q4_K_M", "--ctx-size", "8192", "--llamacpp", "rocm",
                         "--llamacpp-args", "--flash-attn on --cache-ram 0"], args
@@ -133,6 +135,8 @@ def test_measure_and_probe_run_through_the_service_launcher(tmp_path, lemond):
     ]
     assert order[:5] == ["status", "backends install", "backends", "unload", "load"], calls
     assert calls[1] == "backends install llamacpp:rocm" and order[-1] == "unload"
+    idle = tmp_path / "run" / "engines" / "lemonade-rocm.idle.json"
+    assert idle.stat().st_mtime >= (tmp_path / "first-unload").stat().st_mtime  # snapshot after the unload
     engine = manifest["engines"]["lemonade-rocm"]
     assert engine["service_pid"] == service.pid and engine["pid"] is None  # cleanup never stops it
     assert [b["status"] for b in engine["before_start"]] == [0, 0, 0, 0]
@@ -158,7 +162,7 @@ def test_a_service_that_is_not_running_fails_with_the_lemond_remedy(tmp_path, le
     assert start["result"]["diagnosis"]["id"] == "lemond-not-running"
     (why,) = [x for x in lines if x.startswith("    WHY   ")]
     assert "could not connect to Lemonade Server" in why
-    assert (tmp_path / "calls.log").read_text().splitlines() == ["status", "unload"]  # no load tried
+    assert (tmp_path / "calls.log").read_text().splitlines() == ["status"]  # nothing else tried
 
 
 class OldLemonade(BaseHTTPRequestHandler):

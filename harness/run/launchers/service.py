@@ -49,6 +49,7 @@ class ServiceLauncher:
     api_base: str | None = None  # the API base URL when the fallback path answered (else the plan's)
     fallback_path: str | None = None  # e.g. /api/v1: tried when the health path answers 404
     before_results: list[dict] = field(default_factory=list)
+    _prepared: bool = False
     keeps_port = True
 
     def command(self) -> str:
@@ -81,9 +82,12 @@ class ServiceLauncher:
                 ) from None
         return done.returncode
 
-    def start(self, timeout: float = 300.0) -> None:
+    def prepare(self, timeout: float = 300.0) -> None:
+        """The serve script's steps before the load (the runner runs them before the idle memory
+        snapshot, so a model left loaded is unloaded first); ``start`` runs them if not yet run."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.before_results = []
+        self._prepared = True
         for b in self.before:
             code = self._run(b.argv, min(timeout, 900.0))
             self.before_results.append({"command": shlex.join(b.argv), "status": code})
@@ -92,6 +96,10 @@ class ServiceLauncher:
                     f"{shlex.join(b.argv)} exited with status {code}; read {self.log_path}: "
                     f"{last_log_line(self.log_path)}"
                 )
+
+    def start(self, timeout: float = 300.0) -> None:
+        if not self._prepared:
+            self.prepare(timeout)
         code = self._run(self.argv, timeout)
         if code != 0:
             raise EngineError(

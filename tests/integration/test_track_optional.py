@@ -1,7 +1,8 @@
 """Track X's rule (issue 17): if vLLM is missing or does not start, skip its blocks, record why,
 and go on. A plan shaped like Track X (a server before, vLLM with a variant, a server after, a
 summarise that needs vLLM, the report) runs against the practice server with vLLM missing, and
-with a fake vLLM that dies the way the lab's troubleshooting table describes."""
+with a fake vLLM that dies the way the lab's troubleshooting table describes. Last, a failed step's
+own output is matched against the same table (TabbyAPI's 401)."""
 
 from __future__ import annotations
 
@@ -127,3 +128,50 @@ def test_track_x_marks_vllm_optional_with_the_labs_ten_minutes():
         labels = json.dumps(s.options)
         if s.block is None and "vllm-" in labels:
             assert s.needs == "vllm", s.id
+
+
+def test_a_step_that_fails_on_a_401_gets_tabbyapis_remedy(tmp_path, monkeypatch):
+    """TabbyAPI's row "status 401: no or wrong API key", read from the failed step's own output: a
+    server that wants a key the steps do not have (the practice server, named as a TabbyAPI)."""
+    monkeypatch.setenv("PRACTICE_KEY_FOR_TEST", "the-servers-key")
+    engine = {
+        "schema_version": 1,
+        "name": "tabbyapi-practice",
+        "title": "the practice server, wanting an API key as TabbyAPI does",
+        "launcher": "host",
+        "binary": "{python}",
+        "resolve": {"python": "python"},
+        "settings": {"python": "auto", "port": free_port()},
+        "args": [
+            ["-m", "harness.cli", "practice", "--port", "{port}", "--api-key-env", "PRACTICE_KEY_FOR_TEST"]
+        ],
+        "port": "{port}",
+        "health": "/health",
+        "api_model": "local-chat",
+        "log": "stdout",
+    }
+    (tmp_path / "tabbyapi-practice.yaml").write_text(yaml.safe_dump(engine))
+    spec = {
+        "schema_version": 1,
+        "name": "tabby-401",
+        "title": "a 401",
+        "variables": {},
+        "stages": [
+            {
+                "id": "exl3",
+                "engine": str(tmp_path / "tabbyapi-practice.yaml"),
+                "steps": [{"measure": {"wait_seconds": 2, "max_tokens": 4}}],
+            }
+        ],
+    }
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(spec))
+    lines: list[str] = []
+    code = Runner(load_plan(str(tmp_path / "plan.yaml")), tmp_path / "run", out=lines.append).execute(
+        resume=False
+    )
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    step = next(s for s in manifest["steps"] if s["id"] == "exl3/measure")
+    assert code == 1 and step["status"] == "failed", step
+    assert step["result"]["diagnosis"]["id"] == "tabbyapi-wrong-key"
+    assert "api_tokens.yml" in step["reason"] and "401" in step["result"]["diagnosis"]["line"]
+    assert sum(x.startswith("    WHY   ") for x in lines) == 1

@@ -49,6 +49,8 @@ def test_the_start_error_itself_is_matched_too():
     )
     assert found is not None and found.id == "tabbyapi-401-while-loading"
     assert "Your API key is:" in found.remedy
+    found = explain("tabbyapi", "first error: HTTP 401 Unauthorized {'detail': 'Invalid API key'}")
+    assert found is not None and found.id == "tabbyapi-wrong-key" and "api_tokens.yml" in found.remedy
     found = explain("lemonade", "lemonade status exited with status 1; read /run/engines/l.out")
     assert found is not None and found.id == "lemond-not-running"
     found = explain("lemonade", "lemonade backends install llamacpp:rocm exited with status 2; read x: usage")

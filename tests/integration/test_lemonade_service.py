@@ -206,3 +206,23 @@ def test_the_api_v1_fallback_is_taken_when_v1_answers_404(tmp_path):
             plain.start(timeout=1)  # no fallback configured: a 404 is not healthy
     finally:
         server.shutdown()
+
+
+def test_the_preflight_asks_lemonade_status_and_names_lemond_when_it_is_down(tmp_path, lemond):
+    from harness.run.preflight import plan_findings, plan_targets
+
+    port, start = lemond
+    plan = load_plan(str(lemonade_plan(tmp_path, port, ["probe"])))
+
+    def service_findings():
+        found = plan_findings(
+            plan, plan_targets(plan, tmp_path / "run"), tmp_path / "run", run=lambda *a, **k: None
+        )
+        return [f for f in found if f.check == "service"]
+
+    (down,) = service_findings()
+    assert down.level == "FAIL" and down.text.startswith("lemonade status exited with status 1")
+    assert "systemctl start lemond" in down.text
+    start()
+    (up,) = service_findings()
+    assert up.level == "PASS" and f"Server is running on port {port}" in up.text

@@ -7,10 +7,9 @@ from __future__ import annotations
 import shutil
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
-
-from typing import TYPE_CHECKING
 
 from harness import paths
 from harness.core.diagnoses import Diagnosis, diagnose

@@ -61,11 +61,17 @@ elif args[:2] == ["backends", "install"]:
     print("installed " + args[2])
 elif args == ["backends"]:
     print("llamacpp:rocm  b7000-fake  installed")
-elif args == ["unload"] and not os.path.exists(os.path.join(tmp, "first-unload")):
-    open(os.path.join(tmp, "first-unload"), "w").close()
+elif args == ["unload"]:  # with nothing loaded it fails, which the serve script ignores (|| true)
+    if not os.path.exists(os.path.join(tmp, "first-unload")):
+        open(os.path.join(tmp, "first-unload"), "w").close()
+    if not os.path.exists(os.path.join(tmp, "loaded")):
+        print("Error: no model is loaded")
+        sys.exit(1)
+    os.remove(os.path.join(tmp, "loaded"))
 elif args[:1] == ["load"]:
     assert args[1:] == ["user.Qwen3-8B-Q4_K_M", "--ctx-size", "8192", "--llamacpp", "rocm",
                         "--llamacpp-args", "--flash-attn on --cache-ram 0"], args
+    open(os.path.join(tmp, "loaded"), "w").close()
     print("loaded " + args[1])
 """
 
@@ -139,7 +145,8 @@ def test_measure_and_probe_run_through_the_service_launcher(tmp_path, lemond):
     assert idle.stat().st_mtime >= (tmp_path / "first-unload").stat().st_mtime  # snapshot after the unload
     engine = manifest["engines"]["lemonade-rocm"]
     assert engine["service_pid"] == service.pid and engine["pid"] is None  # cleanup never stops it
-    assert [b["status"] for b in engine["before_start"]] == [0, 0, 0, 0]
+    assert [b["status"] for b in engine["before_start"]] == [0, 0, 0, 1]  # nothing to unload: not checked
+    assert not (tmp_path / "loaded").exists()  # unloaded at the stop
     assert engine["memory_mb"] > 10 and "memory_note" not in engine
     measure = by_id["lemonade-rocm/measure"]["command"]
     assert f"--server-pid {service.pid}" in measure and "<" not in measure

@@ -79,3 +79,52 @@ def test_the_first_rule_in_table_order_wins_and_the_last_matching_line_is_quoted
     found = diagnose(text, table, "x-cpu")
     assert found.id == "a" and found.line.startswith("boom 2") and len(found.line) == 240
     assert diagnose(text, table, "xy") is None  # a prefix means the name or name-..., not any start
+
+
+# One line per row, in the shape the engine or the harness writes it: a row without a sample
+# here fails the test below, so no troubleshooting row goes untested.
+SAMPLES = {
+    "vllm-fraction-too-high": (
+        "vllm",
+        "ValueError: Free memory on device (3.2/15.9 GiB) on startup is "
+        "less than desired GPU memory utilization (0.9, 14.3 GiB).",
+    ),
+    "vllm-no-cache-blocks": (
+        "vllm",
+        "ValueError: To serve at least one request with the model's max seq "
+        "len (4096), (0.56 GiB KV cache is needed, which is larger than the available",
+    ),
+    "vllm-fp8-kv-rejected": (
+        "vllm",
+        "NotImplementedError: FlashAttention V1 with FP8 KV cache not yet supported",
+    ),
+    "vllm-out-of-memory": (
+        "vllm-compose",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+    ),
+    "llama-cpu-only-build": ("llama-server", "load_tensors: offloaded 0/37 layers to GPU"),
+    "llama-pool-did-not-fit": (
+        "llama-server",
+        "ggml_vulkan: Device memory allocation failed: ErrorOutOfDeviceMemory",
+    ),
+    "container-bus-error": ("trtllm", "Bus error (core dumped)"),
+    "tabbyapi-401-while-loading": (
+        "tabbyapi",
+        "cannot read the API key file /t/api_tokens.yml; it is written",
+    ),
+    "tabbyapi-wrong-key": ("tabbyapi", "first error: HTTP 401"),
+    "lemond-not-running": ("lemonade", "lemonade status exited with status 1; read x: Error"),
+    "lemonade-backend-install-failed": (
+        "lemonade",
+        "lemonade backends install llamacpp:rocm exited with status 2",
+    ),
+    "lemonade-load-failed": ("lemonade", "lemonade load exited with status 1; read x: failed"),
+}
+
+
+def test_every_row_has_a_sample_that_it_and_no_earlier_row_matches():
+    table = list(rules())
+    assert set(SAMPLES) == {r["id"] for r in table}
+    for rule_id, (engine, line) in SAMPLES.items():
+        found = diagnose(line, table, engine)
+        assert found is not None and found.id == rule_id, (rule_id, found)

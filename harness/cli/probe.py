@@ -102,13 +102,19 @@ def _reply(resp: Reply) -> tuple[int, dict | None, str]:
     return resp.status, body, ""
 
 
+def _kept(verdict: dict, raw: bytes | str) -> dict:
+    """A failed verdict keeps the server's raw reply (cut at a few kB), not only its summary."""
+    return verdict if verdict.get("supported") else {**verdict, "raw_reply": probes.raw_excerpt(raw)}
+
+
 def probe_models(client: _Client) -> dict:
-    status, body, text = _reply(client.get("/models"))
+    resp = client.get("/models")
+    status, body, text = _reply(resp)
     ids = [m.get("id") for m in (body or {}).get("data", []) if isinstance(m, dict)] if status == 200 else []
     out = {"status": status, "supported": status == 200 and bool(ids), "model_ids": ids[:10]}
     if not out["supported"]:
         out["detail"] = f"status {status}: {text or json.dumps(body)[:160]}"
-    return out
+    return _kept(out, resp.body)
 
 
 def _chat_body(args, prompt: str, **extra) -> dict:
@@ -122,24 +128,28 @@ def _chat_body(args, prompt: str, **extra) -> dict:
 
 
 def probe_tools(client: _Client, args) -> dict:
-    status, body, text = _reply(
-        client.post(
-            "/chat/completions",
-            _chat_body(args, probes.TOOL_PROMPT, tools=[probes.WEATHER_TOOL], tool_choice="auto"),
-        )
+    resp = client.post(
+        "/chat/completions",
+        _chat_body(args, probes.TOOL_PROMPT, tools=[probes.WEATHER_TOOL], tool_choice="auto"),
     )
+    status, body, text = _reply(resp)
     if status != 200 or body is None:
-        return {
+        verdict = {
             "status": status,
             "supported": False,
             "detail": f"status {status}: {text or json.dumps(body)[:160]}",
         }
-    return {"status": status, **probes.judge_tool_reply(body)}
+        return _kept(verdict, resp.body)
+    return _kept({"status": status, **probes.judge_tool_reply(body)}, resp.body)
 
 
 def probe_streaming_tools(client: _Client, args) -> dict:
     body = _chat_body(args, probes.TOOL_PROMPT, tools=[probes.WEATHER_TOOL], tool_choice="auto", stream=True)
     status, lines, cut = client.stream("/chat/completions", body)
+    return _kept(_judge_stream(status, lines, cut), b"\n".join(lines) or cut)
+
+
+def _judge_stream(status: int, lines: list[bytes], cut: str) -> dict:
     if status != 200:
         text = cut or (lines[0] if lines else b"").decode("utf-8", "replace")
         with suppress(ValueError):
@@ -170,16 +180,16 @@ def probe_schema(client: _Client, args) -> dict:
         "type": "json_schema",
         "json_schema": {"name": "person", "strict": True, "schema": probes.PERSON_SCHEMA},
     }
-    status, body, text = _reply(
-        client.post("/chat/completions", _chat_body(args, probes.PERSON_PROMPT, response_format=fmt))
-    )
+    resp = client.post("/chat/completions", _chat_body(args, probes.PERSON_PROMPT, response_format=fmt))
+    status, body, text = _reply(resp)
     if status != 200 or body is None:
-        return {
+        verdict = {
             "status": status,
             "supported": False,
             "detail": f"status {status}: {text or json.dumps(body)[:160]}",
         }
-    return {"status": status, **probes.judge_schema_reply(body)}
+        return _kept(verdict, resp.body)
+    return _kept({"status": status, **probes.judge_schema_reply(body)}, resp.body)
 
 
 def run(args) -> int:

@@ -39,12 +39,28 @@ def add_parser(sub) -> None:
         "fraction, where the pool is what is left after weights and activations)",
     )
     p.add_argument(
+        "--expect-offload",
+        action="store_true",
+        help="llama-server: fail unless the log offloads every layer (N/N) to the accelerator",
+    )
+    p.add_argument(
+        "--expect-device", help="llama-server: the device the log must use (ROCm0, Vulkan0, CUDA0, MTL0)"
+    )
+    p.add_argument(
+        "--expect-prompt-cache-off",
+        action="store_true",
+        help="llama-server: fail unless the log says the prompt cache is disabled (--cache-ram 0)",
+    )
+    p.add_argument(
         "--equal-pool",
         nargs=2,
         metavar=("LOG_A", "LOG_B"),
         help="instead: say whether two engines' logs show the same KV pool in tokens",
     )
     p.set_defaults(func=run)
+
+
+EXPECT = ("expect_offload", "expect_device", "expect_prompt_cache_off")
 
 
 def _read(path: str) -> str:
@@ -86,6 +102,15 @@ def run(args) -> int:
         model, engine, args.slots, args.ctx_per_slot, args.cache_type, args.swa_full, args.kv_bytes, **pool
     )
     problems = [] if args.observe_only else engine_logs.compare(engine, observed, pred)
+    if engine != "llama-server" and any(getattr(args, k) for k in EXPECT):
+        raise ConfigError(
+            f"{args.log} is a {engine} log: --expect-offload, --expect-device and --expect-prompt-cache-off "
+            "check llama-server's load log; leave them out"
+        )
+    if engine == "llama-server":  # the accelerator checks hold even when the pool is only observed
+        problems += engine_logs.accelerator_problems(
+            observed, args.expect_offload, args.expect_device, args.expect_prompt_cache_off
+        )
     for line in [] if args.observe_only else pred.log_lines:
         print(f"predicted: {line}")
     if args.observe_only:
@@ -95,7 +120,7 @@ def run(args) -> int:
             "tokens "
             f"of KV; {json.dumps(observed)}"
         )
-        problems = _fraction(args, model, observed)
+        problems += _fraction(args, model, observed)
     if problems:
         for problem in problems:
             print(f"MISMATCH: {problem}")
@@ -163,6 +188,7 @@ def record_allocation(args, engine: str, model, observed: dict, pred, problems: 
             "cache_type": args.cache_type,
             "swa_full": args.swa_full,
             "kv_bytes": args.kv_bytes,
+            **{k: v for k in EXPECT if (v := getattr(args, k, None))},
             **({"block_size": args.block_size} if engine == "vllm" else {}),
         },
         observed=observed,

@@ -17,6 +17,7 @@ _SLOTS_NEW = re.compile(r"n_slots = (\d+), n_ctx_slot = (\d+)")
 _SLOTS_COUNT = re.compile(r"initializing slots, n_slots = (\d+)")
 _SLOT_CTX = re.compile(r"new slot,? n_ctx(?:_slot)? = (\d+)")
 _OFFLOAD = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
+_DEVICE = re.compile(r"using device (\S+)")
 _MODEL_BUF = re.compile(r"(\S+) model buffer size =\s*([\d.]+) MiB")
 _COMPUTE_BUF = re.compile(r"(\S+) compute buffer size =\s*([\d.]+) MiB")
 _VLLM_TOKENS = re.compile(r"([GC]PU) KV cache size: ([\d,]+) tokens")  # vLLM's CPU build says CPU
@@ -51,6 +52,7 @@ def parse_llama_server(text: str) -> dict:
             out["n_ctx_slot"] = int(m[1])
     if m := _OFFLOAD.search(text):
         out["offloaded_layers"] = [int(m[1]), int(m[2])]
+    out["devices"] = list(dict.fromkeys(_DEVICE.findall(text)))
     out["model_buffers_mib"] = {k: float(v) for k, v in _MODEL_BUF.findall(text)}
     out["compute_buffers_mib"] = {k: float(v) for k, v in _COMPUTE_BUF.findall(text)}
     out["prompt_cache_disabled"] = "prompt cache is disabled" in text
@@ -162,3 +164,41 @@ def predicted_type(predicted: Prediction) -> str:
     line = predicted.log_lines[0] if predicted.log_lines else ""
     m = re.search(r"K \((\w+)\)", line)
     return m[1] if m else "?"
+
+
+# The lab's advice when the control would be measured on the CPU (both labs' Troubleshooting).
+CPU_ADVICE = (
+    "everything after this would measure the CPU: a CPU-only build, or llama_bin points at one; run "
+    "llama-server --list-devices from that directory and rebuild with the GPU backend (Part 6)"
+)
+
+
+def accelerator_problems(
+    observed: dict, offload: bool = False, device: str | None = None, prompt_cache_off: bool = False
+) -> list[str]:
+    """What a llama-server load log must also show before it is measured as the accelerator: every
+    layer offloaded (``offload``), the expected device (``device``: ROCm0 for the HIP build), and
+    the host-RAM prompt cache off (``prompt_cache_off``). Each problem names what the log says."""
+    problems: list[str] = []
+    layers = observed.get("offloaded_layers")
+    buffers = ", ".join(observed.get("model_buffers_mib") or {}) or "none"
+    if offload and layers is None:
+        problems.append(
+            f"the log has no 'offloaded N/N layers to GPU' line (model buffers: {buffers}); {CPU_ADVICE}"
+        )
+    elif offload and layers is not None and layers[0] < layers[1]:
+        done, total = layers
+        problems.append(f"offloaded {done}/{total} layers to GPU, not {total}/{total}; {CPU_ADVICE}")
+    found = observed.get("devices") or []
+    if device and device not in found:
+        said = f"uses {', '.join(found)}" if found else "names no 'using device' line"
+        problems.append(
+            f"the log {said}, not {device}: llama_bin points at another build than this block's; run "
+            "llama-server --list-devices from that directory"
+        )
+    if prompt_cache_off and not observed.get("prompt_cache_disabled"):
+        problems.append(
+            "the log lacks 'prompt cache is disabled': start llama-server with --cache-ram 0, so this row "
+            "allocates what the other engines' rows do"
+        )
+    return problems

@@ -125,3 +125,15 @@ def assemble_tool_deltas(events: list[dict]) -> tuple[str | None, str, str, str 
                 args += fn.get("arguments") or ""
             finish = choice.get("finish_reason") or finish
     return name, args, text, finish
+
+
+RAW_LIMIT = 4096  # a failed probe keeps the server's reply up to this many characters
+
+
+def raw_excerpt(raw: bytes | str, limit: int = RAW_LIMIT) -> str:
+    """The server's raw reply as the record keeps it: decoded, whole when short, else its first
+    ``limit`` characters and how much was cut."""
+    text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"... ({len(text) - limit:,} more characters cut)"

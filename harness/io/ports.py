@@ -17,18 +17,27 @@ def port_open(host: str, port: int, timeout: float = 0.3) -> bool:
         return False
 
 
-def holder(port: int) -> str | None:
-    """``name (pid N)`` of the process listening on ``port``, when the OS lets us see it."""
+def listener_pid(port: int) -> int | None:
+    """The pid of the process listening on ``port``, when the OS lets us see it (another user's
+    process, a service's, may be hidden: None)."""
     try:
         for conn in psutil.net_connections(kind="tcp"):
             if conn.laddr and conn.laddr.port == port and conn.status == psutil.CONN_LISTEN and conn.pid:
-                try:
-                    return f"{psutil.Process(conn.pid).name()} (pid {conn.pid})"
-                except psutil.Error:
-                    return f"pid {conn.pid}"
+                return conn.pid
     except (psutil.Error, OSError):
         return None
     return None
+
+
+def holder(port: int) -> str | None:
+    """``name (pid N)`` of the process listening on ``port``, when the OS lets us see it."""
+    pid = listener_pid(port)
+    if pid is None:
+        return None
+    try:
+        return f"{psutil.Process(pid).name()} (pid {pid})"
+    except psutil.Error:
+        return f"pid {pid}"
 
 
 def wait_port_free(host: str, port: int, timeout: float = 10.0) -> bool:

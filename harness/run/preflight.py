@@ -5,6 +5,7 @@ with the lab pages' advice. The parsing functions are pure; the readers are pass
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from typing import Callable
 from harness.errors import InstallError
 from harness.io.ports import holder, port_open
 from harness.run.context import BlockContext, block_context
-from harness.run.engine_defs import launch_argv
+from harness.run.engine_defs import engine_env, fill, launch_argv
 from harness.run.plans import Block, Plan
 
 GB = 1e9
@@ -188,6 +189,25 @@ def container_gpu(image: str, run: Callable) -> Finding:
     )
 
 
+def service_ready(argv: list[str], env: dict, engine: str) -> Finding:
+    """A service's own status command (``lemonade status``): PASS when it answers, else FAIL with
+    the troubleshooting row its output matches (lemond not running)."""
+    from harness.core.diagnoses import diagnose
+    from harness.run.startup import rules
+
+    line = " ".join(argv)
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30, env={**os.environ, **env})
+    except (OSError, subprocess.TimeoutExpired):
+        return Finding("FAIL", "service", f"{line} did not run or did not finish in 30 s")
+    text = (done.stdout + done.stderr).strip()
+    if done.returncode == 0:
+        return Finding("PASS", "service", f"{line}: {(text.splitlines() or ['ok'])[0][:120]}")
+    found = diagnose(f"{line} exited with status {done.returncode}\n{text}", list(rules()), engine)
+    advice = f"{found.cause}: {found.remedy}" if found else f"read its output: {text[-160:]}"
+    return Finding("FAIL", "service", f"{line} exited with status {done.returncode}; {advice}")
+
+
 def run_text(argv: list[str], timeout: float = 30) -> str | None:
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
@@ -236,6 +256,7 @@ class _Seen:
         self.ports: set = set()
         self.bins: set = set()
         self.models: set = set()
+        self.services: set = set()  # a service is asked once, however many blocks load into it
         self.images: list[str] = []
         self.docker_ok = False
 
@@ -277,14 +298,32 @@ def _target_findings(t: Target, allow_cpu: bool, run: Callable, seen: _Seen) -> 
     exe = {"container": "docker", "compose": "docker"}.get(kind)
     if exe is None and kind != "external":
         exe = t.argv0
+    own: list[Finding] = []  # what an optional block only warns about: it is skipped without them
     if exe and exe not in seen.bins and not exe.startswith("<"):
-        findings += _binary_findings(exe, allow_cpu, run, seen)
+        own += _binary_findings(exe, allow_cpu, run, seen)
     if kind in ("container", "compose") and settings.get("image") and settings["image"] not in seen.images:
         seen.images.append(settings["image"])
     model = settings.get("model")
     if kind == "host" and isinstance(model, str) and model.startswith("/") and model not in seen.models:
         seen.models.add(model)
-        findings.append(model_file(model))
+        own.append(model_file(model))
+    before = t.block.engine.get("service", {}).get("before", [])
+    if kind == "service" and before and shutil.which(t.argv0) and t.argv0 not in seen.services:
+        seen.services.add(t.argv0)
+        first = before[0]["argv"] if isinstance(before[0], dict) else before[0]
+        own.append(
+            service_ready(
+                [fill(x, settings) for x in first], engine_env(t.block.engine, settings), t.block.engine.name
+            )
+        )
+    if t.block.optional:
+        own = [
+            Finding("WARN", f.check, f"optional block {t.block.id} will be skipped: {f.text}")
+            if f.level == "FAIL"
+            else f
+            for f in own
+        ]
+    findings += own
     if kind not in ("external", "service") and (ctx.host, ctx.port) not in seen.ports:
         seen.ports.add((ctx.host, ctx.port))
         findings.append(port_free(ctx.host, ctx.port))

@@ -52,7 +52,7 @@ def recovery(
 ) -> tuple[str, str]:
     """After saturation: the server returns to idle (within ``timeout``) and answers a fresh smoke
     request (within ``smoke_bound_s``). Returns the step's status and reason."""
-    base = ctx.base_url
+    base = ctx.api_url
     metrics_url = base[: -len("/v1")] + "/metrics" if base.endswith("/v1") else base + "/metrics"
     busy = _busy_after_load(metrics_url, timeout)
     if busy:

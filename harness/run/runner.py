@@ -21,10 +21,11 @@ from harness.run.context import BlockContext, block_context, check_model_file, f
 from harness.run.dry_run import print_dry_run
 from harness.run.engine_defs import engine_files
 from harness.run.launchers import Launcher, make_launcher
-from harness.run.launchers.base import StartsLoadWorkers, refuse_busy
+from harness.run.launchers.base import Prepares, StartsLoadWorkers
 from harness.run.manifest import Manifest, now
 from harness.run.plans import Block, Plan, Step, stages
 from harness.run.recovery import admission_level, recovery
+from harness.run.startup import explain, missing_program, refuse_busy_lab_ports, service_facts, service_notes
 from harness.run.steps import step_calls
 
 STOP_ON_FAIL = True
@@ -140,15 +141,19 @@ class Runner:
         """Start the block's engine, run its unfinished steps, stop it and prove the port free. On
         --resume the engine is started again (its start step counts a second attempt); finished
         measuring steps are not repeated."""
-        missing = self._missing(block) if block.optional else None
-        if missing:
-            return self._skip_block(block, steps, missing)
+        why = self._cannot_run(block) if block.optional else None
+        if why:
+            return self._skip_block(block, steps, why)
         ctx = block_context(self.plan, block, self.run_dir, self.dry_run)
         self.ctx = ctx
         start, stop = steps[0], steps[-1]
         self.out(f"\n==> {block.id}: {block.engine['title']}")
         entry = self._begin(start)
         if not self.start_engine(ctx, entry):
+            if block.optional:  # the lab's "if it does not start, skip it and record that it did not"
+                return self._skip_block(
+                    block, steps, f"it did not start: {ctx.state.start_error}", heading=False
+                )
             self._end(entry, "failed", ctx.state.start_error)
             for s in todo + [stop]:
                 self.manifest.step(s.id).update(status="pending", reason=f"not run: {start.id} failed")
@@ -169,13 +174,30 @@ class Runner:
         self._end(entry, "passed", launcher.stopped_note())
         return ok
 
+    def _cannot_run(self, block: Block) -> str | None:
+        """Why an optional block is skipped before its engine is tried: its engine is missing here,
+        or its base block was skipped (a variant of an engine that did not start)."""
+        why = self._missing(block)
+        if why is None and block.base and self.manifest.step(f"{block.base}/start")["status"] == "skipped":
+            why = f"its base block {block.base} was skipped"
+        return why
+
+    def _not_running_here(self) -> set[str]:
+        """Optional blocks that were skipped or whose engine is missing: their ports are not the lab's."""
+        return {
+            b.id
+            for b in self.plan.blocks.values()
+            if b.optional and (self.manifest.step(f"{b.id}/start")["status"] == "skipped" or self._missing(b))
+        }
+
     def _missing(self, block: Block) -> str | None:
         """Why an optional block's engine cannot run here (not installed, unsupported), or None."""
         try:
-            make_launcher(block_context(self.plan, block, self.run_dir, self.dry_run))
+            ctx = block_context(self.plan, block, self.run_dir, self.dry_run)
+            make_launcher(ctx)
         except InstallError as exc:
             return str(exc)
-        return None
+        return missing_program(ctx)
 
     def _needs_missing(self, block_id: str) -> str | None:
         """Why a global step that needs an optional block is skipped (that block was skipped, or
@@ -185,9 +207,13 @@ class Runner:
         why = self._missing(self.plan.blocks[block_id])
         return f"optional block {block_id} cannot run here: {why}" if why else None
 
-    def _skip_block(self, block: Block, steps: list[Step], why: str) -> bool:
-        """An optional block whose engine is missing: every step skipped with the reason; not a failure."""
-        self.out(f"\n==> {block.id}: {block.engine['title']}\n    SKIP  optional block: {why}")
+    def _skip_block(self, block: Block, steps: list[Step], why: str, heading: bool = True) -> bool:
+        """An optional block whose engine is missing or did not start: every unfinished step skipped
+        with the reason; not a failure."""
+        self.out(
+            (f"\n==> {block.id}: {block.engine['title']}\n" if heading else "")
+            + f"    SKIP  optional block: {why}"
+        )
         for s in steps:
             if not self.manifest.done(s.id):
                 self.manifest.step(s.id).update(
@@ -197,13 +223,15 @@ class Runner:
         return True
 
     def _prepare(self, ctx: BlockContext, launcher: Launcher) -> None:
-        """Everything before the engine starts: its model file, a free port, the idle memory
-        snapshot, the files it reads, a fresh log, and its entry in the manifest."""
+        """Everything before the engine starts: its model file, the lab's ports free, a fresh log, a
+        service's own steps, the idle memory snapshot, the files it reads, and its manifest entry."""
         block, engine = ctx.block, ctx.block.engine
         check_model_file(ctx)
         ctx.out.parent.mkdir(parents=True, exist_ok=True)
-        if not launcher.keeps_port:
-            refuse_busy(ctx.host, ctx.port)
+        refuse_busy_lab_ports(self.plan, self.run_dir, ctx, launcher.keeps_port, self._not_running_here())
+        ctx.log.unlink(missing_ok=True)
+        if isinstance(launcher, Prepares):  # a service's own steps first: a model left loaded is unloaded
+            launcher.prepare(float(block.start_timeout_s or engine.get("health_timeout_s", 300)))
         if any(s.kind == "measure" for s in self.plan.steps if s.block is block):
             # The idle memory reading the measure step subtracts, taken before this engine loads.
             log = self.run_dir / "steps" / f"{block.id}__idle-snapshot.txt"
@@ -213,7 +241,6 @@ class Runner:
             target = file_target(self.run_dir, name)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
-        ctx.log.unlink(missing_ok=True)
         self.manifest.data["engines"][block.id] = {
             "engine": engine.name,
             "command": launcher.command(),
@@ -235,9 +262,10 @@ class Runner:
             self.out(f"    start: {launcher.command()}")
             t0 = time.monotonic()
             self.launcher = launcher
-            launcher.start(timeout=float(block.engine.get("health_timeout_s", 300)))
+            launcher.start(timeout=float(block.start_timeout_s or block.engine.get("health_timeout_s", 300)))
             state.startup_s = time.monotonic() - t0
             state.pid = launcher.pid
+            state.base_url = getattr(launcher, "api_base", None)
             self.child_env = api_key_env(block, ctx.settings)
             state.version = launcher.version()
             if isinstance(launcher, StartsLoadWorkers):
@@ -246,14 +274,17 @@ class Runner:
             self.manifest.data["engines"][block.id].update(
                 command=launcher.command(),  # as executed (a compose launcher finds its CLI on start)
                 version=state.version,
-                pid=launcher.pid,
+                pid=None if launcher.keeps_port else launcher.pid,  # cleanup stops a pid: never a service's
+                **service_facts(launcher),
                 host=ctx.host,
                 port=ctx.port,
                 running=True,
                 memory_mb=_rounded(launcher.memory_mb()),
             )
             self.manifest.save()
-            self.out(f"    healthy after {state.startup_s:.1f} s: {ctx.base_url} ({state.version})")
+            self.out(f"    healthy after {state.startup_s:.1f} s: {ctx.api_url} ({state.version})")
+            for note in service_notes(launcher):
+                self.out(f"    note: {note}")
             return True
         except HarnessError as exc:
             state.start_error = str(exc)
@@ -261,6 +292,11 @@ class Runner:
                 self.stop_engine()
             except HarnessError as stop_exc:
                 state.start_error += f"; and stopping it: {stop_exc}"
+            diagnosis = explain(block.engine.name, state.start_error, ctx.log, ctx.out)
+            if diagnosis is not None:  # the labs' troubleshooting row its log matches
+                self.out(f"    WHY   {diagnosis.text()}")
+                entry["result"] = {"diagnosis": diagnosis.to_dict()}
+                state.start_error += f"; {diagnosis.cause}: {diagnosis.remedy}"
             return False
 
     def stop_engine(self) -> None:
@@ -296,10 +332,21 @@ class Runner:
                 c.command for c in calls if run_harness(c.to_argv(), log_path, self.child_env, self.out) != 0
             ]
             if failures:
-                return self._end(entry, "failed", f"harness {failures[0]} exited non-zero; read {log_path}")
+                why = f"harness {failures[0]} exited non-zero; read {log_path}"
+                return self._end(entry, "failed", why + self._explain(step, entry, log_path))
             return self._end(entry, "passed")
         except HarnessError as exc:
             return self._end(entry, "failed", str(exc))
+
+    def _explain(self, step: Step, entry: dict, log_path: Path) -> str:
+        """A failed step of an engine block: the troubleshooting row its output matches (a 401 from
+        TabbyAPI), printed and kept; what to add to the step's reason ('' when none matches)."""
+        found = explain(step.block.engine.name, "", log_path) if step.block is not None else None
+        if found is None:
+            return ""
+        self.out(f"    WHY   {found.text()}")
+        entry["result"] = {**(entry.get("result") or {}), "diagnosis": found.to_dict()}
+        return f"; {found.cause}: {found.remedy}"
 
     def _in_process(self, step: Step, ctx: BlockContext | None, entry: dict) -> bool | None:
         """The steps the runner does itself; their outcome, or None when the step's harness

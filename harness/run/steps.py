@@ -145,7 +145,7 @@ PLAN_STEPS: dict[str, Callable[[Where, dict], list[StepCall]]] = {
 # -- steps against a block's engine ------------------------------------------------------------------
 def _served(ctx: BlockContext) -> list[Option]:
     """The options that say which server a measuring command talks to."""
-    return [("base_url", ctx.base_url), ("model", ctx.model)]
+    return [("base_url", ctx.api_url), ("model", ctx.model)]
 
 
 def _verify_allocation(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
@@ -255,12 +255,18 @@ def _measure(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
 def _resident_of(block: Block, ctx: BlockContext) -> list[Option]:
     """Whose resident set measure reads: a ``docker run`` engine's container by name (the pid here
     would be the docker client's), a host engine's pid; a compose engine's memory is in the manifest,
-    read from its container."""
-    if block.engine["launcher"] == "container":
+    read from its container. A service's is the process found listening on its port, and when none
+    is visible (started, no pid) measure runs without it, as the manifest notes: never a placeholder."""
+    kind = block.engine["launcher"]
+    if kind == "container":
         return [("container", str(block.engine["container"]["name"]))]
-    if block.engine["launcher"] == "compose":
+    if kind in ("compose", "external"):
         return []
-    return [("server_pid", str(ctx.state.pid or "<server pid>"))]
+    if ctx.state.pid:
+        return [("server_pid", str(ctx.state.pid))]
+    if ctx.state.version is not None:  # started, and no process to read
+        return []
+    return [("server_pid", f"<pid listening on port {ctx.port}>" if kind == "service" else "<server pid>")]
 
 
 BLOCK_STEPS: dict[str, Callable[[Where, BlockContext, dict], list[StepCall]]] = {
@@ -307,10 +313,10 @@ def crosscheck_options(block: Block, settings: dict, options: dict) -> dict:
 def allocation_options(block: Block, settings: dict, options: dict) -> dict:
     """What verify-allocation checks the engine's log against: the allocation the settings ask for."""
     alloc = block.engine.get("allocation", "none")
-    found = {"engine": alloc}
+    found: dict = {"engine": alloc}
     for name, keys in (
         ("model", ("model",)),
-        ("slots", ("slots", "max_seqs")),
+        ("slots", ("slots", "max_seqs", "parallel")),
         ("ctx_per_slot", ("ctx_per_slot", "ctx")),
         ("cache_type", ("cache_type", "kv_dtype")),
         ("swa_full", ("swa_full",)),
@@ -322,4 +328,10 @@ def allocation_options(block: Block, settings: dict, options: dict) -> dict:
                 break
     if found.get("cache_type") == "auto":
         found["cache_type"] = "f16"
+    checks = block.engine.get("log_checks", {})
+    found["expect_offload"] = bool(checks.get("offload"))
+    # "prompt cache is disabled" is what --cache-ram 0 logs; a plan turning the cache on expects no such line
+    found["expect_prompt_cache_off"] = (
+        bool(checks.get("prompt_cache_off")) and str(settings.get("cache_ram", 0)) == "0"
+    )
     return {**found, **options}

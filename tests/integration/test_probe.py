@@ -48,7 +48,12 @@ def test_tool_call_written_as_text_is_a_server_finding(practice, tmp_path, capsy
     for section in ("tool_calling", "streaming_tool_calling"):
         assert not rec[section]["supported"]
         assert rec[section]["detail"].startswith("the model wrote a <tool_call> block as text")
-    assert rec["structured_output"]["supported"]
+    # The failed probes keep what the server sent, not only the summary (issue 17, point 8).
+    assert (
+        "<tool_call>" in rec["tool_calling"]["raw_reply"] and '"choices"' in rec["tool_calling"]["raw_reply"]
+    )
+    assert rec["streaming_tool_calling"]["raw_reply"].startswith("data: {")
+    assert rec["structured_output"]["supported"] and "raw_reply" not in rec["structured_output"]
 
 
 def test_prose_instead_of_json_is_reported(practice, tmp_path, capsys):

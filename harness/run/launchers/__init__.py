@@ -18,7 +18,7 @@ from harness.run.launchers.compose import ComposeLauncher
 from harness.run.launchers.container import ContainerLauncher
 from harness.run.launchers.external import ExternalLauncher
 from harness.run.launchers.host import HostLauncher
-from harness.run.launchers.service import ServiceLauncher
+from harness.run.launchers.service import Before, ServiceLauncher
 
 if TYPE_CHECKING:
     from harness.run.context import BlockContext
@@ -98,7 +98,15 @@ def _compose(ctx: BlockContext) -> Launcher:
 
 def _service(ctx: BlockContext) -> Launcher:
     engine = ctx.block.engine
+    where = f"engine {engine.name} service"
+    spec = engine.get("service", {})
+    before = []  # an item is an argv, or {argv, check: false} for a status that is only recorded
+    for b in spec.get("before", []):
+        argv, check = (b["argv"], b.get("check", True)) if isinstance(b, dict) else (b, True)
+        before.append(Before([fill(x, ctx.settings, where) for x in argv], check))
     return ServiceLauncher(
+        before=before,
+        fallback_path=spec.get("api_fallback"),
         argv=launch_argv(engine, ctx.settings),
         stop_argv=[expand_vars(x, {}) for x in engine.get("stop_command", [])],
         host=ctx.host,

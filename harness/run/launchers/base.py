@@ -68,6 +68,15 @@ class StartsLoadWorkers(Protocol):
         """{processes, worker_command, master_host, worker_url} for the sweep, or None."""
 
 
+@runtime_checkable
+class Prepares(Protocol):
+    """A launcher with steps of its own before the engine loads (a service's status check, backend
+    install and unload), which the runner runs before the idle memory snapshot."""
+
+    def prepare(self, timeout: float) -> None:
+        """Run them; EngineError when one that must succeed does not."""
+
+
 class NotHealthy(EngineError):
     """The health URL did not answer 200 in time; ``last`` is what it answered last."""
 

@@ -24,3 +24,12 @@ def test_judges_on_hand_made_replies():
     assert "'field' is a required property" in detail and "'1867' is not of type 'integer'" in detail
     cut = {"choices": [{"message": {"content": "Let me"}, "finish_reason": "length"}]}
     assert "token budget ran out" in probes.judge_tool_reply(cut)["detail"]
+
+
+def test_a_raw_reply_is_kept_whole_when_short_and_cut_at_4096_characters():
+    from harness.core.probes import RAW_LIMIT, raw_excerpt
+
+    assert raw_excerpt(b'{"error": "no"}') == '{"error": "no"}'
+    long = raw_excerpt("x" * 10_000)
+    assert long.startswith("x" * RAW_LIMIT) and long.endswith("... (5,904 more characters cut)")
+    assert raw_excerpt(b"\xff ok") == "\ufffd ok"  # bytes that are not UTF-8 are shown, not lost

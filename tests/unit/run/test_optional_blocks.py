@@ -108,3 +108,23 @@ def test_preflight_warns_instead_of_failing_for_an_optional_block(tmp_path):
         Target(block, ctx, "<missing>", "vLLM is not installed"), True, lambda a: None, _Seen()
     )
     assert found[0].level == "WARN" and "optional block vllm will be skipped" in found[0].text
+
+
+def test_preflight_warns_for_a_missing_vllm_binary_and_model_on_track_x(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/vllm/.venv, no ~/models here
+    plan = load_plan("track-x")
+    found = []
+    seen = _Seen()
+    for block_id in ("llama", "vllm"):
+        block = plan.blocks[block_id]
+        ctx = block_context(plan, block, tmp_path, dry_run=True)
+        argv0 = (
+            str(tmp_path / "vllm" / ".venv" / "bin" / "vllm") if block_id == "vllm" else "/nonexistent/llama"
+        )
+        found.append(_target_findings(Target(block, ctx, argv0), False, lambda a: None, seen))
+    llama, vllm = found
+    assert {f.level for f in llama if f.check in ("binary", "model")} == {"FAIL"}  # not optional
+    own = [f for f in vllm if f.check in ("binary", "model")]
+    assert own and {f.level for f in own} == {"WARN"}
+    assert all(f.text.startswith("optional block vllm will be skipped: ") for f in own)
+    assert any("bin/vllm not found" in f.text for f in own)

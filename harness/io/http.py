@@ -20,7 +20,7 @@ import time
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Iterator
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from harness.core.bounds import Bounds
 from harness.core.stream import LineSplitter, Sample, StreamParser, error_message, whole_body_error
@@ -91,7 +91,9 @@ class _Watchdog:
         self._timer.cancel()
 
 
-def _connection(url: str, idle_s: float, verify: bool) -> tuple[http.client.HTTPConnection, str]:
+def split_url(url: str) -> tuple[SplitResult, str, int | None]:
+    """An http(s) URL's parts, host and port (None: the scheme's); ConfigError, one line, for any
+    other (the load's own connections read URLs the same way)."""
     try:
         parts = urlsplit(url)
         host, port = parts.hostname, parts.port
@@ -99,6 +101,11 @@ def _connection(url: str, idle_s: float, verify: bool) -> tuple[http.client.HTTP
         raise ConfigError(f"not a usable URL: {url!r} ({exc})") from None
     if parts.scheme not in ("http", "https") or not host:
         raise ConfigError(f"not an http(s) URL: {url!r}; give one like http://127.0.0.1:8000/v1")
+    return parts, host, port
+
+
+def _connection(url: str, idle_s: float, verify: bool) -> tuple[http.client.HTTPConnection, str]:
+    parts, host, port = split_url(url)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     if parts.scheme == "https":
         context = ssl.create_default_context() if verify else ssl._create_unverified_context()

@@ -24,16 +24,14 @@ import ssl
 import time
 from contextlib import suppress
 from typing import Iterator
-from urllib.parse import urlsplit
 
 from geventhttpclient.response import HTTPParseError, HTTPResponse
 
 from harness.core.stream import StreamParser
-from harness.errors import ConfigError
-from harness.io.arrival_stamps import StreamCut, enable, kernel_time
+from harness.io.arrival_stamps import ANC_SIZE, StreamCut, enable, kernel_time
+from harness.io.http import split_url
 
 READ_SIZE = 65536
-_ANC = socket.CMSG_SPACE(16) if hasattr(socket, "CMSG_SPACE") else 64
 
 # data, arrival, stamped by the kernel, read lag (of the newest packet), and the most the oldest
 # byte of the read can have waited for this client (see ``LoopClock``)
@@ -153,7 +151,7 @@ class Connection:
                         timer.start()
                         continue
                 try:
-                    data, anc, _flags, _addr = raw.recvmsg(READ_SIZE, _ANC)
+                    data, anc, _flags, _addr = raw.recvmsg(READ_SIZE, ANC_SIZE)
                 except BlockingIOError:  # woken with nothing to read after all
                     wait = True
                     continue
@@ -191,13 +189,7 @@ class Pool:
     """A user's connections to one server: an idle one is reused, else a new one is opened."""
 
     def __init__(self, base_url: str, connect_timeout: float) -> None:
-        try:
-            parts = urlsplit(base_url)
-            host, port = parts.hostname, parts.port
-        except ValueError as exc:
-            raise ConfigError(f"not a usable URL: {base_url!r} ({exc})") from None
-        if parts.scheme not in ("http", "https") or not host:
-            raise ConfigError(f"not an http(s) URL: {base_url!r}; give one like http://127.0.0.1:8000")
+        parts, host, port = split_url(base_url)
         self.tls = parts.scheme == "https"
         self.host, self.port = host, port or (443 if self.tls else 80)
         self.netloc = parts.netloc.rsplit("@", 1)[-1]

@@ -97,7 +97,8 @@ def test_the_host_launcher_stops_its_engine_when_the_health_url_trickles(tmp_pat
 
 
 def _ctx(srv) -> SimpleNamespace:
-    return SimpleNamespace(base_url=srv.base_url, model=MODEL)  # what recovery reads of a block
+    # what recovery reads of a block: where the steps send their requests, and the model
+    return SimpleNamespace(base_url=srv.base_url, api_url=srv.base_url, model=MODEL)
 
 
 def test_recovery_passes_when_metrics_say_idle_and_the_smoke_request_answers():

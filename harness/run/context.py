@@ -33,6 +33,7 @@ class EngineState:
     admission_level: str | None = None  # the level the admission step chose, for its sweep
     start_error: str | None = None
     workers: dict | None = None  # the Locust workers the launcher starts beside its engine (compose)
+    container: str | None = None  # the engine's container, where a compose launcher started one
     base_url: str | None = (
         None  # the API base the engine answered at, when not the plan's (Lemonade's /api/v1)
     )

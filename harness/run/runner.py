@@ -265,6 +265,7 @@ class Runner:
             launcher.start(timeout=float(block.start_timeout_s or block.engine.get("health_timeout_s", 300)))
             state.startup_s = time.monotonic() - t0
             state.pid = launcher.pid
+            state.container = getattr(launcher, "container_name", None)
             state.base_url = getattr(launcher, "api_base", None)
             self.child_env = api_key_env(block, ctx.settings)
             state.version = launcher.version()

@@ -253,14 +253,19 @@ def _measure(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
 
 
 def _resident_of(block: Block, ctx: BlockContext) -> list[Option]:
-    """Whose resident set measure reads: a ``docker run`` engine's container by name (the pid here
-    would be the docker client's), a host engine's pid; a compose engine's memory is in the manifest,
-    read from its container. A service's is the process found listening on its port, and when none
-    is visible (started, no pid) measure runs without it, as the manifest notes: never a placeholder."""
+    """Whose resident set measure reads: a container engine's container by name (the pid here would
+    be the docker client's; a compose engine's name is known once started, v1 and v2 differ), a
+    host engine's pid. A service's is the process found listening on its port, and when none is
+    visible (started, no pid) measure runs without it, as the manifest notes: never a placeholder."""
     kind = block.engine["launcher"]
     if kind == "container":
         return [("container", str(block.engine["container"]["name"]))]
-    if kind in ("compose", "external"):
+    if kind == "compose":
+        if ctx.state.container:
+            return [("container", ctx.state.container)]
+        service = block.engine["compose"]["service"]
+        return [] if ctx.state.version is not None else [("container", f"<compose container of {service}>")]
+    if kind == "external":
         return []
     if ctx.state.pid:
         return [("server_pid", str(ctx.state.pid))]

@@ -64,6 +64,12 @@ def _run(argv: list[str], env: dict) -> subprocess.CompletedProcess:
         ) from None
 
 
+def _last_check_output(health: dict) -> str:
+    runs = health.get("Log") or []
+    text = " ".join(str(runs[-1].get("Output", "")).split()) if runs else ""
+    return text[-200:] or "no output"
+
+
 def docker_client():
     """A Docker SDK client from the environment, or a one-line error saying what is missing."""
     try:
@@ -263,14 +269,43 @@ class ComposeLauncher:
             )
 
     def wait_healthy(self, timeout: float) -> None:
+        """The health URL first, then the container's own healthcheck where its image or service
+        has one: vLLM answers /health while it still cannot serve, and its image's check is a real
+        completion, so a benchmark's first request never meets a server that is still loading."""
+        deadline = time.monotonic() + timeout
         try:
             wait_healthy(self.health_url, timeout, alive=self._alive)
+            self._wait_container_healthy(deadline)
         except NotHealthy as exc:
             self.stop()
             raise EngineError(
                 f"{self.health_url} was not healthy after {timeout:.0f} s (last: {exc.last}); "
                 f"read {self.log_path}"
             ) from None
+
+    def _wait_container_healthy(self, deadline: float, interval: float = 0.5) -> None:
+        """Until Docker reports the container healthy; at once when it has no healthcheck. Docker's
+        'unhealthy' (its retries spent) is an error with the check's last output."""
+        while True:
+            self._alive()
+            health = self.container.attrs.get("State", {}).get("Health")
+            status = (health or {}).get("Status")
+            if status in (None, "healthy"):
+                return
+            if status == "unhealthy":
+                self.stop()
+                raise EngineError(
+                    f"{self.service}: Docker reports its healthcheck unhealthy "
+                    f"({_last_check_output(health)}); read {self.log_path}"
+                )
+            if time.monotonic() >= deadline:
+                raise NotHealthy(self.health_url, 0, f"container health '{status}'")
+            time.sleep(interval)
+
+    @property
+    def container_name(self) -> str | None:
+        """The engine's container, for measure's docker stats/top (v1 and v2 name it differently)."""
+        return getattr(self.container, "name", None)
 
     def last_log_line(self) -> str:
         time.sleep(0.2)  # let the follower write what the container printed last

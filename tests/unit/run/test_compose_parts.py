@@ -4,6 +4,7 @@ container's memory as docker stats reads it, and the compose engines' sweep call
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,20 @@ def test_compose_sweeps_name_their_worker_containers(tmp_path):
     assert "--worker-command" not in hargv and hargv[hargv.index("--processes") + 1] == "2"
 
 
+def test_measure_reads_the_compose_engines_container_once_it_is_known(tmp_path):
+    plan = plans.load_plan("cpu-compose")
+    step = next(s for s in plan.steps if s.id.startswith("llama/measure"))
+    ctx = block_context(plan, step.block, tmp_path, dry_run=True)
+    argv = step_calls(plan, tmp_path, tmp_path / "labbook.md", step, ctx)[0].to_argv()
+    assert argv[argv.index("--container") + 1] == "<compose container of llama-cpu>"  # the dry run
+    ctx.state.version, ctx.state.container = "llama.cpp b1", "llm-harness_llama-cpu_1"
+    argv = step_calls(plan, tmp_path, tmp_path / "labbook.md", step, ctx)[0].to_argv()
+    assert argv[argv.index("--container") + 1] == "llm-harness_llama-cpu_1" and "--server-pid" not in argv
+    ctx.state.container = None  # started, and no container name read: no placeholder in a real run
+    argv = step_calls(plan, tmp_path, tmp_path / "labbook.md", step, ctx)[0].to_argv()
+    assert "--container" not in argv
+
+
 def test_an_engine_gone_while_stopping_is_one_line(tmp_path):
     class Gone:
         def list(self, **_):
@@ -97,3 +112,39 @@ def test_an_engine_gone_while_stopping_is_one_line(tmp_path):
     lau.run = lambda argv, env: None
     with pytest.raises(EngineError, match="the Docker engine stopped answering while llama-cpu was stopped"):
         lau.stop()
+
+
+class HealthSequence:
+    """A container whose Docker health goes through the given statuses, one per reload."""
+
+    name = "llm-harness_vllm-cpu_1"
+
+    def __init__(self, *statuses):
+        self.statuses = list(statuses)
+        self.attrs: dict = {}
+        self.reload()
+
+    def reload(self):
+        status = self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0]
+        health = None if status is None else {"Status": status, "Log": [{"Output": "503 loading\n"}]}
+        self.attrs = {"State": {"Status": "running", **({"Health": health} if health else {})}}
+
+
+def test_a_container_with_a_healthcheck_is_started_only_once_docker_says_healthy(tmp_path):
+    container = HealthSequence("starting", "starting", "healthy")
+    lau = make(tmp_path, container=container)
+    lau._wait_container_healthy(time.monotonic() + 5, interval=0.01)
+    assert container.attrs["State"]["Health"]["Status"] == "healthy"
+    assert lau.container_name == "llm-harness_vllm-cpu_1"
+    make(tmp_path, container=HealthSequence(None))._wait_container_healthy(time.monotonic())  # no check
+
+
+def test_an_unhealthy_container_is_one_line_with_the_checks_output(tmp_path, monkeypatch):
+    lau = make(tmp_path, container=HealthSequence("starting", "unhealthy"))
+    stopped = []
+    monkeypatch.setattr(lau, "stop", lambda timeout=60.0: stopped.append(True))
+    with pytest.raises(EngineError, match=r"healthcheck unhealthy \(503 loading\)"):
+        lau._wait_container_healthy(time.monotonic() + 5, interval=0.01)
+    assert stopped == [True]
+    with pytest.raises(compose.NotHealthy, match="container health 'starting'"):
+        make(tmp_path, container=HealthSequence("starting"))._wait_container_healthy(time.monotonic())

@@ -125,6 +125,7 @@ def launcher(
         log_path=tmp_path / "engine.log",
         run=fake.run,
         client_factory=lambda: fake,
+        cli=("docker", "compose"),
     )
 
 

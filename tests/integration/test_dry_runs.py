@@ -82,7 +82,9 @@ def dry_run(track: str, tier: str | None, cwd: Path) -> str:
         "--dry-run",
         *(["--tier", tier] if tier else []),
     ]
-    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120)
+    # the Compose CLI this machine has (v2's plugin, else v1) is spelled in the plan: fix it to v2's
+    env = {**os.environ, "HARNESS_COMPOSE_CLI": "docker compose"}
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     return normalise(done.stdout, cwd)
 

@@ -110,7 +110,7 @@ class ComposeLauncher:
 
     def argv(self, *action: str, profile: str | None = None) -> list[str]:
         return [
-            *(self.cli or V2),
+            *(self.cli or compose_cli()),  # what runs here, in the dry run and the start line too
             "-p",
             project(),
             "-f",
@@ -382,4 +382,4 @@ class ComposeLauncher:
                 networks.get(f"{project()}_default").remove()
 
     def stopped_note(self) -> str:
-        return f"stopped and removed ({' '.join(self.cli or V2)}); port {self.port} is free"
+        return f"stopped and removed ({' '.join(self.cli or compose_cli())}); port {self.port} is free"

@@ -148,3 +148,13 @@ def test_an_unhealthy_container_is_one_line_with_the_checks_output(tmp_path, mon
     assert stopped == [True]
     with pytest.raises(compose.NotHealthy, match="container health 'starting'"):
         make(tmp_path, container=HealthSequence("starting"))._wait_container_healthy(time.monotonic())
+
+
+def test_the_start_line_spells_the_compose_cli_that_runs(tmp_path, monkeypatch):
+    compose_cli.cache_clear()
+    monkeypatch.setenv("HARNESS_COMPOSE_CLI", "docker-compose")
+    try:  # v1 here: the command shown before start is the one start runs, not v2's spelling
+        assert " docker-compose -p llm-harness -f " in f" {make(tmp_path).command()}"
+        assert make(tmp_path).stopped_note().startswith("stopped and removed (docker-compose)")
+    finally:
+        compose_cli.cache_clear()

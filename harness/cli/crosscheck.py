@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import subprocess
 import sys
+import threading
+import time
+import urllib.parse
 from pathlib import Path
+
+import psutil
 
 from harness.core import crosscheck
 from harness.errors import ConfigError, InstallError, TargetError
@@ -140,15 +146,45 @@ def batched_argv(args, row: dict, prompt_tokens: int, max_tokens: int) -> tuple[
     return argv + (["-t", str(args.threads)] if args.threads else []), batch
 
 
-def run_tool(argv: list[str]) -> str:
+def run_tool(argv: list[str]) -> tuple[str, list[tuple[float, float]]]:
+    """The tool's printed output, and its CPU seconds (its process tree, user + system) sampled
+    every quarter second against the monotonic clock: on a CPU-bound server a client's own CPU is
+    taken from the server, so what the tool's client cost belongs beside its figures."""
     print("    $ " + shlex.join(argv))
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=1800)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     except FileNotFoundError:
         raise InstallError(f"{argv[0]} not found: install it or pass its path") from None
+    cpu: list[tuple[float, float]] = []
+    reader = threading.Thread(target=lambda: cpu.extend(_cpu_samples(proc.pid, proc)), daemon=True)
+    reader.start()
+    try:
+        text, _ = proc.communicate(timeout=1800)
     except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
         raise TargetError(f"{argv[0]} ran past 30 minutes; stopped") from None
-    return done.stdout + done.stderr
+    reader.join(timeout=5)
+    return text, cpu
+
+
+def _cpu_samples(pid: int, proc: subprocess.Popen) -> list[tuple[float, float]]:
+    samples: list[tuple[float, float]] = []
+    try:
+        top = psutil.Process(pid)
+        while proc.poll() is None:
+            with contextlib.suppress(psutil.Error):
+                tree = [top, *top.children(recursive=True)]
+                total = 0.0
+                for p in tree:
+                    with contextlib.suppress(psutil.Error):
+                        t = p.cpu_times()
+                        total += t.user + t.system
+                samples.append((time.monotonic(), total))
+            time.sleep(0.25)
+    except psutil.Error:
+        pass
+    return samples
 
 
 def run(args) -> int:
@@ -164,15 +200,18 @@ def run(args) -> int:
         argv = vllm_argv(args, row, prompt_tokens, max_tokens)
     else:
         argv, batch = batched_argv(args, row, prompt_tokens, max_tokens)
-    text = Path(args.output).read_text(encoding="utf-8") if args.output else run_tool(argv)
+    text, cpu = (Path(args.output).read_text(encoding="utf-8"), []) if args.output else run_tool(argv)
+    local = not args.exec_prefix.strip().startswith("docker")  # a tool in a container: not our child's CPU
     if args.tool == "vllm-bench":
         theirs, bound, tolerance = crosscheck.parse_vllm_bench(text), False, args.tolerance
+        theirs["client_cpu"] = crosscheck.cpu_share(cpu, theirs.get("duration_s")) if local else None
     else:
         rows = [
             r for r in crosscheck.parse_batched_bench(text) if r["b"] == batch
         ] or crosscheck.parse_batched_bench(text)[-1:]
         theirs, bound, tolerance = crosscheck.batched_as_service(rows[0]), True, args.tolerance
-    cmp = crosscheck.compare(row, theirs, tolerance, bound=bound)
+    cores = psutil.cpu_count() if _on_this_host(row) else None
+    cmp = crosscheck.compare(row, theirs, tolerance, bound=bound, cores=cores)
     ours, their_view = _views(row, theirs)
     rec = CrossCheck(
         label=args.label,
@@ -194,6 +233,12 @@ def run(args) -> int:
     return 1 if args.strict and cmp["verdict"] in ("client suspect", "above bound") else 0
 
 
+def _on_this_host(row: dict) -> bool:
+    """The row's server listened on this machine's loopback (its cores are the client's)."""
+    host = urllib.parse.urlsplit(row.get("base_url") or "").hostname or ""
+    return host in ("127.0.0.1", "localhost", "::1")
+
+
 def _views(row: dict, theirs: dict) -> tuple[dict, dict]:
     """Our row and the tool's result in the same shape, for the record."""
     ours = {
@@ -203,6 +248,7 @@ def _views(row: dict, theirs: dict) -> tuple[dict, dict]:
         "completed": row["completed"],
         "prompt_tokens_mean": row.get("prompt_tokens_mean"),
         "max_tokens": row.get("max_tokens"),
+        "client_cpu": row.get("client_cpu"),
     }
     their_view = {
         "output_tokens_per_s": theirs["output_tokens_per_s"],
@@ -210,7 +256,16 @@ def _views(row: dict, theirs: dict) -> tuple[dict, dict]:
         "ttft_p50_s": (theirs.get("ttft_s") or {}).get("p50"),
         **{
             k: theirs[k]
-            for k in ("completed", "failed", "batch", "max_concurrency", "goodput_requests_per_s")
+            for k in (
+                "completed",
+                "failed",
+                "batch",
+                "max_concurrency",
+                "goodput_requests_per_s",
+                "input_tokens",
+                "duration_s",
+                "client_cpu",
+            )
             if k in theirs
         },
     }
@@ -230,6 +285,9 @@ def _print_result(tool: str, ours: dict, rec: dict, cmp: dict, tolerance: float)
         f"{tool} {f(rec['theirs']['tpot_p50_s'], '.4f')}"
         f"  ratio {f(cmp['tpot_p50_ratio'], '.3f')}"
     )
+    o_cpu, t_cpu = ours.get("client_cpu"), rec["theirs"].get("client_cpu")
+    if o_cpu is not None or t_cpu is not None:
+        print(f"    client CPU    ours {f(o_cpu, '.0%')}  {tool} {f(t_cpu, '.0%')} of a core while measuring")
     print(
         f"    verdict: {cmp['verdict']} (tolerance {tolerance:.0%})" + "".join(f"; {n}" for n in cmp["notes"])
     )

@@ -139,7 +139,44 @@ def _one_round_note(ours: dict) -> list[str]:
     ]
 
 
-def compare(ours: dict, theirs: dict, tolerance: float, bound: bool = False) -> dict:
+def cpu_share(samples: list[tuple[float, float]], duration_s: float | None) -> float | None:
+    """CPU seconds per wall second of a tool over the last ``duration_s`` seconds it ran (its
+    benchmark, after its start-up), from (monotonic time, CPU seconds so far) samples; None when the
+    samples do not reach back that far."""
+    if not samples or not duration_s or duration_s <= 0:
+        return None
+    end_t, end_cpu = samples[-1]
+    start = [(t, c) for t, c in samples if t <= end_t - duration_s]
+    if not start:
+        return None
+    t0, c0 = start[-1]
+    return round((end_cpu - c0) / (end_t - t0), 3) if end_t > t0 else None
+
+
+def _input_note(ours: dict, theirs: dict) -> list[str]:
+    """The tool's prompts, after its own chat template, may not be the length ours were."""
+    mean, tokens, done = ours.get("prompt_tokens_mean"), theirs.get("input_tokens"), theirs.get("completed")
+    if not (mean and tokens and done) or abs(tokens / done / mean - 1) <= 0.1:
+        return []
+    return [f"the tool's prompts averaged {tokens / done:.0f} tokens against our row's {mean:.0f}"]
+
+
+def _client_cpu_note(ours: dict, theirs: dict, cores: int | None) -> list[str]:
+    """A tool whose client used clearly more CPU than ours, on the server's own cores, took that CPU
+    from a CPU-bound server: its figures are lower for it, and ours higher is the expected sign."""
+    o, t = ours.get("client_cpu"), theirs.get("client_cpu")
+    if o is None or t is None or not cores or t - o < 0.1:
+        return []
+    return [
+        f"the tool's client used {t:.0%} of a core while it measured, ours {o:.0%}: "
+        f"{(t - o) / cores:.0%} more of this {cores}-core machine, which a server on the same cores "
+        "loses (on the CPU track the server is CPU-bound)"
+    ]
+
+
+def compare(
+    ours: dict, theirs: dict, tolerance: float, bound: bool = False, cores: int | None = None
+) -> dict:
     """Our level record against the tool's figures: ratios ours / theirs and a verdict.
 
     ``bound`` marks the tool's figures as an upper bound (in-process, no HTTP): then being lower by
@@ -169,6 +206,10 @@ def compare(ours: dict, theirs: dict, tolerance: float, bound: bool = False) -> 
                 "output lengths (the tool ignores EOS; our row may stop early)"
             )
         notes += _early_stop_note(ours)
+        if verdict != "agree":
+            notes += _input_note(ours, theirs)
+        if verdict == "differ" and tput > 1:
+            notes += _client_cpu_note(ours, theirs, cores)
         if verdict != "agree":
             notes += _one_round_note(ours)
     else:

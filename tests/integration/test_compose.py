@@ -195,6 +195,31 @@ def test_docker_compose_config_accepts_every_profile(env_file):
         assert done.returncode == 0, f"{profile}: {done.stderr}"
 
 
+def test_every_build_context_is_in_git():
+    """Compose v1 checks every service's build path whatever the profile (`run` and `up` refused
+    with 'build path ... does not exist' on a clean clone when the vLLM context was a gathered,
+    ignored folder), so each must be a folder a clean clone has."""
+    doc = compose_files.load(ROOT / "compose/compose.yaml", {})
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True)
+    tracked = set(listed.stdout.split())
+    contexts = {
+        name: (ROOT / "compose" / spec["build"]["context"]).resolve()
+        for name, spec in doc["services"].items()
+        if isinstance(spec.get("build"), dict)
+    }
+    assert {"vllm-cpu", "llama-cpu"} <= set(contexts)
+    for name, folder in contexts.items():
+        rel = folder.relative_to(ROOT).as_posix()
+        inside = [f for f in tracked if rel in (".", "") or f.startswith(rel + "/")]
+        assert folder.is_dir() and inside, f"{name}: build context {rel} is not a folder in git"
+        dockerfile = folder / spec_dockerfile(doc["services"][name])
+        assert dockerfile.resolve().relative_to(ROOT).as_posix() in tracked, f"{name}: {dockerfile}"
+
+
+def spec_dockerfile(spec: dict) -> str:
+    return spec["build"].get("dockerfile", "Dockerfile")
+
+
 def test_dockerfiles_are_multi_stage_and_pinned():
     for path in (ROOT / "images/harness/Dockerfile", ROOT / "images/llama-rocm/Dockerfile"):
         text = path.read_text()

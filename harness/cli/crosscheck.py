@@ -114,6 +114,10 @@ def vllm_argv(args, row: dict, prompt_tokens: int, max_tokens: int) -> list[str]
         "--metric-percentiles",
         "50,90",
     ]
+    # The row's sampling too: vllm bench serve no longer asks for greedy decoding, and on a CPU a
+    # sampled token over Gemma's 262,144-word vocabulary costs measurably more than an argmax.
+    temperature = row.get("temperature")
+    argv += ["--temperature", f"{temperature:g}"] if temperature is not None else []
     return argv + (["--goodput", *goodput.split()] if goodput else [])
 
 
@@ -201,6 +205,10 @@ def run(args) -> int:
     else:
         argv, batch = batched_argv(args, row, prompt_tokens, max_tokens)
     text, cpu = (Path(args.output).read_text(encoding="utf-8"), []) if args.output else run_tool(argv)
+    if not args.output:  # what the tool printed, kept beside the notebook for whoever reads the verdict
+        saved = Path(args.labbook).parent / f"crosscheck-{args.label}-c{args.concurrency}-{args.tool}.txt"
+        saved.write_text(text, encoding="utf-8")
+        print(f"    the tool's output: {saved}")
     local = not args.exec_prefix.strip().startswith("docker")  # a tool in a container: not our child's CPU
     if args.tool == "vllm-bench":
         theirs, bound, tolerance = crosscheck.parse_vllm_bench(text), False, args.tolerance

@@ -1,11 +1,12 @@
 """The engine's own generator as a cross-check on our client (the serving lab's Task 8).
 
-``vllm bench serve`` at the same concurrency cap, prompt and output lengths as our c = 20 row should
-report the same output throughput and median TPOT within a few per cent (both tools define TPOT as
-(end - first token) / (tokens - 1)); a clearly lower figure from us means suspect the client. On the
-CPU track, llama.cpp's ``llama-batched-bench`` decodes the same batch in-process, with no HTTP and no
-scheduler: it bounds what the server can deliver, so ours should come close below it, not above.
-These are pure functions: parsing the tools' printed results and comparing them with a level record.
+``vllm bench serve`` at the same concurrency cap, prompt and output lengths and temperature as our
+c = 20 row should report the same output throughput and median TPOT within a few per cent (both tools
+define TPOT as (end - first token) / (tokens - 1)); a clearly lower figure from us means suspect the
+client. On the CPU track, llama.cpp's ``llama-batched-bench`` decodes the same batch in-process,
+with no HTTP and no scheduler: it bounds what the server can deliver, so ours should come close
+below it, not above. These are pure functions: parsing the tools' printed results and comparing them
+with a level record.
 """
 
 from __future__ import annotations
@@ -206,6 +207,11 @@ def compare(
                 "output lengths (the tool ignores EOS; our row may stop early)"
             )
         notes += _early_stop_note(ours)
+        if theirs.get("failed"):
+            notes.append(
+                f"{theirs['failed']} of the tool's {theirs['failed'] + (theirs.get('completed') or 0)} "
+                "requests failed, so it did not measure the same load: read its output"
+            )
         if verdict != "agree":
             notes += _input_note(ours, theirs)
         if verdict == "differ" and tput > 1:

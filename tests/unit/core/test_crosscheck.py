@@ -210,3 +210,12 @@ def test_the_tool_is_sampled_for_its_cpu_while_it_runs():
     text, samples = run_tool([sys.executable, "-c", burn])
     assert text.strip().endswith("done")
     assert len(samples) >= 2 and samples[-1][1] - samples[0][1] >= 0.3  # CPU seconds grew while it ran
+
+
+def test_a_tool_run_with_failed_requests_says_so():
+    theirs = {"output_tokens_per_s": 22.3, "tpot_s": {"p50": 0.06}, "completed": 24, "failed": 16}
+    got = crosscheck.compare(level(), theirs, 0.05)
+    assert (
+        "16 of the tool's 40 requests failed, so it did not measure the same load: read its output"
+        in got["notes"]
+    )

@@ -23,7 +23,8 @@ def format_for_quant(quant: str, formats: dict) -> str | None:
 
     A format is named by any word of its key that no other format shares (``Q4_K_M`` names
     ``GGUF Q4_K_M``, ``MLX`` names ``MLX 4-bit g64``); the quant's first such word wins, so
-    ``bf16 (from Q4_K_M)`` is bf16."""
+    ``bf16 (from Q4_K_M)`` is bf16: what is in parentheses is not read."""
+    quant = (quant or "").split("(")[0]  # "bf16 (from Q4_K_M)" served bf16: its source is not its format
     counts: dict[str, int] = {}
     for key in formats:
         for word in set(_words(key)):

@@ -54,6 +54,16 @@ def from_table(key: str, path: Path = TABLE) -> ModelInfo:
     )
 
 
+def _file_type(value) -> str:
+    """llama.cpp's name for a GGUF's general.file_type (15 -> Q4_K_M); '' when absent or unknown."""
+    import gguf
+
+    try:
+        return gguf.LlamaFileType(int(value)).name.removeprefix("MOSTLY_")
+    except (TypeError, ValueError):
+        return ""
+
+
 def from_gguf(path: Path) -> ModelInfo:
     from harness.io.gguf_header import read_header
 
@@ -81,6 +91,7 @@ def from_gguf(path: Path) -> ModelInfo:
     total = sum(int(t.n_bytes) for t in reader.tensors)
     embedding = sum(int(t.n_bytes) for t in reader.tensors if t.name == "token_embd.weight")
     name = field_value("general.name", path.stem)
+    fmt = f"GGUF {_file_type(field_value('general.file_type'))}".rstrip()  # "GGUF Q4_K_M", as the model table
     return ModelInfo(
         str(name),
         layers,
@@ -88,7 +99,7 @@ def from_gguf(path: Path) -> ModelInfo:
         head_dim,
         swa_layers,
         window if swa_layers else 0,
-        {"GGUF": {"tensor_bytes": total, "embedding_bytes": embedding}},
+        {fmt: {"tensor_bytes": total, "embedding_bytes": embedding}},
         source=str(path),
     )
 

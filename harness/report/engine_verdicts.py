@@ -98,8 +98,15 @@ def memory_rows(order: list[str], speed: dict, model, fmts: dict, rules: dict) -
         pair = speed.get(engine) or {}
         rec = pair.get("long") or pair.get("short")
         found = ec.rule_for(engine, rules)
-        if not rec or engine not in fmts or not found:
-            why = "no rule for this engine" if not found else "its quant names no format of the model"
+        cpu = str((rec or {}).get("backend") or "").upper() == "CPU"
+        if not rec or engine not in fmts or not found or cpu:
+            why = (
+                "no rule for this engine"
+                if not found
+                else "its quant names no format of the model"
+                if engine not in fmts
+                else "it ran on the CPU backend: the rules say what a GPU's memory figure sees"
+            )
             rows.append([engine, "—", "—", "—", "—", why])
             continue
         added, source = memory_added(rec)

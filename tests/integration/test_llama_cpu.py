@@ -133,7 +133,7 @@ def test_model_facts_come_from_the_gguf_file():
 
     m = load_model(str(llama_cpu.find_model()))
     assert (m.layers, m.kv_heads, m.head_dim, m.swa_layers, m.swa_window) == (18, 1, 256, 15, 512)
-    assert m.formats["GGUF"]["tensor_bytes"] == 246_587_904
+    assert m.formats["GGUF Q4_K_M"]["tensor_bytes"] == 246_587_904
 
 
 def test_verify_allocation_against_the_real_log(llama, capsys):

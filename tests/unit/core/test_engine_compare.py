@@ -29,6 +29,12 @@ def test_format_named_by_the_quant(quant, expected):
     assert ec.format_for_quant(quant, F) == expected
 
 
+def test_a_converted_models_source_format_is_not_its_format():
+    gguf_only = {"GGUF Q4_K_M": F["GGUF Q4_K_M"]}  # what a Q4_K_M GGUF file describes
+    assert ec.format_for_quant("Q4_K_M", gguf_only) == "GGUF Q4_K_M"
+    assert ec.format_for_quant("bf16 (from Q4_K_M)", gguf_only) is None  # vLLM served bf16
+
+
 @pytest.mark.parametrize(
     "native, printed",
     [

@@ -60,3 +60,23 @@ def test_both_cpu_engines_side_by_side_with_the_process_tree():
     results = engine_tables.check(order, by_speed, by_feat, allow_cpu=True)
     assert not [r for r in results if r[0] == "FAIL"]
     assert engine_tables.check(order, by_speed, by_feat, allow_cpu=False)[0][0] == "FAIL"
+
+
+def test_task9_memory_on_the_cpu_names_why_no_prediction_is_made():
+    from harness.io.machines import visible_memory_rules
+    from harness.io.model_info import from_table
+    from harness.report import engine_verdicts
+
+    model = from_table("qwen3-8b")
+    gguf_only = type(model)(**{**model.__dict__, "formats": {"GGUF Q4_K_M": model.formats["GGUF Q4_K_M"]}})
+    tree = {"processes": 1, "rss_mb": 560}
+    recs = [speed(e, t, 0.1, 50.0, tree) for e in ("llama.cpp", "vllm") for t in ("short", "long")]
+    order, by_speed, _ = engine_tables.latest_per_engine(recs, [])
+    fmts = engine_verdicts.formats(order, by_speed, gguf_only)
+    assert fmts == {"llama.cpp": "GGUF Q4_K_M"}  # vLLM served bf16, which the GGUF file is not
+    rows = {
+        r[0]: r[-1]
+        for r in engine_verdicts.memory_rows(order, by_speed, gguf_only, fmts, visible_memory_rules())
+    }
+    assert rows["llama.cpp"] == "it ran on the CPU backend: the rules say what a GPU's memory figure sees"
+    assert rows["vllm"] == "its quant names no format of the model"

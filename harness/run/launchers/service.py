@@ -15,10 +15,10 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
 import requests
 
 from harness.errors import EngineError
+from harness.io import memory
 from harness.io.ports import listener_pid
 from harness.run.launchers.base import last_log_line, probe_version, wait_healthy
 
@@ -129,13 +129,7 @@ class ServiceLauncher:
     def memory_mb(self) -> float | None:
         """Resident set of the process listening on the port and its children (Lemonade's llama.cpp
         backend runs under it), None when the OS does not show that process."""
-        if self.pid is None:
-            return None
-        try:
-            root = psutil.Process(self.pid)
-            return sum(p.memory_info().rss for p in [root, *root.children(recursive=True)]) / 1e6
-        except psutil.Error:
-            return None
+        return memory.process_tree_mb(self.pid).get("rss_mb")
 
     def memory_note(self) -> str | None:
         """Why the memory columns of this engine are empty, or None when its process was found."""

@@ -125,6 +125,17 @@ def _client_error(ttft_err: list[float], itl_err: list[float]) -> bool:
     return bool(worst) and max(worst) >= 0.001
 
 
+def ruler_variant(name: str, changes: dict[str, str]) -> Path:
+    """The practice kit's ruler profile with some settings changed, written under runs/ as NAME."""
+    text = (ROOT / "harness/practice/profiles/ruler.yaml").read_text().replace("name: ruler", f"name: {name}")
+    for old, new in changes.items():
+        text = text.replace(old, new)
+    path = ROOT / "runs" / f"{name}.yaml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    return path
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.strip().split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=8.0)
@@ -146,14 +157,7 @@ def main() -> int:
     # actual write times, so its schedule need not be exact, and a server core kept busy spinning
     # starves the kernel's own work there (loopback delivery runs in that core's softirq): packets
     # then reach this machine's socket late, and the client would be blamed for the kernel's delay.
-    ruler = ROOT / "runs" / "bench-ruler.yaml"
-    ruler.parent.mkdir(exist_ok=True)
-    ruler.write_text(
-        (ROOT / "harness/practice/profiles/ruler.yaml")
-        .read_text()
-        .replace("  itl_s: 0.01", "  itl_s: 0.01\n  spin_s: 0")
-        .replace("name: ruler", "name: bench-ruler")
-    )
+    ruler = ruler_variant("bench-ruler", {"  itl_s: 0.01": "  itl_s: 0.01\n  spin_s: 0"})
     proc, root = start_server(str(ruler), server_core, [])
     try:
         for n in (int(x) for x in args.streams.split(",") if x):
@@ -202,15 +206,7 @@ def main() -> int:
     if args.no_ceiling:
         return 1 if disagree else 0
     # Zero-delay ceiling: tokens as fast as the server writes them; whichever side is busier is the limit.
-    profile = ROOT / "runs" / "bench-zero.yaml"
-    profile.parent.mkdir(exist_ok=True)
-    profile.write_text(
-        (ROOT / "harness/practice/profiles/ruler.yaml")
-        .read_text()
-        .replace("ttft_s: 0.05", "ttft_s: 0.0")
-        .replace("itl_s: 0.01", "itl_s: 0.0")
-        .replace("name: ruler", "name: zero")
-    )
+    profile = ruler_variant("bench-zero", {"ttft_s: 0.05": "ttft_s: 0.0", "itl_s: 0.01": "itl_s: 0.0"})
     proc, root = start_server(str(profile), server_core, [])
     try:
         sp = psutil.Process(proc.pid)

@@ -6,8 +6,8 @@ from harness.core.levels import aggregate, client_limited
 from harness.core.stream import Sample
 
 
-def _sample(lags, clock="kernel"):
-    times = [0.05 + 0.01 * i for i in range(10)]
+def _sample(lags, clock="kernel", times=None):
+    times = times or [0.05 + 0.01 * i for i in range(10)]
     return Sample(
         t_send=0.0,
         ok=True,
@@ -96,21 +96,7 @@ def test_output_length_distribution_is_recorded_per_level():
 def test_a_client_far_behind_is_named_even_when_most_gaps_are_merged_to_zero():
     # tokens mostly merged in pairs: half the gaps are 0, the rest 20 ms; every read 30 ms late
     times = [0.05 + 0.02 * (i // 2) for i in range(10)]
-    late = [
-        Sample(
-            t_send=0.0,
-            ok=True,
-            t_first=times[0],
-            t_end=times[-1],
-            token_times=times,
-            output_tokens=10,
-            token_source="usage",
-            finish_reason="length",
-            clock="kernel",
-            read_lags=[0.03] * 10,
-        )
-        for _ in range(10)
-    ]
+    late = [_sample([0.03] * 10, times=times) for _ in range(10)]
     row = aggregate(late, 1000, 1.0, 2.0, 0.1)
     assert row["itl_s"]["p50"] == 0.0  # the plain median gap: zero, so it cannot be the yardstick
     assert row["client_late_share"] == 1.0 and row["client_first_late_share"] == 1.0

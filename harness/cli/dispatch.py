@@ -16,6 +16,7 @@ from harness.cli import (
     crosscheck,
     demo,
     engines,
+    imitate,
     llama_cpu,
     measure,
     models,
@@ -49,6 +50,7 @@ COMMANDS = (
     models,
     crosscheck,
     vllm_cpu,
+    imitate,
 )
 
 

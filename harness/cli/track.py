@@ -28,6 +28,17 @@ def add_parser(sub) -> None:
     p.add_argument("--run-dir", help="run directory (default: runs/<date>-<plan>)")
     p.add_argument("--tier", help="memory tier of the plan (its tiers: see the plan file)")
     p.add_argument(
+        "--rehearse",
+        action="store_true",
+        help="run a GPU track's own plan on this machine's CPU stand-ins (harness/data/rehearsals/); "
+        "its records say rehearsal, its run directory is runs/<date>-rehearsal-<plan>",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="with --rehearse: the overlay's quick sizes (a few minutes a track)",
+    )
+    p.add_argument(
         "--set",
         action="append",
         default=[],
@@ -52,7 +63,7 @@ def run(args) -> int:
     from harness.run.run_dirs import fresh_run_dir, latest_run_dir
     from harness.run.runner import Runner
 
-    plan = load_plan(args.plan, args.tier, parse_sets(args.set))
+    plan = load_plan(args.plan, args.tier, parse_sets(args.set), args.rehearse, args.quick, args.dry_run)
     if args.run_dir:
         run_dir = Path(args.run_dir)
     elif args.resume:

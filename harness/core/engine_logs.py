@@ -190,7 +190,14 @@ def accelerator_problems(
         done, total = layers
         problems.append(f"offloaded {done}/{total} layers to GPU, not {total}/{total}; {CPU_ADVICE}")
     found = observed.get("devices") or []
-    if device and device not in found:
+    if device == "CPU":  # a CPU build names no device: its model buffers are the CPU's, none a GPU's
+        others = [k for k in observed.get("model_buffers_mib") or {} if not k.upper().startswith("CPU")]
+        if found or others or not observed.get("model_buffers_mib"):
+            problems.append(
+                f"the log {'uses ' + ', '.join(found) if found else 'names model buffers ' + buffers}, "
+                "not only the CPU: a rehearsal's stand-in is the CPU build"
+            )
+    elif device and device not in found:
         said = f"uses {', '.join(found)}" if found else "names no 'using device' line"
         problems.append(
             f"the log {said}, not {device}: llama_bin points at another build than this block's; run "

@@ -57,8 +57,25 @@ def validate(record: Any, schema_name: str, where: str = "") -> None:
         raise SchemaError(f"{prefix}{schema_name} record invalid at {found[0]}{more}")
 
 
+def rehearsal_stamp(record: dict) -> dict:
+    """A record written by a rehearsal's step (HARNESS_REHEARSAL set by the track runner) says so,
+    with the stand-in that served it: an imitation never passes for the real thing."""
+    raw = os.environ.get("HARNESS_REHEARSAL")
+    if not raw:
+        return record
+    try:
+        found = json.loads(raw)
+    except ValueError:
+        raise SchemaError("HARNESS_REHEARSAL is not JSON; it is set by `harness track --rehearse`") from None
+    stamp = {"rehearsal": True, "rehearsal_track": found.get("track")}
+    if found.get("stand_in"):
+        stamp["stand_in"] = found["stand_in"]
+    return {**record, **stamp}
+
+
 def record_line(record: dict, schema_name: str, where: str = "") -> str:
     """The record as its one notebook line, after the schema and the finite-number check."""
+    record = rehearsal_stamp(record)
     validate(record, schema_name, where=where)
     bad = non_finite(record)
     if bad:

@@ -45,7 +45,8 @@ _SAFE_ID = re.compile(r"[^A-Za-z0-9_.:-]")
 
 
 class PracticeApp:
-    def __init__(self, profile: Profile, loop, api_key: str | None = None, log=None) -> None:
+    def __init__(self, profile: Profile, loop, api_key: str | None = None, log=None, imitation=None) -> None:
+        self.imitation = imitation  # the engine a rehearsal's practice server imitates (imitation.py)
         self.profile = profile
         self.p = profile.raw
         self.mode = profile.mode
@@ -100,6 +101,12 @@ class PracticeApp:
     # -- routing --------------------------------------------------------------------------------
     def handle(self, req: Request, res: Responder) -> None:
         path = req.path.rstrip("/") or "/"
+        if self.imitation is not None:
+            path = self.imitation.route(path)
+            body = self.imitation.own_route(path)
+            if body is not None:  # the imitated engine's health or version
+                res.send_json(200, body)
+                return
         if path in ("/health", "/v1/health"):
             res.send_json(200, {"status": "ok"})
             return
@@ -153,10 +160,15 @@ class PracticeApp:
         return {
             "object": "list",
             "data": [
-                {"id": mid, "object": "model", "created": created, "owned_by": "practice"}
+                {"id": mid, "object": "model", "created": created, "owned_by": self.owner}
                 for mid in self.profile.model_ids
             ],
         }
+
+    @property
+    def owner(self) -> str:
+        """Who the models list says serves the model: never the imitated engine itself."""
+        return f"practice imitation of {self.imitation.persona.engine}" if self.imitation else "practice"
 
     def slots(self) -> list[dict]:
         engine = self.engine

@@ -55,6 +55,7 @@ def run(
     use_uvloop: bool = True,
     out=sys.stdout,
     tls=None,
+    imitation=None,
 ) -> int:
     if host not in LOOPBACK and api_key is None:
         print(
@@ -64,18 +65,26 @@ def run(
         )
     with contextlib.ExitStack() as stack:  # the log is closed however serving ends
         log = stack.enter_context(open(log_path, "a", encoding="utf-8")) if log_path else None
-        _serve_until_signal(profile, host, port, api_key, log, use_uvloop, out, tls)
+        _serve_until_signal(profile, host, port, api_key, log, use_uvloop, out, tls, imitation)
     print("practice server: stopped", file=out, flush=True)
     return 0
 
 
 def _serve_until_signal(
-    profile: Profile, host: str, port: int, api_key: str | None, log, use_uvloop: bool, out, tls
+    profile: Profile,
+    host: str,
+    port: int,
+    api_key: str | None,
+    log,
+    use_uvloop: bool,
+    out,
+    tls,
+    imitation=None,
 ) -> None:
     """Listen, print where, and serve until SIGINT or SIGTERM; ``log`` is an open file or None."""
     loop = new_event_loop(use_uvloop)
     asyncio.set_event_loop(loop)
-    app = PracticeApp(profile, loop, api_key=api_key, log=log)
+    app = PracticeApp(profile, loop, api_key=api_key, log=log, imitation=imitation)
     try:
         server = loop.run_until_complete(serve(app.handle, host, port, tls))
     except OSError as exc:
@@ -87,6 +96,8 @@ def _serve_until_signal(
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
     for line in app.load_log_lines():
         app._log(line)
+    for line in imitation.start_lines() if imitation else []:  # the imitated engine's own start lines
+        print(line, file=out, flush=True)
     quiet_gc(loop, app)
     p = profile.raw
     scheme = "https" if tls else "http"

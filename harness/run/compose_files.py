@@ -60,11 +60,51 @@ def interpolate(value, env: dict[str, str], where: str = "compose file"):
     return _VAR.sub(sub, value)
 
 
-def load(path: str | Path = COMPOSE_FILE, env: dict[str, str] | None = None) -> dict:
-    """The compose file with merge keys resolved, ``x-`` blocks dropped and variables filled."""
+def merge(base, override):
+    """A later file merged over an earlier one as Compose does (mappings key by key; a command,
+    an entrypoint or a list replaced whole), and a ``null`` removing the key, as v2's ``!reset``
+    does: Compose v1 1.29 has no way to remove a key (a device reservation) from a later file."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        out = dict(base)
+        for key, value in override.items():
+            if value is None:
+                out.pop(key, None)
+            else:
+                out[key] = merge(base[key], value) if key in base else value
+        return out
+    return override
+
+
+def merged(path: str | Path, overrides: tuple = ()) -> dict:
+    """The compose file with ``overrides`` merged after it, merge keys resolved and ``x-`` blocks
+    dropped; variables are left for Compose (or ``load``) to fill."""
     raw = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    raw = {k: v for k, v in raw.items() if not k.startswith("x-")}
-    return interpolate(raw, env or {}, str(path))
+    for extra in overrides:
+        raw = merge(raw, yaml.safe_load(Path(extra).read_text(encoding="utf-8")))
+    return {k: v for k, v in raw.items() if not k.startswith("x-")}
+
+
+def write_merged(path: str | Path, overrides: tuple, target: Path) -> Path:
+    """The merged file Compose is given (``-f target``): build contexts made absolute, since Compose
+    reads them against the file's own folder (v1 checks that each exists)."""
+    doc = merged(path, overrides)
+    folder = Path(path).resolve().parent
+    for service in doc.get("services", {}).values():
+        build = service.get("build")
+        if isinstance(build, dict) and "context" in build:
+            build["context"] = str((folder / build["context"]).resolve())
+    target.parent.mkdir(parents=True, exist_ok=True)
+    header = (
+        f"# {Path(path).name} with {', '.join(Path(x).name for x in overrides)} merged after it (harness)\n"
+    )
+    target.write_text(header + yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return target
+
+
+def load(path: str | Path = COMPOSE_FILE, env: dict[str, str] | None = None, overrides: tuple = ()) -> dict:
+    """The compose file (and any ``overrides`` merged after it, as ``-f a -f b`` does) with merge
+    keys resolved, ``x-`` blocks dropped and variables filled."""
+    return interpolate(merged(path, overrides), env or {}, str(path))
 
 
 def profiles(doc: dict) -> list[str]:

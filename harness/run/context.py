@@ -132,7 +132,8 @@ def check_model_file(ctx: BlockContext) -> None:
     """A host engine's model path must exist before anything starts (containers see their own paths)."""
     model = ctx.settings.get("model")
     if (
-        ctx.block.engine["launcher"] == "host"
+        ctx.block.launcher == "host"
+        and not (ctx.block.stand_in or {}).get("imitates")  # an imitation loads no model
         and isinstance(model, str)
         and model.startswith("/")
         and not Path(model).exists()

@@ -47,8 +47,11 @@ def _print_start(ctx: BlockContext, run_dir: Path, out: Callable[[str], None]) -
     for line in getattr(launcher, "before_start_lines", lambda: [])():
         out(f"first: {line}")
     out(f"start: {prefix + ' ' if prefix else ''}{launcher.command()}")
+    inside = getattr(launcher, "container_command", None)
+    if inside is not None:  # what the engine itself runs, the Compose variables resolved
+        out(f"       in the container: {shlex.join(inside())}")
     timeout = ctx.block.start_timeout_s or engine.get("health_timeout_s", 300)
-    if engine["launcher"] == "vllm-cpu":  # /health answers before the engine can serve
+    if ctx.block.launcher == "vllm-cpu":  # /health answers before the engine can serve
         out(f"wait:  {ctx.health_url} answers 200 and a streamed completion returns tokens")
     else:
         out(f"wait:  {ctx.health_url} answers 200")
@@ -62,9 +65,28 @@ def _print_start(ctx: BlockContext, run_dir: Path, out: Callable[[str], None]) -
         )
 
 
+def _rehearsal_lines(plan: Plan, step: Step, out: Callable[[str], None]) -> bool:
+    """A rehearsal's word on a step: skipped (False), or what the overlay changed in it (True)."""
+    if plan.rehearsal is None:
+        return True
+    if step.kind in plan.rehearsal.skips:
+        out(f"{step.id}: skipped in a rehearsal: {plan.rehearsal.skips[step.kind]}")
+        return False
+    for note in plan.rehearsal.step_notes(step.id):
+        out(f"       rehearsal: {note} (the track's value -> the stand-in's)")
+    return True
+
+
 def print_dry_run(plan: Plan, run_dir: Path, notebook: Path, out: Callable[[str], None]) -> None:
     """Print the plan as it would run into ``run_dir`` (absolute); ``notebook`` as the steps see it."""
     out(f"==> plan {plan.name}: {plan.title}" + (f" (tier {plan.tier})" if plan.tier else ""))
+    if plan.rehearsal is not None:
+        r = plan.rehearsal
+        out(
+            f"    REHEARSAL on this machine's CPU stand-ins, not {r.stands_for}"
+            + (" (quick sizes)" if r.quick else "")
+            + f"; overlay {r.path}"
+        )
     out(f"    run directory {run_dir}; nothing is started (dry run)")
     for block, steps in stages(plan):
         ctx = block_context(plan, block, run_dir, dry_run=True) if block is not None else None
@@ -72,6 +94,8 @@ def print_dry_run(plan: Plan, run_dir: Path, notebook: Path, out: Callable[[str]
             _print_start(ctx, run_dir, out)
         for s in steps:
             if s.kind in ("start", "stop"):
+                continue
+            if not _rehearsal_lines(plan, s, out):
                 continue
             calls = step_calls(plan, run_dir, notebook, s, ctx)
             for c in calls:

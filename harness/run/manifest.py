@@ -37,6 +37,7 @@ class Manifest:
             "plan_sha256": plan.sha256,
             "tier": plan.tier,
             "variables": {k: v for k, v in plan.variables.items() if "KEY" not in k.upper()},
+            **({"rehearsal": plan.rehearsal.to_dict()} if plan.rehearsal else {}),
             "run_dir": str(run_dir),
             "status": "running",
             "started": now(),

@@ -20,6 +20,7 @@ from harness import paths
 from harness.run.engine_defs import Engine, load_engine
 from harness.errors import ConfigError
 from harness.io.notebook import problems
+from harness.run.rehearsal import Rehearsal, rehearse
 
 TRACK_DIR = paths.tracks_dir()
 BLOCK_KINDS = (
@@ -48,6 +49,12 @@ class Block:
     changed: dict | None = None  # for a variant: {setting: [base value, this value]}
     optional: bool = False  # skipped (not failed) when its engine is missing here or does not start
     start_timeout_s: float | None = None  # how long its engine may take to become healthy (plan's word)
+    stand_in: dict | None = None  # a rehearsal's stand-in for this block's engine (rehearsal.py)
+
+    @property
+    def launcher(self) -> str:
+        """The launcher kind this block starts with: its engine's, or its rehearsal stand-in's."""
+        return (self.stand_in or {}).get("launcher") or self.engine["launcher"]
 
 
 @dataclass
@@ -71,6 +78,7 @@ class Plan:
     sweep: dict
     blocks: dict[str, Block]
     steps: list[Step]
+    rehearsal: Rehearsal | None = None  # set when the plan runs as a rehearsal on CPU stand-ins
 
 
 def find_plan(name: str) -> Path:
@@ -157,8 +165,16 @@ def tier_from_memory(raw: dict) -> str | None:
 
 
 # Complexity allowed: the plan is read, tiered, filled in and flattened in one pass.
-def load_plan(name: str, tier: str | None = None, overrides: dict | None = None) -> Plan:  # noqa: C901
-    """Read, validate and flatten a plan. ``overrides`` replace variables (``--set NAME=VALUE``)."""
+def load_plan(  # noqa: C901
+    name: str,
+    tier: str | None = None,
+    overrides: dict | None = None,
+    rehearse_it: bool = False,
+    quick: bool = False,
+    dry_run: bool = False,
+) -> Plan:
+    """Read, validate and flatten a plan. ``overrides`` replace variables (``--set NAME=VALUE``);
+    ``rehearse_it`` applies the plan's rehearsal overlay (``quick``: its quick sizes) first."""
     path = find_plan(name)
     raw_text = path.read_text(encoding="utf-8")
     try:
@@ -168,6 +184,11 @@ def load_plan(name: str, tier: str | None = None, overrides: dict | None = None)
     found = problems(raw, "track")
     if found:
         raise ConfigError(f"{path}: the plan does not match schemas/track.schema.json at {found[0]}")
+    rehearsal = None
+    if rehearse_it:
+        raw, rehearsal = rehearse(raw, raw["name"], quick, dry_run)
+    elif quick:
+        raise ConfigError("--quick sizes a rehearsal; add --rehearse (or leave --quick out)")
     tiers = raw.get("tiers", {})
     tier = tier or tier_from_memory(raw) or raw.get("default_tier")
     if tier is not None and tier not in tiers:
@@ -214,6 +235,7 @@ def load_plan(name: str, tier: str | None = None, overrides: dict | None = None)
                 stage.get("base"),
                 changed,
                 *_optional(stage, blocks),
+                stand_in=rehearsal.stand_in(stage["engine"]) if rehearsal else None,
             )
             blocks[sid] = block
             steps.append(Step(f"{sid}/start", "start", {}, block))
@@ -245,6 +267,7 @@ def load_plan(name: str, tier: str | None = None, overrides: dict | None = None)
         substitute(raw.get("sweep", {}), variables),
         blocks,
         steps,
+        rehearsal,
     )
 
 

@@ -18,6 +18,7 @@ from harness.io.ports import holder, port_open
 from harness.run.context import BlockContext, block_context
 from harness.run.engine_defs import engine_env, fill, launch_argv
 from harness.run.plans import Block, Plan
+from harness.run.launchers import stand_in_argv
 
 GB = 1e9
 
@@ -242,7 +243,7 @@ def plan_targets(plan: Plan, run_dir: Path, dry_run: bool = False) -> list[Targe
     for block in plan.blocks.values():
         try:
             ctx = block_context(plan, block, run_dir, dry_run)
-            out.append(Target(block, ctx, launch_argv(block.engine, ctx.settings)[0]))
+            out.append(Target(block, ctx, stand_in_argv(ctx, launch_argv(block.engine, ctx.settings))[0]))
         except InstallError as exc:
             ctx = block_context(plan, block, run_dir, dry_run=True)
             out.append(Target(block, ctx, "<missing>", str(exc)))
@@ -287,7 +288,7 @@ def _binary_findings(exe: str, allow_cpu: bool, run: Callable, seen: _Seen) -> l
 
 def _target_findings(t: Target, allow_cpu: bool, run: Callable, seen: _Seen) -> list[Finding]:
     """One block's checks: its program, its image, its model file, its port."""
-    kind, settings, ctx = t.block.engine["launcher"], t.ctx.settings, t.ctx
+    kind, settings, ctx = t.block.launcher, t.ctx.settings, t.ctx
     findings = []
     if t.missing:
         findings.append(
@@ -304,7 +305,14 @@ def _target_findings(t: Target, allow_cpu: bool, run: Callable, seen: _Seen) -> 
     if kind in ("container", "compose") and settings.get("image") and settings["image"] not in seen.images:
         seen.images.append(settings["image"])
     model = settings.get("model")
-    if kind == "host" and isinstance(model, str) and model.startswith("/") and model not in seen.models:
+    imitation = bool((t.block.stand_in or {}).get("imitates"))  # loads no model
+    if (
+        kind == "host"
+        and not imitation
+        and isinstance(model, str)
+        and model.startswith("/")
+        and model not in seen.models
+    ):
         seen.models.add(model)
         own.append(model_file(model))
     before = t.block.engine.get("service", {}).get("before", [])

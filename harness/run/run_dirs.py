@@ -9,12 +9,22 @@ from pathlib import Path
 from harness.run.plans import Plan
 
 
+def run_name(plan: Plan) -> str:
+    """A rehearsal's runs never share a folder (or a --resume) with the track's own."""
+    return f"rehearsal-{plan.name}" if plan.rehearsal else plan.name
+
+
 def default_run_dir(plan: Plan, root: Path = Path("runs")) -> Path:
-    return root / f"{time.strftime('%Y-%m-%d')}-{plan.name}"
+    return root / f"{time.strftime('%Y-%m-%d')}-{run_name(plan)}"
 
 
 def latest_run_dir(plan: Plan, root: Path = Path("runs")) -> Path | None:
-    found = sorted(p for p in root.glob(f"*-{plan.name}*") if (p / "manifest.json").is_file())
+    name = run_name(plan)
+    found = sorted(
+        p
+        for p in root.glob(f"*-{name}*")
+        if (p / "manifest.json").is_file() and (plan.rehearsal or "-rehearsal-" not in p.name)
+    )
     return found[-1] if found else None
 
 

@@ -25,6 +25,7 @@ from harness.run.launchers.base import Prepares, StartsLoadWorkers
 from harness.run.manifest import Manifest, now
 from harness.run.plans import Block, Plan, Step, stages
 from harness.run.recovery import admission_level, recovery
+from harness.run.rehearsal import REHEARSAL_ENV, rehearsal_env
 from harness.run.startup import explain, missing_program, refuse_busy_lab_ports, service_facts, service_notes
 from harness.run.steps import step_calls
 
@@ -46,6 +47,13 @@ class Runner:
         self.ctx: BlockContext | None = None  # the block whose engine was started last
         self.child_env: dict[str, str] = {}  # API keys for the steps: in their environment, never on disk
         self.manifest: Manifest | None = None
+
+    def step_env(self, block: Block | None) -> dict[str, str]:
+        """A step's environment: the engine's API key, and in a rehearsal what every record it
+        writes must say (rehearsal, and the block's stand-in)."""
+        if self.plan.rehearsal is None:
+            return self.child_env
+        return {**self.child_env, REHEARSAL_ENV: rehearsal_env(self.plan.rehearsal, block)}
 
     def dry_run_print(self) -> None:
         print_dry_run(self.plan, self.run_dir, self.notebook, self.out)
@@ -235,7 +243,8 @@ class Runner:
         if any(s.kind == "measure" for s in self.plan.steps if s.block is block):
             # The idle memory reading the measure step subtracts, taken before this engine loads.
             log = self.run_dir / "steps" / f"{block.id}__idle-snapshot.txt"
-            if run_harness(["measure", "--snapshot-only", str(ctx.idle)], log, self.child_env, self.out) != 0:
+            argv = ["measure", "--snapshot-only", str(ctx.idle)]
+            if run_harness(argv, log, self.step_env(block), self.out) != 0:
                 self.out("    WARN  no idle memory snapshot; the memory column will be empty")
         for name, text in engine_files(engine, ctx.settings).items():
             target = file_target(self.run_dir, name)
@@ -329,9 +338,8 @@ class Runner:
             calls = step_calls(self.plan, self.run_dir, self.notebook, step, ctx)
             entry["command"] = " && ".join(c.line() for c in calls)
             self.manifest.save()
-            failures = [
-                c.command for c in calls if run_harness(c.to_argv(), log_path, self.child_env, self.out) != 0
-            ]
+            env = self.step_env(step.block)
+            failures = [c.command for c in calls if run_harness(c.to_argv(), log_path, env, self.out) != 0]
             if failures:
                 why = f"harness {failures[0]} exited non-zero; read {log_path}"
                 return self._end(entry, "failed", why + self._explain(step, entry, log_path))
@@ -352,6 +360,12 @@ class Runner:
     def _in_process(self, step: Step, ctx: BlockContext | None, entry: dict) -> bool | None:
         """The steps the runner does itself; their outcome, or None when the step's harness
         commands are still to run (the admission step first chooses its level here)."""
+        rehearsal = self.plan.rehearsal
+        if rehearsal is not None:
+            if step.kind in rehearsal.skips:
+                return self._end(entry, "skipped", f"rehearsal: {rehearsal.skips[step.kind]}")
+            for note in rehearsal.step_notes(step.id):
+                self.out(f"    rehearsal: {note} (the track's value -> the stand-in's)")
         if step.needs:
             why = self._needs_missing(step.needs)
             if why:

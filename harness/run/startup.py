@@ -63,7 +63,7 @@ def lab_ports(
 
     ports: dict[tuple[str, int], list[str]] = {}
     for block in plan.blocks.values():
-        if block.engine["launcher"] in ("service", "external") or block.id in skipped:
+        if block.launcher in ("service", "external") or block.id in skipped:
             continue
         ctx = block_context(plan, block, run_dir, dry_run=True)
         ports.setdefault((ctx.host, ctx.port), []).append(block.id)
@@ -123,8 +123,10 @@ def service_notes(launcher) -> list[str]:
 def missing_program(ctx: BlockContext) -> str | None:
     """Why a host engine's program cannot be run here (its path is no file, its name not on PATH),
     or None; other launchers find their programs when they start."""
-    if ctx.block.engine["launcher"] != "host":
+    if ctx.block.launcher != "host":
         return None
-    program = launch_argv(ctx.block.engine, ctx.settings)[0]
+    from harness.run.launchers import stand_in_argv  # the launchers import this module
+
+    program = stand_in_argv(ctx, launch_argv(ctx.block.engine, ctx.settings))[0]
     found = Path(program).is_file() if "/" in program else shutil.which(program) is not None
     return None if found else f"{program} not found; install it as the track's install lesson describes"

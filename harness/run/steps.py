@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable, Union
 
 from harness.run.context import BlockContext
-from harness.run.engine_defs import expand_vars, launch_argv, version_argv
+from harness.run.engine_defs import expand_vars, launch_argv
 from harness.run.plans import Block, Plan, Step
 
 # An option's value: a string, True for a flag without a value, or several strings (nargs).
@@ -63,18 +63,16 @@ def call(command: str, *groups: list[Option]) -> StepCall:
     return StepCall(command, tuple(opt for group in groups for opt in group))
 
 
+READ_AFTER_START = "<read after start>"
+
+
 def engine_record(plan: Plan, ctx: BlockContext) -> dict:
-    """The engine, version and host written into a block's records. Before the engine has started
-    (a dry run) the version is the command that will tell it."""
+    """The engine, version and host written into a block's records. The version is what the
+    runner read from the engine once it started (a value, never a shell substitution); before that
+    (a dry run) the plan's stated version, or ``<read after start>``."""
     block, version = ctx.block, ctx.state.version
     if version is None:
-        argv = version_argv(block.engine, ctx.settings)
-        inside = block.engine.get("compose", {}).get("version_command")
-        if inside and not argv:  # a compose engine's own version, asked inside its container
-            from harness.run.launchers import make_launcher
-
-            argv = [*shlex.split(make_launcher(ctx).exec_prefix()), *inside]
-        version = "$(" + shlex.join(argv) + ")" if argv else block.record.get("engine_version", "unknown")
+        version = block.record.get("engine_version", READ_AFTER_START)
     return {
         "engine": block.record.get("engine", block.engine.get("engine_label", block.engine.name)),
         "engine_version": version,
@@ -126,8 +124,9 @@ def _check(w: Where, o: dict) -> list[StepCall]:
                 "engines",
                 [("labbook", w.notebook), ("check", True)],
                 [("allow_cpu", True)] if o.get("allow_cpu") else [],
-                # each engine against the ceiling of its own format on the plan's machine (Task 9)
-                [("machine", w.plan.machine)] if w.plan.machine else [],
+                # each engine against the ceiling of its own format on the plan's machine (Task 9);
+                # a rehearsal's stand-ins run on this machine, not the plan's
+                [("machine", w.plan.machine)] if w.plan.machine and not w.plan.rehearsal else [],
             )
         )
     return calls
@@ -205,7 +204,7 @@ def _admission(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
 
 
 def _cross_check(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
-    if ctx.block.engine["launcher"] == "compose" and o.get("tool") != "batched-bench" and "exec" not in o:
+    if ctx.block.launcher == "compose" and o.get("tool") != "batched-bench" and "exec" not in o:
         from harness.run.launchers import make_launcher
 
         o = {**o, "exec": make_launcher(ctx).exec_prefix()}  # the engine's own tool, in its container
@@ -257,7 +256,7 @@ def _resident_of(block: Block, ctx: BlockContext) -> list[Option]:
     be the docker client's; a compose engine's name is known once started, v1 and v2 differ), a
     host engine's pid. A service's is the process found listening on its port, and when none is
     visible (started, no pid) measure runs without it, as the manifest notes: never a placeholder."""
-    kind = block.engine["launcher"]
+    kind = block.launcher
     if kind == "container":
         return [("container", str(block.engine["container"]["name"]))]
     if kind == "compose":
@@ -305,9 +304,9 @@ def crosscheck_options(block: Block, settings: dict, options: dict) -> dict:
         opts.setdefault("binary", str(server.with_name("llama-batched-bench")))
         opts.setdefault("model_file", settings.get("model"))
         opts.setdefault("threads", settings.get("threads"))
-    elif block.engine["launcher"] == "container" and "exec" not in opts:
+    elif block.launcher == "container" and "exec" not in opts:
         opts["exec"] = f"docker exec {block.engine['container']['name']}"
-    elif block.engine["launcher"] == "vllm-cpu":
+    elif block.launcher == "vllm-cpu":
         # vllm bench serve from the same .venv-vllm, its tokeniser from the local model folder, offline
         opts.setdefault("vllm", settings.get("vllm_bin"))
         opts.setdefault("checkpoint", settings.get("model"))

@@ -40,8 +40,20 @@ CASES = [
 ]
 
 
-def case_name(track: str, tier: str | None) -> str:
-    return track + (f"-{tier}" if tier else "")
+# A GPU track rehearsed on CPU stand-ins (harness/data/rehearsals): the quick size, and N's 16 GB
+# tier at the full size (its tier's values must survive the overlay where it does not swap them).
+REHEARSALS = [
+    ("s", None, True),
+    ("x", None, True),
+    ("n", None, True),
+    ("n", "16gb", False),
+    ("m", None, True),
+]
+
+
+def case_name(track: str, tier: str | None, rehearse: bool | None = None) -> str:
+    name = track + (f"-{tier}" if tier else "")
+    return name if rehearse is None else f"{name}-rehearse" + ("-quick" if rehearse else "")
 
 
 def _llama_bin_dir() -> str | None:
@@ -71,8 +83,9 @@ def normalise(text: str, cwd: Path) -> str:
     return text.replace(f"runs/{time.strftime('%Y-%m-%d')}-", "runs/<DATE>-")
 
 
-def dry_run(track: str, tier: str | None, cwd: Path) -> str:
-    """The dry run as a user sees it: the real CLI, in ``cwd``, default run directory."""
+def dry_run(track: str, tier: str | None, cwd: Path, rehearse: bool | None = None) -> str:
+    """The dry run as a user sees it: the real CLI, in ``cwd``, default run directory; ``rehearse``
+    True or False: a rehearsal, quick or full size."""
     argv = [
         sys.executable,
         "-m",
@@ -81,6 +94,7 @@ def dry_run(track: str, tier: str | None, cwd: Path) -> str:
         track,
         "--dry-run",
         *(["--tier", tier] if tier else []),
+        *([] if rehearse is None else ["--rehearse", *(["--quick"] if rehearse else [])]),
     ]
     # the Compose CLI this machine has (v2's plugin, else v1) is spelled in the plan: fix it to v2's
     env = {**os.environ, "HARNESS_COMPOSE_CLI": "docker compose"}
@@ -95,12 +109,18 @@ def test_dry_run_is_unchanged(track: str, tier: str | None, tmp_path: Path) -> N
     assert dry_run(track, tier, tmp_path) == expected
 
 
+@pytest.mark.parametrize("track,tier,quick", REHEARSALS, ids=[case_name(*c) for c in REHEARSALS])
+def test_rehearsal_dry_run_is_unchanged(track: str, tier: str | None, quick: bool, tmp_path: Path) -> None:
+    expected = (EXPECTED / f"{case_name(track, tier, quick)}.txt").read_text(encoding="utf-8")
+    assert dry_run(track, tier, tmp_path, quick) == expected
+
+
 if __name__ == "__main__":
     import tempfile
 
     EXPECTED.mkdir(parents=True, exist_ok=True)
-    for case in CASES:
+    for case in [*CASES, *REHEARSALS]:
         with tempfile.TemporaryDirectory() as tmp:
-            text = dry_run(*case, Path(tmp).resolve())
+            text = dry_run(case[0], case[1], Path(tmp).resolve(), *case[2:])
         (EXPECTED / f"{case_name(*case)}.txt").write_text(text, encoding="utf-8")
         print(f"wrote {case_name(*case)}.txt ({len(text.splitlines())} lines)")

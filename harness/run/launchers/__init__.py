@@ -8,6 +8,8 @@ definition's ``launcher`` field, looked up in :data:`LAUNCHERS` (kind -> factory
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from harness import paths
@@ -25,11 +27,32 @@ if TYPE_CHECKING:
 
 
 def _version(ctx: BlockContext) -> dict:
-    """The engine's version command and, when it has none, the version the plan states."""
+    """The engine's version command and, when it has none, the version the plan states. An
+    imitation's is the practice server's own (the imitated engine is not here to ask)."""
+    imitates = (ctx.block.stand_in or {}).get("imitates")
+    if imitates:
+        return {
+            "version_argv": [sys.executable, "-m", "harness.cli", "--version"],
+            "version_fallback": f"practice imitation of {imitates}",
+        }
     return {
         "version_argv": version_argv(ctx.block.engine, ctx.settings),
         "version_fallback": ctx.block.record.get("engine_version", "unknown"),
     }
+
+
+def stand_in_argv(ctx: BlockContext, argv: list[str]) -> list[str]:
+    """A rehearsal's imitation: the engine's own command line, handed to the practice server's
+    ``harness imitate``, which reads it as that engine would and serves its API surface."""
+    stand_in = ctx.block.stand_in or {}
+    if stand_in.get("imitates"):
+        return [sys.executable, "-m", "harness.cli", "imitate", *argv]
+    return argv
+
+
+def stand_in_env(ctx: BlockContext) -> dict[str, str]:
+    """The engine's environment, plus what its rehearsal stand-in needs (vLLM's CPU platform)."""
+    return {**engine_env(ctx.block.engine, ctx.settings), **(ctx.block.stand_in or {}).get("env", {})}
 
 
 def _process(cls: type[HostLauncher]) -> Callable[[BlockContext], Launcher]:
@@ -38,12 +61,12 @@ def _process(cls: type[HostLauncher]) -> Callable[[BlockContext], Launcher]:
     def make(ctx: BlockContext) -> Launcher:
         engine = ctx.block.engine
         return cls(
-            argv=launch_argv(engine, ctx.settings),
+            argv=stand_in_argv(ctx, launch_argv(engine, ctx.settings)),
             host=ctx.host,
             port=ctx.port,
             health_url=ctx.health_url,
             log_path=ctx.out,
-            env=engine_env(engine, ctx.settings),
+            env=stand_in_env(ctx),
             **_version(ctx),
         )
 
@@ -62,7 +85,7 @@ def _vllm_cpu(ctx: BlockContext) -> Launcher:
         port=ctx.port,
         health_url=ctx.health_url,
         log_path=ctx.out,
-        env=engine_env(engine, ctx.settings),
+        env=stand_in_env(ctx),
         ready_body=vllm_cpu.ready_body(ctx.model),
         **_version(ctx),
     )
@@ -82,7 +105,10 @@ def _compose(ctx: BlockContext) -> Launcher:
         # Compose reads a relative path against the compose file's folder; plans mean the working directory.
         if k.endswith("_DIR") and v and not v.startswith(("/", "~", "$")):
             variables[k] = str(paths.workdir() / v)
+    override = (ctx.block.stand_in or {}).get("compose_override")
     return ComposeLauncher(
+        override_files=(paths.workdir() / override,) if override else (),
+        merged_file=Path(ctx.settings["run_dir"]) / "compose" / f"{c['service']}.yaml" if override else None,
         service=c["service"],
         profile=c.get("profile", c["service"]),
         variables=variables,
@@ -134,7 +160,7 @@ LAUNCHERS: dict[str, Callable[[BlockContext], Launcher]] = {
 
 def make_launcher(ctx: BlockContext) -> Launcher:
     """The launcher for a block, by its engine definition's ``launcher`` kind."""
-    kind = ctx.block.engine["launcher"]
+    kind = ctx.block.launcher
     try:
         factory = LAUNCHERS[kind]
     except KeyError:

@@ -98,6 +98,8 @@ class ComposeLauncher:
     health_url: str
     log_path: Path
     compose_file: Path = compose_files.COMPOSE_FILE
+    override_files: tuple[Path, ...] = ()  # merged after compose_file (a rehearsal's stand-in swaps)
+    merged_file: Path | None = None  # where the merged file Compose is given is written
     run: Callable[[list[str], dict], subprocess.CompletedProcess] = _run
     client_factory: Callable[[], object] = docker_client
     version_command: list[str] | None = None  # the engine's own version, run inside the container
@@ -114,7 +116,7 @@ class ComposeLauncher:
             "-p",
             project(),
             "-f",
-            str(self.compose_file),
+            str(self.merged_file if self.override_files and self.merged_file else self.compose_file),
             "--env-file",
             str(self.env_file),
             "--profile",
@@ -177,10 +179,20 @@ class ComposeLauncher:
         # Compose's precedence: the variables given (the command's environment), the shell, the env file.
         variables = {k: str(v) for k, v in self.variables.items()}
         env = {**compose_files.read_env_file(self.env_file), **os.environ, **variables}
-        doc = compose_files.load(self.compose_file, env)
+        doc = compose_files.load(self.compose_file, env, self.override_files)
         if self.service not in doc["services"]:
             raise EngineError(f"{self.compose_file} has no service {self.service!r}")
         return doc["services"][self.service]
+
+    def container_command(self) -> list[str]:
+        """The engine's command line inside its container, as ``docker compose config`` resolves it:
+        the profile's entrypoint (when the service sets one) and command, variables filled."""
+        spec = self.service_spec()
+        words = []
+        for key in ("entrypoint", "command"):
+            value = spec.get(key) or []
+            words += shlex.split(value) if isinstance(value, str) else [str(x) for x in value]
+        return words
 
     def preflight(self, spec: dict) -> None:
         image = spec["image"]
@@ -218,6 +230,8 @@ class ComposeLauncher:
                 )
 
     def start(self, timeout: float = 900.0) -> None:
+        if self.override_files and self.merged_file:
+            compose_files.write_merged(self.compose_file, self.override_files, self.merged_file)
         self.client = self.client or self.client_factory()
         self.cli = self.cli or compose_cli()
         spec = self.service_spec()

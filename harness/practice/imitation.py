@@ -1,0 +1,220 @@
+"""The practice server imitating another engine's API surface, for rehearsals of the GPU tracks on
+a machine that cannot run that engine (``harness imitate <the engine's own command line>``).
+
+Each persona reads the engine's own command line (and the files it reads) as the engine would, for
+the address, the model name and the seats, and changes only what a client sees of the server:
+where its routes live, what its health and version routes answer, whether it asks for a key, which
+field carries reasoning, and the start-up lines it logs. The timing stays the practice server's.
+Every answer names the imitation (``owned_by``, ``/version``, the first log line), so a record made
+against it can never pass for the real engine.
+
+Sources: the routes, health bodies, auth and reasoning fields are those stated in shared/ENGINES.md
+(TensorRT-LLM §3, mlx_lm.server §5, TabbyAPI §6, Lemonade §7), each taken there from the engine's
+own source at a stated commit; the start-up lines are uvicorn's standard lines (TensorRT-LLM,
+TabbyAPI, Lemonade serve through FastAPI/uvicorn) and the first line mlx_lm.server's
+``logging.info`` prints. They are cited, not recorded: no such engine has run on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from harness.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Persona:
+    """What a client sees of one engine, beyond the OpenAI routes every persona serves."""
+
+    engine: str  # the engine imitated, as the records name it
+    mode: str  # the practice server's dialect underneath (llama or vllm)
+    prefixes: tuple[str, ...] = ()  # more API roots answering like /v1 (Lemonade's /api/v1)
+    health: dict = field(default_factory=lambda: {"status": "ok"})
+    version: str | None = None  # the /version route's body, when the engine has one
+    needs_key: bool = False
+    log_lines: tuple[str, ...] = ()
+
+
+PERSONAS = {
+    "tensorrt-llm": Persona(
+        "tensorrt-llm",
+        "vllm",
+        version="practice imitation of trtllm-serve",
+        log_lines=(
+            "INFO:     Started server process",
+            "INFO:     Waiting for application startup.",
+            "INFO:     Application startup complete.",
+        ),
+    ),
+    "mlx-lm": Persona(
+        "mlx-lm",
+        "vllm",
+        log_lines=("INFO - Starting httpd at {host} on port {port}...",),
+    ),
+    "tabbyapi": Persona(
+        "tabbyapi",
+        "llama",
+        health={"status": "healthy", "issues": []},
+        needs_key=True,
+        log_lines=("INFO:     Application startup complete.",),
+    ),
+    "lemonade": Persona(
+        "lemonade",
+        "llama",
+        prefixes=("/api/v1",),
+        log_lines=("INFO:     Application startup complete.",),
+    ),
+}
+
+
+@dataclass
+class Imitation:
+    """A persona with what the engine's command line said: where to listen, the model, the seats."""
+
+    persona: Persona
+    host: str
+    port: int
+    model: str
+    seats: int
+    ctx: int | None = None
+    api_key: str | None = None
+    argv: list[str] = field(default_factory=list)
+
+    def route(self, path: str) -> str:
+        """The path as the practice server's routes know it (Lemonade's /api/v1 answers as /v1)."""
+        for prefix in self.persona.prefixes:
+            if path == prefix or path.startswith(prefix + "/"):
+                return "/v1" + path[len(prefix) :]
+        return path
+
+    def own_route(self, path: str) -> dict | None:
+        """The body of a route the imitated engine answers its own way (health, version), or None."""
+        if path in ("/health", "/v1/health"):
+            return self.health_body()
+        if path == "/version" and self.persona.version:
+            return {"version": self.persona.version}
+        return None
+
+    def health_body(self) -> dict:
+        body = dict(self.persona.health)
+        if self.persona.engine == "lemonade":
+            body.update(version="practice imitation", model_loaded=self.model, all_models_loaded=[self.model])
+        return body
+
+    def start_lines(self) -> list[str]:
+        first = (
+            f"practice server imitating {self.persona.engine} (not the real engine): {shlex.join(self.argv)}"
+        )
+        return [first, *(x.format(host=self.host, port=self.port) for x in self.persona.log_lines)]
+
+
+def _parser(prog: str, model_flag: str | None) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, add_help=False)
+    if model_flag:
+        p.add_argument(model_flag, dest="model")
+    else:
+        p.add_argument("model")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int)
+    return p
+
+
+def _trtllm(argv: list[str]) -> Imitation:
+    p = _parser("trtllm-serve", None)
+    p.add_argument("--max_batch_size", type=int, default=2048)
+    p.add_argument("--max_seq_len", type=int)
+    args, _ = p.parse_known_args(argv[1:])
+    return Imitation(
+        PERSONAS["tensorrt-llm"],
+        args.host,
+        args.port or 8000,
+        Path(args.model).name,  # trtllm-serve names the model by the checkpoint folder
+        args.max_batch_size,
+        args.max_seq_len,
+        argv=argv,
+    )
+
+
+def _mlx(argv: list[str]) -> Imitation:
+    p = _parser("mlx_lm.server", "--model")
+    p.add_argument("--decode-concurrency", type=int, default=32)
+    args, _ = p.parse_known_args(argv[1:])
+    return Imitation(
+        PERSONAS["mlx-lm"], args.host, args.port or 8080, args.model, args.decode_concurrency, argv=argv
+    )
+
+
+def _lemonade(argv: list[str]) -> Imitation:
+    """``lemonade load MODEL --ctx-size N ...``: the server is the one LEMONADE_HOST/PORT name."""
+    p = argparse.ArgumentParser(prog="lemonade", add_help=False)
+    p.add_argument("command")
+    p.add_argument("model")
+    p.add_argument("--ctx-size", type=int)
+    args, _ = p.parse_known_args(argv[1:])
+    if args.command != "load":
+        raise ConfigError(
+            f"the Lemonade imitation serves `lemonade load MODEL`, not `lemonade {args.command}`"
+        )
+    host = os.environ.get("LEMONADE_HOST", "127.0.0.1")
+    port = int(os.environ.get("LEMONADE_PORT", "13305"))
+    return Imitation(PERSONAS["lemonade"], host, port, args.model, 1, args.ctx_size, argv=argv)
+
+
+def _tabby(argv: list[str]) -> Imitation:
+    """TabbyAPI's start.sh reads config.yml and api_tokens.yml beside it, as the real one does."""
+    folder = Path(argv[0]).parent
+    try:
+        config = yaml.safe_load((folder / "config.yml").read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(
+            f"TabbyAPI imitation: cannot read {folder / 'config.yml'} ({exc.strerror})"
+        ) from None
+    net, model = config.get("network", {}), config.get("model", {})
+    key = None if net.get("disable_auth", False) else _tabby_key(folder / "api_tokens.yml")
+    return Imitation(
+        PERSONAS["tabbyapi"],
+        str(net.get("host", "127.0.0.1")),
+        int(net.get("port", 5000)),
+        str(model.get("model_name", "model")),
+        int(model.get("max_batch_size") or 1),
+        int(model.get("max_seq_len") or 0) or None,
+        api_key=key,
+        argv=argv,
+    )
+
+
+def _tabby_key(path: Path) -> str:
+    """The key in api_tokens.yml, which TabbyAPI writes (0600, random keys) on its first start."""
+    if not path.is_file():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            yaml.safe_dump({"api_key": secrets.token_hex(16), "admin_key": secrets.token_hex(16)}, out)
+    tokens = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    key = tokens.get("api_key")
+    key = key[0] if isinstance(key, list) and key else key
+    if not isinstance(key, str) or not key:
+        raise ConfigError(f"TabbyAPI imitation: {path} holds no api_key")
+    return key
+
+
+READERS = {"trtllm-serve": _trtllm, "mlx_lm.server": _mlx, "lemonade": _lemonade, "start.sh": _tabby}
+
+
+def read_command(argv: list[str]) -> Imitation:
+    """The imitation an engine's own command line asks for (its program's name picks the persona)."""
+    if not argv:
+        raise ConfigError(
+            "harness imitate needs the engine's command line, e.g. trtllm-serve MODEL --port 8082"
+        )
+    name = Path(argv[0]).name
+    reader = READERS.get(name)
+    if reader is None:
+        raise ConfigError(f"no imitation of {name}; the practice server imitates {', '.join(READERS)}")
+    return reader(argv)

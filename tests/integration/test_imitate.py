@@ -1,0 +1,133 @@
+"""``harness imitate``: the practice server started by another engine's own command line, answering
+as that engine does where a client can tell (routes, health, version, key), and naming itself an
+imitation everywhere. Each persona is a real server process on a free port."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+import yaml
+
+from tests.conftest import ROOT, free_port
+
+
+def _start(argv: list[str], tmp_path: Path, env: dict | None = None) -> subprocess.Popen:
+    out = open(tmp_path / "imitation.out", "w")  # noqa: SIM115 - closed with the process by the fixture
+    return subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "imitate", *argv],
+        cwd=ROOT,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def _wait(url: str, proc: subprocess.Popen, timeout: float = 30.0) -> requests.Response:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the imitation exited while starting"
+        try:
+            return requests.get(url, timeout=2)
+        except requests.ConnectionError:
+            time.sleep(0.2)
+    raise AssertionError(f"{url} did not answer in {timeout} s")
+
+
+@pytest.fixture
+def running(tmp_path: Path):
+    procs: list[subprocess.Popen] = []
+
+    def start(argv: list[str], env: dict | None = None) -> subprocess.Popen:
+        procs.append(_start(argv, tmp_path, env))
+        return procs[-1]
+
+    yield start
+    for p in procs:
+        p.terminate()
+        p.wait(10)
+
+
+def _chat(base: str, model: str, headers: dict | None = None) -> requests.Response:
+    body = {"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
+    return requests.post(f"{base}/chat/completions", json=body, headers=headers or {}, timeout=30)
+
+
+def test_trtllm_serve_line(running, tmp_path: Path) -> None:
+    port = free_port()
+    argv = ["trtllm-serve", "/models/Qwen/Qwen3-8B", "--host", "127.0.0.1", "--port", str(port),
+            "--max_batch_size", "1", "--max_seq_len", "8192", "--tool_parser", "qwen3"]  # fmt: skip
+    proc = running(argv)
+    root = f"http://127.0.0.1:{port}"
+    assert _wait(f"{root}/health", proc).status_code == 200
+    assert requests.get(f"{root}/version", timeout=5).json() == {
+        "version": "practice imitation of trtllm-serve"
+    }
+    models = requests.get(f"{root}/v1/models", timeout=5).json()["data"]
+    assert [m["id"] for m in models] == ["Qwen3-8B"]  # named by the checkpoint folder, as trtllm-serve does
+    assert models[0]["owned_by"] == "practice imitation of tensorrt-llm"
+    reply = _chat(f"{root}/v1", "Qwen3-8B").json()
+    assert reply["usage"]["completion_tokens"] == 4 and reply["choices"][0]["finish_reason"] == "length"
+    first = (tmp_path / "imitation.out").read_text().splitlines()[0]
+    assert first.startswith("practice server imitating tensorrt-llm (not the real engine): trtllm-serve ")
+
+
+def test_lemonade_load_line_serves_api_v1(running) -> None:
+    port = free_port()
+    env = {"LEMONADE_HOST": "127.0.0.1", "LEMONADE_PORT": str(port)}
+    proc = running(["lemonade", "load", "user.Qwen3-8B-Q4_K_M", "--ctx-size", "8192"], env)
+    health = _wait(f"http://127.0.0.1:{port}/api/v1/health", proc).json()
+    assert health["model_loaded"] == "user.Qwen3-8B-Q4_K_M" and health["version"] == "practice imitation"
+    for base in (f"http://127.0.0.1:{port}/api/v1", f"http://127.0.0.1:{port}/v1"):
+        assert requests.get(f"{base}/models", timeout=5).json()["data"][0]["id"] == "user.Qwen3-8B-Q4_K_M"
+        assert _chat(base, "user.Qwen3-8B-Q4_K_M").status_code == 200
+
+
+def test_lemonade_other_commands_are_refused(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "imitate", "lemonade", "pull", "x"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode != 0 and "serves `lemonade load MODEL`" in done.stderr
+
+
+def test_tabbyapi_reads_its_config_and_writes_its_key_file(running, tmp_path: Path) -> None:
+    port = free_port()
+    tabby = tmp_path / "tabbyAPI"
+    tabby.mkdir()
+    config = {"network": {"host": "127.0.0.1", "port": port, "disable_auth": False},
+              "model": {"model_name": "Qwen3-8B-exl3-4.0bpw", "max_seq_len": 8192}}  # fmt: skip
+    (tabby / "config.yml").write_text(yaml.safe_dump(config))
+    proc = running([str(tabby / "start.sh"), "--gpu-lib", "cu121"])
+    health = _wait(f"http://127.0.0.1:{port}/health", proc)
+    assert health.json() == {"status": "healthy", "issues": []}  # /health needs no key, as TabbyAPI's
+    tokens = tabby / "api_tokens.yml"
+    assert tokens.stat().st_mode & 0o777 == 0o600
+    key = yaml.safe_load(tokens.read_text())["api_key"]
+    base = f"http://127.0.0.1:{port}/v1"
+    assert _chat(base, "Qwen3-8B-exl3-4.0bpw").status_code == 401
+    ok = _chat(base, "Qwen3-8B-exl3-4.0bpw", {"Authorization": f"Bearer {key}"})
+    assert ok.status_code == 200 and key not in (tmp_path / "imitation.out").read_text()
+
+
+def test_mlx_lm_server_line(running) -> None:
+    port = free_port()
+    proc = running(
+        ["mlx_lm.server", "--model", "/m/Qwen3-8B-4bit", "--port", str(port), "--prompt-cache-size", "10"]
+    )
+    assert _wait(f"http://127.0.0.1:{port}/health", proc).json() == {"status": "ok"}
+    models = requests.get(f"http://127.0.0.1:{port}/v1/models", timeout=5).json()["data"]
+    assert models[0]["id"] == "/m/Qwen3-8B-4bit"  # the --model string, as mlx_lm.server names it
+
+
+def test_an_engine_without_an_imitation_is_named() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "imitate", "sglang", "--port", "1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode != 0 and "no imitation of sglang" in done.stderr

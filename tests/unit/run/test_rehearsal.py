@@ -1,0 +1,129 @@
+"""Rehearsals: the overlay changes only what it names, keeps the track's own values beside the
+stand-in's, stamps every record, and merges Compose files the way the stand-ins need (a null
+removes a key, which Compose v1 cannot do from a later file)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.errors import ConfigError
+from harness.io import notebook
+from harness.run import compose_files, rehearsal
+from harness.run.plans import load_plan
+
+PLANS = ("track-s", "track-n", "track-x", "track-m")
+
+
+def fake_place(kind: str) -> str:
+    return f"/stand-in/{kind}"
+
+
+@pytest.mark.parametrize("name", PLANS)
+def test_every_gpu_track_has_an_overlay_that_validates(name: str) -> None:
+    raw, path, sha = rehearsal.read_overlay(name)
+    assert raw["track"] == name and len(sha) == 64 and path.is_file()
+
+
+def test_overlay_changes_only_what_it_names() -> None:
+    raw = yaml.safe_load((rehearsal.REHEARSAL_DIR.parent / "tracks" / "track-s.yaml").read_text())
+    overlay, _, _ = rehearsal.read_overlay("track-s")
+    out, notes = rehearsal.apply(raw, overlay, quick=False, resolver=fake_place)
+    assert out["variables"]["GGUF"] == "/stand-in/llama-cpu-model"
+    assert out["variables"]["SLOTS"] == raw["variables"]["SLOTS"] == 20  # the track's own flags stay
+    assert out["variables"]["VLLM_KV_DTYPE"] == raw["variables"]["VLLM_KV_DTYPE"]
+    track_gguf = "${HOME}/models/unsloth/Qwen3-8B-GGUF/Qwen3-8B-Q4_K_M.gguf"
+    assert f"variable GGUF: {track_gguf} -> /stand-in/llama-cpu-model" in notes
+    # the sweeps keep their sizes at full size
+    llama = next(s for s in out["stages"] if isinstance(s, dict) and s.get("id") == "llama")
+    assert {"sweep": {"label": "llama-baseline", "concurrency": "1,5,10,20", "prompt_set": "mixed"}} in llama[
+        "steps"
+    ]
+    assert raw == yaml.safe_load((rehearsal.REHEARSAL_DIR.parent / "tracks" / "track-s.yaml").read_text())
+
+
+def test_quick_keeps_the_tracks_levels_and_shrinks_the_rest() -> None:
+    raw = yaml.safe_load((rehearsal.REHEARSAL_DIR.parent / "tracks" / "track-s.yaml").read_text())
+    overlay, _, _ = rehearsal.read_overlay("track-s")
+    out, _ = rehearsal.apply(raw, overlay, quick=True, resolver=fake_place)
+    slots8 = next(s for s in out["stages"] if isinstance(s, dict) and s.get("id") == "llama-slots8")
+    sweep = slots8["steps"][1]["sweep"]
+    assert sweep["concurrency"] == "20" and sweep["requests"] == 8 and sweep["min_rounds"] == 1
+    assert out["sweep"]["max_tokens"] == 16
+
+
+def test_a_prediction_for_the_tracks_model_is_kept_and_followed_by_the_stand_ins() -> None:
+    raw = yaml.safe_load((rehearsal.REHEARSAL_DIR.parent / "tracks" / "track-s.yaml").read_text())
+    overlay, _, _ = rehearsal.read_overlay("track-s")
+    out, _ = rehearsal.apply(raw, overlay, quick=False, resolver=fake_place)
+    predicts = [s["predict"] for s in out["stages"] if isinstance(s, dict) and "predict" in s]
+    models = [p.get("model") for p in predicts]
+    i = models.index("qwen3-8b")
+    assert predicts[i]["machine"] == "spark"  # the track's own, unchanged
+    assert models[i + 1] == "/stand-in/llama-cpu-model" and "machine" not in predicts[i + 1]
+
+
+def test_the_stand_in_steps_and_the_check_are_said() -> None:
+    plan = load_plan("s", rehearse_it=True, quick=True, dry_run=True)
+    r = plan.rehearsal
+    assert r is not None and r.quick
+    assert plan.blocks["control"].stand_in["real"].endswith("(its log names CUDA0)")
+    assert r.step_notes("control/verify-allocation") == [
+        "expect_offload <the engine definition's> -> False",
+        "expect_device CUDA0 -> CPU",
+    ]
+    assert "check: --machine spark -> left out (the stand-ins run on this machine)" in r.notes
+    assert r.skips["models"].startswith("it would download")
+    assert plan.blocks["vllm"].launcher == "compose"
+    assert load_plan("x", rehearse_it=True, dry_run=True).blocks["lemonade-rocm"].launcher == "host"
+    assert load_plan("x", rehearse_it=True, dry_run=True).blocks["vllm"].launcher == "vllm-cpu"
+
+
+def test_a_rehearsal_ignores_this_machines_memory_for_the_tier() -> None:
+    # the 16 GB tier of Track M would follow from this machine's memory; a rehearsal takes the default
+    plan = load_plan("m", rehearse_it=True, dry_run=True)
+    assert plan.tier == "32gb"
+    assert load_plan("m", tier="16gb", rehearse_it=True, dry_run=True).variables["SLOTS"] == 10
+
+
+def test_quick_without_rehearse_is_refused() -> None:
+    with pytest.raises(ConfigError, match="--quick sizes a rehearsal"):
+        load_plan("s", quick=True)
+
+
+def test_a_plan_without_an_overlay_says_which_have_one() -> None:
+    with pytest.raises(ConfigError, match="has no rehearsal overlay.*track-s"):
+        load_plan("cpu", rehearse_it=True)
+
+
+def test_records_written_in_a_rehearsal_say_so(monkeypatch) -> None:
+    record = {"record": "endpoint-check", "schema_version": 1}
+    assert notebook.rehearsal_stamp(record) == record
+    monkeypatch.setenv(
+        rehearsal.REHEARSAL_ENV, json.dumps({"track": "track-s", "stand_in": "vLLM's CPU build"})
+    )
+    stamped = notebook.rehearsal_stamp(record)
+    assert stamped["rehearsal"] is True and stamped["stand_in"] == "vLLM's CPU build"
+    assert stamped["rehearsal_track"] == "track-s"
+
+
+def test_a_null_in_a_later_compose_file_removes_the_key(tmp_path: Path) -> None:
+    base = tmp_path / "compose.yaml"
+    base.write_text(
+        "x-gpu: &gpu\n  deploy: {resources: {reservations: {devices: [{driver: nvidia}]}}}\n"
+        "services:\n  vllm:\n    <<: *gpu\n    image: ${IMG:-x}\n    command: [vllm, serve]\n"
+        "    build: {context: ../images/x}\n"
+    )
+    over = tmp_path / "over.yaml"
+    over.write_text("services:\n  vllm:\n    deploy: null\n    entrypoint: [/usr/bin/env]\n")
+    doc = compose_files.load(base, {"IMG": "cpu-image"}, (over,))
+    svc = doc["services"]["vllm"]
+    assert "deploy" not in svc and svc["entrypoint"] == ["/usr/bin/env"] and svc["image"] == "cpu-image"
+    target = compose_files.write_merged(base, (over,), tmp_path / "run" / "compose" / "vllm.yaml")
+    written = yaml.safe_load(target.read_text())["services"]["vllm"]
+    assert written["image"] == "${IMG:-x}"  # Compose fills the variables itself
+    assert written["build"]["context"] == str((tmp_path / ".." / "images" / "x").resolve())
+    assert "deploy" not in written

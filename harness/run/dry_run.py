@@ -73,7 +73,7 @@ def _rehearsal_lines(plan: Plan, step: Step, out: Callable[[str], None]) -> bool
         out(f"{step.id}: skipped in a rehearsal: {plan.rehearsal.skips[step.kind]}")
         return False
     for note in plan.rehearsal.step_notes(step.id):
-        out(f"       rehearsal: {note} (the track's value -> the stand-in's)")
+        out(f"       rehearsal: {note}")
     return True
 
 

@@ -153,10 +153,13 @@ def _fill(value, resolver):
     return value
 
 
-def _quick_sweep(options: dict, quick: dict) -> dict:
+def _quick_sweep(kind: str, options: dict, quick: dict) -> dict:
     """A sweep, prefix pair or admission level at the quick size: the track's own levels (the labs'
-    checkers look for them), fewer requests per level and shorter answers."""
+    checkers look for the baseline's 1, 5, 10 and 20), fewer requests per level and shorter answers;
+    the prefix pair, whose long prompts cost a CPU most, at its own smaller levels and count."""
     out = dict(options)
+    if kind == "prefix-pair":
+        out.update({k: quick[f"prefix_{k}"] for k in ("concurrency", "requests") if f"prefix_{k}" in quick})
     for key in ("requests", "max_tokens"):
         if key in quick:
             out[key] = min(int(out.get(key, quick[key])), int(quick[key]))
@@ -168,7 +171,7 @@ def _quick_sweep(options: dict, quick: dict) -> dict:
 def _quick_step(kind: str, options: dict, quick: dict) -> dict:
     """A measuring step at the quick size."""
     if kind in SWEEP_KINDS:
-        return _quick_sweep(options, quick)
+        return _quick_sweep(kind, options, quick)
     out = dict(options)
     if kind == "cross-check":
         for key in ("num_prompts", "max_tokens"):
@@ -210,7 +213,9 @@ def _block_stage(stage: dict, entry: dict | None, quick: dict | None, notes: lis
             for key, value in changed.items():
                 before = options.get(key, "<the engine definition's>")
                 if before != value:
-                    notes.append(f"{stage['id']}/{kind}: {key} {before} -> {value}")
+                    notes.append(
+                        f"{stage['id']}/{kind}: {key} {before} -> {value} (the track's -> the stand-in's)"
+                    )
             options = {**options, **changed}
         if quick:
             options = _quick_step(kind, options, quick)
@@ -219,27 +224,36 @@ def _block_stage(stage: dict, entry: dict | None, quick: dict | None, notes: lis
     return stage
 
 
-def _global_stages(stage, overlay: dict, notes: list[str]) -> list:
+def _global_stages(stage, overlay: dict, notes: list[str], seen: dict[str, int]) -> list:
     """A global step; a prediction for the track's model is kept (labelled the track's own) and
     followed by the same prediction for the stand-in model."""
     kind, options = _split(stage)
     changed = overlay.get("steps", {}).get(kind)
     if changed:  # a global step's options (check: allow_cpu), each change kept as a note
         for key, value in changed.items():
-            notes.append(f"{kind}: {key} {options.get(key, '<not set>')} -> {value}")
+            notes.append(
+                f"{kind}: {key} {options.get(key, '<not set>')} -> {value} (the track's -> the stand-in's)"
+            )
+        _global_id(kind, seen)
         return [_join(kind, {**options, **changed})]
-    if kind != "predict":
-        return [stage]
     swaps = overlay.get("predict", {})
     model = str(options.get("model", ""))
-    if model not in swaps:
+    if kind != "predict" or model not in swaps:
+        _global_id(kind, seen)
         return [stage]
     stand_in = {**options, **swaps[model]}
     stand_in.pop("machine", None)  # the stand-in runs on this machine, not the track's
-    notes.append(
-        f"predict {model}: the track's prediction kept, then the stand-in's ({swaps[model].get('model')})"
-    )
+    ids = [_global_id("predict", seen), _global_id("predict", seen)]
+    where = f" on {options['machine']}" if options.get("machine") else ""
+    notes.append(f"{ids[0]}: this is the track's own prediction ({model}{where}), printed for comparison")
+    notes.append(f"{ids[1]}: this is the stand-in's prediction ({stand_in['model']}, this machine)")
     return [stage, {"predict": stand_in}]
+
+
+def _global_id(kind: str, seen: dict[str, int]) -> str:
+    """The id load_plan gives the next global step of ``kind`` (predict, predict-2, ...)."""
+    seen[kind] = seen.get(kind, 0) + 1
+    return kind if seen[kind] == 1 else f"{kind}-{seen[kind]}"
 
 
 def apply(raw: dict, overlay: dict, quick: bool, resolver=resolve) -> tuple[dict, list[str]]:
@@ -266,13 +280,14 @@ def apply(raw: dict, overlay: dict, quick: bool, resolver=resolve) -> tuple[dict
         }
     if out.get("machine"):
         notes.append(f"check: --machine {out['machine']} -> left out (the stand-ins run on this machine)")
-    stages = []
+    stages: list = []
+    seen: dict[str, int] = {}  # global steps so far, by kind (their ids)
     for stage in out["stages"]:
         if isinstance(stage, dict) and "engine" in stage:
             entry = overlay.get("engines", {}).get(stage["engine"])
             stages.append(_block_stage(stage, entry, q, notes))
         else:
-            stages.extend(_global_stages(stage, overlay, notes))
+            stages.extend(_global_stages(stage, overlay, notes, seen))
     out["stages"] = stages
     return out, notes
 

@@ -365,7 +365,7 @@ class Runner:
             if step.kind in rehearsal.skips:
                 return self._end(entry, "skipped", f"rehearsal: {rehearsal.skips[step.kind]}")
             for note in rehearsal.step_notes(step.id):
-                self.out(f"    rehearsal: {note} (the track's value -> the stand-in's)")
+                self.out(f"    rehearsal: {note}")
         if step.needs:
             why = self._needs_missing(step.needs)
             if why:

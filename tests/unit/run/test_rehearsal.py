@@ -72,8 +72,11 @@ def test_the_stand_in_steps_and_the_check_are_said() -> None:
     assert r is not None and r.quick
     assert plan.blocks["control"].stand_in["real"].endswith("(its log names CUDA0)")
     assert r.step_notes("control/verify-allocation") == [
-        "expect_offload <the engine definition's> -> False",
-        "expect_device CUDA0 -> CPU",
+        "expect_offload <the engine definition's> -> False (the track's -> the stand-in's)",
+        "expect_device CUDA0 -> CPU (the track's -> the stand-in's)",
+    ]
+    assert r.step_notes("predict-2") == [
+        "this is the track's own prediction (qwen3-8b on spark), printed for comparison"
     ]
     assert "check: --machine spark -> left out (the stand-ins run on this machine)" in r.notes
     assert r.skips["models"].startswith("it would download")

@@ -1,0 +1,71 @@
+"""After a rehearsal (``make track-s REHEARSE=1 QUICK=1``): what CI holds it to, beyond its own
+passing. The run passed (every step passed or was skipped with its reason), its report opens with
+the rehearsal banner, every record in its notebook says rehearsal and, for an engine's record, the
+stand-in that served it, and no container of ours is left.
+
+    python scripts/check_rehearsal.py track-s [RUN_DIR]     (default: the newest run of it)
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from harness.io.notebook import read_records
+
+# Records about a whole run or the notebook rather than one engine carry no stand-in.
+NO_STAND_IN = {"curve-summary"}
+
+
+def problems(run_dir: Path) -> list[str]:
+    found = []
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    if manifest["status"] != "passed":
+        not_run = [
+            f"{s['id']} ({s['status']}: {s.get('reason')})"
+            for s in manifest["steps"]
+            if s["status"] not in ("passed", "skipped")
+        ]
+        found.append(f"the run {manifest['status']}: " + "; ".join(not_run)[:600])
+    skipped = [s for s in manifest["steps"] if s["status"] == "skipped" and not s.get("reason")]
+    found += [f"step {s['id']} skipped with no reason" for s in skipped]
+    if "rehearsal" not in manifest:
+        found.append("the manifest has no rehearsal entry")
+    report = (run_dir / "report.md").read_text(encoding="utf-8")
+    if "**REHEARSAL, not " not in report.split("## ", 1)[0]:
+        found.append("report.md does not open with the rehearsal banner")
+    records = read_records(run_dir / "labbook.md")
+    if not records:
+        found.append("the notebook holds no record")
+    for rec in records:
+        kind = rec.get("record", "level")
+        if rec.get("rehearsal") is not True:
+            found.append(f"a {kind} record ({rec.get('label', '?')}) does not say rehearsal")
+        elif kind not in NO_STAND_IN and rec.get("engine") and not rec.get("stand_in"):
+            found.append(f"a {kind} record of {rec.get('engine')} names no stand-in")
+    left = subprocess.run(["docker", "ps", "-aq"], capture_output=True, text=True, check=False).stdout.split()
+    if left:
+        found.append(f"{len(left)} container(s) left after the run (docker ps -a)")
+    return found
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
+        return 2
+    runs = sorted(p for p in Path("runs").glob(f"*-rehearsal-{argv[0]}*") if (p / "manifest.json").is_file())
+    run_dir = Path(argv[1]) if len(argv) > 1 else (runs[-1] if runs else None)
+    if run_dir is None:
+        print(f"no rehearsal run of {argv[0]} under runs/", file=sys.stderr)
+        return 2
+    found = problems(run_dir)
+    for line in found:
+        print(f"FAIL  {line}")
+    print(f"{'PASS' if not found else 'FAIL'}  rehearsal {run_dir}: {len(found)} problem(s)")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

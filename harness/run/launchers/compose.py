@@ -64,6 +64,14 @@ def _run(argv: list[str], env: dict) -> subprocess.CompletedProcess:
         ) from None
 
 
+def compose_error(done: subprocess.CompletedProcess) -> str:
+    """The line of a failed compose command that says why: its last error line (v1 ends with a
+    bare 'Encountered errors while bringing up the project.'), else its last line."""
+    lines = [x.strip() for x in (done.stderr or done.stdout or "").splitlines() if x.strip()]
+    errors = [x for x in lines if "error" in x.lower() and not x.startswith("Encountered errors")]
+    return (errors or lines or ["no output"])[-1][-400:]
+
+
 def _last_check_output(health: dict) -> str:
     runs = health.get("Log") or []
     text = " ".join(str(runs[-1].get("Output", "")).split()) if runs else ""
@@ -240,8 +248,7 @@ class ComposeLauncher:
         self._prepare_log_dir()
         done = self.run(self.argv(*self.up_action()), self.variables)
         if done.returncode != 0:
-            last = (done.stderr or done.stdout or "").strip().splitlines()[-1:] or ["no output"]
-            raise EngineError(f"{' '.join(self.cli)} up {self.service} failed: {last[0]}")
+            raise EngineError(f"{' '.join(self.cli)} up {self.service} failed: {compose_error(done)}")
         self.container = self._find()
         self._follow_logs()
         self.wait_healthy(timeout)

@@ -130,3 +130,20 @@ def test_a_null_in_a_later_compose_file_removes_the_key(tmp_path: Path) -> None:
     assert written["image"] == "${IMG:-x}"  # Compose fills the variables itself
     assert written["build"]["context"] == str((tmp_path / ".." / "images" / "x").resolve())
     assert "deploy" not in written
+
+
+def test_a_failed_compose_up_names_its_error_line() -> None:
+    import subprocess
+
+    from harness.run.launchers.compose import compose_error
+
+    v1 = (
+        "Creating llm-harness_trtllm_1 ... error\n\n"
+        "ERROR: for trtllm  Cannot start service trtllm: error setting rlimit type 8: not permitted\n"
+        "Encountered errors while bringing up the project.\n"
+    )
+    done = subprocess.CompletedProcess([], 1, "", v1)
+    assert compose_error(done).startswith(
+        "ERROR: for trtllm  Cannot start service trtllm: error setting rlimit"
+    )
+    assert compose_error(subprocess.CompletedProcess([], 1, "", "")) == "no output"

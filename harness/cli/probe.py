@@ -10,6 +10,7 @@ from contextlib import suppress
 
 from harness.core import bounds, probes
 from harness.core.bounds import Bounds
+from harness.core.server_text import safe_text
 from harness.core.stream import error_message
 from harness.errors import TargetError, TargetUnreachable
 from harness.io.http import MAX_BODY, Reply, auth_headers, chat_headers, failure, opened, request
@@ -110,7 +111,9 @@ def _kept(verdict: dict, raw: bytes | str) -> dict:
 def probe_models(client: _Client) -> dict:
     resp = client.get("/models")
     status, body, text = _reply(resp)
-    ids = [m.get("id") for m in (body or {}).get("data", []) if isinstance(m, dict)] if status == 200 else []
+    data = body.get("data") if status == 200 and isinstance(body, dict) else None
+    data = data if isinstance(data, list) else []  # "data": null is no list of models
+    ids = [safe_text(m["id"], 200) for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
     out = {"status": status, "supported": status == 200 and bool(ids), "model_ids": ids[:10]}
     if not out["supported"]:
         out["detail"] = f"status {status}: {text or json.dumps(body)[:160]}"

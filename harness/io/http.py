@@ -23,10 +23,12 @@ from typing import Iterator
 from urllib.parse import SplitResult, urlsplit
 
 from harness.core.bounds import Bounds
+from harness.core.server_text import keep_secret, safe_text
 from harness.core.stream import LineSplitter, Sample, StreamParser, error_message, whole_body_error
 from harness.errors import ConfigError, TargetError, TargetTimeout, TargetUnreachable
 
 MAX_BODY = 4 << 20  # a whole (non-streamed) answer larger than this is cut here
+MAX_LINE = 4 << 20  # one line of a stream longer than this ends the request
 
 
 def chat_url(base_url: str) -> str:
@@ -39,6 +41,7 @@ def chat_url(base_url: str) -> str:
 
 def auth_headers(api_key: str | None) -> dict[str, str]:
     """The bearer header for an API key, or none; the key itself is never logged or recorded."""
+    keep_secret(api_key)  # whatever a server echoes of it is redacted (harness.core.server_text)
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
@@ -48,12 +51,20 @@ def chat_headers(api_key: str | None = None, extra: dict | None = None) -> dict:
     return {**h, **auth_headers(api_key), **(extra or {})}
 
 
-def stream_problem(status: int, headers) -> str | None:
-    """Why a 200 response cannot be read as an event stream (compressed, or not a stream), or None."""
-    encoding = (headers.get("Content-Encoding") or "identity").strip().lower()
-    if status == 200 and encoding not in ("identity", ""):
-        return f"Compressed: the server sent Content-Encoding {encoding} although asked for identity"
+def stream_problem(status: int, encoding: str) -> str | None:
+    """Why a 200 response cannot be read as an event stream (compressed), or None. ``encoding`` is
+    the Content-Encoding header as sent (a header sent twice: its values joined by commas)."""
+    codings = [c.strip().lower() for c in (encoding or "").split(",")]
+    worn = [c for c in codings if c not in ("identity", "")]
+    if status == 200 and worn:
+        shown = safe_text(", ".join(worn), 60)
+        return f"Compressed: the server sent Content-Encoding {shown} although asked for identity"
     return None
+
+
+def all_values(headers, name: str) -> str:
+    """A header of an ``http.client`` response, every copy of it joined by commas ("" when absent)."""
+    return ", ".join(headers.get_all(name) or [])
 
 
 @dataclass(frozen=True)
@@ -153,7 +164,7 @@ def failure(exc: BaseException, bounds: Bounds, fired: bool) -> str:
         return f"Timeout: no byte from the server for {bounds.idle_s:g} s (the idle bound)"
     if isinstance(exc, http.client.IncompleteRead):
         return "StreamCut: the server closed the connection mid-response"
-    text = "".join(c if c.isprintable() else "?" for c in " ".join(str(exc).split())[:160])
+    text = safe_text(exc, 160)
     return f"{type(exc).__name__}: {text or 'connection lost'}"
 
 
@@ -196,9 +207,12 @@ def model_ids(reply: Reply) -> list[str]:
     if reply.status != 200:
         return []
     try:
-        return [m.get("id") for m in reply.json().get("data", []) if isinstance(m, dict)]
-    except (ValueError, AttributeError):
+        data = reply.json().get("data")
+    except (ValueError, AttributeError, RecursionError):
         return []
+    if not isinstance(data, list):  # "data": null, a string, ...: no list of models
+        return []
+    return [safe_text(m["id"], 200) for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
 
 
 def stream_chat(
@@ -244,12 +258,12 @@ def _read_stream(resp: http.client.HTTPResponse, parser: StreamParser) -> str | 
         try:
             message = error_message(json.loads(data))
         except ValueError:
-            message = data[:200].decode("utf-8", errors="replace").replace("\n", " ")
+            message = safe_text(data[:200])
         return f"HTTP {resp.status}: {message}"
-    problem = stream_problem(resp.status, resp.headers)
+    problem = stream_problem(resp.status, all_values(resp.headers, "Content-Encoding"))
     if problem:
         return problem
-    ctype = (resp.headers.get("Content-Type") or "").lower()
+    ctype = all_values(resp.headers, "Content-Type").lower()
     if "text/event-stream" not in ctype and ctype:
         return whole_body_error(ctype, resp.read(MAX_BODY))
     lines = LineSplitter()  # \n, \r\n or a bare \r ends a line, as the SSE rules allow
@@ -258,5 +272,9 @@ def _read_stream(resp: http.client.HTTPResponse, parser: StreamParser) -> str | 
         t = time.perf_counter()
         for line in lines.feed(data) if data else lines.end():
             parser.feed(line, t)
+        if parser.s.saw_done:  # the stream's true end, even on a connection held open
+            return None
+        if lines.pending > MAX_LINE:
+            return f"LineTooLong: a line of the stream passed {MAX_LINE >> 20} MiB without ending"
         if not data:
             return None

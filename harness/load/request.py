@@ -20,6 +20,7 @@ import gevent
 from locust import events
 from locust.exception import CatchResponseError
 
+from harness.core.server_text import safe_text
 from harness.core.stream import Sample, StreamParser, error_message, whole_body_error
 from harness.io.http import MAX_BODY, stream_problem
 from harness.io.stream_socket import Head, Pool, Stale, read_head, read_stream, whole_body
@@ -76,7 +77,7 @@ def _attempt(pool: Pool, workload: Workload, prompt: str, fresh: bool) -> Sample
             parser, workload, size, f"Timeout: the request passed its total bound of {workload.timeout:g} s"
         )
     except Exception as exc:  # refused, reset, cut mid-stream, past the idle bound: recorded as such
-        text = " ".join(str(exc).split())[:160]
+        text = safe_text(exc, 160)
         if isinstance(exc, (TimeoutError, socket.timeout)):
             text = f"no byte from the server for {workload.idle_timeout:g} s (the idle bound)"
             return _done(parser, workload, size, f"Timeout: {text}")
@@ -98,12 +99,12 @@ def _problem(head: Head, reads) -> str | None:
         try:
             message = error_message(json.loads(body or b""))
         except ValueError:
-            message = body[:200].decode("utf-8", errors="replace").replace("\n", " ")
+            message = safe_text(body[:200])
         return f"HTTP {status}: {message}"
-    problem = stream_problem(200, head)  # the parsed headers, read case-insensitively
+    problem = stream_problem(200, head.header("content-encoding"))  # read case-insensitively
     if problem:
         return problem
-    ctype = (head.get("content-type") or "").lower()
+    ctype = head.header("content-type").lower()
     if ctype and "text/event-stream" not in ctype:
         return whole_body_error(ctype, whole_body(reads, head, MAX_BODY))
     return None

@@ -29,7 +29,9 @@ from harness.cli import (
     verify_allocation,
     vllm_cpu,
 )
+from harness.core.server_text import keep_secret
 from harness.errors import HarnessError
+from harness.io.http import check_base_url
 
 COMMANDS = (
     practice,
@@ -133,6 +135,16 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:  # the real command line, not a call from Python (a test, another tool)
         stop_on_sigterm()
     try:
+        if isinstance(getattr(args, "api_key", None), str) and args.api_key:
+            keep_secret(args.api_key)
+            print(
+                f"harness {args.command}: warning: --api-key puts the key on the command line, where "
+                "`ps` shows it to every user of this machine; export it and pass --api-key-env NAME",
+                file=sys.stderr,
+            )
+        for name in ("base_url", "metrics_url"):
+            if isinstance(getattr(args, name, None), str) and getattr(args, name) not in ("", "none"):
+                check_base_url(getattr(args, name), "--" + name.replace("_", "-"))
         return int(args.func(args) or 0)
     except BrokenPipeError:
         return _reader_gone()

@@ -162,13 +162,13 @@ class StreamParser:
         if not isinstance(obj, dict):
             return
         if self.s.request_id is None and isinstance(obj.get("id"), str):
-            self.s.request_id = obj["id"]
+            self.s.request_id = safe_text(obj["id"], 200)
         if "error" in obj and self.s.error is None:
             self.s.error = f"StreamError: {error_message(obj)}"
         if isinstance(obj.get("usage"), dict):
             self._usage = obj["usage"]
         if isinstance(obj.get("timings"), dict):
-            self.s.timings = obj["timings"]
+            self.s.timings = _numbers(obj["timings"])
         choices = obj.get("choices")
         for choice in choices if isinstance(choices, list) else []:
             if isinstance(choice, dict):
@@ -232,6 +232,9 @@ class StreamParser:
         s.ok = s.error is None
         if s.error is not None:  # whatever the server put in it: printable, encodable, no secret
             s.error = safe_text(s.error, 400)
+        if s.finish_reason is not None:
+            s.finish_reason = safe_text(s.finish_reason, 60)
+        s.text = s.text.encode("utf-8", errors="replace").decode("utf-8")  # no lone surrogate
         return s
 
 
@@ -248,6 +251,16 @@ def _json(data: bytes) -> Any:
         return _BAD
     except RecursionError:  # absurdly nested garbage
         return _BAD
+
+
+def _numbers(obj: dict) -> dict:
+    """The finite numbers of a server's ``timings`` object (no integer past 1e15, no NaN): what is
+    kept of it, so a sample always travels (msgpack) and writes (JSON) whole."""
+    return {
+        safe_text(k, 60): v
+        for k, v in obj.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e15 and v == v
+    }
 
 
 MAX_COUNT = 10**9  # more tokens than this in one request is no count (and never a float overflow)

@@ -23,7 +23,7 @@ from typing import Iterator
 from urllib.parse import SplitResult, urlsplit
 
 from harness.core.bounds import Bounds
-from harness.core.server_text import keep_secret, safe_text
+from harness.core.server_text import REDACTED, keep_secret, safe_text
 from harness.core.stream import LineSplitter, Sample, StreamParser, error_message, whole_body_error
 from harness.errors import ConfigError, TargetError, TargetTimeout, TargetUnreachable
 
@@ -115,6 +115,29 @@ def split_url(url: str) -> tuple[SplitResult, str, int | None]:
     return parts, host, port
 
 
+def check_base_url(url: str, flag: str = "--base-url") -> None:
+    """Refuse, in one line, a base URL whose parts would not reach every request or would leak:
+    a ``user:password@`` (never sent as credentials, and it would be written into records and
+    printed; the message never repeats it) and a query string (the requests are built from the
+    URL's path, so it would be dropped silently)."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port
+    except ValueError:
+        raise ConfigError(f"{flag} is not a usable URL; give one like http://127.0.0.1:8000/v1") from None
+    if "@" in parts.netloc:
+        shown = f"{parts.scheme}://{REDACTED}@{parts.netloc.rsplit('@', 1)[-1]}{parts.path}"
+        raise ConfigError(
+            f"{flag} {shown} carries a user name or password; it is not sent as credentials and "
+            "would be written into records: remove it and pass a key with --api-key-env NAME"
+        )
+    if parts.query or parts.fragment or url.rstrip().endswith(("?", "#")):
+        raise ConfigError(
+            f"{flag} {safe_text(url.split('?')[0].split('#')[0], 200)} carries a query string or "
+            "fragment, which would not reach every request; give the URL without it"
+        )
+
+
 def _connection(url: str, idle_s: float, verify: bool) -> tuple[http.client.HTTPConnection, str]:
     parts, host, port = split_url(url)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
@@ -168,9 +191,18 @@ def failure(exc: BaseException, bounds: Bounds, fired: bool) -> str:
     return f"{type(exc).__name__}: {text or 'connection lost'}"
 
 
-def request(method: str, url: str, bounds: Bounds, payload=None, headers=None, verify: bool = True) -> Reply:
-    """One whole request (JSON ``payload`` if any) under both bounds. Raises TargetUnreachable when
-    nothing answers, TargetTimeout past a bound, TargetError for a broken answer: one line each."""
+def request(
+    method: str,
+    url: str,
+    bounds: Bounds,
+    payload=None,
+    headers=None,
+    verify: bool = True,
+    limit: int = MAX_BODY,
+) -> Reply:
+    """One whole request (JSON ``payload`` if any) under both bounds, its body read up to ``limit``
+    bytes. Raises TargetUnreachable when nothing answers, TargetTimeout past a bound, TargetError
+    for a broken answer: one line each."""
     hdrs = {"Accept-Encoding": "identity", **(headers or {})}
     body = None
     if payload is not None:
@@ -179,12 +211,12 @@ def request(method: str, url: str, bounds: Bounds, payload=None, headers=None, v
     try:
         with opened(method, url, bounds, body, hdrs, verify) as (resp, dog):
             try:
-                data = resp.read(MAX_BODY)
+                data = resp.read(limit)
             finally:
                 fired = dog.fired
             if fired:  # the watchdog's shutdown reads as the end of the body: never a whole answer
                 raise TimeoutError("the total bound passed while reading the body")
-            if resp.length and len(data) < MAX_BODY:  # closed before its Content-Length
+            if resp.length and len(data) < limit:  # closed before its Content-Length
                 raise http.client.IncompleteRead(data, resp.length)
             return Reply(resp.status, dict(resp.getheaders()), data)
     except ConnectionRefusedError as exc:

@@ -12,6 +12,7 @@ import gc
 import os
 import signal
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from harness.core.bounds import Bounds
 from harness.io import http
 from harness.core.levels import LEVEL_SLACK_S, account, level_bound
 from harness.core.schedules import arrival_offsets, shares
+from harness.core.server_text import safe_text
 from harness.io.metrics_sampler import MetricsSampler
 from harness.core.stream import Sample
 from harness.errors import EngineError
@@ -157,7 +159,8 @@ def _drive(  # noqa: C901
             collected.append(context["sample"])
 
     env.events.request.add_listener(listener)
-    sampler = MetricsSampler(metrics_url) if metrics_url else None
+    headers = http.auth_headers(workload.api_key)  # an engine with a key guards /metrics too
+    sampler = MetricsSampler(metrics_url, headers=headers) if metrics_url else None
     proc = psutil.Process()
     cpu0 = proc.cpu_times()
     runner = env.create_local_runner()
@@ -324,9 +327,10 @@ class DistributedLoad:
             *worker_args,
         ]
         env = {**os.environ, "HARNESS_SWEEP_WORKER": "1"}  # take each level's share from this master
+        # a worker's last words (closed in ``close``)
+        self.logs = [tempfile.TemporaryFile() for _ in range(processes)]  # noqa: SIM115
         self.procs = [
-            subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-            for _ in range(processes)
+            subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env=env) for log in self.logs
         ]
         deadline = time.monotonic() + connect_timeout
         while len(self.runner.clients.ready) < processes:
@@ -356,6 +360,18 @@ class DistributedLoad:
             if proc.info["pid"] not in clients and not init and "--worker" in cmd and str(port) in cmd:
                 found.append(proc.info["pid"])
         return found
+
+    def _check_workers(self) -> None:
+        """EngineError, with the worker's last line, as soon as a worker process has died."""
+        for p, log in zip(self.procs, self.logs, strict=True):
+            if p.poll() is not None:
+                log.seek(0)
+                lines = [x for x in log.read().decode("utf-8", "replace").splitlines() if x.strip()]
+                last = safe_text(lines[-1] if lines else "(it wrote nothing)", 300)
+                raise EngineError(
+                    f"a Locust worker process exited with status {p.returncode} during the level: "
+                    f"{last}; this level is lost, the finished ones are kept"
+                )
 
     def _spawned(self) -> dict[str, int] | None:
         """Users per worker once every worker has reported this level's spawning complete."""
@@ -392,6 +408,7 @@ class DistributedLoad:
             while len(self.samples) < count and time.monotonic() < deadline:
                 interrupts.wait(0.02)
                 tell()
+                self._check_workers()
             interrupts.wait(0)
         finally:
             interrupts.close()
@@ -421,3 +438,5 @@ class DistributedLoad:
                     p.wait(10)
                 except Exception:
                     p.kill()
+            for log in self.logs:
+                log.close()

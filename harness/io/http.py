@@ -138,13 +138,29 @@ def check_base_url(url: str, flag: str = "--base-url") -> None:
         )
 
 
+class _Response(http.client.HTTPResponse):
+    """``http.client``'s response, reading past interim answers (``103 Early Hints`` and the like)
+    to the final status, as the standard library does only for ``100 Continue``."""
+
+    def _read_status(self):
+        while True:
+            version, status, reason = super()._read_status()
+            if status in (100, 101) or not 100 <= status < 200:
+                return version, status, reason
+            http.client._read_headers(self.fp)  # type: ignore[attr-defined]  # the interim headers
+
+
 def _connection(url: str, idle_s: float, verify: bool) -> tuple[http.client.HTTPConnection, str]:
     parts, host, port = split_url(url)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    conn: http.client.HTTPConnection
     if parts.scheme == "https":
         context = ssl.create_default_context() if verify else ssl._create_unverified_context()
-        return http.client.HTTPSConnection(host, port, timeout=idle_s, context=context), target
-    return http.client.HTTPConnection(host, port, timeout=idle_s), target
+        conn = http.client.HTTPSConnection(host, port, timeout=idle_s, context=context)
+    else:
+        conn = http.client.HTTPConnection(host, port, timeout=idle_s)
+    conn.response_class = _Response
+    return conn, target
 
 
 class TotalBoundPassed(TimeoutError):

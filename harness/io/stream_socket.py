@@ -100,17 +100,17 @@ class Head(HTTPResponse):
     def _on_body(self, buf) -> None:
         self.body += buf
 
-    def _on_header_field(self, string) -> None:
+    def _flush_header(self) -> None:
         self.fields += 1
-        super()._on_header_field(string)
+        super()._flush_header()
 
     def header(self, name: str) -> str:
         """A header's value, or ""; a header sent more than once reads as its values joined by
         commas, as HTTP reads list-valued headers (never a list)."""
         value = self.get(name)
         if isinstance(value, list):
-            return ", ".join(str(v) for v in value)
-        return value or ""
+            return ", ".join(str(v).strip() for v in value)
+        return (value or "").strip()
 
 
 class Connection:

@@ -5,11 +5,9 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import signal
 import sys
-import threading
 
-from harness import __version__
+from harness import __version__, signals
 from harness.cli import (
     check,
     cleanup,
@@ -101,20 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _terminated(signum, frame) -> None:
-    raise KeyboardInterrupt
-
-
 def stop_on_sigterm() -> None:
     """Treat SIGTERM (a CI timeout, ``kill``, a service manager) as Ctrl-C, so every command's
     interrupt path runs: finished levels kept, the engine it started stopped, its port proven
     free. Without this a terminated ``track`` or ``llama-cpu serve`` would leave its server
-    running. Only where SIGTERM still has its default action and only on the main thread."""
-    if (
-        threading.current_thread() is threading.main_thread()
-        and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
-    ):
-        signal.signal(signal.SIGTERM, _terminated)
+    running. Only where SIGTERM still has its default action and only on the main thread
+    (``harness.signals``, which the console script installs before any import)."""
+    signals.install()
 
 
 def _reader_gone() -> int:

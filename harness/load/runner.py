@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-import signal
 import sys
 import tempfile
 import time
@@ -24,6 +23,7 @@ from locust.env import Environment
 import psutil
 import urllib3
 
+from harness import signals
 from harness.core.bounds import Bounds
 from harness.io import http
 from harness.core.levels import LEVEL_SLACK_S, account, level_bound
@@ -79,31 +79,22 @@ class _Interrupts:
     """Ctrl-C and SIGTERM (a CI timeout, `kill`) taken by the main greenlet between waits, never
     inside a user's greenlet (where it would print a traceback and leave the level half-stopped),
     so an interrupted sweep keeps its finished levels; the same for one process and for
-    ``--processes``. The loop resets a signal to its default action when its watcher is
-    cancelled, so the handlers in place before are put back by ``close``."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    ``--processes``. While a level runs, ``harness.signals`` only records a signal (``defer``) and
+    ``wait`` raises it; a signal that comes while the level is being stopped stays recorded and
+    ends the sweep before its next level (``signals.raise_if_received``). (Per-level event-loop
+    watchers used to be cancelled with a signal still pending in them: it was lost.)"""
 
     def __init__(self) -> None:
-        self.seen: list[int] = []
-        self._before = {sig: signal.getsignal(sig) for sig in self.SIGNALS}
-        self._watchers = [
-            gevent.signal_handler(sig, lambda sig=sig: self.seen.append(sig)) for sig in self.SIGNALS
-        ]
+        signals.defer(True)
 
     def wait(self, seconds: float) -> None:
         """Sleep, or raise KeyboardInterrupt once a signal came."""
-        if self.seen:
-            raise KeyboardInterrupt
+        signals.raise_if_received()
         if seconds:
             gevent.sleep(seconds)
 
     def close(self) -> None:
-        for watcher in self._watchers:
-            watcher.cancel()
-        for sig, handler in self._before.items():
-            if handler is not None:
-                signal.signal(sig, handler)
+        signals.defer(False)
 
 
 @dataclass

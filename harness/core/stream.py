@@ -46,7 +46,8 @@ class Sample:
     request_id: str | None = None  # the completion id the server gave this response
     clock: str | None = None  # "kernel": arrival times are the kernel's receive stamps; "read": when read
     read_lags: list[float] = field(default_factory=list)  # per stamped token: how long it waited to be read
-    t_sent: float | None = None  # when the request's last byte went to the kernel (None: not known)
+    t_sent: float | None = None  # the departure: just before the request was written (None: not known)
+    t_written: float | None = None  # when the write of the request returned (the bias: t_written - t_sent)
     # tokens that came in one read with a later token: the kernel had merged their packets and kept
     # only the newer stamp, so their arrival is the later packet's (the client read them late)
     merged_tokens: int = 0

@@ -133,16 +133,16 @@ class Connection:
         self.kernel = self.raw is not None and enable(sock)
         self.used = 0  # requests sent on it
 
-    def send(self, data: bytes) -> float:
-        """Write the whole request; the departure time, stamped just before the write: the first
-        token is stamped by the kernel on arrival, and a stamp taken after ``sendall`` returns
-        can follow it (the server answered while this client was still leaving the system call,
-        or waited for the CPU), which made TTFTs negative. The write's own time (microseconds on
-        loopback) counts as the server's."""
+    def send(self, data: bytes) -> tuple[float, float]:
+        """Write the whole request; (departure, written): the departure is stamped just before the
+        write, because the first token is stamped by the kernel on arrival and a stamp taken after
+        ``sendall`` returns can follow it (the server answered while this client was still leaving
+        the system call, or waiting for the CPU): TTFTs came out negative. The write's own time
+        (``written`` - departure, microseconds on loopback) is the bias that remains, in the TTFT."""
         t = time.perf_counter()
         self.sock.sendall(data)
         self.used += 1
-        return t
+        return t, time.perf_counter()
 
     def reads(self, idle_s: float) -> Iterator[Read]:
         """Each read from the socket with its arrival time; ``b""`` once when the server closes.

@@ -57,7 +57,7 @@ def _attempt(pool: Pool, workload: Workload, prompt: str, fresh: bool) -> Sample
         data = pool.request_bytes(workload.path, workload.body(prompt), workload.headers())
         reused = conn.used > 0
         try:
-            parser.s.t_sent = conn.send(data)
+            parser.s.t_sent, parser.s.t_written = conn.send(data)
             reads = conn.reads(workload.idle_timeout)
             head = Head()
             first = read_head(reads, head)

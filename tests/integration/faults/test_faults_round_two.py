@@ -162,7 +162,6 @@ def test_a_worker_that_dies_mid_level_reaches_the_user_at_once(tmp_path):
     level's bound (38 s later); now the level ends as soon as it is gone, with the worker's words."""
     import signal
     import subprocess
-    import sys
     import time
 
     import psutil

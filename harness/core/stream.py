@@ -56,7 +56,7 @@ class Sample:
 
     @property
     def t_departed(self) -> float:
-        """When the request left: its last byte handed to the kernel, where known."""
+        """When the request left: just before it was written to the socket, where known."""
         return self.t_send if self.t_sent is None else self.t_sent
 
     @property

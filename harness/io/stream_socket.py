@@ -3,9 +3,10 @@
 The load's requests do not go through an HTTP library, because each library hides the two moments
 a TTFT is made of:
 
-* **departure**: the moment the last byte of the request was handed to the kernel (``send``
-  returns). The time before it (building the request, waiting for a connection, connecting, a
-  busy client's turn to write) is the client's own *send delay*, kept apart from the TTFT;
+* **departure**: the moment just before the request is written to the socket (a stamp taken
+  after ``send`` returns could follow the first token's kernel stamp: a negative TTFT). The time
+  before it (building the request, waiting for a connection, connecting) is the client's own
+  *send delay*, kept apart from the TTFT; the write's own time (microseconds) is in the TTFT;
 * **arrival**: every read, the headers' included, is a ``recvmsg`` carrying the kernel's receive
   stamp (``harness.io.arrival_stamps``), so a first token that came in the same packet as the
   headers (some engines send them together) is timed by the kernel too, not by when a busy client

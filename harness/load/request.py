@@ -2,11 +2,12 @@
 for what the server does (``harness.load.user`` runs it; see its module docstring).
 
 The request goes out on a connection of the user's own pool (``harness.io.stream_socket``), so
-both ends are timed exactly: the TTFT runs from the moment the request's last byte was handed to
-the kernel, and every read, the headers' included, carries the kernel's arrival stamp. The time
-the client took before the request left (connecting, writing, waiting its turn) is the sample's
-send delay, kept apart. Every way a request can fail ends in the sample's error, in the server's
-own words where it sent some, and is fired as Locust's ``request`` event with the sample.
+both ends are timed exactly: the TTFT runs from the moment just before the request is written
+(its write's own time, microseconds, is in it), and every read, the headers' included, carries
+the kernel's arrival stamp. The time the client took before that (building the request,
+connecting) is the sample's send delay, kept apart. Every way a request can fail ends in the
+sample's error, in the server's own words where it sent some, and is fired as Locust's
+``request`` event with the sample.
 """
 
 from __future__ import annotations

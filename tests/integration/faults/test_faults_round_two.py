@@ -99,7 +99,9 @@ def test_a_worker_process_meets_huge_counts_and_its_samples_reach_the_master(tmp
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fault", ["huge-usage", "surrogate-error", "dup-headers", "early-hints"])
+@pytest.mark.parametrize(
+    "fault", ["huge-usage", "surrogate-error", "dup-headers", "early-hints", "held-open", "after-done"]
+)
 def test_measure_meets_each_class_without_a_traceback(fault, tmp_path):
     book = tmp_path / "b.md"
     with HostileServer(fault, ttft_s=0.02) as srv:

@@ -75,6 +75,8 @@ def run_case(root: str, streams: int, seconds: float, distributed=None, burst: b
         )
     ok = [s for s in result.samples if s.ok]
     ttft_err, itl_err, send_gap, ttft_vs_server, send_delay = [], [], [], [], []
+    ttfts = [s.ttft for s in ok if s.ttft is not None]
+    writes = [s.t_written - s.t_sent for s in ok if s.t_written is not None and s.t_sent is not None]
     session = requests.Session()
     for s in ok:
         truth = session.get(f"{root}/practice/truth/{s.request_id}", timeout=10).json()
@@ -110,6 +112,13 @@ def run_case(root: str, streams: int, seconds: float, distributed=None, burst: b
         "TTFT - server's p50 ms": ms(percentile(ttft_vs_server, 50)),
         "TTFT - server's p99 ms": ms(percentile(ttft_vs_server, 99)),
         "send delay p99 ms": ms(percentile(send_delay, 99)),
+        # the departure is stamped before the write: no TTFT may be negative, and the write's own
+        # time is the bias that remains in every TTFT
+        "TTFT min ms": ms(min(ttfts, default=None)),
+        "negative TTFTs": sum(t < 0 for t in ttfts),
+        "write p50/p99 µs": "-"
+        if not writes
+        else f"{percentile(writes, 50) * 1e6:.0f}/{percentile(writes, 99) * 1e6:.0f}",
         "departure to server p50 ms": ms(percentile(send_gap, 50)),
         "read lag p99 ms": ms(level["client_read_lag_s"]["p99"]),
         "read a gap late": "-" if level["client_late_share"] is None else f"{level['client_late_share']:.2%}",
@@ -219,7 +228,9 @@ def main() -> int:
         proc.terminate()
     print(
         f"\nzero-delay ceiling, 16 streams: {row['tokens/s']} tokens/s with client CPU {row['client CPU']} "
-        f"and server CPU {server_cpu:.0%} (the busier side is the limit)"
+        f"and server CPU {server_cpu:.0%} (the busier side is the limit); a server that answers at once: "
+        f"TTFT min {row['TTFT min ms']} ms, {row['negative TTFTs']} negative of {row['ok']}, "
+        f"the request's write {row['write p50/p99 µs']} µs (p50/p99)"
     )
     print(
         f"server on core {server_core}, client on core {client_core}; {args.seconds:g} s closed loop per "
@@ -227,13 +238,19 @@ def main() -> int:
         "TTFT error = client's first-token time - server's write time; ITL error = client gap - server gap "
         "(same monotonic clock); 'TTFT - server's' = the reported TTFT minus the server's own (its first "
         "write - its read of the request); 'send delay' = the client's own time before the request left; "
-        "'departure to server' = the request's departure to the server's read of it; "
+        "'departure to server' = the request's departure to the server's read of it; 'TTFT min' and "
+        "'negative TTFTs' = the lowest reported TTFT and how many were below zero (the departure is "
+        "stamped just before the request's write, so none may be); 'write' = that write's own time, "
+        "the bias left in every TTFT; "
         "'read lag' = kernel arrival stamp to the client's read, per token; 'read a gap late' = share of "
         "tokens read after the next had come; 'client is the limit' = the sweep's own verdict "
         "(client_limited); 'verdict agrees' = that verdict against the truth (a TTFT or gap error of 1 ms "
         "or more at the p99 is the client's); 'burst' rows start every user at once, as harness sweep does"
     )
-    return 1 if disagree else 0
+    negative = sum(r["negative TTFTs"] for r in rows) + row["negative TTFTs"]
+    if negative:
+        print(f"\n{negative} negative TTFT(s): the departure stamp followed a first token")
+    return 1 if disagree or negative else 0
 
 
 if __name__ == "__main__":

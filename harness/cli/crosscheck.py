@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psutil
 
+from harness.core.names import file_label
 from harness.core import crosscheck
 from harness.errors import ConfigError, InstallError, TargetError
 from harness.core.records import CrossCheck, iso_utc_stamp
@@ -206,7 +207,10 @@ def run(args) -> int:
         argv, batch = batched_argv(args, row, prompt_tokens, max_tokens)
     text, cpu = (Path(args.output).read_text(encoding="utf-8"), []) if args.output else run_tool(argv)
     if not args.output:  # what the tool printed, kept beside the notebook for whoever reads the verdict
-        saved = Path(args.labbook).parent / f"crosscheck-{args.label}-c{args.concurrency}-{args.tool}.txt"
+        saved = (
+            Path(args.labbook).parent
+            / f"crosscheck-{file_label(args.label)}-c{args.concurrency}-{args.tool}.txt"
+        )
         saved.write_text(text, encoding="utf-8")
         print(f"    the tool's output: {saved}")
     local = not args.exec_prefix.strip().startswith("docker")  # a tool in a container: not our child's CPU

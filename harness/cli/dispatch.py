@@ -5,11 +5,9 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import signal
 import sys
-import threading
 
-from harness import __version__
+from harness import __version__, signals
 from harness.cli import (
     check,
     cleanup,
@@ -30,7 +28,9 @@ from harness.cli import (
     verify_allocation,
     vllm_cpu,
 )
+from harness.core.server_text import keep_secret
 from harness.errors import HarnessError
+from harness.io.http import check_base_url
 
 COMMANDS = (
     practice,
@@ -101,20 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _terminated(signum, frame) -> None:
-    raise KeyboardInterrupt
-
-
 def stop_on_sigterm() -> None:
     """Treat SIGTERM (a CI timeout, ``kill``, a service manager) as Ctrl-C, so every command's
     interrupt path runs: finished levels kept, the engine it started stopped, its port proven
     free. Without this a terminated ``track`` or ``llama-cpu serve`` would leave its server
-    running. Only where SIGTERM still has its default action and only on the main thread."""
-    if (
-        threading.current_thread() is threading.main_thread()
-        and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
-    ):
-        signal.signal(signal.SIGTERM, _terminated)
+    running. Only where SIGTERM still has its default action and only on the main thread
+    (``harness.signals``, which the console script installs before any import)."""
+    signals.install()
 
 
 def _reader_gone() -> int:
@@ -135,6 +128,16 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:  # the real command line, not a call from Python (a test, another tool)
         stop_on_sigterm()
     try:
+        if isinstance(getattr(args, "api_key", None), str) and args.api_key:
+            keep_secret(args.api_key)
+            print(
+                f"harness {args.command}: warning: --api-key puts the key on the command line, where "
+                "`ps` shows it to every user of this machine; export it and pass --api-key-env NAME",
+                file=sys.stderr,
+            )
+        for name in ("base_url", "metrics_url"):
+            if isinstance(getattr(args, name, None), str) and getattr(args, name) not in ("", "none"):
+                check_base_url(getattr(args, name), "--" + name.replace("_", "-"))
         return int(args.func(args) or 0)
     except BrokenPipeError:
         return _reader_gone()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from harness.core import bounds
 from harness.practice import profile as profiles
+from harness.practice.http import HEADER_TIMEOUT_S
 from harness.practice.server import (
     DEFAULT_PORT,
     api_key_from_env,
@@ -33,10 +35,19 @@ def add_parser(sub) -> None:
     p.add_argument("--no-uvloop", action="store_true", help="use the standard asyncio loop")
     p.add_argument("--tls-cert", help="serve HTTPS with this PEM certificate (and --tls-key)")
     p.add_argument("--tls-key", help="PEM private key for --tls-cert")
+    p.add_argument(
+        "--header-timeout",
+        type=float,
+        default=HEADER_TIMEOUT_S,
+        help="close a connection that sends no complete request head within this many seconds "
+        "of opening or of its last answer (0: never)",
+    )
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    bounds.port("--port", args.port)
+    bounds.number("--header-timeout", args.header_timeout, 0, bounds.MAX_SECONDS)
     overrides = {}
     if args.slots is not None:
         overrides["seats"] = args.slots
@@ -53,4 +64,5 @@ def run(args) -> int:
         log_path=resolve_log(args.log_file),
         use_uvloop=not args.no_uvloop,
         tls=tls_context(args.tls_cert, args.tls_key),
+        header_timeout_s=args.header_timeout,
     )

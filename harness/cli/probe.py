@@ -10,6 +10,7 @@ from contextlib import suppress
 
 from harness.core import bounds, probes
 from harness.core.bounds import Bounds
+from harness.core.server_text import redact, safe_text
 from harness.core.stream import error_message
 from harness.errors import TargetError, TargetUnreachable
 from harness.io.http import MAX_BODY, Reply, auth_headers, chat_headers, failure, opened, request
@@ -104,13 +105,19 @@ def _reply(resp: Reply) -> tuple[int, dict | None, str]:
 
 def _kept(verdict: dict, raw: bytes | str) -> dict:
     """A failed verdict keeps the server's raw reply (cut at a few kB), not only its summary."""
-    return verdict if verdict.get("supported") else {**verdict, "raw_reply": probes.raw_excerpt(raw)}
+    if verdict.get("supported"):
+        return verdict
+    detail = verdict.get("detail")  # the server's words: no key it echoed goes on disk
+    detail = redact(detail) if isinstance(detail, str) else detail
+    return {**verdict, "detail": detail, "raw_reply": redact(probes.raw_excerpt(raw))}
 
 
 def probe_models(client: _Client) -> dict:
     resp = client.get("/models")
     status, body, text = _reply(resp)
-    ids = [m.get("id") for m in (body or {}).get("data", []) if isinstance(m, dict)] if status == 200 else []
+    data = body.get("data") if status == 200 and isinstance(body, dict) else None
+    data = data if isinstance(data, list) else []  # "data": null is no list of models
+    ids = [safe_text(m["id"], 200) for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
     out = {"status": status, "supported": status == 200 and bool(ids), "model_ids": ids[:10]}
     if not out["supported"]:
         out["detail"] = f"status {status}: {text or json.dumps(body)[:160]}"
@@ -223,7 +230,9 @@ def run(args) -> int:
         ("structured_output", "JSON schema"),
     ):
         r = record[section]
-        verdict = f"yes {json.dumps(shown[section](r))}" if r["supported"] else f"no ({r.get('detail')})"
+        verdict = (
+            f"yes {json.dumps(shown[section](r))}" if r["supported"] else f"no ({safe_text(r.get('detail'))})"
+        )
         print(f"    {args.engine}: {title:<24} {verdict}")
     if not args.print_only:
         append_record(args.labbook, record, "features")

@@ -148,7 +148,7 @@ def record_summary(args, levels: dict[int, dict], d: curves.Curve, capacity: int
 
 def bar(value: float, top: float, width: int = 24) -> str:
     """A text bar: ``value`` as a share of ``top`` in ``width`` cells."""
-    cells = 0 if top <= 0 else round(width * value / top)
+    cells = 0 if not top > 0 else round(width * min(max(value / top, 0.0), 1.0))
     return "=" * cells + " " * (width - cells) + "|"
 
 

@@ -69,6 +69,11 @@ def number(name: str, value: Any, low: float, high: float, whole: bool = False) 
     return int(value) if whole else float(value)
 
 
+def port(name: str, value: Any) -> int:
+    """A TCP port: a whole number from 1 to 65535 (ConfigError, one line, otherwise)."""
+    return int(number(name, value, 1, 65535, whole=True))
+
+
 def _plain(limit: float) -> str:
     """A limit as people write it: 1000000, not 1e+06."""
     return f"{limit:.0f}" if float(limit).is_integer() else f"{limit:g}"

@@ -275,6 +275,7 @@ def sample_record(s: Sample, label: str, concurrency: int) -> dict:
         "token_times_s": [rel(t) for t in s.token_times],
         "output_tokens": s.output_tokens,
         "token_source": s.token_source,
+        "usage_note": s.usage_note,
         "prompt_tokens": s.prompt_tokens,
         "cached_tokens": s.cached_tokens,
         "finish_reason": s.finish_reason,

@@ -6,6 +6,11 @@ Definitions (docs/architecture.md): the first token is the first delta carrying 
 (``token_source`` says which); cached tokens come from ``usage.prompt_tokens_details
 .cached_tokens``, else llama.cpp's ``timings.cache_n``. A stream that ends without a finish
 reason and ``[DONE]`` is incomplete, never a success.
+
+The stream ends at ``[DONE]``: whatever a server sends after it is not part of the answer (readers
+stop there, and the parser drops it). A ``usage`` count is taken only when it is plausible against
+the text deltas counted (``usage_disagreement``); one that is not is kept out of every rate and
+the sample says so (``token_source`` ``usage-rejected``, the count from the deltas).
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from harness.core.server_text import safe_text
 
 TEXT_FIELDS = ("content", "reasoning_content", "reasoning")
 
@@ -28,7 +35,7 @@ class Sample:
     t_end: float | None = None
     token_times: list[float] = field(default_factory=list)  # arrival of every text/tool delta
     output_tokens: int | None = None
-    token_source: str | None = None  # "usage" or "deltas"
+    token_source: str | None = None  # "usage", "deltas", or "usage-rejected" (an absurd usage count)
     prompt_tokens: int | None = None
     cached_tokens: int | None = None
     finish_reason: str | None = None
@@ -39,15 +46,17 @@ class Sample:
     request_id: str | None = None  # the completion id the server gave this response
     clock: str | None = None  # "kernel": arrival times are the kernel's receive stamps; "read": when read
     read_lags: list[float] = field(default_factory=list)  # per stamped token: how long it waited to be read
-    t_sent: float | None = None  # when the request's last byte went to the kernel (None: not known)
+    t_sent: float | None = None  # the departure: just before the request was written (None: not known)
+    t_written: float | None = None  # when the write of the request returned (the bias: t_written - t_sent)
     # tokens that came in one read with a later token: the kernel had merged their packets and kept
     # only the newer stamp, so their arrival is the later packet's (the client read them late)
     merged_tokens: int = 0
     first_merged: bool = False  # the first token among them (its TTFT is the later packet's)
+    usage_note: str | None = None  # why the server's usage count was not taken, when it was not
 
     @property
     def t_departed(self) -> float:
-        """When the request left: its last byte handed to the kernel, where known."""
+        """When the request left: just before it was written to the socket, where known."""
         return self.t_send if self.t_sent is None else self.t_sent
 
     @property
@@ -91,6 +100,8 @@ class StreamParser:
     # Complexity allowed: the per-line hot path: one flat state machine, no calls per token.
     def feed(self, line: bytes | str, t: float) -> None:  # noqa: C901
         # The hot path of every client: blank separators and comments are dropped before any work.
+        if self.s.saw_done:  # the stream's true end: nothing after [DONE] is part of the answer
+            return
         if isinstance(line, str):
             line = line.encode("utf-8", errors="replace")
         if not line.startswith(b"data:"):
@@ -139,26 +150,26 @@ class StreamParser:
         if data == b"[DONE]":
             self.s.saw_done = True
         elif self.s.error is None:
-            self.s.error = f"MalformedSSE: {data[:80].decode('utf-8', errors='replace')!r}"
+            self.s.error = f"MalformedSSE: {safe_text(data[:80], 100)!r}"
 
     def _server_error(self, data: bytes) -> None:
         if self.s.error is None:
             obj = _json(data)
             self.s.error = "StreamError: " + (
-                error_message(obj) if obj is not _BAD else data[:200].decode("utf-8", "replace")
+                error_message(obj) if obj is not _BAD else safe_text(data[:200])
             )
 
     def _event(self, obj: Any, t: float) -> None:
         if not isinstance(obj, dict):
             return
         if self.s.request_id is None and isinstance(obj.get("id"), str):
-            self.s.request_id = obj["id"]
+            self.s.request_id = safe_text(obj["id"], 200)
         if "error" in obj and self.s.error is None:
             self.s.error = f"StreamError: {error_message(obj)}"
         if isinstance(obj.get("usage"), dict):
             self._usage = obj["usage"]
         if isinstance(obj.get("timings"), dict):
-            self.s.timings = obj["timings"]
+            self.s.timings = _numbers(obj["timings"])
         choices = obj.get("choices")
         for choice in choices if isinstance(choices, list) else []:
             if isinstance(choice, dict):
@@ -195,10 +206,16 @@ class StreamParser:
             s.error = error
         self._flush(t_end)
         usage = self._usage or {}
-        if _count(usage.get("completion_tokens")):
-            s.output_tokens, s.token_source = usage["completion_tokens"], "usage"
+        claimed = usage.get("completion_tokens")
+        whole = isinstance(claimed, int) and not isinstance(claimed, bool)
+        s.usage_note = None
+        if isinstance(claimed, int) and whole:
+            s.usage_note = usage_disagreement(claimed, self._deltas)
+        if whole and s.usage_note is None:
+            s.output_tokens, s.token_source = claimed, "usage"
         else:
-            s.output_tokens, s.token_source = self._deltas, "deltas"
+            s.output_tokens = self._deltas
+            s.token_source = "usage-rejected" if s.usage_note else "deltas"
         s.prompt_tokens = usage.get("prompt_tokens") if _count(usage.get("prompt_tokens")) else None
         details = usage.get("prompt_tokens_details")
         details = details if isinstance(details, dict) else {}
@@ -206,12 +223,19 @@ class StreamParser:
             s.cached_tokens = details["cached_tokens"]
         elif s.timings and _count(s.timings.get("cache_n")):
             s.cached_tokens = s.timings["cache_n"]
+        if s.error is None and s.saw_done and s.t_first is None:
+            s.error = "NoText: the stream ended ([DONE]) before any text delta"
         if s.error is None and not (s.finish_reason and s.saw_done):
             missing = "a finish reason" if not s.finish_reason else "[DONE]"
             s.error = f"IncompleteStream: the stream ended without {missing}"
         if s.error is None and s.t_first is None:
             s.error = "NoText: the stream carried no text delta"
         s.ok = s.error is None
+        if s.error is not None:  # whatever the server put in it: printable, encodable, no secret
+            s.error = safe_text(s.error, 400)
+        if s.finish_reason is not None:
+            s.finish_reason = safe_text(s.finish_reason, 60)
+        s.text = s.text.encode("utf-8", errors="replace").decode("utf-8")  # no lone surrogate
         return s
 
 
@@ -230,26 +254,74 @@ def _json(data: bytes) -> Any:
         return _BAD
 
 
+def _numbers(obj: dict) -> dict:
+    """The finite numbers of a server's ``timings`` object (no integer past 1e15, no NaN): what is
+    kept of it, so a sample always travels (msgpack) and writes (JSON) whole."""
+    return {
+        safe_text(k, 60): v
+        for k, v in obj.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e15 and v == v
+    }
+
+
+MAX_COUNT = 10**9  # more tokens than this in one request is no count (and never a float overflow)
+
+
 def _count(value: Any) -> bool:
-    """A token count a server may truly send: a whole number, not negative (bool is not one)."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    """A token count a server may truly send: a whole number from 0 to ``MAX_COUNT`` (bool is not
+    one; an integer of hundreds of digits is not either)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
+
+
+USAGE_SLACK = 4096  # usage may exceed the deltas (several tokens per delta, hidden reasoning) by this
+USAGE_FACTOR = 64  # ... or by this factor, whichever is larger
+
+
+def usage_disagreement(claimed: int, deltas: int) -> str | None:
+    """Why a ``usage.completion_tokens`` count cannot be the answer's, or None when it can.
+
+    Every text delta carries at least one token, so a count under half the deltas is wrong; a
+    server may pack several tokens into a delta or count reasoning it does not send, so a count
+    above the deltas is taken up to ``USAGE_FACTOR`` times them or ``USAGE_SLACK`` more, whichever is
+    larger. With no delta at all there is nothing to check against but the range."""
+    if not 0 <= claimed <= MAX_COUNT:
+        shown = str(claimed) if abs(claimed) < 10**12 else f"an integer of {len(str(abs(claimed)))} digits"
+        return f"usage.completion_tokens {shown} is not a token count"
+    if deltas == 0:
+        return None
+    if 2 * claimed < deltas:
+        return f"usage.completion_tokens {claimed} is under half the {deltas} text deltas counted"
+    if claimed > max(USAGE_FACTOR * deltas, deltas + USAGE_SLACK):
+        return f"usage.completion_tokens {claimed} is far above the {deltas} text deltas counted"
+    return None
 
 
 def error_message(obj: Any) -> str:
     """The server's own words from an error object: OpenAI's and vLLM's ``{"error": {"message"}}``,
     TGI's ``{"error": "..."}``, llama-server's ``{"code", "message"}``, FastAPI's ``{"detail"}``."""
+    return safe_text(_message(obj))
+
+
+def _message(obj: Any) -> str:
     if isinstance(obj, dict):
         err = obj.get("error", obj)
         if isinstance(err, dict):
             for key in ("message", "detail", "msg"):
                 if err.get(key):
-                    return str(err[key])[:300]
-            return json.dumps(err)[:300]
+                    return str(err[key])[:1000]
+            return _dumps(err)
         if err is not None and err is not obj:
-            return str(err)[:300]
+            return str(err)[:1000]
         if obj.get("detail"):
-            return str(obj["detail"])[:300]
-    return json.dumps(obj)[:300] if obj is not _BAD else "(no message)"
+            return str(obj["detail"])[:1000]
+    return _dumps(obj) if obj is not _BAD else "(no message)"
+
+
+def _dumps(obj: Any) -> str:
+    try:
+        return json.dumps(obj, ensure_ascii=False)[:1000]
+    except (ValueError, TypeError, RecursionError):
+        return "(no message)"
 
 
 def whole_body_error(content_type: str, body: bytes) -> str:
@@ -263,8 +335,8 @@ def whole_body_error(content_type: str, body: bytes) -> str:
             "NotStreamed: the server answered 200 with one whole JSON answer instead of an event "
             "stream (it ignored stream: true); its timing cannot be measured"
         )
-    head = body[:120].decode("utf-8", errors="replace").replace("\n", " ")
-    kind = content_type or "(none)"
+    head = safe_text(body[:120], 120)
+    kind = safe_text(content_type, 80) or "(none)"
     return f"NotAStream: 200 with Content-Type {kind} instead of text/event-stream: {head!r}"
 
 
@@ -285,6 +357,11 @@ class LineSplitter:
             end = cut + 2 if self._buf[cut : cut + 2] == b"\r\n" else cut + 1
             lines.append(self._buf[:cut])
             self._buf = self._buf[end:]
+
+    @property
+    def pending(self) -> int:
+        """Bytes of a line begun and not yet ended."""
+        return len(self._buf)
 
     def end(self) -> list[bytes]:
         rest, self._buf = self._buf, b""

@@ -23,10 +23,12 @@ from typing import Iterator
 from urllib.parse import SplitResult, urlsplit
 
 from harness.core.bounds import Bounds
+from harness.core.server_text import REDACTED, keep_secret, safe_text
 from harness.core.stream import LineSplitter, Sample, StreamParser, error_message, whole_body_error
 from harness.errors import ConfigError, TargetError, TargetTimeout, TargetUnreachable
 
 MAX_BODY = 4 << 20  # a whole (non-streamed) answer larger than this is cut here
+MAX_LINE = 4 << 20  # one line of a stream longer than this ends the request
 
 
 def chat_url(base_url: str) -> str:
@@ -39,6 +41,7 @@ def chat_url(base_url: str) -> str:
 
 def auth_headers(api_key: str | None) -> dict[str, str]:
     """The bearer header for an API key, or none; the key itself is never logged or recorded."""
+    keep_secret(api_key)  # whatever a server echoes of it is redacted (harness.core.server_text)
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
@@ -48,12 +51,20 @@ def chat_headers(api_key: str | None = None, extra: dict | None = None) -> dict:
     return {**h, **auth_headers(api_key), **(extra or {})}
 
 
-def stream_problem(status: int, headers) -> str | None:
-    """Why a 200 response cannot be read as an event stream (compressed, or not a stream), or None."""
-    encoding = (headers.get("Content-Encoding") or "identity").strip().lower()
-    if status == 200 and encoding not in ("identity", ""):
-        return f"Compressed: the server sent Content-Encoding {encoding} although asked for identity"
+def stream_problem(status: int, encoding: str) -> str | None:
+    """Why a 200 response cannot be read as an event stream (compressed), or None. ``encoding`` is
+    the Content-Encoding header as sent (a header sent twice: its values joined by commas)."""
+    codings = [c.strip().lower() for c in (encoding or "").split(",")]
+    worn = [c for c in codings if c not in ("identity", "")]
+    if status == 200 and worn:
+        shown = safe_text(", ".join(worn), 60)
+        return f"Compressed: the server sent Content-Encoding {shown} although asked for identity"
     return None
+
+
+def all_values(headers, name: str) -> str:
+    """A header of an ``http.client`` response, every copy of it joined by commas ("" when absent)."""
+    return ", ".join(headers.get_all(name) or [])
 
 
 @dataclass(frozen=True)
@@ -104,13 +115,52 @@ def split_url(url: str) -> tuple[SplitResult, str, int | None]:
     return parts, host, port
 
 
+def check_base_url(url: str, flag: str = "--base-url") -> None:
+    """Refuse, in one line, a base URL whose parts would not reach every request or would leak:
+    a ``user:password@`` (never sent as credentials, and it would be written into records and
+    printed; the message never repeats it) and a query string (the requests are built from the
+    URL's path, so it would be dropped silently)."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port
+    except ValueError:
+        raise ConfigError(f"{flag} is not a usable URL; give one like http://127.0.0.1:8000/v1") from None
+    if "@" in parts.netloc:
+        shown = f"{parts.scheme}://{REDACTED}@{parts.netloc.rsplit('@', 1)[-1]}{parts.path}"
+        raise ConfigError(
+            f"{flag} {shown} carries a user name or password; it is not sent as credentials and "
+            "would be written into records: remove it and pass a key with --api-key-env NAME"
+        )
+    if parts.query or parts.fragment or url.rstrip().endswith(("?", "#")):
+        raise ConfigError(
+            f"{flag} {safe_text(url.split('?')[0].split('#')[0], 200)} carries a query string or "
+            "fragment, which would not reach every request; give the URL without it"
+        )
+
+
+class _Response(http.client.HTTPResponse):
+    """``http.client``'s response, reading past interim answers (``103 Early Hints`` and the like)
+    to the final status, as the standard library does only for ``100 Continue``."""
+
+    def _read_status(self):
+        while True:
+            version, status, reason = super()._read_status()
+            if status in (100, 101) or not 100 <= status < 200:
+                return version, status, reason
+            http.client._read_headers(self.fp)  # type: ignore[attr-defined]  # the interim headers
+
+
 def _connection(url: str, idle_s: float, verify: bool) -> tuple[http.client.HTTPConnection, str]:
     parts, host, port = split_url(url)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    conn: http.client.HTTPConnection
     if parts.scheme == "https":
         context = ssl.create_default_context() if verify else ssl._create_unverified_context()
-        return http.client.HTTPSConnection(host, port, timeout=idle_s, context=context), target
-    return http.client.HTTPConnection(host, port, timeout=idle_s), target
+        conn = http.client.HTTPSConnection(host, port, timeout=idle_s, context=context)
+    else:
+        conn = http.client.HTTPConnection(host, port, timeout=idle_s)
+    conn.response_class = _Response
+    return conn, target
 
 
 class TotalBoundPassed(TimeoutError):
@@ -153,13 +203,22 @@ def failure(exc: BaseException, bounds: Bounds, fired: bool) -> str:
         return f"Timeout: no byte from the server for {bounds.idle_s:g} s (the idle bound)"
     if isinstance(exc, http.client.IncompleteRead):
         return "StreamCut: the server closed the connection mid-response"
-    text = "".join(c if c.isprintable() else "?" for c in " ".join(str(exc).split())[:160])
+    text = safe_text(exc, 160)
     return f"{type(exc).__name__}: {text or 'connection lost'}"
 
 
-def request(method: str, url: str, bounds: Bounds, payload=None, headers=None, verify: bool = True) -> Reply:
-    """One whole request (JSON ``payload`` if any) under both bounds. Raises TargetUnreachable when
-    nothing answers, TargetTimeout past a bound, TargetError for a broken answer: one line each."""
+def request(
+    method: str,
+    url: str,
+    bounds: Bounds,
+    payload=None,
+    headers=None,
+    verify: bool = True,
+    limit: int = MAX_BODY,
+) -> Reply:
+    """One whole request (JSON ``payload`` if any) under both bounds, its body read up to ``limit``
+    bytes. Raises TargetUnreachable when nothing answers, TargetTimeout past a bound, TargetError
+    for a broken answer: one line each."""
     hdrs = {"Accept-Encoding": "identity", **(headers or {})}
     body = None
     if payload is not None:
@@ -168,12 +227,12 @@ def request(method: str, url: str, bounds: Bounds, payload=None, headers=None, v
     try:
         with opened(method, url, bounds, body, hdrs, verify) as (resp, dog):
             try:
-                data = resp.read(MAX_BODY)
+                data = resp.read(limit)
             finally:
                 fired = dog.fired
             if fired:  # the watchdog's shutdown reads as the end of the body: never a whole answer
                 raise TimeoutError("the total bound passed while reading the body")
-            if resp.length and len(data) < MAX_BODY:  # closed before its Content-Length
+            if resp.length and len(data) < limit:  # closed before its Content-Length
                 raise http.client.IncompleteRead(data, resp.length)
             return Reply(resp.status, dict(resp.getheaders()), data)
     except ConnectionRefusedError as exc:
@@ -196,9 +255,12 @@ def model_ids(reply: Reply) -> list[str]:
     if reply.status != 200:
         return []
     try:
-        return [m.get("id") for m in reply.json().get("data", []) if isinstance(m, dict)]
-    except (ValueError, AttributeError):
+        data = reply.json().get("data")
+    except (ValueError, AttributeError, RecursionError):
         return []
+    if not isinstance(data, list):  # "data": null, a string, ...: no list of models
+        return []
+    return [safe_text(m["id"], 200) for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
 
 
 def stream_chat(
@@ -244,12 +306,12 @@ def _read_stream(resp: http.client.HTTPResponse, parser: StreamParser) -> str | 
         try:
             message = error_message(json.loads(data))
         except ValueError:
-            message = data[:200].decode("utf-8", errors="replace").replace("\n", " ")
+            message = safe_text(data[:200])
         return f"HTTP {resp.status}: {message}"
-    problem = stream_problem(resp.status, resp.headers)
+    problem = stream_problem(resp.status, all_values(resp.headers, "Content-Encoding"))
     if problem:
         return problem
-    ctype = (resp.headers.get("Content-Type") or "").lower()
+    ctype = all_values(resp.headers, "Content-Type").lower()
     if "text/event-stream" not in ctype and ctype:
         return whole_body_error(ctype, resp.read(MAX_BODY))
     lines = LineSplitter()  # \n, \r\n or a bare \r ends a line, as the SSE rules allow
@@ -258,5 +320,9 @@ def _read_stream(resp: http.client.HTTPResponse, parser: StreamParser) -> str | 
         t = time.perf_counter()
         for line in lines.feed(data) if data else lines.end():
             parser.feed(line, t)
+        if parser.s.saw_done:  # the stream's true end, even on a connection held open
+            return None
+        if lines.pending > MAX_LINE:
+            return f"LineTooLong: a line of the stream passed {MAX_LINE >> 20} MiB without ending"
         if not data:
             return None

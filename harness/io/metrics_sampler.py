@@ -1,8 +1,13 @@
 """Sample an engine's Prometheus ``/metrics`` while a level runs, and summarise the samples. Each
-read goes through ``harness/io/http.py`` under its two bounds (``timeout`` in all, and per gap)."""
+read goes through ``harness/io/http.py`` under its two bounds (``timeout`` in all, and per gap),
+with the load's key, and reads at most ``MAX_METRICS`` bytes (a bigger answer is counted as an
+error, not parsed). Under gevent the text is parsed on a native thread of the hub's pool, never on
+the loop that times the load's tokens. NaN and infinite values, legal in Prometheus, are skipped:
+they would make the level's record unwritable."""
 
 from __future__ import annotations
 
+import math
 import threading
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -39,9 +44,24 @@ def parse_metrics(text: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            if sample.name in wanted:
+            if sample.name in wanted and math.isfinite(float(sample.value)):
                 out[sample.name] = out.get(sample.name, 0.0) + float(sample.value)
-    return out
+    return {name: value for name, value in out.items() if math.isfinite(value)}
+
+
+MAX_METRICS = 1 << 20  # an engine's /metrics is tens of kB; a bigger answer is not parsed
+
+
+def _off_loop(function, *args):
+    """``function(*args)`` on a native thread when gevent has patched threading (so the event loop
+    that stamps tokens keeps running), else here."""
+    try:
+        from gevent import get_hub, monkey
+    except ImportError:
+        return function(*args)
+    if not monkey.is_module_patched("threading"):
+        return function(*args)
+    return get_hub().threadpool.apply(function, args)
 
 
 def summarise(snapshots: list[dict[str, float]]) -> dict:
@@ -63,8 +83,11 @@ def summarise(snapshots: list[dict[str, float]]) -> dict:
 class MetricsSampler:
     """Polls ``url`` every ``interval`` seconds on a background thread (a greenlet under gevent)."""
 
-    def __init__(self, url: str, interval: float = 0.5, timeout: float = 2.0) -> None:
+    def __init__(
+        self, url: str, interval: float = 0.5, timeout: float = 2.0, headers: dict | None = None
+    ) -> None:
         self.url, self.interval, self.timeout = url, interval, timeout
+        self.headers = headers or {}
         self.snapshots: list[dict[str, float]] = []
         self.errors = 0
         self._stop = threading.Event()
@@ -72,12 +95,13 @@ class MetricsSampler:
 
     def poll_once(self) -> None:
         try:  # as the load client: no certificate verification
-            resp = http.request("GET", self.url, Bounds.of(self.timeout), verify=False)
-            if resp.status == 200:
-                self.snapshots.append(parse_metrics(resp.text))
+            bounds, cap = Bounds.of(self.timeout), MAX_METRICS + 1
+            resp = http.request("GET", self.url, bounds, headers=self.headers, verify=False, limit=cap)
+            if resp.status == 200 and len(resp.body) <= MAX_METRICS:
+                self.snapshots.append(_off_loop(parse_metrics, resp.text))
             else:
                 self.errors += 1
-        except (HarnessError, ValueError):  # no answer, past a bound, a broken answer, a bad URL
+        except (HarnessError, ValueError, TypeError):  # no answer, past a bound, broken, a bad URL
             self.errors += 1
 
     def _run(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import lru_cache
@@ -110,14 +111,18 @@ def append_lines(path: str | Path, lines: list[str]) -> Callable[[], None]:
     path = Path(path)
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
+    kind = special_file(path)
+    if kind:
+        raise SchemaError(f"cannot write {path}: it is {kind}, not a regular file; nothing written")
     try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644)
     except OSError as exc:
         raise SchemaError(_cannot(path, exc)) from None
     try:
         size = os.fstat(fd).st_size
         lead = b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""
-        data = lead + "".join(line + "\n" for line in lines).encode("utf-8")
+        # a lone surrogate (a server's backslash-u-d800 escape) is written as its JSON escape, never a crash
+        data = lead + "".join(line + "\n" for line in lines).encode("utf-8", errors="backslashreplace")
         try:
             written = 0
             while written < len(data):
@@ -132,6 +137,19 @@ def append_lines(path: str | Path, lines: list[str]) -> Callable[[], None]:
     finally:
         os.close(fd)
     return lambda: _truncate(path, size)
+
+
+def special_file(path: str | Path) -> str | None:
+    """What ``path`` is when it exists and is no regular file (opening a FIFO waits for a reader
+    forever, a device or socket is no notebook), else None."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "a device")
 
 
 def _size(path: str | Path) -> int:
@@ -161,9 +179,10 @@ def check_writable(path: str | Path, what: str = "--labbook") -> None:
     line (ConfigError) saying what to change when it cannot. A file it creates is removed again."""
     path = Path(path)
     existed = path.exists()
+    kind = special_file(path)
+    if kind:
+        raise ConfigError(f"{what} {path} cannot be written (it is {kind}, not a regular file); give a file")
     try:
-        if path.is_dir():
-            raise IsADirectoryError(21, "it is a directory")
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a", encoding="utf-8"):
             pass
@@ -211,13 +230,29 @@ def read_records(
         for item in found:
             if not isinstance(item, dict) or not select(item):
                 continue
-            bad = problems(item, schema_name)
+            bad = problems(item, schema_name) or _absurd(item)
             if bad:
                 if damage is None:  # pieces of a damaged line were warned about with the line
                     warnings.append(f"{where}: {schema_name} record invalid at {bad[0]}; line skipped")
                 continue
             records.append(item)
     return ReadResult(records, warnings)
+
+
+MAX_FIGURE = 1e15  # no figure a record holds comes near this (bytes of memory, epoch seconds)
+
+
+def _absurd(value: Any, where: str = "") -> list[str]:
+    """``[the place]`` of the first number past ``MAX_FIGURE`` (1e308 makes every sum infinite and
+    every chart scale overflow), or []."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [] if abs(value) <= MAX_FIGURE else [f"{where or '(top level)'} (a number past 1e15)"]
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = _absurd(item, f"{where}.{key}" if where else str(key))
+        if found:
+            return found
+    return []
 
 
 def _record_like(text: str) -> bool:
@@ -254,5 +289,8 @@ def _salvage(text: str, tries: int = 200) -> list:
 def _lines(path: Path) -> Iterable[str]:
     if not path.exists():
         raise SchemaError(f"{path} not found; run the step that writes it first or pass its path")
+    kind = special_file(path)
+    if kind:
+        raise SchemaError(f"{path} is {kind}, not a regular file; pass the path of a notebook file")
     with open(path, encoding="utf-8", errors="replace") as fh:
         yield from fh

@@ -7,9 +7,19 @@ import time
 
 import psutil
 
+from harness.errors import ConfigError
+
+
+def is_port(port: object) -> bool:
+    """Whether ``port`` is a TCP port number one can listen on: a whole number from 1 to 65535."""
+    return isinstance(port, int) and not isinstance(port, bool) and 1 <= port <= 65535
+
 
 def port_open(host: str, port: int, timeout: float = 0.3) -> bool:
-    """True when something accepts TCP connections at host:port."""
+    """True when something accepts TCP connections at host:port (ConfigError, one line, for no
+    port number: a port out of range is neither open nor free)."""
+    if not is_port(port):
+        raise ConfigError(f"{port!r} is not a TCP port (1 to 65535); fix the port")
     try:
         with socket.create_connection((host, port), timeout=timeout):
             return True

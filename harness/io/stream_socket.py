@@ -3,9 +3,10 @@
 The load's requests do not go through an HTTP library, because each library hides the two moments
 a TTFT is made of:
 
-* **departure**: the moment the last byte of the request was handed to the kernel (``send``
-  returns). The time before it (building the request, waiting for a connection, connecting, a
-  busy client's turn to write) is the client's own *send delay*, kept apart from the TTFT;
+* **departure**: the moment just before the request is written to the socket (a stamp taken
+  after ``send`` returns could follow the first token's kernel stamp: a negative TTFT). The time
+  before it (building the request, waiting for a connection, connecting) is the client's own
+  *send delay*, kept apart from the TTFT; the write's own time (microseconds) is in the TTFT;
 * **arrival**: every read, the headers' included, is a ``recvmsg`` carrying the kernel's receive
   stamp (``harness.io.arrival_stamps``), so a first token that came in the same packet as the
   headers (some engines send them together) is timed by the kernel too, not by when a busy client
@@ -32,6 +33,9 @@ from harness.io.arrival_stamps import ANC_SIZE, StreamCut, enable, kernel_time
 from harness.io.http import split_url
 
 READ_SIZE = 65536
+MAX_HEAD = 64 * 1024  # bytes of status line and headers (the endpoint proof's 100 headers fit)
+MAX_HEADERS = 100  # header fields, as the standard library's http.client allows
+MAX_LINE = 4 << 20  # one body line (an SSE event) longer than this is no stream we can measure
 
 # data, arrival, stamped by the kernel, read lag (of the newest packet), and the most the oldest
 # byte of the read can have waited for this client (see ``LoopClock``)
@@ -78,15 +82,36 @@ class Stale(ConnectionError):
     """A kept-alive connection the server had already closed: the request never reached it."""
 
 
+class HeadTooLarge(ConnectionError):
+    """The server's headers passed ``MAX_HEAD`` bytes or ``MAX_HEADERS`` fields."""
+
+
+class LineTooLong(ConnectionError):
+    """One line of the body passed ``MAX_LINE`` bytes without ending."""
+
+
 class Head(HTTPResponse):
     """The parsed response: status and headers, and the body bytes as they are decoded."""
 
     def __init__(self, method: str = "POST") -> None:
         super().__init__(method=method)
         self.body = bytearray()
+        self.fields = 0  # header fields parsed so far (interim 1xx answers' included)
 
     def _on_body(self, buf) -> None:
         self.body += buf
+
+    def _flush_header(self) -> None:
+        self.fields += 1
+        super()._flush_header()
+
+    def header(self, name: str) -> str:
+        """A header's value, or ""; a header sent more than once reads as its values joined by
+        commas, as HTTP reads list-valued headers (never a list)."""
+        value = self.get(name)
+        if isinstance(value, list):
+            return ", ".join(str(v).strip() for v in value)
+        return (value or "").strip()
 
 
 class Connection:
@@ -109,11 +134,16 @@ class Connection:
         self.kernel = self.raw is not None and enable(sock)
         self.used = 0  # requests sent on it
 
-    def send(self, data: bytes) -> float:
-        """Write the whole request; the departure time (when the kernel had its last byte)."""
+    def send(self, data: bytes) -> tuple[float, float]:
+        """Write the whole request; (departure, written): the departure is stamped just before the
+        write, because the first token is stamped by the kernel on arrival and a stamp taken after
+        ``sendall`` returns can follow it (the server answered while this client was still leaving
+        the system call, or waiting for the CPU): TTFTs came out negative. The write's own time
+        (``written`` - departure, microseconds on loopback) is the bias that remains, in the TTFT."""
+        t = time.perf_counter()
         self.sock.sendall(data)
         self.used += 1
-        return time.perf_counter()
+        return t, time.perf_counter()
 
     def reads(self, idle_s: float) -> Iterator[Read]:
         """Each read from the socket with its arrival time; ``b""`` once when the server closes.
@@ -223,15 +253,20 @@ def read_head(reads: Iterator[Read], head: Head) -> Read:
     """Feed reads to ``head`` until a final (non-1xx) status and its headers are in; the read that
     completed them. ``Stale`` when the server closed before sending a byte, ``StreamCut`` when it
     closed within the headers."""
-    got = False
+    got = 0
     for read in reads:
         data = read[0]
         if not data:
             raise (StreamCut("the server closed the connection within the headers") if got else Stale())
-        got = True
+        got += len(data)
         head.feed(data)
         if head.headers_complete and head.get_code() >= 200:
             return read
+        if got > MAX_HEAD or head.fields > MAX_HEADERS:
+            raise HeadTooLarge(
+                f"the server's headers passed {MAX_HEAD // 1024} KiB or {MAX_HEADERS} fields; "
+                "the answer was not read"
+            )
     raise Stale()  # the reads ended without a close: cannot happen, but never loop on it
 
 
@@ -251,6 +286,8 @@ def body_lines(reads: Iterator[Read], head: Head, first: Read) -> Iterator[tuple
             del buf[: cut + 1]
             yield line, read, n
             continue
+        if len(buf) > MAX_LINE:
+            raise LineTooLong(f"a line of the stream passed {MAX_LINE >> 20} MiB without ending")
         if head.message_complete:
             if buf:
                 line = bytes(buf)
@@ -293,6 +330,8 @@ def read_stream(reads: Iterator[Read], head: Head, first: Read, parser: StreamPa
         size += len(line)
         before = len(tokens)
         parser.feed(line, read[1])
+        if s.saw_done:  # the stream's true end, even on a connection the server holds open
+            break
         stamped = stamped or read[2]
         if len(tokens) == before or read[3] is None:
             continue

@@ -19,7 +19,7 @@ from tabulate import tabulate
 
 from harness.core.levels import distribution
 from harness.core.stream import Sample
-from harness.errors import TargetError, TargetUnreachable
+from harness.errors import ConfigError, TargetError, TargetUnreachable
 
 PERCENTILES = ("p50", "p90", "p95", "p99")
 NO_SUCCESS = "no successful request"
@@ -141,6 +141,13 @@ def prove_or_exit(environment, api_key: str | None) -> None:
             file=sys.stderr,
         )
         raise SystemExit(2)
+    from harness.io import http
+
+    try:
+        http.check_base_url(environment.host, "--host")
+    except ConfigError as exc:
+        print(f"harness: {exc}; no load was sent", file=sys.stderr)
+        raise SystemExit(2) from None
     try:
         warnings = _prove_when_up(environment.host, api_key, o)
     except TargetUnreachable:

@@ -2,11 +2,12 @@
 for what the server does (``harness.load.user`` runs it; see its module docstring).
 
 The request goes out on a connection of the user's own pool (``harness.io.stream_socket``), so
-both ends are timed exactly: the TTFT runs from the moment the request's last byte was handed to
-the kernel, and every read, the headers' included, carries the kernel's arrival stamp. The time
-the client took before the request left (connecting, writing, waiting its turn) is the sample's
-send delay, kept apart. Every way a request can fail ends in the sample's error, in the server's
-own words where it sent some, and is fired as Locust's ``request`` event with the sample.
+both ends are timed exactly: the TTFT runs from the moment just before the request is written
+(its write's own time, microseconds, is in it), and every read, the headers' included, carries
+the kernel's arrival stamp. The time the client took before that (building the request,
+connecting) is the sample's send delay, kept apart. Every way a request can fail ends in the
+sample's error, in the server's own words where it sent some, and is fired as Locust's
+``request`` event with the sample.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import gevent
 from locust import events
 from locust.exception import CatchResponseError
 
+from harness.core.server_text import safe_text
 from harness.core.stream import Sample, StreamParser, error_message, whole_body_error
 from harness.io.http import MAX_BODY, stream_problem
 from harness.io.stream_socket import Head, Pool, Stale, read_head, read_stream, whole_body
@@ -56,7 +58,7 @@ def _attempt(pool: Pool, workload: Workload, prompt: str, fresh: bool) -> Sample
         data = pool.request_bytes(workload.path, workload.body(prompt), workload.headers())
         reused = conn.used > 0
         try:
-            parser.s.t_sent = conn.send(data)
+            parser.s.t_sent, parser.s.t_written = conn.send(data)
             reads = conn.reads(workload.idle_timeout)
             head = Head()
             first = read_head(reads, head)
@@ -76,7 +78,7 @@ def _attempt(pool: Pool, workload: Workload, prompt: str, fresh: bool) -> Sample
             parser, workload, size, f"Timeout: the request passed its total bound of {workload.timeout:g} s"
         )
     except Exception as exc:  # refused, reset, cut mid-stream, past the idle bound: recorded as such
-        text = " ".join(str(exc).split())[:160]
+        text = safe_text(exc, 160)
         if isinstance(exc, (TimeoutError, socket.timeout)):
             text = f"no byte from the server for {workload.idle_timeout:g} s (the idle bound)"
             return _done(parser, workload, size, f"Timeout: {text}")
@@ -98,12 +100,12 @@ def _problem(head: Head, reads) -> str | None:
         try:
             message = error_message(json.loads(body or b""))
         except ValueError:
-            message = body[:200].decode("utf-8", errors="replace").replace("\n", " ")
+            message = safe_text(body[:200])
         return f"HTTP {status}: {message}"
-    problem = stream_problem(200, head)  # the parsed headers, read case-insensitively
+    problem = stream_problem(200, head.header("content-encoding"))  # read case-insensitively
     if problem:
         return problem
-    ctype = (head.get("content-type") or "").lower()
+    ctype = head.header("content-type").lower()
     if ctype and "text/event-stream" not in ctype:
         return whole_body_error(ctype, whole_body(reads, head, MAX_BODY))
     return None

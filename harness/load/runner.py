@@ -10,8 +10,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-import signal
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,10 +23,12 @@ from locust.env import Environment
 import psutil
 import urllib3
 
+from harness import signals
 from harness.core.bounds import Bounds
 from harness.io import http
 from harness.core.levels import LEVEL_SLACK_S, account, level_bound
 from harness.core.schedules import arrival_offsets, shares
+from harness.core.server_text import safe_text
 from harness.io.metrics_sampler import MetricsSampler
 from harness.core.stream import Sample
 from harness.errors import EngineError
@@ -77,31 +79,22 @@ class _Interrupts:
     """Ctrl-C and SIGTERM (a CI timeout, `kill`) taken by the main greenlet between waits, never
     inside a user's greenlet (where it would print a traceback and leave the level half-stopped),
     so an interrupted sweep keeps its finished levels; the same for one process and for
-    ``--processes``. The loop resets a signal to its default action when its watcher is
-    cancelled, so the handlers in place before are put back by ``close``."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+    ``--processes``. While a level runs, ``harness.signals`` only records a signal (``defer``) and
+    ``wait`` raises it; a signal that comes while the level is being stopped stays recorded and
+    ends the sweep before its next level (``signals.raise_if_received``). (Per-level event-loop
+    watchers used to be cancelled with a signal still pending in them: it was lost.)"""
 
     def __init__(self) -> None:
-        self.seen: list[int] = []
-        self._before = {sig: signal.getsignal(sig) for sig in self.SIGNALS}
-        self._watchers = [
-            gevent.signal_handler(sig, lambda sig=sig: self.seen.append(sig)) for sig in self.SIGNALS
-        ]
+        signals.defer(True)
 
     def wait(self, seconds: float) -> None:
         """Sleep, or raise KeyboardInterrupt once a signal came."""
-        if self.seen:
-            raise KeyboardInterrupt
+        signals.raise_if_received()
         if seconds:
             gevent.sleep(seconds)
 
     def close(self) -> None:
-        for watcher in self._watchers:
-            watcher.cancel()
-        for sig, handler in self._before.items():
-            if handler is not None:
-                signal.signal(sig, handler)
+        signals.defer(False)
 
 
 @dataclass
@@ -157,7 +150,8 @@ def _drive(  # noqa: C901
             collected.append(context["sample"])
 
     env.events.request.add_listener(listener)
-    sampler = MetricsSampler(metrics_url) if metrics_url else None
+    headers = http.auth_headers(workload.api_key)  # an engine with a key guards /metrics too
+    sampler = MetricsSampler(metrics_url, headers=headers) if metrics_url else None
     proc = psutil.Process()
     cpu0 = proc.cpu_times()
     runner = env.create_local_runner()
@@ -324,9 +318,10 @@ class DistributedLoad:
             *worker_args,
         ]
         env = {**os.environ, "HARNESS_SWEEP_WORKER": "1"}  # take each level's share from this master
+        # a worker's last words (closed in ``close``)
+        self.logs = [tempfile.TemporaryFile() for _ in range(processes)]  # noqa: SIM115
         self.procs = [
-            subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-            for _ in range(processes)
+            subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env=env) for log in self.logs
         ]
         deadline = time.monotonic() + connect_timeout
         while len(self.runner.clients.ready) < processes:
@@ -356,6 +351,18 @@ class DistributedLoad:
             if proc.info["pid"] not in clients and not init and "--worker" in cmd and str(port) in cmd:
                 found.append(proc.info["pid"])
         return found
+
+    def _check_workers(self) -> None:
+        """EngineError, with the worker's last line, as soon as a worker process has died."""
+        for p, log in zip(self.procs, self.logs, strict=True):
+            if p.poll() is not None:
+                log.seek(0)
+                lines = [x for x in log.read().decode("utf-8", "replace").splitlines() if x.strip()]
+                last = safe_text(lines[-1] if lines else "(it wrote nothing)", 300)
+                raise EngineError(
+                    f"a Locust worker process exited with status {p.returncode} during the level: "
+                    f"{last}; this level is lost, the finished ones are kept"
+                )
 
     def _spawned(self) -> dict[str, int] | None:
         """Users per worker once every worker has reported this level's spawning complete."""
@@ -392,6 +399,7 @@ class DistributedLoad:
             while len(self.samples) < count and time.monotonic() < deadline:
                 interrupts.wait(0.02)
                 tell()
+                self._check_workers()
             interrupts.wait(0)
         finally:
             interrupts.close()
@@ -421,3 +429,5 @@ class DistributedLoad:
                     p.wait(10)
                 except Exception:
                     p.kill()
+            for log in self.logs:
+                log.close()

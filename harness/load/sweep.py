@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from harness import signals
 from harness.core.bounds import crowd_timeout
 from harness.core.levels import level_record, peak_in_flight, sample_record
 from harness.core.prompts import load_prompt_file, make_prompts
@@ -250,6 +251,7 @@ def run_levels(
     records: list[LevelRecord] = []
     try:
         for level in plan.levels:
+            signals.raise_if_received()  # a signal that came while the last level stopped ends it here
             told = (lambda p, level=level: on_progress(level, p)) if on_progress else None
             result, concurrency, arrival = run_level(plan, level, distributed, told)
             records.append(record_level(plan, result, concurrency, arrival))

@@ -27,6 +27,7 @@ from harness.practice.chat_request import (
     ChatCall,
     Rejected,
     check_context,
+    check_size,
     max_tokens_of,
     messages_of,
     parse_body,
@@ -110,14 +111,14 @@ class PracticeApp:
         if path in ("/health", "/v1/health"):
             res.send_json(200, {"status": "ok"})
             return
+        if self.api_key is not None and not self._authorised(req):  # only /health is open
+            self._error(res, 401, "Invalid API Key", "authentication_error")
+            return
         if path == "/metrics":
             res.send(200, self.metrics_text().encode(), content_type="text/plain; version=0.0.4")
             return
         if path.startswith("/practice/"):
             self.practice_route(req, res, path)
-            return
-        if self.api_key is not None and not self._authorised(req):
-            self._error(res, 401, "Invalid API Key", "authentication_error")
             return
         if path in ("/v1/models", "/models"):
             res.send_json(200, self.models())
@@ -257,6 +258,7 @@ class PracticeApp:
             faults = self._faults(req)
         except ValueError as exc:
             raise Rejected(400, f"X-Practice-Fault: {exc}", "invalid_request_error") from exc
+        check_size(self.mode, self.p["ctx_per_seat"], messages, body.get("tools"))
         prompt = encode_chat(messages, body.get("tools"))
         check_context(self.mode, self.p["ctx_per_seat"], len(prompt), max_tokens)
         if faults.error_500:

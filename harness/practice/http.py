@@ -4,6 +4,12 @@ It parses one request at a time per connection (keep-alive, Content-Length bodie
 ``Request`` and a ``Responder`` to the application, and lets the application answer at once
 (``send``) or stream with chunked transfer encoding (``start_stream``/``chunk``/``end``). A
 general framework would cost several times the CPU per event; this server has one job.
+
+Hostile input is bounded before any work: a Content-Length must be plain digits (no sign, no
+``6_0``) and at most ``MAX_BODY``, sent once; a chunked request body is refused; a connection holds
+at most one request's head and body unread (``MAX_HEADER`` + ``MAX_BODY``), all connections together
+at most ``MAX_BUFFERED``; a connection that has not completed a request head within
+``header_timeout_s`` of opening (or of its last answer) is closed.
 """
 
 from __future__ import annotations
@@ -17,13 +23,17 @@ from typing import Callable
 from urllib.parse import parse_qs, urlsplit
 
 MAX_HEADER = 64 * 1024
-MAX_BODY = 64 * 1024 * 1024
+MAX_BODY = 4 * 1024 * 1024  # a chat request past 4 MiB is far past any context the server has
+MAX_BUFFERED = 256 * 1024 * 1024  # unread request bytes over all connections
+HEADER_TIMEOUT_S = 30.0
+_DIGITS = frozenset(b"0123456789")
 _REASONS = {
     200: "OK",
     400: "Bad Request",
     401: "Unauthorized",
     404: "Not Found",
     405: "Method Not Allowed",
+    408: "Request Timeout",
     413: "Payload Too Large",
     429: "Too Many Requests",
     500: "Internal Server Error",
@@ -40,6 +50,8 @@ class Request:
     body: bytes
 
     def json(self):
+        """The body as JSON (ValueError for bytes that are not UTF-8 JSON, RecursionError for an
+        absurdly deep document)."""
         return json.loads(self.body.decode("utf-8"))
 
 
@@ -121,11 +133,15 @@ Handler = Callable[[Request, Responder], None]
 
 
 class HttpProtocol(asyncio.Protocol):
-    def __init__(self, handler: Handler) -> None:
+    buffered = 0  # unread request bytes held by every connection of this process together
+
+    def __init__(self, handler: Handler, header_timeout_s: float = HEADER_TIMEOUT_S) -> None:
         self.handler = handler
         self.transport: asyncio.Transport | None = None
         self.buf = bytearray()
         self.busy: Responder | None = None
+        self.header_timeout_s = header_timeout_s
+        self._timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport) -> None:
         self.transport = transport
@@ -133,10 +149,37 @@ class HttpProtocol(asyncio.Protocol):
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._arm()
+
+    def _arm(self) -> None:
+        """Close the connection unless a request head is complete within the header timeout."""
+        self._disarm()
+        if self.transport is not None and self.header_timeout_s > 0:
+            self._timer = asyncio.get_running_loop().call_later(self.header_timeout_s, self._timed_out)
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _timed_out(self) -> None:
+        self._timer = None
+        if self.busy is not None:
+            return
+        if self.buf:
+            self._reject(408, f"no complete request within {self.header_timeout_s:g} s")
+        else:
+            self.close()
+
+    def _hold(self, delta: int) -> None:
+        HttpProtocol.buffered += delta
 
     def connection_lost(self, exc) -> None:
+        self._disarm()
         if self.busy is not None:
             self.busy.closed = True
+        self._hold(-len(self.buf))
+        self.buf.clear()
         self.transport = None
 
     def write(self, data: bytes) -> None:
@@ -151,16 +194,34 @@ class HttpProtocol(asyncio.Protocol):
         self.busy = None
         if not keep_alive:
             self.close()
-        elif self.buf:
+            return
+        self._arm()
+        if self.buf:
             self._parse()
 
     def data_received(self, data: bytes) -> None:
+        if self.transport is None:
+            return
+        if len(self.buf) + len(data) > MAX_HEADER + MAX_BODY:
+            self._reject(413, "request too large (head and body past their limits)")
+            return
+        if HttpProtocol.buffered + len(data) > MAX_BUFFERED:
+            self._reject(503, "server busy: too many unread request bytes")
+            return
         self.buf += data
+        self._hold(len(data))
         if self.busy is None:
             self._parse()
 
-    def _parse(self) -> None:
-        end = self.buf.find(b"\r\n\r\n")
+    def _take(self, n: int) -> bytes:
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        self._hold(-n)
+        return out
+
+    # Complexity allowed: the request head's checks, in one flat pass.
+    def _parse(self) -> None:  # noqa: C901
+        end = self.buf.find(b"\r\n\r\n", 0, MAX_HEADER + 4)
         if end < 0:
             if len(self.buf) > MAX_HEADER:
                 self._reject(413, "request headers too large")
@@ -168,21 +229,35 @@ class HttpProtocol(asyncio.Protocol):
         try:
             head = self.buf[:end].decode("latin-1").split("\r\n")
             method, target, version = head[0].split(" ", 2)
-            headers = {}
+            headers: dict[str, str] = {}
+            lengths = set()
             for line in head[1:]:
-                name, _, value = line.partition(":")
-                headers[name.strip().lower()] = value.strip()
-            length = int(headers.get("content-length", "0") or 0)
-        except ValueError:
-            self._reject(400, "malformed HTTP request")
+                name, colon, value = line.partition(":")
+                if not colon:
+                    raise ValueError("a header line without a colon")
+                name = name.strip().lower()
+                headers[name] = value.strip()
+                if name == "content-length":
+                    lengths.add(value.strip())
+            if len(lengths) > 1:
+                raise ValueError("Content-Length sent twice with different values")
+            text = headers.get("content-length", "0") or "0"
+            if not _DIGITS.issuperset(text.encode()):  # no sign, no "6_0", no spaces
+                raise ValueError(f"Content-Length {text[:20]!r} is not a number of bytes")
+            if "transfer-encoding" in headers:
+                raise ValueError("chunked request bodies are not supported; send a Content-Length")
+            length = int(text[:12]) if len(text) <= 12 else MAX_BODY + 1
+        except ValueError as exc:
+            self._reject(400, f"malformed HTTP request: {exc}")
             return
         if length > MAX_BODY:
-            self._reject(413, "request body too large")
+            self._reject(413, f"request body too large (the limit is {MAX_BODY >> 20} MiB)")
             return
         if len(self.buf) < end + 4 + length:
             return
-        body = bytes(self.buf[end + 4 : end + 4 + length])
-        del self.buf[: end + 4 + length]
+        self._disarm()
+        self._take(end + 4)
+        body = self._take(length)
         parts = urlsplit(target)
         keep_alive = headers.get("connection", "").lower() != "close" and version == "HTTP/1.1"
         responder = Responder(self, keep_alive)
@@ -196,15 +271,25 @@ class HttpProtocol(asyncio.Protocol):
             )
 
     def _reject(self, status: int, message: str) -> None:
+        self._disarm()
         responder = Responder(self, keep_alive=False)
         responder.send_json(
             status, {"error": {"code": status, "message": message, "type": "invalid_request_error"}}
         )
+        self._hold(-len(self.buf))
         self.buf.clear()
+        self.close()
 
 
-async def serve(handler: Handler, host: str, port: int, ssl_context=None) -> asyncio.base_events.Server:
+async def serve(
+    handler: Handler, host: str, port: int, ssl_context=None, header_timeout_s: float = HEADER_TIMEOUT_S
+) -> asyncio.base_events.Server:
     loop = asyncio.get_running_loop()
     return await loop.create_server(
-        lambda: HttpProtocol(handler), host, port, reuse_address=True, backlog=1024, ssl=ssl_context
+        lambda: HttpProtocol(handler, header_timeout_s),
+        host,
+        port,
+        reuse_address=True,
+        backlog=1024,
+        ssl=ssl_context,
     )

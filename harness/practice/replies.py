@@ -45,35 +45,55 @@ def output_length(spec: dict, rng: random.Random) -> int:
     return max(1, int(round(math.exp(math.log(median) + sigma * rng.gauss(0.0, 1.0)))))
 
 
-def example_for(schema: dict, name: str = "") -> object:
-    """A value that satisfies a JSON Schema of the kinds chat APIs use for tools and replies."""
-    if not isinstance(schema, dict):
+MAX_EXAMPLE_ITEMS = 64  # an array's example holds at most this many items (minItems: 3000000 is not built)
+MAX_EXAMPLE_DEPTH = 32  # deeper schemas get null there
+MAX_EXAMPLE_CHARS = 4096  # a string example's length at most (minLength alike)
+MAX_EXAMPLE_NODES = 2000  # values in one example in all (nested arrays multiply otherwise)
+
+
+def _whole(schema: dict, key: str, default: int, cap: int) -> int:
+    """A schema's whole-number keyword, within [0, cap]; ``default`` when it is no whole number."""
+    value = schema.get(key, default)
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:
+        value = default
+    return int(min(max(value, 0), cap))
+
+
+def example_for(schema: dict, name: str = "", depth: int = 0, budget: list[int] | None = None) -> object:
+    """A value that satisfies a JSON Schema of the kinds chat APIs use for tools and replies, within
+    bounds (``MAX_EXAMPLE_*``): a hostile schema gets a smaller example, never a frozen server."""
+    budget = [MAX_EXAMPLE_NODES] if budget is None else budget
+    budget[0] -= 1
+    if not isinstance(schema, dict) or depth > MAX_EXAMPLE_DEPTH or budget[0] < 0:
         return None
     if "const" in schema:
         return schema["const"]
-    if schema.get("enum"):
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
         return schema["enum"][0]
     for combo in ("anyOf", "oneOf", "allOf"):
-        if schema.get(combo):
-            return example_for(schema[combo][0], name)
+        if isinstance(schema.get(combo), list) and schema[combo]:
+            return example_for(schema[combo][0], name, depth + 1, budget)
     kind = schema.get("type", "object" if "properties" in schema else "string")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
     if kind == "object":
-        props = schema.get("properties", {})
-        return {key: example_for(sub, key) for key, sub in props.items()}
+        props = schema.get("properties")
+        props = props if isinstance(props, dict) else {}
+        return {str(k): example_for(sub, str(k), depth + 1, budget) for k, sub in list(props.items())[:256]}
     if kind == "array":
-        count = max(1, int(schema.get("minItems", 1)))
-        return [example_for(schema.get("items", {}), name) for _ in range(count)]
+        count = max(1, _whole(schema, "minItems", 1, MAX_EXAMPLE_ITEMS))
+        return [example_for(schema.get("items", {}), name, depth + 1, budget) for _ in range(count)]
     return _scalar_example(kind, schema, name)
 
 
-def _scalar_example(kind: str, schema: dict, name: str) -> object:
+def _scalar_example(kind: object, schema: dict, name: str) -> object:
     """A number, boolean, null or string for ``schema``; strings are chosen by the field's name."""
+    low = schema.get("minimum")
+    low = low if isinstance(low, (int, float)) and not isinstance(low, bool) and abs(low) < 1e15 else None
     if kind == "integer":
-        return int(schema.get("minimum", 3))
+        return int(low) if low is not None else 3
     if kind == "number":
-        return float(schema.get("minimum", 21.5))
+        return float(low) if low is not None else 21.5
     if kind == "boolean":
         return True
     if kind == "null":
@@ -84,7 +104,7 @@ def _scalar_example(kind: str, schema: dict, name: str) -> object:
     if "unit" in lowered:
         return "celsius"
     text = "example"
-    min_len = int(schema.get("minLength", 0))
+    min_len = _whole(schema, "minLength", 0, MAX_EXAMPLE_CHARS)
     return (text * (1 + min_len // len(text)))[: max(min_len, len(text))]
 
 

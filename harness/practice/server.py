@@ -14,7 +14,7 @@ from pathlib import Path
 
 from harness.errors import ConfigError, PortBusy
 from harness.practice.app import PracticeApp
-from harness.practice.http import serve
+from harness.practice.http import HEADER_TIMEOUT_S, serve
 from harness.practice.profile import Profile
 
 DEFAULT_PORT = 8099  # no engine in the seeds uses it (they use 8000, 8080-8083, 5000, 13305)
@@ -55,6 +55,7 @@ def run(
     use_uvloop: bool = True,
     out=sys.stdout,
     tls=None,
+    header_timeout_s: float = HEADER_TIMEOUT_S,
     imitation=None,
 ) -> int:
     if host not in LOOPBACK and api_key is None:
@@ -65,7 +66,9 @@ def run(
         )
     with contextlib.ExitStack() as stack:  # the log is closed however serving ends
         log = stack.enter_context(open(log_path, "a", encoding="utf-8")) if log_path else None
-        _serve_until_signal(profile, host, port, api_key, log, use_uvloop, out, tls, imitation)
+        _serve_until_signal(
+            profile, host, port, api_key, log, use_uvloop, out, tls, header_timeout_s, imitation
+        )
     print("practice server: stopped", file=out, flush=True)
     return 0
 
@@ -79,6 +82,7 @@ def _serve_until_signal(
     use_uvloop: bool,
     out,
     tls,
+    header_timeout_s: float = HEADER_TIMEOUT_S,
     imitation=None,
 ) -> None:
     """Listen, print where, and serve until SIGINT or SIGTERM; ``log`` is an open file or None."""
@@ -86,7 +90,7 @@ def _serve_until_signal(
     asyncio.set_event_loop(loop)
     app = PracticeApp(profile, loop, api_key=api_key, log=log, imitation=imitation)
     try:
-        server = loop.run_until_complete(serve(app.handle, host, port, tls))
+        server = loop.run_until_complete(serve(app.handle, host, port, tls, header_timeout_s))
     except OSError as exc:
         if exc.errno in (errno.EADDRINUSE, errno.EACCES):
             raise PortBusy(

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.core.names import file_label
 from harness.core import curves
 from harness.core.records import is_engine_speed, is_features
 from harness.io.notebook import read_records
@@ -136,7 +137,7 @@ def curve_section(r: RunInputs) -> list[str]:
         findings = [ct.knee_line(d), *ct.fit_lines(d, levels), ct.operating_line(d)]
         findings.append(ct.capacity_line(curves.capacity_within(levels, r.promise), r.promise))
         lines += [""] + [f"  - {f.strip()}" if f.startswith("  ") else f"- {f}" for f in findings] + [""]
-        chart = r.run_dir / "charts" / f"{label}-tpot.png"
+        chart = r.run_dir / "charts" / f"{file_label(label)}-tpot.png"
         if chart.is_file():
             lines += [f"![{label}: TPOT against concurrency]({chart.relative_to(r.run_dir)})", ""]
     return lines

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness.errors import InstallError
-from harness.io.ports import holder, port_open
+from harness.io.ports import holder, is_port, port_open
 from harness.run.context import BlockContext, block_context
 from harness.run.engine_defs import engine_env, fill, launch_argv
 from harness.run.plans import Block, Plan
@@ -76,6 +76,8 @@ def free_disk(path: str, need_gb: float, usage: Callable = shutil.disk_usage) ->
 
 
 def port_free(host: str, port: int) -> Finding:
+    if not is_port(port):  # port_open cannot connect to 99999999 either: that is no "free"
+        return Finding("FAIL", "port", f"{port!r} is not a TCP port (1 to 65535); fix the plan's port")
     if port_open(host, port):
         who = holder(port)
         return Finding(

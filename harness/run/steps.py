@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Union
 
+from harness.core.names import file_label
 from harness.run.context import BlockContext
 from harness.run.engine_defs import expand_vars, launch_argv
 from harness.run.plans import Block, Plan, Step
@@ -106,7 +107,7 @@ def _summarise(w: Where, o: dict) -> list[StepCall]:
             "summarise",
             [("labbook", w.notebook), ("label", label), ("record", True), ("markdown", True)],
             flag_options({"promise": o.get("promise"), "peak": o.get("peak"), "spares": o.get("spares")}),
-            [("tpot_chart", str(charts / f"{label}-tpot.png"))],
+            [("tpot_chart", str(charts / f"{file_label(label)}-tpot.png"))],
         )
         for label in o.get("labels", [])
     ]

@@ -57,11 +57,35 @@ FAULTS = (
     "gzip",
     "trickle-headers",
     "short-body",
+    # round two (issue 28): one fake server per class
+    "endless-headers",
+    "after-done",
+    "held-open",
+    "done-first",
+    "huge-usage",
+    "usage-lie",
+    "surrogate-error",
+    "surrogate-sse",
+    "dup-headers",
+    "early-hints",
+    "models-null",
+    "nan-metrics",
+    "big-metrics",
+    "echo-key",
 )
+# A server text with everything a terminal or an encoder chokes on: escape sequences, a bell, a
+# lone surrogate (as the JSON escape a server sends) and a carriage return.
+NASTY_TEXT = "bad \\u001b[31mred\\u001b[0m \\u0007bell \\ud800 lone \\r\\n end"
 # The faults a GET of /health or /metrics meets too (every other fault answers those 200; any
 # other GET is answered 404 whatever the fault).
 GET_FAULTS = ("no-headers", "trickle", "trickle-headers", "reset", "garbage", "http-500", "short-body")
 IDLE_METRICS = "# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 0\n"
+NAN_METRICS = (  # legal Prometheus: NaN and infinities
+    "# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing NaN\n"
+    "# TYPE llamacpp:requests_deferred gauge\nllamacpp:requests_deferred +Inf\n"
+    "# TYPE llamacpp:prompt_tokens_total counter\nllamacpp:prompt_tokens_total -Inf\n"
+)
+BIG_METRICS = IDLE_METRICS + "# TYPE pad gauge\n" + "".join(f'pad{{i="{i}"}} 1\n' for i in range(600_000))
 
 
 class _Handler(socketserver.BaseRequestHandler):
@@ -75,11 +99,20 @@ class _Handler(socketserver.BaseRequestHandler):
             return
         line = head.split(b"\r\n", 1)[0].decode("latin-1")
         srv.requests.append(line)
+        for h in head.split(b"\r\n")[1:]:
+            if h.lower().startswith(b"authorization:"):
+                srv.last_auth = h.split(b":", 1)[1].strip().decode("latin-1")
         if body:
             with contextlib.suppress(ValueError):
                 srv.bodies.append(json.loads(body))
         if " /v1/models" in line or line.startswith("GET /models"):
+            if srv.fault == "models-null":
+                return _send_json(sock, 200, {"object": "list", "data": None})
             return _send_json(sock, 200, {"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+        if line.startswith("GET /metrics") and srv.fault in ("nan-metrics", "big-metrics"):
+            with contextlib.suppress(OSError):  # the client stops reading a body past its cap
+                _send_text(sock, NAN_METRICS if srv.fault == "nan-metrics" else BIG_METRICS)
+            return None
         health = line.startswith(("GET /health", "GET /metrics"))
         if health and srv.fault not in GET_FAULTS:
             if line.startswith("GET /health"):
@@ -170,6 +203,75 @@ class _Handler(socketserver.BaseRequestHandler):
     def fault_http_500(self, sock, srv) -> None:
         _send_json(sock, 500, {"error": {"message": SERVER_MESSAGE}})
 
+    # -- round two ---------------------------------------------------------------------------------
+    def fault_endless_headers(self, sock, srv) -> None:  # headers that never end
+        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n")
+        n = 0
+        while not srv.stop.is_set():
+            n += 1
+            sock.sendall(b"X-Pad-%d: %s\r\n" % (n, b"y" * 4000))
+
+    def fault_after_done(self, sock, srv) -> None:  # 40 slow tokens after [DONE]
+        late = [event(chunk(f"late{i} ")) for i in range(40)]
+        _send_stream(sock, good_events(), srv, after=late, gap_after=0.05)
+
+    def fault_held_open(self, sock, srv) -> None:  # the answer complete, the connection held open
+        sock.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        for piece in good_events():
+            sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+        srv.stop.wait(srv.hold_s)
+
+    def fault_done_first(self, sock, srv) -> None:  # [DONE] before any token
+        _send_stream(sock, [b"data: [DONE]\n\n", *good_events()], srv)
+
+    def fault_huge_usage(self, sock, srv) -> None:  # counts of hundreds of digits
+        big = 10**300
+        usage = b'{"prompt_tokens": %d, "completion_tokens": %d}' % (big, big)
+        body = good_events()
+        body[-2] = b'data: {"id": "fake-1", "choices": [], "usage": %s}\n\n' % usage
+        _send_stream(sock, body, srv)
+
+    def fault_usage_lie(self, sock, srv) -> None:  # 50 deltas, usage says 1
+        body = [event(chunk(f"w{i} ")) for i in range(50)] + [event(chunk(finish="stop"))]
+        body += [event(chunk(usage={"prompt_tokens": 7, "completion_tokens": 1})), b"data: [DONE]\n\n"]
+        _send_stream(sock, body, srv)
+
+    def fault_surrogate_error(self, sock, srv) -> None:  # an error body no terminal or encoder likes
+        body = ('{"error": {"message": "%s"}, "id": "\\ud83d"}' % NASTY_TEXT).encode()
+        sock.sendall(
+            b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
+        )
+
+    def fault_surrogate_sse(self, sock, srv) -> None:  # the same text as an SSE error event
+        line = ('data: {"id": "\\udcff", "error": {"message": "%s"}}\n\n' % NASTY_TEXT).encode()
+        _send_stream(sock, [event(chunk("t0 ")), line], srv)
+
+    def fault_dup_headers(self, sock, srv) -> None:  # Content-Type and Content-Encoding twice each
+        sock.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Type: text/event-stream\r\n"
+            b"Content-Encoding: identity\r\nContent-Encoding: identity\r\nTransfer-Encoding: chunked\r\n"
+            b"Connection: close\r\n\r\n"
+        )
+        for piece in good_events():
+            sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
+        sock.sendall(b"0\r\n\r\n")
+
+    def fault_early_hints(self, sock, srv) -> None:  # 103 before the answer
+        sock.sendall(b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n")
+        _send_stream(sock, good_events(), srv)
+
+    def fault_models_null(self, sock, srv) -> None:
+        _send_stream(sock, good_events(), srv)
+
+    fault_nan_metrics = fault_big_metrics = fault_models_null
+
+    def fault_echo_key(self, sock, srv) -> None:  # echoes the Authorization header it was sent
+        auth = srv.last_auth or "(none)"
+        _send_json(sock, 401, {"error": {"message": f"invalid credentials in 'Authorization: {auth}'"}})
+
 
 def _read_request(sock) -> tuple[bytes, bytes]:
     data = b""
@@ -210,7 +312,7 @@ def _send_text(sock, text: str) -> None:
     )
 
 
-def _send_stream(sock, pieces: list[bytes], srv) -> None:
+def _send_stream(sock, pieces: list[bytes], srv, after: list[bytes] = (), gap_after: float = 0.0) -> None:
     sock.sendall(
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
         b"Connection: close\r\n\r\n"
@@ -219,6 +321,9 @@ def _send_stream(sock, pieces: list[bytes], srv) -> None:
     for piece in pieces:
         sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
         time.sleep(0.005)
+    for piece in after:  # what a server sends after the stream's end
+        time.sleep(gap_after)
+        sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
     sock.sendall(b"0\r\n\r\n")
 
 
@@ -239,6 +344,7 @@ class HostileServer:
         self.stop = threading.Event()
         self.requests: list[str] = []
         self.bodies: list = []  # the JSON bodies of the requests, as sent
+        self.last_auth: str | None = None  # the Authorization header last sent (echo-key echoes it)
         self._tcp = _TCP(("127.0.0.1", 0), _Handler)
         self._tcp.owner = self  # type: ignore[attr-defined]
         self.port = self._tcp.server_address[1]

@@ -60,7 +60,7 @@ def request(port: int, busy_s: float = 0.0):
     parser = StreamParser(time.perf_counter())
     conn = pool.acquire()
     time.sleep(0.05)  # the kernel turns receive stamping on a moment after the first socket asks
-    parser.s.t_sent = conn.send(
+    parser.s.t_sent, parser.s.t_written = conn.send(
         pool.request_bytes("/v1/chat/completions", b"{}", {"Accept": "text/event-stream"})
     )
     time.sleep(busy_s)

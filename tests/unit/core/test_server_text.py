@@ -1,0 +1,65 @@
+"""Server text made safe (issue 28, classes 2 and 6): secrets redacted, no control character or
+escape sequence, always encodable, bounded."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness.core.server_text import REDACTED, keep_secret, redact, safe_text
+from harness.core.stream import StreamParser, error_message
+from harness.io.http import auth_headers
+
+KEY = "sk-test-9f8e7d6c5b4a"
+
+
+def test_a_key_echoed_by_the_server_is_redacted_from_the_error():
+    auth_headers(KEY)  # the one place a key becomes a header registers it
+    body = {"error": {"message": f"bad header Authorization: Bearer {KEY}; also saw {KEY}x"}}
+    text = error_message(body)
+    assert KEY not in text and REDACTED in text
+
+
+def test_a_key_in_a_stream_error_never_reaches_the_sample():
+    keep_secret(KEY)
+    p = StreamParser(0.0)
+    p.feed(b"error: token " + KEY.encode() + b" rejected", 0.1)
+    s = p.finish(0.2)
+    assert not s.ok and KEY not in s.error and REDACTED in s.error
+
+
+def test_bearer_tokens_and_url_passwords_are_redacted_whoever_owns_them():
+    out = redact("sent Bearer abc.DEF-123 to http://alice:s3cret@host:8000/v1", secrets=set())
+    assert "abc.DEF-123" not in out and "s3cret" not in out and "alice" not in out
+
+
+def test_escape_sequences_and_control_characters_never_reach_the_terminal():
+    out = safe_text("\x1b[31mred\x1b[0m \x1b]0;title\x07 bell\x07 nul\x00 del\x7f \r\nnext")
+    assert all(c.isprintable() for c in out) and "\x1b" not in out
+    assert "red" in out and "next" in out
+
+
+def test_lone_surrogates_become_encodable():
+    text = json.loads('"model \\ud800 x \\udfff"')
+    out = safe_text(text)
+    out.encode("utf-8")  # no UnicodeEncodeError
+    assert out.startswith("model")
+
+
+@given(st.text(), st.integers(2, 400))
+def test_safe_text_is_always_one_printable_encodable_bounded_line(text, limit):
+    out = safe_text(text, limit)
+    out.encode("utf-8")
+    assert len(out) <= limit
+    assert all(c.isprintable() for c in out)
+
+
+SECRET_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"
+
+
+@given(st.text(alphabet=SECRET_CHARS, min_size=8, max_size=40), st.text(max_size=200))
+def test_a_known_secret_never_survives_redaction(secret, around):
+    out = redact(around + secret + around, {secret})
+    assert secret not in out

@@ -1,0 +1,103 @@
+"""The stream's true end and the usage count's sanity (issue 28, classes 2 and 3): pure parsing."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness.core.levels import aggregate, sample_record
+from harness.core.stream import MAX_COUNT, StreamParser, usage_disagreement
+
+
+def _data(obj) -> bytes:
+    return b"data: " + json.dumps(obj).encode()
+
+
+def _tok(text: str) -> bytes:
+    return _data({"id": "c1", "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]})
+
+
+FINISH = _data({"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+
+
+def _usage(n) -> bytes:
+    return b'data: {"id": "c1", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": %s}}' % (
+        str(n).encode()
+    )
+
+
+def _run(lines: list[bytes], times: list[float] | None = None):
+    p = StreamParser(0.0)
+    for i, line in enumerate(lines):
+        p.feed(line, times[i] if times else 0.01 * (i + 1))
+        p.feed(b"", times[i] if times else 0.01 * (i + 1))
+    return p.finish(10.0)
+
+
+def test_events_after_done_are_not_part_of_the_answer():
+    lines = [_tok("a"), _tok("b"), FINISH, _usage(2), b"data: [DONE]"]
+    late = [_tok(f"late{i}") for i in range(40)]
+    s = _run(lines + late, [0.1, 0.102, 0.103, 0.103, 0.104] + [5.0 + i for i in range(40)])
+    assert s.ok and s.output_tokens == 2 and s.text == "ab"
+    assert s.token_times == [0.1, 0.102]  # the 40 late deltas never reach the TPOT or the ITL
+    assert len(s.itl) == 1 and abs(s.itl[0] - 0.002) < 1e-9
+
+
+def test_done_before_any_token_is_a_failure_with_its_reason():
+    s = _run([b"data: [DONE]", _tok("after"), FINISH])
+    assert not s.ok and s.error.startswith("NoText") and "[DONE]" in s.error
+    s = _run([FINISH, b"data: [DONE]", _tok("after")])
+    assert not s.ok and s.error.startswith("NoText")
+
+
+def test_a_huge_usage_count_is_flagged_and_never_a_rate():
+    s = _run([_tok("a"), _tok("b"), FINISH, _usage(10**8), b"data: [DONE]"])
+    assert s.ok and s.output_tokens == 2 and s.token_source == "usage-rejected"
+    assert "far above the 2 text deltas" in s.usage_note
+    rec = aggregate([s], 1, 1.0, 2.0, 0.1)
+    assert rec["output_tokens"] == 2 and rec["output_tokens_per_s"] < 10
+    assert rec["token_counts"] == "usage-rejected"
+    assert sample_record(s, "x", 1)["usage_note"] == s.usage_note
+
+
+def test_one_usage_token_for_fifty_deltas_is_flagged():
+    s = _run([_tok(f"w{i} ") for i in range(50)] + [FINISH, _usage(1), b"data: [DONE]"])
+    assert s.token_source == "usage-rejected" and s.output_tokens == 50 and "under half" in s.usage_note
+
+
+def test_a_usage_count_past_any_request_is_no_count():
+    s = _run([_tok("a"), _tok("b"), FINISH, _usage(10**16), b"data: [DONE]"])
+    assert s.token_source == "usage-rejected" and "not a token count" in s.usage_note
+
+
+def test_integers_of_hundreds_of_digits_never_overflow():
+    big = 10**300
+    line = b'data: {"choices": [], "usage": {"prompt_tokens": %d, "completion_tokens": %d, ' % (big, big)
+    line += b'"prompt_tokens_details": {"cached_tokens": %d}}}' % big
+    s = _run([_tok("a"), FINISH, line, b"data: [DONE]"])
+    assert s.prompt_tokens is None and s.cached_tokens is None and s.output_tokens == 1
+    assert s.token_source == "usage-rejected" and "301 digits" in s.usage_note
+    rec = aggregate([s], 1, 1.0, 2.0, 0.1)  # the level is built: no OverflowError
+    assert rec["prompt_tokens_mean"] is None
+
+
+def test_a_plausible_usage_count_is_taken():
+    s = _run([_tok("a"), _tok("b"), FINISH, _usage(3), b"data: [DONE]"])
+    assert s.token_source == "usage" and s.output_tokens == 3 and s.usage_note is None
+
+
+@given(deltas=st.integers(1, 10**6), claimed=st.integers(-(10**20), 10**20))
+def test_usage_check_takes_only_counts_within_its_stated_range(deltas, claimed):
+    note = usage_disagreement(claimed, deltas)
+    plausible = 0 <= claimed <= MAX_COUNT and 2 * claimed >= deltas
+    plausible = plausible and claimed <= max(64 * deltas, deltas + 4096)
+    assert (note is None) == plausible
+    if note is not None:
+        assert str(deltas) in note or "not a token count" in note
+
+
+@given(deltas=st.integers(1, 10**6))
+def test_usage_equal_to_the_deltas_is_always_taken(deltas):
+    assert usage_disagreement(deltas, deltas) is None

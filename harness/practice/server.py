@@ -88,6 +88,7 @@ def _serve_until_signal(
     for line in app.load_log_lines():
         app._log(line)
     quiet_gc(loop, app)
+    port = server.sockets[0].getsockname()[1]  # the port it got (--port 0: one the system chose)
     p = profile.raw
     scheme = "https" if tls else "http"
     print(

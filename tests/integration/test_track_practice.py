@@ -30,8 +30,10 @@ def test_track_practice_writes_a_report_on_a_free_port_in_under_3_minutes(tmp_pa
     took = time.monotonic() - started
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     port = int(re.search(r"==> PRACTICE_PORT: free port (\d+)", done.stdout).group(1))
-    assert f"--base-url http://127.0.0.1:{port}/v1" in done.stdout and not port_open("127.0.0.1", port)
     manifest = json.loads((run_dir / "manifest.json").read_text())
+    commands = [s.get("command") or "" for s in manifest["steps"]]
+    assert any(f"practice --profile kit --host 127.0.0.1 --port {port} " in c for c in commands), commands
+    assert not port_open("127.0.0.1", port)  # stopped, the port proven free
     statuses = {s["id"]: s["status"] for s in manifest["steps"]}
     assert set(statuses.values()) == {"passed"}, statuses
     kinds = {"sweep:practice-baseline", "prefix", "probe", "measure", "admission", "recovery", "report"}

@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import threading
+from urllib.parse import urlsplit
 
 from harness import __version__
 from harness.cli import (
@@ -170,9 +171,22 @@ def _reader_gone() -> int:
     return 141
 
 
+def with_api_path(base_url: str) -> str:
+    """An OpenAI base URL given without a path (``http://h:8000``) means ``http://h:8000/v1``, as
+    every engine here serves it; one with a path is kept as given."""
+    parts = urlsplit(base_url)
+    if parts.scheme in ("http", "https") and parts.netloc and not parts.path.strip("/"):
+        return parts._replace(path="/v1").geturl()
+    return base_url
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parse(parser, argv)
+    given = getattr(args, "base_url", None)
+    if isinstance(given, str) and with_api_path(given) != given:  # the same URL form for every command
+        args.base_url = with_api_path(given)
+        print(f"    --base-url {given} has no path: using {args.base_url}", flush=True)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

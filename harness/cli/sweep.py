@@ -270,15 +270,8 @@ def plan_from(args) -> SweepPlan:
     )
 
 
-def chat_url_note(base_url: str, root: str, base_path: str) -> str:
-    """The chat URL the load uses, and what was added to ``--base-url`` to make it."""
-    url = f"{root}{base_path}/chat/completions"
-    added = " (/v1 added: --base-url had no path)" if not urlsplit(base_url).path.strip("/") else ""
-    return url + added
-
-
 def print_plan(args, plan: SweepPlan) -> None:
-    print(f"==> {args.label}: {args.model} at {chat_url_note(args.base_url, plan.root, plan.base_path)}")
+    print(f"==> {args.label}: {args.model} at {plan.root}{plan.base_path}/chat/completions")
     print(
         f"    prompt set {args.prompt_file or args.prompt_set}, at least {args.requests} request(s) per level"
         f"{f' and {args.min_rounds} per worker' if args.min_rounds else ''}, max_tokens {args.max_tokens}, "

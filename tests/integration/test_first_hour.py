@@ -35,7 +35,22 @@ def test_base_url_without_v1_says_the_url_it_used(practice, tmp_path):
     server = practice("kit")
     done = sweep(server.root, tmp_path / "book.md", "--label", "bare")
     assert done.returncode == 0, done.stderr
-    assert f"at {server.root}/v1/chat/completions (/v1 added: --base-url had no path)" in done.stdout
+    assert f"    --base-url {server.root} has no path: using {server.base_url}\n" in done.stdout
+    assert f"at {server.root}/v1/chat/completions\n" in done.stdout
+    for command in ("probe", "measure"):  # the same URL form for every command that takes one
+        other = harness(
+            command,
+            "--engine",
+            "practice",
+            "--base-url",
+            server.root,
+            "--model",
+            "local-chat",
+            "--labbook",
+            str(tmp_path / "o.md"),
+        )
+        assert f"--base-url {server.root} has no path: using {server.base_url}" in other.stdout, other.stderr
+        assert other.returncode == 0, other.stdout[-1500:] + other.stderr[-1500:]
     with_v1 = sweep(server.base_url, tmp_path / "book.md", "--label", "v1")
     assert with_v1.returncode == 0 and f"at {server.base_url}/chat/completions\n" in with_v1.stdout
 

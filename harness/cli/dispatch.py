@@ -174,7 +174,10 @@ def _reader_gone() -> int:
 def with_api_path(base_url: str) -> str:
     """An OpenAI base URL given without a path (``http://h:8000``) means ``http://h:8000/v1``, as
     every engine here serves it; one with a path is kept as given."""
-    parts = urlsplit(base_url)
+    try:
+        parts = urlsplit(base_url)
+    except ValueError:
+        return base_url  # the command says what is wrong with it, in its own words
     if parts.scheme in ("http", "https") and parts.netloc and not parts.path.strip("/"):
         return parts._replace(path="/v1").geturl()
     return base_url

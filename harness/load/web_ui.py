@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 import os
 import sys
 import time
@@ -126,7 +127,7 @@ def _stop_if_failing(environment) -> bool:
     if why is None:
         return False
     STATUS["stopped"] = why
-    print(f"harness: {why}", file=sys.stderr, flush=True)
+    logging.getLogger("harness").warning(why)  # Locust's log, and so its Logs tab too
     gevent.spawn(runner.stop)  # not from a user's greenlet, which the stop kills
     return True
 

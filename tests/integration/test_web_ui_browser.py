@@ -491,5 +491,7 @@ def test_the_load_stops_by_itself_when_every_request_fails(browser, practice, tm
         assert 10 <= failed < 1000, failed  # not thousands: it stopped within a few hundred
         time.sleep(2)
         assert int(number(stable_exact(browser)["failed"])) == failed  # and sent nothing more
+        logs = requests.get(url + "/logs", timeout=5).json()["master"]  # the Logs tab says it too
+        assert any(why in line for line in logs), logs[-5:]
     finally:
         stop_process(proc)

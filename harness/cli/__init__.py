@@ -1,7 +1,19 @@
 """The ``harness`` command line: one thin module per subcommand (parse, call, render), each with
 ``add_parser(subparsers)`` and ``run(args) -> int``; ``dispatch`` builds the parser and turns a
-HarnessError into one line and an exit code."""
+HarnessError into one line and an exit code.
 
-from harness.cli.dispatch import COMMANDS, build_parser, main, stop_on_sigterm
+The names below are loaded on first use, not when the package is imported: ``python -m
+harness.cli sweep`` imports this package before ``harness.entry`` can monkey-patch for gevent,
+and the subcommands' imports (``ssl`` through ``requests``) must come after that patch."""
+
+from __future__ import annotations
 
 __all__ = ["COMMANDS", "build_parser", "main", "stop_on_sigterm"]
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        from harness.cli import dispatch
+
+        return getattr(dispatch, name)
+    raise AttributeError(f"module 'harness.cli' has no attribute {name!r}")

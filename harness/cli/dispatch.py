@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import copy
+import difflib
 import os
 import sys
+from urllib.parse import urlsplit
 
 from harness import __version__, signals
 from harness.cli import (
@@ -90,6 +92,19 @@ class HarnessParser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("formatter_class", DefaultsFormatter)
         super().__init__(*args, **kwargs)
+        self._words: list[str] = []
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._words = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message: str):
+        # a required option reported missing may be one the user typed wrong: say which
+        if "required" in message and not message.startswith("unrecognized"):
+            hints = _suggestions(self, self._words)
+            if hints:
+                message = f"{message} ({'; '.join(hints)})"
+        super().error(message)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -98,7 +113,39 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMANDS:
         module.add_parser(sub)
+    parser.set_defaults(_subparsers=sub.choices)
     return parser
+
+
+def _suggestions(parser: argparse.ArgumentParser, words: list[str]) -> list[str]:
+    """``did you mean --concurrency?`` for each word that looks like an option the parser lacks."""
+    flags = [f for action in parser._actions for f in action.option_strings if f.startswith("--")]
+    hints = []
+    for word in words:
+        name = word.split("=", 1)[0]
+        if name.startswith("--") and not any(f.startswith(name) for f in flags):
+            near = difflib.get_close_matches(name, flags, n=1, cutoff=0.6)
+            hints.append(
+                f"{name} is no option of {parser.prog}" + (f"; did you mean {near[0]}?" if near else "")
+            )
+    return hints
+
+
+def unknown_options(parser: argparse.ArgumentParser, unknown: list[str]) -> str:
+    """One line for options a subcommand does not have, with the nearest option of each:
+    ``unrecognized arguments: --concurency 1,2 (--concurency ...; did you mean --concurrency?)``."""
+    hints = _suggestions(parser, unknown)
+    return f"unrecognized arguments: {' '.join(unknown)}" + (f" ({'; '.join(hints)})" if hints else "")
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """Parse the command line; options a subcommand does not know get that subcommand's usage and
+    a suggestion (argparse alone answers with the top-level usage and no hint)."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        command = (getattr(args, "_subparsers", None) or {}).get(getattr(args, "command", None))
+        (command or parser).error(unknown_options(command or parser, unknown))
+    return args
 
 
 def stop_on_sigterm() -> None:
@@ -119,9 +166,25 @@ def _reader_gone() -> int:
     return 141
 
 
+def with_api_path(base_url: str) -> str:
+    """An OpenAI base URL given without a path (``http://h:8000``) means ``http://h:8000/v1``, as
+    every engine here serves it; one with a path is kept as given."""
+    try:
+        parts = urlsplit(base_url)
+    except ValueError:
+        return base_url  # the command says what is wrong with it, in its own words
+    if parts.scheme in ("http", "https") and parts.netloc and not parts.path.strip("/"):
+        return parts._replace(path="/v1").geturl()
+    return base_url
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
+    given = getattr(args, "base_url", None)
+    if isinstance(given, str) and with_api_path(given) != given:  # the same URL form for every command
+        args.base_url = with_api_path(given)
+        print(f"    --base-url {given} has no path: using {args.base_url}", flush=True)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

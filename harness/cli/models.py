@@ -42,10 +42,10 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from harness.io import model_fetch
+    from harness.io import download_table
 
-    table = model_fetch.load_table()
-    chosen = model_fetch.formats_for(
+    table = download_table.load_table()
+    chosen = download_table.formats_for(
         table, args.track and args.track.lower().removeprefix("track-"), args.formats
     )
     library = Path(args.library).expanduser()
@@ -58,7 +58,7 @@ def run(args) -> int:
 
 def _dry_run(args, table: dict, chosen: list[tuple[str, dict]], library: Path, what: str) -> int:
     """Print each format's plan and the listed sizes; with --ask-hub, hf's own dry-run totals."""
-    from harness.io import model_fetch
+    from harness.io import download_table
 
     print(
         f"==> {what}: {len(chosen)} format(s) into {library} (dry run: nothing is downloaded; "
@@ -66,10 +66,10 @@ def _dry_run(args, table: dict, chosen: list[tuple[str, dict]], library: Path, w
     )
     total = 0.0
     for key, fmt in chosen:
-        for line in model_fetch.plan_lines(key, fmt, library):
+        for line in download_table.plan_lines(key, fmt, library):
             print(line if line.startswith("    ") else "  " + line)
         if fmt["kind"] != "lemonade":  # Lemonade's copy is the same file again, in its own cache
-            total += model_fetch.approx_bytes(fmt)
+            total += download_table.approx_bytes(fmt)
         if args.ask_hub and fmt["kind"] == "repo":
             print(_hub_today(fmt, library))
     extra = (
@@ -83,10 +83,10 @@ def _dry_run(args, table: dict, chosen: list[tuple[str, dict]], library: Path, w
 
 def _hub_today(fmt: dict, library: Path) -> str:
     """The line comparing ``hf download … --dry-run``'s count and total with the table's."""
-    from harness.io import model_fetch
+    from harness.io import download_table, model_fetch
 
-    rc, out = model_fetch.run_tool(model_fetch.hf_argv(fmt, library, dry_run=True), lambda s: None)
-    got = model_fetch.parse_hf_dry_run(out) if rc == 0 else None
+    rc, out = model_fetch.run_tool(download_table.hf_argv(fmt, library, dry_run=True), lambda s: None)
+    got = download_table.parse_hf_dry_run(out) if rc == 0 else None
     if got is None:
         return f"    hub today: no dry-run total (hf exit {rc})"
     same = "as listed" if got["files"] == fmt["files"] else f"listed {fmt['files']}: the repository changed"
@@ -95,12 +95,12 @@ def _hub_today(fmt: dict, library: Path) -> str:
 
 def _fetch_all(args, chosen: list[tuple[str, dict]], library: Path, what: str) -> int:
     """Fetch and check each format, print what passed, record it; 1 if any format failed."""
-    from harness.io import model_fetch
+    from harness.io import download_table, model_fetch
 
     print(f"==> {what}: {len(chosen)} format(s) into {library}")
     failed = []
     for key, fmt in chosen:
-        print(f"==> {key}: {fmt['title']} (listed: {model_fetch.listed(fmt)})")
+        print(f"==> {key}: {fmt['title']} (listed: {download_table.listed(fmt)})")
         try:
             rec = model_fetch.fetch(key, fmt, library, print, args.endpoint)
         except HarnessError as exc:

@@ -24,11 +24,12 @@ from harness.core.records import (
     LevelRecord,
     Objectives,
     ServerInfo,
+    is_level,
 )
-from harness.errors import ConfigError
+from harness.errors import ConfigError, TargetError
 from harness.io.progress import LevelProgress
 from harness.core import words
-from harness.io.notebook import check_writable
+from harness.io.notebook import check_writable, read_records
 from harness.load import sweep as sweeping  # no Locust yet: harness.load.runner is imported when load runs
 from harness.load.sweep import SweepPlan
 
@@ -42,7 +43,9 @@ def add_parser(sub) -> None:
         "JSON line per level to the notebook.",
     )
     p.add_argument(
-        "--base-url", default="http://127.0.0.1:8000/v1", help="OpenAI-compatible base URL ending in /v1"
+        "--base-url",
+        default="http://127.0.0.1:8000/v1",
+        help="the server, with or without /v1 (http://HOST:PORT means http://HOST:PORT/v1)",
     )
     p.add_argument("--model", required=True, help="model name the server reports at /v1/models")
     p.add_argument("--concurrency", default="1,5,10,20", help="comma-separated levels, run in order")
@@ -82,6 +85,12 @@ def add_parser(sub) -> None:
         "--slo-tpot", type=float, default=DEFAULT_SLO_TPOT_S, help="goodput objective for TPOT, seconds"
     )
     p.add_argument("--label", default="run")
+    p.add_argument(
+        "--append",
+        action="store_true",
+        help="add this run's levels to a label that already has levels in the notebook, without "
+        "the warning (summarise then shows the levels of both runs)",
+    )
     p.add_argument("--engine", default=UNKNOWN)
     p.add_argument("--engine-version", default=UNKNOWN)
     p.add_argument("--host-desc", default=UNKNOWN, help="machine description for the record")
@@ -261,8 +270,8 @@ def plan_from(args) -> SweepPlan:
     )
 
 
-def print_plan(args) -> None:
-    print(f"==> {args.label}: {args.model} at {args.base_url}")
+def print_plan(args, plan: SweepPlan) -> None:
+    print(f"==> {args.label}: {args.model} at {plan.root}{plan.base_path}/chat/completions")
     print(
         f"    prompt set {args.prompt_file or args.prompt_set}, at least {args.requests} request(s) per level"
         f"{f' and {args.min_rounds} per worker' if args.min_rounds else ''}, max_tokens {args.max_tokens}, "
@@ -281,17 +290,46 @@ def print_plan(args) -> None:
         )
 
 
+def label_warning(labbook: str, label: str) -> str | None:
+    """The warning for a sweep into a label that already has levels in the notebook, or None."""
+    if not Path(labbook).is_file():
+        return None
+    levels = [r for r in read_records(labbook, "level", select=is_level).records if r.get("label") == label]
+    if not levels:
+        return None
+    crowds = ", ".join(str(r["concurrency"]) for r in levels)
+    return (
+        f"label {label!r} already has {len(levels)} level(s) in {labbook} (c = {crowds}); this run's "
+        "levels are added to them and summarise shows both runs' rows; pass --append to mean it, "
+        "or give a new --label"
+    )
+
+
+def refuse_plain_http(plan: SweepPlan) -> None:
+    """An https URL to a plain-HTTP port, said at once (TargetError) instead of at the bound."""
+    from harness.load import runner  # noqa: F401  (Locust patches ssl: it must come before ssl is imported)
+    from harness.io import endpoint_proof
+
+    mismatch = endpoint_proof.plain_http_behind_https(plan.root + plan.base_path)
+    if mismatch:
+        raise TargetError(mismatch)
+
+
 def run(args) -> int:
     plan = plan_from(args)
     check_writable(plan.labbook)  # before the first level, not after it (it would be lost)
+    warning = None if args.append else label_warning(plan.labbook, args.label)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
     check_writable(plan.samples_path, "--samples")
+    refuse_plain_http(plan)
     listed = sweeping.list_models(plan)
     if listed and args.model not in listed:
         print(
             f"warning: the server lists {', '.join(map(str, listed))}, not {args.model!r}; requests may fail",
             file=sys.stderr,
         )
-    print_plan(args)
+    print_plan(args, plan)
     if not args.no_endpoint_check:
         print_endpoint(sweeping.prove_endpoint(plan, listed))
     written: list[dict] = []

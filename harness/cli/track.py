@@ -5,10 +5,15 @@ every command the plan would run, and starts nothing."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
+import yaml
+
 from harness.errors import ConfigError
-from harness.run.plans import load_plan
+from harness.run.plans import find_plan, load_plan
+
+FREE = "free"  # a plan variable with this value is given a port no one holds (tracks/practice.yaml)
 
 
 def add_parser(sub) -> None:
@@ -17,7 +22,7 @@ def add_parser(sub) -> None:
         help="run a track plan end to end (engines, sweeps, checks, report)",
         description="Run a track plan (tracks/*.yaml) into a run directory.",
     )
-    p.add_argument("plan", help="plan file, or a name in tracks/ (cpu, s, n, x, m)")
+    p.add_argument("plan", help="plan file, or a name in tracks/ (practice, cpu, s, n, x, m)")
     p.add_argument("--dry-run", action="store_true", help="print every command in order; start nothing")
     p.add_argument(
         "--resume",
@@ -58,12 +63,36 @@ def parse_sets(items: list[str]) -> dict[str, str]:
     return out
 
 
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing holds now (the system's pick)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def free_ports(plan: str, sets: dict[str, str]) -> dict[str, str]:
+    """``--set`` values for the plan's variables whose value is ``free`` and that ``--set`` leaves
+    alone: a free port each, chosen here before the plan loads (the runner still refuses a port
+    that is busy by the time its engine starts)."""
+    try:
+        variables = (yaml.safe_load(find_plan(plan).read_text(encoding="utf-8")) or {}).get("variables") or {}
+    except (OSError, yaml.YAMLError):
+        return {}  # load_plan says what is wrong with the file
+    if not isinstance(variables, dict):
+        return {}
+    return {k: str(free_port()) for k, v in variables.items() if v == FREE and k not in sets}
+
+
 def run(args) -> int:
     from harness.report.run_report import headline_lines, headlines, levels_in, plan_pairs
     from harness.run.run_dirs import fresh_run_dir, latest_run_dir
     from harness.run.runner import Runner
 
-    plan = load_plan(args.plan, args.tier, parse_sets(args.set), args.rehearse, args.quick, args.dry_run)
+    sets = parse_sets(args.set)
+    chosen = free_ports(args.plan, sets)
+    for name, port in chosen.items():
+        print(f"==> {name}: free port {port} (--set {name}=PORT to choose one)", flush=True)
+    plan = load_plan(args.plan, args.tier, {**sets, **chosen}, args.rehearse, args.quick, args.dry_run)
     if args.run_dir:
         run_dir = Path(args.run_dir)
     elif args.resume:

@@ -23,6 +23,8 @@ TIMELINE_FIELDS = (
     "ttft_p95_s",
     "tpot_p50_s",
     "tpot_p95_s",
+    "itl_p50_s",
+    "itl_p95_s",
 )
 
 
@@ -76,13 +78,39 @@ def exact_rows(samples: list[Sample], wall_s: float, in_flight: int, locust_stat
     return rows
 
 
+def phase_rows(
+    phases: list[dict], samples: list[Sample], now: float, in_flight: int, state: str
+) -> list[dict]:
+    """The Exact tab's rows when the user count changed during the test: one block per phase
+    (``phases``: ``start`` on the samples' clock and ``users``, in order), each phase's requests
+    being those sent from its start to the next one's, its wall clock that span; metric names
+    start with ``phase N (U users):``. One phase: the plain ``exact_rows``."""
+    if len(phases) <= 1:
+        start = phases[0]["start"] if phases else now
+        return exact_rows(samples, max(now - start, 0.0), in_flight, state)
+    rows: list[dict] = []
+    for n, phase in enumerate(phases, 1):
+        last = n == len(phases)
+        end = now if last else phases[n]["start"]
+        mine = [s for s in samples if phase["start"] <= s.t_send < end]
+        block = exact_rows(mine, max(end - phase["start"], 0.0), in_flight if last else 0, state)
+        if not last:
+            block = [r for r in block if r["metric"] not in ("state", "in flight now")]
+        users = phase["users"]
+        prefix = f"phase {n} ({users} user{'' if users == 1 else 's'}): "
+        rows += [{**r, "metric": prefix + r["metric"]} for r in block]
+    return rows
+
+
 def timeline_point(samples: list[Sample], t0: float, now: float, window_s: float, in_flight: int) -> dict:
     """One point of the live charts: requests finished in the last ``window_s`` seconds (their
-    output tokens per second over the window, TTFT and TPOT p50/p95) and the requests in flight."""
+    output tokens per second over the window, TTFT, TPOT and ITL p50/p95) and the requests in
+    flight."""
     span = max(min(window_s, now - t0), 1e-9)
     recent = [s for s in samples if s.ok and s.t_end is not None and now - span < s.t_end <= now]
     ttft = spread([s.ttft for s in recent if s.ttft is not None], 4)
     tpot = spread([s.tpot for s in recent if s.tpot is not None], 5)
+    itl = spread([gap for s in recent for gap in s.itl], 5)
     return {
         "t_s": round(now - t0, 1),
         "in_flight": in_flight,
@@ -91,6 +119,8 @@ def timeline_point(samples: list[Sample], t0: float, now: float, window_s: float
         "ttft_p95_s": ttft.p95,
         "tpot_p50_s": tpot.p50,
         "tpot_p95_s": tpot.p95,
+        "itl_p50_s": itl.p50,
+        "itl_p95_s": itl.p95,
     }
 
 
@@ -102,3 +132,31 @@ def csv_text(rows: list[dict], columns: tuple[str, ...]) -> str:
 
     lines = [",".join(columns)] + [",".join(cell(r.get(c)) for c in columns) for r in rows]
     return "\n".join(lines) + "\n"
+
+
+def failing_streak(samples: list[Sample], users: int, min_span_s: float = 2.0) -> str | None:
+    """Why the web UI should stop sending, or None: every request that finished in the last
+    ``min_span_s`` seconds or more failed (at least ``max(10, 2 x users)`` of them in a row), or so
+    many in a row failed (``max(200, 10 x users)``: a refusing port fails thousands a second) that
+    waiting longer would only add failures. ``samples`` in the order they finished."""
+    n = 0
+    for s in reversed(samples):
+        if s.ok:
+            break
+        n += 1
+    if n == 0:
+        return None
+    streak = samples[-n:]
+    ends = [s.t_end for s in streak if s.t_end is not None]
+    span = (max(ends) - min(ends)) if ends else 0.0
+    if n >= max(200, 10 * users) or (n >= max(10, 2 * users) and span >= min_span_s):
+        return (
+            f"stopped sending: the last {n} requests all failed, over {span:.1f} s "
+            f"(last: {failure_text(streak[-1].error)}); fix the server or the form, then start again"
+        )
+    return None
+
+
+def failure_text(error: str | None) -> str:
+    """An error's first line, cut to 160 characters."""
+    return ((error or "unknown").strip().splitlines() or ["unknown"])[0][:160]

@@ -4,6 +4,10 @@ the prompts. ``verdict`` is pure; ``observe`` does the three requests."""
 
 from __future__ import annotations
 
+import socket
+import ssl
+from urllib.parse import urlsplit
+
 from harness.core.bounds import Bounds
 from harness.errors import TargetError
 from harness.io.http import auth_headers, request, stream_chat
@@ -71,10 +75,33 @@ def observe(
     }
 
 
+HTML_MARKS = ("<!doctype", "<html", "<head", "<body", "<title")
+
+
+def not_openai(error: str | None) -> str | None:
+    """Why a failed proof request means the server is no OpenAI-compatible one (its chat route
+    answered 501, or a web page), in one line; None for any other failure."""
+    text = (error or "").strip()
+    status = text.split(":", 1)[0]
+    if status == "HTTP 501":
+        why = "its chat route answered HTTP 501 (not implemented)"
+    elif any(mark in text.lower() for mark in HTML_MARKS):
+        why = f"its chat route answered {status if status.startswith('HTTP') else 'with'} a web page (HTML)"
+    else:
+        return None
+    return (
+        f"not an OpenAI-compatible server: {why}; point the URL at the server's OpenAI API "
+        "(llama-server, vLLM and the practice server serve it under /v1)"
+    )
+
+
 def verdict(seen: dict, longest_prompt_tokens: int, max_tokens: int) -> list[str]:
     """Warnings to print; raises TargetError when the endpoint cannot carry the sweep."""
     if not seen["ok"]:
-        raise TargetError(f"the proof request failed ({seen['error']}); fix the endpoint before loading it")
+        raise TargetError(
+            not_openai(seen["error"])
+            or f"the proof request failed ({seen['error']}); fix the endpoint before loading it"
+        )
     if not seen["text_fields"]:
         raise TargetError(
             "the proof request returned no text in content, reasoning or tool calls; check the "
@@ -103,3 +130,36 @@ def estimate_tokens(text: str) -> int:
     """About one token per four characters of English text: a prompt set that clearly cannot fit is
     caught here; one that misses by a few tokens is left to the server's own 400."""
     return len(text) // 4 + 1
+
+
+def _answers_plain_http(host: str, port: int, timeout: float) -> bool:
+    """Whether ``host:port`` answers a plain-text HTTP request with an HTTP status line."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(f"GET / HTTP/1.0\r\nHost: {host}\r\n\r\n".encode())
+            return sock.recv(16).startswith(b"HTTP/")
+    except OSError:
+        return False
+
+
+def plain_http_behind_https(base_url: str, timeout: float = 2.0) -> str | None:
+    """For an https URL: one line when its port speaks plain HTTP (the TLS handshake gets no TLS
+    answer, within ``timeout``, and a plain request gets an HTTP one), else None. Without it such a
+    server either garbles the handshake or waits for the rest of it until the request's whole bound."""
+    parts = urlsplit(base_url)
+    if parts.scheme != "https" or not parts.hostname:
+        return None
+    host, port = parts.hostname, parts.port or 443
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            context = ssl._create_unverified_context()  # only the handshake is in question here
+            with context.wrap_socket(sock, server_hostname=host):
+                return None
+    except (ssl.SSLError, TimeoutError, socket.timeout, ConnectionResetError):
+        pass  # no TLS answer: ask in plain HTTP
+    except OSError:
+        return None  # refused, unresolvable: the proof says that in its own words
+    if not _answers_plain_http(host, port, timeout):
+        return None
+    plain = parts._replace(scheme="http").geturl()
+    return f"{base_url} names TLS, but {host}:{port} speaks plain HTTP (no TLS handshake); use {plain}"

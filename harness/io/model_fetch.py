@@ -1,183 +1,28 @@
-"""Get the model in each format a track uses (``harness models``).
+"""Get the model in each format a track uses (``harness models``): run the download tools and
+check what they brought.
 
-The table ``harness/data/downloads.yaml`` says where each format comes from and what the hub listed
-for it. Downloads go through the ``hf`` CLI into the seeds' library layout (``<library>/<owner>/<repo>``),
+Downloads go through the ``hf`` CLI into the seeds' library layout (``<library>/<owner>/<repo>``),
 a single GGUF file is checked against the SHA-256 the hub publishes for it, multi-file formats are
 checked by file count and ``config.json``, and Lemonade gets the exact file registered under a
-``user.`` name. Each format fetched becomes a ``model-fetch`` record in the notebook.
+``user.`` name. Each format fetched becomes a ``model-fetch`` record in the notebook. What to fetch
+and the commands are ``harness.io.download_table``'s; the checks ``harness.io.model_checks``'.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import re
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Callable
 
 import requests
-import yaml
 
-from harness import paths
-from harness.io.http import auth_headers
 from harness.core.records import ModelFetch, iso_utc_stamp
-from harness.errors import ConfigError, InstallError
+from harness.errors import InstallError
+from harness.io.download_table import hf_argv, lemonade_argv, listed, target
+from harness.io.model_checks import config_problems, dir_totals, hub_file_info, sha256_of
 from harness.io.notebook import validate
-
-TABLE = paths.data_file("downloads.yaml")
-DEFAULT_HUB = "https://huggingface.co"
-
-
-def load_table(path: Path = TABLE) -> dict:
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    validate(data, "downloads", where=str(path))
-    for track, keys in data["tracks"].items():
-        for key in keys:
-            if key not in data["formats"]:
-                raise ConfigError(
-                    f"{path}: track {track} names format {key!r}, which the table does not define"
-                )
-    return data
-
-
-def formats_for(table: dict, track: str | None, only: list[str] | None) -> list[tuple[str, dict]]:
-    """The formats to fetch: a track's list, optionally narrowed to ``only``."""
-    if track is not None:
-        key = track.lower().removeprefix("track-")
-        if key not in table["tracks"]:
-            raise ConfigError(
-                f"no track {track!r} in the download table; choose one of "
-                + ", ".join(sorted(table["tracks"]))
-            )
-        keys = list(table["tracks"][key])
-    else:
-        keys = list(table["formats"])
-    if only:
-        unknown = [k for k in only if k not in table["formats"]]
-        if unknown:
-            raise ConfigError(f"unknown format {unknown[0]!r}; choose from " + ", ".join(table["formats"]))
-        keys = [k for k in keys if k in only] if track is not None else list(only)
-    return [(k, table["formats"][k]) for k in keys]
-
-
-def listed(fmt: dict) -> str:
-    """What the hub listed for a format, in words: ``12 files, 6,114,568,235 bytes (6.1 GB)``."""
-    files = fmt.get("files")
-    count = f"{files} file{'s' if files != 1 else ''}, " if files else ""
-    if "bytes" in fmt:
-        return f"{count}{fmt['bytes']:,} bytes ({fmt['bytes'] / 1e9:.1f} GB)"
-    return f"{count}{fmt['size']}" if "size" in fmt else count.rstrip(", ") or "size not listed"
-
-
-_UNITS = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
-
-
-def approx_bytes(fmt: dict) -> float:
-    """A format's listed size in bytes: exact where known, else read from hf's ``4.6G``."""
-    if "bytes" in fmt:
-        return float(fmt["bytes"])
-    m = re.fullmatch(r"([0-9.]+)\s*([KMGT]?)B?", fmt.get("size", ""))
-    return float(m[1]) * _UNITS[m[2]] if m else 0.0
-
-
-def target(fmt: dict, library: Path) -> Path:
-    return library / fmt["dir"] / fmt["file"] if fmt["kind"] == "file" else library / fmt.get("dir", "")
-
-
-def hf_argv(fmt: dict, library: Path, dry_run: bool = False) -> list[str]:
-    argv = ["hf", "download", fmt["repo"]]
-    if fmt["kind"] == "file":
-        argv.append(fmt["file"])
-    if fmt.get("revision", "main") != "main":
-        argv += ["--revision", fmt["revision"]]
-    argv += ["--local-dir", str(library / fmt["dir"])]
-    return argv + (["--dry-run"] if dry_run else [])
-
-
-def lemonade_argv(fmt: dict) -> list[list[str]]:
-    return [
-        [
-            "lemonade",
-            "pull",
-            fmt["name"],
-            "--checkpoint",
-            "main",
-            fmt["checkpoint"],
-            "--recipe",
-            fmt["recipe"],
-        ],
-        ["lemonade", "list", "--downloaded"],
-    ]
-
-
-_DRY = re.compile(r"Will download (\d+) files? \(out of (\d+)\) totalling ([0-9.]+\s*[KMGT]?B?)")
-
-
-def parse_hf_dry_run(text: str) -> dict | None:
-    """``[dry-run] Will download 15 files (out of 15) totalling 16.4G.`` as numbers, or None."""
-    m = _DRY.search(text)
-    return {"files": int(m[1]), "out_of": int(m[2]), "total": m[3].strip()} if m else None
-
-
-def hub_file_info(
-    repo: str, revision: str, file: str, endpoint: str | None = None, timeout: float = 20.0
-) -> tuple[str, int]:
-    """The SHA-256 and size the hub publishes for one file of a repository (its LFS pointer)."""
-    base = (endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_HUB).rstrip("/")
-    headers = auth_headers(os.environ.get("HF_TOKEN"))
-    url = f"{base}/api/models/{repo}/tree/{revision}"
-    resp = requests.get(url, headers=headers, timeout=timeout)
-    resp.raise_for_status()
-    for entry in resp.json():
-        if entry.get("path") == file:
-            lfs = entry.get("lfs") or {}
-            if "oid" not in lfs:
-                raise InstallError(f"the hub lists {file} in {repo} without an LFS checksum")
-            return lfs["oid"].removeprefix("sha256:"), int(lfs.get("size", entry.get("size", 0)))
-    raise InstallError(f"the hub does not list {file} in {repo}@{revision}: check the file name")
-
-
-def sha256_of(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _find(config, key):
-    """Every value of ``key`` anywhere in a nested JSON object."""
-    if isinstance(config, dict):
-        for k, v in config.items():
-            if k == key:
-                yield v
-            yield from _find(v, key)
-    elif isinstance(config, list):
-        for v in config:
-            yield from _find(v, key)
-
-
-def config_problems(config: dict, expected: dict) -> list[str]:
-    """How ``config.json`` differs from what the format's quantisation must say (empty when it agrees)."""
-    out = []
-    for key, want in expected.items():
-        found = list(_find(config, key))
-        if not any(v == want for v in found):
-            out.append(f'"{key}": {json.dumps(want)} not found' + (f" (found {found[0]!r})" if found else ""))
-    return out
-
-
-def dir_totals(path: Path) -> tuple[int, int]:
-    """Files and bytes under ``path``, leaving out hf's own ``.cache`` bookkeeping."""
-    files = size = 0
-    for p in path.rglob("*"):
-        if p.is_file() and ".cache" not in p.relative_to(path).parts:
-            files += 1
-            size += p.stat().st_size
-    return files, size
 
 
 Say = Callable[[str], None]
@@ -387,31 +232,3 @@ def fetch(key: str, fmt: dict, library: Path, say: Say, endpoint: str | None = N
     if fmt["kind"] == "repo":
         return fetch_repo(key, fmt, library, say)
     return fetch_lemonade(key, fmt, say)
-
-
-def plan_lines(key: str, fmt: dict, library: Path) -> list[str]:
-    """What a dry run prints for one format: the commands, what the hub listed, and what is there now."""
-    cmds = lemonade_argv(fmt) if fmt["kind"] == "lemonade" else [hf_argv(fmt, library)]
-    lines = [f"{key}: {fmt['title']}", f"    listed: {listed(fmt)}"]
-    lines += ["    would run: " + " ".join(c) for c in cmds]
-    if fmt["kind"] == "file":
-        lines.append(
-            "    then: check the SHA-256 the hub publishes"
-            + (f" (listed {fmt['sha256']})" if fmt.get("sha256") else "")
-        )
-    elif fmt["kind"] == "repo":
-        then = [f"{fmt['files']} files"] + (
-            [f"{fmt['safetensors']} safetensors shards"] if "safetensors" in fmt else []
-        )
-        then += [f"config.json {k} {v}" for k, v in fmt.get("config", {}).items()]
-        lines.append("    then: check " + ", ".join(then))
-    else:
-        lines.append(f"    then: check {fmt['name']} is listed among the downloaded models")
-    if fmt["kind"] != "lemonade":
-        path = target(fmt, library)
-        if path.exists():
-            files, size = (1, path.stat().st_size) if path.is_file() else dir_totals(path)
-            lines.append(f"    present: {path} ({files} files, {size:,} bytes); a real run checks it again")
-        else:
-            lines.append(f"    into: {path}")
-    return lines

@@ -10,8 +10,15 @@ import time
 def progress_text(
     level: float, done: int, budget: int | None, in_flight: int, tokens: int, elapsed: float
 ) -> str:
-    """``c=8: 37/64 requests, 8 in flight, 291.4 tok/s, 12.1 s`` (``budget`` None: a timed level)."""
+    """``c=8: 37/64 requests, 8 in flight, 291.4 tok/s, 12.1 s`` (``budget`` None: a timed level).
+
+    A closed-loop level (``level`` a whole number of users) never has more than ``level`` requests
+    in flight, nor more than its budget's unfinished ones: the count is held to both. This matters
+    where ``in_flight`` is only "not finished yet" (a sweep with Locust worker processes: the
+    workers do not say what they sent, so c = 1 read "0/20 requests, 20 in flight")."""
     of = f"/{budget}" if budget is not None else ""
+    if isinstance(level, int):
+        in_flight = min(in_flight, level, budget - done if budget is not None else level)
     rate = tokens / elapsed if elapsed > 0 else 0.0
     return f"c={level:g}: {done}{of} requests, {in_flight} in flight, {rate:.1f} tok/s, {elapsed:.1f} s"
 

@@ -20,6 +20,7 @@ from tabulate import tabulate
 from harness.core.levels import distribution
 from harness.core.stream import Sample
 from harness.errors import ConfigError, TargetError, TargetUnreachable
+from harness.load.urls import chat_url
 
 PERCENTILES = ("p50", "p90", "p95", "p99")
 NO_SUCCESS = "no successful request"
@@ -101,8 +102,11 @@ def prove(host: str, base_path: str, model: str, api_key: str | None, o) -> list
     from harness.core.prompts import make_prompts
     from harness.io import endpoint_proof, http
 
-    base_url = host.rstrip("/") + "/" + base_path.strip("/")
+    base_url = chat_url(host, base_path).removesuffix("/chat/completions")  # --host with or without /v1
     bound = min(o.request_timeout, 30.0)
+    mismatch = endpoint_proof.plain_http_behind_https(base_url)  # said at once, not at the bound
+    if mismatch:
+        raise TargetError(mismatch)
     listed = http.model_ids(http.get_models(base_url, api_key, Bounds.of(min(bound, 10.0)), verify=False))
     seen = endpoint_proof.observe(  # under the run's two bounds, as the sweep's proof is
         base_url,
@@ -162,3 +166,4 @@ def prove_or_exit(environment, api_key: str | None) -> None:
         raise SystemExit(2) from None
     for warning in warnings:
         print(f"harness: warning: {warning}", file=sys.stderr)
+    print(f"harness: endpoint proved; loading {chat_url(environment.host, o.api_base_path)}", file=sys.stderr)

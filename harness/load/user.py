@@ -30,7 +30,7 @@ from harness.core.prompts import make_prompts
 from harness.core.stream import Sample
 from harness.io.http import chat_headers
 from harness.io.stream_socket import Pool
-from harness.load import headless
+from harness.load import headless, urls
 from harness.load import options  # noqa: F401  (registers the Locust command-line options)
 from harness.load.request import stream_once
 
@@ -206,7 +206,7 @@ def workload_for(environment) -> Workload:
     if existing is not None:
         return existing
     o = environment.parsed_options
-    path = o.api_base_path.rstrip("/") + "/chat/completions"
+    path = urls.chat_path(environment.host or "", o.api_base_path)  # --host with or without /v1
     wl = Workload(
         path,
         o.model or None,

@@ -1,9 +1,20 @@
-"""The Locust web UI's harness parts: the Exact tab, the live charts, the downloads, and the
-request statistics that count chat requests only.
+"""The Locust web UI's harness parts: the endpoint proof at START, the stop when every request
+fails, the Exact tab (per phase when the user count changes), the Live charts tab, the downloads,
+and the request statistics that count chat requests only.
 
 Loaded with the users by ``locustfiles/llm_user.py`` (Locust's own command line and web UI).
 Everything shown is of the current test only: ``harness.load.user`` clears the exact samples when
-a test starts and when its statistics are reset, and takes no sample sent before that.
+a test starts and when its statistics are reset (RESET), and takes no sample sent before that; the
+charts' timeline and the phases are cleared at the same moments.
+
+* START runs the headless path's endpoint proof (``harness.load.headless.prove``: the model list,
+  one short request, the context) with the form's host, model and options; a wrong model, a closed
+  port or a server that is no OpenAI API is refused on the form in one line, and no load is sent.
+* While a test runs, when every request of the last few seconds failed
+  (``harness.core.live.failing_streak``), the users are stopped and the Exact tab says why.
+* The Live charts tab draws output tokens/s, requests in flight, TTFT, TPOT and ITL (p50 and p95)
+  against the time since the test started, each axis labelled with its unit (``CHARTS_JS``; the
+  same script serves the standalone page ``/harness/charts``).
 
 The ``TTFT`` and ``TPOT`` rows of Locust's table are not requests: they are fired as request
 events of type ``METRIC`` so they show in the table, but ``ChatOnlyStats`` keeps them (and the
@@ -15,20 +26,40 @@ from __future__ import annotations
 
 import html
 import json
+import logging
+import os
+import sys
 import time
+from types import SimpleNamespace
 
 import gevent
 from locust import events
 from locust.stats import RequestStats
 
-from harness.core.live import COLUMNS, TIMELINE_FIELDS, csv_text, exact_rows, timeline_point
-from harness.load import user
+from harness.core.live import COLUMNS, TIMELINE_FIELDS, csv_text, failing_streak, phase_rows, timeline_point
+from harness.errors import TargetError, TargetUnreachable
+from harness.load import headless, user
+from harness.load.urls import chat_url
+from harness.paths import PACKAGE
 
 NOT_REQUESTS = {"METRIC"}  # request types that are measurements, not requests
 NOT_REQUEST_NAMES = {"stale-connection (resent)"}  # never reached the server
 TIMELINE_EVERY_S = 2.0
 TIMELINE_WINDOW_S = 10.0
+GUARD_EVERY_S = 0.1  # how often the failing-streak check looks (a refusing port fails fast)
 TAB_KEY = "harness-exact"
+CHARTS_KEY = "harness-charts"
+CHARTS_TITLE = "Live charts"
+# the form's fields the proof reads (the option's dest); their types are the parsed options'
+PROOF_FIELDS = (
+    "model",
+    "max_tokens",
+    "temperature",
+    "prompt_set",
+    "api_base_path",
+    "request_timeout",
+    "idle_timeout",
+)
 
 
 class ChatOnlyStats(RequestStats):
@@ -52,6 +83,8 @@ class ChatOnlyStats(RequestStats):
 
 TIMELINE: list[dict] = []
 _TIMER: list = []
+PHASES: list[dict] = []  # this test's user counts: {"start": perf_counter, "users": n}, in order
+STATUS: dict[str, str] = {}  # "url": the chat URL proved at START; "stopped": why the load stopped
 
 
 def in_flight() -> int:
@@ -61,9 +94,12 @@ def in_flight() -> int:
 def current_rows(environment) -> list[dict]:
     start = user.RUN_WINDOW.get("start")
     end = user.RUN_WINDOW.get("stop") if _stopped(environment) else time.perf_counter()
-    wall = (end - start) if start is not None and end is not None else 0.0
     state = getattr(environment.runner, "state", "ready") if environment.runner else "ready"
-    return exact_rows(list(user.SAMPLES), max(wall, 0.0), in_flight(), str(state))
+    phases = PHASES if PHASES else ([{"start": start, "users": 0}] if start is not None else [])
+    rows = phase_rows(phases, list(user.SAMPLES), end if end is not None else 0.0, in_flight(), str(state))
+    notes = [("chat URL", STATUS.get("url")), ("stopped because", STATUS.get("stopped"))]
+    blank = dict.fromkeys(COLUMNS[2:], "")
+    return [{"metric": k, "value": v, **blank} for k, v in notes if v] + rows
 
 
 def _stopped(environment) -> bool:
@@ -81,10 +117,47 @@ def _tick(environment) -> None:
         gevent.sleep(TIMELINE_EVERY_S)
 
 
+def _stop_if_failing(environment) -> bool:
+    """Stop the users when every request of the last few seconds failed, and say why (True)."""
+    runner = environment.runner
+    if runner is None or runner.state not in ("spawning", "running") or "stopped" in STATUS:
+        return False
+    users = max(getattr(runner, "user_count", 0) or getattr(runner, "target_user_count", 0) or 1, 1)
+    why = failing_streak(user.SAMPLES[-max(201, 10 * users + 1) :], users)  # the tail decides
+    if why is None:
+        return False
+    STATUS["stopped"] = why
+    logging.getLogger("harness").warning(why)  # Locust's log, and so its Logs tab too
+    gevent.spawn(runner.stop)  # not from a user's greenlet, which the stop kills
+    return True
+
+
+def _guard(environment) -> None:
+    """The check, every ``GUARD_EVERY_S`` (a master's samples come from its workers in messages)."""
+    while not _stop_if_failing(environment):
+        gevent.sleep(GUARD_EVERY_S)
+
+
+@events.request.add_listener
+def _failed_request(request_type, name, exception=None, context=None, **_kw) -> None:
+    """The check at each failed chat request here, so a refusing port stops within a few hundred."""
+    environment = getattr(_failed_request, "environment", None)
+    if exception is not None and name == "chat" and environment is not None and environment.web_ui:
+        _stop_if_failing(environment)
+
+
 def _restart_timeline(environment) -> None:
     TIMELINE.clear()
     _stop_timeline()
     _TIMER.append(gevent.spawn(_tick, environment))
+    _TIMER.append(gevent.spawn(_guard, environment))
+
+
+def _new_phases(environment) -> None:
+    PHASES.clear()
+    start = user.RUN_WINDOW.get("start", time.perf_counter())
+    users = getattr(environment.runner, "target_user_count", 0) if environment.runner else 0
+    PHASES.append({"start": start, "users": users or 0})
 
 
 def _stop_timeline() -> None:
@@ -94,6 +167,7 @@ def _stop_timeline() -> None:
 
 @events.init.add_listener
 def _chat_only_stats(environment, **_kw) -> None:
+    _failed_request.environment = environment  # type: ignore[attr-defined]
     # the runner holds the same object, so changing its class covers the header, CSVs and report
     environment.stats.__class__ = ChatOnlyStats
 
@@ -105,12 +179,30 @@ def _timeline_start(environment, **_kw) -> None:
         # built the workload from the options as they were then; a sweep's is its own)
         if not getattr(environment, "harness_workload_external", False):
             environment.harness_workload = None
+        STATUS.pop("stopped", None)
+        _new_phases(environment)
         _restart_timeline(environment)
 
 
 @events.reset_stats.add_listener
 def _timeline_reset(**_kw) -> None:
     TIMELINE.clear()
+    STATUS.pop("stopped", None)
+    if PHASES:  # a reset during a test: one phase from now, at the current user count
+        users = PHASES[-1]["users"]
+        PHASES.clear()
+        PHASES.append({"start": user.RUN_WINDOW.get("start", time.perf_counter()), "users": users})
+
+
+@events.spawning_complete.add_listener
+def _phase(user_count: int, **_kw) -> None:
+    """A change of user count during a test starts a new phase of the Exact figures."""
+    if not PHASES:
+        return
+    if PHASES[-1]["users"] in (0, user_count):
+        PHASES[-1]["users"] = user_count  # the first spawn of the test names its phase
+        return
+    PHASES.append({"start": time.perf_counter(), "users": user_count})
 
 
 @events.test_stop.add_listener
@@ -128,26 +220,10 @@ def _web_tab(environment, **_kw) -> None:
     if environment.web_ui is None:
         return
     from flask import Response, jsonify
-    from flask import request as flask_request
 
-    app, args = environment.web_ui.app, environment.web_ui.template_args
-    args.setdefault("extended_tabs", []).append({"title": "Exact TTFT/TPOT", "key": TAB_KEY})
-    args.setdefault("extended_tables", []).append(
-        {"key": TAB_KEY, "structure": [{"key": c, "title": c} for c in COLUMNS]}
-    )
-    args.setdefault("extended_csv_files", []).extend(
-        [
-            {"href": "./harness/exact.csv", "title": "Download the exact table CSV (this test)"},
-            {
-                "href": "./harness/timeline.csv",
-                "title": "Download the timeline CSV (tokens/s, in flight, TTFT/TPOT)",
-            },
-            {
-                "href": "./harness/charts",
-                "title": "Live charts: output tokens/s, in flight, TTFT/TPOT p50/p95",
-            },
-        ]
-    )
+    app = environment.web_ui.app
+    _tabs(environment.web_ui.template_args)
+    _hooks(app, environment)
 
     @app.route("/harness/exact")
     def exact():
@@ -165,17 +241,97 @@ def _web_tab(environment, **_kw) -> None:
     def charts():
         return Response(CHARTS_PAGE, mimetype="text/html")
 
+    @app.route("/harness/charts.js")
+    def charts_js():
+        return Response(CHARTS_JS, mimetype="text/javascript")
+
+
+def _tabs(args: dict) -> None:
+    """The Exact and Live charts tabs, and the downloads, in Locust's page."""
+    args.setdefault("extended_tabs", []).extend(
+        [{"title": "Exact TTFT/TPOT", "key": TAB_KEY}, {"title": CHARTS_TITLE, "key": CHARTS_KEY}]
+    )
+    args.setdefault("extended_tables", []).extend(
+        [
+            {"key": TAB_KEY, "structure": [{"key": c, "title": c} for c in COLUMNS]},
+            {"key": CHARTS_KEY, "structure": []},  # the tab's table is hidden; CHARTS_JS draws there
+        ]
+    )
+    args.setdefault("extended_csv_files", []).extend(
+        [
+            {"href": "./harness/exact.csv", "title": "Download the exact table CSV (this test)"},
+            {
+                "href": "./harness/timeline.csv",
+                "title": "Download the timeline CSV (tokens/s, in flight, TTFT/TPOT/ITL)",
+            },
+            {
+                "href": "./harness/charts",
+                "title": "Live charts on a page of their own (also the Live charts tab)",
+            },
+        ]
+    )
+
+
+def _hooks(app, environment) -> None:
+    """START proves the endpoint; the request statistics, Locust's page and its report get ours."""
+    from flask import jsonify
+    from flask import request as flask_request
+
+    @app.before_request
+    def _prove_at_start():
+        if flask_request.method == "POST" and flask_request.path.endswith("/swarm"):
+            problem = start_problem(environment, flask_request.form)
+            if problem:
+                return jsonify({"success": False, "message": problem, "host": environment.host})
+        return None
+
     @app.after_request
     def _extend(response):
         if flask_request.path == "/stats/requests" and response.is_json:
             data = response.get_json()
-            data["extended_stats"] = [{"key": TAB_KEY, "data": current_rows(environment)}]
+            data["extended_stats"] = [
+                {"key": TAB_KEY, "data": current_rows(environment)},
+                {"key": CHARTS_KEY, "data": []},
+            ]
             response.set_data(json.dumps(data))
+        elif flask_request.path in ("/", "") and response.mimetype == "text/html":
+            page = response.get_data(as_text=True)  # the Live charts tab's script, into Locust's page
+            response.set_data(page.replace("</body>", TAB_SCRIPT + "</body>", 1))
         elif flask_request.path == "/stats/report" and response.mimetype == "text/html":
             page = response.get_data(as_text=True)
             table = exact_html(current_rows(environment))
             response.set_data(page.replace("</body>", table + "</body>", 1))
         return response
+
+
+def start_problem(environment, form) -> str | None:
+    """START from the form: the endpoint proof with the form's host and options, as one line for
+    the form when it fails (None: start). A change of user count during a test is not proved again."""
+    runner = environment.runner
+    if runner is not None and runner.state in ("spawning", "running"):
+        return None
+    host = (form.get("host") or environment.host or "").strip()
+    if not host:
+        return "no Host given: name the server to load, e.g. http://127.0.0.1:8000 (with or without /v1)"
+    opts = vars(environment.parsed_options) if environment.parsed_options else {}
+    values = {}
+    for field in PROOF_FIELDS:
+        default = opts.get(field)
+        text = form.get(field)
+        values[field] = default if text is None else (type(default)(text) if default is not None else text)
+    o = SimpleNamespace(**{**opts, **values})
+    api_key = os.environ.get(getattr(o, "api_key_env", "") or "") or None
+    try:
+        warnings = headless.prove(host, o.api_base_path, o.model, api_key, o)
+    except TargetUnreachable:
+        return f"nothing answers at {host}; start the server or fix the Host field (no load was sent)"
+    except TargetError as exc:
+        return f"{exc} (no load was sent)"
+    STATUS["url"] = chat_url(host, o.api_base_path)
+    print(f"harness: endpoint proved; loading {STATUS['url']}", file=sys.stderr, flush=True)
+    for warning in warnings:
+        print(f"harness: warning: {warning}", file=sys.stderr, flush=True)
+    return None
 
 
 def exact_html(rows: list[dict]) -> str:
@@ -193,30 +349,20 @@ def exact_html(rows: list[dict]) -> str:
     )
 
 
-# One page, no dependencies: polls /harness/exact and draws three SVG line charts.
+# The live charts, no dependencies: polls the exact figures' timeline (cleared at each start and at
+# RESET, drawn only from what the server returns) and draws one SVG line chart per measure, both
+# axes labelled with their units. ``harnessTab`` puts them in the "Live charts" tab of Locust's page.
+CHARTS_JS = (PACKAGE / "data" / "web" / "live_charts.js").read_text(encoding="utf-8")
+
+TAB_SCRIPT = (
+    '<script src="./harness/charts.js"></script>'
+    f"<script>harnessTab({json.dumps(CHARTS_TITLE)}, './harness/exact');</script>"
+)
+
 CHARTS_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>harness live charts</title>
-<style>body{font-family:sans-serif;margin:1em}svg{border:1px solid #ccc;margin:.5em 0}
-.legend span{margin-right:1em}</style></head><body>
+<style>body{font-family:sans-serif;margin:1em}</style></head><body>
 <h2>This test, live (requests finished in the last 10 s; refreshed every 2 s)</h2>
-<div id="charts"></div>
-<script>
-const CHARTS=[["output tokens/s",[["output_tokens_per_s","#1f77b4"]]],
-["requests in flight",[["in_flight","#2ca02c"]]],
-["TTFT p50/p95 (s)",[["ttft_p50_s","#1f77b4"],["ttft_p95_s","#d62728"]]],
-["TPOT p50/p95 (s)",[["tpot_p50_s","#1f77b4"],["tpot_p95_s","#d62728"]]]];
-function draw(points){const W=640,H=160,P=40;let out="";
-for(const [title,series] of CHARTS){let xs=points.map(p=>p.t_s),xmax=Math.max(1,...xs);
-let ys=[];for(const [k] of series){for(const p of points){if(p[k]!=null)ys.push(p[k]);}}
-let ymax=Math.max(1e-9,...ys);let svg=`<svg width="${W}" height="${H}">`;
-for(const [k,col] of series){let d=points.filter(p=>p[k]!=null).map((p,i)=>
-`${i?"L":"M"}${(P+(W-P-10)*p.t_s/xmax).toFixed(1)},${(H-20-(H-30)*p[k]/ymax).toFixed(1)}`).join("");
-svg+=`<path d="${d}" fill="none" stroke="${col}" stroke-width="2"/>`;}
-svg+=`<text x="4" y="14" font-size="12">${ymax.toPrecision(3)}</text>`;
-svg+=`<text x="4" y="${H-22}" font-size="12">0</text>`;
-svg+=`<text x="${W-60}" y="${H-4}" font-size="12">${xmax.toFixed(0)} s</text></svg>`;
-let legend=series.map(([k,c])=>`<span style="color:${c}">${k}</span>`).join("");
-out+=`<h3>${title}</h3><div class="legend">${legend}</div>${svg}`;}
-document.getElementById("charts").innerHTML=out;}
-async function poll(){try{const r=await fetch("./exact");const j=await r.json();draw(j.timeline);}catch(e){}}
-poll();setInterval(poll,2000);
-</script></body></html>"""
+<div id="harness-live-charts"></div>
+<script src="./charts.js"></script>
+<script>harnessCharts(document.getElementById("harness-live-charts"), "./exact");</script>
+</body></html>"""

@@ -103,6 +103,7 @@ def _serve_until_signal(
     for line in imitation.start_lines() if imitation else []:  # the imitated engine's own start lines
         print(line, file=out, flush=True)
     quiet_gc(loop, app)
+    port = server.sockets[0].getsockname()[1]  # the port it got (--port 0: one the system chose)
     p = profile.raw
     scheme = "https" if tls else "http"
     print(

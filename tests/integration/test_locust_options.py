@@ -105,6 +105,13 @@ def test_good_numbers_still_run():
     assert done.returncode == 0 and sent, done.stderr[-2000:]
 
 
+def load_bodies(srv) -> list[dict]:
+    """The chat bodies the users sent (not the endpoint proof's, which START sends first)."""
+    from harness.io.endpoint_proof import PROOF_PROMPT
+
+    return [b for b in srv.bodies if b["messages"][0]["content"] != PROOF_PROMPT]
+
+
 def _wait_for(ready, seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while not ready() and time.monotonic() < deadline:
@@ -140,12 +147,13 @@ def test_the_web_ui_form_refuses_a_bad_number_and_starts_nothing():
             for tokens in ("8", "16"):  # each test sends what its own form said
                 good = requests.post(url + "/swarm", data={**form, "max_tokens": tokens}, timeout=10).json()
                 assert good["success"] is True, good
-                _wait_for(lambda: srv.bodies, 20)
+                _wait_for(lambda: load_bodies(srv), 20)
                 requests.post(url + "/stop", timeout=10)
                 _wait_for(
                     lambda: requests.get(url + "/stats/requests", timeout=5).json()["state"] == "stopped", 20
                 )
-                assert {b["max_tokens"] for b in srv.bodies} == {int(tokens)}, srv.bodies
+                assert {b["max_tokens"] for b in load_bodies(srv)} == {int(tokens)}, srv.bodies
+                assert len(srv.bodies) > len(load_bodies(srv))  # START's endpoint proof came first
                 srv.bodies.clear()
         finally:
             proc.terminate()

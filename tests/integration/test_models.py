@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from harness.io import model_fetch
+from harness.io import download_table
 from harness.cli import main
 from harness.io.notebook import read_records
 from tests.conftest import install_fake
@@ -127,7 +127,9 @@ def test_ask_hub_reads_hfs_own_dry_run_total(tmp_path, capsys, hub):
     out = capsys.readouterr().out
     assert "hub today: 12 files (out of 12) totalling 0.0G (as listed)" in out
     assert hf_calls(tmp_path)[-1][-1] == "--dry-run"
-    assert model_fetch.parse_hf_dry_run("[dry-run] Will download 15 files (out of 15) totalling 16.4G.") == {
+    assert download_table.parse_hf_dry_run(
+        "[dry-run] Will download 15 files (out of 15) totalling 16.4G."
+    ) == {
         "files": 15,
         "out_of": 15,
         "total": "16.4G",

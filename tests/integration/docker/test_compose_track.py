@@ -24,7 +24,7 @@ from tests.conftest import ROOT, free_port
 from tests.integration.docker.conftest import HARNESS_IMAGE, LLAMA_CPU_IMAGE, docker, need_image
 
 MODEL = ROOT / "models" / "gemma-3-270m-q4_k_m.gguf"
-# Few requests and tokens: the shape of the track, not its numbers (the README has those).
+# Few requests and tokens: the shape of the track, not its numbers (docs/containers.md has those).
 # The levels stay 1, 5, 10, 20: the checks at the end want every one of them (as tests/e2e's CPU track).
 REDUCED = {"REQUESTS": "4", "MIN_ROUNDS": "1", "MAX_TOKENS": "16", "PAIR_LEVELS": "1", "PAIR_REQUESTS": "4"}
 

@@ -1,4 +1,4 @@
-"""The fault matrix (README, "Reliability"): every command that talks to a server, against small
+"""The fault matrix (docs/reliability.md): every command that talks to a server, against small
 hostile servers of our own. For each fault: the outcome counted, the reason (the server's own
 message where it sent one), no traceback, no hang past the stated bound, and every finished level
 on disk and schema-valid."""

@@ -82,3 +82,39 @@ def test_timeline_point_uses_requests_finished_in_the_window():
 def test_csv_has_a_header_and_one_line_per_row():
     text = csv_text([{"a": 1, "b": None}, {"a": "x,y", "b": 2}], ("a", "b"))
     assert text.splitlines() == ["a,b", "1,", "x;y,2"]
+
+
+def test_phases_split_the_figures_at_each_change_of_user_count():
+    from harness.core.live import phase_rows
+
+    samples = [ok(0.0, 0.1, 0.02, 11), ok(1.0, 0.1, 0.02, 11), ok(5.0, 0.5, 0.05, 11)]
+    phases = [{"start": 0.0, "users": 8}, {"start": 4.0, "users": 2}]
+    rows = rows_by_metric(phase_rows(phases, samples, 6.0, 2, "running"))
+    assert rows["phase 1 (8 users): samples (finished requests)"]["value"] == 2
+    assert rows["phase 1 (8 users): wall clock (s)"]["value"] == 4.0
+    assert rows["phase 2 (2 users): samples (finished requests)"]["value"] == 1
+    assert rows["phase 2 (2 users): TTFT (s)"]["p50"] == 0.5
+    assert rows["phase 2 (2 users): in flight now"]["value"] == 2
+    assert "phase 1 (8 users): state" not in rows and rows["phase 2 (2 users): state"]["value"] == "running"
+    one = rows_by_metric(phase_rows(phases[:1], samples, 6.0, 2, "running"))
+    assert one["samples (finished requests)"]["value"] == 3 and one["wall clock (s)"]["value"] == 6.0
+
+
+def test_a_failing_streak_stops_the_load_only_when_every_recent_request_failed():
+    from harness.core.live import failing_streak
+
+    good = [ok(0.0, 0.1, 0.02, 11)]
+    # 2 users, 10 failures over 2.5 s: stop, naming the last error
+    slow = [failed(0.25 * i, "HTTP 404: The model `x` does not exist.") for i in range(11)]
+    why = failing_streak(good + slow, users=2)
+    assert why and why.startswith("stopped sending: the last 11 requests all failed, over 2.5 s")
+    assert "(last: HTTP 404: The model `x` does not exist.)" in why
+    # a burst of refused connections in a fraction of a second: stop on the count alone
+    burst = [failed(0.001 * i, "ConnectionRefusedError: refused") for i in range(200)]
+    assert failing_streak(good + burst, users=2)
+    assert failing_streak(good + burst[:199], users=2) is None
+    # one success at the end, a short streak or a streak of under 2 s: keep going
+    assert failing_streak(slow + good, users=2) is None
+    assert failing_streak(good + slow[:5], users=2) is None
+    assert failing_streak(good + [failed(0.01 * i, "HTTP 500: x") for i in range(50)], users=2) is None
+    assert failing_streak([], users=2) is None

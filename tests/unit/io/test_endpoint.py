@@ -58,3 +58,25 @@ def test_what_only_warns():
 
 def test_the_token_estimate():
     assert estimate_tokens("x" * 4000) == 1001
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        "HTTP 501: <!DOCTYPE HTML><html lang='en'><head><title>Error response</title>",
+        "HTTP 501: Unsupported method ('POST')",
+        "HTTP 404: <html><body>Not Found</body></html>",
+        "NotAStream: 200 with Content-Type text/html instead of text/event-stream: '<!doctype html>'",
+    ],
+)
+def test_a_web_server_is_named_not_openai_compatible_without_its_html(error):
+    with pytest.raises(TargetError) as info:
+        verdict({**GOOD, "ok": False, "error": error}, 100, 128)
+    text = str(info.value)
+    assert text.startswith("not an OpenAI-compatible server: ") and "<" not in text
+
+
+def test_an_api_error_is_not_mistaken_for_a_web_server():
+    with pytest.raises(TargetError) as info:
+        verdict({**GOOD, "ok": False, "error": "HTTP 404: model 'x' not found"}, 100, 128)
+    assert "not an OpenAI-compatible" not in str(info.value) and "model 'x' not found" in str(info.value)

@@ -39,3 +39,11 @@ def test_updates_closer_than_the_interval_are_dropped():
     for done in range(5):
         shown.update(1, Progress(done, 10, 1, 0, 1.0))
     assert len(out.getvalue().splitlines()) == 1
+
+
+def test_in_flight_means_in_flight_for_a_closed_loop_whose_workers_only_say_what_finished():
+    # a --processes sweep knows only the unfinished share of the budget: 20 of 20 at c = 1
+    assert progress_text(1, 0, 20, 20, 0, 1.0) == "c=1: 0/20 requests, 1 in flight, 0.0 tok/s, 1.0 s"
+    assert progress_text(8, 60, 64, 64, 0, 1.0).startswith("c=8: 60/64 requests, 4 in flight")
+    # an open loop's (a rate, not a crowd) count is its own, and is kept
+    assert progress_text(2.0, 0, 20, 7, 0, 1.0) == "c=2: 0/20 requests, 7 in flight, 0.0 tok/s, 1.0 s"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 from harness.core.stream import Sample
+import pytest
+
 from harness.load import headless
 
 
@@ -55,3 +57,21 @@ def test_thresholds_fail_only_when_crossed():
         "failure ratio 0.050 > 0.01",
         "TTFT p95 0.2000 s > 0.1 s",
     ]
+
+
+@pytest.mark.parametrize(
+    "host, base, url",
+    [
+        ("http://h:8000", "/v1", "http://h:8000/v1/chat/completions"),
+        ("http://h:8000/", "/v1", "http://h:8000/v1/chat/completions"),
+        ("http://h:8000/v1", "/v1", "http://h:8000/v1/chat/completions"),
+        ("http://h:8000/v1/", "v1/", "http://h:8000/v1/chat/completions"),
+        ("http://h:8000/api/v1", "/v1", "http://h:8000/api/v1/chat/completions"),
+        ("http://h:8000/api", "/v1", "http://h:8000/api/v1/chat/completions"),
+        ("http://h:8000", "", "http://h:8000/chat/completions"),
+    ],
+)
+def test_locust_host_takes_the_server_with_or_without_its_base_path(host, base, url):
+    from harness.load.urls import chat_url
+
+    assert chat_url(host, base) == url

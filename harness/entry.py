@@ -3,7 +3,7 @@ anything imports ``ssl`` or ``requests``, so it happens here, before the CLI is 
 
 import sys
 
-GEVENT_COMMANDS = {"sweep"}
+GEVENT_COMMANDS = {"sweep", "capacity"}
 
 
 def main() -> int:

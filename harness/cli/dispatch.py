@@ -11,6 +11,7 @@ import threading
 
 from harness import __version__
 from harness.cli import (
+    capacity,
     check,
     cleanup,
     crosscheck,
@@ -37,6 +38,7 @@ COMMANDS = (
     demo,
     llama_cpu,
     sweep,
+    capacity,
     summarise,
     predict,
     verify_allocation,

@@ -166,7 +166,8 @@ def answer(state: SearchState, max_users: int) -> tuple[int | None, str, str]:
     lo, hi = state.lo, state.hi
     if lo is None:
         if hi is not None and hi > 1:
-            return None, "none", f"none found: c={hi} broke the promise and the search stopped before trying fewer"
+            why = f"c={hi} broke the promise and the search stopped before trying fewer"
+            return None, "none", f"none found: {why}"
         return None, "none", "none: one person at a time already breaks the promise"
     if hi is None:
         end = (

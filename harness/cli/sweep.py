@@ -366,7 +366,7 @@ def print_level(r: dict) -> None:
     )
     print(
         f"         goodput {r['goodput_requests_per_s']:.3f} req/s ({r['within_slo']}/{r['completed']} "
-        "within SLO)  "
+        f"within the goodput objective TTFT <= {r['slo_ttft_s']:g} s, TPOT <= {r['slo_tpot_s']:g} s)  "
         f"in flight {r['mean_in_flight']:.1f}  prompt {_fmt(r['prompt_tokens_mean'], '')} tok, cached "
         f"{_fmt(r['cached_tokens_mean'], '')}  tokens from {r['token_counts']}  "
         f"finish {words.finish_text(r.get('finish_reasons'))}  "

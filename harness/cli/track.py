@@ -48,7 +48,7 @@ def parse_sets(items: list[str]) -> dict[str, str]:
 
 
 def run(args) -> int:
-    from harness.report.run_report import headline_lines, headlines, levels_in, plan_pairs
+    from harness.report.run_report import headline_lines, headlines, levels_in, plan_admissions, plan_pairs
     from harness.run.run_dirs import fresh_run_dir, latest_run_dir
     from harness.run.runner import Runner
 
@@ -72,7 +72,8 @@ def run(args) -> int:
         promise = float(plan.variables.get("PROMISE_S", plan.sweep.get("slo_ttft", 2.0)))
         print("\n==> headline numbers")
         for line in headline_lines(
-            headlines(levels_in(run_dir / "labbook.md"), curve_labels, pairs, promise), promise
+            headlines(levels_in(run_dir / "labbook.md"), curve_labels, pairs, promise, plan_admissions(plan)),
+            promise,
         ):
             print(f"    {line}")
         print(

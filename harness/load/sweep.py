@@ -243,7 +243,8 @@ def record_level(
         server_metrics=result.metrics or None,
         run=run or RunMark(plan.run_id),
     )
-    rows = [sample_record(s, plan.context.label, concurrency) for s in result.samples]
+    mark = {"run_id": plan.run_id, "repeat": (run or RunMark(plan.run_id)).repeat}
+    rows = [{**sample_record(s, plan.context.label, concurrency), **mark} for s in result.samples]
     append_level(plan.labbook, record.to_dict(), plan.samples_path, rows)  # both whole, or neither
     return record
 

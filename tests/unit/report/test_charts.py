@@ -29,7 +29,10 @@ def test_crowd_chart_is_a_png_of_the_figure_size(tmp_path):
 def test_tpot_chart_with_its_fit(tmp_path):
     levels = run_report.levels_in(NOTEBOOK)["practice-baseline"]
     path = charts.tpot_chart(
-        "practice-baseline", levels, {"a_s": 0.018, "b_s": 0.0005}, tmp_path / "tpot.png"
+        "practice-baseline",
+        levels,
+        {"a_s": 0.018, "b_s": 0.0005, "levels_used": [1, 2]},
+        tmp_path / "tpot.png",
     )
     assert png_size(path) == (7 * 110, 4 * 110)
     without = charts.tpot_chart("practice-baseline", levels, None, tmp_path / "tpot-nofit.png")

@@ -131,14 +131,17 @@ def latency_histogram(label: str, samples: list[dict], path: str | Path) -> Path
     """The distribution of first-token wait and end-to-end latency of every completed request of
     one curve (the samples file's rows), one outline per crowd size."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    for c in sorted({s["concurrency"] for s in samples}):
-        ok = [s for s in samples if s["concurrency"] == c and s.get("ok")]
-        ttft = [s["ttft_s"] for s in ok if s.get("ttft_s") is not None]
-        e2e = [s["end_s"] for s in ok if s.get("end_s") is not None]
-        if ttft:
-            left.hist(ttft, bins=30, histtype="step", label=f"c={c} ({len(ttft)})")
-        if e2e:
-            right.hist(e2e, bins=30, histtype="step", label=f"c={c} ({len(e2e)})")
+    ok = [s for s in samples if s.get("ok")]
+    for ax, key in ((left, "ttft_s"), (right, "end_s")):
+        every = [s[key] for s in ok if s.get(key) is not None]
+        if not every:
+            continue
+        low, high = min(every), max(every)
+        bins = [low + (high - low) * i / 40 for i in range(41)] if high > low else 1
+        for c in sorted({s["concurrency"] for s in ok}):
+            values = [s[key] for s in ok if s["concurrency"] == c and s.get(key) is not None]
+            if values:
+                ax.hist(values, bins=bins, histtype="step", label=f"c={c} ({len(values)})")
     left.set_xlabel("first-token wait, TTFT (s)")
     right.set_xlabel("end-to-end latency (s)")
     for ax in (left, right):

@@ -42,7 +42,7 @@ def test_a_later_run_replaces_the_earlier_one_and_the_curve_says_it_is_mixed():
 
 def test_capacity_reading_never_overstates():
     def lv(*ttft95):
-        return {c: level(c, 10.0 * c, 0.02, ttft95=t) for c, t in zip((1, 2, 4, 8, 16), ttft95)}
+        return {c: level(c, 10.0 * c, 0.02, ttft95=t) for c, t in zip((1, 2, 4, 8, 16), ttft95, strict=True)}
 
     top_passes = curves.capacity_reading(lv(0.1, 0.1, 0.1, 0.1, 0.1), 0.5)
     assert (top_passes.capacity, top_passes.reading) == (16, "at least")

@@ -152,6 +152,10 @@ def record_summary(args, levels: dict[int, dict], d: curves.Curve, capacity: int
         capacity_within_promise=capacity,
         promise_s=args.promise,
         recorded_at=now_stamp(),
+        capacity_reading=None
+        if args.promise is None
+        else curves.capacity_reading(levels, args.promise).reading,
+        spread=tables.spread_rows(levels) or None,
     )
     append_record(args.labbook, rec.to_dict(), "curve-summary")
     print(f"    appended a curve-summary record for {args.label} to {args.labbook}")

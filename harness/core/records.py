@@ -270,17 +270,21 @@ class CurveSummary:
     capacity_within_promise: int | None
     promise_s: float | None
     recorded_at: str
+    capacity_reading: str | None = None  # exact, at least, none (written only when known)
+    spread: list[dict] | None = None  # per repeated level: runs and the range of each figure
 
     RUN_FIELDS = ("engine", "engine_version", "host", "quant", "model", "context_length", "server_slots")
 
     def to_dict(self) -> dict:
+        optional = {k: v for k in ("capacity_reading", "spread") if (v := getattr(self, k)) is not None}
         return {
             "lab": LAB_ID,
             "harness_schema": SCHEMA_VERSION,
             "record": "curve-summary",
             "label": self.label,
             **{k: self.run.get(k) for k in self.RUN_FIELDS},
-            **_fields(self, skip=("label", "run")),
+            **_fields(self, skip=("label", "run", "capacity_reading", "spread")),
+            **optional,
         }
 
 

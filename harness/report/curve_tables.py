@@ -121,6 +121,29 @@ def curve_rows(d: curves.Curve, levels: dict[int, dict]) -> list[list[str]]:
     return rows
 
 
+def spread_rows(levels: dict[int, dict]) -> list[dict]:
+    """Each repeated level's runs and the range of its headline figures, for the curve summary."""
+    out = []
+    for c in sorted(levels):
+        r = levels[c]
+        if r.get("runs", 1) < 2:
+            continue
+        row: dict = {"c": c, "runs": r["runs"]}
+        for name, key, pct in (
+            ("output_tokens_per_s", "output_tokens_per_s", None),
+            ("goodput_requests_per_s", "goodput_requests_per_s", None),
+            ("ttft_p50_s", "ttft_s", "p50"),
+            ("ttft_p95_s", "ttft_s", "p95"),
+            ("tpot_p50_s", "tpot_s", "p50"),
+            ("tpot_p90_s", "tpot_s", "p90"),
+        ):
+            span = curves.spread_of(r, key, pct)
+            if span:
+                row[name] = span
+        out.append(row)
+    return out
+
+
 def spread_note(levels: dict[int, dict]) -> str | None:
     """What the brackets in the table mean, when any level was run more than once."""
     repeated = sorted({r["runs"] for r in levels.values() if r.get("runs", 1) > 1})

@@ -77,3 +77,40 @@ def test_the_seats_ceiling_when_seats_are_known_and_one_over_b_only_when_not():
 def test_operating_point_at_the_top_level_says_a_higher_one_may_qualify():
     lv = {c: level(c, 10.0 * c, 0.02) for c in (1, 2, 4)}
     assert "c=4 (the top level measured: a higher one may qualify too)" in ct.operating_line(curves.curve(lv))
+
+
+def test_summarise_says_at_least_shows_the_runs_range_and_records_it(tmp_path, capsys):
+    import json
+
+    import pytest
+
+    from harness.cli import main
+    from tests.unit.core.test_curves import write_book
+
+    recs = [
+        run_of(c, 50.0 * c + d, 0.1 + d / 1000, repeat=i)
+        for c in (1, 2, 4)
+        for i, d in ((1, -2), (2, 0), (3, 2))
+    ]
+    book = write_book(tmp_path / "labbook.md", recs)
+    code = main(
+        ["summarise", "--labbook", str(book), "--label", "x", "--promise", "0.5", "--peak", "40", "--record"]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "capacity within the promise (p95 first token <= 0.5 s): at least 4 at once" in out
+    copies = "a peak of 40 needs 40 / 4 -> 10 copies, 12 with 20% spares"
+    assert f"{copies} (at most: the capacity is a lower bound)" in out
+    assert "200.0 (198.0-202.0)" in out and "30/30 (3 runs)" in out
+    assert "levels run 3 times: each figure is the median of the runs" in out
+    summary = json.loads(book.read_text().strip().splitlines()[-1])
+    assert summary["capacity_reading"] == "at least" and summary["capacity_within_promise"] == 4
+    assert summary["spread"][2] == {
+        "c": 4,
+        "runs": 3,
+        "output_tokens_per_s": [198.0, 202.0],
+        "ttft_p50_s": [0.25, 0.25],
+        "ttft_p95_s": pytest.approx([0.098, 0.102]),
+        "tpot_p50_s": [0.02, 0.02],
+        "tpot_p90_s": pytest.approx([0.022, 0.022]),
+    }

@@ -48,6 +48,7 @@ def headlines(
     pairs: dict[str, tuple[str, str]],
     promise_s: float,
     admissions: dict[str, str] | None = None,
+    searches: dict[str, dict] | None = None,
 ) -> list[dict]:
     """One row per curve: peak output tokens/s (and its range when that level was repeated), knee,
     operating point, capacity within the promise as the levels show it (exact, at least, none),
@@ -80,7 +81,9 @@ def headlines(
                 "operating_point": d.operating_point,
                 "operating_is_top": d.operating_point == d.levels[-1],
                 "capacity": curves.capacity_reading(levels, promise_s),
-                "admission": admission_outcome(levels_by_label.get(admitted, {}), promise_s)
+                "admission": admission_outcome(
+                    levels_by_label.get(admitted, {}), promise_s, (searches or {}).get(admitted)
+                )
                 if admitted
                 else None,
                 "prefix": change,
@@ -89,13 +92,18 @@ def headlines(
     return rows
 
 
-def admission_outcome(levels: dict[int, dict], promise_s: float) -> str:
+def admission_outcome(levels: dict[int, dict], promise_s: float, search: dict | None = None) -> str:
     """The admission level's outcome in words: its crowd, p95 TTFT against the promise and by how
-    much, and how many requests met the goodput objective; why not, when it did not run."""
+    much, and how many requests met the goodput objective; why not, when it did not run. When the
+    level was found by ``harness capacity`` (``search``), that level and the search's answer."""
     done = curves.completed_levels(levels)
     if not done:
         return "not run"
     c = done[-1]
+    if search is not None:
+        if search.get("capacity") not in levels:
+            return f"capacity search: {search['answer']}"
+        c = search["capacity"]
     rec = levels[c]
     p95 = _p(rec, "ttft_s", "p95")
     if p95 is None:
@@ -114,7 +122,8 @@ def admission_outcome(levels: dict[int, dict], promise_s: float) -> str:
         verdict = f"breaks the {promise_s:g} s promise ({over}{failed})"
     prompts = f" ({rec['prompt_set']})" if rec.get("prompt_set") else ""
     good = f"{rec.get('within_slo', 0)}/{rec['completed']}"
-    return f"c={c}{prompts}: {verdict}; {good} within the goodput objective"
+    found = f" (capacity search: {search['answer']})" if search else ""
+    return f"c={c}{prompts}{found}: {verdict}; {good} within the goodput objective"
 
 
 def _peak_text(r: dict) -> str:
@@ -252,7 +261,8 @@ def _title(r: RunInputs) -> list[str]:
 def headline(r: RunInputs) -> list[str]:
     """The headline table: one row per summarised curve."""
     lines = ["## Headline", ""]
-    rows = headlines(r.levels, r.curve_labels, r.pairs, r.promise, plan_admissions(r.plan))
+    searches = {c["label"]: c for c in r.records("capacity", lambda o: o.get("record") == "capacity")}
+    rows = headlines(r.levels, r.curve_labels, r.pairs, r.promise, plan_admissions(r.plan), searches)
     if not rows:
         why = "the plan's summarise steps name no label" if not r.curve_labels else r.why_none("sweep")
         return lines + absent("No curve was measured", why)

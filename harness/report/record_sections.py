@@ -220,7 +220,7 @@ def capacity_searches(r: RunInputs) -> list[str]:
         "search",
         "promise",
         "capacity",
-        "reading",
+        "answer",
         "measured",
         "seconds (of budget)",
         "path (level:verdict)",

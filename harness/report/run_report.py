@@ -191,6 +191,14 @@ def plan_pairs(plan) -> tuple[list[str], dict[str, tuple[str, str]]]:
     return curve_labels, pairs
 
 
+def searches_in(notebook: Path) -> dict[str, dict]:
+    """label -> the latest capacity record of that label (``harness capacity``)."""
+    if not notebook.is_file():
+        return {}
+    recs = read_records(notebook, "capacity", select=lambda o: o.get("record") == "capacity").records
+    return {c["label"]: c for c in recs}
+
+
 def levels_in(notebook: Path) -> dict[str, dict[int, dict]]:
     recs = read_records(notebook, "level", select=is_level).records
     return curves.by_label(recs)
@@ -261,7 +269,7 @@ def _title(r: RunInputs) -> list[str]:
 def headline(r: RunInputs) -> list[str]:
     """The headline table: one row per summarised curve."""
     lines = ["## Headline", ""]
-    searches = {c["label"]: c for c in r.records("capacity", lambda o: o.get("record") == "capacity")}
+    searches = searches_in(r.notebook)
     rows = headlines(r.levels, r.curve_labels, r.pairs, r.promise, plan_admissions(r.plan), searches)
     if not rows:
         why = "the plan's summarise steps name no label" if not r.curve_labels else r.why_none("sweep")

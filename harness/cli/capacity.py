@@ -9,8 +9,10 @@ it goes, and the answer is one ``capacity`` record.
 
 from __future__ import annotations
 
+import math
 import sys
 import time
+from dataclasses import dataclass, field, replace
 
 from harness.core import sizing
 from harness.core.curves import copies_for
@@ -37,7 +39,19 @@ def add_parser(sub) -> None:
         help="METRIC-PCT (ttft, tpot, itl, e2e; p50, p90, p95, p99) or goodput (the share of requests "
         "within the goodput objective --slo-ttft/--slo-tpot, at least --promise)",
     )
-    p.add_argument("--max-users", type=int, default=64, help="the largest crowd the search may try")
+    p.add_argument(
+        "--max-users",
+        type=int,
+        default=64,
+        help="the largest crowd the search may try (with --rate-step: steps)",
+    )
+    p.add_argument(
+        "--rate-step",
+        type=float,
+        help="search over arrival rate instead (open loop): levels of k x this many requests/s, each "
+        "at least --requests and 10 s of arrivals",
+    )
+    p.add_argument("--poisson", action="store_true", help="with --rate-step: Poisson arrivals")
     p.add_argument("--start", type=int, default=1, help="the first crowd tried (doubling from there)")
     p.add_argument("--confidence", type=float, default=0.9, help="of the bootstrap interval per verdict")
     p.add_argument("--confirm", type=int, default=2, help="runs each boundary level needs at least")
@@ -74,6 +88,10 @@ def check(args) -> sizing.Criterion:
     bounds.number("--confirm", args.confirm, 1, 20, whole=True)
     bounds.number("--max-runs", args.max_runs, args.confirm, 50, whole=True)
     bounds.seconds("--time-budget", args.time_budget)
+    if args.rate_step is not None:
+        bounds.number("--rate-step", args.rate_step, 1e-3, bounds.MAX_RATE_RPS)
+    elif args.poisson:
+        raise ConfigError("--poisson needs --rate-step (the open-loop search)")
     if args.peak is not None:
         bounds.number("--peak", args.peak, 1, 10_000_000, whole=True)
     return criterion
@@ -106,19 +124,46 @@ def _f(v) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
+@dataclass
+class Search:
+    """One search in progress: what it measures over (crowds, or arrival rates of ``step`` each),
+    the runs of each level and every run tried, in order."""
+
+    step: float | None  # None: closed loop over crowds; else open loop at k x step requests/s
+    levels: dict[int, sizing.LevelRuns] = field(default_factory=dict)
+    tried: list[dict] = field(default_factory=list)
+    walls: dict[int, float] = field(default_factory=dict)
+    stopped: str = "done"
+
+    def name(self, k: int) -> str:
+        return sizing.crowd(k) if self.step is None else f"{k * self.step:g} requests/s"
+
+    def rate(self, k: int) -> float | None:
+        return None if self.step is None else round(k * self.step, 6)
+
+
 def run(args) -> int:
     criterion = check(args)
+    if args.rate_step is not None:
+        args.rate = f"{args.rate_step:g}"  # the plan is an open loop; each level's rate is set below
     plan = sweep_cli.plan_from(args)
     check_writable(plan.labbook)
     check_writable(plan.samples_path, "--samples")
     listed = sweeping.list_models(plan)
     if listed and args.model not in listed:
         print(f"warning: the server lists {', '.join(map(str, listed))}, not {args.model!r}", file=sys.stderr)
-    print(f"==> capacity of {args.model} at {args.base_url}: the largest crowd with {criterion.text}")
+    found = Search(args.rate_step)
+    over = "crowd" if found.step is None else f"arrival rate (steps of {found.step:g} requests/s)"
+    loop = (
+        "closed loop"
+        if found.step is None
+        else f"open loop ({'Poisson' if args.poisson else 'evenly spaced'} arrivals)"
+    )
+    print(f"==> capacity of {args.model} at {args.base_url}: the largest {over} with {criterion.text}")
     print(
         f"    each verdict from a {args.confidence:.0%} bootstrap interval over the pooled requests; "
         f"boundary levels run at least {args.confirm} times, an unsure level up to {args.max_runs}; "
-        f"at most {args.time_budget:g} s; closed loop, prompt set {plan.context.prompt_set}, "
+        f"at most {args.time_budget:g} s; {loop}, prompt set {plan.context.prompt_set}, "
         f"max_tokens {plan.context.max_tokens}, at least {args.requests} request(s) per level",
         flush=True,
     )
@@ -126,54 +171,15 @@ def run(args) -> int:
         sweep_cli.print_endpoint(sweeping.prove_endpoint(plan, listed))
     sweeping.warm_up(plan)
     started = time.monotonic()
-    levels: dict[int, sizing.LevelRuns] = {}
-    tried: list[dict] = []
-    walls: dict[int, float] = {}
-    stopped = "done"
-    while True:
-        c = sizing.next_level(
-            levels, criterion, args.max_users, args.confidence, args.confirm, args.max_runs, args.start
-        )
-        if c is None:
-            break
-        elapsed = time.monotonic() - started
-        if elapsed + estimate(walls, c, args.requests, args.min_rounds) > args.time_budget:
-            stopped = "time"
-            print(
-                f"    stopping: c={c} would not finish within the {args.time_budget:g} s budget", flush=True
-            )
-            break
-        result, _, arrival = sweeping.run_level(plan, c)
-        runs = levels.setdefault(c, sizing.LevelRuns(c))
-        values, failed = values_of(result.samples, criterion, plan.context.objectives)
-        runs.add(values, failed)
-        sweeping.record_level(plan, result, c, arrival, RunMark(plan.run_id, runs.runs))
-        walls[c] = max(walls.get(c, 0.0), result.wall_s)
-        v = sizing.verdict(runs, criterion, args.confidence)
-        tried.append(
-            {
-                "level": c,
-                "run": runs.runs,
-                "figure": _round(criterion.statistic(values)),
-                "pooled": _round(v.figure),
-                "interval": None if v.interval is None else [_round(x) for x in v.interval],
-                "verdict": v.outcome,
-                "why": v.why,
-            }
-        )
-        print(
-            f"    [{len(tried)}] c={c:<4} run {runs.runs}: {criterion.text.split(' <=')[0]} "
-            f"{_f(tried[-1]['figure'])} (pooled {_f(v.figure)}; {v.why}) -> {v.outcome}",
-            flush=True,
-        )
-    if not tried:
+    search(args, plan, criterion, found, started)
+    if not found.tried:
         raise ConfigError(f"the --time-budget of {args.time_budget:g} s left no time for a single level")
-    state = sizing.settled(levels, criterion, args.confidence, args.max_runs)
-    capacity, reading, sentence = sizing.answer(state, args.max_users)
+    state = sizing.settled(found.levels, criterion, args.confidence, args.max_runs)
+    capacity, reading, sentence = sizing.answer(state, args.max_users, found.name)
     elapsed = time.monotonic() - started
     print(
-        f"    capacity with {criterion.text}: {sentence}; {len(levels)} level(s) measured in {len(tried)} "
-        f"run(s), {elapsed:.0f} s"
+        f"    capacity with {criterion.text}: {sentence}; {len(found.levels)} level(s) measured in "
+        f"{len(found.tried)} run(s), {elapsed:.0f} s"
     )
     record = Capacity(
         label=args.label,
@@ -189,24 +195,74 @@ def run(args) -> int:
         capacity=capacity,
         reading=reading,
         answer=sentence,
-        tried=tried,
-        levels_measured=len(levels),
-        runs=len(tried),
+        tried=found.tried,
+        levels_measured=len(found.levels),
+        runs=len(found.tried),
         elapsed_s=round(elapsed, 1),
         time_budget_s=args.time_budget,
-        stopped=stopped,
+        stopped=found.stopped,
         recorded_at=now_stamp(),
+        rate_step_rps=found.step,
     )
     append_record(plan.labbook, record.to_dict(), "capacity")
-    print(f"    appended {len(tried)} level line(s) and a capacity record to {plan.labbook}")
-    if args.peak and capacity:
+    print(f"    appended {len(found.tried)} level line(s) and a capacity record to {plan.labbook}")
+    if args.peak and capacity and found.step is None:
         need, spare = copies_for(args.peak, capacity, args.spares)
+        bound = " (capacity is a lower bound, so this is an upper bound)" if reading != "exact" else ""
         print(
             f"    a peak of {args.peak} needs {args.peak} / {capacity} -> {need} copies, {spare} with "
-            f"{args.spares:.0%} spares"
-            + (" (capacity is a lower bound, so this is an upper bound)" if reading != "exact" else "")
+            f"{args.spares:.0%} spares{bound}"
         )
     return 0
+
+
+def search(args, plan, criterion: sizing.Criterion, found: Search, started: float) -> None:
+    """Measure the level ``next_level`` names until it names none or the time budget would run
+    out; each run on the notebook before the next starts, and its line printed."""
+    while True:
+        k = sizing.next_level(
+            found.levels, criterion, args.max_users, args.confidence, args.confirm, args.max_runs, args.start
+        )
+        if k is None:
+            return
+        guess = (
+            estimate(found.walls, k, args.requests, args.min_rounds)
+            if found.step is None
+            else max(found.walls.values(), default=0.0)
+        )
+        if time.monotonic() - started + guess > args.time_budget:
+            found.stopped = "time"
+            print(f"    stopping: {found.name(k)} would not finish within the {args.time_budget:g} s budget")
+            return
+        rate = found.rate(k)
+        level_plan = (
+            plan if rate is None else replace(plan, requests=max(plan.requests, math.ceil(rate * 10)))
+        )
+        result, concurrency, arrival = sweeping.run_level(level_plan, k if rate is None else rate)
+        runs = found.levels.setdefault(k, sizing.LevelRuns(k))
+        values, failed = values_of(result.samples, criterion, plan.context.objectives)
+        runs.add(values, failed)
+        sweeping.record_level(level_plan, result, concurrency, arrival, RunMark(plan.run_id, runs.runs))
+        found.walls[k] = max(found.walls.get(k, 0.0), result.wall_s)
+        v = sizing.verdict(runs, criterion, args.confidence)
+        found.tried.append(
+            {
+                "level": k,
+                **({} if rate is None else {"rate_rps": rate}),
+                "run": runs.runs,
+                "figure": _round(criterion.statistic(values)),
+                "pooled": _round(v.figure),
+                "interval": None if v.interval is None else [_round(x) for x in v.interval],
+                "verdict": v.outcome,
+                "why": v.why,
+            }
+        )
+        where = f"c={k:<4}" if rate is None else f"rate {rate:g}/s (peak {concurrency} in flight)"
+        print(
+            f"    [{len(found.tried)}] {where} run {runs.runs}: {criterion.text.split(' <=')[0]} "
+            f"{_f(found.tried[-1]['figure'])} (pooled {_f(v.figure)}; {v.why}) -> {v.outcome}",
+            flush=True,
+        )
 
 
 def estimate(walls: dict[int, float], c: int, requests: int, min_rounds: int) -> float:

@@ -309,6 +309,7 @@ class Capacity:
     time_budget_s: float
     stopped: str  # done, time
     recorded_at: str
+    rate_step_rps: float | None = None  # the open-loop search: level k is k x this many requests/s
 
     RUN_FIELDS = ("engine", "model", "base_url", "prompt_set", "max_tokens", "server_slots")
 
@@ -318,6 +319,7 @@ class Capacity:
             "harness_schema": SCHEMA_VERSION,
             "record": "capacity",
             "label": self.label,
+            "search": "concurrency" if self.rate_step_rps is None else "rate",
             **{k: self.run.get(k) for k in self.RUN_FIELDS},
             **_fields(self, skip=("label", "run")),
         }

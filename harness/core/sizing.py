@@ -11,6 +11,7 @@ counted as failing (the safe side) when it stays unsure. Any failed request fail
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from harness.core.stats import all_worse_chance, bootstrap, median, percentile
 
@@ -161,28 +162,32 @@ def next_level(
     return None
 
 
-def answer(state: SearchState, max_users: int) -> tuple[int | None, str, str]:
-    """The capacity found, its reading (exact, at least, between, none) and the sentence."""
+def crowd(k: int) -> str:
+    return f"{k} at once"
+
+
+def answer(
+    state: SearchState, max_users: int, name: Callable[[int], str] = crowd
+) -> tuple[int | None, str, str]:
+    """The capacity found, its reading (exact, at least, between, none) and the sentence (``name``
+    says a level in words: a crowd, or an arrival rate for the open-loop search)."""
     lo, hi = state.lo, state.hi
     if lo is None:
         if hi is not None and hi > 1:
-            why = f"c={hi} broke the promise and the search stopped before trying fewer"
+            why = f"{name(hi)} broke the promise and the search stopped before trying less"
             return None, "none", f"none found: {why}"
-        return None, "none", "none: one person at a time already breaks the promise"
+        return None, "none", f"none: {name(1)} already breaks the promise"
     if hi is None:
         end = (
-            f"the search stops at --max-users {max_users}"
+            f"the search stops at {name(max_users)}"
             if lo >= max_users
             else "the search ran out of time before a level broke it"
         )
-        return lo, "at least", f"at least {lo}: every level measured up to {lo} kept the promise ({end})"
+        return lo, "at least", f"at least {name(lo)}: every level measured up to it kept the promise ({end})"
     if hi - lo > 1:
-        return (
-            lo,
-            "between",
-            (f"at least {lo} and fewer than {hi}: the search ran out of time before narrowing it"),
-        )
-    return lo, "exact", f"{lo}: {lo} at once keeps the promise and {hi} breaks it"
+        why = "the search ran out of time before narrowing it"
+        return lo, "between", f"at least {name(lo)} and less than {name(hi)}: {why}"
+    return lo, "exact", f"{name(lo)} keeps the promise and {name(hi)} breaks it"
 
 
 # -- the regression gate ---------------------------------------------------------------------------

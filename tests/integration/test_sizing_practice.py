@@ -122,3 +122,33 @@ def test_gate_passes_itself_names_tpot_on_a_slower_server_and_refuses_one_run(pr
     assert once.returncode == 2 and "too few repeats" in once.stdout
     missing = harness("gate", "--baseline", "nope", "--candidate", "slow", "--labbook", str(book))
     assert missing.returncode != 0 and "no level records for label 'nope'" in missing.stderr
+
+
+def test_capacity_over_arrival_rate_stops_below_the_servers_throughput(practice, tmp_path):
+    """Open loop in steps of 2 requests/s: the kit serves 8 seats x (one 64-token answer per
+    64 x 25.7 ms = 1.65 s), about 4.9 requests/s, so 4/s keeps a 0.5 s promise and 6/s cannot."""
+    server = practice("kit")
+    book = tmp_path / "rate.md"
+    out = harness(
+        "capacity",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "practice-model",
+        "--promise",
+        "0.5",
+        "--max-tokens",
+        "64",
+        "--rate-step",
+        "2",
+        "--max-users",
+        "8",
+        "--labbook",
+        str(book),
+    )
+    assert out.returncode == 0, out.stderr
+    (rec,) = read_records(book, "capacity", select=lambda o: o.get("record") == "capacity").records
+    assert rec["search"] == "rate" and rec["rate_step_rps"] == 2
+    assert (rec["capacity"], rec["reading"]) == (2, "exact")
+    assert "4 requests/s keeps the promise and 6 requests/s breaks it" in out.stdout
+    assert all(t["rate_rps"] == t["level"] * 2 for t in rec["tried"])

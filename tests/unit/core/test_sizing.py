@@ -119,3 +119,11 @@ def test_gate_cannot_decide_with_one_run_or_other_conditions():
     other = {8: [rec(8, 300, 0.025, max_tokens=64)] * 3}
     assert "max tokens is 128 in the baseline and 64" in sizing.gate_undecidable(three, other)
     assert "share no concurrency" in sizing.gate_undecidable(three, {4: three[8]})
+
+
+def test_answer_names_levels_as_crowds_or_rates():
+    levels, _ = drive(8)
+    state = sizing.settled(levels, P95, 0.9, 4)
+    assert sizing.answer(state, 64)[2] == "8 at once keeps the promise and 9 at once breaks it"
+    rate = sizing.answer(state, 64, lambda k: f"{k * 0.5:g} requests/s")[2]
+    assert rate == "4 requests/s keeps the promise and 4.5 requests/s breaks it"

@@ -152,3 +152,46 @@ def test_capacity_over_arrival_rate_stops_below_the_servers_throughput(practice,
     assert (rec["capacity"], rec["reading"]) == (2, "exact")
     assert "4 requests/s keeps the promise and 6 requests/s breaks it" in out.stdout
     assert all(t["rate_rps"] == t["level"] * 2 for t in rec["tried"])
+
+
+def headless(server, label, book):
+    cmd = [
+        sys.executable,
+        "-m",
+        "locust",
+        "-f",
+        str(ROOT / "locustfiles/llm_user.py"),
+        "--headless",
+        "-u",
+        "8",
+        "-r",
+        "8",
+        "-t",
+        "3s",
+        "--stop-timeout",
+        "20",
+        "--host",
+        server.root,
+        "--max-tokens",
+        "32",
+        "--only-summary",
+        "--labbook",
+        str(book),
+        "--label",
+        label,
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=90, cwd=book.parent)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_gate_reads_headless_locust_records(practice, tmp_path):
+    """Three headless Locust runs a side, each one record under its label: the gate's repeats."""
+    kit, slow = practice("kit"), practice("kit-slow")
+    book = tmp_path / "headless.md"
+    for _ in range(3):
+        headless(kit, "ci-base", book)
+        headless(slow, "ci-slow", book)
+    worse = harness("gate", "--baseline", "ci-base", "--candidate", "ci-slow", "--labbook", str(book))
+    assert worse.returncode == 1, worse.stdout
+    tpot = next(line for line in worse.stdout.splitlines() if "TPOT p50" in line)
+    assert "WORSE" in tpot and "with 3 and 3 runs" in worse.stdout

@@ -327,8 +327,8 @@ CROSS_CHECK_HEAD = [
     "out tok/s ours",
     "out tok/s tool",
     "ratio",
-    "TPOT p50 ours",
-    "TPOT p50 tool",
+    "TPOT p50 ours (s)",
+    "TPOT p50 tool (s)",
     "verdict",
 ]
 

@@ -156,6 +156,9 @@ def record_summary(args, levels: dict[int, dict], d: curves.Curve, capacity: int
         if args.promise is None
         else curves.capacity_reading(levels, args.promise).reading,
         spread=tables.spread_rows(levels) or None,
+        seat_ceiling_tokens_per_s=round(d.fit["seat_ceiling"], 1)
+        if d.fit and d.fit.get("seat_ceiling")
+        else None,
     )
     append_record(args.labbook, rec.to_dict(), "curve-summary")
     print(f"    appended a curve-summary record for {args.label} to {args.labbook}")

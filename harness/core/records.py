@@ -272,18 +272,20 @@ class CurveSummary:
     recorded_at: str
     capacity_reading: str | None = None  # exact, at least, none (written only when known)
     spread: list[dict] | None = None  # per repeated level: runs and the range of each figure
+    seat_ceiling_tokens_per_s: float | None = None  # seats / (a + b x seats), when the seats are known
 
     RUN_FIELDS = ("engine", "engine_version", "host", "quant", "model", "context_length", "server_slots")
 
     def to_dict(self) -> dict:
-        optional = {k: v for k in ("capacity_reading", "spread") if (v := getattr(self, k)) is not None}
+        extra = ("capacity_reading", "spread", "seat_ceiling_tokens_per_s")
+        optional = {k: v for k in extra if (v := getattr(self, k)) is not None}
         return {
             "lab": LAB_ID,
             "harness_schema": SCHEMA_VERSION,
             "record": "curve-summary",
             "label": self.label,
             **{k: self.run.get(k) for k in self.RUN_FIELDS},
-            **_fields(self, skip=("label", "run", "capacity_reading", "spread")),
+            **_fields(self, skip=("label", "run", *extra)),
             **optional,
         }
 

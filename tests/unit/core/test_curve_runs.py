@@ -105,6 +105,7 @@ def test_summarise_says_at_least_shows_the_runs_range_and_records_it(tmp_path, c
     assert "levels run 3 times: each figure is the median of the runs" in out
     summary = json.loads(book.read_text().strip().splitlines()[-1])
     assert summary["capacity_reading"] == "at least" and summary["capacity_within_promise"] == 4
+    assert "seat_ceiling_tokens_per_s" not in summary  # no seats given, no plateau: 1 / b only
     assert summary["spread"][2] == {
         "c": 4,
         "runs": 3,
@@ -114,3 +115,17 @@ def test_summarise_says_at_least_shows_the_runs_range_and_records_it(tmp_path, c
         "tpot_p50_s": [0.02, 0.02],
         "tpot_p90_s": pytest.approx([0.022, 0.022]),
     }
+
+
+def test_the_curve_summary_records_the_seats_ceiling_when_seats_are_known(tmp_path):
+    import json
+
+    from harness.cli import main
+    from tests.unit.core.test_curves import write_book
+
+    tpot = {c: 0.02 + 0.002 * c for c in (1, 2, 4, 8)}
+    book = write_book(tmp_path / "b.md", [level(c, c / t, t, server_slots=8) for c, t in tpot.items()])
+    assert main(["summarise", "--labbook", str(book), "--label", "x", "--record"]) == 0
+    summary = json.loads(book.read_text().strip().splitlines()[-1])
+    assert summary["seat_ceiling_tokens_per_s"] == round(8 / (0.02 + 0.002 * 8), 1)
+    assert "capacity_reading" not in summary  # no promise given

@@ -127,3 +127,43 @@ def test_answer_names_levels_as_crowds_or_rates():
     assert sizing.answer(state, 64)[2] == "8 at once keeps the promise and 9 at once breaks it"
     rate = sizing.answer(state, 64, lambda k: f"{k * 0.5:g} requests/s")[2]
     assert rate == "4 requests/s keeps the promise and 4.5 requests/s breaks it"
+
+
+def test_the_capacity_record_is_schema_valid_and_says_its_search():
+    from harness.core.records import Capacity
+    from harness.io.notebook import problems
+
+    tried = [
+        {
+            "level": 8,
+            "run": 1,
+            "figure": 0.14,
+            "pooled": 0.14,
+            "interval": [0.13, 0.15],
+            "verdict": "pass",
+            "why": "90% interval 0.130-0.150 within",
+        }
+    ]
+    rec = Capacity(
+        "cap",
+        {"engine": "practice", "model": "m", "max_tokens": 128},
+        "r1",
+        {"metric": "ttft", "percentile": "p95", "limit": 0.5, "text": "TTFT p95 <= 0.5 s"},
+        0.9,
+        8,
+        "at least",
+        "at least 8 at once: ...",
+        tried,
+        1,
+        1,
+        12.0,
+        240.0,
+        "time",
+        "t",
+    )
+    out = rec.to_dict()
+    assert out["record"] == "capacity" and out["search"] == "concurrency" and out["capacity"] == 8
+    assert not problems(out, "capacity")
+    assert problems({**out, "reading": "exactly"}, "capacity")  # the reading is one of four words
+    rate = Capacity(**{**rec.__dict__, "rate_step_rps": 0.5}).to_dict()
+    assert rate["search"] == "rate" and not problems(rate, "capacity")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -116,7 +117,8 @@ def test_gate_passes_itself_names_tpot_on_a_slower_server_and_refuses_one_run(pr
     worse = harness("gate", "--baseline", str(book) + ":base", "--candidate", "slow", "--labbook", str(book))
     assert worse.returncode == 1, worse.stdout
     tpot = next(line for line in worse.stdout.splitlines() if "TPOT p50" in line)
-    assert "WORSE" in tpot and "20.0% worse" in tpot
+    share = float(re.search(r"([\d.]+)% worse;", tpot).group(1))
+    assert "WORSE" in tpot and 15 < share < 25  # 20 % by the profile; the shared machine adds noise
     sweep(kit, "once", book, 1)
     once = harness("gate", "--baseline", "once", "--candidate", "slow", "--labbook", str(book))
     assert once.returncode == 2 and "too few repeats" in once.stdout

@@ -9,7 +9,7 @@ import sys
 
 from harness import signals
 
-GEVENT_COMMANDS = {"sweep"}
+GEVENT_COMMANDS = {"sweep", "capacity"}
 
 
 def main() -> int:

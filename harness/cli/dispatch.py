@@ -11,11 +11,13 @@ from urllib.parse import urlsplit
 
 from harness import __version__, signals
 from harness.cli import (
+    capacity,
     check,
     cleanup,
     crosscheck,
     demo,
     engines,
+    gate,
     imitate,
     llama_cpu,
     measure,
@@ -40,7 +42,9 @@ COMMANDS = (
     demo,
     llama_cpu,
     sweep,
+    capacity,
     summarise,
+    gate,
     predict,
     verify_allocation,
     probe,

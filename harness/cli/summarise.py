@@ -34,7 +34,8 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--chart",
         metavar="PNG",
-        help="draw total output and p95 first-token wait against crowd size (for --label or --compare)",
+        help="draw total output and p95 first-token wait against crowd size (for --label or --compare), "
+        "and beside it NAME-pareto.png: per-user against total output tokens/s",
     )
     p.add_argument("--tpot-chart", metavar="PNG", help="with --label: TPOT against concurrency with the fit")
     p.set_defaults(func=run)
@@ -67,9 +68,7 @@ def run(args) -> int:
     d = print_curve(args.label, levels, args.markdown)
     capacity = print_capacity(args, levels) if args.promise is not None else None
     if args.chart:
-        from harness.report.charts import crowd_chart
-
-        print(f"    chart: {crowd_chart({args.label: levels}, args.chart, args.promise)}")
+        draw_charts({args.label: levels}, args.chart, args.promise)
     if args.tpot_chart:
         from harness.report.charts import tpot_chart
 
@@ -103,23 +102,35 @@ def run_compare(args, labels: dict[str, dict[int, dict]]) -> int:
             raise _missing(name, labels)
     code = print_compare(a, b, labels)
     if args.chart:
-        from harness.report.charts import crowd_chart
-
-        print(f"    chart: {crowd_chart({a: labels[a], b: labels[b]}, args.chart, args.promise)}")
+        draw_charts({a: labels[a], b: labels[b]}, args.chart, args.promise)
     return code
 
 
+def draw_charts(shown: dict[str, dict[int, dict]], path: str, promise: float | None) -> None:
+    """The crowd chart at ``path`` and the Pareto chart beside it (``<name>-pareto.png``)."""
+    from pathlib import Path
+
+    from harness.report.charts import crowd_chart, pareto_chart
+
+    print(f"    chart: {crowd_chart(shown, path, promise)}")
+    beside = Path(path).with_name(Path(path).stem + "-pareto.png")
+    print(f"    Pareto chart (per-user against total output tok/s): {pareto_chart(shown, beside)}")
+
+
 def print_capacity(args, levels: dict[int, dict]) -> int | None:
-    """How many people at once get a first token within the promise, and copies for a peak."""
-    capacity = curves.capacity_within(levels, args.promise)
-    print(f"    {tables.capacity_line(capacity, args.promise)}")
+    """How many people at once get a first token within the promise (never more than the levels
+    show: "at least" when the top level kept it), and copies for a peak."""
+    found = curves.capacity_reading(levels, args.promise)
+    print(f"    {tables.capacity_line(levels, args.promise)}")
+    capacity = found.capacity
     if not capacity:
         return capacity
     if args.peak:
         need, spare = curves.copies_for(args.peak, capacity, args.spares)
+        bound = "" if found.reading == "exact" else " (at most: the capacity is a lower bound)"
         print(
             f"    a peak of {args.peak} needs {args.peak} / {capacity} -> {need} copies, {spare} with "
-            f"{args.spares:.0%} spares"
+            f"{args.spares:.0%} spares{bound}"
         )
     return capacity
 
@@ -141,6 +152,13 @@ def record_summary(args, levels: dict[int, dict], d: curves.Curve, capacity: int
         capacity_within_promise=capacity,
         promise_s=args.promise,
         recorded_at=now_stamp(),
+        capacity_reading=None
+        if args.promise is None
+        else curves.capacity_reading(levels, args.promise).reading,
+        spread=tables.spread_rows(levels) or None,
+        seat_ceiling_tokens_per_s=round(d.fit["seat_ceiling"], 1)
+        if d.fit and d.fit.get("seat_ceiling")
+        else None,
     )
     append_record(args.labbook, rec.to_dict(), "curve-summary")
     print(f"    appended a curve-summary record for {args.label} to {args.labbook}")
@@ -160,6 +178,9 @@ def print_curve(label: str, levels: dict[int, dict], markdown: bool) -> curves.C
     first, second = tables.conditions_lines(label, levels, d)
     print(f"==> {first}")
     print(f"    {second}")
+    for note in (tables.runs_note(levels), tables.spread_note(levels)):
+        if note:
+            print(f"    {note}")
     _print_table(d, levels, markdown)
     print()
     print(f"    {tables.knee_line(d)}")

@@ -34,7 +34,6 @@ from harness.load import sweep as sweeping  # no Locust yet: harness.load.runner
 from harness.load.sweep import SweepPlan
 
 
-# Long by nature: one declaration per option, in the order of the lab's load-test.py.
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "sweep",
@@ -42,13 +41,29 @@ def add_parser(sub) -> None:
         description="Drive an OpenAI-compatible endpoint at each concurrency level and append one "
         "JSON line per level to the notebook.",
     )
+    add_options(p)
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run each level this many times in a row (each run its own record, marked repeat i of R); "
+        "summarise and the report then show each figure with the range of the R runs",
+    )
+    p.set_defaults(func=run)
+
+
+# Long by nature: one declaration per option, in the order of the lab's load-test.py.
+def add_options(p, levels: bool = True) -> None:
+    """The sweep's options on ``p``; without ``levels`` (``harness capacity`` chooses its own) no
+    --concurrency, --rate, --poisson or --duration."""
     p.add_argument(
         "--base-url",
         default="http://127.0.0.1:8000/v1",
         help="the server, with or without /v1 (http://HOST:PORT means http://HOST:PORT/v1)",
     )
     p.add_argument("--model", required=True, help="model name the server reports at /v1/models")
-    p.add_argument("--concurrency", default="1,5,10,20", help="comma-separated levels, run in order")
+    if levels:
+        p.add_argument("--concurrency", default="1,5,10,20", help="comma-separated levels, run in order")
     p.add_argument("--requests", type=int, default=40, help="requests per level (at least)")
     p.add_argument(
         "--min-rounds", type=int, default=0, help="at least this many requests per worker per level"
@@ -104,19 +119,20 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--labbook", default="labbook.md", help="notebook to append one JSON line per level to")
     p.add_argument("--samples", help="file for per-request samples (default: beside the notebook)")
-    p.add_argument(
-        "--rate",
-        help="open loop: comma-separated arrival rates (requests/s), one level each, instead of "
-        "--concurrency",
-    )
-    p.add_argument(
-        "--poisson", action="store_true", help="with --rate: Poisson arrivals instead of evenly spaced"
-    )
-    p.add_argument(
-        "--duration",
-        type=float,
-        help="closed loop for this many seconds per level (then drain) instead of a request count",
-    )
+    if levels:
+        p.add_argument(
+            "--rate",
+            help="open loop: comma-separated arrival rates (requests/s), one level each, instead of "
+            "--concurrency",
+        )
+        p.add_argument(
+            "--poisson", action="store_true", help="with --rate: Poisson arrivals instead of evenly spaced"
+        )
+        p.add_argument(
+            "--duration",
+            type=float,
+            help="closed loop for this many seconds per level (then drain) instead of a request count",
+        )
     p.add_argument("--seed", type=int, default=1, help="seed for Poisson arrivals")
     p.add_argument(
         "--processes",
@@ -151,7 +167,6 @@ def add_parser(sub) -> None:
         help="engine /metrics URL to sample during each level (default: derived from "
         "--base-url; 'none' to skip)",
     )
-    p.set_defaults(func=run)
 
 
 def print_endpoint(check: EndpointCheck) -> None:
@@ -181,6 +196,7 @@ def check_numbers(args) -> None:
     whole("--min-rounds", args.min_rounds, 0, bounds.MAX_REQUESTS)
     whole("--max-tokens", args.max_tokens, 2, bounds.MAX_TOKENS)
     whole("--warmup", args.warmup, 0, 1000)
+    whole("--repeat", getattr(args, "repeat", 1), 1, 100)
     whole("--processes", args.processes, 0, 4 * (os.cpu_count() or 1))
     whole("--context-length", args.context_length, 0, 100_000_000)
     whole("--server-slots", args.server_slots, 0, bounds.MAX_CONCURRENCY)
@@ -267,6 +283,7 @@ def plan_from(args) -> SweepPlan:
         worker_url=args.worker_url,
         metrics_url=None if args.metrics_url == "none" else (args.metrics_url or root + "/metrics"),
         idle_timeout=args.idle_timeout,
+        repeat=getattr(args, "repeat", 1),
     )
 
 
@@ -282,6 +299,8 @@ def print_plan(args, plan: SweepPlan) -> None:
         f"{args.warmup} warm-up request(s)",
         flush=True,
     )
+    if getattr(args, "repeat", 1) > 1:
+        print(f"    each level run {args.repeat} times in a row (figures then carry the range of the runs)")
     if args.timeout_per_user:
         every = " (with --processes: the largest level's, for every level)" if args.processes else ""
         print(
@@ -374,6 +393,8 @@ def print_level(r: dict) -> None:
         lag += f", {late:.1%} of tokens read a token gap late"
     if r.get("rate_rps"):
         print(f"  rate {r['rate_rps']:g}/s ({r['arrival']}), peak in flight {r['concurrency']}")
+    if r.get("repeats", 1) > 1:
+        print(f"  run {r['repeat']} of {r['repeats']}")
     print(
         f"  c={r['concurrency']:>3}  ok {r['completed']:>3}/{r['requests']:<3} fail {r['failed']:<3} "
         f"wall {r['wall_s']:>7.2f}s  out/s {r['output_tokens_per_s']:>8.2f}  "
@@ -383,7 +404,7 @@ def print_level(r: dict) -> None:
     )
     print(
         f"         goodput {r['goodput_requests_per_s']:.3f} req/s ({r['within_slo']}/{r['completed']} "
-        "within SLO)  "
+        f"within the goodput objective TTFT <= {r['slo_ttft_s']:g} s, TPOT <= {r['slo_tpot_s']:g} s)  "
         f"in flight {r['mean_in_flight']:.1f}  prompt {_fmt(r['prompt_tokens_mean'], '')} tok, cached "
         f"{_fmt(r['cached_tokens_mean'], '')}  tokens from {r['token_counts']}  "
         f"finish {words.finish_text(r.get('finish_reasons'))}  "

@@ -84,7 +84,14 @@ def free_ports(plan: str, sets: dict[str, str]) -> dict[str, str]:
 
 
 def run(args) -> int:
-    from harness.report.run_report import headline_lines, headlines, levels_in, plan_pairs
+    from harness.report.run_report import (
+        headline_lines,
+        headlines,
+        levels_in,
+        plan_admissions,
+        plan_pairs,
+        searches_in,
+    )
     from harness.run.run_dirs import fresh_run_dir, latest_run_dir
     from harness.run.runner import Runner
 
@@ -112,7 +119,15 @@ def run(args) -> int:
         promise = float(plan.variables.get("PROMISE_S", plan.sweep.get("slo_ttft", 2.0)))
         print("\n==> headline numbers")
         for line in headline_lines(
-            headlines(levels_in(run_dir / "labbook.md"), curve_labels, pairs, promise), promise
+            headlines(
+                levels_in(run_dir / "labbook.md"),
+                curve_labels,
+                pairs,
+                promise,
+                plan_admissions(plan),
+                searches_in(run_dir / "labbook.md"),
+            ),
+            promise,
         ):
             print(f"    {line}")
         print(

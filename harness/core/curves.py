@@ -17,10 +17,74 @@ DEFAULT_SLO_TTFT, DEFAULT_SLO_TPOT = 2.0, 0.1
 
 
 def by_label(records: list[dict]) -> dict[str, dict[int, dict]]:
-    """label -> concurrency -> the most recent record (later lines win)."""
-    out: dict[str, dict[int, dict]] = {}
+    """label -> concurrency -> the most recent record (later lines win). When the most recent
+    record is one of several runs of that level by one invocation (``sweep --repeat``, the
+    capacity search), the level is those runs merged (``merge_runs``)."""
+    runs: dict[str, dict[int, list[dict]]] = {}
     for rec in records:
-        out.setdefault(str(rec.get("label")), {})[int(rec["concurrency"])] = rec
+        level = runs.setdefault(str(rec.get("label")), {}).setdefault(int(rec["concurrency"]), [])
+        if level and (not rec.get("run_id") or level[-1].get("run_id") != rec.get("run_id")):
+            level.clear()  # a later run of the level replaces the earlier ones
+        level.append(rec)
+    return {label: {c: merge_runs(rs) for c, rs in lv.items()} for label, lv in runs.items()}
+
+
+# The headline figures whose spread over repeated runs a merged level carries.
+SPREAD_FIELDS = ("output_tokens_per_s", "requests_per_s", "goodput_requests_per_s", "mean_in_flight")
+SPREAD_DISTS = ("ttft_s", "tpot_s", "itl_s", "e2e_s")
+COUNTED = ("requests", "completed", "failed", "incomplete", "cancelled", "within_slo", "output_tokens")
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def merge_runs(runs: list[dict]) -> dict:
+    """One level from the R runs of it: the latest record with each headline figure replaced by
+    the median of the runs, counts summed (a failure in any run stays a failure), ``runs`` = R,
+    and ``spread``: field -> [smallest, largest] over the runs (``ttft_s.p95`` for a percentile).
+    A single run is returned as it is."""
+    if len(runs) == 1:
+        return runs[0]
+    out = dict(runs[-1])
+    spread: dict[str, list[float]] = {}
+    for key in SPREAD_FIELDS:
+        values = [r[key] for r in runs if r.get(key) is not None]
+        if values:
+            out[key] = _median(values)
+            spread[key] = [min(values), max(values)]
+    for key in SPREAD_DISTS:
+        if not isinstance(runs[-1].get(key), dict):
+            continue
+        dist = dict(runs[-1][key])
+        for pct in dist:
+            values = [r[key][pct] for r in runs if (r.get(key) or {}).get(pct) is not None]
+            dist[pct] = _median(values) if values else None
+            if values:
+                spread[f"{key}.{pct}"] = [min(values), max(values)]
+        out[key] = dist
+    for key in COUNTED:
+        if all(isinstance(r.get(key), int) for r in runs):
+            out[key] = sum(r[key] for r in runs)
+    out["runs"] = len(runs)
+    out["spread"] = spread
+    return out
+
+
+def spread_of(rec: dict, key: str, pct: str | None = None) -> list[float] | None:
+    """The [smallest, largest] of a figure over a merged level's runs; None for a single run."""
+    return (rec.get("spread") or {}).get(f"{key}.{pct}" if pct else key)
+
+
+def runs_in(levels: dict[int, dict]) -> dict[str, list[int]]:
+    """run id -> the levels of this curve it wrote, for records that carry a run id."""
+    out: dict[str, list[int]] = {}
+    for c in sorted(levels):
+        rid = levels[c].get("run_id")
+        if rid:
+            out.setdefault(rid, []).append(c)
     return out
 
 
@@ -131,6 +195,51 @@ def infer_slots(levels: dict[int, dict], cs: list[int]) -> tuple[int | None, str
                 f"within {PLATEAU_GAIN:.0%}), so about {c} seats (--server-slots states it)"
             )
     return None, "not given and no throughput plateau in these levels: every level used"
+
+
+@dataclass(frozen=True)
+class CapacityReading:
+    """Capacity within a promise read off the listed levels, never more than they show: ``exact``
+    (the next level up was measured and broke it), ``at least`` (the top level measured kept it, or
+    levels between it and the first that broke it were not measured) or ``none``."""
+
+    capacity: int | None
+    reading: str
+    text: str
+
+
+def _kept(rec: dict, promise_s: float, pct: str) -> bool:
+    ttft = _p(rec, "ttft_s", pct)
+    return bool(rec.get("completed")) and rec["failed"] == 0 and ttft is not None and ttft <= promise_s
+
+
+def capacity_reading(levels: dict[int, dict], promise_s: float, pct: str = "p95") -> CapacityReading:
+    """The largest level below the first one that breaks the promise (any failure breaks it);
+    levels without that percentile (the lab's own records have no p95) are not judged."""
+    cs = sorted(c for c, r in levels.items() if _p(r, "ttft_s", pct) is not None or not r.get("completed"))
+    if not cs:
+        return CapacityReading(None, "none", f"no level has a {pct} first-token time to judge")
+    broke = next((c for c in cs if not _kept(levels[c], promise_s, pct)), None)
+    kept = [c for c in cs if broke is None or c < broke]
+    if not kept:
+        if broke == 1:
+            return CapacityReading(None, "none", "none: one person at a time already breaks it")
+        return CapacityReading(
+            None, "none", f"none measured: the first level, c={broke}, breaks it (fewer were not tried)"
+        )
+    top = kept[-1]
+    if broke is None:
+        return CapacityReading(
+            top, "at least", f"at least {top} at once (the top level measured kept it; more were not tried)"
+        )
+    if broke == top + 1:
+        return CapacityReading(top, "exact", f"{top} at once ({broke} breaks it)")
+    return CapacityReading(
+        top,
+        "at least",
+        f"at least {top} at once and fewer than {broke} (the levels between were not measured; "
+        "harness capacity finds it)",
+    )
 
 
 def capacity_within(levels: dict[int, dict], promise_s: float, pct: str = "p95") -> int | None:

@@ -23,6 +23,7 @@ from harness.core.records import (
     LevelRecord,
     LevelStats,
     Objectives,
+    RunMark,
 )
 from harness.core.stats import percentile
 from harness.core.stream import Sample
@@ -120,6 +121,7 @@ def level_stats(samples: list[Sample], concurrency: int, wall_s: float, objectiv
         client_late_share=late_share(lags, token_gap(itls)),
         client_first_late_share=first_late_share(ok, token_gap(itls)),
         client_send_delay_s=spread([s.send_delay for s in ok if s.send_delay is not None], 5),
+        e2e_s=spread([s.t_end - s.t_departed for s in ok if s.t_end is not None], 4),
     )
 
 
@@ -132,6 +134,7 @@ def level_record(
     arrival: Arrival | None = None,
     client_cpu: float | None = None,
     server_metrics: dict | None = None,
+    run: RunMark | None = None,
 ) -> LevelRecord:
     """The one builder of a level record, shared by the sweep and the headless or web-UI Locust
     run: the statistics under the context's objectives and, when the client's CPU share is
@@ -150,7 +153,7 @@ def level_record(
                 stats.client_first_late_share,
             )
             client = ClientCheck(client_cpu, limited, server_metrics)
-    return LevelRecord(context, stats, recorded_at, arrival, client)
+    return LevelRecord(context, stats, recorded_at, arrival, client, run)
 
 
 CPU_SHARE_FLOOR_S = 0.5  # below this wall time, CPU seconds per wall second mean nothing (start-up costs)

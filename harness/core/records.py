@@ -12,6 +12,7 @@ when no time is given.
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -116,6 +117,7 @@ class LevelStats:
     client_late_share: float | None
     client_first_late_share: float | None
     client_send_delay_s: Distribution
+    e2e_s: Distribution = Distribution()  # added: request sent -> last byte, per completed request
 
     def to_dict(self) -> dict:
         """The measured fields in the notebook's order (distributions as plain objects)."""
@@ -172,6 +174,26 @@ class Arrival:
 
 
 @dataclass(frozen=True)
+class RunMark:
+    """Which invocation wrote a level (``run_id``, one per sweep or capacity search) and, when a
+    level is repeated, which of its ``repeats`` runs this is: so a curve built from several runs,
+    or the R runs of one level, can be told apart."""
+
+    run_id: str
+    repeat: int = 1
+    repeats: int = 1
+
+    def to_dict(self) -> dict:
+        return {"run_id": self.run_id, "repeat": self.repeat, "repeats": self.repeats}
+
+
+def new_run_id(when: float | None = None, pid: int | None = None) -> str:
+    """A run id: the start time to the second and the process id (unique on one machine)."""
+    t = time.time() if when is None else when
+    return time.strftime("%Y%m%dT%H%M%S", time.localtime(t)) + f"-{os.getpid() if pid is None else pid}"
+
+
+@dataclass(frozen=True)
 class LevelContext:
     """The run context of a level record: who was measured, with what requests and objectives."""
 
@@ -196,6 +218,7 @@ class LevelRecord:
     recorded_at: str
     arrival: Arrival | None = None
     client: ClientCheck | None = None
+    run: RunMark | None = None
 
     def to_dict(self) -> dict:
         c = self.context
@@ -220,6 +243,8 @@ class LevelRecord:
         if self.arrival is not None:
             out.update(self.arrival.to_dict())
         out["recorded_at"] = self.recorded_at
+        if self.run is not None:
+            out.update(self.run.to_dict())
         out.update(self.stats.to_dict())
         if self.client is not None:
             out.update(self.client.to_dict())
@@ -245,15 +270,58 @@ class CurveSummary:
     capacity_within_promise: int | None
     promise_s: float | None
     recorded_at: str
+    capacity_reading: str | None = None  # exact, at least, none (written only when known)
+    spread: list[dict] | None = None  # per repeated level: runs and the range of each figure
+    seat_ceiling_tokens_per_s: float | None = None  # seats / (a + b x seats), when the seats are known
 
     RUN_FIELDS = ("engine", "engine_version", "host", "quant", "model", "context_length", "server_slots")
 
     def to_dict(self) -> dict:
+        extra = ("capacity_reading", "spread", "seat_ceiling_tokens_per_s")
+        optional = {k: v for k in extra if (v := getattr(self, k)) is not None}
         return {
             "lab": LAB_ID,
             "harness_schema": SCHEMA_VERSION,
             "record": "curve-summary",
             "label": self.label,
+            **{k: self.run.get(k) for k in self.RUN_FIELDS},
+            **_fields(self, skip=("label", "run", *extra)),
+            **optional,
+        }
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """What ``harness capacity`` found: the largest load within the promise (``capacity``; None
+    when even the first level breaks it), how that reads (``reading``: exact, at least, between or
+    none), the criterion and every level it tried, in the order it tried them."""
+
+    label: str
+    run: dict  # engine, model, base_url, prompt_set, max_tokens, server_slots of the search
+    run_id: str
+    criterion: dict  # metric, percentile, limit, text
+    confidence: float
+    capacity: int | None
+    reading: str
+    answer: str
+    tried: list[dict]  # level, run, figure, pooled, interval, verdict, why
+    levels_measured: int
+    runs: int
+    elapsed_s: float
+    time_budget_s: float
+    stopped: str  # done, time
+    recorded_at: str
+    rate_step_rps: float | None = None  # the open-loop search: level k is k x this many requests/s
+
+    RUN_FIELDS = ("engine", "model", "base_url", "prompt_set", "max_tokens", "server_slots")
+
+    def to_dict(self) -> dict:
+        return {
+            "lab": LAB_ID,
+            "harness_schema": SCHEMA_VERSION,
+            "record": "capacity",
+            "label": self.label,
+            "search": "concurrency" if self.rate_step_rps is None else "rate",
             **{k: self.run.get(k) for k in self.RUN_FIELDS},
             **_fields(self, skip=("label", "run")),
         }

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Iterable, Sequence
+import random
+from typing import Callable, Iterable, Sequence
 
 
 def percentile(values: Iterable[float], p: float) -> float | None:
@@ -18,3 +19,35 @@ def percentile(values: Iterable[float], p: float) -> float | None:
 
 def median(values: Sequence[float]) -> float | None:
     return percentile(values, 50)
+
+
+def value_range(values: Sequence[float]) -> tuple[float, float] | None:
+    """The smallest and the largest value (the spread of R repeated runs); None when empty."""
+    return (min(values), max(values)) if values else None
+
+
+def bootstrap(
+    values: Sequence[float],
+    stat: Callable[[list[float]], float | None],
+    confidence: float = 0.9,
+    resamples: int = 1000,
+    seed: int = 1,
+) -> tuple[float, float] | None:
+    """A percentile bootstrap interval of ``stat``: resample the values with replacement
+    ``resamples`` times (a seeded generator, so the same values give the same interval), compute
+    ``stat`` of each resample and return the central ``confidence`` share of those. None when
+    there are no values. It treats requests as independent, which a closed loop only
+    approximates, so the interval is a floor on the real uncertainty."""
+    if not values:
+        return None
+    rng = random.Random(seed)
+    pool = list(values)
+    stats = sorted(v for _ in range(resamples) if (v := stat(rng.choices(pool, k=len(pool)))) is not None)
+    cut = round(len(stats) * (1 - confidence) / 2)
+    return stats[cut], stats[len(stats) - 1 - cut]
+
+
+def all_worse_chance(m: int, n: int) -> float:
+    """The chance that all ``n`` runs of one side fall beyond all ``m`` runs of the other when
+    both come from the same distribution (an exact rank test: one ordering of C(m+n, n))."""
+    return 1 / math.comb(m + n, n) if m > 0 and n > 0 else 1.0

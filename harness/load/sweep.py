@@ -8,7 +8,7 @@ finished level. Locust is imported (through ``harness.load.runner``) only when l
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -16,7 +16,15 @@ from harness import signals
 from harness.core.bounds import crowd_timeout
 from harness.core.levels import level_record, peak_in_flight, sample_record
 from harness.core.prompts import load_prompt_file, make_prompts
-from harness.core.records import Arrival, EndpointCheck, LevelContext, LevelRecord, now_stamp
+from harness.core.records import (
+    Arrival,
+    EndpointCheck,
+    LevelContext,
+    LevelRecord,
+    RunMark,
+    new_run_id,
+    now_stamp,
+)
 from harness.errors import TargetError, TargetUnreachable
 from harness.io.notebook import append_level, append_record
 
@@ -51,6 +59,8 @@ class SweepPlan:
     worker_command: list[str] | None = None  # start each worker with this (a container), not locally
     master_host: str = "127.0.0.1"
     worker_url: str | None = None  # the server's root as the workers reach it (default: root)
+    repeat: int = 1  # runs of each level, one after another, each its own record
+    run_id: str = field(default_factory=new_run_id)  # marks every level this sweep writes
 
     @property
     def base_url(self) -> str:
@@ -218,8 +228,11 @@ def run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None)
     return result, level, Arrival()
 
 
-def record_level(plan: SweepPlan, result, concurrency: int, arrival: Arrival) -> LevelRecord:
-    """Build, validate and append the level's record, then its exact samples beside the notebook."""
+def record_level(
+    plan: SweepPlan, result, concurrency: int, arrival: Arrival, run: RunMark | None = None
+) -> LevelRecord:
+    """Build, validate and append the level's record, then its exact samples beside the notebook
+    (``run``: which run of the level this is; the sweep's run id, once, by default)."""
     record = level_record(
         result.samples,
         concurrency,
@@ -229,8 +242,10 @@ def record_level(plan: SweepPlan, result, concurrency: int, arrival: Arrival) ->
         arrival,
         client_cpu=result.client_cpu,
         server_metrics=result.metrics or None,
+        run=run or RunMark(plan.run_id),
     )
-    rows = [sample_record(s, plan.context.label, concurrency) for s in result.samples]
+    mark = {"run_id": plan.run_id, "repeat": (run or RunMark(plan.run_id)).repeat}
+    rows = [{**sample_record(s, plan.context.label, concurrency), **mark} for s in result.samples]
     append_level(plan.labbook, record.to_dict(), plan.samples_path, rows)  # both whole, or neither
     return record
 
@@ -241,7 +256,8 @@ def run_levels(
     on_ready: Callable[[], None] = lambda: None,
     on_progress: Callable[[float, object], None] | None = None,
 ) -> list[LevelRecord]:
-    """Warm up, start the worker processes if any, then run every level in order. ``on_ready``
+    """Warm up, start the worker processes if any, then run every level in order (each
+    ``plan.repeat`` times in a row). ``on_ready``
     hears when the first level is about to start, ``on_level`` of each record once it is on disk
     (an interrupt, which propagates, keeps those), ``on_progress`` (level, ``Progress``) about
     twice a second inside each level."""
@@ -253,9 +269,11 @@ def run_levels(
         for level in plan.levels:
             signals.raise_if_received()  # a signal that came while the last level stopped ends it here
             told = (lambda p, level=level: on_progress(level, p)) if on_progress else None
-            result, concurrency, arrival = run_level(plan, level, distributed, told)
-            records.append(record_level(plan, result, concurrency, arrival))
-            on_level(records[-1])
+            for i in range(1, plan.repeat + 1):
+                result, concurrency, arrival = run_level(plan, level, distributed, told)
+                mark = RunMark(plan.run_id, i, plan.repeat)
+                records.append(record_level(plan, result, concurrency, arrival, mark))
+                on_level(records[-1])
     finally:
         if distributed:
             distributed.close()

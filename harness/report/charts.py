@@ -6,7 +6,7 @@ from pathlib import Path
 
 import matplotlib
 
-from harness.core.curves import completed_levels
+from harness.core.curves import completed_levels, spread_of
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -45,16 +45,36 @@ def conditions(levels_by_label: dict[str, dict[int, dict]], promise_s: float | N
     return f"{mark}\n{text}" if mark else text
 
 
+def _errors(levels: dict[int, dict], cs: list[int], key: str, pct: str | None, values: list) -> list | None:
+    """Error bars (below, above) from the range of each level's runs; None when no level repeated."""
+    spans = [spread_of(levels[c], key, pct) for c in cs]
+    if not any(spans):
+        return None
+    below = [v - s[0] if s and v is not None else 0 for v, s in zip(values, spans, strict=True)]
+    above = [s[1] - v if s and v is not None else 0 for v, s in zip(values, spans, strict=True)]
+    return [below, above]
+
+
 def crowd_chart(
     levels_by_label: dict[str, dict[int, dict]], path: str | Path, promise_s: float | None = None
 ) -> Path:
-    """Total output tokens/s and p95 first-token wait against crowd size, one line per label."""
+    """Total output tokens/s and p95 first-token wait against crowd size, one line per label; a
+    level run more than once has error bars spanning its runs (smallest to largest)."""
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
+    repeated = False
     for label, levels in levels_by_label.items():
         cs = completed_levels(levels)
-        top.plot(cs, [levels[c]["output_tokens_per_s"] for c in cs], marker="o", label=label)
-        p95 = [(levels[c]["ttft_s"].get("p95") or levels[c]["ttft_s"].get("p90")) for c in cs]
-        bottom.plot(cs, p95, marker="o", label=label)
+        out = [levels[c]["output_tokens_per_s"] for c in cs]
+        err = _errors(levels, cs, "output_tokens_per_s", None, out)
+        top.errorbar(cs, out, yerr=err, marker="o", capsize=3, label=label)
+        p95 = [levels[c]["ttft_s"].get("p95") for c in cs]
+        shown = [(c, v) for c, v in zip(cs, p95, strict=True) if v is not None]
+        if shown:
+            xs, ys = [c for c, _ in shown], [v for _, v in shown]
+            bottom.errorbar(
+                xs, ys, yerr=_errors(levels, xs, "ttft_s", "p95", ys), marker="o", capsize=3, label=label
+            )
+        repeated = repeated or err is not None
     if promise_s is not None:
         bottom.axhline(promise_s, color="grey", linestyle="--", linewidth=1, label=f"promise {promise_s:g} s")
     top.set_ylabel("total output (tokens/s)")
@@ -64,29 +84,113 @@ def crowd_chart(
     for ax in (top, bottom):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle(conditions(levels_by_label, promise_s), fontsize=9)
+    title = conditions(levels_by_label, promise_s)
+    if repeated:
+        title += "\nerror bars: range of the repeated runs of a level (median marked)"
+    fig.suptitle(title, fontsize=9)
+    return _save(fig, path)
+
+
+def pareto_chart(levels_by_label: dict[str, dict[int, dict]], path: str | Path) -> Path:
+    """Per-user output speed (1 / TPOT p50: what one person sees while the answer streams) against
+    total output tokens/s, one point per level labelled with its crowd, one line per label."""
+    fig, ax = plt.subplots(figsize=(7, 5))
+    for label, levels in levels_by_label.items():
+        cs = [c for c in completed_levels(levels) if (levels[c]["tpot_s"].get("p50") or 0) > 0]
+        xs = [levels[c]["output_tokens_per_s"] for c in cs]
+        ys = [1 / levels[c]["tpot_s"]["p50"] for c in cs]
+        ax.plot(xs, ys, marker="o", label=label)
+        for c, x, y in zip(cs, xs, ys, strict=True):
+            ax.annotate(f"c={c}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    ax.set_xlabel("total output (tokens/s)")
+    ax.set_ylabel("per-user output (tokens/s, 1 / TPOT p50)")
+    ax.set_title("Per-user against total output: each point a crowd size", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.suptitle(conditions(levels_by_label, None), fontsize=9)
     return _save(fig, path)
 
 
 def tpot_chart(label: str, levels: dict[int, dict], fit: dict | None, path: str | Path) -> Path:
-    """TPOT p50 and p90 against concurrency with the fitted line a + b c."""
+    """TPOT p50 and p90 against concurrency with the fitted line a + b c, drawn only over the
+    levels it was fitted on."""
     cs = completed_levels(levels)
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(cs, [levels[c]["tpot_s"]["p50"] for c in cs], "o", label="TPOT p50")
     ax.plot(cs, [levels[c]["tpot_s"]["p90"] for c in cs], "x", label="TPOT p90")
     if fit:
-        xs = [0, max(cs)]
+        used = fit["levels_used"]
+        xs = [min(used), max(used)]
         ax.plot(
             xs,
             [fit["a_s"] + fit["b_s"] * x for x in xs],
             "-",
             linewidth=1,
-            label=f"fit {fit['a_s'] * 1000:.1f} ms + {fit['b_s'] * 1000:.2f} ms x c",
+            label=f"fit {fit['a_s'] * 1000:.1f} ms + {fit['b_s'] * 1000:.2f} ms x c (c = {xs[0]} to {xs[1]})",
         )
     ax.set_xlabel("concurrency")
     ax.set_ylabel("time per output token (s)")
     mark = rehearsal_mark(levels.values())
     ax.set_title(f"{label}: TPOT against concurrency" + (f"\n{mark}" if mark else ""), fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def latency_histogram(label: str, samples: list[dict], path: str | Path) -> Path:
+    """The distribution of first-token wait and end-to-end latency of every completed request of
+    one curve (the samples file's rows), one outline per crowd size."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    ok = [s for s in samples if s.get("ok")]
+    for ax, key in ((left, "ttft_s"), (right, "end_s")):
+        every = [s[key] for s in ok if s.get(key) is not None]
+        if not every:
+            continue
+        low, high = min(every), max(every)
+        bins = [low + (high - low) * i / 40 for i in range(41)] if high > low else 1
+        for c in sorted({s["concurrency"] for s in ok}):
+            values = [s[key] for s in ok if s["concurrency"] == c and s.get(key) is not None]
+            if values:
+                ax.hist(values, bins=bins, histtype="step", label=f"c={c} ({len(values)})")
+    left.set_xlabel("first-token wait, TTFT (s)")
+    right.set_xlabel("end-to-end latency (s)")
+    for ax in (left, right):
+        ax.set_ylabel("requests")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{label}: latency of every completed request, per crowd size", fontsize=10)
+    return _save(fig, path)
+
+
+def requests_over_time(label: str, samples: list[dict], path: str | Path) -> Path:
+    """Requests in flight over the curve's run (each request from its departure to its end, on the
+    client's monotonic clock), and each failed request marked where it ended."""
+    spans = [
+        (
+            s["departed_monotonic_s"],
+            s["departed_monotonic_s"] + s["end_s"],
+            s["concurrency"],
+            bool(s.get("ok")),
+        )
+        for s in samples
+        if s.get("departed_monotonic_s") is not None and s.get("end_s") is not None
+    ]
+    fig, ax = plt.subplots(figsize=(9, 3.5))
+    if spans:
+        t0 = min(start for start, _, _, _ in spans)
+        events = sorted([(a - t0, 1) for a, _, _, _ in spans] + [(b - t0, -1) for _, b, _, _ in spans])
+        xs, ys, now = [0.0], [0], 0
+        for t, step in events:
+            now += step
+            xs.append(t)
+            ys.append(now)
+        ax.step(xs, ys, where="post", linewidth=1, label="in flight")
+        failed = [b - t0 for _, b, _, ok in spans if not ok]
+        if failed:
+            ax.plot(failed, [0] * len(failed), "rx", label=f"failed ({len(failed)})")
+    ax.set_xlabel("seconds since the curve's first request")
+    ax.set_ylabel("requests in flight")
+    ax.set_title(f"{label}: requests over time (every level in the order run)", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _save(fig, path)

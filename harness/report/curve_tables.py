@@ -14,30 +14,35 @@ CURVE_HEAD = [
     "out tok/s",
     "scaling",
     "req/s",
-    "goodput",
-    "TTFT p50",
-    "TTFT p90",
-    "TTFT p95",
-    "TPOT p50",
-    "TPOT p90",
+    "goodput (req/s)",
+    "TTFT p50 (s)",
+    "TTFT p90 (s)",
+    "TTFT p95 (s)",
+    "TTFT p99 (s)",
+    "TPOT p50 (s)",
+    "TPOT p90 (s)",
+    "ITL p50 (s)",
+    "ITL p99 (s)",
+    "e2e p50 (s)",
+    "e2e p99 (s)",
     "in flight",
-    "cached",
+    "cached (tok)",
 ]
 COMPARE_HEAD = [
     "c",
-    "out/s A",
-    "out/s B",
+    "out tok/s A",
+    "out tok/s B",
     "B/A",
-    "goodput A",
-    "goodput B",
-    "TTFT p50 A",
-    "TTFT p50 B",
-    "TTFT p90 A",
-    "TTFT p90 B",
-    "TPOT p50 A",
-    "TPOT p50 B",
-    "cached A",
-    "cached B",
+    "goodput A (req/s)",
+    "goodput B (req/s)",
+    "TTFT p50 A (s)",
+    "TTFT p50 B (s)",
+    "TTFT p90 A (s)",
+    "TTFT p90 B (s)",
+    "TPOT p50 A (s)",
+    "TPOT p50 B (s)",
+    "cached A (tok)",
+    "cached B (tok)",
 ]
 # Conditions a level-by-level comparison assumes equal; any difference is stated above the table.
 CONDITIONS = ("engine", "model", "quant", "prompt_set", "max_tokens", "context_length", "server_slots")
@@ -69,33 +74,100 @@ def conditions_lines(label: str, levels: dict[int, dict], d: curves.Curve) -> li
         f"prompts {said(head.get('prompt_set'))}, up to {said(head.get('max_tokens'))} tokens out, "
         f"context {context if context not in _UNSTATED else 'not stated (--context-length)'}, "
         f"slots {slots if slots not in _UNSTATED else 'not stated (--server-slots)'}; "
-        f"objective TTFT <= {d.slo_ttft} s and TPOT <= {d.slo_tpot} s",
+        f"goodput objective (per request, for goodput and the operating point): TTFT <= {d.slo_ttft} s "
+        f"and TPOT <= {d.slo_tpot} s",
     ]
 
 
+def with_spread(rec: dict, key: str, pct: str | None, spec: str) -> str:
+    """A figure, and after it the range of its runs when the level was run more than once."""
+    value = rec.get(key) if pct is None else (rec.get(key) or {}).get(pct)
+    text = f(value, spec)
+    low_high = curves.spread_of(rec, key, pct)
+    if value is None or not low_high:
+        return text
+    return f"{text} ({format(low_high[0], spec)}-{format(low_high[1], spec)})"
+
+
 def curve_rows(d: curves.Curve, levels: dict[int, dict]) -> list[list[str]]:
-    """One row per completed level, in the order of ``CURVE_HEAD``."""
+    """One row per completed level, in the order of ``CURVE_HEAD``; a level run R times shows the
+    median of its runs with their range in brackets, and its ``ok`` counts every run's requests."""
     rows = []
     for c in d.levels:
         r = levels[c]
+        runs = f" ({r['runs']} runs)" if r.get("runs", 1) > 1 else ""
         rows.append(
             [
                 str(c),
-                f"{r['completed']}/{r['requests']}",
-                f"{r['output_tokens_per_s']:.1f}",
+                f"{r['completed']}/{r['requests']}{runs}",
+                with_spread(r, "output_tokens_per_s", None, ".1f"),
                 f(d.scaling[c] if d.scaling else None, ".2f"),
                 f(r.get("requests_per_s"), ".3f"),
-                f(r.get("goodput_requests_per_s"), ".3f"),
+                with_spread(r, "goodput_requests_per_s", None, ".3f"),
                 f(r["ttft_s"].get("p50"), ".3f"),
                 f(r["ttft_s"].get("p90"), ".3f"),
-                f(r["ttft_s"].get("p95"), ".3f"),
-                f(r["tpot_s"].get("p50"), ".4f"),
+                with_spread(r, "ttft_s", "p95", ".3f"),
+                f(r["ttft_s"].get("p99"), ".3f"),
+                with_spread(r, "tpot_s", "p50", ".4f"),
                 f(r["tpot_s"].get("p90"), ".4f"),
+                f((r.get("itl_s") or {}).get("p50"), ".4f"),
+                f((r.get("itl_s") or {}).get("p99"), ".4f"),
+                f((r.get("e2e_s") or {}).get("p50"), ".3f"),
+                f((r.get("e2e_s") or {}).get("p99"), ".3f"),
                 f(r.get("mean_in_flight"), ".1f"),
                 f(r.get("cached_tokens_mean"), ".1f"),
             ]
         )
     return rows
+
+
+def spread_rows(levels: dict[int, dict]) -> list[dict]:
+    """Each repeated level's runs and the range of its headline figures, for the curve summary."""
+    out = []
+    for c in sorted(levels):
+        r = levels[c]
+        if r.get("runs", 1) < 2:
+            continue
+        row: dict = {"c": c, "runs": r["runs"]}
+        for name, key, pct in (
+            ("output_tokens_per_s", "output_tokens_per_s", None),
+            ("goodput_requests_per_s", "goodput_requests_per_s", None),
+            ("ttft_p50_s", "ttft_s", "p50"),
+            ("ttft_p95_s", "ttft_s", "p95"),
+            ("tpot_p50_s", "tpot_s", "p50"),
+            ("tpot_p90_s", "tpot_s", "p90"),
+        ):
+            span = curves.spread_of(r, key, pct)
+            if span:
+                row[name] = span
+        out.append(row)
+    return out
+
+
+def spread_note(levels: dict[int, dict]) -> str | None:
+    """What the brackets in the table mean, when any level was run more than once."""
+    repeated = sorted({r["runs"] for r in levels.values() if r.get("runs", 1) > 1})
+    if not repeated:
+        return None
+    return (
+        f"levels run {' or '.join(map(str, repeated))} times: each figure is the median of the runs, in "
+        "brackets the range (smallest to largest) of the runs; ok counts every run's requests"
+    )
+
+
+def runs_note(levels: dict[int, dict]) -> str | None:
+    """A warning when the curve's levels come from different runs (a rerun appended to the label)."""
+    runs = curves.runs_in(levels)
+    unmarked = [c for c in sorted(levels) if not levels[c].get("run_id")]
+    if len(runs) + (1 if unmarked and runs else 0) < 2:
+        return None
+    parts = [f"c={', '.join(map(str, cs))} from run {rid}" for rid, cs in runs.items()]
+    if unmarked:
+        parts.append(f"c={', '.join(map(str, unmarked))} from a run without an id")
+    return (
+        f"mixed runs: this curve's levels come from {len(parts)} different runs ({'; '.join(parts)}); "
+        "conditions may have changed between them"
+    )
 
 
 def knee_line(d: curves.Curve) -> str:
@@ -109,49 +181,63 @@ def knee_line(d: curves.Curve) -> str:
 
 
 def fit_lines(d: curves.Curve, levels: dict[int, dict]) -> list[str]:
-    """The TPOT fit, how its seats were found, and the ceilings it implies (first line unindented,
-    the per-level bounds after it indented by two)."""
+    """The TPOT fit, how its seats were found, and the ceiling it implies: the seats' ceiling when
+    the seats are known (given or inferred), the open-ended 1 / b only when they are not (first
+    line unindented, the per-level bounds after it indented by two)."""
     if not d.fit:
         return ["TPOT fit: not possible; it takes two or more levels within the server's slots"]
     a, b = d.fit["a_s"], d.fit["b_s"]
+    used = d.fit["levels_used"]
     out = [
         f"TPOT p50 fit: {a * 1000:.2f} ms + {b * 1000:.3f} ms per concurrent request "
-        f"(least squares over c = {', '.join(map(str, d.fit['levels_used']))})",
+        f"(least squares over c = {', '.join(map(str, used))}; it holds over those levels only)",
         f"seats for the fit: {d.fit['slots_source']}",
     ]
+    seats = d.fit.get("slots")
+    plateau = max(levels[c]["output_tokens_per_s"] for c in d.levels)
     if d.fit.get("seat_ceiling"):
-        plateau = max(levels[c]["output_tokens_per_s"] for c in d.levels)
         out.append(
-            f"ceiling at {d.fit['slots']} seats: seats / (a + b x seats) = "
-            f"{d.fit['seat_ceiling']:.1f} tok/s (measured peak {plateau:.1f} tok/s)"
+            f"ceiling at {seats} seats: seats / (a + b x seats) = {d.fit['seat_ceiling']:.1f} tok/s "
+            f"(measured peak {plateau:.1f} tok/s); past {seats} at once requests wait for a seat"
         )
-    for c in d.fit["levels_used"]:
+    for c in used:
         step = a + b * c
         bound = f"{c / step:8.1f} tok/s" if step > 0 else "no bound (a + b c <= 0)"
         out.append(
             f"  c={c:<4} c / (a + b c) = {bound} if all {c} were decoding all the time; "
             f"measured {levels[c]['output_tokens_per_s']:.1f}"
         )
-    if d.ceiling:
+    if not d.ceiling:
+        out.append("ceiling: none can be read off, TPOT does not grow with c at these levels (b <= 0)")
+    elif not seats:
         out.append(
-            f"ceiling: 1 / b = {d.ceiling:.1f} tok/s however many are admitted; TPOT p50 would reach "
-            f"{d.slo_tpot} s near c = {d.c_at_slo:.1f}"
+            f"ceiling: 1 / b = {d.ceiling:.1f} tok/s if every request were admitted at once (the seats are "
+            f"not known; --server-slots states them); TPOT p50 would reach {d.slo_tpot} s near c = "
+            f"{d.c_at_slo:.1f}"
+        )
+    elif d.c_at_slo is not None and d.c_at_slo <= seats:
+        out.append(
+            f"TPOT p50 reaches the objective's {d.slo_tpot} s near c = {d.c_at_slo:.1f}, within the seats"
         )
     else:
-        out.append("ceiling: none can be read off, TPOT does not grow with c at these levels (b <= 0)")
+        out.append(f"TPOT p50 stays within the objective's {d.slo_tpot} s at every seat count up to {seats}")
     return out
 
 
 def operating_line(d: curves.Curve) -> str:
-    op = f"c={d.operating_point}" if d.operating_point else "no level qualifies"
-    return (
-        f"operating point: {op} (highest level with no failures and TTFT p90, TPOT p90 inside the objective)"
+    why = "highest level with no failures and TTFT p90, TPOT p90 within the goodput objective"
+    if not d.operating_point:
+        return f"operating point: no level qualifies ({why})"
+    top = (
+        " (the top level measured: a higher one may qualify too)" if d.operating_point == d.levels[-1] else ""
     )
+    return f"operating point: c={d.operating_point}{top} ({why})"
 
 
-def capacity_line(capacity: int | None, promise_s: float) -> str:
-    found = f"{capacity} at once" if capacity else "no level met it"
-    return f"capacity within the promise (p95 first token <= {promise_s:g} s): {found}"
+def capacity_line(levels: dict[int, dict], promise_s: float) -> str:
+    """Capacity within the promise as the levels show it: exact, at least, or none."""
+    found = curves.capacity_reading(levels, promise_s)
+    return f"capacity within the promise (p95 first token <= {promise_s:g} s): {found.text}"
 
 
 def differences(a: dict[int, dict], b: dict[int, dict], shared: list[int]) -> list[str]:

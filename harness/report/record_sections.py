@@ -6,6 +6,7 @@ to show returns one line saying why (``markdown.absent``), never an empty headin
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,23 @@ class RunInputs:
             self._cache[kind] = found
         return self._cache[kind]
 
+    def samples(self, label: str) -> list[dict]:
+        """The exact per-request rows of one curve's levels from the samples file beside the
+        notebook (the rows of the run each level record came from, when the rows say their run)."""
+        if "samples" not in self._cache:
+            self._cache["samples"] = read_sample_rows(self.notebook.with_suffix(".samples.jsonl"))
+        levels = self.levels.get(label, {})
+        return [
+            row
+            for row in self._cache["samples"]
+            if row.get("label") == label
+            and row.get("concurrency") in levels
+            and (
+                not levels[row["concurrency"]].get("run_id")
+                or row.get("run_id") in (None, levels[row["concurrency"]]["run_id"])
+            )
+        ]
+
     def steps_of(self, kind: str) -> list[dict]:
         return [s for s in self.manifest.get("steps", []) if s.get("kind") == kind]
 
@@ -60,6 +78,21 @@ class RunInputs:
                 reason = hit[0].get("reason")
                 return f"the {kind} step {status}" + (f": {reason}" if reason else "")
         return f"the {kind} steps wrote no record to the notebook"
+
+
+def read_sample_rows(path: Path) -> list[dict]:
+    """Every JSON object line of a samples file (none when it is absent); a damaged line is skipped."""
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
 
 
 def _mib(value: float | None) -> str:
@@ -133,14 +166,95 @@ def curve_section(r: RunInputs) -> list[str]:
             continue
         what, conditions = ct.conditions_lines(label, levels, d)
         lines += [f"{what[0].upper()}{what[1:]}; {conditions}.", ""]
+        notes = [n for n in (ct.runs_note(levels), ct.spread_note(levels)) if n]
+        lines += [f"_{n[0].upper()}{n[1:]}._" for n in notes] + ([""] if notes else [])
         lines += [table(ct.CURVE_HEAD, ct.curve_rows(d, levels))]
         findings = [ct.knee_line(d), *ct.fit_lines(d, levels), ct.operating_line(d)]
-        findings.append(ct.capacity_line(curves.capacity_within(levels, r.promise), r.promise))
+        findings.append(ct.capacity_line(levels, r.promise))
         lines += [""] + [f"  - {f.strip()}" if f.startswith("  ") else f"- {f}" for f in findings] + [""]
         chart = r.run_dir / "charts" / f"{file_label(label)}-tpot.png"
         if chart.is_file():
             lines += [f"![{label}: TPOT against concurrency]({chart.relative_to(r.run_dir)})", ""]
+        lines += sample_charts(r, label)
     return lines
+
+
+def sample_charts(r: RunInputs, label: str) -> list[str]:
+    """A curve's latency histogram and its requests over time, drawn from its exact samples."""
+    from harness.report.charts import latency_histogram, requests_over_time
+
+    rows = r.samples(label)
+    if not rows:
+        return absent(
+            f"No latency histogram or requests-over-time chart for {label}",
+            f"no per-request samples for it in {r.notebook.with_suffix('.samples.jsonl').name}",
+        )
+    charts = r.run_dir / "charts"
+    hist = latency_histogram(label, rows, charts / f"{label}-latency.png")
+    over = requests_over_time(label, rows, charts / f"{label}-over-time.png")
+    return [
+        f"![{label}: latency of every completed request]({hist.relative_to(r.run_dir)})",
+        "",
+        f"![{label}: requests in flight over time]({over.relative_to(r.run_dir)})",
+        "",
+    ]
+
+
+def capacity_searches(r: RunInputs) -> list[str]:
+    """Each ``harness capacity`` search in the notebook: criterion, answer, levels and time."""
+    recs = r.records("capacity", lambda o: o.get("record") == "capacity")
+    if not recs:
+        return []
+    rows = [
+        [
+            c["label"],
+            c["criterion"]["text"],
+            "none" if c["capacity"] is None else str(c["capacity"]),
+            c["answer"],
+            f"{c['levels_measured']} levels, {c['runs']} runs",
+            f"{c['elapsed_s']:.0f} of {c['time_budget_s']:g}",
+            " -> ".join(f"{t['level']}:{t['verdict']}" for t in c["tried"]),
+        ]
+        for c in recs
+    ]
+    head = [
+        "search",
+        "promise",
+        "capacity",
+        "answer",
+        "measured",
+        "seconds (of budget)",
+        "path (level:verdict)",
+    ]
+    return [
+        "## Capacity found by search",
+        "",
+        f"Each verdict from a bootstrap interval over the pooled requests of a level "
+        f"({recs[0]['confidence']:.0%}); the levels at the boundary were run again until stable.",
+        "",
+        table(head, rows),
+        "",
+    ]
+
+
+def lab_heading(r: RunInputs) -> list[str]:
+    """Where the customer-facing part ends: the course's own sections follow under this heading."""
+    return [
+        "## The course's lab sections",
+        "",
+        "What follows is for the course notebook (Task 9's explanations, the labs' rule tables), not "
+        "for the customer.",
+        "",
+    ]
+
+
+def demoted(section: Callable[[RunInputs], list[str]]) -> Callable[[RunInputs], list[str]]:
+    """A section with every heading one level lower, to sit under ``lab_heading``."""
+
+    def inner(r: RunInputs) -> list[str]:
+        return ["#" + line if line.startswith("#") else line for line in section(r)]
+
+    return inner
 
 
 def comparisons(r: RunInputs) -> list[str]:
@@ -214,8 +328,8 @@ CROSS_CHECK_HEAD = [
     "out tok/s ours",
     "out tok/s tool",
     "ratio",
-    "TPOT p50 ours",
-    "TPOT p50 tool",
+    "TPOT p50 ours (s)",
+    "TPOT p50 tool (s)",
     "verdict",
 ]
 

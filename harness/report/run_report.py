@@ -47,9 +47,13 @@ def headlines(
     curve_labels: list[str],
     pairs: dict[str, tuple[str, str]],
     promise_s: float,
+    admissions: dict[str, str] | None = None,
+    searches: dict[str, dict] | None = None,
 ) -> list[dict]:
-    """One row per curve: peak output tokens/s, knee, operating point, capacity within the promise,
-    and the prefix-caching TTFT change of the pair run on the same server."""
+    """One row per curve: peak output tokens/s (and its range when that level was repeated), knee,
+    operating point, capacity within the promise as the levels show it (exact, at least, none),
+    the admission level's outcome against the promise, and the prefix-caching TTFT change of the
+    pair run on the same server."""
     rows = []
     for label in curve_labels:
         levels = levels_by_label.get(label)
@@ -65,18 +69,72 @@ def headlines(
             if pair
             else None
         )
+        peak_c = max(d.levels, key=lambda c: levels[c]["output_tokens_per_s"])
+        admitted = (admissions or {}).get(label)
         rows.append(
             {
                 "label": label,
                 "engine": first.get("engine"),
-                "peak_tok_s": max(levels[c]["output_tokens_per_s"] for c in d.levels),
+                "peak_tok_s": levels[peak_c]["output_tokens_per_s"],
+                "peak_range": curves.spread_of(levels[peak_c], "output_tokens_per_s"),
                 "knee": f"{d.knee[0]}->{d.knee[1]}" if d.knee else "none",
                 "operating_point": d.operating_point,
-                "capacity": curves.capacity_within(levels, promise_s),
+                "operating_is_top": d.operating_point == d.levels[-1],
+                "capacity": curves.capacity_reading(levels, promise_s),
+                "admission": admission_outcome(
+                    levels_by_label.get(admitted, {}), promise_s, (searches or {}).get(admitted)
+                )
+                if admitted
+                else None,
                 "prefix": change,
             }
         )
     return rows
+
+
+def admission_outcome(levels: dict[int, dict], promise_s: float, search: dict | None = None) -> str:
+    """The admission level's outcome in words: its crowd, p95 TTFT against the promise and by how
+    much, and how many requests met the goodput objective; why not, when it did not run. When the
+    level was found by ``harness capacity`` (``search``), that level and the search's answer."""
+    done = curves.completed_levels(levels)
+    if not done:
+        return "not run"
+    c = done[-1]
+    if search is not None:
+        if search.get("capacity") not in levels:
+            return f"capacity search: {search['answer']}"
+        c = search["capacity"]
+    rec = levels[c]
+    p95 = _p(rec, "ttft_s", "p95")
+    if p95 is None:
+        verdict = "no p95 TTFT measured"
+    elif p95 <= promise_s and not rec["failed"]:
+        verdict = (
+            f"within the {promise_s:g} s promise (p95 TTFT {p95:.2f} s, {promise_s - p95:.2f} s to spare)"
+        )
+    else:
+        over = (
+            f"p95 TTFT {p95:.2f} s, {p95 - promise_s:.2f} s over"
+            if p95 > promise_s
+            else f"p95 TTFT {p95:.2f} s"
+        )
+        failed = f", {rec['failed']} failed" if rec["failed"] else ""
+        verdict = f"breaks the {promise_s:g} s promise ({over}{failed})"
+    prompts = f" ({rec['prompt_set']})" if rec.get("prompt_set") else ""
+    good = f"{rec.get('within_slo', 0)}/{rec['completed']}"
+    found = f" (capacity search: {search['answer']})" if search else ""
+    return f"c={c}{prompts}{found}: {verdict}; {good} within the goodput objective"
+
+
+def _peak_text(r: dict) -> str:
+    span = r.get("peak_range")
+    return f"{r['peak_tok_s']:.1f}" + (f" (range {span[0]:.1f}-{span[1]:.1f})" if span else "")
+
+
+def _operating_text(r: dict) -> str:
+    if not r["operating_point"]:
+        return "none"
+    return f"c={r['operating_point']}" + (" (top level measured)" if r["operating_is_top"] else "")
 
 
 def prefix_text(pre: dict | None) -> str:
@@ -94,12 +152,23 @@ def prefix_text(pre: dict | None) -> str:
 def headline_lines(rows: list[dict], promise_s: float) -> list[str]:
     """The headline rows as the lines ``harness track`` prints at the end of a run."""
     return [
-        f"{r['label']} ({said(r['engine'])}): peak {r['peak_tok_s']:.1f} tok/s, knee {r['knee']}, "
-        f"operating point {'c=' + str(r['operating_point']) if r['operating_point'] else 'none'}, "
-        f"capacity within {promise_s:g} s p95 TTFT: {r['capacity'] or 'none'}; prefix caching: "
+        f"{r['label']} ({said(r['engine'])}): peak {_peak_text(r)} tok/s, knee {r['knee']}, "
+        f"operating point {_operating_text(r)}, "
+        f"capacity within the promise of {promise_s:g} s p95 TTFT: {r['capacity'].text}; "
+        + (f"admission {r['admission']}; " if r.get("admission") else "")
+        + "prefix caching: "
         + ("no pair" if r["prefix"] is None else f"TTFT p50 {prefix_text(r['prefix'])}")
         for r in rows
     ]
+
+
+def plan_admissions(plan) -> dict[str, str]:
+    """Curve label -> the label of the admission sweep chosen from it."""
+    return {
+        str(s.options["from"]): str(s.options["label"])
+        for s in plan.steps
+        if s.kind == "admission" and s.options.get("from") and s.options.get("label")
+    }
 
 
 def plan_pairs(plan) -> tuple[list[str], dict[str, tuple[str, str]]]:
@@ -120,6 +189,14 @@ def plan_pairs(plan) -> tuple[list[str], dict[str, tuple[str, str]]]:
                 if s.options["label"] in curve_labels:
                     pairs[s.options["label"]] = (unique[0], shared[0])
     return curve_labels, pairs
+
+
+def searches_in(notebook: Path) -> dict[str, dict]:
+    """label -> the latest capacity record of that label (``harness capacity``)."""
+    if not notebook.is_file():
+        return {}
+    recs = read_records(notebook, "capacity", select=lambda o: o.get("record") == "capacity").records
+    return {c["label"]: c for c in recs}
 
 
 def levels_in(notebook: Path) -> dict[str, dict[int, dict]]:
@@ -213,7 +290,8 @@ def rehearsal_banner(rehearsal: dict | None) -> list[str]:
 def headline(r: RunInputs) -> list[str]:
     """The headline table: one row per summarised curve."""
     lines = ["## Headline", ""]
-    rows = headlines(r.levels, r.curve_labels, r.pairs, r.promise)
+    searches = searches_in(r.notebook)
+    rows = headlines(r.levels, r.curve_labels, r.pairs, r.promise, plan_admissions(r.plan), searches)
     if not rows:
         why = "the plan's summarise steps name no label" if not r.curve_labels else r.why_none("sweep")
         return lines + absent("No curve was measured", why)
@@ -223,10 +301,11 @@ def headline(r: RunInputs) -> list[str]:
             [
                 x["label"],
                 said(x["engine"]),
-                f"{x['peak_tok_s']:.1f}",
+                _peak_text(x),
                 x["knee"].replace("->", " -> "),
-                f"c={x['operating_point']}" if x["operating_point"] else "no level qualifies",
-                f"{x['capacity']} at once" if x["capacity"] else "no level met it",
+                _operating_text(x) if x["operating_point"] else "no level qualifies",
+                x["capacity"].text,
+                x["admission"] or "no admission step",
                 prefix_text(x["prefix"]),
             ]
         )
@@ -235,8 +314,9 @@ def headline(r: RunInputs) -> list[str]:
         "engine",
         "peak output tok/s",
         "knee",
-        "operating point",
-        f"capacity within {r.promise:g} s p95 TTFT",
+        "operating point (goodput objective)",
+        f"capacity within the promise ({r.promise:g} s p95 TTFT)",
+        "admission level",
         "prefix caching: TTFT p50 without -> with the shared prefix",
     ]
     return lines + [table(head, body), ""]
@@ -244,15 +324,21 @@ def headline(r: RunInputs) -> list[str]:
 
 def charts(r: RunInputs) -> list[str]:
     """The crowd chart of every summarised curve (each curve's TPOT chart sits with its curve)."""
-    from harness.report.charts import crowd_chart
+    from harness.report.charts import crowd_chart, pareto_chart
 
     lines = ["## Throughput and first-token wait against crowd size", ""]
     shown = {label: r.levels[label] for label in r.curve_labels if r.levels.get(label)}
     if not any(curves.completed_levels(lv) for lv in shown.values()):
         return lines + absent("No chart", "no summarised curve finished a level")
     chart = crowd_chart(shown, r.run_dir / "charts" / "crowd.png", r.promise)
+    pareto = pareto_chart(shown, r.run_dir / "charts" / "pareto.png")
     return lines + [
         f"![total output and p95 first-token wait against crowd size]({chart.relative_to(r.run_dir)})",
+        "",
+        "Per-user output (1 / TPOT p50) against total output, one point per crowd size: moving right "
+        "along a line buys total throughput with each person's speed.",
+        "",
+        f"![per-user against total output tokens/s]({pareto.relative_to(r.run_dir)})",
         "",
     ]
 
@@ -325,7 +411,8 @@ def steps(r: RunInputs) -> list[str]:
     ]
 
 
-# The report, in order. A new section is a function of RunInputs returning Markdown lines, added here.
+# The report, in order: the customer-facing part first, then the course's lab sections under their
+# own heading. A new section is a function of RunInputs returning Markdown lines, added here.
 SECTIONS = (
     headline,
     charts,
@@ -333,10 +420,12 @@ SECTIONS = (
     engines,
     rs.allocation,
     rs.curve_section,
+    rs.capacity_searches,
     rs.comparisons,
     rs.single_user,
-    lambda r: measured.section(r.notebook, r.plan),  # measured against what bandwidth allows
     rs.cross_check,
-    rs.validation,
+    rs.lab_heading,
+    rs.demoted(lambda r: measured.section(r.notebook, r.plan)),  # measured against what bandwidth allows
+    rs.demoted(rs.validation),
     steps,
 )

@@ -201,7 +201,32 @@ def _load_workers(ctx: BlockContext) -> list[Option]:
 
 
 def _admission(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
-    return _sweep(w, ctx, o, admission=True)
+    """The admission sweep at the level chosen from its ``from`` sweep; with ``search: true``,
+    ``harness capacity`` instead: the largest crowd within the plan's promise on the same workload,
+    its search starting at that level (the level it finds is the admission recommendation, and
+    ``peak``/``spares`` size copies from it)."""
+    if not o.get("search"):
+        return _sweep(w, ctx, o, admission=True)
+    block, rec = ctx.block, engine_record(w.plan, ctx)
+    cond = {k: block.record[k] for k in ("quant", "context_length", "server_slots") if k in block.record}
+    sweep = {k: v for k, v in w.plan.sweep.items() if k not in ("requests", "min_rounds")}
+    opts = {**sweep, **{k: v for k, v in o.items() if k not in ("from", "search")}}
+    opts.setdefault("prompt_set", "mixed-long")
+    opts.setdefault("promise", w.plan.variables.get("PROMISE_S", w.plan.sweep.get("slo_ttft", 2.0)))
+    start = ctx.state.admission_level or "<operating point of " + o.get("from", "?") + ">"
+    return [
+        call(
+            "capacity",
+            _served(ctx),
+            [
+                ("engine", rec["engine"]),
+                ("engine_version", rec["engine_version"]),
+                ("host_desc", rec["host"]),
+            ],
+            flag_options({**cond, **opts}),
+            [("start", start), ("labbook", w.notebook)],
+        )
+    ]
 
 
 def _cross_check(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:

@@ -45,6 +45,7 @@ def run_dir(tmp_path_factory):
                     {"sweep": {"label": "practice-baseline", "concurrency": "1,4", "prompt_set": "mixed"}},
                     {"prefix-pair": {"label_prefix": "practice", "concurrency": "1", "requests": 3}},
                     "probe",
+                    {"admission": {"from": "practice-baseline", "label": "practice-admission"}},
                 ],
             },
             {"summarise": {"labels": ["practice-baseline"], "promise": "${PROMISE_S}"}},
@@ -81,7 +82,13 @@ def test_report_md_of_a_real_run_renders_as_a_report(run_dir):
     sections = re.findall(r"^## (.+)$", text, flags=re.M)
     assert sections[0] == "Headline"
     images = re.findall(r'<img src="([^"]+)" alt="([^"]*)"', html)
-    assert {src for src, _ in images} >= {"charts/crowd.png", "charts/practice-baseline-tpot.png"}
+    assert {src for src, _ in images} >= {
+        "charts/crowd.png",
+        "charts/pareto.png",
+        "charts/practice-baseline-tpot.png",
+        "charts/practice-baseline-latency.png",
+        "charts/practice-baseline-over-time.png",
+    }
     assert all((run_dir / src).is_file() and not src.startswith("/") for src, _ in images)
     for leak in ("None", "['", "{'", "Traceback"):
         assert leak not in text, leak
@@ -90,6 +97,15 @@ def test_report_md_of_a_real_run_renders_as_a_report(run_dir):
     peak = next(r for r in rows if r[0] == "practice-baseline")[2]
     curve = [r for r in rows if re.fullmatch(r"\d+", r[0]) and re.fullmatch(r"\d+/\d+", r[1])]
     assert [r[0] for r in curve] == ["1", "4"] and peak == max(curve, key=lambda r: float(r[2]))[2]
+    # the tables state ITL and end-to-end tails, with units; the admission outcome is in the headline
+    head = next(r for r in rows if r[:3] == ["c", "ok", "out tok/s"])
+    assert {"ITL p50 (s)", "ITL p99 (s)", "e2e p50 (s)", "e2e p99 (s)", "TTFT p99 (s)"} <= set(head)
+    admission = next(r for r in rows if r[0] == "practice-baseline")[6]
+    assert re.match(r"c=\d+ \(mixed-long\): (within|breaks) the 2 s promise \(p95 TTFT \d", admission), (
+        admission
+    )
+    assert "within the goodput objective" in admission
+    assert sections.index("The course's lab sections") > sections.index("Curves, knees and operating points")
     # every step's final status, the report's own included
     report_row = next(r for r in rows if r[0] == "report")
     assert report_row[1] == "passed" and "running" not in text

@@ -79,3 +79,15 @@ def test_to_argv_spells_flags_values_and_pairs():
     c = StepCall("summarise", (("labbook", "lab.md"), ("compare", ("a", "b")), ("record", True)))
     assert c.to_argv() == ["summarise", "--labbook", "lab.md", "--compare", "a", "b", "--record"]
     assert c.line() == "harness summarise --labbook lab.md --compare a b --record"
+
+
+def test_an_admission_with_search_runs_harness_capacity_from_the_chosen_level():
+    calls = dict(all_calls("day3", None))
+    search = calls["practice/admission:day3-practice-capacity"]
+    argv = search.to_argv()
+    assert argv[0] == "capacity"
+    opts = dict(search.options)
+    assert (opts["start"], opts["promise"], opts["peak"], opts["spares"]) == ("10", "0.5", "120", "0.2")
+    assert opts["prompt_set"] == "mixed" and "requests" not in opts and "from" not in opts
+    plain = dict(all_calls("cpu", None))["llama/admission:llama-admission"]
+    assert plain.command == "sweep" and dict(plain.options)["concurrency"] == "10"

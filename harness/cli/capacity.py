@@ -1,0 +1,284 @@
+"""``harness capacity``: the largest crowd (closed loop) within a promise, found by search.
+
+It doubles the crowd from one until a level breaks the promise, halves the gap to one user, and
+runs the two levels at the boundary again until each verdict is stable at the stated confidence
+(``harness.core.sizing``), within a time budget. Every run of a level is a level record on the
+notebook (marked with the search's run id and the run's number); the path it took is printed as
+it goes, and the answer is one ``capacity`` record.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass, field, replace
+
+from harness.core import sizing
+from harness.core.curves import copies_for
+from harness.core.records import Capacity, RunMark, now_stamp
+from harness.core.stream import Sample
+from harness.errors import ConfigError
+from harness.io.notebook import append_record, check_writable
+from harness.cli import sweep as sweep_cli
+from harness.load import sweep as sweeping
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "capacity",
+        help="the largest crowd within a promise, found by search (p95 TTFT by default)",
+        description="Search over concurrency for the largest crowd whose criterion stays within the "
+        "promise: doubling, then halving the gap to one user, then repeating the boundary levels "
+        "until each verdict is stable. Prints the path, appends every level and one capacity record.",
+    )
+    p.add_argument("--promise", type=float, required=True, help="the limit, seconds (a share for goodput)")
+    p.add_argument(
+        "--criterion",
+        default="ttft-p95",
+        help="METRIC-PCT (ttft, tpot, itl, e2e; p50, p90, p95, p99) or goodput (the share of requests "
+        "within the goodput objective --slo-ttft/--slo-tpot, at least --promise)",
+    )
+    p.add_argument(
+        "--max-users",
+        type=int,
+        default=64,
+        help="the largest crowd the search may try (with --rate-step: steps)",
+    )
+    p.add_argument(
+        "--rate-step",
+        type=float,
+        help="search over arrival rate instead (open loop): levels of k x this many requests/s, each "
+        "at least --requests and 10 s of arrivals",
+    )
+    p.add_argument("--poisson", action="store_true", help="with --rate-step: Poisson arrivals")
+    p.add_argument("--start", type=int, default=1, help="the first crowd tried (doubling from there)")
+    p.add_argument("--confidence", type=float, default=0.9, help="of the bootstrap interval per verdict")
+    p.add_argument("--confirm", type=int, default=2, help="runs each boundary level needs at least")
+    p.add_argument(
+        "--max-runs", type=int, default=4, help="runs of an unsure level before it counts as failing"
+    )
+    p.add_argument("--time-budget", type=float, default=240.0, help="seconds the search may take")
+    p.add_argument("--peak", type=int, help="peak crowd to size for: copies of the server it needs")
+    p.add_argument("--spares", type=float, default=0.2, help="spare share added to the copies")
+    sweep_cli.add_options(p, levels=False)
+    p.set_defaults(
+        func=run,
+        label="capacity",
+        concurrency="1",
+        rate=None,
+        poisson=False,
+        duration=None,
+        requests=8,
+        min_rounds=3,
+    )
+
+
+def check(args) -> sizing.Criterion:
+    """The search's own options in range (ConfigError, one line) and the criterion they name."""
+    from harness.core import bounds
+
+    try:
+        criterion = sizing.Criterion.parse(args.criterion, args.promise)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    bounds.number("--max-users", args.max_users, 1, bounds.MAX_CONCURRENCY, whole=True)
+    bounds.number("--start", args.start, 1, args.max_users, whole=True)
+    bounds.number("--confidence", args.confidence, 0.5, 0.999)
+    bounds.number("--confirm", args.confirm, 1, 20, whole=True)
+    bounds.number("--max-runs", args.max_runs, args.confirm, 50, whole=True)
+    bounds.seconds("--time-budget", args.time_budget)
+    if args.rate_step is not None:
+        bounds.number("--rate-step", args.rate_step, 1e-3, bounds.MAX_RATE_RPS)
+    elif args.poisson:
+        raise ConfigError("--poisson needs --rate-step (the open-loop search)")
+    if args.peak is not None:
+        bounds.number("--peak", args.peak, 1, 10_000_000, whole=True)
+    return criterion
+
+
+def values_of(samples: list[Sample], criterion: sizing.Criterion, objectives) -> tuple[list[float], int]:
+    """Per-request values the criterion reads (every inter-token gap for ITL; 1 or 0 for goodput)
+    and the number of failed requests."""
+    ok = [s for s in samples if s.ok]
+    failed = len(samples) - len(ok)
+    m = criterion.metric
+    if m == "ttft":
+        return [s.ttft for s in ok if s.ttft is not None], failed
+    if m == "tpot":
+        return [s.tpot for s in ok if s.tpot is not None], failed
+    if m == "itl":
+        return [gap for s in ok for gap in s.itl], failed
+    if m == "e2e":
+        return [s.t_end - s.t_departed for s in ok if s.t_end is not None], failed
+    good = [
+        1.0
+        if s.ttft is not None and s.ttft <= objectives.ttft_s and (s.tpot or 0.0) <= objectives.tpot_s
+        else 0.0
+        for s in ok
+    ]
+    return good, failed
+
+
+def _f(v) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+@dataclass
+class Search:
+    """One search in progress: what it measures over (crowds, or arrival rates of ``step`` each),
+    the runs of each level and every run tried, in order."""
+
+    step: float | None  # None: closed loop over crowds; else open loop at k x step requests/s
+    levels: dict[int, sizing.LevelRuns] = field(default_factory=dict)
+    tried: list[dict] = field(default_factory=list)
+    walls: dict[int, float] = field(default_factory=dict)
+    stopped: str = "done"
+
+    def name(self, k: int) -> str:
+        return sizing.crowd(k) if self.step is None else f"{k * self.step:g} requests/s"
+
+    def rate(self, k: int) -> float | None:
+        return None if self.step is None else round(k * self.step, 6)
+
+
+def run(args) -> int:
+    criterion = check(args)
+    if args.rate_step is not None:
+        args.rate = f"{args.rate_step:g}"  # the plan is an open loop; each level's rate is set below
+    plan = sweep_cli.plan_from(args)
+    check_writable(plan.labbook)
+    check_writable(plan.samples_path, "--samples")
+    listed = sweeping.list_models(plan)
+    if listed and args.model not in listed:
+        print(f"warning: the server lists {', '.join(map(str, listed))}, not {args.model!r}", file=sys.stderr)
+    found = Search(args.rate_step)
+    over = "crowd" if found.step is None else f"arrival rate (steps of {found.step:g} requests/s)"
+    loop = (
+        "closed loop"
+        if found.step is None
+        else f"open loop ({'Poisson' if args.poisson else 'evenly spaced'} arrivals)"
+    )
+    print(f"==> capacity of {args.model} at {args.base_url}: the largest {over} with {criterion.text}")
+    print(
+        f"    each verdict from a {args.confidence:.0%} bootstrap interval over the pooled requests; "
+        f"boundary levels run at least {args.confirm} times, an unsure level up to {args.max_runs}; "
+        f"at most {args.time_budget:g} s; {loop}, prompt set {plan.context.prompt_set}, "
+        f"max_tokens {plan.context.max_tokens}, at least {args.requests} request(s) per level",
+        flush=True,
+    )
+    if not args.no_endpoint_check:
+        sweep_cli.print_endpoint(sweeping.prove_endpoint(plan, listed))
+    sweeping.warm_up(plan)
+    started = time.monotonic()
+    search(args, plan, criterion, found, started)
+    if not found.tried:
+        raise ConfigError(f"the --time-budget of {args.time_budget:g} s left no time for a single level")
+    state = sizing.settled(found.levels, criterion, args.confidence, args.max_runs)
+    capacity, reading, sentence = sizing.answer(state, args.max_users, found.name)
+    elapsed = time.monotonic() - started
+    print(
+        f"    capacity with {criterion.text}: {sentence}; {len(found.levels)} level(s) measured in "
+        f"{len(found.tried)} run(s), {elapsed:.0f} s"
+    )
+    record = Capacity(
+        label=args.label,
+        run={**plan.context.__dict__, "server_slots": args.server_slots or None},
+        run_id=plan.run_id,
+        criterion={
+            "metric": criterion.metric,
+            "percentile": criterion.pct,
+            "limit": criterion.limit,
+            "text": criterion.text,
+        },
+        confidence=args.confidence,
+        capacity=capacity,
+        reading=reading,
+        answer=sentence,
+        tried=found.tried,
+        levels_measured=len(found.levels),
+        runs=len(found.tried),
+        elapsed_s=round(elapsed, 1),
+        time_budget_s=args.time_budget,
+        stopped=found.stopped,
+        recorded_at=now_stamp(),
+        rate_step_rps=found.step,
+    )
+    append_record(plan.labbook, record.to_dict(), "capacity")
+    print(f"    appended {len(found.tried)} level line(s) and a capacity record to {plan.labbook}")
+    if args.peak and capacity and found.step is None:
+        need, spare = copies_for(args.peak, capacity, args.spares)
+        bound = " (capacity is a lower bound, so this is an upper bound)" if reading != "exact" else ""
+        print(
+            f"    a peak of {args.peak} needs {args.peak} / {capacity} -> {need} copies, {spare} with "
+            f"{args.spares:.0%} spares{bound}"
+        )
+    return 0
+
+
+def search(args, plan, criterion: sizing.Criterion, found: Search, started: float) -> None:
+    """Measure the level ``next_level`` names until it names none or the time budget would run
+    out; each run on the notebook before the next starts, and its line printed."""
+    while True:
+        k = sizing.next_level(
+            found.levels, criterion, args.max_users, args.confidence, args.confirm, args.max_runs, args.start
+        )
+        if k is None:
+            return
+        guess = (
+            estimate(found.walls, k, args.requests, args.min_rounds)
+            if found.step is None
+            else max(found.walls.values(), default=0.0)
+        )
+        if time.monotonic() - started + guess > args.time_budget:
+            found.stopped = "time"
+            print(f"    stopping: {found.name(k)} would not finish within the {args.time_budget:g} s budget")
+            return
+        rate = found.rate(k)
+        level_plan = (
+            plan if rate is None else replace(plan, requests=max(plan.requests, math.ceil(rate * 10)))
+        )
+        result, concurrency, arrival = sweeping.run_level(level_plan, k if rate is None else rate)
+        runs = found.levels.setdefault(k, sizing.LevelRuns(k))
+        values, failed = values_of(result.samples, criterion, plan.context.objectives)
+        runs.add(values, failed)
+        sweeping.record_level(level_plan, result, concurrency, arrival, RunMark(plan.run_id, runs.runs))
+        found.walls[k] = max(found.walls.get(k, 0.0), result.wall_s)
+        v = sizing.verdict(runs, criterion, args.confidence)
+        found.tried.append(
+            {
+                "level": k,
+                **({} if rate is None else {"rate_rps": rate}),
+                "run": runs.runs,
+                "figure": _round(criterion.statistic(values)),
+                "pooled": _round(v.figure),
+                "interval": None if v.interval is None else [_round(x) for x in v.interval],
+                "verdict": v.outcome,
+                "why": v.why,
+            }
+        )
+        where = f"c={k:<4}" if rate is None else f"rate {rate:g}/s (peak {concurrency} in flight)"
+        print(
+            f"    [{len(found.tried)}] {where} run {runs.runs}: {criterion.text.split(' <=')[0]} "
+            f"{_f(found.tried[-1]['figure'])} (pooled {_f(v.figure)}; {v.why}) -> {v.outcome}",
+            flush=True,
+        )
+
+
+def estimate(walls: dict[int, float], c: int, requests: int, min_rounds: int) -> float:
+    """A guess at how long level ``c`` takes, from the largest level measured at or below it: its
+    time per round of requests, times the rounds ``c`` runs, doubled when ``c`` is larger (each
+    request may then wait for a seat behind another)."""
+    below = [k for k in walls if k <= c]
+    if not below:
+        return 0.0
+    k = max(below)
+
+    def rounds(x: int) -> int:
+        return -(-max(requests, min_rounds * x) // x)
+
+    return walls[k] / rounds(k) * rounds(c) * (2.0 if c > k else 1.0)
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 5)

@@ -1,0 +1,288 @@
+"""Sizing that holds: the capacity search's criterion, its verdict per level and its next step,
+and the regression gate's comparison. Pure functions over plain values (no I/O, no clock).
+
+The capacity search measures one level at a time and pools the per-request values of every run
+of a level. A level's verdict is ``pass`` when the whole bootstrap interval of the criterion
+(``confidence``, 90 % by default) lies within the promise, ``fail`` when it lies beyond, and
+``unsure`` when it straddles the promise; an unsure level is run again, up to ``max_runs``, and is
+counted as failing (the safe side) when it stays unsure. Any failed request fails its level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from harness.core.stats import all_worse_chance, bootstrap, median, percentile
+
+METRICS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "end-to-end latency"}
+PERCENTILES = ("p50", "p90", "p95", "p99")
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """What "within the promise" means: a percentile of one latency at or below ``limit`` seconds
+    (``metric`` ttft, tpot, itl or e2e), or ``goodput``: the share of requests that met both goodput
+    objectives at or above ``limit`` (a share between 0 and 1)."""
+
+    metric: str = "ttft"
+    pct: str = "p95"
+    limit: float = 0.5
+
+    @classmethod
+    def parse(cls, text: str, limit: float) -> Criterion:
+        """``ttft-p95``, ``e2e-p99``, ``goodput``: ValueError with the accepted forms otherwise."""
+        if text == "goodput":
+            if not 0 < limit <= 1:
+                raise ValueError("with --criterion goodput, --promise is a share of requests in (0, 1]")
+            return cls("goodput", "", limit)
+        metric, _, pct = text.partition("-")
+        if metric not in METRICS or pct not in PERCENTILES:
+            forms = ", ".join(f"{m}-p95" for m in METRICS)
+            raise ValueError(
+                f"criterion {text!r} not known; use METRIC-PCT ({forms}, any of "
+                f"{'/'.join(PERCENTILES)}) or goodput"
+            )
+        if limit <= 0:
+            raise ValueError(f"--promise must be a positive number of seconds, got {limit:g}")
+        return cls(metric, pct, limit)
+
+    @property
+    def text(self) -> str:
+        if self.metric == "goodput":
+            return f"at least {self.limit:.0%} of requests within the goodput objective"
+        return f"{METRICS[self.metric]} {self.pct} <= {self.limit:g} s"
+
+    def statistic(self, values: list[float]) -> float | None:
+        """The criterion's figure over per-request values (latencies in s, or 1/0 for goodput)."""
+        if not values:
+            return None
+        if self.metric == "goodput":
+            return sum(values) / len(values)
+        return percentile(values, float(self.pct[1:]))
+
+    def within(self, figure: float) -> bool:
+        return figure >= self.limit if self.metric == "goodput" else figure <= self.limit
+
+
+@dataclass
+class LevelRuns:
+    """Every run of one level in the search: pooled per-request values and failed requests."""
+
+    level: int
+    values: list[float] = field(default_factory=list)
+    runs: int = 0
+    failed: int = 0
+
+    def add(self, values: list[float], failed: int) -> None:
+        self.values += values
+        self.failed += failed
+        self.runs += 1
+
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: str  # pass, fail, unsure
+    figure: float | None
+    interval: tuple[float, float] | None
+    why: str
+
+
+def verdict(runs: LevelRuns, criterion: Criterion, confidence: float = 0.9) -> Verdict:
+    """A level's verdict from its pooled values (see the module's docstring)."""
+    figure = criterion.statistic(runs.values)
+    if runs.failed:
+        return Verdict("fail", figure, None, f"{runs.failed} request(s) failed")
+    if figure is None:
+        return Verdict("fail", None, None, "no request completed")
+    interval = bootstrap(runs.values, criterion.statistic, confidence)
+    assert interval is not None
+    inside = [criterion.within(x) for x in interval]
+    share = f"{confidence:.0%} interval {interval[0]:.3f}-{interval[1]:.3f}"
+    if all(inside):
+        return Verdict("pass", figure, interval, share + " within")
+    if not any(inside):
+        return Verdict("fail", figure, interval, share + " beyond")
+    return Verdict("unsure", figure, interval, share + " straddles the promise")
+
+
+@dataclass(frozen=True)
+class SearchState:
+    """What the search knows: ``lo`` the largest passing level below ``hi``, the smallest failing."""
+
+    lo: int | None
+    hi: int | None
+    verdicts: dict[int, Verdict]
+
+
+def settled(
+    levels: dict[int, LevelRuns], criterion: Criterion, confidence: float, max_runs: int
+) -> SearchState:
+    """Each level's verdict (an unsure level that has had ``max_runs`` counts as failing) and the
+    boundary they draw."""
+    verdicts = {}
+    for c, runs in levels.items():
+        v = verdict(runs, criterion, confidence)
+        if v.outcome == "unsure" and runs.runs >= max_runs:
+            v = Verdict("fail", v.figure, v.interval, v.why + f" after {runs.runs} runs: counted as failing")
+        verdicts[c] = v
+    fails = [c for c, v in verdicts.items() if v.outcome == "fail"]
+    hi = min(fails) if fails else None
+    passes = [c for c, v in verdicts.items() if v.outcome == "pass" and (hi is None or c < hi)]
+    return SearchState(max(passes) if passes else None, hi, verdicts)
+
+
+def next_level(
+    levels: dict[int, LevelRuns],
+    criterion: Criterion,
+    max_users: int,
+    confidence: float = 0.9,
+    confirm: int = 2,
+    max_runs: int = 4,
+    start: int = 1,
+) -> int | None:
+    """The level to measure next, or None when the search is done: an unsure level again, else
+    doubling from ``start`` until a level fails (or ``max_users``), then halving the gap between
+    the largest pass and the smallest fail to one user, then the two boundary levels run until
+    each has ``confirm`` runs."""
+    state = settled(levels, criterion, confidence, max_runs)
+    for c in sorted(levels):
+        if state.verdicts[c].outcome == "unsure":
+            return c
+    lo, hi = state.lo, state.hi
+    if hi is None:
+        return start if lo is None else None if lo >= max_users else min(lo * 2, max_users)
+    if lo is None:  # the smallest failing level is below every pass: halve towards one
+        return None if hi <= 1 else max(1, hi // 2)
+    if hi - lo > 1:
+        return (lo + hi) // 2
+    for c in (lo, hi):
+        if levels[c].runs < confirm:
+            return c
+    return None
+
+
+def crowd(k: int) -> str:
+    return f"{k} at once"
+
+
+def answer(
+    state: SearchState, max_users: int, name: Callable[[int], str] = crowd
+) -> tuple[int | None, str, str]:
+    """The capacity found, its reading (exact, at least, between, none) and the sentence (``name``
+    says a level in words: a crowd, or an arrival rate for the open-loop search)."""
+    lo, hi = state.lo, state.hi
+    if lo is None:
+        if hi is not None and hi > 1:
+            why = f"{name(hi)} broke the promise and the search stopped before trying less"
+            return None, "none", f"none found: {why}"
+        return None, "none", f"none: {name(1)} already breaks the promise"
+    if hi is None:
+        end = (
+            f"the search stops at {name(max_users)}"
+            if lo >= max_users
+            else "the search ran out of time before a level broke it"
+        )
+        return lo, "at least", f"at least {name(lo)}: every level measured up to it kept the promise ({end})"
+    if hi - lo > 1:
+        why = "the search ran out of time before narrowing it"
+        return lo, "between", f"at least {name(lo)} and less than {name(hi)}: {why}"
+    return lo, "exact", f"{name(lo)} keeps the promise and {name(hi)} breaks it"
+
+
+# -- the regression gate ---------------------------------------------------------------------------
+# name, key in the level record, percentile or None for a plain field, unit, whether higher is better
+GATE_METRICS = (
+    ("output tok/s", "output_tokens_per_s", None, "tok/s", True),
+    ("goodput", "goodput_requests_per_s", None, "req/s", True),
+    ("TTFT p95", "ttft_s", "p95", "s", False),
+    ("TPOT p50", "tpot_s", "p50", "s", False),
+    ("ITL p50", "itl_s", "p50", "s", False),
+    ("end-to-end p95", "e2e_s", "p95", "s", False),
+)
+# Tails over every token gap (ITL p99) move with the load machine's own scheduling from one sweep to
+# the next (14.6 % between two sweeps of one practice server on a shared 2-core machine), far more
+# than the runs within a sweep show, so the gate reads the median gap; the tables show the tails.
+GATE_CHANCE = 0.05  # the most chance the rank test may leave that a difference is noise
+
+
+def figure_of(rec: dict, key: str, pct: str | None) -> float | None:
+    value = rec.get(key)
+    if pct is not None:
+        value = (value or {}).get(pct)
+    return None if value is None else float(value)
+
+
+@dataclass(frozen=True)
+class GateLine:
+    metric: str
+    level: int
+    base: list[float]
+    cand: list[float]
+    unit: str
+    worse_share: float | None  # candidate median against baseline median, + is worse
+    outcome: str  # ok, worse, noise (worse beyond tolerance but inside the noise), absent
+
+    def text(self, tolerance: float) -> str:
+        if self.outcome == "absent":
+            return f"{self.metric:<15} c={self.level:<4} not measured on both sides"
+        b, c = median(self.base), median(self.cand)
+        spread = (
+            f"noise: ranges {min(self.base):.4g}-{max(self.base):.4g} and "
+            f"{min(self.cand):.4g}-{max(self.cand):.4g}"
+        )
+        verdict = {
+            "worse": f"WORSE beyond {tolerance:.0%} and the noise",
+            "noise": f"worse beyond {tolerance:.0%} but within the noise",
+            "ok": "ok",
+        }[self.outcome]
+        return (
+            f"{self.metric:<15} c={self.level:<4} baseline {b:.4g} {self.unit}, candidate {c:.4g} "
+            f"{self.unit}, {_change(self.worse_share)}; {spread}; {verdict}"
+        )
+
+
+def _change(share: float | None) -> str:
+    if share is None:
+        return "no change known"
+    return f"{share:.1%} worse" if share > 0 else f"{-share:.1%} better" if share < 0 else "no change"
+
+
+def gate_line(metric: tuple, level: int, base: list[dict], cand: list[dict], tolerance: float) -> GateLine:
+    """One metric at one level: worse when the candidate's median is worse than the baseline's by
+    more than ``tolerance`` and every candidate run is worse than every baseline run (the rank test:
+    by chance that happens once in C(m+n, n))."""
+    name, key, pct, unit, higher_better = metric
+    b = [v for r in base if (v := figure_of(r, key, pct)) is not None]
+    c = [v for r in cand if (v := figure_of(r, key, pct)) is not None]
+    if not b or not c:
+        return GateLine(name, level, b, c, unit, None, "absent")
+    mb, mc = median(b), median(c)
+    assert mb is not None and mc is not None
+    sign = -1 if higher_better else 1
+    # a zero baseline: any change is all of it
+    share = sign * (mc - mb) / mb if mb else float(sign * (mc - mb) > 0) - float(sign * (mc - mb) < 0)
+    apart = min(c) > max(b) if not higher_better else max(c) < min(b)
+    outcome = "ok" if share <= tolerance else ("worse" if apart else "noise")
+    return GateLine(name, level, b, c, unit, share, outcome)
+
+
+def gate_undecidable(base: dict[int, list[dict]], cand: dict[int, list[dict]]) -> str | None:
+    """Why the gate cannot decide, or None: no shared level, different conditions, or too few
+    repeats for the rank test to reach ``GATE_CHANCE``."""
+    shared = sorted(set(base) & set(cand))
+    if not shared:
+        return "the baseline and the candidate share no concurrency level"
+    for name in ("prompt_set", "max_tokens", "arrival", "slo_ttft_s", "slo_tpot_s", "model"):
+        x, y = base[shared[0]][0].get(name), cand[shared[0]][0].get(name)
+        if x != y:
+            what = name.replace("_", " ")
+            return f"different conditions: {what} is {x} in the baseline and {y} in the candidate"
+    for c in shared:
+        m, n = len(base[c]), len(cand[c])
+        if all_worse_chance(m, n) > GATE_CHANCE:
+            return (
+                f"too few repeats at c={c}: {m} baseline and {n} candidate run(s); telling a change from "
+                f"noise at {1 - GATE_CHANCE:.0%} needs at least 3 of each (sweep --repeat 3)"
+            )
+    return None

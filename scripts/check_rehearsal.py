@@ -14,8 +14,10 @@ import sys
 from pathlib import Path
 
 
-# Records about a whole run or the notebook rather than one engine carry no stand-in.
+# Records about a whole run or the notebook rather than one engine carry no stand-in, nor do the
+# practice server's (it is the practice server on every machine).
 NO_STAND_IN = {"curve-summary"}
+NO_ENGINE = (None, "practice")
 
 
 def notebook_records(path: Path) -> list[dict]:
@@ -54,7 +56,7 @@ def problems(run_dir: Path) -> list[str]:
         kind = rec.get("record", "level")
         if rec.get("rehearsal") is not True:
             found.append(f"a {kind} record ({rec.get('label', '?')}) does not say rehearsal")
-        elif kind not in NO_STAND_IN and rec.get("engine") and not rec.get("stand_in"):
+        elif kind not in NO_STAND_IN and rec.get("engine") not in NO_ENGINE and not rec.get("stand_in"):
             found.append(f"a {kind} record of {rec.get('engine')} names no stand-in")
     left = subprocess.run(["docker", "ps", "-aq"], capture_output=True, text=True, check=False).stdout.split()
     if left:

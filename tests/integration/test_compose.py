@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from harness.run import compose_files
 from harness.run import engine_defs
@@ -304,3 +305,33 @@ def test_the_compose_engine_runs_the_same_command_as_the_container_engine(tmp_pa
     assert "--max-num-seqs 8" in " ".join(lau.service_spec()["command"])
     assert " MODELS_DIR=/home/you/models " in lau.command()
     assert "--profile vllm up -d --no-deps --no-build vllm" in lau.command()
+
+
+REHEARSAL = ROOT / "compose" / "rehearsal.yaml"
+
+
+@pytest.mark.parametrize("service", ["vllm", "trtllm"])
+def test_the_rehearsal_merge_removes_only_what_the_stand_in_needs(service, tmp_path):
+    """compose.yaml with compose/rehearsal.yaml merged after it: the device reservation gone (a
+    null removes it, which Compose v1 cannot do from a later file), the schema still holds, and
+    the service's command is compose.yaml's own; `docker-compose config` takes the merged file."""
+    env = compose_files.read_env_file(ROOT / "compose/env/track-s.env")
+    before = compose_files.load(env=env)["services"][service]
+    after = compose_files.load(env=env, overrides=(REHEARSAL,))["services"][service]
+    assert "deploy" in before and "deploy" not in after
+    assert after["command"] == before["command"] and after["ports"] == before["ports"]
+    assert {k for k in before if before[k] != after.get(k)} <= {"deploy", "healthcheck", "ulimits"}
+    active = {"services": {service: after}}
+    assert compose_files.schema_problems(active, schema()) == []
+    merged = compose_files.write_merged(
+        compose_files.COMPOSE_FILE, (REHEARSAL,), tmp_path / f"{service}.yaml"
+    )
+    if shutil.which("docker-compose"):
+        done = subprocess.run(
+            ["docker-compose", "-p", "llm-harness", "-f", str(merged), "--env-file",
+             str(ROOT / "compose/env/track-s.env"), "--profile", service, "config"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        resolved = yaml.safe_load(done.stdout)["services"][service]
+        assert "deploy" not in resolved and resolved["command"][0] == before["command"][0]

@@ -48,6 +48,7 @@ REHEARSALS = [
     ("n", None, True),
     ("n", "16gb", False),
     ("m", None, True),
+    ("day3", None, True),
 ]
 
 

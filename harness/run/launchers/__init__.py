@@ -45,6 +45,7 @@ def stand_in_argv(ctx: BlockContext, argv: list[str]) -> list[str]:
     """A rehearsal's imitation: the engine's own command line, handed to the practice server's
     ``harness imitate``, which reads it as that engine would and serves its API surface."""
     stand_in = ctx.block.stand_in or {}
+    argv = [*argv, *stand_in.get("extra_args", [])]  # what the stand-in adds, said in its record
     if stand_in.get("imitates"):
         return [sys.executable, "-m", "harness.cli", "imitate", *argv]
     return argv
@@ -80,7 +81,7 @@ def _vllm_cpu(ctx: BlockContext) -> Launcher:
 
     engine = ctx.block.engine  # whether it can run here is checked when its binary is resolved
     return vllm_cpu.VllmLauncher(
-        argv=launch_argv(engine, ctx.settings),
+        argv=stand_in_argv(ctx, launch_argv(engine, ctx.settings)),
         host=ctx.host,
         port=ctx.port,
         health_url=ctx.health_url,

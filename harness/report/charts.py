@@ -137,7 +137,7 @@ def tpot_chart(label: str, levels: dict[int, dict], fit: dict | None, path: str 
     return _save(fig, path)
 
 
-def latency_histogram(label: str, samples: list[dict], path: str | Path) -> Path:
+def latency_histogram(label: str, samples: list[dict], path: str | Path, mark: str = "") -> Path:
     """The distribution of first-token wait and end-to-end latency of every completed request of
     one curve (the samples file's rows), one outline per crowd size."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
@@ -158,11 +158,12 @@ def latency_histogram(label: str, samples: list[dict], path: str | Path) -> Path
         ax.set_ylabel("requests")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle(f"{label}: latency of every completed request, per crowd size", fontsize=10)
+    title = f"{label}: latency of every completed request, per crowd size"
+    fig.suptitle(f"{mark}\n{title}" if mark else title, fontsize=10)
     return _save(fig, path)
 
 
-def requests_over_time(label: str, samples: list[dict], path: str | Path) -> Path:
+def requests_over_time(label: str, samples: list[dict], path: str | Path, mark: str = "") -> Path:
     """Requests in flight over the curve's run (each request from its departure to its end, on the
     client's monotonic clock), and each failed request marked where it ended."""
     spans = [
@@ -190,7 +191,8 @@ def requests_over_time(label: str, samples: list[dict], path: str | Path) -> Pat
             ax.plot(failed, [0] * len(failed), "rx", label=f"failed ({len(failed)})")
     ax.set_xlabel("seconds since the curve's first request")
     ax.set_ylabel("requests in flight")
-    ax.set_title(f"{label}: requests over time (every level in the order run)", fontsize=10)
+    title = f"{label}: requests over time (every level in the order run)"
+    ax.set_title(f"{mark}\n{title}" if mark else title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     return _save(fig, path)

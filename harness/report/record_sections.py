@@ -181,7 +181,7 @@ def curve_section(r: RunInputs) -> list[str]:
 
 def sample_charts(r: RunInputs, label: str) -> list[str]:
     """A curve's latency histogram and its requests over time, drawn from its exact samples."""
-    from harness.report.charts import latency_histogram, requests_over_time
+    from harness.report.charts import latency_histogram, rehearsal_mark, requests_over_time
 
     rows = r.samples(label)
     if not rows:
@@ -190,8 +190,9 @@ def sample_charts(r: RunInputs, label: str) -> list[str]:
             f"no per-request samples for it in {r.notebook.with_suffix('.samples.jsonl').name}",
         )
     charts = r.run_dir / "charts"
-    hist = latency_histogram(label, rows, charts / f"{label}-latency.png")
-    over = requests_over_time(label, rows, charts / f"{label}-over-time.png")
+    mark = rehearsal_mark(r.levels.get(label, {}).values())  # the samples carry no such field
+    hist = latency_histogram(label, rows, charts / f"{label}-latency.png", mark)
+    over = requests_over_time(label, rows, charts / f"{label}-over-time.png", mark)
     return [
         f"![{label}: latency of every completed request]({hist.relative_to(r.run_dir)})",
         "",

@@ -147,3 +147,12 @@ def test_a_failed_compose_up_names_its_error_line() -> None:
         "ERROR: for trtllm  Cannot start service trtllm: error setting rlimit"
     )
     assert compose_error(subprocess.CompletedProcess([], 1, "", "")) == "no output"
+
+
+def test_charts_of_a_rehearsal_say_so_and_a_real_runs_do_not() -> None:
+    from harness.report.charts import REHEARSAL_MARK, conditions, rehearsal_mark
+
+    real = {1: {"prompt_tokens_mean": 40, "max_tokens": 16}}
+    rehearsed = {1: {**real[1], "rehearsal": True}}
+    assert rehearsal_mark(real.values()) == "" and REHEARSAL_MARK not in conditions({"a": real}, 2.0)
+    assert conditions({"a": rehearsed}, 2.0).startswith(REHEARSAL_MARK + "\n")

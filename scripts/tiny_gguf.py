@@ -3,8 +3,9 @@
 
 The tokenizer is copied from a real Gemma 3 GGUF (the project's Gemma 3 270M, from `make llama-cpu`),
 so prompts tokenise as they do for the real model; everything else is written here: a gemma3
-architecture with 2 layers, embedding 64, 2 query heads and 1 KV head of 64 dimensions, a
-128-wide feed-forward, the embedding table in Q8_0 (262,144 tokens x 64) and the rest in F16/F32.
+architecture with 6 layers (Gemma 3's pattern: five sliding-window layers, then one global one, so
+llama-server logs both of its KV caches as it does for the real model, and verify-allocation's
+prediction holds), embedding 64, 2 query heads and 1 KV head of 64 dimensions, a 128-wide feed-forward, the embedding table in Q8_0 (262,144 tokens x 64) and the rest in F16/F32.
 About 25 MB. The weights come from a seeded generator, so the same arguments write the same file.
 
 Usage: python scripts/tiny_gguf.py OUT.gguf [--tokenizer-from models/gemma-3-270m-q4_k_m.gguf]
@@ -23,7 +24,7 @@ import gguf
 ARCH = "gemma3"
 DEFAULT_TOKENIZER = Path("models/gemma-3-270m-q4_k_m.gguf")
 # The model's shape: small, but with a head size llama.cpp's CUDA flash-attention kernels support.
-N_LAYER, N_EMBD, N_HEAD, N_HEAD_KV, HEAD_DIM, N_FF = 2, 64, 2, 1, 64, 128
+N_LAYER, N_EMBD, N_HEAD, N_HEAD_KV, HEAD_DIM, N_FF = 6, 64, 2, 1, 64, 128
 CONTEXT = 8192
 SLIDING_WINDOW = 512
 

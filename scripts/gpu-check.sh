@@ -159,7 +159,9 @@ source_root() {
     found=$src
   elif [ -f "$src" ]; then
     mkdir -p "$into"
-    tar -C "$into" -xf "$src" || die "could not unpack $src; give a llama.cpp source tarball or folder"
+    # Python's tarfile where tar cannot (an image without xz)
+    tar -C "$into" -xf "$src" 2>/dev/null || python3 -m tarfile -e "$src" "$into" \
+      || die "could not unpack $src; give a llama.cpp source tarball or folder"
     found=$(dirname "$(find "$into" -maxdepth 3 -name CMakeLists.txt -path '*llama.cpp/CMakeLists.txt' | head -1)")
     [ "$found" != . ] || found=$(dirname "$(find "$into" -maxdepth 2 -name CMakeLists.txt | head -1)")
   else

@@ -212,11 +212,15 @@ cuda_cmake_args() {
     mkdir -p "$WORK/stub"
     cc -shared -fPIC -Wl,-soname,libcuda.so.1 -I"$cuda_home/include" -o "$WORK/stub/libcuda.so" \
       "$REPO/scripts/cuda_driver_stub.c" >&2 || die "could not compile the CUDA driver stub"
+    ln -sf libcuda.so "$WORK/stub/libcuda.so.1"  # what libggml-cuda.so names when llama-server links
     driver=$WORK/stub/libcuda.so
     echo "gpu-check: no NVIDIA driver library here: linking against the stub $driver (the binary cannot run a kernel on this machine)" >&2
   fi
-  local inc; inc=$(dirname "$header")
-  printf '%s\n' -DGGML_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCH:-90}" "-DCMAKE_CUDA_COMPILER=$nvcc" \
+  local inc link; inc=$(dirname "$header")
+  # llama-server links against libggml-cuda.so, which needs libcuda.so.1: the linker must find it
+  # (the 2026-12-01 build failed at this last link without -rpath-link).
+  link="-Wl,-rpath-link,$(dirname "$driver")"
+  printf '%s\n' "-DCMAKE_EXE_LINKER_FLAGS=$link" "-DCMAKE_SHARED_LINKER_FLAGS=$link" -DGGML_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCH:-90}" "-DCMAKE_CUDA_COMPILER=$nvcc" \
     "-DCUDA_cublas_LIBRARY=$cublas" ${cublaslt:+"-DCUDA_cublasLt_LIBRARY=$cublaslt"} \
     "-DCUDA_cuda_driver_LIBRARY=$driver" "-DCMAKE_CUDA_FLAGS=-I$inc" "-DCMAKE_CXX_FLAGS=-I$inc"
 }

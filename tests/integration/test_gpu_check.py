@@ -284,6 +284,7 @@ def test_build_dry_run_names_the_cuda_recipe_and_what_it_found(tmp_path):
         f"-DCMAKE_CUDA_FLAGS=-I{cu / 'include'}",
         "-DLLAMA_BUILD_TESTS=OFF",
         "-DLLAMA_USE_PREBUILT_UI=OFF",
+        "-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath-link,",  # llama-server's link needs libcuda.so.1 found
     ):
         assert part in line, part
     assert "-DCUDA_cuda_driver_LIBRARY=" in line

@@ -138,10 +138,15 @@ def _print_summary(args, notebook: Path, log_dir: Path) -> None:
     what, conditions = tables.conditions_lines(LABEL, levels, d)
     print(f"\n{what}\n{conditions}\n")
     print(table(tables.CURVE_HEAD, tables.curve_rows(d, levels)))
-    capacity = curves.capacity_reading(levels, args.promise).capacity
+    found = curves.capacity_reading(levels, args.promise)
+    capacity = found.capacity
     print(f"\n{tables.capacity_line(levels, args.promise)}")
     if capacity:
         need, spare = curves.copies_for(args.peak, capacity)
-        print(f"a peak of {args.peak} people needs {need} copies of this server ({spare} with 20 % spares)")
+        bound = "" if found.reading == "exact" else " at most (the capacity is a lower bound)"
+        print(
+            f"a peak of {args.peak} people needs {need} copies of this server ({spare} with 20 % spares)"
+            + bound
+        )
     chart = crowd_chart({LABEL: levels}, log_dir / "crowd.png", args.promise)
     print(f"chart: {chart}\nnotebook: {notebook} (harness summarise --labbook {notebook} --label {LABEL})")

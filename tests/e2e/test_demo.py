@@ -42,6 +42,11 @@ def test_demo_keeps_a_notebook_and_prints_the_curve(tmp_path):
     rows = [x for x in out.stdout.splitlines() if x.startswith("| 16 ")]
     assert rows and rows[0].split("|")[2].strip() == "32/32"
     # 8 seats: a crowd of 8 starts at once; at 16, half wait a whole answer for a seat (past 0.5 s)
-    assert "capacity within the promise (p95 first token <= 0.5 s): 8 at once" in out.stdout
+    # 8 kept the promise and 16 broke it; the crowds between were not measured, so "at least"
+    assert (
+        "capacity within the promise (p95 first token <= 0.5 s): at least 8 at once and fewer than 16"
+        in out.stdout
+    )
     assert "a peak of 120 people needs 15 copies" in out.stdout
+    assert "at most (the capacity is a lower bound)" in out.stdout  # copies from a lower bound
     assert (tmp_path / "crowd.png").is_file() and "None" not in out.stdout

@@ -169,11 +169,18 @@ def test_cpu_plan_interrupted_then_resumed(tmp_path):
         )
         assert result.returncode == 0, result.stdout[-3000:]
     report = (run_dir / "report.md").read_text()
-    rows = [[c.strip() for c in x.split("|")[1:-1]] for x in report.splitlines() if x.startswith("| ")]
+    headline = report.split("## Headline", 1)[1].split("\n## ", 1)[0]  # the headline table alone
+    rows = [[c.strip() for c in x.split("|")[1:-1]] for x in headline.splitlines() if x.startswith("| ")]
+    prefix = next(i for i, name in enumerate(rows[0]) if name.startswith("prefix caching"))
     head = {r[0]: r for r in rows if r[0] in ("practice-baseline", "llama-baseline")}
     assert report.index("## Headline") < report.index("## Test conditions")
     assert head["practice-baseline"][1] == "practice" and head["llama-baseline"][1] == "llama.cpp"
-    assert all(" -> " in r[6] and "of the prompt cached" in r[6] for r in head.values())  # the prefix pairs
+    assert all(" -> " in r[prefix] and "of the prompt cached" in r[prefix] for r in head.values())
+    # the sizing answers (issue 26): the admission outcome in the headline, ITL and end-to-end columns,
+    # a Pareto chart and each curve's latency histogram
+    assert any(name.startswith("admission") for name in rows[0]), rows[0]
+    assert "ITL p99 (s)" in report and "e2e p99 (s)" in report
+    assert "charts/pareto.png" in report and "charts/llama-baseline-latency.png" in report
     assert "```" not in report and "running" not in report
     rendered = MarkdownIt("commonmark").enable("table").render(report)  # renders as a report
     images = re.findall(r'<img src="([^"]+)"', rendered)

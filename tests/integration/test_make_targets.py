@@ -16,7 +16,13 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is no
 def planned(tmp_path, *args: str) -> str:
     missing = tmp_path / "no-llama-stamp"  # as on a fresh clone: llama-server not installed yet
     done = subprocess.run(
-        ["make", "-n", *args, f"LLAMA_STAMP={missing}"], cwd=ROOT, capture_output=True, text=True, timeout=60
+        # --no-print-directory: under `make test` this make is a sub-make, which would print
+        # "make[1]: Leaving directory" after the commands
+        ["make", "--no-print-directory", "-n", *args, f"LLAMA_STAMP={missing}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout

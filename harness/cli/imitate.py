@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    argv = [x for x in args.engine_argv if x != "--"][:1] + args.engine_argv[1:]
+    argv = args.engine_argv[1:] if args.engine_argv[:1] == ["--"] else args.engine_argv
     imitation = read_command(argv)
     overrides: dict = {"seats": imitation.seats, "model": {"id": imitation.model}}
     if imitation.ctx:

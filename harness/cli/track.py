@@ -99,7 +99,7 @@ def run(args) -> int:
     chosen = free_ports(args.plan, sets)
     for name, port in chosen.items():
         print(f"==> {name}: free port {port} (--set {name}=PORT to choose one)", flush=True)
-    plan = load_plan(args.plan, args.tier, {**sets, **chosen}, args.rehearse, args.quick, args.dry_run)
+    plan = load_plan(args.plan, args.tier, {**sets, **chosen}, args.rehearse, args.quick)
     if args.run_dir:
         run_dir = Path(args.run_dir)
     elif args.resume:

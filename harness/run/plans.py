@@ -108,7 +108,7 @@ def substitute(value, variables: dict):
     return _VAR.sub(lambda m: str(variables[m.group(1)]) if m.group(1) in variables else m.group(0), value)
 
 
-def _step(raw) -> tuple[str, dict]:
+def split_step(raw) -> tuple[str, dict]:
     if isinstance(raw, str):
         return raw, {}
     ((kind, options),) = raw.items()
@@ -171,7 +171,6 @@ def load_plan(  # noqa: C901
     overrides: dict | None = None,
     rehearse_it: bool = False,
     quick: bool = False,
-    dry_run: bool = False,
 ) -> Plan:
     """Read, validate and flatten a plan. ``overrides`` replace variables (``--set NAME=VALUE``);
     ``rehearse_it`` applies the plan's rehearsal overlay (``quick``: its quick sizes) first."""
@@ -186,7 +185,7 @@ def load_plan(  # noqa: C901
         raise ConfigError(f"{path}: the plan does not match schemas/track.schema.json at {found[0]}")
     rehearsal = None
     if rehearse_it:
-        raw, rehearsal = rehearse(raw, raw["name"], quick, dry_run)
+        raw, rehearsal = rehearse(raw, raw["name"], quick)
     elif quick:
         raise ConfigError("--quick sizes a rehearsal; add --rehearse (or leave --quick out)")
     tiers = raw.get("tiers", {})
@@ -241,11 +240,11 @@ def load_plan(  # noqa: C901
             blocks[sid] = block
             steps.append(Step(f"{sid}/start", "start", {}, block))
             for raw_step in stage["steps"]:
-                kind, options = _step(raw_step)
+                kind, options = split_step(raw_step)
                 steps += _expand_block_step(block, kind, substitute(options, variables))
             steps.append(Step(f"{sid}/stop", "stop", {}, block))
         else:
-            kind, options = _step(stage)
+            kind, options = split_step(stage)
             needs = options.pop("needs", None)
             sid, n = kind, 2
             while any(s.id == sid for s in steps):

@@ -29,15 +29,16 @@ from harness.io.notebook import problems
 REHEARSAL_DIR = paths.PACKAGE / "data" / "rehearsals"
 REHEARSAL_ENV = "HARNESS_REHEARSAL"  # what a rehearsal's step commands stamp on every record
 SWEEP_KINDS = ("sweep", "prefix-pair", "admission")
-# What a dry run shows for a stand-in that `make llama-cpu` / `make vllm-cpu` has not installed yet.
-_PLACEHOLDERS = {
-    "llama-cpu-model": "<models/gemma-3-270m-q4_k_m.gguf from make llama-cpu>",
-    "llama-cpu-bin-dir": "<folder of the CPU llama-server from make llama-cpu>",
-    "vllm-cpu-model": "<models/gemma-3-270m-bf16 from make vllm-cpu>",
-    "vllm-cpu-venv": "<.venv-vllm from make vllm-cpu>",
-    "models-dir": "<models/>",
-    "stand-ins-dir": "<runs/.stand-ins>",
-}
+# Where an overlay's '@name' values point (resolve); the one placeholder resolve_auto has no word for.
+KINDS = (
+    "llama-cpu-model",
+    "llama-cpu-bin-dir",
+    "vllm-cpu-model",
+    "vllm-cpu-venv",
+    "models-dir",
+    "stand-ins-dir",
+)
+_PLACEHOLDERS = {"llama-cpu-bin-dir": "<folder of the CPU llama-server from make llama-cpu>"}
 
 
 @dataclass
@@ -108,37 +109,26 @@ def read_overlay(plan_name: str) -> tuple[dict, Path, str]:
     return raw, path, hashlib.sha256(text.encode()).hexdigest()
 
 
-def resolve(kind: str, dry_run: bool = False) -> str:
-    """Where a stand-in lives on this machine (``@llama-cpu-model`` in an overlay). A dry run (or
-    a machine without it) gets a placeholder naming the make target that installs it."""
-    from harness.errors import InstallError
+def resolve(kind: str) -> str:
+    """Where a stand-in lives on this machine (``@llama-cpu-model`` in an overlay), found as the CPU
+    track's ``auto`` settings are; one not installed yet gets a placeholder naming the make target
+    that installs it (a real run then stops at the preflight, which names it missing)."""
+    from harness.run.context import resolve_auto  # context imports plans, which imports this module
 
-    try:
-        if kind == "llama-cpu-model":
-            from harness.run import llama_cpu
+    if kind in ("llama-cpu-model", "vllm-cpu-model"):
+        return resolve_auto(kind, dry_run=True)
+    if kind == "llama-cpu-bin-dir":
+        server = resolve_auto("llama-cpu-binary", dry_run=True)
+        return _PLACEHOLDERS[kind] if server.startswith("<") else str(Path(server).parent)
+    if kind == "vllm-cpu-venv":
+        from harness.run import vllm_cpu
 
-            return str(llama_cpu.find_model())
-        if kind == "llama-cpu-bin-dir":
-            from harness.run import llama_cpu
-
-            return str(llama_cpu.find_llama_server().parent)
-        if kind == "vllm-cpu-model":
-            from harness.run import vllm_cpu
-
-            return str(vllm_cpu.model_dir())
-        if kind == "vllm-cpu-venv":
-            from harness.run import vllm_cpu
-
-            return str(vllm_cpu.venv_dir())
-        if kind == "models-dir":
-            return str(paths.models_dir())
-        if kind == "stand-ins-dir":  # an imitated engine's own folder (TabbyAPI's checkout)
-            return str(paths.workdir() / "runs" / ".stand-ins")
-    except InstallError:
-        return _PLACEHOLDERS[kind]
-    raise ConfigError(
-        f"rehearsal overlay: unknown stand-in location @{kind}; known: {', '.join(_PLACEHOLDERS)}"
-    )
+        return str(vllm_cpu.venv_dir())
+    if kind == "models-dir":
+        return str(paths.models_dir())
+    if kind == "stand-ins-dir":  # an imitated engine's own folder (TabbyAPI's checkout)
+        return str(paths.workdir() / "runs" / ".stand-ins")
+    raise ConfigError(f"rehearsal overlay: unknown stand-in location @{kind}; known: {', '.join(KINDS)}")
 
 
 def _fill(value, resolver):
@@ -185,13 +175,16 @@ def _quick_step(kind: str, options: dict, quick: dict) -> dict:
 
 
 def _split(raw_step) -> tuple[str, dict]:
-    if isinstance(raw_step, str):
-        return raw_step, {}
-    ((kind, options),) = raw_step.items()
-    return kind, dict(options or {})
+    """A stage as (kind, options), as the plan reader splits it (a list of options is ``items``)."""
+    from harness.run.plans import split_step  # plans imports this module
+
+    return split_step(raw_step)
 
 
 def _join(kind: str, options: dict):
+    """The inverse of _split: the stage as a plan writes it."""
+    if set(options) == {"items"}:
+        return {kind: options["items"]}
     return {kind: options} if options else kind
 
 
@@ -292,11 +285,11 @@ def apply(raw: dict, overlay: dict, quick: bool, resolver=resolve) -> tuple[dict
     return out, notes
 
 
-def rehearse(raw: dict, plan_name: str, quick: bool, dry_run: bool = False) -> tuple[dict, Rehearsal]:
+def rehearse(raw: dict, plan_name: str, quick: bool) -> tuple[dict, Rehearsal]:
     """Read the plan's overlay and apply it: the rehearsed plan and what was done."""
     overlay, path, sha = read_overlay(plan_name)
-    plan, notes = apply(raw, overlay, quick, lambda kind: resolve(kind, dry_run))
-    engines = _fill(overlay.get("engines", {}), lambda kind: resolve(kind, dry_run))
+    plan, notes = apply(raw, overlay, quick, resolve)
+    engines = _fill(overlay.get("engines", {}), resolve)
     info = Rehearsal(
         track=plan_name,
         path=path,

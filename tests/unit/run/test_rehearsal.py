@@ -67,7 +67,7 @@ def test_a_prediction_for_the_tracks_model_is_kept_and_followed_by_the_stand_ins
 
 
 def test_the_stand_in_steps_and_the_check_are_said() -> None:
-    plan = load_plan("s", rehearse_it=True, quick=True, dry_run=True)
+    plan = load_plan("s", rehearse_it=True, quick=True)
     r = plan.rehearsal
     assert r is not None and r.quick
     assert plan.blocks["control"].stand_in["real"].endswith("(its log names CUDA0)")
@@ -81,15 +81,15 @@ def test_the_stand_in_steps_and_the_check_are_said() -> None:
     assert "check: --machine spark -> left out (the stand-ins run on this machine)" in r.notes
     assert r.skips["models"].startswith("it would download")
     assert plan.blocks["vllm"].launcher == "compose"
-    assert load_plan("x", rehearse_it=True, dry_run=True).blocks["lemonade-rocm"].launcher == "host"
-    assert load_plan("x", rehearse_it=True, dry_run=True).blocks["vllm"].launcher == "vllm-cpu"
+    assert load_plan("x", rehearse_it=True).blocks["lemonade-rocm"].launcher == "host"
+    assert load_plan("x", rehearse_it=True).blocks["vllm"].launcher == "vllm-cpu"
 
 
 def test_a_rehearsal_ignores_this_machines_memory_for_the_tier() -> None:
     # the 16 GB tier of Track M would follow from this machine's memory; a rehearsal takes the default
-    plan = load_plan("m", rehearse_it=True, dry_run=True)
+    plan = load_plan("m", rehearse_it=True)
     assert plan.tier == "32gb"
-    assert load_plan("m", tier="16gb", rehearse_it=True, dry_run=True).variables["SLOTS"] == 10
+    assert load_plan("m", tier="16gb", rehearse_it=True).variables["SLOTS"] == 10
 
 
 def test_quick_without_rehearse_is_refused() -> None:
@@ -156,3 +156,10 @@ def test_charts_of_a_rehearsal_say_so_and_a_real_runs_do_not() -> None:
     rehearsed = {1: {**real[1], "rehearsal": True}}
     assert rehearsal_mark(real.values()) == "" and REHEARSAL_MARK not in conditions({"a": real}, 2.0)
     assert conditions({"a": rehearsed}, 2.0).startswith(REHEARSAL_MARK + "\n")
+
+
+def test_a_stage_with_a_list_of_options_passes_the_overlay_unchanged() -> None:
+    compare = {"compare": [["llama-baseline", "vllm-baseline"]]}
+    out, _ = rehearsal.apply({"variables": {}, "stages": [compare, "report"]}, {"engines": {}}, quick=True)
+    assert out["stages"] == [compare, "report"]
+    assert rehearsal._join(*rehearsal._split(compare)) == compare

@@ -14,7 +14,8 @@ from harness.core.server_text import redact, safe_text
 from harness.core.stream import error_message
 from harness.errors import TargetError, TargetUnreachable
 from harness.io.http import MAX_BODY, Reply, auth_headers, chat_headers, failure, opened, request
-from harness.core.records import Features, utc_stamp
+from harness.core.engine_records import Features
+from harness.core.records import utc_stamp
 from harness.io.notebook import append_record, check_writable
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from harness.core.arithmetic import speed_limit
+from harness.core.engine_compare import format_for_quant
+from harness.errors import ConfigError
 from harness.io.machines import load_machines, lookup
 from harness.io.model_info import ModelInfo, load_model
 from harness.core.arithmetic import kv_bytes_per_token
@@ -90,9 +92,7 @@ def run(args) -> int:
     if args.table:
         print_lab_table(args.table, model)
         return 0
-    fmt_name = args.format or next(iter(model.formats), None)
-    if args.format is None and "GGUF Q4_K_M" in model.formats:
-        fmt_name = "GGUF Q4_K_M"
+    fmt_name = weight_format(model, args.format, args.engine)
     fmt = model.formats.get(fmt_name) if fmt_name else None
     pred = print_allocation(args, model)
     machine = lookup(args.machine) if args.machine else None
@@ -101,6 +101,25 @@ def run(args) -> int:
     if machine:
         print_ceilings(args, model, fmt_name, fmt, pred, machine)
     return 0
+
+
+ENGINE_FORMATS = {"llama-server": "GGUF Q4_K_M", "vllm": "AWQ 4-bit g128"}  # what each lab serves
+
+
+def weight_format(model: ModelInfo, stated: str | None, engine: str) -> str | None:
+    """The model-table format whose weights are counted: the one ``--format`` names (any word only it
+    has, as a record's quant does: ``awq``, ``Q4_K_M``, ``bf16``), else the one the engine serves in
+    the labs (vLLM AWQ, llama-server GGUF Q4_K_M), else the model file's own."""
+    if stated:
+        name = stated if stated in model.formats else format_for_quant(stated, model.formats)
+        if name is None:
+            raise ConfigError(
+                f"--format {stated!r} names no format of {model.name}; use one of: {', '.join(model.formats)}"
+            )
+        return name
+    if ENGINE_FORMATS.get(engine) in model.formats:
+        return ENGINE_FORMATS[engine]
+    return next(iter(model.formats), None)
 
 
 def print_lab_table(table: str, model: ModelInfo) -> None:

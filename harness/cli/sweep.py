@@ -398,6 +398,7 @@ def print_level(r: dict) -> None:
     print(
         f"  c={r['concurrency']:>3}  ok {r['completed']:>3}/{r['requests']:<3} fail {r['failed']:<3} "
         f"wall {r['wall_s']:>7.2f}s  out/s {r['output_tokens_per_s']:>8.2f}  "
+        f"req/s {_fmt(r.get('requests_per_s'), '>6.3f')}  "
         f"TTFT p50 {_fmt(t['p50'], '.3f')} p90 {_fmt(t['p90'], '.3f')} p95 {_fmt(t['p95'], '.3f')}  "
         f"TPOT p50 {_fmt(p['p50'], '.4f')} p90 {_fmt(p['p90'], '.4f')}",
         flush=True,

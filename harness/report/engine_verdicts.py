@@ -126,8 +126,17 @@ def memory_rows(order: list[str], speed: dict, model, fmts: dict, rules: dict) -
         note = "embedding in host memory, not seen" if found[1].get("embedding") == "host" else "nothing"
         if low != high:
             note = "mapped weight pages: vm_stat counts none to all of them"
-        rows.append([engine, source, f"{seen} ({tokens:,} cache tokens)", added, over, note])
+        rows.append([engine, source, f"{seen} ({_cache_words(found[1], tokens, per)})", added, over, note])
     return rows
+
+
+def _cache_words(rule: dict, tokens: int, per_token: float) -> str:
+    """What the cache in the visible bytes holds: a pool the engine was told in bytes (vLLM's 1.25 GiB)
+    as its bytes and the tokens they hold, else the tokens counted."""
+    if rule.get("kv") == "bytes":
+        pool = int(rule["kv_bytes"])
+        return f"{pool:,}-byte pool, about {int(pool // per_token):,} cache tokens"
+    return f"{tokens:,} cache tokens"
 
 
 def _prefill_line(order: list[str], speed: dict) -> str:

@@ -121,9 +121,12 @@ def llama_devices(text: str, allow_cpu: bool = False) -> Finding:
     return Finding("PASS", "accelerator", "; ".join(devices))
 
 
-def nvidia(csv: str, busy_mib: int = 1000) -> list[Finding]:
+BUSY_MIB = 300  # the serving lab's preflight: memory.used above "a few hundred MiB" with no model loaded
+
+
+def nvidia(csv: str, busy_mib: int = BUSY_MIB) -> list[Finding]:
     """Findings from the output of ``nvidia-smi --format=csv,noheader,nounits
-    --query-gpu=name,memory.total,memory.used,driver_version``."""
+    --query-gpu=name,memory.total,memory.used,driver_version``; more than ``busy_mib`` in use warns."""
     out = []
     for row in [r for r in csv.strip().splitlines() if r.strip()]:
         name, total, used, driver = [x.strip() for x in row.split(",")][:4]
@@ -317,6 +320,10 @@ def _target_findings(t: Target, allow_cpu: bool, run: Callable, seen: _Seen) -> 
     ):
         seen.models.add(model)
         own.append(model_file(model))
+    if t.block.engine.get("guards") and not imitation:
+        from harness.run.guards import engine_guards  # guards.py builds on this module's Finding
+
+        own += engine_guards(t.block.engine["guards"], str(model or ""))
     before = t.block.engine.get("service", {}).get("before", [])
     if kind == "service" and before and shutil.which(t.argv0) and t.argv0 not in seen.services:
         seen.services.add(t.argv0)

@@ -85,3 +85,27 @@ def test_a_notebook_of_another_model_is_warned(tmp_path, capsys):
             append_record(book, rec, "features" if rec.get("probe") else "engine-speed")
     assert main(["engines", "--labbook", str(book)]) == 0
     assert "Warning: no record names Qwen3-8B (they name gemma-3-270m)" in capsys.readouterr().out
+
+
+def test_vllm_memory_row_names_its_pool_not_the_context():
+    """vLLM was told a 1,342,177,280-byte pool (about 9,102 tokens at 147,456 bytes each), not 8,192
+    tokens of context: the row says what it computed from (001 Task 9: 6,098,479,104 + 1,342,177,280)."""
+    from harness.io.machines import visible_memory_rules
+    from harness.io.model_info import load_model
+    from harness.report.engine_verdicts import memory_rows
+
+    rec = {
+        "engine": "vllm",
+        "backend": "CUDA",
+        "context_length": 8192,
+        "quant": "AWQ",
+        "memory_delta_mb": {"gpu_process_mb": 7900},
+    }
+    rows = memory_rows(
+        ["vllm"],
+        {"vllm": {"short": rec, "long": rec}},
+        load_model("qwen3-8b"),
+        {"vllm": "AWQ 4-bit g128"},
+        visible_memory_rules(),
+    )
+    assert "7,440,656,384 (1,342,177,280-byte pool, about 9,102 cache tokens)" in rows[0][2]

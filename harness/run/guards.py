@@ -1,0 +1,63 @@
+"""What an engine definition's ``guards`` require before it starts, as preflight findings: the
+checks serve-mlx.sh makes before it runs mlx_lm.server (Part 8). mlx-lm runs only on macOS; the
+model must be an absolute path, because mlx_lm.server loads whatever a request's ``model`` names and
+the clients send the path it was started with; a config.json without a ``quantization`` block is
+not the four-bit MLX model the lab compares (a warning, as in the script). Pure: the system's name
+and config.json's text come in."""
+
+from __future__ import annotations
+
+import platform
+from pathlib import Path
+from typing import Callable
+
+from harness.run.preflight import Finding
+
+
+def darwin(system: str, model: str, config: str | None) -> Finding | None:
+    if system == "Darwin":
+        return None
+    return Finding("FAIL", "platform", f"mlx-lm runs on Apple silicon; this machine reports {system}")
+
+
+def absolute_model(system: str, model: str, config: str | None) -> Finding | None:
+    if model.startswith("/"):
+        return None
+    return Finding(
+        "FAIL",
+        "model",
+        f"{model!r} is not an absolute path: set it to the model directory's absolute path "
+        "(it is also the name every request sends)",
+    )
+
+
+def quantization_block(system: str, model: str, config: str | None) -> Finding | None:
+    if config is None or '"quantization"' in config:  # a missing config.json is the model check's FAIL
+        return None
+    return Finding(
+        "WARN",
+        "model",
+        f"{model}/config.json has no quantization block: not the 4-bit MLX model the lab serves",
+    )
+
+
+GUARDS: dict[str, Callable[[str, str, str | None], Finding | None]] = {
+    "darwin": darwin,
+    "absolute-model": absolute_model,
+    "quantization-block": quantization_block,
+}
+
+
+def guard_findings(guards: list[str], system: str, model: str, config: str | None) -> list[Finding]:
+    """The findings of the guards that object (none when all hold)."""
+    return [f for g in guards if (f := GUARDS[g](system, model, config)) is not None]
+
+
+def read_config(model: str) -> str | None:
+    path = Path(model).expanduser() / "config.json"
+    return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+
+
+def engine_guards(guards: list[str], model: str, system: str | None = None) -> list[Finding]:
+    """The guards against this machine and the model directory as they are now."""
+    return guard_findings(guards, system or platform.system(), model, read_config(model))

@@ -28,7 +28,7 @@ from harness.core.records import (
 )
 from harness.errors import ConfigError, TargetError
 from harness.io.progress import LevelProgress
-from harness.core import words
+from harness.core import server_metrics, words
 from harness.io.notebook import check_writable, read_records
 from harness.load import sweep as sweeping  # no Locust yet: harness.load.runner is imported when load runs
 from harness.load.sweep import SweepPlan
@@ -364,7 +364,7 @@ def run(args) -> int:
     def on_level(record: LevelRecord) -> None:
         progress.end()
         written.append(record.to_dict())
-        print_level(written[-1])
+        print_level(written[-1], written[-2] if len(written) > 1 else None)
 
     try:
         sweeping.run_levels(plan, on_level, on_ready, on_progress=progress.update)
@@ -385,7 +385,7 @@ def _fmt(value, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
-def print_level(r: dict) -> None:
+def print_level(r: dict, previous: dict | None = None) -> None:
     t, p = r["ttft_s"], r["tpot_s"]
     worst, late = (r.get("client_read_lag_s") or {}).get("p99"), r.get("client_late_share")
     lag = "" if worst is None else f", read lag p99 {worst * 1000:.1f} ms"
@@ -412,6 +412,16 @@ def print_level(r: dict) -> None:
         f"client CPU {_fmt(r.get('client_cpu'), '.0%')}{lag}",
         flush=True,
     )
+    server = server_metrics.peaks_words(r)
+    if server:
+        print(f"         server /metrics: {server}", flush=True)
+    fell = (
+        previous
+        and (previous.get("concurrency") or 0) < r["concurrency"]
+        and server_metrics.drop_text(r, previous)
+    )
+    if fell:
+        print(f"         warning: throughput fell: {fell}", flush=True)
     if r.get("client_limited"):
         gap = r["itl_s"]["p50"]
         print(

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from harness.core import server_metrics  # the engine's own /metrics, read level by level
+
 BASELINE_LEVELS = (1, 5, 10, 20)
 DEFAULT_SLO_TTFT, DEFAULT_SLO_TPOT = 2.0, 0.1
 
@@ -372,4 +374,6 @@ def _prefix_rules(labels: dict[str, dict[int, dict]]) -> list[Finding]:
 
 def check(labels: dict[str, dict[int, dict]]) -> list[Finding]:
     """The lab's validation rules, as (PASS | WARN | FAIL, finding) pairs."""
-    return _baseline_rules(labels) + _client_rules(labels) + _prefix_rules(labels)
+    return (
+        _baseline_rules(labels) + _client_rules(labels) + _prefix_rules(labels) + server_metrics.rules(labels)
+    )

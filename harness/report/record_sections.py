@@ -17,7 +17,7 @@ from harness.core import curves
 from harness.core.records import is_engine_speed, is_features
 from harness.io.notebook import read_records
 from harness.report import curve_tables as ct
-from harness.report import engine_tables
+from harness.report import engine_tables, server_counters
 from harness.report.markdown import absent, table
 
 
@@ -172,6 +172,7 @@ def curve_section(r: RunInputs) -> list[str]:
         findings = [ct.knee_line(d), *ct.fit_lines(d, levels), ct.operating_line(d)]
         findings.append(ct.capacity_line(levels, r.promise))
         lines += [""] + [f"  - {f.strip()}" if f.startswith("  ") else f"- {f}" for f in findings] + [""]
+        lines += server_counters.lines(label, levels)
         chart = r.run_dir / "charts" / f"{file_label(label)}-tpot.png"
         if chart.is_file():
             lines += [f"![{label}: TPOT against concurrency]({chart.relative_to(r.run_dir)})", ""]

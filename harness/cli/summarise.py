@@ -12,6 +12,7 @@ from harness.errors import ConfigError
 from harness.core.records import CurveSummary, is_level, now_stamp
 from harness.io.notebook import append_record, read_records
 from harness.report import curve_tables as tables
+from harness.report.troubleshooting import load_errors
 
 
 def add_parser(sub) -> None:
@@ -228,7 +229,7 @@ def print_compare(a: str, b: str, labels: dict) -> int:
 
 def print_check(labels: dict) -> int:
     print("==> the lab's validation rules, applied to the notebook")
-    results = curves.check(labels)
+    results = curves.check(labels, list(load_errors()))
     for verdict, text in results:
         print(f"    {verdict:<4}  {text}")
     counts = {v: sum(1 for r, _ in results if r == v) for v in ("PASS", "WARN", "FAIL")}

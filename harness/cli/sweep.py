@@ -28,8 +28,9 @@ from harness.core.records import (
 )
 from harness.errors import ConfigError, TargetError
 from harness.io.progress import LevelProgress
-from harness.core import server_metrics, words
+from harness.core import server_metrics, troubleshooting, words
 from harness.io.notebook import check_writable, read_records
+from harness.report.troubleshooting import load_errors
 from harness.load import sweep as sweeping  # no Locust yet: harness.load.runner is imported when load runs
 from harness.load.sweep import SweepPlan
 
@@ -433,3 +434,6 @@ def print_level(r: dict, previous: dict | None = None) -> None:
         )
     if r["first_error"]:
         print(f"         first error: {r['first_error']}", flush=True)
+        row = troubleshooting.error_remedy(r["first_error"], list(load_errors()))
+        if row:
+            print(f"         {row['cause']}: {row['remedy']}", flush=True)

@@ -126,8 +126,17 @@ def memory_rows(order: list[str], speed: dict, model, fmts: dict, rules: dict) -
         note = "embedding in host memory, not seen" if found[1].get("embedding") == "host" else "nothing"
         if low != high:
             note = "mapped weight pages: vm_stat counts none to all of them"
+        if added is not None and "vm_stat" in source and ec.overhead_mb(added, (low, high))[0] > MUCH_MB:
+            note = MUCH_LARGER
         rows.append([engine, source, f"{seen} ({_cache_words(found[1], tokens, per)})", added, over, note])
     return rows
+
+
+MUCH_MB = 1500  # beyond what a Metal context, compute buffers and the server process add
+MUCH_LARGER = (
+    "much larger than predicted (the engines lab's Track M row): other applications grew during the "
+    "run; close them, take a fresh idle snapshot, re-measure"
+)
 
 
 def _cache_words(rule: dict, tokens: int, per_token: float) -> str:

@@ -7,7 +7,7 @@ import sys
 
 from tabulate import tabulate
 
-from harness.core import curves
+from harness.core import curves, sizing
 from harness.errors import ConfigError
 from harness.core.records import CurveSummary, is_level, now_stamp
 from harness.io.notebook import append_record, read_records
@@ -126,6 +126,8 @@ def print_capacity(args, levels: dict[int, dict]) -> int | None:
     capacity = found.capacity
     if not capacity:
         return capacity
+    for line in sizing.alone_against_capacity(levels, capacity):
+        print(f"    {line}")
     if args.peak:
         need, spare = curves.copies_for(args.peak, capacity, args.spares)
         bound = "" if found.reading == "exact" else " (at most: the capacity is a lower bound)"

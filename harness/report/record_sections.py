@@ -171,7 +171,7 @@ def curve_section(r: RunInputs) -> list[str]:
         lines += [f"_{n[0].upper()}{n[1:]}._" for n in notes] + ([""] if notes else [])
         lines += [table(ct.CURVE_HEAD, ct.curve_rows(d, levels))]
         findings = [ct.knee_line(d), *ct.fit_lines(d, levels), ct.operating_line(d)]
-        findings.append(ct.capacity_line(levels, r.promise))
+        findings += ct.capacity_lines(levels, r.promise)
         lines += [""] + [f"  - {f.strip()}" if f.startswith("  ") else f"- {f}" for f in findings] + [""]
         lines += server_counters.lines(label, levels)
         chart = r.run_dir / "charts" / f"{file_label(label)}-tpot.png"

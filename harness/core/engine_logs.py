@@ -209,3 +209,18 @@ def accelerator_problems(
             "allocates what the other engines' rows do"
         )
     return problems
+
+
+_DEVICE_LINE = re.compile(r"^\s*(\S+): (.*?) \((\d+) MiB, (\d+) MiB free\)")
+
+
+def device_memory(text: str) -> list[dict]:
+    """``llama-server --list-devices``' device lines (``Vulkan0: AMD Radeon ... (98304 MiB, 97000 MiB
+    free)``) as name, description, total and free MiB. On a unified machine the free figure is the
+    GPU-visible memory the KV pool comes out of (the serving lab's preflight, Track X)."""
+    out = []
+    for line in text.splitlines():
+        m = _DEVICE_LINE.match(line)
+        if m:
+            out.append({"device": m[1], "name": m[2], "total_mib": int(m[3]), "free_mib": int(m[4])})
+    return out

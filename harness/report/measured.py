@@ -27,8 +27,9 @@ def plan_model(plan) -> str:
 
 
 def plan_machine(plan) -> str | None:
-    """The plan's machine-table key: its ``machine``, else a tier's ``MACHINE`` variable."""
-    return getattr(plan, "machine", None) or (getattr(plan, "variables", {}) or {}).get("MACHINE")
+    """The plan's machine-table key: its ``MACHINE`` variable (a tier names its own machine: Track N's
+    16 GB tier an RTX 4080, Track M's an M4), else its ``machine``."""
+    return (getattr(plan, "variables", {}) or {}).get("MACHINE") or getattr(plan, "machine", None)
 
 
 def section(notebook: Path, plan) -> list[str]:

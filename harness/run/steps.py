@@ -124,6 +124,7 @@ def _compare(w: Where, o: dict) -> list[StepCall]:
 
 def _check(w: Where, o: dict) -> list[StepCall]:
     calls = [call("summarise", [("labbook", w.notebook), ("check", True)])]
+    machine = w.plan.variables.get("MACHINE") or w.plan.machine  # the tier's machine, else the plan's
     if o.get("engines", True):
         calls.append(
             call(
@@ -132,7 +133,7 @@ def _check(w: Where, o: dict) -> list[StepCall]:
                 [("allow_cpu", True)] if o.get("allow_cpu") else [],
                 # each engine against the ceiling of its own format on the plan's machine (Task 9);
                 # a rehearsal's stand-ins run on this machine, not the plan's
-                [("machine", w.plan.machine)] if w.plan.machine and not w.plan.rehearsal else [],
+                [("machine", machine)] if machine and not w.plan.rehearsal else [],
             )
         )
     return calls

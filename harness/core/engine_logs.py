@@ -224,3 +224,30 @@ def device_memory(text: str) -> list[dict]:
         if m:
             out.append({"device": m[1], "name": m[2], "total_mib": int(m[3]), "free_mib": int(m[4])})
     return out
+
+
+def buffer_problems(observed: dict, fmt: dict | None, tolerance: float = 0.01) -> list[str]:
+    """The engines lab's Task 4 reading of a GPU load log: the model buffers add up to the file's
+    tensor bytes (about 4,789 MiB for Qwen3-8B Q4_K_M), and the host's ``CPU_Mapped`` buffer is the
+    input embedding (about 334 MiB), which stays in host memory. Checked only when a device buffer
+    is logged (a CPU build may repack weights into extra buffers) and the format's bytes are known."""
+    buffers = observed.get("model_buffers_mib") or {}
+    device = [k for k in buffers if not k.upper().startswith("CPU")]
+    if not fmt or not device:
+        return []
+    problems = []
+    total, want = sum(buffers.values()), int(fmt["tensor_bytes"]) / 2**20
+    if abs(total - want) > tolerance * want:
+        parts = " + ".join(f"{k} {v:,.2f}" for k, v in buffers.items())
+        problems.append(
+            f"model buffers: {parts} = {total:,.2f} MiB, but the model file's tensors are {want:,.2f} MiB; "
+            "likely cause: another model file or quantisation than the one predicted"
+        )
+    host, embedding = buffers.get("CPU_Mapped"), int(fmt.get("embedding_bytes") or 0) / 2**20
+    if host is not None and embedding and abs(host - embedding) > tolerance * embedding + 1:
+        problems.append(
+            f"CPU_Mapped model buffer {host:,.2f} MiB, but the input embedding is {embedding:,.2f} MiB: more "
+            "than the embedding stayed in host memory, so some layers were not offloaded (check "
+            "--n-gpu-layers and the offloaded line)"
+        )
+    return problems

@@ -1,0 +1,38 @@
+"""What each lab records and checks (issue 29 item 4): --expect-device in the serving lab's
+verify-allocation steps (Task 2: CUDA0 on S and N, Vulkan0 on X, MTL0 on M), and the engines lab's
+two model buffers checked against their sum (Task 4: about 4,789 MiB, about 334 MiB on the host)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.core import engine_logs
+from harness.io.model_info import load_model
+from harness.run.plans import load_plan
+from tests.conftest import FIXTURES
+
+LOG = FIXTURES / "logs" / "composed" / "llama-hip-control-qwen3-8b.log"
+
+
+@pytest.mark.parametrize("track,device", [("s", "CUDA0"), ("n", "CUDA0"), ("x", "Vulkan0"), ("m", "MTL0")])
+def test_serving_lab_blocks_expect_the_tracks_device(track, device):
+    plan = load_plan(f"track-{track}")
+    steps = [s for s in plan.steps if s.kind == "verify-allocation" and s.block.engine.name == "llama-server"]
+    assert len(steps) == 4 and all(s.options.get("expect_device") == device for s in steps)
+
+
+def test_model_buffers_add_up_to_the_file_and_the_host_holds_the_embedding():
+    fmt = load_model("qwen3-8b").formats["GGUF Q4_K_M"]
+    observed = engine_logs.parse_llama_server(LOG.read_text())
+    assert observed["model_buffers_mib"] == {"ROCm0": 4455.35, "CPU_Mapped": 333.84}
+    assert engine_logs.buffer_problems(observed, fmt) == []
+    spilled = {**observed, "model_buffers_mib": {"ROCm0": 3589.19, "CPU_Mapped": 1200.0}}
+    (problem,) = engine_logs.buffer_problems(spilled, fmt)
+    assert problem.startswith("CPU_Mapped model buffer 1,200.00 MiB, but the input embedding is 333.84 MiB")
+    other = {**observed, "model_buffers_mib": {"ROCm0": 6000.0, "CPU_Mapped": 333.84}}
+    assert (
+        "= 6,333.84 MiB, but the model file's tensors are 4,789.19 MiB"
+        in engine_logs.buffer_problems(other, fmt)[0]
+    )
+    # a CPU build (no device buffer) is not judged: it may repack weights into more buffers
+    assert engine_logs.buffer_problems({"model_buffers_mib": {"CPU_Mapped": 17.57}}, fmt) == []

@@ -14,6 +14,7 @@ from harness.core import curves, words
 from harness.core.records import is_level
 from harness.io.notebook import read_records
 from harness.report import measured
+from harness.report import lab_records
 from harness.report import record_sections as rs
 from harness.report.curve_tables import said
 from harness.report.markdown import absent, table, to_html
@@ -419,6 +420,7 @@ SECTIONS = (
     conditions,
     engines,
     rs.allocation,
+    lab_records.fraction_section,
     rs.curve_section,
     rs.capacity_searches,
     rs.comparisons,

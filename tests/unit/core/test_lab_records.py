@@ -36,3 +36,29 @@ def test_model_buffers_add_up_to_the_file_and_the_host_holds_the_embedding():
     )
     # a CPU build (no device buffer) is not judged: it may repack weights into more buffers
     assert engine_logs.buffer_problems({"model_buffers_mib": {"CPU_Mapped": 17.57}}, fmt) == []
+
+
+def test_memory_fraction_change_set_against_the_pool_change():
+    """Serving lab Task 9: from fraction A to B the pool moves by about (B - A) x the total."""
+    from types import SimpleNamespace
+
+    from harness.core.predictions import fraction_change
+    from harness.report import lab_records
+
+    got = fraction_change(
+        {"fraction": 0.4, "available_kv_gib": 30.0}, {"fraction": 0.5, "available_kv_gib": 41.9}, 119.0
+    )
+    assert got["measured_gib"] == pytest.approx(11.9) and got["predicted_gib"] == pytest.approx(11.9)
+    assert got["share"] == pytest.approx(1.0)
+    plan = load_plan("track-x")
+    recs = [
+        {"record": "allocation", "label": "vllm-mem-b", "observed": {"available_kv_gib": 41.9}},
+        {"record": "allocation", "label": "vllm-mem-a", "observed": {"available_kv_gib": 30.0}},
+        {"record": "allocation", "label": "llama", "observed": {}},
+    ]
+    r = SimpleNamespace(plan=plan, records=lambda kind, select: [x for x in recs if select(x)])
+    text = "\n".join(lab_records.fraction_section(r))
+    # 128 GB = 119.21 GiB: (0.5 - 0.4) x 119.21 = 11.92 GiB predicted, 11.90 measured
+    assert "vllm-mem-a at 0.4: 30.00 GiB available for the KV cache; vllm-mem-b at 0.5: 41.90 GiB" in text
+    assert "The pool changed by +11.90 GiB; (0.5 - 0.4) x 119.21 GiB (Ryzen AI Max+ 395) = +11.92 GiB" in text
+    assert lab_records.fraction_section(SimpleNamespace(plan=plan, records=lambda k, s: recs[2:])) == []

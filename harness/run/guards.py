@@ -3,11 +3,13 @@ checks serve-mlx.sh makes before it runs mlx_lm.server (Part 8). mlx-lm runs onl
 model must be an absolute path, because mlx_lm.server loads whatever a request's ``model`` names and
 the clients send the path it was started with; a config.json without a ``quantization`` block is
 not the four-bit MLX model the lab compares (a warning, as in the script). Pure: the system's name
-and config.json's text come in."""
+and config.json's text come in. Also the tools a plan's installs use (``INSTALL_TOOLS``: uv and git on
+Track N), found or not."""
 
 from __future__ import annotations
 
 import platform
+import shutil
 from pathlib import Path
 from typing import Callable
 
@@ -51,6 +53,30 @@ GUARDS: dict[str, Callable[[str, str, str | None], Finding | None]] = {
 def guard_findings(guards: list[str], system: str, model: str, config: str | None) -> list[Finding]:
     """The findings of the guards that object (none when all hold)."""
     return [f for g in guards if (f := GUARDS[g](system, model, config)) is not None]
+
+
+INSTALLS = {  # the engines lab's Track N installs, what each tool is for (001 Task 7)
+    "uv": "the vLLM environment: uv venv ~/vllm-env --python 3.12 --seed; uv pip install vllm==0.28.0 "
+    "--torch-backend=auto",
+    "git": "TabbyAPI: git clone https://github.com/theroyallab/tabbyAPI ~/tabbyAPI (and its version)",
+}
+
+
+def install_tools(names: str, which: Callable[[str], str | None] = shutil.which) -> list[Finding]:
+    """The tools a plan's installs use (its ``INSTALL_TOOLS``, space-separated): PASS where found, else
+    WARN saying what needs it (the blocks that need them are optional or read their version with it)."""
+    out = []
+    for name in names.split():
+        why = INSTALLS.get(name, "this plan's installs")
+        found = which(name)
+        out.append(
+            Finding("PASS", name, f"{found}")
+            if found
+            else Finding(
+                "WARN", name, f"{name} not found on the PATH; it installs {why}; install {name} first"
+            )
+        )
+    return out
 
 
 def read_config(model: str) -> str | None:

@@ -53,6 +53,9 @@ class Sample:
     merged_tokens: int = 0
     first_merged: bool = False  # the first token among them (its TTFT is the later packet's)
     usage_note: str | None = None  # why the server's usage count was not taken, when it was not
+    # what the workload said of this request (harness.core.workloads.Request.tags): conversation,
+    # turn, the lengths asked for, schedule_lateness_s; plain JSON values, kept in its sample line
+    tags: dict = field(default_factory=dict)
 
     @property
     def t_departed(self) -> float:

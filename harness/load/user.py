@@ -17,9 +17,11 @@ request left, and every read, the headers' included, is stamped by the kernel on
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
+import random
 import time
 
 import gevent
@@ -28,6 +30,7 @@ from locust import User, constant, events, task
 from harness.core.levels import distribution
 from harness.core.prompts import make_prompts
 from harness.core.stream import Sample
+from harness.core.workloads import Conversation, ConversationPlan, LengthPlan, Request, forced_fields
 from harness.io.http import chat_headers
 from harness.io.stream_socket import Pool
 from harness.load import headless, urls
@@ -49,6 +52,9 @@ class Workload:
         timeout: float = 300.0,
         budget: int | None = None,
         idle_timeout: float | None = None,
+        lengths: LengthPlan | None = None,
+        conversations: ConversationPlan | None = None,
+        seed: int = 1,
     ) -> None:
         self.path, self.model, self.max_tokens = path, model, max_tokens
         self.temperature, self.api_key, self.timeout = temperature, api_key, timeout
@@ -60,6 +66,11 @@ class Workload:
         self.arrivals: list[float] | None = None  # open loop: send offsets in seconds from the start
         self.start_spacing_s = 0.0  # closed loop: user k waits k x this before its first request
         self._starts = 0
+        # workloads beyond the prompt sets (harness.core.workloads): drawn lengths, conversations
+        self.lengths, self.conversations = lengths, conversations
+        self.rng = random.Random(seed)
+        self._conversations = itertools.count(1)
+        self.trace: list[Request] | None = None  # trace replay: the requests, in order
 
     def start_delay(self) -> float:
         """How long the next user to start waits first (users spread over a ramp, not in lockstep)."""
@@ -67,23 +78,45 @@ class Workload:
         self._starts += 1
         return delay
 
-    def take(self) -> str | None:
-        """The next prompt, or None when the level's budget is spent (atomic under gevent)."""
+    def spend(self) -> bool:
+        """Take one request from the level's budget: False when it is spent (atomic under gevent)."""
         if self.budget is not None:
             if self.budget <= 0:
-                return None
+                return False
             self.budget -= 1
         self.issued += 1
-        return next(self._prompts)
+        return True
 
-    def body(self, prompt: str) -> bytes:
+    def take(self) -> Request | None:
+        """The next request of a single-request workload (a prompt of the set, or one of drawn
+        lengths, or the trace's next), or None when the level's budget is spent."""
+        if not self.spend():
+            return None
+        if self.trace is not None:
+            return self.trace[(self.issued - 1) % len(self.trace)]
+        prompt = next(self._prompts)
+        if self.lengths is not None:
+            return self.lengths.request(prompt, self.rng)
+        return Request([{"role": "user", "content": prompt}])
+
+    def new_conversation(self) -> Conversation:
+        """A conversation of its own number and generator (so a level's conversations differ)."""
+        assert self.conversations is not None
+        number = next(self._conversations)
+        return Conversation(self.conversations, number, random.Random(self.rng.random() + number))
+
+    def body(self, job: Request | str) -> bytes:
+        if isinstance(job, str):
+            job = Request([{"role": "user", "content": job}])
         body = {
-            "messages": [{"role": "user", "content": prompt}],
+            "messages": job.messages,
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
             "stream": True,
             "stream_options": {"include_usage": True},
         }
+        if job.max_tokens is not None:
+            body.update(forced_fields(job.max_tokens) if job.force_length else {"max_tokens": job.max_tokens})
         if self.model:
             body["model"] = self.model
         return json.dumps(body).encode()
@@ -139,16 +172,41 @@ class ChatUser(_BoundedUser):
 
     @task
     def chat(self) -> None:
-        prompt = self.workload.take()
-        if prompt is None:  # budget spent: wait for the runner to end the level
+        if self.workload.conversations is not None:
+            self.converse()
+            return
+        job = self.workload.take()
+        if job is None:  # budget spent: wait for the runner to end the level
             self.wait_idle()
             return
+        self.send(job)
+
+    def send(self, job: Request) -> Sample:
         IN_FLIGHT[0] += 1
         try:
-            sample = stream_once(self.pool, self.workload, prompt)
+            sample = stream_once(self.pool, self.workload, job)
         finally:
             IN_FLIGHT[0] -= 1
         _metric_rows(self.environment, sample)
+        return sample
+
+    def converse(self) -> None:
+        """One turn of this user's conversation (a new conversation when the last one is over):
+        the whole history plus a new message, the answer added to the history, then the think
+        time before the next turn."""
+        conversation = getattr(self, "conversation", None)
+        job = conversation.next_request() if conversation else None
+        if job is None:
+            self.conversation = conversation = self.workload.new_conversation()
+            job = conversation.next_request()
+        if job is None or not self.workload.spend():
+            self.wait_idle()
+            return
+        sample = self.send(job)
+        conversation.answered(sample.text)
+        think = self.workload.conversations.think_s if self.workload.conversations else 0.0
+        if think and conversation.turn < conversation.turns:
+            gevent.sleep(think)
 
     def wait_idle(self) -> None:
         import gevent
@@ -181,15 +239,17 @@ class ArrivalUser(_BoundedUser):
             delay = start + offset - time.perf_counter()
             if delay > 0:
                 gevent.sleep(delay)
-            prompt = self.workload.take()
-            if prompt is None:
+            job = self.workload.take()
+            if job is None:
                 break
-            greenlets.append(gevent.spawn(self._one, prompt))
+            # its schedule, so the sample keeps how late it left (schedule_lateness_s)
+            job = dataclasses.replace(job, due=start + offset)
+            greenlets.append(gevent.spawn(self._one, job))
         gevent.joinall(greenlets)
         self.done = True
 
-    def _one(self, prompt: str) -> None:
-        _metric_rows(self.environment, stream_once(self.pool, self.workload, prompt))
+    def _one(self, job: Request) -> None:
+        _metric_rows(self.environment, stream_once(self.pool, self.workload, job))
 
 
 # -- standalone use (web UI, headless): options and thresholds ---------------------------------------

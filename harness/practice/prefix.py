@@ -1,12 +1,14 @@
 """The two styles of prefix caching, as pure data structures (no clocks, no I/O).
 
-Per-seat (llama-server): each seat remembers the prompt it last served. A new request goes to the
+Per-seat (llama-server): each seat remembers the prompt it last served and the answer it gave. A
+new request goes to the
 free seat whose remembered prompt shares the longest prefix with it, else to the free seat used
 longest ago; the shared prefix is not prefilled again.
 
 Pooled (vLLM): prompts are cut into blocks of ``block_size`` tokens; a block's key is a hash of
 its tokens and of everything before it, so a block is reused only after the same prefix. Blocks
-from any earlier request can be reused until the pool evicts them, least recently used first.
+from any earlier request (its prompt, then its answer once finished) can be reused until the pool
+evicts them, least recently used first.
 At least one prompt token is always computed, so a prompt that is entirely cached gives back its
 last block.
 """
@@ -63,8 +65,13 @@ class SeatCache:
         best.tokens = list(prompt)
         return best.index, max(cached, 0)
 
-    def release(self, index: int) -> None:
-        self.seats[index].busy = False
+    def release(self, index: int, kept: list[int] | None = None) -> None:
+        """Free a seat; ``kept``: what it now holds (the prompt and the answer, as llama-server's
+        slot keeps both, so the next turn of a conversation reuses the whole history)."""
+        seat = self.seats[index]
+        seat.busy = False
+        if kept is not None and self.reuse:
+            seat.tokens = list(kept)
 
 
 class BlockPool:

@@ -1,0 +1,252 @@
+"""Workloads beyond the labs' prompt sets, pure: length distributions, prompts of a stated length,
+conversations and what each request of one carries. No I/O, no clocks; every draw comes from a
+``random.Random`` the caller seeds.
+
+A length distribution is written ``fixed:N`` (or just ``N``), ``uniform:LO-HI`` (whole numbers,
+both ends included), ``normal:MEAN,SD`` (rounded, at least 1) or ``file:PATH`` (one whole number
+per line, drawn with replacement; the caller reads the file and passes its ``values``).
+
+A prompt of N tokens is N words drawn from a list of short, common English words, each of which
+is one token with its leading space in the BPE vocabularies of the usual open models (Llama,
+Qwen, Gemma) and in the practice server's tokeniser; the server's own ``usage.prompt_tokens`` is
+what the record keeps as sent.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from harness.errors import ConfigError
+
+# One token each, with the leading space, in common BPE vocabularies (and the practice tokeniser).
+_WORD_TEXT = (
+    "the of and to in is it that for was on are as with his they at be this from have or by one "
+    "had not but what all were when we there can an your which their said if do will each about "
+    "how up out them then she many some so these would other into has more her two like him see "
+    "time could no make than first been its who now people my made over did down only way find "
+    "use may water long little very after words called just where most know get through back "
+    "much go good new write our me man too any day same right look think also around another "
+    "came come work three word must because does part even place well such here take why help "
+    "put different away again off went old number great tell men say small every found still "
+    "between name should home big give air line set own under read last never us left end along "
+    "while might next sound below saw something thought both few those always show large often "
+    "together asked house world going want school important until form food keep children feet "
+    "land side without boy once animal life enough took four head above kind began almost live "
+    "page got earth need far hand high year mother light country father let night picture being "
+    "study second soon story since white ever paper hard near sentence better best across during "
+    "today however sure knew try told young sun thing whole hear example heard several change "
+    "answer room sea against top turned learn point city play toward five himself usually money"
+)
+# words of six letters or fewer: one token each in the practice tokeniser too (it splits longer ones)
+WORDS = tuple(w for w in _WORD_TEXT.split(" ") if len(w) <= 6)
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """A distribution of token counts: ``kind`` fixed, uniform, normal or file, and its numbers."""
+
+    kind: str
+    a: float = 0.0  # fixed: the count; uniform: the lowest; normal: the mean
+    b: float = 0.0  # uniform: the highest; normal: the standard deviation
+    values: tuple[int, ...] = ()  # file: the counts to draw from
+    source: str = ""  # file: the path as given, for the record
+
+    def draw(self, rng: random.Random) -> int:
+        """One count, at least 1."""
+        if self.kind == "fixed":
+            return int(self.a)
+        if self.kind == "uniform":
+            return rng.randint(int(self.a), int(self.b))
+        if self.kind == "normal":
+            return max(1, round(rng.gauss(self.a, self.b)))
+        return rng.choice(self.values)
+
+    def describe(self) -> str:
+        """The spec as written, the form the record keeps."""
+        if self.kind == "fixed":
+            return f"fixed:{int(self.a)}"
+        if self.kind == "uniform":
+            return f"uniform:{int(self.a)}-{int(self.b)}"
+        if self.kind == "normal":
+            return f"normal:{self.a:g},{self.b:g}"
+        return f"file:{self.source} ({len(self.values)} values)"
+
+
+def _numbers(flag: str, text: str, sep: str, count: int) -> list[float]:
+    parts = text.split(sep)
+    try:
+        if len(parts) != count:
+            raise ValueError
+        return [float(p) for p in parts]
+    except ValueError:
+        raise ConfigError(f"{flag} {text!r}: write {sep.join(['N'] * count)} with numbers") from None
+
+
+def parse_lengths(
+    flag: str, text: str, file_values: list[int] | None = None, high: int = 1_000_000
+) -> Lengths:
+    """A length distribution from its spec (module docstring); ConfigError, one line, otherwise.
+    ``file:PATH`` needs ``file_values``, the whole numbers the caller read from PATH."""
+    kind, _, rest = text.partition(":")
+    if not rest and kind.strip().isdigit():
+        kind, rest = "fixed", kind
+    kind = kind.strip()
+    if kind == "fixed":
+        (n,) = _numbers(flag, rest, ",", 1)
+        spec = Lengths("fixed", n)
+        low_ok = n == int(n) and 1 <= n <= high
+    elif kind == "uniform":
+        lo, hi = _numbers(flag, rest, "-", 2)
+        spec = Lengths("uniform", lo, hi)
+        low_ok = lo == int(lo) and hi == int(hi) and 1 <= lo <= hi <= high
+    elif kind == "normal":
+        mean, sd = _numbers(flag, rest, ",", 2)
+        spec = Lengths("normal", mean, sd)
+        low_ok = 1 <= mean <= high and 0 <= sd <= high
+    elif kind == "file":
+        values = tuple(file_values or ())
+        spec = Lengths("file", values=values, source=rest)
+        low_ok = bool(values) and all(1 <= v <= high for v in values)
+    else:
+        raise ConfigError(
+            f"{flag} {text!r}: write fixed:N, uniform:LO-HI, normal:MEAN,SD or file:PATH (one count a line)"
+        )
+    if not low_ok:
+        raise ConfigError(f"{flag} {text!r}: every count must be a whole number from 1 to {high}")
+    return spec
+
+
+def file_counts(flag: str, text: str) -> list[int]:
+    """The whole numbers of a lengths file's text, one a line (blank lines and # comments skipped)."""
+    out = []
+    for i, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        try:
+            out.append(int(line))
+        except ValueError:
+            raise ConfigError(f"{flag}: line {i} is {line!r}, not a whole number of tokens") from None
+    if not out:
+        raise ConfigError(f"{flag}: the file holds no counts (one whole number a line)")
+    return out
+
+
+def words_text(count: int, rng: random.Random) -> str:
+    """``count`` words from ``WORDS``: about ``count`` tokens on the usual vocabularies."""
+    return " ".join(rng.choice(WORDS) for _ in range(count))
+
+
+def sized_prompt(tokens: int, rng: random.Random) -> str:
+    """A prompt of about ``tokens`` tokens (the chat template adds its own few), opened by a number
+    of its own so no two prompts share a prefix."""
+    tag = f"{rng.randrange(10**6):06d}"
+    return f"{tag} " + words_text(max(tokens - 2, 1), rng)
+
+
+@dataclass
+class Request:
+    """One request a workload hands a user: the whole message list, the output length to ask for
+    (None: the sweep's ``--max-tokens``), whether to force it, and the tags its sample carries
+    (``conversation``, ``turn``, ``input_tokens_asked``, ...). ``due``: when it should leave on the
+    sender's clock (open loop), for its ``schedule_lateness_s``."""
+
+    messages: list[dict]
+    max_tokens: int | None = None
+    force_length: bool = False
+    tags: dict = field(default_factory=dict)
+    due: float | None = None
+
+
+def forced_fields(tokens: int) -> dict:
+    """The body fields that ask an engine for exactly ``tokens`` output tokens where it can: vLLM
+    honours ``min_tokens`` and ``ignore_eos``; llama-server and the practice server
+    ``ignore_eos`` (the answer runs to ``max_tokens``)."""
+    return {"max_tokens": tokens, "min_tokens": tokens, "ignore_eos": True}
+
+
+@dataclass(frozen=True)
+class LengthPlan:
+    """Input and output lengths for a workload of single requests (either may be None: the
+    prompt set's own prompts, the sweep's ``--max-tokens``)."""
+
+    input_tokens: Lengths | None = None
+    output_tokens: Lengths | None = None
+
+    def request(self, prompt: str | None, rng: random.Random) -> Request:
+        """One request: a sized prompt when input lengths are set (else ``prompt``), its output
+        forced to a drawn length when output lengths are set."""
+        tags: dict = {}
+        if self.input_tokens is not None:
+            n = self.input_tokens.draw(rng)
+            prompt = sized_prompt(n, rng)
+            tags["input_tokens_asked"] = n
+        out = None
+        if self.output_tokens is not None:
+            out = self.output_tokens.draw(rng)
+            tags["output_tokens_asked"] = out
+        return Request([{"role": "user", "content": prompt or ""}], out, out is not None, tags)
+
+    def params(self) -> dict:
+        out = {}
+        if self.input_tokens is not None:
+            out["input_tokens"] = self.input_tokens.describe()
+        if self.output_tokens is not None:
+            out["output_tokens"] = self.output_tokens.describe()
+        return out
+
+
+SYSTEM_PROMPT = "You are a helpful assistant. Keep every answer short and plain."
+
+
+@dataclass(frozen=True)
+class ConversationPlan:
+    """Conversations: each holds ``turns`` turns (a distribution), each turn sends the whole
+    history (system prompt, every earlier message and answer) plus a new user message of
+    ``message_tokens`` tokens, after ``think_s`` seconds of the user's own time."""
+
+    turns: Lengths
+    message_tokens: Lengths
+    think_s: float = 0.0
+    output_tokens: Lengths | None = None
+
+    def params(self) -> dict:
+        out = {
+            "turns": self.turns.describe(),
+            "message_tokens": self.message_tokens.describe(),
+            "think_s": self.think_s,
+        }
+        if self.output_tokens is not None:
+            out["output_tokens"] = self.output_tokens.describe()
+        return out
+
+
+class Conversation:
+    """One conversation in progress: ``next_request`` gives the next turn's request (None when
+    the conversation is over), ``answered`` adds the server's answer to the history."""
+
+    def __init__(self, plan: ConversationPlan, number: int, rng: random.Random) -> None:
+        self.plan, self.number, self.rng = plan, number, rng
+        self.turns = plan.turns.draw(rng)
+        self.turn = 0
+        # the conversation's own number first, so two conversations never share more than the
+        # system prompt (their caches are their own)
+        self.history: list[dict] = [{"role": "system", "content": f"Conversation {number}. {SYSTEM_PROMPT}"}]
+
+    def next_request(self) -> Request | None:
+        if self.turn >= self.turns:
+            return None
+        self.turn += 1
+        n = self.plan.message_tokens.draw(self.rng)
+        self.history.append({"role": "user", "content": words_text(n, self.rng)})
+        tags = {"conversation": self.number, "turn": self.turn, "input_tokens_asked": n}
+        out = None
+        if self.plan.output_tokens is not None:
+            out = self.plan.output_tokens.draw(self.rng)
+            tags["output_tokens_asked"] = out
+        return Request([dict(m) for m in self.history], out, out is not None, tags)
+
+    def answered(self, text: str) -> None:
+        """The answer of the turn just sent joins the history (an empty one too: a turn was had)."""
+        self.history.append({"role": "assistant", "content": text})

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Make the small traces in data/traces/ from stated parameters (nothing downloaded).
+
+Every file it writes starts from a seeded generator, so running it again gives the same bytes:
+
+* ``mooncake-small.jsonl``: Mooncake's format (``timestamp`` ms, ``input_length``,
+  ``output_length``, ``hash_ids``), Poisson arrivals at ``--rate``; each request opens with one
+  of ``--groups`` shared preambles of ``--shared-blocks`` blocks (equal hash ids: a prefix a cache
+  can reuse) and goes on with blocks of its own;
+* ``plain-small.txt``: the plain format (``SECONDS INPUT_TOKENS OUTPUT_TOKENS``), the same
+  arrivals and lengths with no shared blocks.
+
+    .venv/bin/python scripts/make_traces.py [--out data/traces] [--requests 100] [--rate 50] ...
+
+Lengths: input uniform over whole blocks from the shared preamble up to ``--max-blocks``;
+output uniform from ``--min-output`` to ``--max-output``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from pathlib import Path
+
+from harness.core.schedules import arrival_offsets
+
+
+def rows(args) -> list[dict]:
+    rng = random.Random(args.seed)
+    offsets = arrival_offsets(args.rate, args.requests, poisson=True, seed=args.seed)
+    next_id = args.groups * args.shared_blocks
+    out = []
+    for t in offsets:
+        group = rng.randrange(args.groups)
+        shared = list(range(group * args.shared_blocks, (group + 1) * args.shared_blocks))
+        own = rng.randint(1, max(1, args.max_blocks - args.shared_blocks))
+        ids = shared + list(range(next_id, next_id + own))
+        next_id += own
+        last = rng.randint(1, args.block_tokens)  # the last block is partly filled
+        out.append(
+            {
+                "timestamp": round(t * 1000),
+                "input_length": (len(ids) - 1) * args.block_tokens + last,
+                "output_length": rng.randint(args.min_output, args.max_output),
+                "hash_ids": ids,
+            }
+        )
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="data/traces")
+    ap.add_argument("--requests", type=int, default=100)
+    ap.add_argument("--rate", type=float, default=50.0, help="mean arrivals per second (Poisson)")
+    ap.add_argument("--groups", type=int, default=4, help="distinct shared preambles")
+    ap.add_argument("--shared-blocks", type=int, default=2, help="blocks of each shared preamble")
+    ap.add_argument("--max-blocks", type=int, default=4, help="most blocks in one prompt")
+    ap.add_argument("--block-tokens", type=int, default=64, help="tokens per hash id")
+    ap.add_argument("--min-output", type=int, default=8)
+    ap.add_argument("--max-output", type=int, default=32)
+    ap.add_argument("--seed", type=int, default=30)
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    made = rows(args)
+    header = (
+        f"# made by scripts/make_traces.py --requests {args.requests} --rate {args.rate:g} --groups "
+        f"{args.groups} --shared-blocks {args.shared_blocks} --max-blocks {args.max_blocks} --block-tokens "
+        f"{args.block_tokens} --min-output {args.min_output} --max-output {args.max_output} --seed {args.seed}"
+    )
+    (out / "mooncake-small.jsonl").write_text("".join(json.dumps(r) + "\n" for r in made))
+    plain = [f"{r['timestamp'] / 1000:.3f} {r['input_length']} {r['output_length']}" for r in made]
+    (out / "plain-small.txt").write_text(header + "\n# SECONDS INPUT_TOKENS OUTPUT_TOKENS\n" + "\n".join(plain) + "\n")
+    print(f"wrote {len(made)} requests to {out}/mooncake-small.jsonl and {out}/plain-small.txt ({header[2:]})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

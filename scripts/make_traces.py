@@ -68,12 +68,14 @@ def main() -> int:
     header = (
         f"# made by scripts/make_traces.py --requests {args.requests} --rate {args.rate:g} --groups "
         f"{args.groups} --shared-blocks {args.shared_blocks} --max-blocks {args.max_blocks} --block-tokens "
-        f"{args.block_tokens} --min-output {args.min_output} --max-output {args.max_output} --seed {args.seed}"
+        f"{args.block_tokens} --min-output {args.min_output} --max-output {args.max_output} "
+        f"--seed {args.seed}"
     )
     (out / "mooncake-small.jsonl").write_text("".join(json.dumps(r) + "\n" for r in made))
     plain = [f"{r['timestamp'] / 1000:.3f} {r['input_length']} {r['output_length']}" for r in made]
-    (out / "plain-small.txt").write_text(header + "\n# SECONDS INPUT_TOKENS OUTPUT_TOKENS\n" + "\n".join(plain) + "\n")
-    print(f"wrote {len(made)} requests to {out}/mooncake-small.jsonl and {out}/plain-small.txt ({header[2:]})")
+    lines = [header, "# SECONDS INPUT_TOKENS OUTPUT_TOKENS", *plain]
+    (out / "plain-small.txt").write_text("\n".join(lines) + "\n")
+    print(f"wrote {len(made)} requests to {out}: mooncake-small.jsonl, plain-small.txt ({header[2:]})")
     return 0
 
 

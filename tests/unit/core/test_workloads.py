@@ -114,9 +114,8 @@ def test_the_per_turn_table_by_hand():
 
 
 def test_lateness_and_the_departures_spread_by_hand():
-    samples = [
-        sample(t=t, tags={"schedule_lateness_s": late}) for t, late in ((0.0, 0.001), (1.0, 0.002), (3.0, 0.004))
-    ]
+    times = ((0.0, 0.001), (1.0, 0.002), (3.0, 0.004))
+    samples = [sample(t=t, tags={"schedule_lateness_s": late}) for t, late in times]
     out = workload_stats(samples, "prompts", {}, open_loop=True).to_dict()
     assert out["schedule_lateness_s"]["p99"] == 0.004 and out["schedule_lateness_s"]["p50"] == 0.002
     assert out["departure_gap_cv"] == pytest.approx(1 / 3, abs=1e-4)  # gaps 1 and 2: sd 0.5, mean 1.5

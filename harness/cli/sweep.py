@@ -16,7 +16,6 @@ from urllib.parse import urlsplit
 from harness.core import bounds
 from harness.core.prompts import PROMPT_SETS, load_prompt_file
 from harness.core.traces import TracePlan, parse_trace
-from harness.core.workloads import ConversationPlan, LengthPlan, Lengths, file_counts, parse_lengths
 from harness.core.records import (
     DEFAULT_SLO_TPOT_S,
     DEFAULT_SLO_TTFT_S,
@@ -32,6 +31,7 @@ from harness.errors import ConfigError, TargetError
 from harness.io.progress import LevelProgress
 from harness.core import words
 from harness.io.notebook import check_writable, read_records
+from harness.load import specs
 from harness.load import sweep as sweeping  # no Locust yet: harness.load.runner is imported when load runs
 from harness.load.sweep import SweepPlan
 
@@ -268,19 +268,6 @@ def _root(base_url: str) -> tuple[str, str]:
     return f"{parts.scheme}://{parts.netloc}", parts.path.rstrip("/") or "/v1"
 
 
-def _lengths(flag: str, text: str | None) -> Lengths | None:
-    if not text:
-        return None
-    values = None
-    if text.startswith("file:"):
-        path = Path(text[5:])
-        try:
-            values = file_counts(flag, path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(f"{flag}: cannot read {path} ({exc.strerror}); give a file of counts") from None
-    return parse_lengths(flag, text, values, bounds.MAX_TOKENS)
-
-
 def _trace(args) -> TracePlan:
     path = Path(args.trace)
     try:
@@ -311,23 +298,19 @@ def workload_options(args, open_loop: bool) -> dict:
             )
         out["trace"] = _trace(args)
         return out
-    output = _lengths("--output-tokens", args.output_tokens)
     if args.workload == "conversations":
         if open_loop or args.processes or args.input_tokens:
             raise ConfigError(
                 "--workload conversations runs a closed loop of --concurrency users in one process; "
                 "leave out --rate, --processes and --input-tokens (use --message-tokens)"
             )
-        bounds.number("--think-time", args.think_time, 0, bounds.MAX_SECONDS)
-        turns = _lengths("--turns", args.turns)
-        message = _lengths("--message-tokens", args.message_tokens)
-        assert turns is not None and message is not None
-        out["conversations"] = ConversationPlan(turns, message, args.think_time, output)
+        out["conversations"] = specs.conversation_plan(
+            args.turns, args.message_tokens, args.think_time, args.output_tokens
+        )
         return out
-    if args.input_tokens or output:
-        if args.processes:
-            raise ConfigError("--input-tokens and --output-tokens work in one process; leave out --processes")
-        out["lengths"] = LengthPlan(_lengths("--input-tokens", args.input_tokens), output)
+    out["lengths"] = specs.length_plan(args.input_tokens, args.output_tokens)
+    if out["lengths"] and args.processes:
+        raise ConfigError("--input-tokens and --output-tokens work in one process; leave out --processes")
     return out
 
 

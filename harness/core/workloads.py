@@ -230,9 +230,9 @@ class Conversation:
         self.plan, self.number, self.rng = plan, number, rng
         self.turns = plan.turns.draw(rng)
         self.turn = 0
-        # the conversation's own number first, so two conversations never share more than the
-        # system prompt (their caches are their own)
-        self.history: list[dict] = [{"role": "system", "content": f"Conversation {number}. {SYSTEM_PROMPT}"}]
+        # the conversation's own number first, so two conversations share no more than the chat
+        # template's opening tokens (their histories are their own to cache)
+        self.history: list[dict] = [{"role": "system", "content": f"{number}. {SYSTEM_PROMPT}"}]
 
     def next_request(self) -> Request | None:
         if self.turn >= self.turns:

@@ -276,11 +276,24 @@ def workload_for(environment) -> Workload:
         api_key=os.environ.get(o.api_key_env) or None,
         timeout=o.request_timeout,
         idle_timeout=o.idle_timeout or None,
+        **standalone_workload(o),
     )
     if _is_worker(environment) and os.environ.get(SWEEP_WORKER_ENV):
         wl.budget = 0  # a sweep's worker waits for the master to hand it a share of the level
     environment.harness_workload = wl
     return wl
+
+
+def standalone_workload(o) -> dict:
+    """The workload options of a headless or web-UI run as Workload arguments (checked already
+    by their option types: ``harness.load.option_checks``)."""
+    from harness.load import specs
+
+    kind = getattr(o, "workload", "prompts")
+    if kind == "conversations":
+        plan = specs.conversation_plan(o.turns, o.message_tokens, o.think_time, o.output_tokens or None)
+        return {"conversations": plan}
+    return {"lengths": specs.length_plan(o.input_tokens or None, o.output_tokens or None)}
 
 
 def _is_worker(environment) -> bool:
@@ -417,7 +430,13 @@ def _write_record(environment, o) -> None:
         temperature=o.temperature,
         objectives=DEFAULT_OBJECTIVES,
     )
-    record = level_record(list(SAMPLES), users, max(wall, 1e-6), context, now_stamp())
+    from harness.core.workload_stats import workload_stats
+
+    wl = workload_for(environment)
+    kind = "conversations" if wl.conversations else "prompts"
+    params = wl.conversations.params() if wl.conversations else wl.lengths.params() if wl.lengths else {}
+    stats = workload_stats(list(SAMPLES), kind, params, open_loop=False)
+    record = level_record(list(SAMPLES), users, max(wall, 1e-6), context, now_stamp(), workload=stats)
     samples_path = os.path.splitext(o.labbook)[0] + ".samples.jsonl"
     rows = [sample_record(s, o.label, users) for s in SAMPLES]
     append_level(o.labbook, record.to_dict(), samples_path, rows)  # both whole, or neither

@@ -6,6 +6,8 @@ back from the server and compared with what the record says."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -226,3 +228,42 @@ def test_a_trace_replays_at_its_times_with_its_lengths(practice, tmp_path):
         assert row["departed_monotonic_s"] - due == pytest.approx(row["schedule_lateness_s"], abs=2e-6)
     # equal hash ids are equal blocks: requests after the first of each preamble find it cached
     assert sum(1 for r in rows if r["cached_tokens"] >= 64) > 50
+
+
+def headless(host: str, book: Path, *extra: str) -> subprocess.CompletedProcess:
+    cmd = [
+        sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles/llm_user.py"), "--headless",
+        "-u", "2", "-r", "2", "-t", "4s", "--stop-timeout", "20", "--host", host, "--max-tokens", "8",
+        "--only-summary", "--labbook", str(book), "--label", "headless", *extra,
+    ]  # fmt: skip
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=ROOT)
+
+
+def test_headless_locust_runs_conversations_and_lengths(practice, tmp_path):
+    server = practice(fast_kit("headless-conv", seats=4))
+    book = tmp_path / "h.md"
+    done = headless(
+        server.root, book, "--workload", "conversations", "--turns", "fixed:2", "--think-time", "0.02"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (level,) = levels(book)
+    assert level["workload"]["kind"] == "conversations" and level["workload"]["turns"] == "fixed:2"
+    turns = level["per_turn"]
+    assert [t["turn"] for t in turns] == [1, 2]
+    assert turns[0]["cached_share"] < 0.1 < 0.5 < turns[1]["cached_share"]
+    assert all({"conversation", "turn"} <= set(row) for row in samples_of(book))
+    book2 = tmp_path / "h2.md"
+    done = headless(server.root, book2, "--input-tokens", "fixed:100", "--output-tokens", "uniform:3-6")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (level,) = levels(book2)
+    assert level["workload"] == {
+        "kind": "prompts",
+        "input_tokens": "fixed:100",
+        "output_tokens": "uniform:3-6",
+    }
+    assert all(r["output_tokens"] == r["output_tokens_asked"] for r in samples_of(book2))
+
+
+def test_a_bad_length_spec_stops_locust_in_one_line(tmp_path):
+    done = headless("http://127.0.0.1:9", tmp_path / "x.md", "--input-tokens", "zipf:2")
+    assert done.returncode == 2 and "--input-tokens" in done.stderr and "Traceback" not in done.stderr

@@ -92,7 +92,7 @@ def main() -> int:
         proc.terminate()
         proc.wait(10)
     print(tabulate(rows, headers="keys"))
-    print(f"\nsqrt(2) = {math.sqrt(2):.3f}; acceptance: lateness p99 < 5 ms at 50/s, CV near sqrt(2) at K 0.5")
+    print(f"\nsqrt(2) = {math.sqrt(2):.3f}; wanted: lateness p99 < 5 ms at 50/s, CV near sqrt(2) at K 0.5")
     return 0
 
 

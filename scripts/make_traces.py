@@ -8,7 +8,9 @@ Every file it writes starts from a seeded generator, so running it again gives t
   of ``--groups`` shared preambles of ``--shared-blocks`` blocks (equal hash ids: a prefix a cache
   can reuse) and goes on with blocks of its own;
 * ``plain-small.txt``: the plain format (``SECONDS INPUT_TOKENS OUTPUT_TOKENS``), the same
-  arrivals and lengths with no shared blocks.
+  arrivals and lengths with no shared blocks;
+* ``data/conversations/sharegpt-small.json``: ``--conversations`` conversations in ShareGPT's
+  format (2 to 4 user turns of made-up words, each with a reply), for ``--sharegpt``.
 
     .venv/bin/python scripts/make_traces.py [--out data/traces] [--requests 100] [--rate 50] ...
 
@@ -24,6 +26,7 @@ import random
 from pathlib import Path
 
 from harness.core.schedules import arrival_offsets
+from harness.core.workloads import words_text
 
 
 def rows(args) -> list[dict]:
@@ -49,6 +52,19 @@ def rows(args) -> list[dict]:
     return out
 
 
+def sharegpt(args) -> list[dict]:
+    """Conversations in ShareGPT's format: 2 to 4 user turns of 20 to 60 words, each with a reply."""
+    rng = random.Random(args.seed + 1)
+    out = []
+    for i in range(args.conversations):
+        turns = []
+        for _ in range(rng.randint(2, 4)):
+            turns.append({"from": "human", "value": words_text(rng.randint(20, 60), rng)})
+            turns.append({"from": "gpt", "value": words_text(rng.randint(10, 40), rng)})
+        out.append({"id": f"synthetic-{i:03d}", "conversations": turns})
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="data/traces")
@@ -61,6 +77,8 @@ def main() -> int:
     ap.add_argument("--min-output", type=int, default=8)
     ap.add_argument("--max-output", type=int, default=32)
     ap.add_argument("--seed", type=int, default=30)
+    ap.add_argument("--conversations", type=int, default=16, help="conversations in the ShareGPT set")
+    ap.add_argument("--conversations-out", default="data/conversations")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -76,6 +94,10 @@ def main() -> int:
     lines = [header, "# SECONDS INPUT_TOKENS OUTPUT_TOKENS", *plain]
     (out / "plain-small.txt").write_text("\n".join(lines) + "\n")
     print(f"wrote {len(made)} requests to {out}: mooncake-small.jsonl, plain-small.txt ({header[2:]})")
+    talk = Path(args.conversations_out)
+    talk.mkdir(parents=True, exist_ok=True)
+    (talk / "sharegpt-small.json").write_text(json.dumps(sharegpt(args), indent=1) + "\n")
+    print(f"wrote {args.conversations} conversations to {talk}/sharegpt-small.json (ShareGPT's format)")
     return 0
 
 

@@ -162,9 +162,15 @@ def add_options(p, levels: bool = True) -> None:
     p.add_argument(
         "--workload",
         default="prompts",
-        choices=["prompts", "conversations"],
+        choices=["prompts", "conversations", "agent"],
         help="prompts: one request each (the prompt set, or --input-tokens); conversations: each "
-        "user holds a conversation of --turns turns, sending the whole history every turn",
+        "user holds a conversation of --turns turns, sending the whole history every turn; agent: "
+        "the same over the labs' preamble and tools, each tool call answered by a tool result",
+    )
+    p.add_argument(
+        "--sharegpt",
+        help="a ShareGPT file: with --workload conversations, each conversation sends its user "
+        "messages; with prompts, each request is a conversation's first user message",
     )
     p.add_argument(
         "--input-tokens",
@@ -298,20 +304,38 @@ def workload_options(args, open_loop: bool) -> dict:
             )
         out["trace"] = _trace(args)
         return out
-    if args.workload == "conversations":
+    if args.workload in ("conversations", "agent"):
         if open_loop or args.processes or args.input_tokens:
             raise ConfigError(
-                "--workload conversations runs a closed loop of --concurrency users in one process; "
+                f"--workload {args.workload} runs a closed loop of --concurrency users in one process; "
                 "leave out --rate, --processes and --input-tokens (use --message-tokens)"
             )
+        if args.workload == "agent" and args.sharegpt:
+            raise ConfigError("--sharegpt gives conversations their messages; the agent loop has its own")
         out["conversations"] = specs.conversation_plan(
-            args.turns, args.message_tokens, args.think_time, args.output_tokens
+            args.turns,
+            args.message_tokens,
+            args.think_time,
+            args.output_tokens,
+            agent=args.workload == "agent",
+            sharegpt=args.sharegpt,
         )
         return out
+    if args.sharegpt:
+        if args.input_tokens or args.prompt_file:
+            raise ConfigError("--sharegpt gives the prompts: leave out --input-tokens and --prompt-file")
+        out["prompts"] = tuple(c[0] for c in specs.read_conversations(args.sharegpt))
     out["lengths"] = specs.length_plan(args.input_tokens, args.output_tokens)
     if out["lengths"] and args.processes:
         raise ConfigError("--input-tokens and --output-tokens work in one process; leave out --processes")
     return out
+
+
+def prompt_set_name(args) -> str:
+    """What the record's ``prompt_set`` says was sent."""
+    if getattr(args, "sharegpt", None) and args.workload == "prompts":
+        return "sharegpt:" + Path(args.sharegpt).name
+    return "file:" + Path(args.prompt_file).name if args.prompt_file else args.prompt_set
 
 
 def plan_from(args) -> SweepPlan:
@@ -349,7 +373,7 @@ def plan_from(args) -> SweepPlan:
         engine=args.engine,
         model=args.model,
         base_url=args.base_url,
-        prompt_set="file:" + Path(args.prompt_file).name if args.prompt_file else args.prompt_set,
+        prompt_set=prompt_set_name(args),
         max_tokens=args.max_tokens,
         temperature=args.temperature,
         objectives=Objectives(args.slo_ttft, args.slo_tpot),

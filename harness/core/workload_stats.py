@@ -89,6 +89,7 @@ class WorkloadStats:
     departure_gap_cv: float | None  # open loop: coefficient of variation of the departures' gaps
     turns: list[TurnRow]
     conversations: int | None
+    tool_call_turns: int | None = None  # agent: completed turns whose answer called a tool
 
     def to_dict(self) -> dict:
         out: dict = {"workload": {"kind": self.kind, **self.params}}
@@ -103,6 +104,10 @@ class WorkloadStats:
             out["per_turn"] = [row.to_dict() for row in self.turns]
         if self.conversations is not None:
             out["conversations"] = self.conversations
+        if self.tool_call_turns is not None:
+            out["tool_call_turns"] = self.tool_call_turns
+            if self.tool_call_turns == 0 and self.turns:
+                out["workload_note"] = "the engine called no tool: the agent loop ran as plain turns"
         return out
 
 
@@ -130,4 +135,5 @@ def workload_stats(samples: list[Sample], kind: str, params: dict, open_loop: bo
         else None,
         turns=per_turn(samples),
         conversations=len(conversations) if conversations else None,
+        tool_call_turns=sum(1 for s in ok if s.tool_calls) if kind == "agent" else None,
     )

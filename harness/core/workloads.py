@@ -14,9 +14,11 @@ what the record keeps as sent.
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
 
+from harness.core.prompts import LAB_TOOLS, PREAMBLE, QUESTIONS
 from harness.errors import ConfigError
 
 # One token each, with the leading space, in common BPE vocabularies (and the practice tokeniser).
@@ -157,6 +159,7 @@ class Request:
     force_length: bool = False
     tags: dict = field(default_factory=dict)
     due: float | None = None
+    extra: dict = field(default_factory=dict)  # more body fields (the agent loop's tools)
 
 
 def forced_fields(tokens: int) -> dict:
@@ -210,16 +213,25 @@ class ConversationPlan:
     message_tokens: Lengths
     think_s: float = 0.0
     output_tokens: Lengths | None = None
+    # a conversation file's user messages (harness.core.sharegpt): conversation n takes the
+    # (n-1)-th script, all its turns, instead of drawn turns and words
+    scripts: tuple[tuple[str, ...], ...] = ()
+    source: str = ""
+    agent: bool = False  # the agent loop: the labs' preamble and tools, tool calls answered
 
     def params(self) -> dict:
-        out = {
-            "turns": self.turns.describe(),
-            "message_tokens": self.message_tokens.describe(),
-            "think_s": self.think_s,
-        }
+        out: dict = {"think_s": self.think_s}
+        if self.scripts:
+            out.update(conversation_file=self.source, file_conversations=len(self.scripts))
+        else:
+            out.update(turns=self.turns.describe(), message_tokens=self.message_tokens.describe())
         if self.output_tokens is not None:
             out["output_tokens"] = self.output_tokens.describe()
         return out
+
+    def start(self, number: int, rng: random.Random) -> Conversation:
+        """Conversation ``number`` (from 1) of this plan."""
+        return (AgentSession if self.agent else Conversation)(self, number, rng)
 
 
 class Conversation:
@@ -228,7 +240,8 @@ class Conversation:
 
     def __init__(self, plan: ConversationPlan, number: int, rng: random.Random) -> None:
         self.plan, self.number, self.rng = plan, number, rng
-        self.turns = plan.turns.draw(rng)
+        self.script = plan.scripts[(number - 1) % len(plan.scripts)] if plan.scripts else ()
+        self.turns = len(self.script) if self.script else plan.turns.draw(rng)
         self.turn = 0
         # the conversation's own number first, so two conversations share no more than the chat
         # template's opening tokens (their histories are their own to cache)
@@ -238,15 +251,105 @@ class Conversation:
         if self.turn >= self.turns:
             return None
         self.turn += 1
-        n = self.plan.message_tokens.draw(self.rng)
-        self.history.append({"role": "user", "content": words_text(n, self.rng)})
-        tags = {"conversation": self.number, "turn": self.turn, "input_tokens_asked": n}
+        tags: dict = {"conversation": self.number, "turn": self.turn}
+        tags.update(self.next_message())
         out = None
         if self.plan.output_tokens is not None:
             out = self.plan.output_tokens.draw(self.rng)
             tags["output_tokens_asked"] = out
         return Request([dict(m) for m in self.history], out, out is not None, tags)
 
-    def answered(self, text: str) -> None:
+    def next_message(self) -> dict:
+        """Add the turn's new user message to the history; the tags it gives its sample."""
+        if self.script:
+            self.history.append({"role": "user", "content": self.script[self.turn - 1]})
+            return {}
+        n = self.plan.message_tokens.draw(self.rng)
+        self.history.append({"role": "user", "content": words_text(n, self.rng)})
+        return {"input_tokens_asked": n}
+
+    def answered(self, text: str, tool_calls: list[dict] | None = None) -> None:
         """The answer of the turn just sent joins the history (an empty one too: a turn was had)."""
         self.history.append({"role": "assistant", "content": text})
+
+
+def lab_tools() -> list[dict]:
+    """The labs' preamble tools as OpenAI tool schemas (each argument's type from its description)."""
+    kinds = {"string": "string", "integer": "integer", "boolean": "boolean"}
+    out = []
+    for name, purpose, arguments in LAB_TOOLS:
+        props = {
+            arg: {"type": kinds.get(text.split(":")[0], "string"), "description": text}
+            for arg, text in arguments.items()
+        }
+        schema = {"type": "object", "properties": props, "required": list(arguments)[:1]}
+        out.append(
+            {"type": "function", "function": {"name": name, "description": purpose, "parameters": schema}}
+        )
+    return out
+
+
+def tool_result(call: dict, rng: random.Random) -> str:
+    """A made-up but plausible result for a tool call: a small JSON object naming the tool."""
+    value = round(rng.uniform(0.1, 0.9), 3)
+    return json.dumps(
+        {"tool": call.get("name") or "tool", "ok": True, "value": value, "note": words_text(12, rng)}
+    )
+
+
+class AgentSession(Conversation):
+    """The agent loop: the labs' long preamble as the system prompt and its tools on every
+    request (the same for every session: a prefix every engine can share), a task from the labs'
+    questions, then turn after turn: a tool call is answered by a tool result, a text answer by
+    the user's next message. An engine that never calls a tool runs it as plain turns (its samples
+    say ``step`` ``user`` throughout; the record counts the turns that called one)."""
+
+    def __init__(self, plan: ConversationPlan, number: int, rng: random.Random) -> None:
+        super().__init__(plan, number, rng)
+        self.history = [{"role": "system", "content": PREAMBLE}]
+        self.pending: list[dict] = []  # the last answer's tool calls, to answer before the next turn
+        self.tools = lab_tools()
+
+    def next_request(self) -> Request | None:
+        job = super().next_request()
+        if job is not None:
+            job.extra = {"tools": self.tools, "tool_choice": "auto"}
+        return job
+
+    def next_message(self) -> dict:
+        if self.pending:
+            for call in self.pending:
+                self.history.append(
+                    {"role": "tool", "tool_call_id": call["id"], "content": tool_result(call, self.rng)}
+                )
+            self.pending = []
+            return {"step": "tool-result"}
+        if self.turn == 1:
+            text = f"Task {self.number}: {QUESTIONS[(self.number - 1) % len(QUESTIONS)]}"
+        else:
+            text = words_text(self.plan.message_tokens.draw(self.rng), self.rng)
+        self.history.append({"role": "user", "content": text})
+        return {"step": "user"}
+
+    def answered(self, text: str, tool_calls: list[dict] | None = None) -> None:
+        calls = [c for c in tool_calls or [] if c.get("name")]
+        if not calls:
+            super().answered(text)
+            return
+        for i, call in enumerate(calls):
+            call["id"] = call.get("id") or f"call_{self.number}_{self.turn}_{i}"
+        self.history.append(
+            {
+                "role": "assistant",
+                "content": text or None,
+                "tool_calls": [
+                    {
+                        "id": c["id"],
+                        "type": "function",
+                        "function": {"name": c["name"], "arguments": c["arguments"] or "{}"},
+                    }
+                    for c in calls
+                ],
+            }
+        )
+        self.pending = calls

@@ -25,9 +25,10 @@ def _options(parser) -> None:
     option(
         "--workload",
         default="prompts",
-        choices=["prompts", "conversations"],
+        choices=["prompts", "conversations", "agent"],
         include_in_web_ui=True,
-        help="prompts: one request each; conversations: each user holds a conversation",
+        help="prompts: one request each; conversations: each user holds a conversation; agent: the "
+        "labs' preamble and tools, tool calls answered by tool results",
     )
     option(
         "--input-tokens",

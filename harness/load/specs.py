@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.core import bounds
+from harness.core.sharegpt import read_sharegpt
 from harness.core.workloads import ConversationPlan, LengthPlan, Lengths, file_counts, parse_lengths
 from harness.errors import ConfigError
 
@@ -37,9 +38,15 @@ def length_plan(input_tokens: str | None, output_tokens: str | None) -> LengthPl
 
 
 def conversation_plan(
-    turns: str, message_tokens: str, think_s: float, output_tokens: str | None
+    turns: str,
+    message_tokens: str,
+    think_s: float,
+    output_tokens: str | None,
+    agent: bool = False,
+    sharegpt: str | None = None,
 ) -> ConversationPlan:
-    """The conversations workload's plan from its options."""
+    """The conversations (or agent) workload's plan from its options; ``sharegpt``: a ShareGPT
+    file whose conversations' user messages the conversations send."""
     bounds.number("--think-time", think_s, 0, bounds.MAX_SECONDS)
     turn_lengths = lengths_from("--turns", turns)
     message = lengths_from("--message-tokens", message_tokens)
@@ -47,4 +54,18 @@ def conversation_plan(
         raise ConfigError(
             "--workload conversations needs --turns and --message-tokens (fixed:N, uniform:LO-HI, ...)"
         )
-    return ConversationPlan(turn_lengths, message, think_s, lengths_from("--output-tokens", output_tokens))
+    scripts: tuple = ()
+    if sharegpt:
+        scripts = tuple(read_conversations(sharegpt))
+    output = lengths_from("--output-tokens", output_tokens)
+    return ConversationPlan(turn_lengths, message, think_s, output, scripts, Path(sharegpt or "").name, agent)
+
+
+def read_conversations(path: str) -> list[tuple[str, ...]]:
+    """The user messages of each conversation in a ShareGPT file (ConfigError, one line)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", None) or type(exc).__name__
+        raise ConfigError(f"--sharegpt: cannot read {path} ({why}); give a ShareGPT JSON file") from None
+    return read_sharegpt(text, path)[0]

@@ -67,6 +67,7 @@ class SweepPlan:
     lengths: LengthPlan | None = None  # drawn input and output lengths (harness.core.workloads)
     conversations: ConversationPlan | None = None  # --workload conversations
     trace: TracePlan | None = None  # --trace FILE: requests at their timestamps
+    prompts: tuple[str, ...] = ()  # --sharegpt with prompts: each conversation's first user message
     run_id: str = field(default_factory=new_run_id)  # marks every level this sweep writes
 
     @property
@@ -79,7 +80,9 @@ class SweepPlan:
 
     @property
     def workload_kind(self) -> str:
-        return "trace" if self.trace else "conversations" if self.conversations else "prompts"
+        if self.conversations:
+            return "agent" if self.conversations.agent else "conversations"
+        return "trace" if self.trace else "prompts"
 
     def workload_params(self) -> dict:
         """The workload's parameters as the record states them."""
@@ -108,6 +111,8 @@ def list_models(plan: SweepPlan) -> list[str]:
 
 def prompts_for(plan: SweepPlan, count: int) -> list:
     """``count`` prompts (at least 64) from the prompt file or the built-in set."""
+    if plan.prompts:
+        return [plan.prompts[i % len(plan.prompts)] for i in range(max(count, 64))]
     if plan.prompt_file:
         return load_prompt_file(plan.prompt_file, max(count, 64))
     return make_prompts(plan.context.prompt_set, max(count, 64))

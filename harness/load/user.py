@@ -103,7 +103,7 @@ class Workload:
         """A conversation of its own number and generator (so a level's conversations differ)."""
         assert self.conversations is not None
         number = next(self._conversations)
-        return Conversation(self.conversations, number, random.Random(self.rng.random() + number))
+        return self.conversations.start(number, random.Random(self.rng.random() + number))
 
     def body(self, job: Request | str) -> bytes:
         if isinstance(job, str):
@@ -114,6 +114,7 @@ class Workload:
             "temperature": self.temperature,
             "stream": True,
             "stream_options": {"include_usage": True},
+            **job.extra,
         }
         if job.max_tokens is not None:
             body.update(forced_fields(job.max_tokens) if job.force_length else {"max_tokens": job.max_tokens})
@@ -203,7 +204,7 @@ class ChatUser(_BoundedUser):
             self.wait_idle()
             return
         sample = self.send(job)
-        conversation.answered(sample.text)
+        conversation.answered(sample.text, sample.tool_calls)
         think = self.workload.conversations.think_s if self.workload.conversations else 0.0
         if think and conversation.turn < conversation.turns:
             gevent.sleep(think)
@@ -290,8 +291,10 @@ def standalone_workload(o) -> dict:
     from harness.load import specs
 
     kind = getattr(o, "workload", "prompts")
-    if kind == "conversations":
-        plan = specs.conversation_plan(o.turns, o.message_tokens, o.think_time, o.output_tokens or None)
+    if kind in ("conversations", "agent"):
+        plan = specs.conversation_plan(
+            o.turns, o.message_tokens, o.think_time, o.output_tokens or None, agent=kind == "agent"
+        )
         return {"conversations": plan}
     return {"lengths": specs.length_plan(o.input_tokens or None, o.output_tokens or None)}
 
@@ -433,7 +436,7 @@ def _write_record(environment, o) -> None:
     from harness.core.workload_stats import workload_stats
 
     wl = workload_for(environment)
-    kind = "conversations" if wl.conversations else "prompts"
+    kind = ("agent" if wl.conversations.agent else "conversations") if wl.conversations else "prompts"
     params = wl.conversations.params() if wl.conversations else wl.lengths.params() if wl.lengths else {}
     stats = workload_stats(list(SAMPLES), kind, params, open_loop=False)
     record = level_record(list(SAMPLES), users, max(wall, 1e-6), context, now_stamp(), workload=stats)

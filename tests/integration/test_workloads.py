@@ -267,3 +267,70 @@ def test_headless_locust_runs_conversations_and_lengths(practice, tmp_path):
 def test_a_bad_length_spec_stops_locust_in_one_line(tmp_path):
     done = headless("http://127.0.0.1:9", tmp_path / "x.md", "--input-tokens", "zipf:2")
     assert done.returncode == 2 and "--input-tokens" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("parser", [True, False])
+def test_the_agent_loop_over_the_shared_preamble(practice, tmp_path, parser):
+    server = practice(fast_kit("agent", seats=4, features={"tool_parser": parser, "json_schema": True}))
+    book = tmp_path / "a.md"
+    out = sweep(
+        "--base-url", server.base_url, "--model", "local-chat", "--workload", "agent", "--turns", "fixed:3",
+        "--concurrency", "2", "--requests", "6", "--max-tokens", "64", "--labbook", str(book),
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    (level,) = levels(book)
+    assert level["workload"]["kind"] == "agent"
+    turns = level["per_turn"]
+    assert [t["turn"] for t in turns] == [1, 2, 3]
+    assert turns[1]["cached_share"] > 0.9  # the preamble and the whole loop so far
+    assert turns[0]["prompt_tokens_mean"] > 1000  # the labs' preamble with its tools
+    steps = [r["step"] for r in sorted(samples_of(book), key=lambda r: (r["conversation"], r["turn"]))]
+    if parser:  # every answer a tool call: every later turn sends its tool result
+        assert level["tool_call_turns"] == 6 and "workload_note" not in level
+        assert steps == ["user", "tool-result", "tool-result"] * 2
+    else:  # the call written as text: no tool call, so the loop runs as plain turns, and says so
+        assert level["tool_call_turns"] == 0 and "plain turns" in level["workload_note"]
+        assert steps == ["user"] * 6
+
+
+def test_sharegpt_conversations_and_prompts(practice, tmp_path):
+    server = practice(fast_kit("sharegpt", seats=4))
+    talk = ROOT / "data" / "conversations" / "sharegpt-small.json"
+    book = tmp_path / "s.md"
+    base = [
+        "--base-url",
+        server.base_url,
+        "--model",
+        "local-chat",
+        "--labbook",
+        str(book),
+        "--max-tokens",
+        "8",
+    ]
+    out = sweep(
+        *base,
+        "--workload",
+        "conversations",
+        "--sharegpt",
+        str(talk),
+        "--concurrency",
+        "2",
+        "--requests",
+        "10",
+    )
+    assert out.returncode == 0, out.stderr
+    level = levels(book)[-1]
+    assert level["workload"] == {
+        "kind": "conversations",
+        "think_s": 0.0,
+        "conversation_file": "sharegpt-small.json",
+        "file_conversations": 16,
+    }
+    scripts = [
+        [m["value"] for m in c["conversations"] if m["from"] == "human"] for c in json.loads(talk.read_text())
+    ]
+    for row in samples_of(book):
+        assert row["turn"] <= len(scripts[row["conversation"] - 1])
+    out = sweep(*base, "--sharegpt", str(talk), "--concurrency", "2", "--requests", "4", "--label", "firsts")
+    assert out.returncode == 0, out.stderr
+    assert levels(book)[-1]["prompt_set"] == "sharegpt:sharegpt-small.json"

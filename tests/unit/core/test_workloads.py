@@ -1,6 +1,7 @@
 """Length distributions, conversations, traces and the workload fields of a level record: the
 arithmetic, checked by hand with seeded generators."""
 
+import json
 import random
 
 import pytest
@@ -164,3 +165,91 @@ def test_a_trace_plan_schedules_at_its_scaled_times():
     assert [j.max_tokens for j in jobs] == [3, 4, 5] and all(j.force_length for j in jobs)
     assert jobs[1].tags == {"trace_index": 1, "input_tokens_asked": 20, "output_tokens_asked": 4}
     assert plan.params()["trace_format"] == "plain"
+
+
+def test_the_sharegpt_reader_keeps_each_conversations_user_messages():
+    from harness.core.sharegpt import read_sharegpt
+
+    text = json.dumps(
+        [
+            {"id": "a", "conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "yo"},
+                                          {"from": "human", "value": "again"}]},
+            {"id": "b", "conversations": [{"from": "gpt", "value": "only a reply"}]},
+            {"id": "c", "conversations": [{"from": "user", "value": "one"}]},
+        ]
+    )  # fmt: skip
+    assert read_sharegpt(text) == ([("hi", "again"), ("one",)], 1)
+    lines = "\n".join(json.dumps(x) for x in json.loads(text))
+    assert read_sharegpt(lines)[0] == [("hi", "again"), ("one",)]  # JSON Lines too
+    for bad, words in (("", "empty"), ("[{", "not ShareGPT JSON"), ('[{"id": 1}]', "item 1"),
+                       ('[{"conversations": []}]', "no conversation")):  # fmt: skip
+        with pytest.raises(ConfigError, match=words):
+            read_sharegpt(bad, "s.json")
+
+
+def test_a_file_conversation_sends_its_own_messages_in_order():
+    plan = ConversationPlan(parse_lengths("--t", "fixed:9"), parse_lengths("--m", "fixed:5"),
+                            scripts=(("first", "second"),), source="s.json")  # fmt: skip
+    conv = plan.start(1, random.Random(1))
+    assert conv.turns == 2 and conv.next_request().messages[-1] == {"role": "user", "content": "first"}
+    conv.answered("ok")
+    assert conv.next_request().messages[-1]["content"] == "second" and conv.next_request() is None
+    assert plan.params() == {"think_s": 0.0, "conversation_file": "s.json", "file_conversations": 1}
+
+
+def test_the_agent_loop_answers_a_tool_call_with_a_tool_result():
+    from harness.core.prompts import PREAMBLE
+
+    plan = ConversationPlan(parse_lengths("--t", "fixed:3"), parse_lengths("--m", "fixed:5"), agent=True)
+    agent = plan.start(2, random.Random(1))
+    first = agent.next_request()
+    assert first.messages[0] == {"role": "system", "content": PREAMBLE}  # the labs' preamble, shared
+    assert first.tags == {"conversation": 2, "turn": 1, "step": "user"}
+    names = [t["function"]["name"] for t in first.extra["tools"]]
+    assert "gauge_read" in names and first.extra["tool_choice"] == "auto"
+    agent.answered("", [{"id": "", "name": "gauge_read", "arguments": '{"target": "a"}'}])
+    second = agent.next_request()
+    assert second.tags["step"] == "tool-result"
+    call = second.messages[-2]["tool_calls"][0]
+    assert call["function"] == {"name": "gauge_read", "arguments": '{"target": "a"}'}
+    assert second.messages[-1]["role"] == "tool" and second.messages[-1]["tool_call_id"] == call["id"]
+    agent.answered("plain text", [])  # no tool called: the user's next message follows
+    third = agent.next_request()
+    assert third.tags["step"] == "user" and third.messages[-2] == {
+        "role": "assistant",
+        "content": "plain text",
+    }
+
+
+def test_tool_call_deltas_are_joined():
+    from harness.core.stream import StreamParser
+
+    p = StreamParser(0.0)
+    chunks = [
+        {
+            "choices": [
+                {
+                    "delta": {
+                        "tool_calls": [{"index": 0, "id": "c1", "function": {"name": "f", "arguments": ""}}]
+                    }
+                }
+            ]
+        },
+        {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": '{"a": '}}]}}]},
+        {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": "1}"}}]}}]},
+        {"choices": [{"delta": {}, "finish_reason": "tool_calls"}]},
+    ]
+    for i, chunk in enumerate(chunks):
+        p.feed("data: " + json.dumps(chunk), float(i))
+    p.feed("data: [DONE]", 9.0)
+    s = p.finish(9.0)
+    assert s.ok and s.tool_calls == [{"id": "c1", "name": "f", "arguments": '{"a": 1}'}]
+
+
+def test_an_agent_level_that_called_no_tool_says_so():
+    s = sample(tags={"conversation": 1, "turn": 1, "step": "user"})
+    out = workload_stats([s], "agent", {}, open_loop=False).to_dict()
+    assert out["tool_call_turns"] == 0 and "plain turns" in out["workload_note"]
+    s.tool_calls = [{"id": "x", "name": "f", "arguments": "{}"}]
+    out = workload_stats([s], "agent", {}, open_loop=False).to_dict()
+    assert out["tool_call_turns"] == 1 and "workload_note" not in out

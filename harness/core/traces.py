@@ -97,17 +97,17 @@ def block_words(hash_id: int, tokens: int) -> list[str]:
 
 
 def synthesise(row: TraceRow, block_tokens: int, rng: random.Random) -> str:
-    """A prompt of about ``row.input_tokens`` tokens: the rows' blocks in order, each the words
-    of its hash id (``block_words``), the last one cut to length; a row without hash ids (or
-    longer than its blocks) gets fresh words from ``rng``, shared with no other row."""
+    """A prompt of ``row.input_tokens`` tokens (before the chat template's own): the row's blocks
+    in order, each the words of its hash id (``block_words``), the last one cut to length; a row
+    without hash ids (or longer than its blocks) gets fresh words from ``rng`` for the rest."""
     out: list[str] = []
     for hid in row.hash_ids:
         if len(out) >= row.input_tokens:
             break
         out += block_words(hid, block_tokens)
     if len(out) < row.input_tokens:
-        out += [f"{rng.randrange(10**6):06d}"] + words_text(row.input_tokens, rng).split()
-    return " ".join(out[: max(row.input_tokens - 4, 1)])  # the chat template adds a few tokens
+        out += words_text(row.input_tokens - len(out), rng).split()
+    return " ".join(out[: row.input_tokens])  # the chat template adds its own few tokens
 
 
 @dataclass(frozen=True)

@@ -141,10 +141,9 @@ def words_text(count: int, rng: random.Random) -> str:
 
 
 def sized_prompt(tokens: int, rng: random.Random) -> str:
-    """A prompt of about ``tokens`` tokens (the chat template adds its own few), opened by a number
-    of its own so no two prompts share a prefix."""
-    tag = f"{rng.randrange(10**6):06d}"
-    return f"{tag} " + words_text(max(tokens - 2, 1), rng)
+    """A prompt of ``tokens`` tokens before the chat template adds its own (one word a token, the
+    words random, so two prompts share no more than a word or two at their start)."""
+    return words_text(max(tokens, 1), rng)
 
 
 @dataclass

@@ -176,13 +176,13 @@ class LengthPlan:
     input_tokens: Lengths | None = None
     output_tokens: Lengths | None = None
 
-    def request(self, prompt: str | None, rng: random.Random) -> Request:
+    def request(self, prompt: str | None, rng: random.Random, words: random.Random | None = None) -> Request:
         """One request: a sized prompt when input lengths are set (else ``prompt``), its output
         forced to a drawn length when output lengths are set."""
         tags: dict = {}
         if self.input_tokens is not None:
             n = self.input_tokens.draw(rng)
-            prompt = sized_prompt(n, rng)
+            prompt = sized_prompt(n, words or rng)
             tags["input_tokens_asked"] = n
         out = None
         if self.output_tokens is not None:
@@ -228,23 +228,28 @@ class ConversationPlan:
             out["output_tokens"] = self.output_tokens.describe()
         return out
 
-    def start(self, number: int, rng: random.Random) -> Conversation:
-        """Conversation ``number`` (from 1) of this plan."""
-        return (AgentSession if self.agent else Conversation)(self, number, rng)
+    def start(self, number: int, rng: random.Random, words: random.Random | None = None) -> Conversation:
+        """Conversation ``number`` (from 1) of this plan: lengths drawn from ``rng``, text from
+        ``words`` (``rng`` too when not given)."""
+        return (AgentSession if self.agent else Conversation)(self, number, rng, words)
 
 
 class Conversation:
     """One conversation in progress: ``next_request`` gives the next turn's request (None when
     the conversation is over), ``answered`` adds the server's answer to the history."""
 
-    def __init__(self, plan: ConversationPlan, number: int, rng: random.Random) -> None:
+    def __init__(
+        self, plan: ConversationPlan, number: int, rng: random.Random, words: random.Random | None = None
+    ) -> None:
         self.plan, self.number, self.rng = plan, number, rng
+        self.words = words or rng  # the text's own generator (lengths stay with ``rng``)
         self.script = plan.scripts[(number - 1) % len(plan.scripts)] if plan.scripts else ()
         self.turns = len(self.script) if self.script else plan.turns.draw(rng)
         self.turn = 0
-        # the conversation's own number first, so two conversations share no more than the chat
-        # template's opening tokens (their histories are their own to cache)
-        self.history: list[dict] = [{"role": "system", "content": f"{number}. {SYSTEM_PROMPT}"}]
+        # words of its own first, so two conversations (of this level or any other) share no more
+        # than the chat template's opening tokens: their histories are their own to cache
+        opening = f"{words_text(4, self.words)}: conversation {number}."
+        self.history: list[dict] = [{"role": "system", "content": f"{opening} {SYSTEM_PROMPT}"}]
 
     def next_request(self) -> Request | None:
         if self.turn >= self.turns:
@@ -264,7 +269,7 @@ class Conversation:
             self.history.append({"role": "user", "content": self.script[self.turn - 1]})
             return {}
         n = self.plan.message_tokens.draw(self.rng)
-        self.history.append({"role": "user", "content": words_text(n, self.rng)})
+        self.history.append({"role": "user", "content": words_text(n, self.words)})
         return {"input_tokens_asked": n}
 
     def answered(self, text: str, tool_calls: list[dict] | None = None) -> None:
@@ -303,8 +308,10 @@ class AgentSession(Conversation):
     the user's next message. An engine that never calls a tool runs it as plain turns (its samples
     say ``step`` ``user`` throughout; the record counts the turns that called one)."""
 
-    def __init__(self, plan: ConversationPlan, number: int, rng: random.Random) -> None:
-        super().__init__(plan, number, rng)
+    def __init__(
+        self, plan: ConversationPlan, number: int, rng: random.Random, words: random.Random | None = None
+    ) -> None:
+        super().__init__(plan, number, rng, words)
         self.history = [{"role": "system", "content": PREAMBLE}]
         self.pending: list[dict] = []  # the last answer's tool calls, to answer before the next turn
         self.tools = lab_tools()
@@ -319,14 +326,14 @@ class AgentSession(Conversation):
         if self.pending:
             for call in self.pending:
                 self.history.append(
-                    {"role": "tool", "tool_call_id": call["id"], "content": tool_result(call, self.rng)}
+                    {"role": "tool", "tool_call_id": call["id"], "content": tool_result(call, self.words)}
                 )
             self.pending = []
             return {"step": "tool-result"}
         if self.turn == 1:
             text = f"Task {self.number}: {QUESTIONS[(self.number - 1) % len(QUESTIONS)]}"
         else:
-            text = words_text(self.plan.message_tokens.draw(self.rng), self.rng)
+            text = words_text(self.plan.message_tokens.draw(self.rng), self.words)
         self.history.append({"role": "user", "content": text})
         return {"step": "user"}
 

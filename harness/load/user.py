@@ -22,6 +22,7 @@ import itertools
 import json
 import os
 import random
+import secrets
 import time
 
 import gevent
@@ -68,7 +69,10 @@ class Workload:
         self._starts = 0
         # workloads beyond the prompt sets (harness.core.workloads): drawn lengths, conversations
         self.lengths, self.conversations = lengths, conversations
+        # lengths are drawn from the seed (the same draws every run); the words of synthesised
+        # text are new every level, so no level finds another's prompts in the server's cache
         self.rng = random.Random(seed)
+        self.words = random.Random(secrets.randbits(64))
         self._conversations = itertools.count(1)
         self.trace: list[Request] | None = None  # trace replay: the requests, in order
 
@@ -96,14 +100,17 @@ class Workload:
             return self.trace[(self.issued - 1) % len(self.trace)]
         prompt = next(self._prompts)
         if self.lengths is not None:
-            return self.lengths.request(prompt, self.rng)
+            return self.lengths.request(prompt, self.rng, self.words)
         return Request([{"role": "user", "content": prompt}])
 
     def new_conversation(self) -> Conversation:
         """A conversation of its own number and generator (so a level's conversations differ)."""
         assert self.conversations is not None
         number = next(self._conversations)
-        return self.conversations.start(number, random.Random(self.rng.random() + number))
+        seed = self.rng.random() + number
+        return self.conversations.start(
+            number, random.Random(seed), random.Random(self.words.random() + number)
+        )
 
     def body(self, job: Request | str) -> bytes:
         if isinstance(job, str):

@@ -334,3 +334,22 @@ def test_sharegpt_conversations_and_prompts(practice, tmp_path):
     out = sweep(*base, "--sharegpt", str(talk), "--concurrency", "2", "--requests", "4", "--label", "firsts")
     assert out.returncode == 0, out.stderr
     assert levels(book)[-1]["prompt_set"] == "sharegpt:sharegpt-small.json"
+
+
+def test_no_level_finds_another_levels_prompts_in_the_cache(practice, tmp_path):
+    server = practice(fast_kit("fresh", seats=2))
+    book = tmp_path / "f.md"
+    base = ["--base-url", server.base_url, "--model", "local-chat", "--labbook", str(book), "--warmup", "0"]
+    out = sweep(
+        *base, "--input-tokens", "fixed:300", "--concurrency", "1,1", "--requests", "4", "--label", "p"
+    )
+    assert out.returncode == 0, out.stderr
+    out = sweep(
+        *base, "--workload", "conversations", "--turns", "fixed:2", "--concurrency", "2,2", "--requests", "4"
+    )
+    assert out.returncode == 0, out.stderr
+    first, second, conv1, conv2 = levels(book)
+    # the same lengths drawn (--seed), new words every level: nothing but the template is reused
+    assert first["input_tokens_asked"] == second["input_tokens_asked"]
+    assert second["cached_tokens_mean"] < 0.05 * second["prompt_tokens_mean"]
+    assert conv2["per_turn"][0]["cached_share"] < 0.1 and conv2["per_turn"][1]["cached_share"] > 0.5

@@ -70,8 +70,8 @@ def test_forced_lengths_and_a_trace_replay(base_url, tmp_path):
     trace.write_text("0.0 80 12\n0.5 60 20\n1.0 100 7\n1.5 40 16\n")
     book = tmp_path / "t.md"
     out = sweep(
-        "--base-url", base_url, "--model", vllm_cpu.SERVED_NAME, "--trace", str(trace), "--labbook", str(book),
-        timeout=900,
+        "--base-url", base_url, "--model", vllm_cpu.SERVED_NAME, "--trace", str(trace),
+        "--labbook", str(book), timeout=900,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     got = sorted(rows(book), key=lambda r: r["trace_index"])

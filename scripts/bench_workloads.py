@@ -13,7 +13,7 @@ For each: the schedule lateness as the client stamped it (departure, just before
 minus the scheduled time), the same against the server's ground truth (the moment the server
 received the request, minus the scheduled time: it includes the trip through the loopback and
 the server's read), and the coefficient of variation of the gaps between departures beside the
-one the schedule was drawn with (1 / sqrt(K)).
+schedule's own (its sample of gaps) and the one it was drawn with (1 / sqrt(K)).
 
     .venv/bin/python scripts/bench_workloads.py [--rate 50] [--requests 500] [--burstiness 0.5]
 """
@@ -25,6 +25,8 @@ monkey.patch_all()
 import argparse  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import requests  # noqa: E402
 from tabulate import tabulate  # noqa: E402
@@ -33,7 +35,9 @@ from harness.core.schedules import coefficient_of_variation, expected_cv, gaps  
 from harness.core.stats import percentile  # noqa: E402
 from harness.core.traces import TracePlan, TraceRow  # noqa: E402
 from harness.load import runner as loadgen  # noqa: E402
-from scripts.bench_client import start_server  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_client import start_server  # noqa: E402
 
 
 def ms(v):
@@ -57,6 +61,12 @@ def run_case(root: str, name: str, rate: float, count: int, burst: float | None,
             truth = session.get(f"{root}/practice/truth/{s.request_id}", timeout=10).json()
             server_late.append(truth["received"] - due)
     cv = coefficient_of_variation(gaps([s.t_departed for s in result.samples if s.t_sent is not None]))
+    due = [
+        s.t_departed - s.tags["schedule_lateness_s"]
+        for s in result.samples
+        if "schedule_lateness_s" in s.tags
+    ]
+    drawn = coefficient_of_variation(gaps(due))
     return {
         "case": name,
         "requests": len(result.samples),
@@ -68,6 +78,7 @@ def run_case(root: str, name: str, rate: float, count: int, burst: float | None,
         "received late p50 ms": ms(percentile(server_late, 50)),
         "received late p99 ms": ms(percentile(server_late, 99)),
         "gap CV": None if cv is None else round(cv, 3),
+        "schedule's CV": None if drawn is None else round(drawn, 3),
         "CV drawn with": round(expected_cv(burst, False), 3),
     }
 

@@ -222,6 +222,9 @@ class ChatUser(_BoundedUser):
         gevent.sleep(0.05)
 
 
+ARRIVAL_SPIN_S = 0.0015  # the open loop sleeps to this short of each departure, then spins to it
+
+
 class ArrivalUser(_BoundedUser):
     """Open loop: one user sends each request at its scheduled arrival time on a greenlet of its
     own, whatever the server's speed, so offered load does not fall when the server slows."""
@@ -244,9 +247,12 @@ class ArrivalUser(_BoundedUser):
         start = time.perf_counter()
         greenlets = []
         for offset in self.workload.arrivals:
-            delay = start + offset - time.perf_counter()
-            if delay > 0:
-                gevent.sleep(delay)
+            due = start + offset
+            delay = due - time.perf_counter()
+            if delay > ARRIVAL_SPIN_S:
+                gevent.sleep(delay - ARRIVAL_SPIN_S)
+            while time.perf_counter() < due:  # the event loop's timers wake up to a millisecond late
+                pass
             job = self.workload.take()
             if job is None:
                 break

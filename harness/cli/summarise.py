@@ -67,6 +67,7 @@ def run(args) -> int:
         raise _missing(args.label, labels)
     levels = labels[args.label]
     d = print_curve(args.label, levels, args.markdown)
+    print_workloads(levels)
     capacity = print_capacity(args, levels) if args.promise is not None else None
     if args.chart:
         draw_charts({args.label: levels}, args.chart, args.promise)
@@ -77,6 +78,16 @@ def run(args) -> int:
     if args.record and d.levels:
         record_summary(args, levels, d, capacity)
     return 0
+
+
+def print_workloads(levels: dict[int, dict]) -> None:
+    """The label's workload table and per-turn tables, for levels beyond the prompt sets."""
+    from harness.report import workload_tables
+
+    lines = workload_tables.markdown([levels[c] for c in sorted(levels)])
+    if lines:
+        print()
+        print("\n".join("    " + line if line else "" for line in "\n".join(lines).splitlines()))
 
 
 def print_list(labels: dict[str, dict[int, dict]], labbook: str) -> int:

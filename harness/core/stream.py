@@ -53,6 +53,11 @@ class Sample:
     merged_tokens: int = 0
     first_merged: bool = False  # the first token among them (its TTFT is the later packet's)
     usage_note: str | None = None  # why the server's usage count was not taken, when it was not
+    # what the workload said of this request (harness.core.workloads.Request.tags): conversation,
+    # turn, the lengths asked for, schedule_lateness_s; plain JSON values, kept in its sample line
+    tags: dict = field(default_factory=dict)
+    # the tool calls the answer made, joined from their deltas: {"id", "name", "arguments"} each
+    tool_calls: list[dict] = field(default_factory=list)
 
     @property
     def t_departed(self) -> float:
@@ -191,6 +196,8 @@ class StreamParser:
             carried = True
             if "tool_calls" not in self.s.fields:
                 self.s.fields.append("tool_calls")
+            if isinstance(delta["tool_calls"], list):
+                self._tool_deltas(delta["tool_calls"])
         if carried:
             self._deltas += 1
             self.s.token_times.append(t)
@@ -198,6 +205,27 @@ class StreamParser:
                 self.s.t_first = t
         if isinstance(choice.get("finish_reason"), str) and choice["finish_reason"]:
             self.s.finish_reason = choice["finish_reason"]
+
+    def _tool_deltas(self, calls: list) -> None:
+        """Join the pieces of each tool call (by its ``index``) into id, name and arguments."""
+        for call in calls:
+            if not isinstance(call, dict):
+                continue
+            index = call.get("index", len(self.s.tool_calls))
+            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < 64:
+                continue
+            while len(self.s.tool_calls) <= index:
+                self.s.tool_calls.append({"id": "", "name": "", "arguments": ""})
+            kept = self.s.tool_calls[index]
+            fn = call.get("function")
+            fn = fn if isinstance(fn, dict) else {}
+            for key, value in (
+                ("id", call.get("id")),
+                ("name", fn.get("name")),
+                ("arguments", fn.get("arguments")),
+            ):
+                if isinstance(value, str) and len(kept[key]) + len(value) <= 100_000:
+                    kept[key] = value if key == "id" else kept[key] + value
 
     def finish(self, t_end: float, error: str | None = None) -> Sample:
         s = self.s

@@ -21,6 +21,7 @@ import jsonschema
 
 from harness import paths
 from harness.core.records import non_finite
+from harness.core.server_text import redact_tree
 from harness.errors import ConfigError, SchemaError
 
 SCHEMA_DIR = paths.schemas_dir()
@@ -75,8 +76,9 @@ def rehearsal_stamp(record: dict) -> dict:
 
 
 def record_line(record: dict, schema_name: str, where: str = "") -> str:
-    """The record as its one notebook line, after the schema and the finite-number check."""
-    record = rehearsal_stamp(record)
+    """The record as its one notebook line, after the schema and the finite-number check; no key
+    this process sends survives in it, whole or in pieces (``harness.core.server_text``)."""
+    record = redact_tree(rehearsal_stamp(record))
     validate(record, schema_name, where=where)
     bad = non_finite(record)
     if bad:
@@ -93,7 +95,7 @@ def append_level(path: str | Path, record: dict, samples_path: str | Path, sampl
     """A level's exact samples, then its record: both written or neither (a record never reaches
     the notebook without its samples, and samples whose record failed are taken back)."""
     line = record_line(record, "level", where=str(path))
-    sample_lines = [json.dumps(s, ensure_ascii=False, allow_nan=False) for s in samples]
+    sample_lines = [json.dumps(redact_tree(s), ensure_ascii=False, allow_nan=False) for s in samples]
     undo = append_lines(samples_path, sample_lines)
     before = _size(path)
     try:

@@ -26,7 +26,7 @@ import psutil  # noqa: E402
 import requests  # noqa: E402
 from tabulate import tabulate  # noqa: E402
 
-from harness.load import runner as loadgen  # noqa: E402
+from harness.load import distributed, runner as loadgen  # noqa: E402
 from harness.core.levels import aggregate, client_limited  # noqa: E402
 from harness.core.stats import percentile  # noqa: E402
 
@@ -189,7 +189,7 @@ def main() -> int:
                 file=sys.stderr,
             )
         if args.processes:
-            dist = loadgen.DistributedLoad(
+            dist = distributed.DistributedLoad(
                 root, args.processes, ["--max-tokens", "128", "--prompt-set", "mixed"]
             )
             try:

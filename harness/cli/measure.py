@@ -20,7 +20,8 @@ from harness.io import memory
 from harness.io.engine_versions import server_version
 from harness.io.http import get_models, stream_chat
 from harness.errors import ConfigError, TargetError, TargetUnreachable
-from harness.core.records import EngineSpeed, utc_stamp
+from harness.core.engine_records import EngineSpeed
+from harness.core.records import utc_stamp
 from harness.io.notebook import append_record, check_writable, validate
 
 SHORT = "Two sentences, please: what is a KV cache, and why does it grow with the context?"

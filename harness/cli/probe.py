@@ -22,7 +22,8 @@ from harness.io.http import (
     opened,
     request,
 )
-from harness.core.records import Features, utc_stamp
+from harness.core.engine_records import Features
+from harness.core.records import utc_stamp
 from harness.io.notebook import append_record, check_writable
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from harness.run import vllm_cpu
+from harness.run import vllm_cpu, vllm_serve
+from harness.run.launchers.vllm_cpu import tree_memory_mb
 
 
 def add_parser(sub) -> None:
@@ -79,9 +80,9 @@ def serve_fg(args) -> int:
         "tool_call_parser": args.tool_call_parser,
     }
     if args.dry_run:
-        print(vllm_cpu.dry_run_command(args.port, **settings))
+        print(vllm_serve.dry_run_command(args.port, **settings))
         return 0
-    launcher = vllm_cpu.launcher(args.port, Path(args.log_file), **settings)
+    launcher = vllm_serve.launcher(args.port, Path(args.log_file), **settings)
     launcher.start(timeout=args.timeout)
     print(
         f"vLLM served a first completion {launcher.ready_after_s:.0f} s after start on "
@@ -100,7 +101,7 @@ def serve_fg(args) -> int:
 
 
 def _memory(launcher) -> str:
-    mem = vllm_cpu.tree_memory_mb(launcher.pid)
+    mem = tree_memory_mb(launcher.pid)
     if not mem:
         return "memory unknown"
     pss = f", {mem['pss_mb']:,} MB proportional (PSS)" if "pss_mb" in mem else ""

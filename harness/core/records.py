@@ -2,11 +2,12 @@
 
 This module is the one home of what every record shares: the schema version, the lab ids, the
 default goodput objectives and the timestamp formats. Each kind of record the package writes has
-a frozen dataclass here whose ``to_dict()`` gives the exact JSON object that goes on the notebook
-line, keys in the order the notebook has always had them, so the sweep, the headless Locust run
-and the web UI cannot drift apart. Validation against ``schemas/`` stays in
-``harness.io.notebook``; this module is pure apart from reading the clock in the stamp helpers
-when no time is given.
+a frozen dataclass, here (the sweep's: level, curve summary, capacity, endpoint check,
+cross-check) or in ``harness.core.engine_records`` (the part-08 lab's), whose ``to_dict()`` gives
+the exact JSON object that goes on the notebook line, keys in the order the notebook has always
+had them, so the sweep, the headless Locust run and the web UI cannot drift apart. Validation
+against ``schemas/`` stays in ``harness.io.notebook``; this module is pure apart from reading the
+clock in the stamp helpers when no time is given.
 """
 
 from __future__ import annotations
@@ -285,7 +286,7 @@ class CurveSummary:
             "record": "curve-summary",
             "label": self.label,
             **{k: self.run.get(k) for k in self.RUN_FIELDS},
-            **_fields(self, skip=("label", "run", *extra)),
+            **own_fields(self, skip=("label", "run", *extra)),
             **optional,
         }
 
@@ -323,7 +324,7 @@ class Capacity:
             "label": self.label,
             "search": "concurrency" if self.rate_step_rps is None else "rate",
             **{k: self.run.get(k) for k in self.RUN_FIELDS},
-            **_fields(self, skip=("label", "run")),
+            **own_fields(self, skip=("label", "run")),
         }
 
 
@@ -375,133 +376,10 @@ class CrossCheck:
         head = {"harness_schema": SCHEMA_VERSION, "record": "cross-check", "lab": LAB_ID}
         return {
             **head,
-            **_fields(self, skip=("comparison", "checked_at")),
+            **own_fields(self, skip=("comparison", "checked_at")),
             **self.comparison,
             "checked_at": self.checked_at,
         }
-
-
-@dataclass(frozen=True)
-class Allocation:
-    """What an engine's log says it allocated, against the prediction for the same settings."""
-
-    label: str
-    engine: str
-    model: str
-    log: str
-    settings: dict
-    observed: dict
-    predicted: dict
-    verdict: str
-    problems: list[str]
-    recorded_at: str
-
-    def to_dict(self) -> dict:
-        return {"harness_schema": SCHEMA_VERSION, "record": "allocation", **_fields(self)}
-
-
-@dataclass(frozen=True)
-class Features:
-    """The part-08 lab's feature probe of one engine: /v1/models, tools, streamed tools, schema."""
-
-    engine: str
-    engine_version: str
-    host: str
-    model: str
-    base_url: str
-    models_endpoint: dict
-    tool_calling: dict
-    streaming_tool_calling: dict
-    structured_output: dict
-    measured_on: str
-
-    def to_dict(self) -> dict:
-        return {"lab": FEATURES_LAB, "harness_schema": SCHEMA_VERSION, "probe": "features", **_fields(self)}
-
-
-@dataclass(frozen=True)
-class EngineSpeed:
-    """One single-user speed test (``short`` or ``long``) of the part-08 lab: medians over the
-    repetitions; ``extra`` holds what is known only once both tests ran (prefill, memory)."""
-
-    engine: str
-    engine_version: str
-    backend: str
-    host: str
-    model: str
-    quant: str
-    context_length: int | None
-    test: str
-    repetitions: int
-    max_tokens: int
-    ttft_s: float | None
-    decode_tokens_per_s: float | None
-    prompt_tokens: float | None
-    completion_tokens: float | None
-    token_source: str
-    finish_reason: str | None
-    text_fields: list[str]
-    max_cached_prompt_tokens: int | None
-    prompt_tag: bool
-    server_prefill_tokens_per_s: float | None
-    server_decode_tokens_per_s: float | None
-    measured_on: str
-    extra: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return {
-            "lab": FEATURES_LAB,
-            "harness_schema": SCHEMA_VERSION,
-            **_fields(self, skip=("extra",)),
-            **self.extra,
-        }
-
-
-@dataclass(frozen=True)
-class MemorySnapshot:
-    """Memory as the machine reported it at one moment; ``readings`` holds the GPU, ROCm
-    and macOS figures of whichever sources were present, in the order they were read."""
-
-    taken_at: str
-    system: str
-    hostname: str
-    mem_total_mb: float
-    mem_available_mb: float
-    swap_free_mb: float
-    readings: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return {**_fields(self, skip=("readings",)), **self.readings}
-
-
-@dataclass(frozen=True)
-class ModelFetch:
-    """One model format fetched (or found already there) and verified; ``result`` holds the path,
-    files, bytes, checksums and checks; ``repo`` and ``revision`` are None for Lemonade's copies."""
-
-    format: str
-    title: str
-    source: str
-    listed: Any
-    result: dict
-    fetched_at: str
-    repo: str | None = None
-    revision: str | None = None
-
-    def to_dict(self) -> dict:
-        out = {
-            "harness_schema": SCHEMA_VERSION,
-            "record": "model-fetch",
-            "format": self.format,
-            "title": self.title,
-            "source": self.source,
-            "listed": self.listed,
-            **self.result,
-            "fetched_at": self.fetched_at,
-        }
-        if self.repo is not None:
-            out.update(repo=self.repo, revision=self.revision)
-        return out
 
 
 def non_finite(value: Any, where: str = "") -> str | None:
@@ -516,6 +394,6 @@ def non_finite(value: Any, where: str = "") -> str | None:
     return None
 
 
-def _fields(record: Any, skip: tuple[str, ...] = ()) -> dict:
+def own_fields(record: Any, skip: tuple[str, ...] = ()) -> dict:
     """A dataclass's own fields in declaration order, as a shallow dict (nested dicts shared)."""
     return {name: value for name, value in record.__dict__.items() if name not in skip}

@@ -13,7 +13,8 @@ from typing import Callable
 
 import psutil
 
-from harness.core.records import MemorySnapshot, utc_stamp
+from harness.core.engine_records import MemorySnapshot
+from harness.core.records import utc_stamp
 
 MB = 1e6
 

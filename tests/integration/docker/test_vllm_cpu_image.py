@@ -16,7 +16,7 @@ import requests
 
 from harness.errors import EngineError
 from harness.io.http import stream_chat
-from harness.run import vllm_cpu
+from harness.run import vllm_cpu, vllm_serve
 from harness.run.launchers.compose import ComposeLauncher, docker_client
 from tests.conftest import ROOT, assert_nothing_left, free_port
 from tests.integration.docker.conftest import docker
@@ -67,7 +67,7 @@ def test_the_profile_runs_the_host_recipe(launcher):
     need_vllm_image()
     spec = launcher.service_spec()
     model = f"/models/{vllm_cpu.MODEL_DIR}"
-    host_argv = vllm_cpu.server_argv("vllm", model, 8000, host="0.0.0.0")
+    host_argv = vllm_serve.server_argv("vllm", model, 8000, host="0.0.0.0")
     assert ["vllm", "serve", *spec["command"]] == host_argv
     assert spec["image"] == IMAGE and spec["pull_policy"] == "never" and spec["init"] is True
     assert spec["ports"] == [f"127.0.0.1:{launcher.port}:8000"]

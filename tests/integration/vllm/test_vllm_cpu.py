@@ -13,7 +13,7 @@ from harness.core.engine_logs import parse_vllm
 from harness.errors import PortBusy
 from harness.io.http import stream_chat
 from harness.io.ports import port_open
-from harness.run import vllm_cpu
+from harness.run import vllm_cpu, vllm_serve
 from tests.conftest import free_port
 
 pytestmark = [pytest.mark.vllm]  # skipped (or, under HARNESS_VLLM_REQUIRED=1, failed) in tests/conftest.py
@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.vllm]  # skipped (or, under HARNESS_VLLM_REQUIRED=1, f
 @pytest.fixture(scope="module")
 def vllm(tmp_path_factory):
     port = free_port()
-    launcher = vllm_cpu.launcher(port, tmp_path_factory.mktemp("vllm") / "vllm.log", max_num_seqs=4)
+    launcher = vllm_serve.launcher(port, tmp_path_factory.mktemp("vllm") / "vllm.log", max_num_seqs=4)
     launcher.start(timeout=400)
     yield launcher
     children = launcher.child_pids()
@@ -77,4 +77,4 @@ def test_one_streamed_completion_through_the_harness_client(vllm):
 
 def test_busy_port_is_refused(vllm, tmp_path):
     with pytest.raises(PortBusy, match=str(vllm.port)):
-        vllm_cpu.launcher(vllm.port, tmp_path / "second.log").start(timeout=10)
+        vllm_serve.launcher(vllm.port, tmp_path / "second.log").start(timeout=10)

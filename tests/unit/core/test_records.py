@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from harness.core import records as r
+from harness.core import engine_records as er, records as r
 from harness.core.levels import aggregate, level_record, level_stats
 from harness.core.stream import Sample
 from harness.io.notebook import problems
@@ -252,7 +252,7 @@ def test_cross_check_allocation_features():
             "checked_at": "t",
         },
     )
-    rec = r.Allocation(
+    rec = er.Allocation(
         "x", "llama.cpp", "m", "log", {"slots": 1}, {}, {"log_lines": []}, "match", [], "t"
     ).to_dict()
     _same(
@@ -273,7 +273,7 @@ def test_cross_check_allocation_features():
         },
     )
     verdict = {"status": 200, "supported": True}
-    rec = r.Features("e", "1", "h", "m", "u", verdict, verdict, verdict, verdict, "t").to_dict()
+    rec = er.Features("e", "1", "h", "m", "u", verdict, verdict, verdict, verdict, "t").to_dict()
     _same(
         rec,
         {
@@ -295,7 +295,7 @@ def test_cross_check_allocation_features():
 
 
 def test_engine_speed_memory_and_model_fetch():
-    speed = r.EngineSpeed(
+    speed = er.EngineSpeed(
         "e",
         "1",
         "CPU",
@@ -325,7 +325,7 @@ def test_engine_speed_memory_and_model_fetch():
         "measured_on",
         "prefill_tokens_per_s",
     ]
-    snap = r.MemorySnapshot("t", "Linux x86_64", "box", 1.0, 0.5, 0.0, {"gpu_used_mb": None}).to_dict()
+    snap = er.MemorySnapshot("t", "Linux x86_64", "box", 1.0, 0.5, 0.0, {"gpu_used_mb": None}).to_dict()
     assert list(snap) == [
         "taken_at",
         "system",
@@ -335,7 +335,7 @@ def test_engine_speed_memory_and_model_fetch():
         "swap_free_mb",
         "gpu_used_mb",
     ]
-    hub = r.ModelFetch("gguf", "T", "hf", True, {"path": "p"}, "t", repo="o/r", revision="main").to_dict()
+    hub = er.ModelFetch("gguf", "T", "hf", True, {"path": "p"}, "t", repo="o/r", revision="main").to_dict()
     assert list(hub) == [
         "harness_schema",
         "record",
@@ -348,4 +348,4 @@ def test_engine_speed_memory_and_model_fetch():
         "repo",
         "revision",
     ]
-    assert "repo" not in r.ModelFetch("l", "T", "lemonade", True, {}, "t").to_dict()
+    assert "repo" not in er.ModelFetch("l", "T", "lemonade", True, {}, "t").to_dict()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ConfigError
-from harness.run import vllm_cpu
+from harness.run import vllm_cpu, vllm_serve
 from harness.run.context import block_context
 from harness.run.engine_defs import engine_env, launch_argv, load_engine, resolve_settings
 from harness.run.plans import load_plan
@@ -24,7 +24,7 @@ def test_the_engine_definition_starts_what_vllm_cpu_serve_starts(parser):
     engine = load_engine("vllm-cpu")
     settings = {**resolve_settings(engine), "vllm_bin": "/v/bin/vllm", "model": "/m/gemma", "port": 8123}
     settings["tool_call_parser"] = parser or ""
-    expected = vllm_cpu.server_argv(Path("/v/bin/vllm"), Path("/m/gemma"), 8123, tool_call_parser=parser)
+    expected = vllm_serve.server_argv(Path("/v/bin/vllm"), Path("/m/gemma"), 8123, tool_call_parser=parser)
     assert launch_argv(engine, settings) == expected
     assert engine_env(engine, settings) == vllm_cpu.server_env()
 

@@ -197,3 +197,40 @@ def test_nan_and_inf_in_metrics_are_skipped():
         "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n"
     )
     assert parse_metrics(text) == {"vllm:num_requests_running": 3.0}
+
+
+def test_a_symlinked_notebook_or_samples_file_is_refused_and_never_written_through(tmp_path, capsys):
+    """Issue 28, second sweep: --labbook and --samples given a symbolic link wrote the records
+    wherever it pointed. A link (even one to a file not yet there) is refused in one line before
+    anything is measured, and a writer never follows one, even one put there after the check."""
+    import harness.io.notebook as notebook
+
+    outside = tmp_path / "elsewhere" / "precious.txt"
+    outside.parent.mkdir()
+    outside.write_text("keep me\n")
+    link, dangling = tmp_path / "book.md", tmp_path / "samples.jsonl"
+    link.symlink_to(outside)
+    dangling.symlink_to(tmp_path / "elsewhere" / "new-file")
+    for path, flag in ((link, "--labbook"), (dangling, "--samples")):
+        with pytest.raises(ConfigError, match="is a symbolic link .*give the file's own path"):
+            check_writable(path, flag)
+        with pytest.raises(SchemaError, match="symbolic link"):
+            append_record(path, LEVEL, "level")
+    argv = ["sweep", "--base-url", "http://127.0.0.1:18299/v1", "--model", "m", "--labbook", str(link)]
+    assert _bounded(lambda: main(argv)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "symbolic link" in err[0], err
+    argv = [*argv[:-1], str(tmp_path / "real.md"), "--samples", str(dangling)]
+    assert _bounded(lambda: main(argv)) == 2
+    assert "--samples" in capsys.readouterr().err
+    real = tmp_path / "real.md"
+    real.write_text("")
+    with pytest.MonkeyPatch.context() as mp:  # a link swapped in after the check: O_NOFOLLOW
+        mp.setattr(notebook, "special_file", lambda path, follow=False: None)
+        with pytest.raises(SchemaError, match="symbolic link"):
+            append_record(link, LEVEL, "level")
+    assert outside.read_text() == "keep me\n" and not (tmp_path / "elsewhere" / "new-file").exists()
+    append_record(real, LEVEL, "level")  # reading through a link is harmless, and allowed
+    reader = tmp_path / "reader.md"
+    reader.symlink_to(real)
+    assert len(read_records(reader, "level").records) == 1

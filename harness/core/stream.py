@@ -72,10 +72,13 @@ class Sample:
 
     @property
     def tpot(self) -> float | None:
-        """(end - first token) / (output tokens - 1), the vllm bench serve definition."""
+        """(end - first token) / (output tokens - 1), the vllm bench serve definition, whose end is
+        the last token's arrival (its latency runs to the last chunk carrying text): the time
+        between tokens, so a ``[DONE]`` or usage chunk sent late is no part of it."""
         if self.t_first is None or self.t_end is None or not self.output_tokens or self.output_tokens < 2:
             return None
-        return (self.t_end - self.t_first) / (self.output_tokens - 1)
+        end = self.token_times[-1] if self.token_times else self.t_end
+        return (end - self.t_first) / (self.output_tokens - 1)
 
     @property
     def itl(self) -> list[float]:

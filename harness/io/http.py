@@ -93,7 +93,8 @@ class _Watchdog:
         self.fired = False
         self.deadline = time.monotonic() + seconds
         self.sock: socket.socket | None = None
-        self.sent: float | None = None  # when the request's last byte went to the kernel
+        self.sent: float | None = None  # the departure: just before the request was written
+        self.written: float | None = None  # when the write returned
         self._timer = threading.Timer(seconds, self._fire)
         self._timer.daemon = True
         self._timer.start()
@@ -194,8 +195,11 @@ def opened(
             dog.sock = conn.sock
             if dog.fired:
                 raise TimeoutError("the total bound passed while connecting")
-            conn.request(method, target, body=body, headers=headers or {})
+            # stamped before the write, as the load's own client does: a stamp taken after it
+            # returns can follow the answer (the server replied while this client left the call)
             dog.sent = time.perf_counter()
+            conn.request(method, target, body=body, headers=headers or {})
+            dog.written = time.perf_counter()
             resp = conn.getresponse()
         except READ_ERRORS as exc:
             if dog.fired:  # headers never finished: the shutdown reads as a closed or garbled answer
@@ -299,7 +303,7 @@ def stream_chat(
             resp,
             dog,
         ):
-            parser.s.t_sent = dog.sent  # the TTFT runs from the departure
+            parser.s.t_sent, parser.s.t_written = dog.sent, dog.written  # the TTFT runs from the departure
             try:
                 error = _read_stream(resp, parser, dog)
             finally:

@@ -101,3 +101,18 @@ def test_usage_check_takes_only_counts_within_its_stated_range(deltas, claimed):
 @given(deltas=st.integers(1, 10**6))
 def test_usage_equal_to_the_deltas_is_always_taken(deltas):
     assert usage_disagreement(deltas, deltas) is None
+
+
+def test_a_late_done_is_no_part_of_the_tpot():
+    """Issue 28, second sweep: a [DONE] (and the usage chunk) 0.2 s after the last of 11 tokens
+    10 ms apart made TPOT 0.03 s, not 0.01 s: TPOT runs from the first token to the last."""
+    p = StreamParser(0.0)
+    for i in range(11):
+        p.feed(_tok(f"t{i} "), 0.1 + 0.01 * i)
+    p.feed(FINISH, 0.2)
+    p.feed(_usage(11), 0.4)
+    p.feed(b"data: [DONE]", 0.4)
+    s = p.finish(0.4)
+    assert s.ok and s.output_tokens == 11
+    assert abs(s.tpot - 0.01) < 1e-9, s.tpot
+    assert abs(sample_record(s, "x", 1)["end_s"] - 0.4) < 1e-9  # the request's end is still kept

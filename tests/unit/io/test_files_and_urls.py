@@ -120,9 +120,27 @@ def test_the_summarise_step_of_a_hostile_label_writes_inside_the_run_directory(t
 @given(st.text(max_size=300))
 def test_file_label_is_always_a_safe_bounded_name(label):
     name = file_label(label)
-    assert name and len(name) <= MAX_NAME + 9
+    assert name and len(name) <= MAX_NAME  # the hash included (it made names of up to 89)
     assert all(c.isascii() and (c.isalnum() or c in "._-") for c in name)
     assert not name.startswith((".", "-")) and ".." not in name
+    assert name.split(".")[0].lower() not in WINDOWS_DEVICES
+
+
+WINDOWS_DEVICES = {
+    "con",
+    "prn",
+    "aux",
+    "nul",
+    *(f"com{i}" for i in range(10)),
+    *(f"lpt{i}" for i in range(10)),
+}
+
+
+@pytest.mark.parametrize("label", ["con", "NUL", "nul.txt", "Com1", "lpt9.x.y", "aux"])
+def test_a_windows_device_name_is_never_a_file_name(label):
+    name = file_label(label)
+    assert name.split(".")[0].lower() not in WINDOWS_DEVICES and name != label, name
+    assert file_label("console") == "console"  # only the device names themselves
 
 
 @given(st.text(max_size=60), st.text(max_size=60))

@@ -107,6 +107,14 @@ def redact_tree(value: Any) -> Any:
     return value
 
 
+def printable(text: str) -> str:
+    """Text from a file or a server, lines kept, made safe for a terminal: escape sequences and
+    every control character but the newline and the tab become ``?``, lone surrogates too."""
+    text = text.encode("utf-8", errors="replace").decode("utf-8")
+    text = _ESCAPE.sub("?", text)
+    return "".join(c if c.isprintable() or c in "\n\t" else "?" for c in text)
+
+
 def safe_text(text: object, limit: int = 300) -> str:
     """A server's text as one printable, encodable, secret-free line of at most ``limit`` chars."""
     if isinstance(text, bytes):

@@ -372,11 +372,16 @@ class LineSplitter:
 
 
 DECODE_FLOOR_S = 1e-3  # a decode interval shorter than this is one network read, not a rate
+# No engine decodes one stream anywhere near this fast (the fastest public figures are a few
+# thousand tokens per second per stream): a stream past it is a flood, a replay or a proxy's
+# buffer let go, and its rate is no decode speed.
+MAX_DECODE_RATE = 20_000.0
 
 
 def decode_rate(s: Sample) -> tuple[float | None, str | None]:
     """Tokens per second after the first, (output tokens - 1) / (last token - first token), with
-    None and the reason where no true rate exists: one token, one delta, or a zero interval."""
+    None and the reason where no true rate exists: one token, one delta, a zero interval, or a
+    rate past ``MAX_DECODE_RATE`` (implausible for any engine)."""
     if not s.output_tokens or s.output_tokens < 2:
         return None, "one output token: no interval to time"
     if len(s.token_times) < 2 or s.t_first is None:
@@ -384,4 +389,11 @@ def decode_rate(s: Sample) -> tuple[float | None, str | None]:
     interval = s.token_times[-1] - s.t_first
     if interval < DECODE_FLOOR_S:
         return None, f"the deltas came within {DECODE_FLOOR_S * 1000:g} ms of each other (one read)"
-    return (s.output_tokens - 1) / interval, None
+    rate = (s.output_tokens - 1) / interval
+    if rate > MAX_DECODE_RATE:
+        return None, (
+            f"implausible: {rate:,.0f} tokens/s for one stream is past any engine's decode "
+            f"({MAX_DECODE_RATE:,.0f}); the deltas came faster than tokens are made (a flood, a "
+            "replay or a proxy's buffer)"
+        )
+    return rate, None

@@ -65,9 +65,10 @@ def grams(secrets: set[str] | frozenset[str]) -> dict[int, set[str]]:
     return out
 
 
-def redact(text: str, secrets: set[str] | frozenset[str] | None = None) -> str:
+def redact(text: str, secrets: set[str] | frozenset[str] | None = None, anyone: bool = True) -> str:
     """``text`` with every piece of a known secret (``FRAGMENT`` characters or more, in any of its
-    ``encodings``), every Bearer/Basic credential and URL password replaced."""
+    ``encodings``) replaced, and with ``anyone`` (a server's text) every Bearer/Basic credential
+    and URL password too, whoever's they are."""
     found = _GRAMS if secrets is None else grams(secrets)
     spans: list[list[int]] = []
     for w, pieces in found.items():
@@ -81,6 +82,8 @@ def redact(text: str, secrets: set[str] | frozenset[str] | None = None) -> str:
         spans = _merged(sorted(spans))
     for start, end in reversed(spans):
         text = text[:start] + REDACTED + text[end:]
+    if not anyone:
+        return text
     text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
     return _USERINFO.sub(rf"\g<1>{REDACTED}@", text)
 
@@ -96,10 +99,11 @@ def _merged(spans: list[list[int]]) -> list[list[int]]:
 
 
 def redact_tree(value: Any) -> Any:
-    """A copy of ``value`` (a record: dicts, lists, strings, numbers) with ``redact`` applied to
-    every string in it, keys included."""
+    """A copy of ``value`` (a record: dicts, lists, strings, numbers) with every piece of a known
+    secret redacted from every string in it, keys included. Only the known secrets: a record's own
+    words ("basic run" as a label) are not a server's text, and stay as written."""
     if isinstance(value, str):
-        return redact(value)
+        return redact(value, anyone=False)
     if isinstance(value, (list, tuple)):
         return [redact_tree(v) for v in value]
     if isinstance(value, dict):

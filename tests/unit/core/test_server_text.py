@@ -111,3 +111,12 @@ def test_a_key_split_anywhere_never_survives_in_either_long_piece(secret, at, ar
         if len(piece) >= FRAGMENT:
             assert piece not in out
     assert secret not in out
+
+
+def test_a_records_own_words_are_not_taken_for_credentials():
+    """redact_tree (every record written) removes the known keys only: a label such as "basic
+    run" or "Bearer test" is the user's, and must stay as written (summarise matches on it)."""
+    from harness.core.server_text import redact_tree
+
+    record = {"label": "basic run", "host": "Bearer of news", "url": "http://h:1/v1"}
+    assert redact_tree(record) == record

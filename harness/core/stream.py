@@ -77,10 +77,13 @@ class Sample:
 
     @property
     def tpot(self) -> float | None:
-        """(end - first token) / (output tokens - 1), the vllm bench serve definition."""
+        """(end - first token) / (output tokens - 1), the vllm bench serve definition, whose end is
+        the last token's arrival (its latency runs to the last chunk carrying text): the time
+        between tokens, so a ``[DONE]`` or usage chunk sent late is no part of it."""
         if self.t_first is None or self.t_end is None or not self.output_tokens or self.output_tokens < 2:
             return None
-        return (self.t_end - self.t_first) / (self.output_tokens - 1)
+        end = self.token_times[-1] if self.token_times else self.t_end
+        return (end - self.t_first) / (self.output_tokens - 1)
 
     @property
     def itl(self) -> list[float]:
@@ -397,11 +400,16 @@ class LineSplitter:
 
 
 DECODE_FLOOR_S = 1e-3  # a decode interval shorter than this is one network read, not a rate
+# No engine decodes one stream anywhere near this fast (the fastest public figures are a few
+# thousand tokens per second per stream): a stream past it is a flood, a replay or a proxy's
+# buffer let go, and its rate is no decode speed.
+MAX_DECODE_RATE = 20_000.0
 
 
 def decode_rate(s: Sample) -> tuple[float | None, str | None]:
     """Tokens per second after the first, (output tokens - 1) / (last token - first token), with
-    None and the reason where no true rate exists: one token, one delta, or a zero interval."""
+    None and the reason where no true rate exists: one token, one delta, a zero interval, or a
+    rate past ``MAX_DECODE_RATE`` (implausible for any engine)."""
     if not s.output_tokens or s.output_tokens < 2:
         return None, "one output token: no interval to time"
     if len(s.token_times) < 2 or s.t_first is None:
@@ -409,4 +417,11 @@ def decode_rate(s: Sample) -> tuple[float | None, str | None]:
     interval = s.token_times[-1] - s.t_first
     if interval < DECODE_FLOOR_S:
         return None, f"the deltas came within {DECODE_FLOOR_S * 1000:g} ms of each other (one read)"
-    return (s.output_tokens - 1) / interval, None
+    rate = (s.output_tokens - 1) / interval
+    if rate > MAX_DECODE_RATE:
+        return None, (
+            f"implausible: {rate:,.0f} tokens/s for one stream is past any engine's decode "
+            f"({MAX_DECODE_RATE:,.0f}); the deltas came faster than tokens are made (a flood, a "
+            "replay or a proxy's buffer)"
+        )
+    return rate, None

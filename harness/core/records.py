@@ -165,7 +165,7 @@ class Arrival:
     rate_rps: float | None = None
     duration_s: float | None = None
     processes: int | None = None
-    burstiness: float | None = None  # gamma arrivals of this shape (``harness.core.schedules``)
+    burstiness: float | None = None  # gamma arrivals of this shape (harness.core.schedules)
 
     def to_dict(self) -> dict:
         out: dict = {"arrival": self.kind}
@@ -221,7 +221,7 @@ class LevelRecord:
     arrival: Arrival | None = None
     client: ClientCheck | None = None
     run: RunMark | None = None
-    workload: Any = None  # harness.core.workload_stats.WorkloadStats, for workloads beyond the prompt sets
+    workload: Any = None  # harness.core.workload_stats.WorkloadStats (docs/workloads.md)
 
     def to_dict(self) -> dict:
         c = self.context

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.core.server_text import safe_text
+from harness.core.tool_calls import join_tool_deltas
 
 TEXT_FIELDS = ("content", "reasoning_content", "reasoning")
 
@@ -200,7 +201,7 @@ class StreamParser:
             if "tool_calls" not in self.s.fields:
                 self.s.fields.append("tool_calls")
             if isinstance(delta["tool_calls"], list):
-                self._tool_deltas(delta["tool_calls"])
+                join_tool_deltas(self.s.tool_calls, delta["tool_calls"])
         if carried:
             self._deltas += 1
             self.s.token_times.append(t)
@@ -208,27 +209,6 @@ class StreamParser:
                 self.s.t_first = t
         if isinstance(choice.get("finish_reason"), str) and choice["finish_reason"]:
             self.s.finish_reason = choice["finish_reason"]
-
-    def _tool_deltas(self, calls: list) -> None:
-        """Join the pieces of each tool call (by its ``index``) into id, name and arguments."""
-        for call in calls:
-            if not isinstance(call, dict):
-                continue
-            index = call.get("index", len(self.s.tool_calls))
-            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < 64:
-                continue
-            while len(self.s.tool_calls) <= index:
-                self.s.tool_calls.append({"id": "", "name": "", "arguments": ""})
-            kept = self.s.tool_calls[index]
-            fn = call.get("function")
-            fn = fn if isinstance(fn, dict) else {}
-            for key, value in (
-                ("id", call.get("id")),
-                ("name", fn.get("name")),
-                ("arguments", fn.get("arguments")),
-            ):
-                if isinstance(value, str) and len(kept[key]) + len(value) <= 100_000:
-                    kept[key] = value if key == "id" else kept[key] + value
 
     def finish(self, t_end: float, error: str | None = None) -> Sample:
         s = self.s

@@ -29,7 +29,7 @@ from harness.io.stream_socket import Head, Pool, Stale, read_head, read_stream, 
 
 if TYPE_CHECKING:
     from harness.core.workloads import Request
-    from harness.load.user import Workload
+    from harness.load.workload import Workload
 
 
 def stream_once(pool: Pool, workload: Workload, job: Request) -> Sample:

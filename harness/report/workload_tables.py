@@ -1,9 +1,12 @@
 """Per-workload and per-turn tables from level records (docs/workloads.md): what each level's
 workload was, the lengths asked for against those sent and received, the open loop's schedule
-error, and a conversation workload's TTFT, TPOT and cached share by turn. Records only; pure
-apart from the section that reads the run's notebook (``section``)."""
+error, and a conversation workload's TTFT, TPOT and cached share by turn; a chart of the lengths
+asked for against those sent and received, from the samples. Records and samples only; pure
+apart from the section that reads the run's notebook and draws (``section``, ``length_chart``)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from harness.core.records import is_level
 from harness.report.markdown import table
@@ -114,8 +117,53 @@ def markdown(records: list[dict]) -> list[str]:
     return lines
 
 
+def length_chart(label: str, rows: list[dict], path: Path) -> Path | None:
+    """The input and output lengths of every completed request of one label (its sample rows):
+    what was sent and received, with what the workload asked for outlined over it. None when no
+    request asked for a length."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = [row for row in rows if row.get("ok")]
+    pairs = (
+        ("prompt_tokens", "input_tokens_asked", "input"),
+        ("output_tokens", "output_tokens_asked", "output"),
+    )
+    if not any(row.get(asked) is not None for row in ok for _, asked, _ in pairs):
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, (got, asked, name) in zip(axes, pairs, strict=True):
+        sent = [row[got] for row in ok if row.get(got) is not None]
+        wanted = [row[asked] for row in ok if row.get(asked) is not None]
+        if sent:
+            ax.hist(
+                sent, bins=30, alpha=0.6, label=f"{'sent' if name == 'input' else 'received'} ({len(sent)})"
+            )
+        if wanted:
+            ax.hist(wanted, bins=30, histtype="step", linewidth=1.5, label=f"asked for ({len(wanted)})")
+        ax.set_xlabel(f"{name} tokens per request")
+        ax.set_ylabel("requests")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{label}: input and output lengths, asked for and as the server counted them", fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def section(r) -> list[str]:
     """The run report's section (``harness.report.run_report.SECTIONS``): nothing at all when
     every level sent the labs' prompt sets in a closed loop (the labs' reports stay as they are)."""
     records = [rec for rec in r.records("level", is_level) if has_workload(rec)]
-    return ["## Workloads", "", *markdown(records)] if records else []
+    if not records:
+        return []
+    lines = ["## Workloads", "", *markdown(records)]
+    for label in dict.fromkeys(rec["label"] for rec in records):
+        chart = length_chart(label, r.samples(label), r.run_dir / "charts" / f"{label}-lengths.png")
+        if chart is not None:
+            lines += [f"![{label}: input and output lengths]({chart.relative_to(r.run_dir)})", ""]
+    return lines

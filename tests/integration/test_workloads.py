@@ -129,6 +129,19 @@ def test_length_distributions_are_sent_and_forced(practice, tmp_path):
         assert 40 <= row["input_tokens_asked"] <= 400
     assert level["output_tokens_asked"] == level["output_tokens_dist"]
     assert level["input_tokens_dist"]["p50"] > level["input_tokens_asked"]["p50"]
+    # the run report's section: the workload table and the lengths drawn from the samples
+    from harness.report.record_sections import RunInputs
+    from harness.report.run_report import levels_in
+    from harness.report.workload_tables import section
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "labbook.md").write_text(book.read_text())
+    (run / "labbook.samples.jsonl").write_text(book.with_suffix(".samples.jsonl").read_text())
+    inputs = RunInputs(run, None, {}, levels_in(run / "labbook.md"), 2.0, [], {})
+    text = "\n".join(section(inputs))
+    assert "## Workloads" in text and "uniform:40-400" in text and "](charts/run-lengths.png)" in text
+    assert (run / "charts" / "run-lengths.png").stat().st_size > 5000
 
 
 @pytest.mark.parametrize("cache", ["per-seat", "pooled"])

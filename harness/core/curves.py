@@ -108,6 +108,7 @@ class Curve:
     scaling: dict | None = None
     knee: tuple[int, int] | None = None
     fit: dict | None = None  # a_s, b_s, levels_used
+    fit_note: str | None = None  # why there is no fit although the levels gave a line
     ceiling: float | None = None
     c_at_slo: float | None = None
     operating_point: int | None = None
@@ -169,7 +170,13 @@ def curve(levels: dict[int, dict]) -> Curve:
         c: v for c in cs if (not slots or c <= slots) and (v := _p(levels[c], "tpot_s", "p50")) is not None
     }
     line = fit_line([float(c) for c in tpot50], list(tpot50.values()))
-    if line:
+    if line and line[0] < 0:
+        # no decode step costs less than nothing: a line through these levels is no model of them
+        d.fit_note = (
+            f"the fit's base came out negative over c = {', '.join(map(str, tpot50))}: these levels' "
+            "TPOT p50 does not follow a + b x c; not used, and no ceiling is read from it"
+        )
+    elif line:
         a, b = line
         d.fit = {"a_s": a, "b_s": b, "levels_used": list(tpot50), "slots": slots, "slots_source": source}
         if slots and a + b * slots > 0:

@@ -185,7 +185,8 @@ def fit_lines(d: curves.Curve, levels: dict[int, dict]) -> list[str]:
     the seats are known (given or inferred), the open-ended 1 / b only when they are not (first
     line unindented, the per-level bounds after it indented by two)."""
     if not d.fit:
-        return ["TPOT fit: not possible; it takes two or more levels within the server's slots"]
+        why = d.fit_note or "not possible; it takes two or more levels within the server's slots"
+        return [f"TPOT fit: {why}"]
     a, b = d.fit["a_s"], d.fit["b_s"]
     used = d.fit["levels_used"]
     out = [

@@ -238,3 +238,28 @@ def test_given_slots_win_and_no_plateau_uses_every_level():
         None,
         "not given and no throughput plateau in these levels: every level used",
     )
+
+
+# TPOT p50 falling then rising steeply: the least-squares line's base comes out negative (about -11 ms)
+NEGATIVE_BASE = {
+    c: level(c, 40.0 * c, tpot, server_slots=8)
+    for c, tpot in ((1, 0.010), (2, 0.004), (4, 0.020), (8, 0.060))
+}
+
+
+def test_a_negative_fit_base_is_no_fit_and_no_ceiling():
+    d = curves.curve(NEGATIVE_BASE)
+    assert curves.fit_line([1.0, 2.0, 4.0, 8.0], [0.010, 0.004, 0.020, 0.060])[0] < 0
+    assert d.fit is None and d.ceiling is None and d.c_at_slo is None
+    assert "base came out negative over c = 1, 2, 4, 8" in d.fit_note and "not used" in d.fit_note
+
+
+def test_summarise_says_why_a_negative_base_is_not_used(tmp_path, capsys):
+    book = write_book(tmp_path / "neg.md", list(NEGATIVE_BASE.values()))
+    assert main(["summarise", "--labbook", str(book), "--label", "x", "--record"]) == 0
+    out = capsys.readouterr().out
+    assert "TPOT fit: the fit's base came out negative" in out
+    assert "TPOT p50 fit:" not in out and "ceiling:" not in out and "ceiling at" not in out
+    summary = json.loads(book.read_text().strip().splitlines()[-1])
+    assert summary["record"] == "curve-summary" and summary["tpot_fit_ms"] is None
+    assert summary["ceiling_tokens_per_s"] is None and "seat_ceiling_tokens_per_s" not in summary

@@ -440,6 +440,8 @@ def print_level(r: dict, previous: dict | None = None) -> None:
             "run the load from another machine or with more processes",
             flush=True,
         )
+    if r.get("decode_note"):
+        print(f"         warning: {r['decode_note']}", flush=True)
     for line in sweep_workloads.level_lines(r):
         print(line, flush=True)
     if r["first_error"]:

@@ -26,7 +26,7 @@ from harness.core.records import (
     RunMark,
 )
 from harness.core.stats import percentile
-from harness.core.stream import Sample
+from harness.core.stream import MAX_DECODE_RATE, Sample, decode_rate
 
 if TYPE_CHECKING:
     from harness.core.workload_stats import WorkloadStats
@@ -59,6 +59,20 @@ def _token_counts(samples: list[Sample]) -> str | dict[str, int]:
     if len(sources) == 1:
         return next(iter(sources))
     return dict(sources)
+
+
+def flood_note(ok: list[Sample]) -> str | None:
+    """How many completed streams came faster than any engine decodes one stream (``decode_rate``
+    says implausible: past ``MAX_DECODE_RATE``, a flood of deltas, a replay or a proxy's buffer let
+    go), or None when none did."""
+    fast = [s for s in ok if (decode_rate(s)[1] or "").startswith("implausible")]
+    if not fast:
+        return None
+    return (
+        f"implausible: {len(fast)} of {len(ok)} completed streams came faster than {MAX_DECODE_RATE:,.0f} "
+        "tokens/s for one stream, faster than tokens are made (a flood of deltas, a replay or a proxy's "
+        "buffer): this level's TPOT and throughput are no decode speed"
+    )
 
 
 def _mean(values: Iterable) -> float | None:
@@ -125,6 +139,7 @@ def level_stats(samples: list[Sample], concurrency: int, wall_s: float, objectiv
         client_first_late_share=first_late_share(ok, token_gap(itls)),
         client_send_delay_s=spread([s.send_delay for s in ok if s.send_delay is not None], 5),
         e2e_s=spread([s.t_end - s.t_departed for s in ok if s.t_end is not None], 4),
+        decode_note=flood_note(ok),
     )
 
 

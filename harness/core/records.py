@@ -119,12 +119,14 @@ class LevelStats:
     client_first_late_share: float | None
     client_send_delay_s: Distribution
     e2e_s: Distribution = Distribution()  # added: request sent -> last byte, per completed request
+    decode_note: str | None = None  # added, only when set: streams faster than any decode (a flood)
 
     def to_dict(self) -> dict:
         """The measured fields in the notebook's order (distributions as plain objects)."""
         return {
             name: value.to_dict() if isinstance(value, Distribution) else value
             for name, value in self.__dict__.items()
+            if not (name == "decode_note" and value is None)
         }
 
 

@@ -81,6 +81,8 @@ FAULTS = (
     "echo-key-encoded",
     "key-split-error",
     "key-everywhere",
+    # the third sweep
+    "burst-flood",
 )
 # A server text with everything a terminal or an encoder chokes on: escape sequences, a bell, a
 # lone surrogate (as the JSON escape a server sends) and a carriage return.
@@ -324,6 +326,11 @@ class _Handler(socketserver.BaseRequestHandler):
         block = b"".join([event(chunk("x"))] * 1000)
         while not srv.stop.is_set():  # (its /props trickles an answer that never ends)
             sock.sendall(b"%x\r\n%s\r\n" % (len(block), block))
+
+    def fault_burst_flood(self, sock, srv) -> None:  # 1,500 deltas in three writes 5 ms apart, a true end
+        flood = [b"".join([event(chunk("x"))] * 500)] * 3 + [event(chunk(finish="length"))]
+        usage = {"prompt_tokens": 7, "completion_tokens": 1500, "total_tokens": 1507}
+        _send_stream(sock, [*flood, event(chunk(usage=usage)), b"data: [DONE]\n\n"], srv)
 
     def fault_echo_key_encoded(self, sock, srv) -> None:  # the key echoed base64- and hex-encoded
         key = _key(srv).encode()

@@ -139,3 +139,29 @@ def test_a_flood_of_deltas_has_no_decode_rate_only_the_reason():
     q.feed(b"data: [DONE]", 0.2)
     rate, why = decode_rate(q.finish(0.2))
     assert why is None and abs(rate - 1000.0) < 1e-6
+
+
+def _streamed(tokens: int, spread_s: float):
+    p = StreamParser(0.0)
+    for i in range(tokens):
+        p.feed(_tok("x"), 0.1 + i * (spread_s / tokens))
+    p.feed(FINISH, 0.1 + spread_s)
+    p.feed(b"data: [DONE]", 0.1 + spread_s)
+    return p.finish(0.1 + spread_s)
+
+
+def test_a_level_of_flooded_streams_says_so_in_its_record():
+    """Issue 28: a flood (150k tokens/s for one stream) was flagged by measure but became a sweep
+    level's TPOT and throughput silently. The level record now carries decode_note, which its
+    schema admits; a level of real streams has none."""
+    from harness.io.notebook import validate
+
+    flood = [_streamed(1500, 0.01) for _ in range(3)] + [_streamed(100, 0.1)]
+    rec = aggregate(flood, 4, 1.0, 2.0, 0.1)
+    assert rec["decode_note"].startswith("implausible: 3 of 4 completed streams came faster than 20,000")
+    assert "no decode speed" in rec["decode_note"]
+    whole = {"lab": "x", "label": "flood", **rec}
+    validate(whole, "level")
+    real = aggregate([_streamed(100, 0.1)] * 2, 2, 1.0, 2.0, 0.1)
+    assert "decode_note" not in real
+    validate({"lab": "x", "label": "real", **real}, "level")

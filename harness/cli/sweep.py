@@ -27,6 +27,7 @@ from harness.core.records import (
     is_level,
 )
 from harness.errors import ConfigError, TargetError
+from harness.core.server_text import keep_secret, redact
 from harness.io.progress import LevelProgress
 from harness.core import server_metrics, troubleshooting, words
 from harness.io.notebook import check_writable, read_records
@@ -295,7 +296,12 @@ def plan_from(args) -> SweepPlan:
 
 
 def print_plan(args, plan: SweepPlan) -> None:
-    print(f"==> {args.label}: {args.model} at {plan.root}{plan.base_path}/chat/completions")
+    keep_secret(plan.api_key)  # a key in the URL's path is not printed either
+    print(
+        redact(
+            f"==> {args.label}: {args.model} at {plan.root}{plan.base_path}/chat/completions", anyone=False
+        )
+    )
     print(
         f"    prompt set {args.prompt_file or args.prompt_set}, at least {args.requests} request(s) per level"
         f"{f' and {args.min_rounds} per worker' if args.min_rounds else ''}, max_tokens {args.max_tokens}, "

@@ -39,11 +39,11 @@ def keep_secret(secret: str | None) -> None:
 
 
 def encodings(secret: str) -> set[str]:
-    """The forms a server may echo ``secret`` in: itself, hex (both cases) and base64 (standard
-    and URL-safe, at each of the three byte alignments it can sit at inside a longer encoded text:
-    only the characters that depend on the secret's bytes alone)."""
+    """The forms a server may echo ``secret`` in: itself (as sent, upper- and lower-cased), hex
+    (both cases) and base64 (standard and URL-safe, at each of the three byte alignments it can sit
+    at inside a longer encoded text: only the characters that depend on the secret's bytes alone)."""
     raw = secret.encode("utf-8", errors="replace")
-    out = {secret, raw.hex(), raw.hex().upper()}
+    out = {secret, secret.upper(), secret.lower(), raw.hex(), raw.hex().upper()}
     for shift in range(3):
         lo, hi = 8 * shift, 8 * (shift + len(raw))  # the secret's bits in the padded bytes
         for encode in (base64.b64encode, base64.urlsafe_b64encode):

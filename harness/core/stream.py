@@ -228,12 +228,7 @@ class StreamParser:
             s.output_tokens = self._deltas
             s.token_source = "usage-rejected" if s.usage_note else "deltas"
         s.prompt_tokens = usage.get("prompt_tokens") if _count(usage.get("prompt_tokens")) else None
-        details = usage.get("prompt_tokens_details")
-        details = details if isinstance(details, dict) else {}
-        if _count(details.get("cached_tokens")):
-            s.cached_tokens = details["cached_tokens"]
-        elif s.timings and _count(s.timings.get("cache_n")):
-            s.cached_tokens = s.timings["cache_n"]
+        s.cached_tokens = _cached_count(usage, s.timings, s.prompt_tokens)
         if s.error is None and s.saw_done and s.t_first is None:
             s.error = "NoText: the stream ended ([DONE]) before any text delta"
         if s.error is None and not (s.finish_reason and s.saw_done):
@@ -248,6 +243,19 @@ class StreamParser:
             s.finish_reason = safe_text(s.finish_reason, 60)
         s.text = s.text.encode("utf-8", errors="replace").decode("utf-8")  # no lone surrogate
         return s
+
+
+def _cached_count(usage: dict, timings: dict | None, prompt: int | None) -> int | None:
+    """The cached prompt tokens the server reports (usage's details, else llama.cpp's ``cache_n``),
+    or None: no count, or more cached tokens than the prompt it counted (no share past 1)."""
+    details = usage.get("prompt_tokens_details")
+    details = details if isinstance(details, dict) else {}
+    cached = None
+    if _count(details.get("cached_tokens")):
+        cached = details["cached_tokens"]
+    elif timings and _count(timings.get("cache_n")):
+        cached = timings["cache_n"]
+    return None if cached is not None and prompt is not None and cached > prompt else cached
 
 
 _BAD = object()

@@ -43,8 +43,15 @@ def chat_url(base_url: str) -> str:
 
 
 def auth_headers(api_key: str | None) -> dict[str, str]:
-    """The bearer header for an API key, or none; the key itself is never logged or recorded."""
+    """The bearer header for an API key, or none; the key itself is never logged or recorded. A
+    key with a character no header carries as sent (a control character, a line break, anything
+    past ASCII) is refused: it would be sent mangled, or end the header early."""
     keep_secret(api_key)  # whatever a server echoes of it is redacted (harness.core.server_text)
+    if api_key and not all(" " <= c <= "~" for c in api_key):
+        raise ConfigError(
+            "the API key holds a control character, a line break or a character past ASCII, which "
+            "no HTTP header carries as it is; check the variable --api-key-env names"
+        )
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
@@ -77,7 +84,11 @@ class Reply:
     body: bytes
 
     def json(self):
-        return json.loads(self.body)
+        """The body as JSON; ValueError for one that is not, nested too deep to parse included."""
+        try:
+            return json.loads(self.body)
+        except RecursionError:
+            raise ValueError("the reply's JSON is nested too deeply to parse") from None
 
     @property
     def text(self) -> str:
@@ -325,9 +336,9 @@ def _read_stream(resp: http.client.HTTPResponse, parser: StreamParser, dog: _Wat
         data = resp.read(MAX_BODY)
         try:
             message = error_message(json.loads(data))
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deeply to parse
             message = safe_text(data[:200])
-        return f"HTTP {resp.status}: {message}"
+        return f"HTTP {resp.status}: {message or '(empty body)'}"
     problem = stream_problem(resp.status, all_values(resp.headers, "Content-Encoding"))
     if problem:
         return problem

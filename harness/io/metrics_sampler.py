@@ -2,8 +2,9 @@
 read goes through ``harness/io/http.py`` under its two bounds (``timeout`` in all, and per gap),
 with the load's key, and reads at most ``MAX_METRICS`` bytes (a bigger answer is counted as an
 error, not parsed). Under gevent the text is parsed on a native thread of the hub's pool, never on
-the loop that times the load's tokens. NaN and infinite values, legal in Prometheus, are skipped:
-they would make the level's record unwritable."""
+the loop that times the load's tokens. NaN and infinite values, legal in Prometheus, are skipped,
+and so are values past 1e15: they would make the level's record unwritable or unreadable. Text the
+parser refuses is counted as an error."""
 
 from __future__ import annotations
 
@@ -38,15 +39,32 @@ COUNTERS = (
 )
 
 
+MAX_VALUE = 1e15  # no gauge or counter we watch comes near this; a record holds no number past it
+
+
+def _plausible(value: float) -> bool:
+    return math.isfinite(value) and abs(value) <= MAX_VALUE
+
+
 def parse_metrics(text: str) -> dict[str, float]:
-    """Sample name -> value, summed over label sets, for the families we watch."""
+    """Sample name -> value, summed over label sets, for the families we watch. NaN, infinities
+    and values past ``MAX_VALUE`` are skipped. Raises ValueError for text that is no exposition."""
     wanted = set(GAUGES) | set(COUNTERS)
     out: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            if sample.name in wanted and math.isfinite(float(sample.value)):
+            if sample.name in wanted and _plausible(float(sample.value)):
                 out[sample.name] = out.get(sample.name, 0.0) + float(sample.value)
-    return {name: value for name, value in out.items() if math.isfinite(value)}
+    return {name: value for name, value in out.items() if _plausible(value)}
+
+
+def _parsed_or_none(text: str) -> dict[str, float] | None:
+    """``parse_metrics``, or None for text the parser refuses (an unknown type, a broken line): run
+    on the hub's pool, an exception would be printed there with its traceback."""
+    try:
+        return parse_metrics(text)
+    except (ValueError, TypeError, IndexError):
+        return None
 
 
 MAX_METRICS = 1 << 20  # an engine's /metrics is tens of kB; a bigger answer is not parsed
@@ -97,10 +115,13 @@ class MetricsSampler:
         try:  # as the load client: no certificate verification
             bounds, cap = Bounds.of(self.timeout), MAX_METRICS + 1
             resp = http.request("GET", self.url, bounds, headers=self.headers, verify=False, limit=cap)
+            parsed = None
             if resp.status == 200 and len(resp.body) <= MAX_METRICS:
-                self.snapshots.append(_off_loop(parse_metrics, resp.text))
-            else:
+                parsed = _off_loop(_parsed_or_none, resp.text)
+            if parsed is None:
                 self.errors += 1
+            else:
+                self.snapshots.append(parsed)
         except (HarnessError, ValueError, TypeError):  # no answer, past a bound, broken, a bad URL
             self.errors += 1
 

@@ -161,7 +161,7 @@ def prove_or_exit(environment, api_key: str | None) -> None:
             file=sys.stderr,
         )
         raise SystemExit(2) from None
-    except TargetError as exc:
+    except (TargetError, ConfigError) as exc:  # the server's answer, or a key no header carries
         print(f"harness: {exc}; no load was sent", file=sys.stderr)
         raise SystemExit(2) from None
     for warning in warnings:

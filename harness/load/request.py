@@ -106,9 +106,9 @@ def _problem(head: Head, reads) -> str | None:
         body = whole_body(reads, head, MAX_BODY)
         try:
             message = error_message(json.loads(body or b""))
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deeply to parse
             message = safe_text(body[:200])
-        return f"HTTP {status}: {message}"
+        return f"HTTP {status}: {message or '(empty body)'}"
     problem = stream_problem(200, head.header("content-encoding"))  # read case-insensitively
     if problem:
         return problem

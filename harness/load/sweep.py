@@ -28,7 +28,7 @@ from harness.core.records import (
     new_run_id,
     now_stamp,
 )
-from harness.errors import TargetError, TargetUnreachable
+from harness.errors import HarnessError, TargetError, TargetUnreachable
 from harness.io.notebook import append_level, append_record
 
 WARMUP_PROMPT = "Answer with a single word: ok"
@@ -101,7 +101,7 @@ def list_models(plan: SweepPlan) -> list[str]:
         return loadgen.check_models(
             plan.root + plan.base_path, plan.model, plan.api_key, timeout=min(plan.timeout, 10.0)
         )
-    except TargetError:
+    except HarnessError:  # the server's answer, or a key no header carries
         raise
     except Exception as exc:  # DNS, TLS
         raise TargetUnreachable(

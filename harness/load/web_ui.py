@@ -37,7 +37,7 @@ from locust import events
 from locust.stats import RequestStats
 
 from harness.core.live import COLUMNS, TIMELINE_FIELDS, csv_text, failing_streak, phase_rows, timeline_point
-from harness.errors import TargetError, TargetUnreachable
+from harness.errors import ConfigError, TargetError, TargetUnreachable
 from harness.load import headless, user
 from harness.load.urls import chat_url
 from harness.paths import PACKAGE
@@ -326,7 +326,7 @@ def start_problem(environment, form) -> str | None:
         warnings = headless.prove(host, o.api_base_path, o.model, api_key, o)
     except TargetUnreachable:
         return f"nothing answers at {host}; start the server or fix the Host field (no load was sent)"
-    except TargetError as exc:
+    except (TargetError, ConfigError) as exc:  # the server's answer, or a key no header carries
         return f"{exc} (no load was sent)"
     STATUS["url"] = chat_url(host, o.api_base_path)
     print(f"harness: endpoint proved; loading {STATUS['url']}", file=sys.stderr, flush=True)

@@ -3,6 +3,7 @@ message and error type the server answers with (the engine's own wording, by dia
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -98,7 +99,10 @@ def _wrong(field: str, kind: str) -> Rejected:
 
 
 def _is(value, types: tuple[type, ...]) -> bool:
-    """A JSON value of one of ``types`` (a boolean is no number here)."""
+    """A JSON value of one of ``types`` (a boolean is no number here, nor are the NaN and Infinity
+    that Python's parser takes: JSON has neither)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
     return isinstance(value, types) and (bool in types or not isinstance(value, bool))
 
 

@@ -37,7 +37,10 @@ def _busy_after_load(metrics_url: str, timeout: float) -> float | None:
             break
         if r.status != 200:
             break
-        gauges = [v for k, v in parse_metrics(r.text).items() if k.endswith(QUEUE_GAUGES)]
+        try:
+            gauges = [v for k, v in parse_metrics(r.text).items() if k.endswith(QUEUE_GAUGES)]
+        except ValueError:  # no exposition the parser takes: as good as no /metrics
+            break
         if not gauges:
             break
         busy = sum(gauges)

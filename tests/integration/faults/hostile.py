@@ -83,6 +83,12 @@ FAULTS = (
     "key-everywhere",
     # the third sweep
     "burst-flood",
+    "odd-metrics",
+    "huge-metrics-value",
+    "deep-error",
+    "cached-over-prompt",
+    "empty-204",
+    "key-in-path",
 )
 # A server text with everything a terminal or an encoder chokes on: escape sequences, a bell, a
 # lone surrogate (as the JSON escape a server sends) and a carriage return.
@@ -96,6 +102,8 @@ NAN_METRICS = (  # legal Prometheus: NaN and infinities
     "# TYPE llamacpp:requests_deferred gauge\nllamacpp:requests_deferred +Inf\n"
     "# TYPE llamacpp:prompt_tokens_total counter\nllamacpp:prompt_tokens_total -Inf\n"
 )
+ODD_METRICS = "# TYPE x unknowntype\nllamacpp:requests_processing 3\n"  # a type the parser refuses
+HUGE_METRICS_VALUE = "llamacpp:requests_processing " + "9" * 40 + "\nllamacpp:requests_deferred 1\n"
 BIG_METRICS = IDLE_METRICS + "# TYPE pad gauge\n" + "".join(f'pad{{i="{i}"}} 1\n' for i in range(600_000))
 
 
@@ -128,13 +136,13 @@ class _Handler(socketserver.BaseRequestHandler):
         return False
 
     def _route(self, sock, srv, line: str) -> None:
-        if " /v1/models" in line or line.startswith("GET /models"):
+        if "/v1/models " in line or line.startswith("GET /models"):  # key-in-path: under any prefix
             if srv.fault == "models-null":
                 return _send_json(sock, 200, {"object": "list", "data": None})
             return _send_json(sock, 200, {"object": "list", "data": [{"id": MODEL, "object": "model"}]})
-        if line.startswith("GET /metrics") and srv.fault in ("nan-metrics", "big-metrics"):
+        if line.startswith("GET /metrics") and srv.fault in METRICS_BODIES:
             with contextlib.suppress(OSError):  # the client stops reading a body past its cap
-                _send_text(sock, NAN_METRICS if srv.fault == "nan-metrics" else BIG_METRICS)
+                _send_text(sock, METRICS_BODIES[srv.fault])
             return None
         health = line.startswith(("GET /health", "GET /metrics"))
         if health and srv.fault not in GET_FAULTS:
@@ -332,6 +340,21 @@ class _Handler(socketserver.BaseRequestHandler):
         usage = {"prompt_tokens": 7, "completion_tokens": 1500, "total_tokens": 1507}
         _send_stream(sock, [*flood, event(chunk(usage=usage)), b"data: [DONE]\n\n"], srv)
 
+    def fault_odd_metrics(self, sock, srv) -> None:  # the chat answers; /metrics is the fault
+        _send_stream(sock, good_events(), srv)
+
+    fault_huge_metrics_value = fault_key_in_path = fault_odd_metrics
+
+    def fault_deep_error(self, sock, srv) -> None:  # a 500 whose JSON is nested past any parser
+        _send_raw(sock, 500, b'{"error": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+
+    def fault_cached_over_prompt(self, sock, srv) -> None:  # more tokens cached than the prompt has
+        usage = {"prompt_tokens": 5, "completion_tokens": 4, "prompt_tokens_details": {"cached_tokens": 9000}}
+        _send_stream(sock, [*good_events()[:-2], event(chunk(usage=usage)), b"data: [DONE]\n\n"], srv)
+
+    def fault_empty_204(self, sock, srv) -> None:
+        sock.sendall(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+
     def fault_echo_key_encoded(self, sock, srv) -> None:  # the key echoed base64- and hex-encoded
         key = _key(srv).encode()
         said = f"bad token b64={base64.b64encode(key).decode()} hex={key.hex()} HEX={key.hex().upper()}"
@@ -358,6 +381,14 @@ class _Handler(socketserver.BaseRequestHandler):
         message = {"role": "assistant", "content": key, "tool_calls": [call]}
         choice = {"index": 0, "message": message, "finish_reason": key}
         return _send_json(sock, 200, {"id": key, "model": key, "choices": [choice]})
+
+
+METRICS_BODIES = {
+    "nan-metrics": NAN_METRICS,
+    "big-metrics": BIG_METRICS,
+    "odd-metrics": ODD_METRICS,
+    "huge-metrics-value": HUGE_METRICS_VALUE,
+}
 
 
 def _streamed(srv) -> bool:

@@ -84,6 +84,8 @@ def test_a_min_items_bomb_gets_a_bounded_example_at_once(practice):
     ("field", "value"),
     [
         ("temperature", "hot"),
+        ("temperature", float("nan")),  # JSON has no NaN or Infinity; Python's parser takes them
+        ("top_p", float("inf")),
         ("stream", "yes"),
         ("stream_options", [1]),
         ("tools", {"a": 1}),

@@ -120,3 +120,11 @@ def test_a_records_own_words_are_not_taken_for_credentials():
 
     record = {"label": "basic run", "host": "Bearer of news", "url": "http://h:1/v1"}
     assert redact_tree(record) == record
+
+
+def test_a_key_echoed_in_another_case_is_redacted():
+    """Third sweep: a server that echoed the key upper-cased printed it whole."""
+    key = "sk-third-sweep-9f8e7d6c5b4a"
+    for echo in (key.upper(), key.lower(), key.upper()[3:]):
+        out = redact(f"bad key {echo} here", {key})
+        assert REDACTED in out and echo not in out, out

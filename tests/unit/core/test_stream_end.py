@@ -165,3 +165,21 @@ def test_a_level_of_flooded_streams_says_so_in_its_record():
     real = aggregate([_streamed(100, 0.1)] * 2, 2, 1.0, 2.0, 0.1)
     assert "decode_note" not in real
     validate({"lab": "x", "label": "real", **real}, "level")
+
+
+def test_more_cached_tokens_than_the_prompt_is_no_count():
+    """Third sweep: 9,000 cached of a 5-token prompt was recorded; a count past the prompt is none."""
+    for cached, kept in ((9000, None), (5, 5), (3, 3)):
+        p = StreamParser(0.0)
+        p.feed(_tok("a"), 0.1)
+        p.feed(_tok("b"), 0.2)
+        p.feed(FINISH, 0.2)
+        usage = {
+            "prompt_tokens": 5,
+            "completion_tokens": 2,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        }
+        p.feed(_data({"id": "c1", "choices": [], "usage": usage}), 0.2)
+        p.feed(b"data: [DONE]", 0.2)
+        s = p.finish(0.2)
+        assert s.ok and s.prompt_tokens == 5 and s.cached_tokens == kept, (cached, s.cached_tokens)

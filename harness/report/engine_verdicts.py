@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from tabulate import tabulate
 
 from harness.core import engine_compare as ec
+from harness.report import identity
 from harness.core.predictions import decode_ceiling, kv_per_token
 from harness.report.engine_tables import memory_added
 
@@ -258,7 +259,7 @@ def render(order, speed, features, inputs: Inputs) -> str:
             f"Warning: no record names {model.name} (they name {', '.join(served) or 'nothing'}); if the "
             "engines served another model, these predictions are not theirs: pass its file or table name."
         )
-    parts.append("")
+    parts += ["", *identity.section(order, speed)]
     if inputs.bandwidth_gb_s:
         rows = [
             [

@@ -105,3 +105,24 @@ def test_mtl0_mapped_beside_the_vm_stat_delta(tmp_path):
         4455.35,
     )
     assert row[-1].endswith("(the load log's MTL0_Mapped model buffer: 4,455.35 MiB)")
+
+
+def test_trtllm_guided_decoder_line_read_from_its_log(tmp_path):
+    """Engines lab Task 7 on Track S: the 'Guided decoder initialized ... XGRAMMAR' line, found or not."""
+    from harness.report.lab_records import log_lines
+
+    log = tmp_path / "trtllm.out"
+    log.write_text(
+        "[TRT-LLM] [I] Loading model\n"
+        "[TRT-LLM] [I] Guided decoder initialized with backend: GuidedDecodingBackend.XGRAMMAR\n"
+    )
+    started = {"trtllm": {"engine": "trtllm-compose", "log": str(log)}, "llama": {"engine": "llama-server"}}
+    (line, _) = log_lines(started)
+    assert line.startswith(
+        "- trtllm's log shows `[TRT-LLM] [I] Guided decoder initialized with backend: "
+        "GuidedDecodingBackend.XGRAMMAR`: xgrammar guided decoding is on"
+    )
+    log.write_text("[TRT-LLM] [I] Loading model\n")
+    assert (
+        "has no line matching `Guided decoder initialized with backend: .*XGRAMMAR`" in log_lines(started)[0]
+    )

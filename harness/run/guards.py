@@ -87,3 +87,35 @@ def read_config(model: str) -> str | None:
 def engine_guards(guards: list[str], model: str, system: str | None = None) -> list[Finding]:
     """The guards against this machine and the model directory as they are now."""
     return guard_findings(guards, system or platform.system(), model, read_config(model))
+
+
+def tier_finding(tier: str | None, tiers: list[str], memory: tuple[float, str] | None) -> Finding | None:
+    """The plan's tier checked against this machine's memory (a Mac's hw.memsize, an NVIDIA card's
+    memory.total: the serving lab's preflight decides the lab.env by it): PASS when the tier is the
+    one that memory fits, WARN naming the one that fits when it is not; None when there is nothing
+    to check (no sized tier, or this machine is not of the plan's kind)."""
+    from harness.core.arithmetic import tier_for_memory
+
+    if tier is None or memory is None or tier_for_memory([tier], 10**6) is None:
+        return None
+    gib, source = memory
+    fits = tier_for_memory(tiers, gib)
+    text = f"{source} reads {gib:.1f} GiB"
+    if fits == tier:
+        return Finding("PASS", "tier", f"tier {tier}: {text}, the largest tier it fits")
+    better = f"run with --tier {fits}" if fits else "no tier of this plan fits it"
+    return Finding("WARN", "tier", f"tier {tier} was chosen, but {text}: {better}")
+
+
+def plan_tier(plan, run=None) -> list[Finding]:
+    """``tier_finding`` for a plan as loaded (not a rehearsal: its machine is not the track's)."""
+    import yaml
+
+    from harness.io.machines import memory_for_tier
+
+    if getattr(plan, "rehearsal", None) is not None or not getattr(plan, "tier", None):
+        return []
+    raw = yaml.safe_load(Path(plan.path).read_text(encoding="utf-8"))
+    tiers = list(raw.get("tiers") or {})
+    found = tier_finding(plan.tier, tiers, memory_for_tier(str(plan.variables.get("ACCELERATOR", "")), run))
+    return [found] if found else []

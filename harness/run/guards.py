@@ -8,6 +8,7 @@ Track N), found or not."""
 
 from __future__ import annotations
 
+import os
 import platform
 import shutil
 from pathlib import Path
@@ -119,3 +120,35 @@ def plan_tier(plan, run=None) -> list[Finding]:
     tiers = list(raw.get("tiers") or {})
     found = tier_finding(plan.tier, tiers, memory_for_tier(str(plan.variables.get("ACCELERATOR", "")), run))
     return [found] if found else []
+
+
+def tree_bytes(path: Path) -> int:
+    """Bytes of the files under ``path`` (what ``du`` counts, without following links)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += (Path(root) / name).lstat().st_size
+            except OSError:
+                continue
+    return total
+
+
+def environment_sizes(dirs: str, usage=shutil.disk_usage, size=tree_bytes) -> list[Finding]:
+    """The engines lab's Task 7 on Track N: the disk each Python environment takes (neither installer
+    states it; the lab measures them with du -sh) and the space left beside them (df -h ~). A
+    directory not made yet says which start makes it."""
+    out = []
+    for raw in dirs.split():
+        path = Path(os.path.expandvars(raw)).expanduser()
+        if path.is_dir():
+            out.append(Finding("PASS", "environment", f"{path}: {size(path) / 1e9:.1f} GB"))
+        else:
+            out.append(
+                Finding("PASS", "environment", f"{path}: not there yet (its install or first start makes it)")
+            )
+    if out:
+        home = Path.home()
+        free = usage(str(home)).free
+        out.append(Finding("PASS", "environment", f"{free / 1e9:.0f} GB free beside them ({home})"))
+    return out

@@ -360,9 +360,10 @@ def plan_findings(
     seen = _Seen()
     for t in targets:
         findings += _target_findings(t, bool(v.get("ALLOW_CPU")), run, seen)
-    from harness.run.guards import install_tools, plan_tier  # guards.py builds on this module's Finding
+    from harness.run import guards  # guards.py builds on this module's Finding
 
-    findings += install_tools(str(v.get("INSTALL_TOOLS", ""))) + plan_tier(plan, run)
+    findings += guards.install_tools(str(v.get("INSTALL_TOOLS", ""))) + guards.plan_tier(plan, run)
+    findings += guards.environment_sizes(str(v.get("ENV_DIRS", "")))
     run_dir.mkdir(parents=True, exist_ok=True)
     findings.append(free_disk(str(run_dir), float(v.get("DISK_GB", 1)), usage))
     accel = v.get("ACCELERATOR", "cpu")

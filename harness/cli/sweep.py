@@ -31,6 +31,7 @@ from harness.io.progress import LevelProgress
 from harness.core import server_metrics, troubleshooting, words
 from harness.io.notebook import check_writable, read_records
 from harness.report.troubleshooting import load_errors
+from harness.cli import sweep_workloads
 from harness.load import sweep as sweeping  # no Locust yet: harness.load.runner is imported when load runs
 from harness.load.sweep import SweepPlan
 
@@ -134,7 +135,8 @@ def add_options(p, levels: bool = True) -> None:
             type=float,
             help="closed loop for this many seconds per level (then drain) instead of a request count",
         )
-    p.add_argument("--seed", type=int, default=1, help="seed for Poisson arrivals")
+    p.add_argument("--seed", type=int, default=1, help="seed for arrivals and drawn lengths")
+    sweep_workloads.add_options(p, levels)
     p.add_argument(
         "--processes",
         type=int,
@@ -240,6 +242,9 @@ def plan_from(args) -> SweepPlan:
         raise ConfigError("--processes works with the closed loop and the built-in prompt sets only")
     if args.worker_command and not args.processes:
         raise ConfigError("--worker-command needs --processes N (how many workers to start)")
+    workload = sweep_workloads.workload_options(args, bool(rates))
+    if workload.get("trace"):
+        levels = [1]  # the trace is replayed once: one level
     root, base_path = _root(args.base_url)
     server = ServerInfo(
         args.engine_version,
@@ -253,7 +258,7 @@ def plan_from(args) -> SweepPlan:
         engine=args.engine,
         model=args.model,
         base_url=args.base_url,
-        prompt_set="file:" + Path(args.prompt_file).name if args.prompt_file else args.prompt_set,
+        prompt_set=sweep_workloads.prompt_set_name(args),
         max_tokens=args.max_tokens,
         temperature=args.temperature,
         objectives=Objectives(args.slo_ttft, args.slo_tpot),
@@ -285,6 +290,7 @@ def plan_from(args) -> SweepPlan:
         metrics_url=None if args.metrics_url == "none" else (args.metrics_url or root + "/metrics"),
         idle_timeout=args.idle_timeout,
         repeat=getattr(args, "repeat", 1),
+        **workload,
     )
 
 
@@ -300,6 +306,8 @@ def print_plan(args, plan: SweepPlan) -> None:
         f"{args.warmup} warm-up request(s)",
         flush=True,
     )
+    if plan.workload_kind != "prompts" or plan.lengths or plan.burstiness is not None:
+        print(sweep_workloads.plan_line(plan), flush=True)
     if getattr(args, "repeat", 1) > 1:
         print(f"    each level run {args.repeat} times in a row (figures then carry the range of the runs)")
     if args.timeout_per_user:
@@ -432,6 +440,8 @@ def print_level(r: dict, previous: dict | None = None) -> None:
             "run the load from another machine or with more processes",
             flush=True,
         )
+    for line in sweep_workloads.level_lines(r):
+        print(line, flush=True)
     if r["first_error"]:
         print(f"         first error: {r['first_error']}", flush=True)
         row = troubleshooting.error_remedy(r["first_error"], list(load_errors()))

@@ -16,6 +16,7 @@ from harness.io.notebook import read_records
 from harness.report import measured
 from harness.report import lab_records
 from harness.report import record_sections as rs
+from harness.report import workload_tables
 from harness.report.curve_tables import said
 from harness.report.markdown import absent, table, to_html
 from harness.report.record_sections import RunInputs
@@ -424,6 +425,7 @@ SECTIONS = (
     lab_records.fraction_section,
     rs.curve_section,
     rs.capacity_searches,
+    workload_tables.section,  # bursts, lengths, conversations, traces (none for the labs' own sweeps)
     rs.comparisons,
     rs.single_user,
     rs.cross_check,

@@ -84,14 +84,8 @@ def free_ports(plan: str, sets: dict[str, str]) -> dict[str, str]:
 
 
 def run(args) -> int:
-    from harness.report.run_report import (
-        headline_lines,
-        headlines,
-        levels_in,
-        plan_admissions,
-        plan_pairs,
-        searches_in,
-    )
+    from harness.report.headlines import headline_lines, headlines
+    from harness.report.run_report import levels_in, plan_admissions, plan_pairs, searches_in
     from harness.run.run_dirs import fresh_run_dir, latest_run_dir
     from harness.run.runner import Runner
 

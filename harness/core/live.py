@@ -89,17 +89,28 @@ def phase_rows(
         start = phases[0]["start"] if phases else now
         return exact_rows(samples, max(now - start, 0.0), in_flight, state)
     rows: list[dict] = []
-    for n, phase in enumerate(phases, 1):
-        last = n == len(phases)
-        end = now if last else phases[n]["start"]
-        mine = [s for s in samples if phase["start"] <= s.t_send < end]
-        block = exact_rows(mine, max(end - phase["start"], 0.0), in_flight if last else 0, state)
+    spans = phase_spans(phases, samples, now)
+    for n, (users, mine, wall) in enumerate(spans, 1):
+        last = n == len(spans)
+        block = exact_rows(mine, wall, in_flight if last else 0, state)
         if not last:
             block = [r for r in block if r["metric"] not in ("state", "in flight now")]
-        users = phase["users"]
         prefix = f"phase {n} ({users} user{'' if users == 1 else 's'}): "
         rows += [{**r, "metric": prefix + r["metric"]} for r in block]
     return rows
+
+
+def phase_spans(
+    phases: list[dict], samples: list[Sample], now: float
+) -> list[tuple[int, list[Sample], float]]:
+    """Each phase's (user count, its requests: those sent from its start to the next phase's, its
+    wall clock: that span, the last one ending ``now``), in order."""
+    spans = []
+    for n, phase in enumerate(phases, 1):
+        end = now if n == len(phases) else phases[n]["start"]
+        mine = [s for s in samples if phase["start"] <= s.t_send < end]
+        spans.append((int(phase["users"]), mine, max(end - phase["start"], 0.0)))
+    return spans
 
 
 def timeline_point(samples: list[Sample], t0: float, now: float, window_s: float, in_flight: int) -> dict:

@@ -270,9 +270,10 @@ def _reset(**_kw) -> None:
 def _stopped(environment, **_kw) -> None:
     RUN_WINDOW["stop"] = time.perf_counter()
     o = getattr(environment, "parsed_options", None)
-    # the web UI writes one record per test, of that test against its host; headless, at quitting
+    # the web UI writes one record per phase of the test (a change of user count starts one: the
+    # web UI's phases), against its host; headless, one at quitting
     if environment.web_ui is not None and o is not None and getattr(o, "labbook", "") and SAMPLES:
-        _write_record(environment, o)
+        _write_record(environment, o, getattr(environment, "harness_phases", None) or [])
 
 
 @events.init.add_listener
@@ -338,15 +339,22 @@ def _thresholds(environment, **_kw) -> None:
         print("harness thresholds passed")
 
 
-def _write_record(environment, o) -> None:
-    """One level record (the seed's fields) for the whole headless run, from the exact samples,
-    built by the sweep's own builder under the shared default objectives."""
+def _write_record(environment, o, phases: list[dict] | None = None) -> None:
+    """One level record (the seed's fields) for the whole headless run, or for each phase of a web
+    UI test whose user count changed (``phases``: harness.core.live's), from the exact samples,
+    built by the sweep's own builder under the shared default objectives: a level's figures are
+    those of one user count, never two blended."""
     from harness.core.levels import level_record, sample_record
+    from harness.core.live import phase_spans
     from harness.core.records import DEFAULT_OBJECTIVES, UNKNOWN, LevelContext, now_stamp
     from harness.io.notebook import append_level
 
-    users = max(getattr(environment.runner, "target_user_count", 0) or 0, 1)
-    wall = RUN_WINDOW.get("stop", time.perf_counter()) - RUN_WINDOW.get("start", time.perf_counter())
+    stop = RUN_WINDOW.get("stop", time.perf_counter())
+    if phases and len(phases) > 1:
+        spans = phase_spans(phases, list(SAMPLES), stop)
+    else:
+        users = max(getattr(environment.runner, "target_user_count", 0) or 0, 1)
+        spans = [(users, list(SAMPLES), stop - RUN_WINDOW.get("start", stop))]
     context = LevelContext(
         label=o.label,
         engine=UNKNOWN,
@@ -357,8 +365,15 @@ def _write_record(environment, o) -> None:
         temperature=o.temperature,
         objectives=DEFAULT_OBJECTIVES,
     )
-    record = level_record(list(SAMPLES), users, max(wall, 1e-6), context, now_stamp())
     samples_path = os.path.splitext(o.labbook)[0] + ".samples.jsonl"
-    rows = [sample_record(s, o.label, users) for s in SAMPLES]
-    append_level(o.labbook, record.to_dict(), samples_path, rows)  # both whole, or neither
-    print(f"harness: appended a level record for {o.label} ({len(SAMPLES)} exact samples) to {o.labbook}")
+    for users, samples, wall in spans:
+        if not samples:
+            continue
+        users = max(users, 1)
+        record = level_record(samples, users, max(wall, 1e-6), context, now_stamp())
+        rows = [sample_record(s, o.label, users) for s in samples]
+        append_level(o.labbook, record.to_dict(), samples_path, rows)  # both whole, or neither
+        print(
+            f"harness: appended a level record for {o.label} at {users} user(s) "
+            f"({len(samples)} exact samples) to {o.labbook}"
+        )

@@ -168,6 +168,7 @@ def _stop_timeline() -> None:
 @events.init.add_listener
 def _chat_only_stats(environment, **_kw) -> None:
     _failed_request.environment = environment  # type: ignore[attr-defined]
+    environment.harness_phases = PHASES  # the notebook's records: one per phase (harness.load.user)
     # the runner holds the same object, so changing its class covers the header, CSVs and report
     environment.stats.__class__ = ChatOnlyStats
 

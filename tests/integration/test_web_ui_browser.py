@@ -404,7 +404,8 @@ def test_start_refuses_a_bad_endpoint_then_live_charts_phases_and_reset(
     server = practice(exact_profile("exact"))
     proxy = CountingProxy(server.port)
     host = f"http://127.0.0.1:{proxy.port}"
-    url, proc = start_web_ui(tmp_path, host)
+    labbook = tmp_path / "labbook.md"
+    url, proc = start_web_ui(tmp_path, host, "--labbook", str(labbook), "--label", "ui-phases")
     try:
         browser.get(url)
         open_parameters(browser)
@@ -459,9 +460,14 @@ def test_start_refuses_a_bad_endpoint_then_live_charts_phases_and_reset(
         assert int(number(rows["phase 1 (4 users): samples (finished requests)"])) > 0
         assert "phase 2 (2 users): TTFT (s)" in rows and "samples (finished requests)" not in rows
 
-        # STOP, RESET: the charts empty (the Exact tab too)
+        # STOP: the notebook gets one level record per phase, each at its own user count
         click(browser, "STOP")
         until(lambda: buttons(browser, "NEW"), 40, "NEW after Stop")
+        levels = until(lambda: labbook.is_file() and len(read_records(labbook, "level").records) == 2 and labbook, 20)
+        (first, second_level) = read_records(levels, "level").records
+        assert (first["label"], first["concurrency"], second_level["concurrency"]) == ("ui-phases", 4, 2)
+        assert first["requests"] > 0 and second_level["requests"] > 0
+        # RESET: the charts empty (the Exact tab too)
         click(browser, "RESET")
         empty = until(
             lambda: (c := live_charts(browser)) and c["empty"] and not c["series"] and c, 20, "empty"

@@ -100,6 +100,17 @@ def test_phases_split_the_figures_at_each_change_of_user_count():
     assert one["samples (finished requests)"]["value"] == 3 and one["wall clock (s)"]["value"] == 6.0
 
 
+def test_phase_spans_give_each_user_count_its_own_requests_and_wall_clock():
+    from harness.core.live import phase_spans
+
+    samples = [ok(0.0, 0.1, 0.02, 11), ok(3.9, 0.1, 0.02, 11), ok(4.0, 0.5, 0.05, 11)]
+    spans = phase_spans([{"start": 0.0, "users": 8}, {"start": 4.0, "users": 2}], samples, 6.5)
+    assert [(users, [s.t_send for s in mine], wall) for users, mine, wall in spans] == [
+        (8, [0.0, 3.9], 4.0),
+        (2, [4.0], 2.5),
+    ]
+
+
 def test_a_failing_streak_stops_the_load_only_when_every_recent_request_failed():
     from harness.core.live import failing_streak
 

@@ -145,6 +145,27 @@ def _service(ctx: BlockContext) -> Launcher:
     )
 
 
+def _shim(ctx: BlockContext) -> Launcher:
+    """A native engine on the host, started through the host-side shim (docs/shim.md)."""
+    from harness.run.launchers.shim import ShimLauncher
+    from harness.run.shim_allow import request_settings
+
+    engine = ctx.block.engine
+    token = Path(fill(ctx.settings.get("shim_token_file", "runs/shim/token"), ctx.settings))
+    return ShimLauncher(
+        shim_url=fill(ctx.settings.get("shim_url", "http://127.0.0.1:8790"), ctx.settings),
+        token_file=token if token.is_absolute() else paths.workdir() / token,
+        engine=engine.name,
+        settings=request_settings(ctx.block, ctx.settings),
+        preview=stand_in_argv(ctx, launch_argv(engine, ctx.settings)),
+        host=ctx.host,
+        port=ctx.port,
+        health_url=ctx.health_url,
+        log_path=ctx.log,
+        version_fallback=ctx.block.record.get("engine_version", "unknown"),
+    )
+
+
 def _external(ctx: BlockContext) -> Launcher:
     return ExternalLauncher(base_url=ctx.base_url, health_url=ctx.health_url, **_version(ctx))
 
@@ -156,6 +177,7 @@ LAUNCHERS: dict[str, Callable[[BlockContext], Launcher]] = {
     "compose": _compose,
     "service": _service,
     "external": _external,
+    "shim": _shim,
 }
 
 

@@ -13,7 +13,7 @@
 #    proof that nothing is left: no container of the project, the shim's port free.
 #
 # Environment: SHIM_PORT (8790), SHIM_LIBRARY (the checkout's models/), PROJECT (llm-harness-shim),
-# HARNESS (.venv/bin/harness), PYTHON (python3), SHIM_BIND (auto).
+# HARNESS (.venv/bin/harness), PYTHON (python3), SHIM_BIND (auto), SHIM_STATE (runs/shim).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 plan=${1:?usage: scripts/shim-track.sh PLAN [harness track options...]}
@@ -23,7 +23,7 @@ library=${SHIM_LIBRARY:-$PWD/models}
 project=${PROJECT:-llm-harness-shim}
 harness=${HARNESS:-.venv/bin/harness}
 python=${PYTHON:-python3}
-state=runs/shim
+state=${SHIM_STATE:-runs/shim}  # under runs/: the container sees it at the same relative path
 compose=(docker-compose -p "$project" -f compose/shim.yaml)
 
 "$harness" shim-allow "$plan" --out "$state/allow.json" --library "$library"
@@ -47,7 +47,7 @@ bound=$(sed -n 's|.*listening on http://\([^ ]*\):[0-9]* .*|\1|p' "$state/stdout
 status=0
 HOST_UID=$(id -u) HOST_GID=$(id -g) "${compose[@]}" run --rm harness harness track "$plan" \
   --set "SHIM_URL=http://host.docker.internal:$port" --set SHIM_HOST=host.docker.internal \
-  --set SHIM_TOKEN_FILE=runs/shim/token "$@" || status=$?
+  --set "SHIM_TOKEN_FILE=$state/token" "$@" || status=$?
 
 stop_shim
 trap - EXIT

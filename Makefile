@@ -145,12 +145,20 @@ track-cpu: $(STAMP) $(if $(DRY_RUN),,$(LLAMA_STAMP) $(if $(COMPOSE),images))
 # written from SHIM_PLAN's engine definitions first. SHIM_LIBRARY is the model library every path
 # must be under (the checkout's models/ for the CPU plan, ~/models for Track M); SHIM_BIND=auto
 # listens where the containers reach it (127.0.0.1 when the harness runs on the host).
+# Without .venv (a Mac with Docker and python3 only) the allow-list is written by the harness image
+# (this checkout's harness/ mounted over its package, as compose/shim.yaml does), with this user's
+# HOME so that the plan's ${HOME} paths are the host's.
 SHIM_PLAN    ?= cpu-shim
 SHIM_PORT    ?= 8790
 SHIM_LIBRARY ?= $(CURDIR)/models
 SHIM_BIND    ?= auto
-shim: $(STAMP)
-	$(HARNESS) shim-allow $(SHIM_PLAN) --out runs/shim/allow.json --library $(SHIM_LIBRARY)
+HARNESS_IMAGE ?= llm-harness/harness:local
+SHIM_ALLOW = $(if $(wildcard $(HARNESS)),$(HARNESS),docker run --rm -u $$(id -u):$$(id -g) -e HOME=$$HOME \
+             -e PYTHONPATH=/src -v $(CURDIR)/harness:/src/harness:ro -v $(CURDIR)/runs:/app/runs -w /app \
+             $(HARNESS_IMAGE) harness)
+shim:
+	@mkdir -p runs/shim
+	$(SHIM_ALLOW) shim-allow $(SHIM_PLAN) --out runs/shim/allow.json --library $(SHIM_LIBRARY)
 	$(PYTHON) shim/harness_shim.py serve --allow runs/shim/allow.json --library $(SHIM_LIBRARY) \
 	  --port $(SHIM_PORT) --bind $(SHIM_BIND) --state-dir runs/shim
 

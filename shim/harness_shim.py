@@ -43,6 +43,7 @@ import os
 import platform
 import re
 import secrets
+import shutil
 import signal
 import socket
 import string
@@ -110,7 +111,23 @@ def load_allow_list(path):
         problem = _spec_problem(spec)
         if problem:
             raise SystemExit("harness_shim: {}: engine {}: {}".format(path, name, problem))
+        _find_program(spec)
     return data
+
+
+def _find_program(spec):
+    """A program named without a path (mlx_lm.server) is looked up on PATH once, at start, and
+    fixed; one not found leaves the engine listed but not startable (``missing``)."""
+    program = spec["argv_head"][0]
+    if os.path.isabs(program):
+        return
+    found = shutil.which(program)
+    if found:
+        spec["argv_head"][0] = found
+    else:
+        spec["missing"] = "{} is not on this host's PATH; install it, then start the shim again".format(
+            program
+        )
 
 
 def _spec_problem(spec):
@@ -119,8 +136,8 @@ def _spec_problem(spec):
     head = spec.get("argv_head")
     if not isinstance(head, list) or not head or not all(isinstance(x, str) for x in head):
         return "argv_head must be a list of words (the program first)"
-    if not os.path.isabs(head[0]):
-        return "its program {!r} must be an absolute path".format(head[0])
+    if not os.path.isabs(head[0]) and "/" in head[0]:
+        return "its program {!r} must be an absolute path or a name on PATH".format(head[0])
     for name, rule in spec.get("settings", {}).items():
         if not isinstance(rule, dict) or rule.get("kind") not in KINDS:
             return "setting {}: kind must be one of {}".format(name, ", ".join(KINDS))
@@ -408,7 +425,11 @@ class Engines:
 
     def listing(self):
         return {
-            name: {"settings": spec.get("settings", {}), "running": self._alive(name)}
+            name: {
+                "settings": spec.get("settings", {}),
+                "running": self._alive(name),
+                "missing": spec.get("missing"),
+            }
             for name, spec in sorted(self.allow["engines"].items())
         }
 
@@ -419,6 +440,8 @@ class Engines:
     def start(self, name, given):
         spec = self.spec(name)
         values = check_settings(spec, given, self.library)
+        if spec.get("missing"):
+            raise ShimError(503, "cannot start {}: {}".format(name, spec["missing"]))
         # Its output is kept in NAME.out; an engine that writes a log of its own gets NAME.log,
         # and that is the log the API serves (else its output).
         out, own = (os.path.join(self.log_dir, "{}.{}".format(name, x)) for x in ("out", "log"))
@@ -560,6 +583,7 @@ class Handler(BaseHTTPRequestHandler):
     def _handle(self, method):
         t0, status = time.monotonic(), 500
         try:
+            self._raw = self._read_body()  # read before any answer, so a kept-alive connection stays in step
             status = self._route(method)
         except ShimError as exc:
             status = self._json(exc.status, {"error": str(exc)})
@@ -632,12 +656,20 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, data, "text/plain; charset=utf-8", {"X-Log-Size": str(size)})
         raise ShimError(404, "no such route for engine {}: {} {}".format(name, method, "/".join(rest)))
 
-    def _body(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY:
-            raise Refused("the request body is over {} bytes".format(MAX_BODY))
+    def _read_body(self):
+        self._raw = b""
         try:
-            body = json.loads(self.rfile.read(length) or b"{}")
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0 or length > MAX_BODY:
+            self.close_connection = True  # what follows on this connection cannot be trusted
+            raise Refused("the request body must have a Content-Length of at most {} bytes".format(MAX_BODY))
+        return self.rfile.read(length) if length else b""
+
+    def _body(self):
+        try:
+            body = json.loads(self._raw or b"{}")
         except ValueError:
             raise Refused("the request body is not JSON") from None
         if not isinstance(body, dict) or set(body) - {"settings"}:

@@ -26,7 +26,7 @@ REDUCED = {
     "MIN_ROUNDS": "1",
     "MAX_TOKENS": "16",
     "PAIR_LEVELS": "1",
-    "PAIR_REQUESTS": "2",
+    "PAIR_REQUESTS": "4",
     "VARIANT_LEVEL": "2",
     "VARIANT_REQUESTS": "4",
 }
@@ -49,8 +49,10 @@ def test_the_cpu_plan_with_the_harness_in_a_container_and_the_engines_through_th
         out = done.stdout + done.stderr
         assert done.returncode == 0, out[-4000:]
         manifest = json.loads((run_dir / "manifest.json").read_text())
-        statuses = {s["id"]: s["status"] for s in manifest["steps"]}
-        assert set(statuses.values()) == {"passed"}, statuses
+        assert manifest["status"] == "passed"
+        # Every step passed; admission may be skipped, with its reason, when no level met the objective.
+        odd = [(s["id"], s["status"]) for s in manifest["steps"] if s["status"] != "passed"]
+        assert all(i.endswith(":llama-admission") and st == "skipped" for i, st in odd), odd
         llama = manifest["engines"]["llama"]
         assert llama["command"].startswith("(shim http://host.docker.internal:")
         gateway = docker(

@@ -5,6 +5,7 @@ and every engine it started gone when it stops."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import stat
@@ -215,7 +216,7 @@ def test_stop_stops_it_and_says_the_port_is_free(shim):
 
 def test_a_library_that_is_no_folder_or_a_broken_allow_list_is_one_line(tmp_path):
     bad = tmp_path / "allow.json"
-    bad.write_text('{"schema_version": 1, "engines": {"x": {"argv_head": ["sh", "-c"]}}}')
+    bad.write_text('{"schema_version": 1, "engines": {"x": {"argv_head": ["bin/sh", "-c"]}}}')
     done = subprocess.run(
         [
             SYSTEM_PYTHON,
@@ -246,3 +247,45 @@ def test_a_library_that_is_no_folder_or_a_broken_allow_list_is_one_line(tmp_path
     )
     assert missing.returncode != 0 and "harness shim-allow" in missing.stderr
     assert Path(SHIM).read_text().count("import ") < 40  # one file, the standard library only (see lint)
+
+
+def test_a_program_not_on_path_is_listed_but_not_started(tmp_path, library):
+    allow = tmp_path / "allow.json"
+    spec = {
+        "argv_head": ["no-such-engine-h25"],
+        "args": [["--port", "{port}"]],
+        "settings": {"port": {"kind": "int", "min": 1024, "max": 65535}},
+        "port": "{port}",
+        "health": "/health",
+    }
+    allow.write_text(json.dumps({"schema_version": 1, "engines": {"ghost": spec}}))
+    s = start_shim(allow, tmp_path / "state", library)
+    try:
+        listed = s.get("/v1/engines").json()["engines"]["ghost"]
+        assert "not on this host's PATH" in listed["missing"]
+        r = s.post("/v1/engines/ghost/start", {"settings": {"port": free_port()}})
+        assert r.status_code == 503 and "no-such-engine-h25 is not on this host's PATH" in r.json()["error"]
+    finally:
+        s.stop()
+
+
+def test_a_refused_request_with_a_body_leaves_the_connection_in_step(shim):
+    import requests
+
+    with requests.Session() as session:  # one kept-alive connection for all three
+        bad = session.post(
+            shim.url + "/v1/engines/practice-shim/start",
+            json={"settings": {"profile": "x" * 5000}},
+            headers={"Authorization": "Bearer wrong"},
+            timeout=10,
+        )
+        assert bad.status_code == 401
+        good = session.get(shim.url + "/v1/health", headers=shim.auth(), timeout=10)
+        assert good.status_code == 200 and good.json()["ok"] is True
+        big = session.post(
+            shim.url + "/v1/engines/practice-shim/start",
+            data=b"{" + b" " * 70000 + b"}",
+            headers=shim.auth(),
+            timeout=10,
+        )
+        assert big.status_code == 400 and "Content-Length" in big.json()["error"]

@@ -9,6 +9,7 @@ stand-in that served it, and no container of ours is left.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -58,9 +59,13 @@ def problems(run_dir: Path) -> list[str]:
             found.append(f"a {kind} record ({rec.get('label', '?')}) does not say rehearsal")
         elif kind not in NO_STAND_IN and rec.get("engine") not in NO_ENGINE and not rec.get("stand_in"):
             found.append(f"a {kind} record of {rec.get('engine')} names no stand-in")
-    left = subprocess.run(["docker", "ps", "-aq"], capture_output=True, text=True, check=False).stdout.split()
+    listing = ["docker", "ps", "-a", "--format", "{{.Names}} ({{.Status}})"]
+    ran = None
+    if shutil.which("docker"):  # no Docker here: no container can be left
+        ran = subprocess.run(listing, capture_output=True, text=True, check=False)
+    left = ran.stdout.splitlines() if ran and ran.returncode == 0 else []
     if left:
-        found.append(f"{len(left)} container(s) left after the run (docker ps -a)")
+        found.append(f"{len(left)} container(s) left after the run (docker ps -a): {', '.join(left)[:600]}")
     return found
 
 

@@ -2,7 +2,9 @@
 
 It parses one request at a time per connection (keep-alive, Content-Length bodies), hands a
 ``Request`` and a ``Responder`` to the application, and lets the application answer at once
-(``send``) or stream with chunked transfer encoding (``start_stream``/``chunk``/``end``). A
+(``send``) or stream with chunked transfer encoding (``start_stream``/``chunk``/``end``), or, as
+an HTTP/1.0 server such as Python's ``http.server`` does, with a body the close of the connection
+ends (``start_stream(close_delimited=True)``: no length, no chunks). A
 general framework would cost several times the CPU per event; this server has one job.
 
 Hostile input is bounded before any work: a Content-Length must be plain digits (no sign, no
@@ -58,18 +60,20 @@ class Request:
 class Responder:
     """One response on one connection. After ``end`` or ``abort`` further calls do nothing."""
 
-    __slots__ = ("_proto", "closed", "_streaming", "_keep_alive")
+    __slots__ = ("_proto", "closed", "_streaming", "_keep_alive", "chunked")
 
     def __init__(self, proto: "HttpProtocol", keep_alive: bool) -> None:
         self._proto = proto
         self.closed = False
         self._streaming = False
         self._keep_alive = keep_alive
+        self.chunked = True  # a stream's framing: chunked, or ended by the close (start_stream)
 
-    def _head(self, status: int, headers: list[tuple[str, str]]) -> bytes:
-        lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}"]
+    def _head(self, status: int, headers: list[tuple[str, str]], version: str = "HTTP/1.1") -> bytes:
+        lines = [f"{version} {status} {_REASONS.get(status, 'Status')}"]
         lines += [f"{k}: {v}" for k, v in headers]
-        lines.append("Connection: keep-alive" if self._keep_alive else "Connection: close")
+        if version == "HTTP/1.1":  # HTTP/1.0 closes after each answer unless told otherwise
+            lines.append("Connection: keep-alive" if self._keep_alive else "Connection: close")
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
     def send(
@@ -93,15 +97,17 @@ class Responder:
         status: int = 200,
         content_type: str = "text/event-stream",
         headers: list[tuple[str, str]] | None = None,
+        close_delimited: bool = False,
     ) -> None:
-        hdrs = [
-            ("Content-Type", content_type),
-            ("Cache-Control", "no-cache"),
-            ("Transfer-Encoding", "chunked"),
-            *(headers or []),
-        ]
+        """The stream's head. ``close_delimited``: an HTTP/1.0 answer whose body is every byte until
+        the server closes the connection (``chunk`` writes the bytes as they are, ``end`` closes)."""
+        self.chunked = not close_delimited
+        framing = [("Transfer-Encoding", "chunked")] if self.chunked else []
+        hdrs = [("Content-Type", content_type), ("Cache-Control", "no-cache"), *framing, *(headers or [])]
         self._streaming = True
-        self._proto.write(self._head(status, hdrs))
+        if close_delimited:
+            self._keep_alive = False
+        self._proto.write(self._head(status, hdrs, "HTTP/1.1" if self.chunked else "HTTP/1.0"))
 
     def raw_writer(self):
         """The transport's own ``write`` (the caller frames chunks and checks ``closed`` first):
@@ -111,12 +117,13 @@ class Responder:
 
     def chunk(self, data: bytes) -> None:
         if not self.closed:
-            self._proto.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self._proto.write(b"%x\r\n%s\r\n" % (len(data), data) if self.chunked else data)
 
     def end(self) -> None:
         if not self.closed:
-            self._proto.write(b"0\r\n\r\n")
-            self._finish()
+            if self.chunked:
+                self._proto.write(b"0\r\n\r\n")
+            self._finish()  # close-delimited: the close ends the body (keep-alive is off)
 
     def abort(self) -> None:
         """Drop the connection mid-response (a stream cut off)."""

@@ -4,7 +4,8 @@ a machine that cannot run that engine (``harness imitate <the engine's own comma
 Each persona reads the engine's own command line (and the files it reads) as the engine would, for
 the address, the model name and the seats, and changes only what a client sees of the server:
 where its routes live, what its health and version routes answer, whether it asks for a key, which
-field carries reasoning, and the start-up lines it logs. The timing stays the practice server's.
+field carries reasoning, how a stream is framed (mlx_lm.server's ends with the connection's
+close), and the start-up lines it logs. The timing stays the practice server's.
 Every answer names the imitation (``owned_by``, ``/version``, the first log line), so a record made
 against it can never pass for the real engine.
 
@@ -40,6 +41,9 @@ class Persona:
     version: str | None = None  # the /version route's body, when the engine has one
     needs_key: bool = False
     log_lines: tuple[str, ...] = ()
+    # A stream sent as an HTTP/1.0 answer that the close ends (no Content-Length, no chunks), as a
+    # server on Python's http.server answers: mlx_lm.server's APIHandler is a BaseHTTPRequestHandler.
+    close_delimited: bool = False
 
 
 PERSONAS = {
@@ -57,6 +61,7 @@ PERSONAS = {
         "mlx-lm",
         "vllm",
         log_lines=("INFO - Starting httpd at {host} on port {port}...",),
+        close_delimited=True,
     ),
     "tabbyapi": Persona(
         "tabbyapi",

@@ -69,8 +69,11 @@ class StreamSink(_SinkBase):
         )
         self._head = head.encode()
         self._tail = b'},"logprobs":null,"finish_reason":null}]}\n\n'
-        self.res.start_stream(headers=[("X-Request-Id", self.rid)])
+        imitation = self.app.imitation
+        close = imitation is not None and imitation.persona.close_delimited
+        self.res.start_stream(headers=[("X-Request-Id", self.rid)], close_delimited=close)
         self._write = self.res.raw_writer()
+        self._chunked = not close
         role = (
             '"role":"assistant","content":null'
             if self.app.mode == "llama"
@@ -102,7 +105,7 @@ class StreamSink(_SinkBase):
         else:
             delta = b'"tool_calls":[{"index":0,"function":{"arguments":' + json.dumps(text).encode() + b"}}]"
         payload = self._head + delta + self._tail
-        self._write(b"%x\r\n%s\r\n" % (len(payload), payload))
+        self._write(b"%x\r\n%s\r\n" % (len(payload), payload) if self._chunked else payload)
         sent = clock()
         truth = self.truth
         truth.scheduled.append(scheduled)

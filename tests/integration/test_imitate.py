@@ -14,6 +14,7 @@ import pytest
 import requests
 import yaml
 
+from harness.io.notebook import read_records
 from tests.conftest import ROOT, free_port
 
 
@@ -123,6 +124,42 @@ def test_mlx_lm_server_line(running) -> None:
     assert _wait(f"http://127.0.0.1:{port}/health", proc).json() == {"status": "ok"}
     models = requests.get(f"http://127.0.0.1:{port}/v1/models", timeout=5).json()["data"]
     assert models[0]["id"] == "/m/Qwen3-8B-4bit"  # the --model string, as mlx_lm.server names it
+
+
+def test_mlx_lm_server_streams_until_the_close_and_the_load_client_reads_it(running, tmp_path: Path) -> None:
+    """mlx_lm.server answers on Python's http.server (HTTP/1.0): a stream has no length and no
+    chunks, and ends when the server closes the connection. The sweep's client must read it whole."""
+    import json
+    import socket
+
+    port = free_port()
+    proc = running(["mlx_lm.server", "--model", "/m/Qwen3-8B-4bit", "--port", str(port)])
+    _wait(f"http://127.0.0.1:{port}/health", proc)
+    body = json.dumps({"messages": [{"role": "user", "content": "hi"}], "max_tokens": 5, "stream": True})
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(
+            f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n{body}".encode()
+        )
+        raw = b""
+        while chunk := sock.recv(65536):  # b"": the server closed, which ends the body
+            raw += chunk
+    head, _, payload = raw.partition(b"\r\n\r\n")
+    lines = head.decode().lower().splitlines()
+    assert lines[0] == "http/1.0 200 ok" and "content-type: text/event-stream" in lines, lines
+    assert not any(x.startswith(("transfer-encoding", "content-length")) for x in lines), lines
+    events = [x for x in payload.decode().split("\n\n") if x.startswith("data: ")]
+    assert events[-1] == "data: [DONE]" and len(events) >= 5 + 2, events  # role, 5 tokens, final, [DONE]
+    book = tmp_path / "book.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.entry", "sweep", "--base-url", f"http://127.0.0.1:{port}/v1",
+         "--model", "/m/Qwen3-8B-4bit", "--concurrency", "1", "--requests", "2", "--max-tokens", "8",
+         "--warmup", "0", "--metrics-url", "none", "--label", "mlx-close", "--labbook", str(book)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (level,) = read_records(book, "level", select=lambda o: "record" not in o).records
+    assert (level["completed"], level["failed"], level["output_tokens"]) == (2, 0, 16), level
 
 
 def test_an_engine_without_an_imitation_is_named() -> None:

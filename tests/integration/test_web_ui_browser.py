@@ -463,8 +463,9 @@ def test_start_refuses_a_bad_endpoint_then_live_charts_phases_and_reset(
         # STOP: the notebook gets one level record per phase, each at its own user count
         click(browser, "STOP")
         until(lambda: buttons(browser, "NEW"), 40, "NEW after Stop")
-        levels = until(lambda: labbook.is_file() and len(read_records(labbook, "level").records) == 2 and labbook, 20)
-        (first, second_level) = read_records(levels, "level").records
+        (first, second_level) = until(
+            lambda: labbook.is_file() and len(r := read_records(labbook, "level").records) == 2 and r, 20
+        )
         assert (first["label"], first["concurrency"], second_level["concurrency"]) == ("ui-phases", 4, 2)
         assert first["requests"] > 0 and second_level["requests"] > 0
         # RESET: the charts empty (the Exact tab too)

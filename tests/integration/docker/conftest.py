@@ -6,6 +6,7 @@ fail; a session finaliser removes any left over."""
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import os
@@ -21,6 +22,7 @@ BASE_IMAGE = os.environ.get("BASE_IMAGE") or "llm-harness/base:bookworm"
 HARNESS_IMAGE = os.environ.get("HARNESS_IMAGE") or "llm-harness/harness:local"
 LLAMA_CPU_IMAGE = os.environ.get("LLAMA_CPU_LOCAL_IMAGE") or "llm-harness/llama-cpu:b11434"
 LABEL = "org.llm-harness.test=1"
+TEST_PROJECT_PREFIX = "llmh-test-"  # the Compose projects of the tests (their containers' names)
 REQUIRED = os.environ.get("HARNESS_DOCKER_REQUIRED") == "1"
 
 
@@ -60,13 +62,35 @@ def need_image(tag: str) -> None:
         pytest.skip(message)
 
 
+def remove_project(project: str) -> None:
+    """Every container and the network of a test's Compose project gone, after the Compose clients
+    of that project still alive (a killed run's orphans, which could start a worker container after
+    a first look) are killed. The tests assert what the harness removed before this runs."""
+    import psutil
+
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if project in cmd and any(os.path.basename(word).startswith("docker") for word in cmd[:2]):
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
+    for attempt in range(3):
+        left = docker("ps", "-aq", "--filter", f"label=com.docker.compose.project={project}").stdout.split()
+        if not left and attempt:
+            break
+        if left:
+            docker("rm", "-f", *left, timeout=60)
+        time.sleep(1)
+    docker("network", "rm", f"{project}_default")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _no_container_left():
     yield
     if ENGINE_PROBLEM is None:
         left = docker("ps", "-aq", "--filter", f"label={LABEL}").stdout.split()
+        left += docker("ps", "-aq", "--filter", f"name={TEST_PROJECT_PREFIX}").stdout.split()
         if left:
-            docker("rm", "-f", *left)
+            docker("rm", "-f", *set(left))
 
 
 @pytest.fixture

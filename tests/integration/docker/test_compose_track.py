@@ -21,7 +21,14 @@ import pytest
 from harness.io.notebook import read_records
 from harness.io.ports import port_open
 from tests.conftest import ROOT, free_port
-from tests.integration.docker.conftest import HARNESS_IMAGE, LLAMA_CPU_IMAGE, docker, need_image
+from tests.integration.docker.conftest import (
+    HARNESS_IMAGE,
+    LLAMA_CPU_IMAGE,
+    TEST_PROJECT_PREFIX,
+    docker,
+    need_image,
+    remove_project,
+)
 
 MODEL = ROOT / "models" / "gemma-3-270m-q4_k_m.gguf"
 # Few requests and tokens: the shape of the track, not its numbers (docs/containers.md has those).
@@ -37,7 +44,7 @@ def project_containers(project: str) -> list[str]:
 def compose_run(tmp_path):
     """track(*extra, env=...) -> (Popen, run_dir, ports): `harness track cpu-compose` reduced, in a
     project of its own; every container of that project is removed afterwards."""
-    project = f"llmh-test-{uuid.uuid4().hex[:8]}"
+    project = f"{TEST_PROJECT_PREFIX}{uuid.uuid4().hex[:8]}"
     procs: list[subprocess.Popen] = []
 
     def track(extra_env: dict | None = None, **sets: str):
@@ -66,10 +73,7 @@ def compose_run(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait(30)
-    left = project_containers(project)
-    if left:
-        docker("rm", "-f", *left, timeout=60)
-    docker("network", "rm", f"{project}_default")
+    remove_project(project)
 
 
 def need_all() -> None:

@@ -25,14 +25,21 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--set", action="append", default=[], metavar="NAME=VALUE", help="override a plan variable"
     )
+    p.add_argument(
+        "--via-shim",
+        action="store_true",
+        help="as harness track --via-shim: every engine with a shim section",
+    )
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from harness.run.plans import load_plan
-    from harness.run.shim_allow import allow_list
+    from harness.run.shim_allow import allow_list, via_shim
 
     plan = load_plan(args.plan, args.tier, parse_sets(args.set), args.rehearse, args.quick)
+    if args.via_shim:
+        via_shim(plan)
     library = str(Path(args.library).expanduser().absolute()) if args.library else None
     data = allow_list(plan, library)
     out = Path(args.out)

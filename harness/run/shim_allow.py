@@ -85,6 +85,26 @@ def allow_list(plan: Plan, library: str | None = None) -> dict:
     return data
 
 
+def via_shim(plan: Plan, reach_host: str | None = None) -> list[str]:
+    """``harness track --via-shim``: every block whose engine definition has a ``shim`` section is
+    started through the host-side shim instead of its own launcher (a Mac's native engines for a
+    harness in a container, or a rehearsal's stand-ins). ``reach_host`` is where the harness reaches
+    the engines (host.docker.internal from a container); the shim fills the engine's own address.
+    The ids moved; a ConfigError when the plan has no engine the shim can start."""
+    moved = []
+    for block in plan.blocks.values():
+        if block.engine.get("shim") and block.launcher != "shim":
+            block.stand_in = {**(block.stand_in or {}), "launcher": "shim"}
+            if reach_host:
+                block.settings = {**block.settings, "host": reach_host}
+            moved.append(block.id)
+    if not any(b.launcher == "shim" for b in plan.blocks.values()):
+        raise ConfigError(
+            f"plan {plan.name} has no engine with a shim section; --via-shim has nothing to move"
+        )
+    return moved
+
+
 def request_settings(block: Block, settings: dict) -> dict:
     """What the shim launcher sends for a block: its declared settings' values, nothing else."""
     return {k: settings.get(k) for k in block.engine["shim"]["settings"]}

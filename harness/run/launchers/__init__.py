@@ -8,6 +8,7 @@ definition's ``launcher`` field, looked up in :data:`LAUNCHERS` (kind -> factory
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -151,9 +152,15 @@ def _shim(ctx: BlockContext) -> Launcher:
     from harness.run.shim_allow import request_settings
 
     engine = ctx.block.engine
-    token = Path(fill(ctx.settings.get("shim_token_file", "runs/shim/token"), ctx.settings))
+    # A shim engine's own settings say where the shim is; an engine moved there by --via-shim has
+    # none, and the environment says (HARNESS_SHIM_URL, HARNESS_SHIM_TOKEN_FILE), else the defaults.
+    where = {
+        "shim_url": os.environ.get("HARNESS_SHIM_URL", "http://127.0.0.1:8790"),
+        "shim_token_file": os.environ.get("HARNESS_SHIM_TOKEN_FILE", "runs/shim/token"),
+    }
+    token = Path(fill(ctx.settings.get("shim_token_file", where["shim_token_file"]), ctx.settings))
     return ShimLauncher(
-        shim_url=fill(ctx.settings.get("shim_url", "http://127.0.0.1:8790"), ctx.settings),
+        shim_url=fill(ctx.settings.get("shim_url", where["shim_url"]), ctx.settings),
         token_file=token if token.is_absolute() else paths.workdir() / token,
         engine=engine.name,
         settings=request_settings(ctx.block, ctx.settings),

@@ -18,7 +18,7 @@ from harness.run.engine_defs import engine_argv
 from harness.run.launchers import make_launcher
 from harness.run.launchers.shim import ShimLauncher
 from harness.run.plans import load_plan
-from harness.run.shim_allow import allow_list, request_settings
+from harness.run.shim_allow import allow_list, request_settings, via_shim
 from tests.conftest import ROOT
 
 SHIM_FILE = ROOT / "shim" / "harness_shim.py"
@@ -178,3 +178,27 @@ def test_the_shim_is_one_file_of_the_standard_library_only():
     names |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert names and names <= set(sys.stdlib_module_names), names - set(sys.stdlib_module_names)
     assert "__future__" not in names  # annotations are kept out: the lint's vermin checks 3.9
+
+
+def test_via_shim_moves_every_engine_with_a_shim_section(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", "/Users/you")
+    monkeypatch.setenv("HARNESS_SHIM_URL", "http://host.docker.internal:8790")
+    plan = load_plan("m")
+    assert via_shim(plan, "host.docker.internal") == list(plan.blocks)
+    assert {b.launcher for b in plan.blocks.values()} == {"shim"}
+    data = allow_list(plan)
+    assert set(data["engines"]) == {"llama-server", "llama-server-control", "mlx-lm"}
+    assert data["engines"]["llama-server"]["argv_head"] == ["/Users/you/llama.cpp/build/bin/llama-server"]
+    assert data["engines"]["mlx-lm"]["argv_head"] == ["mlx_lm.server"]  # the shim finds it on PATH
+    ctx = block_context(plan, plan.blocks["mlx"], tmp_path)
+    launcher = make_launcher(ctx)
+    assert isinstance(launcher, ShimLauncher) and launcher.shim_url == "http://host.docker.internal:8790"
+    assert ctx.health_url == "http://host.docker.internal:8081/health"  # where the harness reaches it
+    assert launcher.settings == {
+        "model": "/Users/you/models/mlx-community/Qwen3-8B-4bit",
+        "port": 8081,
+        "prompt_cache_size": 10,
+        "loglevel": "INFO",
+    }
+    with pytest.raises(ConfigError, match="no engine with a shim section"):
+        via_shim(load_plan("cpu"))

@@ -27,8 +27,8 @@ REDUCED = {
     "MAX_TOKENS": "16",
     "PAIR_LEVELS": "1",
     "PAIR_REQUESTS": "4",
-    "VARIANT_LEVEL": "2",
-    "VARIANT_REQUESTS": "4",
+    "VARIANT_LEVEL": "5",
+    "VARIANT_REQUESTS": "5",
 }
 
 

@@ -158,7 +158,7 @@ SHIM_ALLOW = $(if $(wildcard $(HARNESS)),$(HARNESS),docker run --rm -u $$(id -u)
              $(HARNESS_IMAGE) harness)
 shim:
 	@mkdir -p runs/shim
-	$(SHIM_ALLOW) shim-allow $(SHIM_PLAN) --out runs/shim/allow.json --library $(SHIM_LIBRARY)
+	$(SHIM_ALLOW) shim-allow $(SHIM_PLAN) --via-shim --out runs/shim/allow.json --library $(SHIM_LIBRARY)
 	$(PYTHON) shim/harness_shim.py serve --allow runs/shim/allow.json --library $(SHIM_LIBRARY) \
 	  --port $(SHIM_PORT) --bind $(SHIM_BIND) --state-dir runs/shim
 

@@ -100,14 +100,23 @@ class PracticeApp:
             self.log.flush()
 
     # -- routing --------------------------------------------------------------------------------
+    def _imitated(self, req: Request, res: Responder, path: str) -> str | None:
+        """The path as the practice server's routes know it, or None once the imitated engine's own
+        route (health, version, a service's load and unload) has answered."""
+        if self.imitation is None:
+            return path
+        path = self.imitation.route(path)
+        body = self.imitation.own_route(path)
+        answer = (200, body) if body is not None else self.imitation.control(req.method, path, req.body)
+        if answer is None:
+            return path
+        res.send_json(*answer)
+        return None
+
     def handle(self, req: Request, res: Responder) -> None:
-        path = req.path.rstrip("/") or "/"
-        if self.imitation is not None:
-            path = self.imitation.route(path)
-            body = self.imitation.own_route(path)
-            if body is not None:  # the imitated engine's health or version
-                res.send_json(200, body)
-                return
+        path = self._imitated(req, res, req.path.rstrip("/") or "/")
+        if path is None:
+            return
         if path in ("/health", "/v1/health"):
             res.send_json(200, {"status": "ok"})
             return

@@ -19,6 +19,7 @@ TabbyAPI, Lemonade serve through FastAPI/uvicorn) and the first line mlx_lm.serv
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import secrets
 import shlex
@@ -91,6 +92,34 @@ class Imitation:
     ctx: int | None = None
     api_key: str | None = None
     argv: list[str] = field(default_factory=list)
+    loaded: dict | None = None  # Lemonade's service: the model its last `load` loaded, and how
+
+    def control(self, method: str, path: str, body: bytes) -> tuple[int, dict] | None:
+        """A Lemonade service's own load and unload routes (POST /api/v1/load {model_name, ctx_size,
+        llamacpp_backend, llamacpp_args}, POST /api/v1/unload), or None for any other request.
+        Only the model it has pulled (``model``) loads; the practice server serves it either way,
+        as Lemonade loads a model a chat request names."""
+        if self.persona.engine != "lemonade" or method != "POST" or path not in ("/v1/load", "/v1/unload"):
+            return None
+        if path == "/v1/unload":
+            was, self.loaded = self.loaded, None
+            return 200, {
+                "status": "success",
+                "message": f"unloaded {was['model_name']}" if was else "none loaded",
+            }
+        try:
+            request = json.loads(body.decode("utf-8") or "{}")
+        except (UnicodeDecodeError, ValueError):
+            return 400, {"status": "error", "message": "the load request is not JSON"}
+        name = request.get("model_name") if isinstance(request, dict) else None
+        if name != self.model:
+            return 404, {
+                "status": "error",
+                "message": f"model {name!r} is not pulled here (only {self.model})",
+            }
+        options = {k: request[k] for k in ("ctx_size", "llamacpp_backend", "llamacpp_args") if k in request}
+        self.loaded = {"model_name": name, "recipe_options": options}
+        return 200, {"status": "success", "message": f"loaded {name}"}
 
     def route(self, path: str) -> str:
         """The path as the practice server's routes know it (Lemonade's /api/v1 answers as /v1)."""
@@ -110,7 +139,12 @@ class Imitation:
     def health_body(self) -> dict:
         body = dict(self.persona.health)
         if self.persona.engine == "lemonade":
-            body.update(version="practice imitation", model_loaded=self.model, all_models_loaded=[self.model])
+            loaded = [self.loaded] if self.loaded else []
+            body.update(
+                version="practice imitation",
+                model_loaded=self.loaded["model_name"] if self.loaded else None,
+                all_models_loaded=loaded,
+            )
         return body
 
     def start_lines(self) -> list[str]:
@@ -156,20 +190,21 @@ def _mlx(argv: list[str]) -> Imitation:
     )
 
 
-def _lemonade(argv: list[str]) -> Imitation:
-    """``lemonade load MODEL --ctx-size N ...``: the server is the one LEMONADE_HOST/PORT name."""
-    p = argparse.ArgumentParser(prog="lemonade", add_help=False)
-    p.add_argument("command")
-    p.add_argument("model")
+def _lemond(argv: list[str]) -> Imitation:
+    """Lemonade's service, on the address LEMONADE_HOST/PORT name (``--host``/``--port`` too), with
+    no model loaded until a `lemonade load`. Two options are the imitation's own, since the real
+    service has them from its model store: ``--pulled MODEL``, the one model it has pulled, and
+    ``--ctx-size N``, the context it serves it with."""
+    p = argparse.ArgumentParser(prog="lemond", add_help=False)
+    p.add_argument("--host", default=os.environ.get("LEMONADE_HOST", "127.0.0.1"))
+    p.add_argument("--port", type=int, default=int(os.environ.get("LEMONADE_PORT", "13305")))
+    p.add_argument("--pulled", required=True)
     p.add_argument("--ctx-size", type=int)
-    args, _ = p.parse_known_args(argv[1:])
-    if args.command != "load":
-        raise ConfigError(
-            f"the Lemonade imitation serves `lemonade load MODEL`, not `lemonade {args.command}`"
-        )
-    host = os.environ.get("LEMONADE_HOST", "127.0.0.1")
-    port = int(os.environ.get("LEMONADE_PORT", "13305"))
-    return Imitation(PERSONAS["lemonade"], host, port, args.model, 1, args.ctx_size, argv=argv)
+    try:
+        args, _ = p.parse_known_args(argv[1:])
+    except SystemExit:
+        raise ConfigError("the lemond imitation needs --pulled MODEL (the model its store holds)") from None
+    return Imitation(PERSONAS["lemonade"], args.host, args.port, args.pulled, 1, args.ctx_size, argv=argv)
 
 
 def _tabby(argv: list[str]) -> Imitation:
@@ -209,7 +244,7 @@ def _tabby_key(path: Path) -> str:
     return key
 
 
-READERS = {"trtllm-serve": _trtllm, "mlx_lm.server": _mlx, "lemonade": _lemonade, "start.sh": _tabby}
+READERS = {"trtllm-serve": _trtllm, "mlx_lm.server": _mlx, "lemond": _lemond, "start.sh": _tabby}
 
 
 def read_command(argv: list[str]) -> Imitation:

@@ -98,10 +98,14 @@ def refuse_busy_lab_ports(
 def service_facts(launcher) -> dict:
     """What a service launcher learnt while starting, for the manifest: the process found on its port
     (``service_pid``: never ``pid``, which cleanup would stop), the API base it answered at, the
-    status of each command run before the load, and why its memory is unknown. Empty otherwise."""
-    if not launcher.keeps_port or not hasattr(launcher, "before_results"):
+    status of each command run before the load, and why its memory is unknown. Empty otherwise. A
+    rehearsal's stand-in service is the run's own: its pid is the engine's ``pid``, as any started
+    process's."""
+    if not hasattr(launcher, "before_results"):
         return {}
-    facts = {"service_pid": launcher.pid, "before_start": launcher.before_results}
+    facts: dict = {"before_start": launcher.before_results}
+    if launcher.keeps_port:  # not a rehearsal's stand-in service (that one is the run's, and stopped)
+        facts["service_pid"] = launcher.pid
     if launcher.api_base:
         facts["base_url"] = launcher.api_base
     if launcher.memory_note():

@@ -78,23 +78,46 @@ def test_trtllm_serve_line(running, tmp_path: Path) -> None:
     assert first.startswith("practice server imitating tensorrt-llm (not the real engine): trtllm-serve ")
 
 
-def test_lemonade_load_line_serves_api_v1(running) -> None:
+def _lemonade(*words: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", "imitate", "lemonade", *words],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, env={**os.environ, **env},
+    )  # fmt: skip
+
+
+def test_lemond_and_the_lemonade_cli_run_the_serve_scripts_steps(running) -> None:
+    """The service (lemond) with nothing loaded; the CLI's status, backends, unload and load go to
+    it over /api/v1, as Track X's serve script calls them; the health says what is loaded."""
     port = free_port()
     env = {"LEMONADE_HOST": "127.0.0.1", "LEMONADE_PORT": str(port)}
-    proc = running(["lemonade", "load", "user.Qwen3-8B-Q4_K_M", "--ctx-size", "8192"], env)
+    down = _lemonade("status", env=env)
+    assert down.returncode == 1 and f"could not reach Lemonade Server at 127.0.0.1:{port}" in down.stdout
+    proc = running(["lemond", "--pulled", "user.Qwen3-8B-Q4_K_M", "--ctx-size", "8192"], env)
     health = _wait(f"http://127.0.0.1:{port}/api/v1/health", proc).json()
-    assert health["model_loaded"] == "user.Qwen3-8B-Q4_K_M" and health["version"] == "practice imitation"
+    assert health["model_loaded"] is None and health["version"] == "practice imitation"
+    assert _lemonade("status", env=env).returncode == 0
+    installed = _lemonade("backends", "install", "llamacpp:rocm", env=env)
+    assert installed.returncode == 0 and "nothing installed" in installed.stdout
+    assert "llamacpp:vulkan" in _lemonade("backends", env=env).stdout
+    assert _lemonade("unload", env=env).returncode == 0  # nothing loaded: 0 (the script ignores it anyway)
+    args = ("--ctx-size", "8192", "--llamacpp", "rocm", "--llamacpp-args", "--flash-attn on --cache-ram 0")
+    assert _lemonade("load", "user.Qwen3-8B-Q4_K_M", *args, env=env).returncode == 0
+    health = requests.get(f"http://127.0.0.1:{port}/v1/health", timeout=5).json()
+    assert health["model_loaded"] == "user.Qwen3-8B-Q4_K_M"
+    options = {"ctx_size": 8192, "llamacpp_backend": "rocm", "llamacpp_args": "--flash-attn on --cache-ram 0"}
+    assert health["all_models_loaded"] == [{"model_name": "user.Qwen3-8B-Q4_K_M", "recipe_options": options}]
+    refused = _lemonade("load", "user.Other-GGUF", env=env)
+    assert refused.returncode == 1 and "not pulled here" in refused.stdout
     for base in (f"http://127.0.0.1:{port}/api/v1", f"http://127.0.0.1:{port}/v1"):
         assert requests.get(f"{base}/models", timeout=5).json()["data"][0]["id"] == "user.Qwen3-8B-Q4_K_M"
         assert _chat(base, "user.Qwen3-8B-Q4_K_M").status_code == 200
+    assert _lemonade("unload", env=env).returncode == 0
+    assert requests.get(f"http://127.0.0.1:{port}/v1/health", timeout=5).json()["model_loaded"] is None
 
 
-def test_lemonade_other_commands_are_refused(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "imitate", "lemonade", "pull", "x"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert done.returncode != 0 and "serves `lemonade load MODEL`" in done.stderr
+def test_lemonade_commands_it_does_not_do_are_refused() -> None:
+    done = _lemonade("pull", "x", env={"LEMONADE_PORT": str(free_port())})
+    assert done.returncode == 2 and "does not do `lemonade pull`" in done.stdout
 
 
 def test_tabbyapi_reads_its_config_and_writes_its_key_file(running, tmp_path: Path) -> None:

@@ -233,3 +233,39 @@ def test_the_preflight_asks_lemonade_status_and_names_lemond_when_it_is_down(tmp
     start()
     (up,) = service_findings()
     assert up.level == "PASS" and f"Server is running on port {port}" in up.text
+
+
+def test_a_rehearsal_runs_the_serve_scripts_steps_against_the_imitated_service(tmp_path, monkeypatch):
+    """Track X's rehearsal stand-in for Lemonade (harness/data/rehearsals/track-x.yaml): the service
+    launcher, as on the hardware, with its stand-in service (harness imitate lemond) started for the
+    block, every CLI call of the serve script made by the imitated CLI, and the stand-in stopped at
+    the end, its port free. No `lemonade` on PATH: nothing real is asked."""
+    from harness.run.rehearsal import read_overlay
+
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no lemonade, no lemond
+    overlay, _, _ = read_overlay("track-x")
+    port = free_port()
+    plan = load_plan(str(lemonade_plan(tmp_path, port, [{"measure": {"max_tokens": 16, "repetitions": 1}}])))
+    (block,) = plan.blocks.values()
+    block.stand_in = overlay["engines"]["lemonade"]
+    lines: list[str] = []
+    code = Runner(plan, tmp_path / "run", out=lines.append).execute(resume=False)
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert code == 0, [(s["id"], s["status"], s.get("reason")) for s in manifest["steps"]]
+    engine = manifest["engines"]["lemonade-rocm"]
+    assert [b["command"].split(" imitate ", 1)[1] for b in engine["before_start"]] == [
+        "lemonade status",
+        "lemonade backends install llamacpp:rocm",
+        "lemonade backends",
+        "lemonade unload",
+    ]
+    assert [b["status"] for b in engine["before_start"]] == [0, 0, 0, 0]
+    log = (tmp_path / "run" / "engines" / "lemonade-rocm.out").read_text()
+    assert "loaded user.Qwen3-8B-Q4_K_M (practice imitation of the Lemonade CLI)" in log
+    service_log = (tmp_path / "run" / "engines" / "lemonade-rocm.service.out").read_text()
+    assert service_log.startswith("practice server imitating lemonade (not the real engine): lemond ")
+    stop = next(s for s in manifest["steps"] if s["id"] == "lemonade-rocm/stop")
+    assert "the stand-in service stopped" in stop["reason"] and "is free" in stop["reason"]
+    (short, _long) = read_records(tmp_path / "run" / "labbook.md", "engine-speed").records
+    assert short["engine"] == "lemonade-rocm" and short["process_resident_mb"] > 10
+    assert wait_port_free("127.0.0.1", port, 5)

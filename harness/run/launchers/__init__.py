@@ -125,23 +125,43 @@ def _compose(ctx: BlockContext) -> Launcher:
 
 
 def _service(ctx: BlockContext) -> Launcher:
+    """A service told to load a model by its CLI. In a rehearsal whose stand-in imitates it, every
+    CLI call goes to the imitation (``harness imitate lemonade ...``) and the stand-in's ``daemon``,
+    the imitated service, is started first and stopped last."""
     engine = ctx.block.engine
     where = f"engine {engine.name} service"
     spec = engine.get("service", {})
+    stand_in = ctx.block.stand_in or {}
+    imitated = bool(stand_in.get("imitates"))
+
+    def cli(argv: list[str]) -> list[str]:
+        return [sys.executable, "-m", "harness.cli", "imitate", *argv] if imitated else argv
+
     before = []  # an item is an argv, or {argv, check: false} for a status that is only recorded
     for b in spec.get("before", []):
         argv, check = (b["argv"], b.get("check", True)) if isinstance(b, dict) else (b, True)
-        before.append(Before([fill(x, ctx.settings, where) for x in argv], check))
+        before.append(Before(cli([fill(x, ctx.settings, where) for x in argv]), check))
+    daemon = None
+    if stand_in.get("daemon"):
+        daemon = HostLauncher(
+            argv=cli([fill(x, ctx.settings, f"{where} stand-in daemon") for x in stand_in["daemon"]]),
+            host=ctx.host,
+            port=ctx.port,
+            health_url=ctx.health_url,
+            log_path=ctx.out.with_name(ctx.out.stem + ".service" + ctx.out.suffix),
+            env=stand_in_env(ctx),
+        )
     return ServiceLauncher(
         before=before,
         fallback_path=spec.get("api_fallback"),
-        argv=launch_argv(engine, ctx.settings),
-        stop_argv=[expand_vars(x, {}) for x in engine.get("stop_command", [])],
+        argv=stand_in_argv(ctx, launch_argv(engine, ctx.settings)),
+        stop_argv=cli([expand_vars(x, {}) for x in engine.get("stop_command", [])]),
         host=ctx.host,
         port=ctx.port,
         health_url=ctx.health_url,
         log_path=ctx.out,
-        env=engine_env(engine, ctx.settings),
+        env=stand_in_env(ctx),
+        daemon=daemon,
         **_version(ctx),
     )
 

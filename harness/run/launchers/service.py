@@ -20,7 +20,7 @@ import requests
 from harness.errors import EngineError
 from harness.io import memory
 from harness.io.ports import listener_pid
-from harness.run.launchers.base import last_log_line, probe_version, wait_healthy
+from harness.run.launchers.base import Launcher, last_log_line, probe_version, wait_healthy
 
 
 @dataclass(frozen=True)
@@ -49,15 +49,24 @@ class ServiceLauncher:
     api_base: str | None = None  # the API base URL when the fallback path answered (else the plan's)
     fallback_path: str | None = None  # e.g. /api/v1: tried when the health path answers 404
     before_results: list[dict] = field(default_factory=list)
+    # A rehearsal's stand-in for the service itself (the practice server imitating lemond): started
+    # before the serve script's steps and stopped after the unload, so the run leaves nothing
+    # running. None on the hardware, where the service is the machine's own and is never stopped.
+    daemon: Launcher | None = None
     _prepared: bool = False
-    keeps_port = True
+
+    @property
+    def keeps_port(self) -> bool:
+        """The service keeps its port after the unload, unless it is a stand-in this run started."""
+        return self.daemon is None
 
     def command(self) -> str:
         return shlex.join(self.argv)
 
     def before_start_lines(self) -> list[str]:
-        """What runs before the load, as the dry run prints it."""
-        return [
+        """What runs before the load, as the dry run prints it (a rehearsal's stand-in service first)."""
+        service = [f"{self.daemon.command()}   (the stand-in service, stopped last)"] if self.daemon else []
+        return service + [
             shlex.join(b.argv) + ("" if b.check else "   (its status is not checked)") for b in self.before
         ]
 
@@ -88,6 +97,8 @@ class ServiceLauncher:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.before_results = []
         self._prepared = True
+        if self.daemon is not None and self.daemon.pid is None:
+            self.daemon.start(timeout)
         for b in self.before:
             code = self._run(b.argv, min(timeout, 900.0))
             self.before_results.append({"command": shlex.join(b.argv), "status": code})
@@ -141,7 +152,14 @@ class ServiceLauncher:
         )
 
     def stop(self, timeout: float = 60.0) -> None:
-        self._run(self.stop_argv, timeout)
+        try:
+            if self.daemon is None or self.daemon.pid is not None:
+                self._run(self.stop_argv, timeout)
+        finally:
+            if self.daemon is not None:
+                self.daemon.stop(timeout)
 
     def stopped_note(self) -> str:
+        if self.daemon is not None:
+            return f"model unloaded; the stand-in service stopped; port {self.port} is free"
         return "model unloaded; the service keeps its port"

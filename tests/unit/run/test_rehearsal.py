@@ -81,7 +81,8 @@ def test_the_stand_in_steps_and_the_check_are_said() -> None:
     assert "check: --machine spark -> left out (the stand-ins run on this machine)" in r.notes
     assert r.skips["models"].startswith("it would download")
     assert plan.blocks["vllm"].launcher == "compose"
-    assert load_plan("x", rehearse_it=True).blocks["lemonade-rocm"].launcher == "host"
+    lemonade = load_plan("x", rehearse_it=True).blocks["lemonade-rocm"]
+    assert lemonade.launcher == "service" and lemonade.stand_in["daemon"][0] == "lemond"  # the track's own
     assert load_plan("x", rehearse_it=True).blocks["vllm"].launcher == "vllm-cpu"
 
 

@@ -4,15 +4,21 @@ and whether the practice server is up."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import requests
 
 from harness.core.arithmetic import speed_limit, speed_share
+from harness.core.engine_compare import format_for_quant
+from harness.errors import HarnessError
 from harness.core.records import is_engine_speed, is_level
 from harness.io.machines import identify, lookup, measure_bandwidth
+from harness.io.model_info import load_model
 from harness.io.notebook import read_records
 from harness.practice.server import DEFAULT_PORT
+from harness.run.engine_defs import api_model, load_engine
 
 SEED_MODEL_GB = 4.9  # the course's Llama 3.1 8B at 4 bits (Day 3), when nothing else says
 
@@ -50,20 +56,80 @@ def probe_practice(base_url: str) -> dict | None:
         return {}
 
 
-def single_user_speeds(path: str) -> list[tuple[str, float]]:
-    """(what, tok/s) one person alone saw on a real server: each curve's crowd of 1 (1 / TPOT p50)
-    and each engine's short single-user test; the practice server's made-up timing is left out."""
+@dataclass(frozen=True)
+class Served:
+    """One engine a run started, as its manifest tells: the name requests sent, the engine's record
+    label, and the weight formats of the model file it loaded."""
+
+    api_model: str
+    engine: str
+    formats: dict
+
+
+def served_models(labbook: str) -> list[Served]:
+    """The engines of the run whose notebook this is (its manifest.json, beside the notebook), each
+    with the model it loaded read from the file (a .gguf header, a Hugging Face directory); an engine
+    whose model cannot be read is left out (its records then fall back to the seed's model)."""
+    manifest = Path(labbook).parent / "manifest.json"
+    if not manifest.is_file():
+        return []
+    try:
+        engines = json.loads(manifest.read_text(encoding="utf-8")).get("engines") or {}
+    except (OSError, ValueError):
+        return []
+    out = []
+    for entry in engines.values():
+        settings = entry.get("settings") or {}
+        if not settings.get("model"):
+            continue
+        try:
+            engine = load_engine(entry["engine"])
+            model = load_model(str(settings["model"]))
+            name = api_model(engine, settings)
+        except (HarnessError, KeyError, OSError, ValueError):
+            continue
+        out.append(Served(name, engine.get("engine_label", engine.name), model.formats))
+    return out
+
+
+def model_gb(rec: dict, served: list[Served]) -> float | None:
+    """The weights in GB of what served this record: the size its measurement recorded, else the
+    model file of the engine that answered to its model name (the one with its engine label when two
+    did, as on the CPU track, where llama-server and vLLM both answer gemma-3-270m), the format its
+    quant names, else the file's only format; None when nothing says."""
+    stated = (rec.get("speed_limit") or {}).get("model_gb")
+    if stated:
+        return float(stated)
+    found = [s for s in served if s.api_model == rec.get("model")]
+    found = [s for s in found if s.engine == rec.get("engine")] or found
+    for s in found:
+        fmt = format_for_quant(rec.get("quant") or "", s.formats)
+        if fmt is None and len(s.formats) == 1:
+            fmt = next(iter(s.formats))
+        if fmt is not None:
+            return int(s.formats[fmt]["tensor_bytes"]) / 1e9
+    return None
+
+
+def single_user_speeds(path: str) -> list[tuple[str, float, float | None]]:
+    """(what, tok/s, model GB or None) one person alone saw on a real server: each curve's crowd of 1
+    (1 / TPOT p50) and each engine's short single-user test, with the size of the model that served
+    it; the practice server's made-up timing is left out."""
     if not Path(path).is_file():
         return []
-    out: dict[str, float] = {}
+    served = served_models(path)
+    out: dict[str, tuple[float, float | None]] = {}
     for rec in read_records(path, "level", select=is_level).records:
         tpot = (rec.get("tpot_s") or {}).get("p50")
         if rec.get("concurrency") == 1 and tpot and rec.get("engine") != "practice":
-            out[f"{rec['label']} (crowd of 1, 1 / TPOT p50)"] = 1 / tpot
+            out[f"{rec['label']} (crowd of 1, 1 / TPOT p50)"] = (1 / tpot, model_gb(rec, served))
     for rec in read_records(path, "engine-speed", select=is_engine_speed).records:
         if rec.get("test") == "short" and rec.get("decode_tokens_per_s") and rec.get("engine") != "practice":
-            out[f"{rec['engine']} (single-user short test)"] = rec["decode_tokens_per_s"]
-    return list(out.items())
+            out[f"{rec['engine']} (single-user short test)"] = (
+                rec["decode_tokens_per_s"],
+                model_gb(rec, served),
+            )
+    return [(what, rate, size) for what, (rate, size) in out.items()]
 
 
 def _bandwidth(args) -> tuple[float, str, bool]:
@@ -95,11 +161,18 @@ def run(args) -> int:
     print(f"bandwidth:   ~{bandwidth:.0f} GB/s ({source})")
     print(f"speed limit: ~{limit:.0f} tok/s{bound} for a {model_gb:g} GB model: bandwidth / model size")
     print("             a sane single-user measurement lands at 60-85 % of it")
-    for what, rate in single_user_speeds(args.labbook):
-        share, reading = speed_share(rate, limit)
+    for what, rate, size in single_user_speeds(args.labbook):
+        size = args.model_gb or size
+        own = speed_limit(bandwidth, size) if size else limit
+        share, reading = speed_share(rate, own)
         if not vendor:
             reading = "the limit is a lower bound, so the true share is smaller"
-        print(f"single user: {what}: {rate:.1f} tok/s = {share:.0%} of the limit; {reading}")
+        against = (
+            f"of {own:.0f} tok/s for its {size:.3g} GB model"
+            if size
+            else f"of the limit for the {SEED_MODEL_GB:g} GB model (its own model's size is not recorded)"
+        )
+        print(f"single user: {what}: {rate:.1f} tok/s = {share:.0%} {against}; {reading}")
     profile = probe_practice(args.base_url)
     if profile is None:
         print(f"mock:        DOWN (nothing answers at {args.base_url}; start it with `make mock &`)")

@@ -49,6 +49,7 @@ def run(args) -> int:
         print(engine_verdicts.render(order, by_speed, by_feat, inputs))
         return 0
     results = engine_tables.check(order, by_speed, by_feat, args.allow_cpu, ceilings)
+    results += engine_tables.rerun_rules(speed)
     for level, engine, text in results:
         print(f"{level:<4}  {engine:<16} {text}")
     fails = sum(1 for level, _, _ in results if level == "FAIL")

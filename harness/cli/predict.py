@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+
 from harness.core.arithmetic import speed_limit
+from harness.core.engine_compare import format_for_quant
+from harness.core.engine_logs import device_memory
+from harness.errors import ConfigError
 from harness.io.machines import load_machines, lookup
 from harness.io.model_info import ModelInfo, load_model
 from harness.core.arithmetic import kv_bytes_per_token
@@ -53,6 +58,12 @@ def add_parser(sub) -> None:
         "--usable-gb", type=float, help="memory the engine may use, GB (default: the machine's memory)"
     )
     p.add_argument(
+        "--usable-from",
+        metavar="LLAMA_SERVER",
+        help="read the memory the engine may use from this llama-server's --list-devices (the free MiB "
+        "of its first device: on Track X the GPU-visible share, not the machine total)",
+    )
+    p.add_argument(
         "--table", choices=["lab09", "lab08"], help="print a lab page's Task 1 table from its inputs"
     )
     p.set_defaults(func=run)
@@ -90,17 +101,36 @@ def run(args) -> int:
     if args.table:
         print_lab_table(args.table, model)
         return 0
-    fmt_name = args.format or next(iter(model.formats), None)
-    if args.format is None and "GGUF Q4_K_M" in model.formats:
-        fmt_name = "GGUF Q4_K_M"
+    fmt_name = weight_format(model, args.format, args.engine)
     fmt = model.formats.get(fmt_name) if fmt_name else None
     pred = print_allocation(args, model)
     machine = lookup(args.machine) if args.machine else None
+    if args.usable_from and not args.usable_gb:
+        args.usable_gb = visible_gb(args.usable_from)
     if fmt:
         print_fit(args, fmt_name, fmt, pred, machine)
     if machine:
         print_ceilings(args, model, fmt_name, fmt, pred, machine)
     return 0
+
+
+ENGINE_FORMATS = {"llama-server": "GGUF Q4_K_M", "vllm": "AWQ 4-bit g128"}  # what each lab serves
+
+
+def weight_format(model: ModelInfo, stated: str | None, engine: str) -> str | None:
+    """The model-table format whose weights are counted: the one ``--format`` names (any word only it
+    has, as a record's quant does: ``awq``, ``Q4_K_M``, ``bf16``), else the one the engine serves in
+    the labs (vLLM AWQ, llama-server GGUF Q4_K_M), else the model file's own."""
+    if stated:
+        name = stated if stated in model.formats else format_for_quant(stated, model.formats)
+        if name is None:
+            raise ConfigError(
+                f"--format {stated!r} names no format of {model.name}; use one of: {', '.join(model.formats)}"
+            )
+        return name
+    if ENGINE_FORMATS.get(engine) in model.formats:
+        return ENGINE_FORMATS[engine]
+    return next(iter(model.formats), None)
 
 
 def print_lab_table(table: str, model: ModelInfo) -> None:
@@ -178,6 +208,35 @@ def print_allocation(args, model: ModelInfo) -> Prediction:
     return pred
 
 
+def visible_gb(binary: str, run=None) -> float | None:
+    """The free memory of the first device ``BINARY --list-devices`` lists, in GB, printed with its
+    line; None (and why, printed) when it lists none or cannot be run."""
+    text = (run or _list_devices)(binary)
+    devices = device_memory(text or "")
+    if not devices:
+        print(
+            f"    GPU-visible memory: {binary} --list-devices gave no device line; the fit below is against "
+            "the machine's memory, not the visible share (Part 5's cap)"
+        )
+        return None
+    d = devices[0]
+    print(
+        f"    GPU-visible memory: {d['device']} {d['free_mib']:,} MiB free of {d['total_mib']:,} MiB "
+        "(llama-server --list-devices): the KV pool comes out of this share, not the machine total"
+    )
+    return d["free_mib"] * 2**20 / 1e9
+
+
+def _list_devices(binary: str) -> str | None:
+    try:
+        done = subprocess.run(
+            [binary, "--list-devices"], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout + done.stderr
+
+
 def print_fit(args, fmt_name: str | None, fmt: dict, pred: Prediction, machine: dict | None) -> None:
     """Weights plus pool against the machine's usable memory."""
     total = fmt["tensor_bytes"] + pred.pool_bytes
@@ -213,10 +272,15 @@ def print_ceilings(
         )
         for context in (100, 1500):
             cells = []
-            for batch in sorted({1, max(1, args.slots // 2), args.slots}):
+            for batch in batches(args.slots):
                 total, per = aggregate_ceiling(bw, read, pred.kv_per_token, batch, context)
                 cells.append(f"B={batch} {total:.0f} ({per:.1f})")
             print(f"      context {context:>5}: " + "  ".join(cells))
+
+
+def batches(slots: int) -> list[int]:
+    """Task 1's batch sizes, B = 1, 5, 10 and 20, up to the slots (and the slots themselves)."""
+    return sorted({b for b in (1, 5, 10, 20) if b <= slots} | {max(1, slots)})
 
 
 def print_vllm_pool(pool: dict, max_len: int, in_flight: int, window: int) -> None:

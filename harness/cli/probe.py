@@ -3,17 +3,25 @@ tool-call probe. One record per server; each failure carries the exact reason.""
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 from contextlib import suppress
 
 from harness.core import bounds, probes
 from harness.core.bounds import Bounds
-from harness.core.server_text import redact, safe_text
+from harness.core.server_text import redact, redact_tree, safe_text
 from harness.core.stream import error_message
 from harness.errors import TargetError, TargetUnreachable
-from harness.io.http import MAX_BODY, Reply, auth_headers, chat_headers, failure, opened, request
+from harness.io.http import (
+    MAX_BODY,
+    READ_ERRORS,
+    Reply,
+    auth_headers,
+    chat_headers,
+    failure,
+    opened,
+    request,
+)
 from harness.core.engine_records import Features
 from harness.core.records import utc_stamp
 from harness.io.notebook import append_record, check_writable
@@ -76,7 +84,7 @@ class _Client:
                 try:
                     if resp.status != 200:
                         return resp.status, [resp.read(MAX_BODY)], ""
-                    while line := resp.readline(MAX_BODY):
+                    while not dog.expired() and (line := resp.readline(MAX_BODY)):
                         lines.append(line.strip())
                 finally:
                     fired = dog.fired
@@ -85,7 +93,7 @@ class _Client:
             raise TargetUnreachable(
                 f"nothing answers at {self.base}; start the server or fix --base-url"
             ) from exc
-        except (OSError, http.client.HTTPException) as exc:
+        except READ_ERRORS as exc:  # reset, garbled, a broken chunk size: the server's failure
             return 0, lines, failure(exc, self.bounds, fired)
 
 
@@ -95,7 +103,9 @@ def _reply(resp: Reply) -> tuple[int, dict | None, str]:
         return resp.status, None, "a stream came back for a non-streamed request"
     try:
         body = resp.json()
-    except ValueError:
+    except UnicodeDecodeError:
+        return resp.status, None, "the reply is not UTF-8 text: " + resp.text[:120]
+    except (ValueError, RecursionError):  # not JSON, absurdly nested
         return resp.status, None, resp.text[:160]
     if not isinstance(body, dict):
         return resp.status, None, resp.text[:160]
@@ -171,7 +181,7 @@ def _judge_stream(status: int, lines: list[bytes], cut: str) -> dict:
         if line.startswith(b"data:") and line[5:].strip() != b"[DONE]":
             try:
                 events.append(json.loads(line[5:]))
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):  # not JSON, not UTF-8, absurdly nested
                 return {
                     "status": 200,
                     "supported": False,
@@ -218,6 +228,7 @@ def run(args) -> int:
         structured_output=probe_schema(client, args),
         measured_on=utc_stamp(),
     ).to_dict()
+    record = redact_tree(record)  # a key a server echoed, in any field or split over deltas: never shown
     shown = {
         "models_endpoint": lambda r: r["model_ids"],
         "tool_calling": lambda r: {r.get("called"): r.get("arguments")},

@@ -3,15 +3,20 @@ summarise-load.py (same options), plus capacity within a promise, copies for a p
 
 from __future__ import annotations
 
+import io
 import sys
+from contextlib import redirect_stdout
+from numbers import Real
 
 from tabulate import tabulate
 
-from harness.core import curves
+from harness.core import curves, sizing
+from harness.core.server_text import printable
 from harness.errors import ConfigError
 from harness.core.records import CurveSummary, is_level, now_stamp
 from harness.io.notebook import append_record, read_records
 from harness.report import curve_tables as tables
+from harness.report.troubleshooting import load_errors
 
 
 def add_parser(sub) -> None:
@@ -41,11 +46,47 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+class _Printable(io.TextIOBase):
+    """Standard output with every line made terminal-safe (``printable``): a notebook is a file
+    anyone may have edited, and its labels, engines and hosts are printed as they are written."""
+
+    def __init__(self, out) -> None:
+        self.out = out
+
+    def write(self, text: str) -> int:
+        self.out.write(printable(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
 def load(path: str) -> dict[str, dict[int, dict]]:
     result = read_records(path, "level", select=is_level)
     for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    return curves.by_label(result.records)
+        print(printable(f"warning: {warning}"), file=sys.stderr)
+    kept = []
+    for record in result.records:
+        bad = negative_figure(record)
+        if bad:
+            where = f"label {record.get('label')!r} at c={record.get('concurrency')}"
+            print(printable(f"warning: {path}: {where}: {bad} is negative; record skipped"), file=sys.stderr)
+        else:
+            kept.append(record)
+    return curves.by_label(kept)
+
+
+def negative_figure(record: dict) -> str | None:
+    """The first time or rate of a level record below zero (``ttft_s.p50``, ``wall_s``, ...), or
+    None: no client measures one, so the record was written by hand or broken."""
+    for key, value in record.items():
+        if not key.endswith(("_s", "_per_s", "_tokens")):
+            continue
+        values = value.items() if isinstance(value, dict) else [("", value)]
+        for part, v in values:
+            if isinstance(v, Real) and not isinstance(v, bool) and v < 0:
+                return f"{key}.{part}" if part else key
+    return None
 
 
 def _missing(label: str, labels: dict) -> ConfigError:
@@ -55,6 +96,11 @@ def _missing(label: str, labels: dict) -> ConfigError:
 
 
 def run(args) -> int:
+    with redirect_stdout(_Printable(sys.stdout)):
+        return _run(args)
+
+
+def _run(args) -> int:
     labels = load(args.labbook)
     if args.list:
         return print_list(labels, args.labbook)
@@ -66,6 +112,7 @@ def run(args) -> int:
         raise _missing(args.label, labels)
     levels = labels[args.label]
     d = print_curve(args.label, levels, args.markdown)
+    print_workloads(levels)
     capacity = print_capacity(args, levels) if args.promise is not None else None
     if args.chart:
         draw_charts({args.label: levels}, args.chart, args.promise)
@@ -76,6 +123,16 @@ def run(args) -> int:
     if args.record and d.levels:
         record_summary(args, levels, d, capacity)
     return 0
+
+
+def print_workloads(levels: dict[int, dict]) -> None:
+    """The label's workload table and per-turn tables, for levels beyond the prompt sets."""
+    from harness.report import workload_tables
+
+    lines = workload_tables.markdown([levels[c] for c in sorted(levels)])
+    if lines:
+        print()
+        print("\n".join("    " + line if line else "" for line in "\n".join(lines).splitlines()))
 
 
 def print_list(labels: dict[str, dict[int, dict]], labbook: str) -> int:
@@ -125,6 +182,8 @@ def print_capacity(args, levels: dict[int, dict]) -> int | None:
     capacity = found.capacity
     if not capacity:
         return capacity
+    for line in sizing.alone_against_capacity(levels, capacity):
+        print(f"    {line}")
     if args.peak:
         need, spare = curves.copies_for(args.peak, capacity, args.spares)
         bound = "" if found.reading == "exact" else " (at most: the capacity is a lower bound)"
@@ -228,7 +287,7 @@ def print_compare(a: str, b: str, labels: dict) -> int:
 
 def print_check(labels: dict) -> int:
     print("==> the lab's validation rules, applied to the notebook")
-    results = curves.check(labels)
+    results = curves.check(labels, list(load_errors()))
     for verdict, text in results:
         print(f"    {verdict:<4}  {text}")
     counts = {v: sum(1 for r, _ in results if r == v) for v in ("PASS", "WARN", "FAIL")}

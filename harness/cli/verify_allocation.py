@@ -84,6 +84,13 @@ def _engine_of(text: str, wanted: str, path: str) -> str:
     return found
 
 
+def gguf_format(model) -> dict | None:
+    """The GGUF format's bytes a llama-server load log is read against: the file's own, or the model
+    table's only GGUF format; None when neither says."""
+    ggufs = [f for name, f in model.formats.items() if name.startswith("GGUF")]
+    return ggufs[0] if len(ggufs) == 1 else None
+
+
 def facts(engine: str, text: str) -> dict:
     return engine_logs.parse_llama_server(text) if engine == "llama-server" else engine_logs.parse_vllm(text)
 
@@ -112,6 +119,7 @@ def run(args) -> int:
         problems += engine_logs.accelerator_problems(
             observed, args.expect_offload, args.expect_device, args.expect_prompt_cache_off
         )
+        problems += engine_logs.buffer_problems(observed, gguf_format(model))
     for line in [] if args.observe_only else pred.log_lines:
         print(f"predicted: {line}")
     if args.observe_only:

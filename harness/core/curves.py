@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from harness.core import server_metrics, troubleshooting  # the engine's /metrics; the lab's rows
+
 BASELINE_LEVELS = (1, 5, 10, 20)
 DEFAULT_SLO_TTFT, DEFAULT_SLO_TPOT = 2.0, 0.1
 
@@ -370,6 +372,13 @@ def _prefix_rules(labels: dict[str, dict[int, dict]]) -> list[Finding]:
     return found
 
 
-def check(labels: dict[str, dict[int, dict]]) -> list[Finding]:
-    """The lab's validation rules, as (PASS | WARN | FAIL, finding) pairs."""
-    return _baseline_rules(labels) + _client_rules(labels) + _prefix_rules(labels)
+def check(labels: dict[str, dict[int, dict]], load_errors: list[dict] | None = None) -> list[Finding]:
+    """The lab's validation rules, as (PASS | WARN | FAIL, finding) pairs; ``load_errors`` are the
+    troubleshooting rows a level's first error is matched against (``data/diagnoses.yaml``)."""
+    return (
+        _baseline_rules(labels)
+        + _client_rules(labels)
+        + _prefix_rules(labels)
+        + server_metrics.rules(labels)
+        + troubleshooting.rules(labels, load_errors)
+    )

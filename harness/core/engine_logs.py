@@ -209,3 +209,56 @@ def accelerator_problems(
             "allocates what the other engines' rows do"
         )
     return problems
+
+
+_DEVICE_LINE = re.compile(r"^\s*(\S+): (.*?) \((\d+) MiB, (\d+) MiB free\)")
+
+
+def device_memory(text: str) -> list[dict]:
+    """``llama-server --list-devices``' device lines (``Vulkan0: AMD Radeon ... (98304 MiB, 97000 MiB
+    free)``) as name, description, total and free MiB. On a unified machine the free figure is the
+    GPU-visible memory the KV pool comes out of (the serving lab's preflight, Track X)."""
+    out = []
+    for line in text.splitlines():
+        m = _DEVICE_LINE.match(line)
+        if m:
+            out.append({"device": m[1], "name": m[2], "total_mib": int(m[3]), "free_mib": int(m[4])})
+    return out
+
+
+def buffer_problems(observed: dict, fmt: dict | None, tolerance: float = 0.01) -> list[str]:
+    """The engines lab's Task 4 reading of a GPU load log: the model buffers add up to the file's
+    tensor bytes (about 4,789 MiB for Qwen3-8B Q4_K_M), and the host's ``CPU_Mapped`` buffer is the
+    input embedding (about 334 MiB), which stays in host memory. Checked only when a device buffer
+    is logged (a CPU build may repack weights into extra buffers) and the format's bytes are known."""
+    buffers = observed.get("model_buffers_mib") or {}
+    device = [k for k in buffers if not k.upper().startswith("CPU")]
+    if not fmt or not device:
+        return []
+    problems = []
+    total, want = sum(buffers.values()), int(fmt["tensor_bytes"]) / 2**20
+    if abs(total - want) > tolerance * want:
+        parts = " + ".join(f"{k} {v:,.2f}" for k, v in buffers.items())
+        problems.append(
+            f"model buffers: {parts} = {total:,.2f} MiB, but the model file's tensors are {want:,.2f} MiB; "
+            "likely cause: another model file or quantisation than the one predicted"
+        )
+    host, embedding = buffers.get("CPU_Mapped"), int(fmt.get("embedding_bytes") or 0) / 2**20
+    if host is not None and embedding and abs(host - embedding) > tolerance * embedding + 1:
+        problems.append(
+            f"CPU_Mapped model buffer {host:,.2f} MiB, but the input embedding is {embedding:,.2f} MiB: more "
+            "than the embedding stayed in host memory, so some layers were not offloaded (check "
+            "--n-gpu-layers and the offloaded line)"
+        )
+    return problems
+
+
+def expected_lines(text: str, expects: list[dict]) -> list[tuple[bool, str, str]]:
+    """Each line an engine definition's ``log_expect`` names: (found, what it says, the line or the
+    pattern looked for), the last matching line when there are several."""
+    out = []
+    for want in expects:
+        pattern = re.compile(want["pattern"])
+        hits = [line.strip() for line in text.splitlines() if pattern.search(line)]
+        out.append((bool(hits), want["says"], hits[-1] if hits else want["pattern"]))
+    return out

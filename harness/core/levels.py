@@ -12,7 +12,7 @@ import math
 
 import statistics
 from collections import Counter
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from harness.core.records import LAB_ID, SCHEMA_VERSION  # noqa: F401  (re-exported: callers import them here)
 from harness.core.records import (
@@ -27,6 +27,9 @@ from harness.core.records import (
 )
 from harness.core.stats import percentile
 from harness.core.stream import Sample
+
+if TYPE_CHECKING:
+    from harness.core.workload_stats import WorkloadStats
 
 
 def spread(values: list[float], digits: int) -> Distribution:
@@ -135,6 +138,7 @@ def level_record(
     client_cpu: float | None = None,
     server_metrics: dict | None = None,
     run: RunMark | None = None,
+    workload: WorkloadStats | None = None,
 ) -> LevelRecord:
     """The one builder of a level record, shared by the sweep and the headless or web-UI Locust
     run: the statistics under the context's objectives and, when the client's CPU share is
@@ -153,7 +157,7 @@ def level_record(
                 stats.client_first_late_share,
             )
             client = ClientCheck(client_cpu, limited, server_metrics)
-    return LevelRecord(context, stats, recorded_at, arrival, client, run)
+    return LevelRecord(context, stats, recorded_at, arrival, client, run, workload)
 
 
 CPU_SHARE_FLOOR_S = 0.5  # below this wall time, CPU seconds per wall second mean nothing (start-up costs)
@@ -290,4 +294,5 @@ def sample_record(s: Sample, label: str, concurrency: int) -> dict:
         # the departure on the monotonic clock, to line a request up with a server's own log
         "departed_monotonic_s": round(s.t_departed, 6),
         "request_id": s.request_id,
+        **s.tags,  # conversation, turn, lengths asked for, schedule_lateness_s (workloads)
     }

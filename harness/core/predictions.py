@@ -256,3 +256,17 @@ def fraction_check(observed: dict, pool: dict) -> tuple[list[str], list[str]]:
             f"{pool['max_concurrency']:.2f}x; likely cause: max_model_len differs"
         )
     return lines, problems
+
+
+def fraction_change(a: dict, b: dict, total_gib: float) -> dict:
+    """The serving lab's Task 9 reading of two memory-fraction starts: moving from fraction A to B
+    changes the KV pool by about (B - A) x the total memory, because the weights and activations do
+    not change. ``a`` and ``b`` carry ``fraction`` and ``available_kv_gib`` (the log's "Available KV
+    cache memory"); the result has the measured and the predicted change in GiB and their ratio."""
+    measured = b["available_kv_gib"] - a["available_kv_gib"]
+    predicted = (b["fraction"] - a["fraction"]) * total_gib
+    return {
+        "measured_gib": measured,
+        "predicted_gib": predicted,
+        "share": measured / predicted if predicted else None,
+    }

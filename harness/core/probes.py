@@ -38,11 +38,26 @@ PERSON_PROMPT = "Tell me about one physicist who was awarded the Nobel Prize."
 _EMPTY_THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.DOTALL)
 
 
+def _dict(value: object) -> dict:
+    """``value`` when it is a JSON object, else {} (a server may send any type anywhere)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: object) -> list:
+    """``value`` when it is a JSON array, else [] (``"choices": {...}`` is no list of choices)."""
+    return value if isinstance(value, list) else []
+
+
+def _str(value: object) -> str | None:
+    """``value`` when it is a string, else None."""
+    return value if isinstance(value, str) else None
+
+
 def _message(reply: dict) -> tuple[dict, str | None]:
     """The first choice's message and finish reason ({} and None when the reply has no choice)."""
-    choices = reply.get("choices") or []
-    first = choices[0] if choices and isinstance(choices[0], dict) else {}
-    return first.get("message") or {}, first.get("finish_reason")
+    choices = _list(_dict(reply).get("choices"))
+    first = _dict(choices[0]) if choices else {}
+    return _dict(first.get("message")), _str(first.get("finish_reason"))
 
 
 def _reasoning_field(message: dict) -> str | None:
@@ -64,7 +79,7 @@ def judge_tool_call(name: str | None, arguments: object, text: str, finish: str 
         return out
     try:
         args = json.loads(arguments) if isinstance(arguments, str) else arguments
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         out["detail"] = "tool_calls came back but their arguments are not valid JSON"
         return out
     out["arguments"] = args
@@ -77,11 +92,10 @@ def judge_tool_call(name: str | None, arguments: object, text: str, finish: str 
 
 def judge_tool_reply(reply: dict) -> dict:
     message, finish = _message(reply)
-    calls = message.get("tool_calls") or []
-    fn = ((calls[0] or {}).get("function") or {}) if calls else {}
-    out = judge_tool_call(
-        fn.get("name") if calls else None, fn.get("arguments"), message.get("content") or "", finish
-    )
+    calls = _list(message.get("tool_calls"))
+    fn = _dict(_dict(calls[0]).get("function")) if calls else {}
+    name = _str(fn.get("name")) if calls else None
+    out = judge_tool_call(name, fn.get("arguments"), _str(message.get("content")) or "", finish)
     out["reasoning_field"] = _reasoning_field(message)
     return out
 
@@ -89,7 +103,7 @@ def judge_tool_reply(reply: dict) -> dict:
 def judge_schema_reply(reply: dict, schema: dict = PERSON_SCHEMA) -> dict:
     """Supported only when the content (after an empty think block, if any) validates against the schema."""
     message, finish = _message(reply)
-    content = message.get("content") or ""
+    content = _str(message.get("content")) or ""
     stripped = _EMPTY_THINK.sub("", content, count=1)
     out = {
         "supported": False,
@@ -100,7 +114,7 @@ def judge_schema_reply(reply: dict, schema: dict = PERSON_SCHEMA) -> dict:
     }
     try:
         value = json.loads(stripped)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         out["detail"] = "the request was accepted but the reply is not JSON: " + stripped.strip()[:80]
         return out
     out["value"] = value
@@ -114,16 +128,18 @@ def judge_schema_reply(reply: dict, schema: dict = PERSON_SCHEMA) -> dict:
 
 def assemble_tool_deltas(events: list[dict]) -> tuple[str | None, str, str, str | None]:
     """(function name, arguments, content text, finish reason) from streamed chunks."""
-    name, args, text, finish = None, "", "", None
+    name: str | None = None
+    args, text, finish = "", "", None
     for event in events:
-        for choice in event.get("choices") or []:
-            delta = choice.get("delta") or {}
-            text += delta.get("content") or ""
-            for call in delta.get("tool_calls") or []:
-                fn = call.get("function") or {}
-                name = name or fn.get("name")
-                args += fn.get("arguments") or ""
-            finish = choice.get("finish_reason") or finish
+        for choice in _list(_dict(event).get("choices")):
+            choice = _dict(choice)
+            delta = _dict(choice.get("delta"))
+            text += _str(delta.get("content")) or ""
+            for call in _list(delta.get("tool_calls")):
+                fn = _dict(_dict(call).get("function"))
+                name = name or _str(fn.get("name"))
+                args += _str(fn.get("arguments")) or ""
+            finish = _str(choice.get("finish_reason")) or finish
     return name, args, text, finish
 
 

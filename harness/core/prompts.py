@@ -131,6 +131,9 @@ _TOOLS = [
     ),
 ]
 
+LAB_TOOLS = _TOOLS  # (name, purpose, arguments) of the preamble's tools: the agent loop's too
+
+
 _RULES = [
     "Keep answers under five sentences unless a table is requested.",
     "Every number you state must come from a tool result; say which tool gave it.",

@@ -165,10 +165,11 @@ class Arrival:
     rate_rps: float | None = None
     duration_s: float | None = None
     processes: int | None = None
+    burstiness: float | None = None  # gamma arrivals of this shape (harness.core.schedules)
 
     def to_dict(self) -> dict:
         out: dict = {"arrival": self.kind}
-        for name in ("rate_rps", "duration_s", "processes"):
+        for name in ("rate_rps", "duration_s", "processes", "burstiness"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         return out
@@ -220,6 +221,7 @@ class LevelRecord:
     arrival: Arrival | None = None
     client: ClientCheck | None = None
     run: RunMark | None = None
+    workload: Any = None  # harness.core.workload_stats.WorkloadStats (docs/workloads.md)
 
     def to_dict(self) -> dict:
         c = self.context
@@ -249,6 +251,8 @@ class LevelRecord:
         out.update(self.stats.to_dict())
         if self.client is not None:
             out.update(self.client.to_dict())
+        if self.workload is not None:
+            out.update(self.workload.to_dict())
         bad = non_finite(out)
         if bad:  # a figure that cannot be true is never recorded
             raise SchemaError(f"level record for {c.label!r} has {bad}; nothing written")

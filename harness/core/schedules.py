@@ -1,23 +1,70 @@
 """Load shapes, pure: open-loop arrival schedules (seeded, a generator per schedule, never the
-global one) and how a level's requests are split over Locust workers."""
+global one), how far a client kept to one, and how a level's requests are split over Locust
+workers.
+
+Bursts follow ``vllm bench serve --burstiness`` and AIPerf: inter-arrival gaps are gamma
+distributed with shape K and scale 1 / (rate x K), so the mean gap stays 1 / rate whatever K is
+and the gaps' coefficient of variation is 1 / sqrt(K): K = 1 is Poisson (exponential gaps),
+K < 1 burstier, K > 1 more even.
+"""
 
 from __future__ import annotations
 
+import math
 import random
+import statistics
 
 
-def arrival_offsets(rate: float, count: int, poisson: bool, seed: int = 1) -> list[float]:
+def arrival_offsets(
+    rate: float, count: int, poisson: bool, seed: int = 1, burstiness: float | None = None
+) -> list[float]:
     """Send times (seconds from the start) of ``count`` requests at ``rate`` per second: evenly
-    spaced, or Poisson arrivals (exponential gaps) from a seeded generator of their own."""
+    spaced, Poisson arrivals (exponential gaps), or, with ``burstiness`` K, gamma gaps of shape K
+    (K = 1 is Poisson), each from a seeded generator of its own. The first request leaves at 0."""
     if rate <= 0:
         raise ValueError("rate must be positive")
-    if not poisson:
+    if burstiness is not None and burstiness <= 0:
+        raise ValueError("burstiness must be positive")
+    if not poisson and burstiness is None:
         return [i / rate for i in range(count)]
     rng, t, out = random.Random(seed), 0.0, []
     for _ in range(count):
         out.append(t)
-        t += rng.expovariate(rate)
+        if burstiness is None:
+            t += rng.expovariate(rate)  # the Poisson schedule earlier sweeps drew, gap for gap
+        else:
+            t += rng.gammavariate(burstiness, 1.0 / (rate * burstiness))
     return out
+
+
+def gaps(times: list[float]) -> list[float]:
+    """The gaps between consecutive times, in time order."""
+    ordered = sorted(times)
+    return [b - a for a, b in zip(ordered, ordered[1:], strict=False)]
+
+
+def coefficient_of_variation(values: list[float]) -> float | None:
+    """Standard deviation over mean (population), None for fewer than two values or a zero mean:
+    1 for exponential gaps, 1 / sqrt(K) for gamma gaps of shape K, 0 for even ones."""
+    if len(values) < 2:
+        return None
+    mean = statistics.fmean(values)
+    if mean <= 0:
+        return None
+    return statistics.pstdev(values) / mean
+
+
+def expected_cv(burstiness: float | None, poisson: bool) -> float:
+    """The coefficient of variation the schedule's gaps are drawn with (0 for even spacing)."""
+    if burstiness is not None:
+        return 1.0 / math.sqrt(burstiness)
+    return 1.0 if poisson else 0.0
+
+
+def lateness(due: float, departed: float) -> float:
+    """How late a request left against its schedule, seconds (negative: early, which the open
+    loop never is by design, so a negative value is the clock's own rounding)."""
+    return departed - due
 
 
 def shares(count: int, users: dict[str, int]) -> dict[str, int]:

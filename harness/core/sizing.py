@@ -286,3 +286,32 @@ def gate_undecidable(base: dict[int, list[dict]], cand: dict[int, list[dict]]) -
                 f"noise at {1 - GATE_CHANCE:.0%} needs at least 3 of each (sweep --repeat 3)"
             )
     return None
+
+
+def _times(ratio: float) -> str:
+    """ "about 5 times as much" (a whole number from 2 up, one decimal below)."""
+    return f"about {ratio:.0f} times as much" if ratio >= 2 else f"about {ratio:.1f} times as much"
+
+
+def alone_against_capacity(levels: dict[int, dict], capacity: int | None) -> list[str]:
+    """Day 3's numbers 3 and 4 (seed 002) as its sentences: total output alone (a crowd of 1) and at
+    the capacity within the promise, with the ratio; and the speed each person sees (1 / TPOT p50)
+    alone and at capacity, with how much slower it is. Nothing without both levels."""
+    one, top = levels.get(1), levels.get(capacity) if capacity else None
+    if not one or not top or capacity == 1:
+        return []
+    out = []
+    alone, full = one.get("output_tokens_per_s"), top.get("output_tokens_per_s")
+    if alone and full:
+        out.append(
+            f"total output: {alone:.1f} tok/s alone, {full:.1f} at {capacity} people, {_times(full / alone)}"
+        )
+    t1, tn = (one.get("tpot_s") or {}).get("p50"), (top.get("tpot_s") or {}).get("p50")
+    if t1 and tn:
+        slower = 1 - t1 / tn
+        change = f"{slower:.0%} slower" if slower >= 0 else f"{-slower:.0%} faster"
+        out.append(
+            f"speed each person sees (1 / TPOT p50): {1 / t1:.1f} tok/s alone, {1 / tn:.1f} at {capacity} "
+            f"people, {change}"
+        )
+    return out

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.core.server_text import safe_text
+from harness.core.tool_calls import join_tool_deltas
 
 TEXT_FIELDS = ("content", "reasoning_content", "reasoning")
 
@@ -53,6 +54,11 @@ class Sample:
     merged_tokens: int = 0
     first_merged: bool = False  # the first token among them (its TTFT is the later packet's)
     usage_note: str | None = None  # why the server's usage count was not taken, when it was not
+    # what the workload said of this request (harness.core.workloads.Request.tags): conversation,
+    # turn, the lengths asked for, schedule_lateness_s; plain JSON values, kept in its sample line
+    tags: dict = field(default_factory=dict)
+    # the tool calls the answer made, joined from their deltas: {"id", "name", "arguments"} each
+    tool_calls: list[dict] = field(default_factory=list)
 
     @property
     def t_departed(self) -> float:
@@ -72,10 +78,13 @@ class Sample:
 
     @property
     def tpot(self) -> float | None:
-        """(end - first token) / (output tokens - 1), the vllm bench serve definition."""
+        """(end - first token) / (output tokens - 1), the vllm bench serve definition, whose end is
+        the last token's arrival (its latency runs to the last chunk carrying text): the time
+        between tokens, so a ``[DONE]`` or usage chunk sent late is no part of it."""
         if self.t_first is None or self.t_end is None or not self.output_tokens or self.output_tokens < 2:
             return None
-        return (self.t_end - self.t_first) / (self.output_tokens - 1)
+        end = self.token_times[-1] if self.token_times else self.t_end
+        return (end - self.t_first) / (self.output_tokens - 1)
 
     @property
     def itl(self) -> list[float]:
@@ -191,6 +200,8 @@ class StreamParser:
             carried = True
             if "tool_calls" not in self.s.fields:
                 self.s.fields.append("tool_calls")
+            if isinstance(delta["tool_calls"], list):
+                join_tool_deltas(self.s.tool_calls, delta["tool_calls"])
         if carried:
             self._deltas += 1
             self.s.token_times.append(t)
@@ -369,11 +380,16 @@ class LineSplitter:
 
 
 DECODE_FLOOR_S = 1e-3  # a decode interval shorter than this is one network read, not a rate
+# No engine decodes one stream anywhere near this fast (the fastest public figures are a few
+# thousand tokens per second per stream): a stream past it is a flood, a replay or a proxy's
+# buffer let go, and its rate is no decode speed.
+MAX_DECODE_RATE = 20_000.0
 
 
 def decode_rate(s: Sample) -> tuple[float | None, str | None]:
     """Tokens per second after the first, (output tokens - 1) / (last token - first token), with
-    None and the reason where no true rate exists: one token, one delta, or a zero interval."""
+    None and the reason where no true rate exists: one token, one delta, a zero interval, or a
+    rate past ``MAX_DECODE_RATE`` (implausible for any engine)."""
     if not s.output_tokens or s.output_tokens < 2:
         return None, "one output token: no interval to time"
     if len(s.token_times) < 2 or s.t_first is None:
@@ -381,4 +397,11 @@ def decode_rate(s: Sample) -> tuple[float | None, str | None]:
     interval = s.token_times[-1] - s.t_first
     if interval < DECODE_FLOOR_S:
         return None, f"the deltas came within {DECODE_FLOOR_S * 1000:g} ms of each other (one read)"
-    return (s.output_tokens - 1) / interval, None
+    rate = (s.output_tokens - 1) / interval
+    if rate > MAX_DECODE_RATE:
+        return None, (
+            f"implausible: {rate:,.0f} tokens/s for one stream is past any engine's decode "
+            f"({MAX_DECODE_RATE:,.0f}); the deltas came faster than tokens are made (a flood, a "
+            "replay or a proxy's buffer)"
+        )
+    return rate, None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+import time
 from urllib.parse import urlsplit
 
 from harness.core.bounds import Bounds
@@ -15,24 +16,47 @@ from harness.io.http import auth_headers, request, stream_chat
 PROOF_PROMPT = "Answer with one short sentence: what is a token?"
 
 
+MIN_LEFT_S = 0.05  # less time than this left of the proof's bound: no further request is sent
+
+
+def _left(deadline: float) -> Bounds | None:
+    """The bounds of a request sent now, within ``deadline``; None when no time is left."""
+    left = deadline - time.monotonic()
+    return Bounds.of(left) if left >= MIN_LEFT_S else None
+
+
 def server_context(base_url: str, model: str, headers: dict, timeout: float = 10.0) -> int | None:
     """Context per sequence as the server states it: llama-server's /props (n_ctx per slot), else
-    vLLM's max_model_len in /v1/models; None when neither says (or either is slow or broken)."""
+    vLLM's max_model_len in /v1/models; None when neither says (or either is slow or broken). Both
+    requests together end within ``timeout`` (a server that floods its answers is cut there)."""
     root = base_url.rstrip("/").removesuffix("/v1")
-    bounds = Bounds.of(timeout)
+    deadline = time.monotonic() + timeout
     try:
-        r = request("GET", root + "/props", bounds, headers=headers, verify=False)
-        if r.status == 200:
-            n = (r.json().get("default_generation_settings") or {}).get("n_ctx")
-            if isinstance(n, int) and n > 0:
+        for url in (root + "/props", base_url.rstrip("/") + "/models"):
+            bounds = _left(deadline)
+            if bounds is None:
+                return None
+            r = request("GET", url, bounds, headers=headers, verify=False)
+            n = _stated_context(r.json(), model) if r.status == 200 else None
+            if n:
                 return n
-        r = request("GET", base_url.rstrip("/") + "/models", bounds, headers=headers, verify=False)
-        if r.status == 200:
-            for m in r.json().get("data", []):
-                if isinstance(m, dict) and m.get("id") == model and isinstance(m.get("max_model_len"), int):
-                    return m["max_model_len"]
-    except (TargetError, ValueError, AttributeError, TypeError):
+    except (TargetError, ValueError, AttributeError, TypeError, RecursionError):
         return None
+    return None
+
+
+def _stated_context(body: object, model: str) -> int | None:
+    """n_ctx of a /props answer, or the model's max_model_len in a /models answer (None: neither)."""
+    if not isinstance(body, dict):
+        return None
+    settings = body.get("default_generation_settings")
+    n = settings.get("n_ctx") if isinstance(settings, dict) else None
+    if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+        return n
+    data = body.get("data")
+    for m in data if isinstance(data, list) else []:
+        if isinstance(m, dict) and m.get("id") == model and isinstance(m.get("max_model_len"), int):
+            return m["max_model_len"] if m["max_model_len"] > 0 else None
     return None
 
 
@@ -45,7 +69,10 @@ def observe(
     idle_timeout: float | None = None,
 ) -> dict:
     """The proof request, sent to the same URL with the same headers as the load
-    (``harness.io.http.chat_url`` and ``chat_headers``), under the same bounds."""
+    (``harness.io.http.chat_url`` and ``chat_headers``), under the same bounds. The whole proof
+    (its tries and the context requests) ends within ``timeout``: a server that floods or trickles
+    is cut at that bound, never kept reading past it."""
+    deadline = time.monotonic() + timeout
     headers = auth_headers(api_key)
     body = {
         "model": model,
@@ -53,11 +80,13 @@ def observe(
         "max_tokens": 32,
         "temperature": 0,
     }
-    for _attempt in range(3):  # a transient 429/5xx is not a broken endpoint; three in a row is
+    for attempt in range(3):  # a transient 429/5xx is not a broken endpoint; three in a row is
+        left = timeout if not attempt else round(deadline - time.monotonic(), 3)
+        if left < MIN_LEFT_S:
+            break  # the bound is spent: the last try's answer is the proof's
+        idle = None if idle_timeout is None else min(idle_timeout, left)
         # Certificates are not verified, as by the load client: local endpoints often use self-signed ones.
-        s = stream_chat(
-            base_url, body, api_key=api_key, timeout=timeout, idle_timeout=idle_timeout, verify=False
-        )
+        s = stream_chat(base_url, body, api_key=api_key, timeout=left, idle_timeout=idle, verify=False)
         if (s.ok and s.fields and s.finish_reason) or (s.error or "").startswith("Timeout"):
             break  # a timed-out proof is not sent again: the bound stated is the bound kept
     return {
@@ -71,7 +100,7 @@ def observe(
         "prompt_tokens": s.prompt_tokens,
         "output_tokens": s.output_tokens,
         "ttft_s": None if s.ttft is None else round(s.ttft, 4),
-        "n_ctx": server_context(base_url, model, headers),
+        "n_ctx": server_context(base_url, model, headers, min(10.0, deadline - time.monotonic())),
     }
 
 

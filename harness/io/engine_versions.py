@@ -4,11 +4,17 @@ commit with the ExLlamaV3 version of its virtual environment. Runnable as a vers
 
     python -m harness.io.engine_versions trtllm http://127.0.0.1:8082
     python -m harness.io.engine_versions tabbyapi ~/tabbyAPI
+    python -m harness.io.engine_versions mlx
+
+mlx_lm.server's version is read as the lab reads it: from the interpreter named on the first line
+of the ``mlx_lm.server`` script, whose packages are the ones the server runs (another ``python3``
+on the PATH may hold another mlx-lm, or none).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -78,15 +84,51 @@ def tabby_version(tabby_dir: str | Path, run: Runner | None = None) -> str:
     )
 
 
+MLX_IMPORT = 'import mlx_lm, mlx.core as mx; print("mlx-lm", mlx_lm.__version__, "/ mlx", mx.__version__)'
+
+
+def shebang_interpreter(first_line: str) -> list[str] | None:
+    """The interpreter a script's first line names (``#!/path/python3`` or ``#!/usr/bin/env python3``),
+    as an argv; None when the line is no shebang."""
+    if not first_line.startswith("#!"):
+        return None
+    words = first_line[2:].split()
+    return words or None
+
+
+def mlx_version(which: Callable[[str], str | None] = shutil.which, run: Runner | None = None) -> str:
+    """``mlx-lm <version> / mlx <version>`` from the Python that runs ``mlx_lm.server`` (the lab's
+    MLX_PY, read from the script's first line); ConfigError when the script or that Python is missing."""
+    run = run or _run
+    script = which("mlx_lm.server")
+    if not script:
+        raise ConfigError("mlx_lm.server is not on the PATH; install mlx-lm as the MLX lesson describes")
+    try:
+        with open(script, encoding="utf-8", errors="replace") as f:
+            first = f.readline().strip()
+    except OSError as exc:
+        raise ConfigError(f"cannot read {script} ({exc.strerror}); reinstall mlx-lm") from None
+    interpreter = shebang_interpreter(first)
+    if interpreter is None:
+        raise ConfigError(f"{script} does not start with #!: not the pip-installed mlx_lm.server script")
+    text = run([*interpreter, "-c", MLX_IMPORT])
+    if text is None:
+        raise ConfigError(f"{' '.join(interpreter)} (from {script}'s first line) cannot import mlx_lm")
+    return text
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] not in ("trtllm", "tabbyapi"):
+    if not ((len(argv) == 2 and argv[0] in ("trtllm", "tabbyapi")) or argv == ["mlx"]):
         print(
-            "usage: python -m harness.io.engine_versions trtllm BASE_URL | tabbyapi TABBY_DIR",
+            "usage: python -m harness.io.engine_versions trtllm BASE_URL | tabbyapi TABBY_DIR | mlx",
             file=sys.stderr,
         )
         return 2
     try:
-        print(trtllm_version(argv[1]) if argv[0] == "trtllm" else tabby_version(argv[1]))
+        if argv[0] == "mlx":
+            print(mlx_version())
+        else:
+            print(trtllm_version(argv[1]) if argv[0] == "trtllm" else tabby_version(argv[1]))
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -29,6 +29,9 @@ from harness.errors import ConfigError, TargetError, TargetTimeout, TargetUnreac
 
 MAX_BODY = 4 << 20  # a whole (non-streamed) answer larger than this is cut here
 MAX_LINE = 4 << 20  # one line of a stream longer than this ends the request
+# What reading a broken answer raises in ``http.client``: the socket's and the parser's errors, and
+# ValueError or OverflowError from a chunk size that is negative or absurd (``read(-10)``).
+READ_ERRORS = (OSError, http.client.HTTPException, ValueError, OverflowError)
 
 
 def chat_url(base_url: str) -> str:
@@ -82,12 +85,16 @@ class Reply:
 
 
 class _Watchdog:
-    """Shuts the socket down when the total bound passes, so a blocked read returns at once."""
+    """Shuts the socket down when the total bound passes, so a blocked read returns at once.
+    Under gevent (the sweep's process) its timer is a greenlet, which never runs while a flood
+    keeps every read returning at once: readers that loop also ask ``expired``, the clock's word."""
 
     def __init__(self, seconds: float) -> None:
         self.fired = False
+        self.deadline = time.monotonic() + seconds
         self.sock: socket.socket | None = None
-        self.sent: float | None = None  # when the request's last byte went to the kernel
+        self.sent: float | None = None  # the departure: just before the request was written
+        self.written: float | None = None  # when the write returned
         self._timer = threading.Timer(seconds, self._fire)
         self._timer.daemon = True
         self._timer.start()
@@ -97,6 +104,12 @@ class _Watchdog:
         if self.sock is not None:
             with suppress(OSError):
                 self.sock.shutdown(socket.SHUT_RDWR)
+
+    def expired(self) -> bool:
+        """Whether the total bound has passed (fired, or past its deadline; then it fires)."""
+        if not self.fired and time.monotonic() >= self.deadline:
+            self._fire()
+        return self.fired
 
     def cancel(self) -> None:
         self._timer.cancel()
@@ -182,10 +195,13 @@ def opened(
             dog.sock = conn.sock
             if dog.fired:
                 raise TimeoutError("the total bound passed while connecting")
-            conn.request(method, target, body=body, headers=headers or {})
+            # stamped before the write, as the load's own client does: a stamp taken after it
+            # returns can follow the answer (the server replied while this client left the call)
             dog.sent = time.perf_counter()
+            conn.request(method, target, body=body, headers=headers or {})
+            dog.written = time.perf_counter()
             resp = conn.getresponse()
-        except (OSError, http.client.HTTPException) as exc:
+        except READ_ERRORS as exc:
             if dog.fired:  # headers never finished: the shutdown reads as a closed or garbled answer
                 raise TotalBoundPassed(f"the total bound passed before the headers ({exc!r})") from exc
             raise
@@ -203,6 +219,8 @@ def failure(exc: BaseException, bounds: Bounds, fired: bool) -> str:
         return f"Timeout: no byte from the server for {bounds.idle_s:g} s (the idle bound)"
     if isinstance(exc, http.client.IncompleteRead):
         return "StreamCut: the server closed the connection mid-response"
+    if isinstance(exc, (ValueError, OverflowError)):
+        return f"BadFraming: the response's chunked framing is broken ({safe_text(exc, 120)})"
     text = safe_text(exc, 160)
     return f"{type(exc).__name__}: {text or 'connection lost'}"
 
@@ -237,7 +255,7 @@ def request(
             return Reply(resp.status, dict(resp.getheaders()), data)
     except ConnectionRefusedError as exc:
         raise TargetUnreachable(f"nothing answers at {url}; start the server or fix --base-url") from exc
-    except (OSError, http.client.HTTPException) as exc:
+    except READ_ERRORS as exc:
         line = failure(exc, bounds, fired)
         kind = TargetTimeout if line.startswith("Timeout") else TargetError
         raise kind(f"{method} {url}: {line}") from exc
@@ -285,9 +303,9 @@ def stream_chat(
             resp,
             dog,
         ):
-            parser.s.t_sent = dog.sent  # the TTFT runs from the departure
+            parser.s.t_sent, parser.s.t_written = dog.sent, dog.written  # the TTFT runs from the departure
             try:
-                error = _read_stream(resp, parser)
+                error = _read_stream(resp, parser, dog)
             finally:
                 fired = dog.fired
         if fired:  # the watchdog's shutdown reads as the end of the stream: say what it was
@@ -295,12 +313,14 @@ def stream_chat(
         return parser.finish(time.perf_counter(), error)
     except ConfigError:
         raise
-    except (OSError, http.client.HTTPException) as exc:
+    except READ_ERRORS as exc:
         return parser.finish(time.perf_counter(), failure(exc, bounds, fired))
 
 
-def _read_stream(resp: http.client.HTTPResponse, parser: StreamParser) -> str | None:
-    """Feed the response's lines to ``parser`` as they arrive; the error when it is no stream."""
+def _read_stream(resp: http.client.HTTPResponse, parser: StreamParser, dog: _Watchdog) -> str | None:
+    """Feed the response's lines to ``parser`` as they arrive; the error when it is no stream. The
+    watchdog's flag is looked at after every read: a server that floods bytes keeps the socket
+    readable after its shutdown, so the total bound ends the loop, not the end of the flood."""
     if resp.status != 200:
         data = resp.read(MAX_BODY)
         try:
@@ -321,6 +341,8 @@ def _read_stream(resp: http.client.HTTPResponse, parser: StreamParser) -> str | 
         for line in lines.feed(data) if data else lines.end():
             parser.feed(line, t)
         if parser.s.saw_done:  # the stream's true end, even on a connection held open
+            return None
+        if dog.expired():  # the caller words the timeout
             return None
         if lines.pending > MAX_LINE:
             return f"LineTooLong: a line of the stream passed {MAX_LINE >> 20} MiB without ending"

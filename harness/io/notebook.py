@@ -21,6 +21,7 @@ import jsonschema
 
 from harness import paths
 from harness.core.records import non_finite
+from harness.core.server_text import redact_tree
 from harness.errors import ConfigError, SchemaError
 
 SCHEMA_DIR = paths.schemas_dir()
@@ -75,8 +76,9 @@ def rehearsal_stamp(record: dict) -> dict:
 
 
 def record_line(record: dict, schema_name: str, where: str = "") -> str:
-    """The record as its one notebook line, after the schema and the finite-number check."""
-    record = rehearsal_stamp(record)
+    """The record as its one notebook line, after the schema and the finite-number check; no key
+    this process sends survives in it, whole or in pieces (``harness.core.server_text``)."""
+    record = redact_tree(rehearsal_stamp(record))
     validate(record, schema_name, where=where)
     bad = non_finite(record)
     if bad:
@@ -93,7 +95,7 @@ def append_level(path: str | Path, record: dict, samples_path: str | Path, sampl
     """A level's exact samples, then its record: both written or neither (a record never reaches
     the notebook without its samples, and samples whose record failed are taken back)."""
     line = record_line(record, "level", where=str(path))
-    sample_lines = [json.dumps(s, ensure_ascii=False, allow_nan=False) for s in samples]
+    sample_lines = [json.dumps(redact_tree(s), ensure_ascii=False, allow_nan=False) for s in samples]
     undo = append_lines(samples_path, sample_lines)
     before = _size(path)
     try:
@@ -114,9 +116,11 @@ def append_lines(path: str | Path, lines: list[str]) -> Callable[[], None]:
     kind = special_file(path)
     if kind:
         raise SchemaError(f"cannot write {path}: it is {kind}, not a regular file; nothing written")
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644)
+    try:  # O_NOFOLLOW: a link put in its place after the check is refused too, never written through
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_NOFOLLOW, 0o644)
     except OSError as exc:
+        if os.path.islink(path):
+            raise SchemaError(f"cannot write {path}: {_LINK}; nothing written") from None
         raise SchemaError(_cannot(path, exc)) from None
     try:
         size = os.fstat(fd).st_size
@@ -139,13 +143,20 @@ def append_lines(path: str | Path, lines: list[str]) -> Callable[[], None]:
     return lambda: _truncate(path, size)
 
 
-def special_file(path: str | Path) -> str | None:
+_LINK = "it is a symbolic link, and notebooks and samples are never written through one"
+
+
+def special_file(path: str | Path, follow: bool = False) -> str | None:
     """What ``path`` is when it exists and is no regular file (opening a FIFO waits for a reader
-    forever, a device or socket is no notebook), else None."""
+    forever, a device or socket is no notebook; a symbolic link would send the record wherever it
+    points, a file outside the run or someone else's; ``follow``: reading, where a link to a
+    regular file is harmless), else None."""
     try:
-        mode = os.stat(path).st_mode
+        mode = (os.stat if follow else os.lstat)(path).st_mode
     except OSError:
         return None
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
     if stat.S_ISREG(mode):
         return None
     kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
@@ -180,6 +191,12 @@ def check_writable(path: str | Path, what: str = "--labbook") -> None:
     path = Path(path)
     existed = path.exists()
     kind = special_file(path)
+    if kind == "a symbolic link":
+        target = os.path.realpath(path)
+        raise ConfigError(
+            f"{what} {path} is a symbolic link (to {target}); records are never written through a "
+            "link: give the file's own path"
+        )
     if kind:
         raise ConfigError(f"{what} {path} cannot be written (it is {kind}, not a regular file); give a file")
     try:
@@ -289,7 +306,7 @@ def _salvage(text: str, tries: int = 200) -> list:
 def _lines(path: Path) -> Iterable[str]:
     if not path.exists():
         raise SchemaError(f"{path} not found; run the step that writes it first or pass its path")
-    kind = special_file(path)
+    kind = special_file(path, follow=True)
     if kind:
         raise SchemaError(f"{path} is {kind}, not a regular file; pass the path of a notebook file")
     with open(path, encoding="utf-8", errors="replace") as fh:

@@ -9,7 +9,9 @@ does, so it is imported only when load runs.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -84,24 +86,41 @@ class DistributedLoad:
             *worker_args,
         ]
         env = {**os.environ, "HARNESS_SWEEP_WORKER": "1"}  # take each level's share from this master
-        # a worker's last words (closed in ``close``)
-        self.logs = [tempfile.TemporaryFile() for _ in range(processes)]  # noqa: SIM115
-        self.procs = [
-            subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env=env) for log in self.logs
-        ]
+        self.logs: list = []  # each worker's last words (closed in ``close``)
+        self.procs: list[subprocess.Popen] = []
+        # A signal can land anywhere in here (starting the workers takes a second or two): whatever
+        # was started is stopped before it propagates, and each local worker is also told by the
+        # kernel to die with this process, however this process ends (SIGKILL included).
+        try:
+            for _ in range(processes):
+                self.logs.append(tempfile.TemporaryFile())  # noqa: SIM115
+                self.procs.append(
+                    subprocess.Popen(
+                        cmd,
+                        stdout=subprocess.DEVNULL,
+                        stderr=self.logs[-1],
+                        env=env,
+                        preexec_fn=None if launch else functools.partial(_die_with_parent, os.getpid()),
+                    )
+                )
+            self._wait_connected(processes, connect_timeout)
+        except BaseException:
+            self.close()
+            raise
+        # Whose CPU the client CPU figure counts: the workers themselves. A container's worker is a
+        # process of this machine too (one kernel), found by its unique master port; the compose
+        # client that started it (same arguments) is left out.
+        self.cpu_pids = [p.pid for p in self.procs] if launch is None else self._container_workers(port)
+
+    def _wait_connected(self, processes: int, connect_timeout: float) -> None:
         deadline = time.monotonic() + connect_timeout
         while len(self.runner.clients.ready) < processes:
             if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
-                self.close()
                 raise EngineError(
                     f"only {len(self.runner.clients.ready)} of {processes} Locust worker processes "
                     f"connected within {connect_timeout:g} s; try fewer --processes"
                 )
             gevent.sleep(0.1)
-        # Whose CPU the client CPU figure counts: the workers themselves. A container's worker is a
-        # process of this machine too (one kernel), found by its unique master port; the compose
-        # client that started it (same arguments) is left out.
-        self.cpu_pids = [p.pid for p in self.procs] if launch is None else self._container_workers(port)
 
     def _container_workers(self, port: int) -> list[int]:
         """The workers' own processes: not the compose clients (nor their plugin children), not
@@ -184,16 +203,46 @@ class DistributedLoad:
         )
 
     def close(self) -> None:
+        """Stop the master and every worker process: asked first, killed after 10 s; a second
+        signal during it cuts the wait short, never the killing."""
         try:
             self.runner.quit()
         finally:
-            for p in self.procs:
-                if p.poll() is None:
-                    p.terminate()
-            for p in self.procs:
-                try:
-                    p.wait(10)
-                except Exception:
-                    p.kill()
+            _stop_all(self.procs)
             for log in self.logs:
                 log.close()
+
+
+def _stop_all(procs: list[subprocess.Popen], grace_s: float = 10.0) -> None:
+    for p in procs:
+        if p.poll() is None:
+            with contextlib.suppress(OSError):
+                p.terminate()
+    deadline = time.monotonic() + grace_s
+    try:
+        for p in procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                p.wait(max(deadline - time.monotonic(), 0.01))
+    finally:  # what has not ended by now (or when an interrupt cut the wait) is killed
+        for p in procs:
+            if p.poll() is None:
+                with contextlib.suppress(OSError):
+                    p.kill()
+                    p.wait(5)
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when the thread that started it ends
+
+
+def _die_with_parent(parent: int) -> None:
+    """In a local worker, before it runs: SIGKILL it when the sweep's process ends, however it
+    ends (a worker holds nothing to save: its samples are the master's). Linux only; elsewhere
+    ``close`` alone stops the workers."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the sweep ended before the prctl took: end at once
+        os._exit(1)

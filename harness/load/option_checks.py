@@ -19,6 +19,7 @@ from locust import events
 
 import harness.load.options  # noqa: F401  (adds the options checked below: its listener runs first)
 from harness.core import bounds
+from harness.errors import ConfigError
 
 # option: (lowest, highest, whole number); Locust's own --users and --processes included
 LIMITS: dict[str, tuple[float, float, bool]] = {
@@ -31,9 +32,30 @@ LIMITS: dict[str, tuple[float, float, bool]] = {
     "--ttft-p95-max": (0, bounds.MAX_SECONDS, False),  # 0: no threshold
     "--fail-ratio-max": (-1, 1, False),  # negative: no threshold
     "--proof-wait": (0, bounds.MAX_SECONDS, False),  # 0: no wait for a refusing endpoint
+    "--think-time": (0, bounds.MAX_SECONDS, False),
 }
+# length-distribution options (harness.core.workloads), checked by reading them
+SPECS = ("--input-tokens", "--output-tokens", "--turns", "--message-tokens")
 # the web UI form's field names (an option's dest; Locust's form calls --users "user_count")
 FORM_FIELDS = {"user_count": "--users", **{flag[2:].replace("-", "_"): flag for flag in LIMITS}}
+SPEC_FIELDS = {flag[2:].replace("-", "_"): flag for flag in SPECS}
+
+
+def spec_type(flag: str):
+    """An argparse type for a length spec: the text when it reads (a file's counts included)."""
+
+    def parse(text: str) -> str:
+        from harness.load.specs import lengths_from
+
+        try:
+            lengths_from(flag, text)
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(
+                str(exc).removeprefix(flag + " ").removeprefix(flag + ": ")
+            ) from None
+        return text
+
+    return parse
 
 
 @events.init_command_line_parser.add_listener
@@ -44,6 +66,8 @@ def _checked_types(parser) -> None:
         for flag in action.option_strings:
             if flag in LIMITS:
                 action.type = bounds.option_type(flag, *LIMITS[flag])
+            elif flag in SPECS:
+                action.type = spec_type(flag)
 
 
 def form_problem(form) -> str | None:
@@ -56,6 +80,13 @@ def form_problem(form) -> str | None:
             bounds.option_type(flag, *LIMITS[flag])(text)
         except argparse.ArgumentTypeError as exc:
             return f"{flag} {exc}"
+    for field, flag in SPEC_FIELDS.items():
+        text = form.get(field)
+        if text:
+            try:
+                spec_type(flag)(text)
+            except argparse.ArgumentTypeError as exc:
+                return f"{flag} {exc}"
     return None
 
 

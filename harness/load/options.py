@@ -21,6 +21,31 @@ def _options(parser) -> None:
     option("--temperature", type=float, default=0.0, include_in_web_ui=True)
     option("--prompt-set", default="mixed", choices=list(PROMPT_SETS), include_in_web_ui=True)
     option("--api-base-path", default="/v1", include_in_web_ui=True, help="path before /chat/completions")
+    # the workloads beyond the prompt sets (docs/workloads.md), as harness sweep has them
+    option(
+        "--workload",
+        default="prompts",
+        choices=["prompts", "conversations", "agent"],
+        include_in_web_ui=True,
+        help="prompts: one request each; conversations: each user holds a conversation; agent: the "
+        "labs' preamble and tools, tool calls answered by tool results",
+    )
+    option(
+        "--input-tokens",
+        default="",
+        include_in_web_ui=True,
+        help="prompt lengths: fixed:N, uniform:LO-HI, ...",
+    )
+    option("--output-tokens", default="", include_in_web_ui=True, help="output lengths, each forced")
+    option(
+        "--turns", default="uniform:3-5", include_in_web_ui=True, help="conversations: turns per conversation"
+    )
+    option(
+        "--message-tokens", default="uniform:40-80", include_in_web_ui=True, help="conversations: new message"
+    )
+    option(
+        "--think-time", type=float, default=0.0, include_in_web_ui=True, help="conversations: s between turns"
+    )
     option(
         "--api-key-env",
         default="LOADTEST_API_KEY",

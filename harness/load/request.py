@@ -21,33 +21,36 @@ import gevent
 from locust import events
 from locust.exception import CatchResponseError
 
+from harness.core.schedules import lateness
 from harness.core.server_text import safe_text
 from harness.core.stream import Sample, StreamParser, error_message, whole_body_error
 from harness.io.http import MAX_BODY, stream_problem
 from harness.io.stream_socket import Head, Pool, Stale, read_head, read_stream, whole_body
 
 if TYPE_CHECKING:
-    from harness.load.user import Workload
+    from harness.core.workloads import Request
+    from harness.load.workload import Workload
 
 
-def stream_once(pool: Pool, workload: Workload, prompt: str) -> Sample:
+def stream_once(pool: Pool, workload: Workload, job: Request) -> Sample:
     """One streamed request; never raises for HTTP or stream problems.
 
     Some servers (llama-server, observed) close the connection after every streamed response
     although they advertise keep-alive; a request sent on such a connection never reached the
     server (nothing came back, not even a status line), so it is sent once more on a fresh
     connection; any other failure is recorded."""
-    sample = _attempt(pool, workload, prompt, fresh=False)
-    return sample if sample is not None else _attempt(pool, workload, prompt, fresh=True)
+    sample = _attempt(pool, workload, job, fresh=False)
+    return sample if sample is not None else _attempt(pool, workload, job, fresh=True)
 
 
 # Complexity allowed: one request's whole life (connect, send, head, body, each way to fail), flat.
-def _attempt(pool: Pool, workload: Workload, prompt: str, fresh: bool) -> Sample | None:  # noqa: C901
+def _attempt(pool: Pool, workload: Workload, job: Request, fresh: bool) -> Sample | None:  # noqa: C901
     """One try under both bounds: the whole request ends at ``workload.timeout`` (a gevent timer
     around it, so a server that never sends headers or trickles bytes ends there too), and each
     gap at ``workload.idle_timeout``. None: a stale kept-alive connection, to try again."""
     t_send = time.perf_counter()
     parser = StreamParser(t_send)
+    parser.s.tags = dict(job.tags)
     timer = gevent.Timeout(workload.timeout)
     timer.start()
     conn, reusable, size = None, False, 0
@@ -55,7 +58,7 @@ def _attempt(pool: Pool, workload: Workload, prompt: str, fresh: bool) -> Sample
         if fresh:
             pool.close()
         conn = pool.acquire()
-        data = pool.request_bytes(workload.path, workload.body(prompt), workload.headers())
+        data = pool.request_bytes(workload.path, workload.body(job), workload.headers())
         reused = conn.used > 0
         try:
             parser.s.t_sent, parser.s.t_written = conn.send(data)
@@ -70,22 +73,26 @@ def _attempt(pool: Pool, workload: Workload, prompt: str, fresh: bool) -> Sample
         if error is None:
             size = read_stream(reads, head, first, parser)
             reusable = head.message_complete and head.should_keep_alive()
-        return _done(parser, workload, size, error)
+        return _done(parser, workload, size, error, job)
     except gevent.Timeout as exc:
         if exc is not timer:
             raise
         return _done(
-            parser, workload, size, f"Timeout: the request passed its total bound of {workload.timeout:g} s"
+            parser,
+            workload,
+            size,
+            f"Timeout: the request passed its total bound of {workload.timeout:g} s",
+            job,
         )
     except Exception as exc:  # refused, reset, cut mid-stream, past the idle bound: recorded as such
         text = safe_text(exc, 160)
         if isinstance(exc, (TimeoutError, socket.timeout)):
             text = f"no byte from the server for {workload.idle_timeout:g} s (the idle bound)"
-            return _done(parser, workload, size, f"Timeout: {text}")
+            return _done(parser, workload, size, f"Timeout: {text}", job)
         if isinstance(exc, Stale):
             text = "the server closed the connection without answering"
         name = "ConnectionError" if isinstance(exc, (ConnectionRefusedError, Stale)) else type(exc).__name__
-        return _done(parser, workload, size, f"{name}: {text or 'connection lost'}")
+        return _done(parser, workload, size, f"{name}: {text or 'connection lost'}", job)
     finally:
         timer.close()
         if conn is not None:
@@ -111,9 +118,12 @@ def _problem(head: Head, reads) -> str | None:
     return None
 
 
-def _done(parser: StreamParser, workload: Workload, size: int, error: str | None) -> Sample:
+def _done(parser: StreamParser, workload: Workload, size: int, error: str | None, job: Request) -> Sample:
     """Finish the sample and fire Locust's ``request`` event for it (a failure with its reason)."""
     sample = parser.finish(time.perf_counter(), error)
+    due = getattr(job, "due", None)
+    if due is not None:  # the open loop's schedule error: when it left against when it was due
+        sample.tags["schedule_lateness_s"] = round(lateness(due, sample.t_departed), 6)
     events.request.fire(
         request_type="POST",
         name="chat",

@@ -202,11 +202,19 @@ def run_open_level(
     metrics_url: str | None = None,
     seed: int = 1,
     on_progress=None,
+    burstiness: float | None = None,
+    offsets: list[float] | None = None,
+    trace: list | None = None,
 ) -> LevelRun:
-    """``count`` requests arriving at ``rate`` per second (open loop), each on its own greenlet."""
+    """``count`` requests arriving at ``rate`` per second (open loop), each on its own greenlet:
+    evenly, Poisson or gamma (``burstiness``) gaps, or at given ``offsets`` with the ``trace``'s
+    requests (trace replay)."""
     user = _load_user_module()
     workload = user.Workload(budget=count, **workload_kwargs)
-    workload.arrivals = arrival_offsets(rate, count, poisson, seed)
+    if offsets is None:
+        offsets = arrival_offsets(rate, count, poisson, seed, burstiness)
+    workload.arrivals = offsets
+    workload.trace = trace
     bound = workload.arrivals[-1] + timeout + 1.0 + LEVEL_SLACK_S  # the last arrival, then its bound
     return _drive(
         root_url,

@@ -16,6 +16,9 @@ from harness import signals
 from harness.core.bounds import crowd_timeout
 from harness.core.levels import level_record, peak_in_flight, sample_record
 from harness.core.prompts import load_prompt_file, make_prompts
+from harness.core.traces import TracePlan
+from harness.core.workload_stats import workload_stats
+from harness.core.workloads import ConversationPlan, LengthPlan
 from harness.core.records import (
     Arrival,
     EndpointCheck,
@@ -60,6 +63,11 @@ class SweepPlan:
     master_host: str = "127.0.0.1"
     worker_url: str | None = None  # the server's root as the workers reach it (default: root)
     repeat: int = 1  # runs of each level, one after another, each its own record
+    burstiness: float | None = None  # open loop: gamma gaps of this shape (harness.core.schedules)
+    lengths: LengthPlan | None = None  # drawn input and output lengths (harness.core.workloads)
+    conversations: ConversationPlan | None = None  # --workload conversations
+    trace: TracePlan | None = None  # --trace FILE: requests at their timestamps
+    prompts: tuple[str, ...] = ()  # --sharegpt with prompts: each conversation's first user message
     run_id: str = field(default_factory=new_run_id)  # marks every level this sweep writes
 
     @property
@@ -69,6 +77,20 @@ class SweepPlan:
     @property
     def model(self) -> str:
         return self.context.model
+
+    @property
+    def workload_kind(self) -> str:
+        if self.conversations:
+            return "agent" if self.conversations.agent else "conversations"
+        return "trace" if self.trace else "prompts"
+
+    def workload_params(self) -> dict:
+        """The workload's parameters as the record states them."""
+        if self.trace:
+            return self.trace.params()
+        if self.conversations:
+            return self.conversations.params()
+        return self.lengths.params() if self.lengths else {}
 
 
 def list_models(plan: SweepPlan) -> list[str]:
@@ -89,6 +111,8 @@ def list_models(plan: SweepPlan) -> list[str]:
 
 def prompts_for(plan: SweepPlan, count: int) -> list:
     """``count`` prompts (at least 64) from the prompt file or the built-in set."""
+    if plan.prompts:
+        return [plan.prompts[i % len(plan.prompts)] for i in range(max(count, 64))]
     if plan.prompt_file:
         return load_prompt_file(plan.prompt_file, max(count, 64))
     return make_prompts(plan.context.prompt_set, max(count, 64))
@@ -129,6 +153,9 @@ def _workload(plan: SweepPlan, timeout: float | None = None) -> dict:
         "api_key": plan.api_key,
         "timeout": timeout or plan.timeout,
         "idle_timeout": plan.idle_timeout,
+        "lengths": plan.lengths,
+        "conversations": plan.conversations,
+        "seed": plan.seed,
     }
 
 
@@ -138,6 +165,7 @@ def warm_up(plan: SweepPlan) -> None:
 
     if plan.warmup > 0:
         warmup = {**_workload(plan), "prompts": [WARMUP_PROMPT], "max_tokens": 8}
+        warmup.update(lengths=None, conversations=None)  # one short plain request, whatever the workload
         loadgen.run_closed_level(plan.root, warmup, 1, plan.warmup, plan.timeout)
 
 
@@ -194,6 +222,22 @@ def run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None)
     if distributed:
         timeout = worker_timeout(plan)
     workload = {**_workload(plan, timeout), "prompts": prompts_for(plan, count)}
+    if plan.trace:
+        offsets, jobs = plan.trace.schedule()
+        result = loadgen.run_open_level(
+            plan.root,
+            workload,
+            level,
+            len(jobs),
+            False,
+            plan.timeout,
+            metrics_url=plan.metrics_url,
+            on_progress=on_progress,
+            offsets=offsets,
+            trace=jobs,
+        )
+        arrival = Arrival("trace", rate_rps=round(plan.trace.rate(), 3))
+        return result, max(1, peak_in_flight(result.samples)), arrival
     if plan.open_loop:
         result = loadgen.run_open_level(
             plan.root,
@@ -205,8 +249,10 @@ def run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None)
             metrics_url=plan.metrics_url,
             seed=plan.seed,
             on_progress=on_progress,
+            burstiness=plan.burstiness,
         )
-        arrival = Arrival("poisson" if plan.poisson else "fixed-rate", rate_rps=level)
+        kind = "gamma" if plan.burstiness is not None else "poisson" if plan.poisson else "fixed-rate"
+        arrival = Arrival(kind, rate_rps=level, burstiness=plan.burstiness)
         return result, max(1, peak_in_flight(result.samples)), arrival
     if plan.duration:
         result = loadgen.run_timed_level(
@@ -245,6 +291,9 @@ def record_level(
         client_cpu=result.client_cpu,
         server_metrics=result.metrics or None,
         run=run or RunMark(plan.run_id),
+        workload=workload_stats(
+            result.samples, plan.workload_kind, plan.workload_params(), plan.open_loop or bool(plan.trace)
+        ),
     )
     mark = {"run_id": plan.run_id, "repeat": (run or RunMark(plan.run_id)).repeat}
     rows = [{**sample_record(s, plan.context.label, concurrency), **mark} for s in result.samples]

@@ -17,8 +17,7 @@ request left, and every read, the headers' included, is stamped by the kernel on
 
 from __future__ import annotations
 
-import itertools
-import json
+import dataclasses
 import os
 import time
 
@@ -28,68 +27,12 @@ from locust import User, constant, events, task
 from harness.core.levels import distribution
 from harness.core.prompts import make_prompts
 from harness.core.stream import Sample
-from harness.io.http import chat_headers
+from harness.core.workloads import Request
 from harness.io.stream_socket import Pool
 from harness.load import headless, urls
 from harness.load import options  # noqa: F401  (registers the Locust command-line options)
 from harness.load.request import stream_once
-
-
-class Workload:
-    """What each request sends; a ``budget`` (requests left) ends a closed-loop level."""
-
-    def __init__(
-        self,
-        path: str,
-        model: str | None,
-        prompts,
-        max_tokens: int,
-        temperature: float = 0.0,
-        api_key: str | None = None,
-        timeout: float = 300.0,
-        budget: int | None = None,
-        idle_timeout: float | None = None,
-    ) -> None:
-        self.path, self.model, self.max_tokens = path, model, max_tokens
-        self.temperature, self.api_key, self.timeout = temperature, api_key, timeout
-        # the two bounds of every request: ``timeout`` the whole of it, ``idle_timeout`` each gap
-        self.idle_timeout = min(idle_timeout or timeout, timeout)
-        self._prompts = itertools.cycle(prompts)
-        self.budget = budget
-        self.issued = 0
-        self.arrivals: list[float] | None = None  # open loop: send offsets in seconds from the start
-        self.start_spacing_s = 0.0  # closed loop: user k waits k x this before its first request
-        self._starts = 0
-
-    def start_delay(self) -> float:
-        """How long the next user to start waits first (users spread over a ramp, not in lockstep)."""
-        delay = self._starts * self.start_spacing_s
-        self._starts += 1
-        return delay
-
-    def take(self) -> str | None:
-        """The next prompt, or None when the level's budget is spent (atomic under gevent)."""
-        if self.budget is not None:
-            if self.budget <= 0:
-                return None
-            self.budget -= 1
-        self.issued += 1
-        return next(self._prompts)
-
-    def body(self, prompt: str) -> bytes:
-        body = {
-            "messages": [{"role": "user", "content": prompt}],
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        if self.model:
-            body["model"] = self.model
-        return json.dumps(body).encode()
-
-    def headers(self) -> dict:
-        return chat_headers(self.api_key)  # the endpoint proof's headers too
+from harness.load.workload import Workload  # noqa: F401  (re-exported: the runner builds user.Workload)
 
 
 def _metric_rows(environment, sample: Sample) -> None:
@@ -139,21 +82,49 @@ class ChatUser(_BoundedUser):
 
     @task
     def chat(self) -> None:
-        prompt = self.workload.take()
-        if prompt is None:  # budget spent: wait for the runner to end the level
+        if self.workload.conversations is not None:
+            self.converse()
+            return
+        job = self.workload.take()
+        if job is None:  # budget spent: wait for the runner to end the level
             self.wait_idle()
             return
+        self.send(job)
+
+    def send(self, job: Request) -> Sample:
         IN_FLIGHT[0] += 1
         try:
-            sample = stream_once(self.pool, self.workload, prompt)
+            sample = stream_once(self.pool, self.workload, job)
         finally:
             IN_FLIGHT[0] -= 1
         _metric_rows(self.environment, sample)
+        return sample
+
+    def converse(self) -> None:
+        """One turn of this user's conversation (a new conversation when the last one is over):
+        the whole history plus a new message, the answer added to the history, then the think
+        time before the next turn."""
+        conversation = getattr(self, "conversation", None)
+        job = conversation.next_request() if conversation else None
+        if job is None:
+            self.conversation = conversation = self.workload.new_conversation()
+            job = conversation.next_request()
+        if job is None or not self.workload.spend():
+            self.wait_idle()
+            return
+        sample = self.send(job)
+        conversation.answered(sample.text, sample.tool_calls)
+        think = self.workload.conversations.think_s if self.workload.conversations else 0.0
+        if think and conversation.turn < conversation.turns:
+            gevent.sleep(think)
 
     def wait_idle(self) -> None:
         import gevent
 
         gevent.sleep(0.05)
+
+
+ARRIVAL_SPIN_S = 0.0015  # the open loop sleeps to this short of each departure, then spins to it
 
 
 class ArrivalUser(_BoundedUser):
@@ -178,18 +149,23 @@ class ArrivalUser(_BoundedUser):
         start = time.perf_counter()
         greenlets = []
         for offset in self.workload.arrivals:
-            delay = start + offset - time.perf_counter()
-            if delay > 0:
-                gevent.sleep(delay)
-            prompt = self.workload.take()
-            if prompt is None:
+            due = start + offset
+            delay = due - time.perf_counter()
+            if delay > ARRIVAL_SPIN_S:
+                gevent.sleep(delay - ARRIVAL_SPIN_S)
+            while time.perf_counter() < due:  # the event loop's timers wake up to a millisecond late
+                pass
+            job = self.workload.take()
+            if job is None:
                 break
-            greenlets.append(gevent.spawn(self._one, prompt))
+            # its schedule, so the sample keeps how late it left (schedule_lateness_s)
+            job = dataclasses.replace(job, due=start + offset)
+            greenlets.append(gevent.spawn(self._one, job))
         gevent.joinall(greenlets)
         self.done = True
 
-    def _one(self, prompt: str) -> None:
-        _metric_rows(self.environment, stream_once(self.pool, self.workload, prompt))
+    def _one(self, job: Request) -> None:
+        _metric_rows(self.environment, stream_once(self.pool, self.workload, job))
 
 
 # -- standalone use (web UI, headless): options and thresholds ---------------------------------------
@@ -216,11 +192,26 @@ def workload_for(environment) -> Workload:
         api_key=os.environ.get(o.api_key_env) or None,
         timeout=o.request_timeout,
         idle_timeout=o.idle_timeout or None,
+        **standalone_workload(o),
     )
     if _is_worker(environment) and os.environ.get(SWEEP_WORKER_ENV):
         wl.budget = 0  # a sweep's worker waits for the master to hand it a share of the level
     environment.harness_workload = wl
     return wl
+
+
+def standalone_workload(o) -> dict:
+    """The workload options of a headless or web-UI run as Workload arguments (checked already
+    by their option types: ``harness.load.option_checks``)."""
+    from harness.load import specs
+
+    kind = getattr(o, "workload", "prompts")
+    if kind in ("conversations", "agent"):
+        plan = specs.conversation_plan(
+            o.turns, o.message_tokens, o.think_time, o.output_tokens or None, agent=kind == "agent"
+        )
+        return {"conversations": plan}
+    return {"lengths": specs.length_plan(o.input_tokens or None, o.output_tokens or None)}
 
 
 def _is_worker(environment) -> bool:
@@ -347,6 +338,7 @@ def _write_record(environment, o, phases: list[dict] | None = None) -> None:
     from harness.core.levels import level_record, sample_record
     from harness.core.live import phase_spans
     from harness.core.records import DEFAULT_OBJECTIVES, UNKNOWN, LevelContext, now_stamp
+    from harness.core.workload_stats import workload_stats
     from harness.io.notebook import append_level
 
     stop = RUN_WINDOW.get("stop", time.perf_counter())
@@ -365,12 +357,16 @@ def _write_record(environment, o, phases: list[dict] | None = None) -> None:
         temperature=o.temperature,
         objectives=DEFAULT_OBJECTIVES,
     )
+    wl = workload_for(environment)
+    kind = ("agent" if wl.conversations.agent else "conversations") if wl.conversations else "prompts"
+    params = wl.conversations.params() if wl.conversations else wl.lengths.params() if wl.lengths else {}
     samples_path = os.path.splitext(o.labbook)[0] + ".samples.jsonl"
     for users, samples, wall in spans:
         if not samples:
             continue
         users = max(users, 1)
-        record = level_record(samples, users, max(wall, 1e-6), context, now_stamp())
+        stats = workload_stats(samples, kind, params, open_loop=False)
+        record = level_record(samples, users, max(wall, 1e-6), context, now_stamp(), workload=stats)
         rows = [sample_record(s, o.label, users) for s in samples]
         append_level(o.labbook, record.to_dict(), samples_path, rows)  # both whole, or neither
         print(

@@ -292,7 +292,15 @@ class PracticeApp:
         budget = max_tokens if max_tokens is not None else self.p["ctx_per_seat"] - len(prompt)
         rng = random.Random(hash((self.p["seed"], self._n)))
         plan = plan_reply(body, self.p, rng, budget)
-        truth = Truth(rid, received, time.time(), len(prompt), budget, fault=faults.label())
+        truth = Truth(
+            rid,
+            received,
+            time.time(),
+            len(prompt),
+            budget,
+            fault=faults.label(),
+            prefix_cache=self.p["prefix_cache"],
+        )
         self._keep_truth(truth)
         stream = bool(body.get("stream", False))
         include_usage = bool((body.get("stream_options") or {}).get("include_usage", False))

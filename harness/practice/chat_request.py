@@ -3,6 +3,7 @@ message and error type the server answers with (the engine's own wording, by dia
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from harness.practice.faults import Faults
@@ -36,8 +37,41 @@ def parse_body(req: Request) -> dict:
         raise Rejected(400, "request body is nested too deeply to read", "invalid_request_error") from None
     if not isinstance(body, dict):
         raise Rejected(400, "request body must be a JSON object", "invalid_request_error")
+    where = lone_surrogate(body)
+    if where is not None:
+        raise Rejected(
+            400,
+            f"'{where}' holds a lone surrogate (a \\ud800-\\udfff escape that is not half of a pair), "
+            "which is no Unicode text; send whole characters",
+            "invalid_request_error",
+            param=where,
+        )
     check_fields(body)
     return body
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads pairs valid escapes: what is left is lone
+
+
+def lone_surrogate(value) -> str | None:
+    """The place (``messages[0].content``) of the first string, or key, holding a lone surrogate
+    in a decoded JSON body, or None: such text cannot be encoded, tokenised or echoed (it answered
+    500 UnicodeEncodeError). A walk with its own stack: a deep body never recurses."""
+    stack = [("", value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return where or "(top level)"
+        elif isinstance(item, list):
+            stack.extend((f"{where}[{i}]", v) for i, v in reversed(list(enumerate(item))))
+        elif isinstance(item, dict):
+            for key in item:
+                if _SURROGATE.search(key):
+                    return f"{where} (a key)" if where else "(a key)"
+            pairs = [(f"{where}.{k}" if where else k, v) for k, v in item.items()]
+            stack.extend(reversed(pairs))
+    return None
 
 
 _NUMBER = (int, float)

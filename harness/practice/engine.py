@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from harness.practice.prefix import BlockPool, SeatCache
-from harness.practice.replies import ReplyPlan
+from harness.practice.replies import ReplyPlan, answer_text
+from harness.practice.tokenizer import encode
 
 clock = time.monotonic
 BEHIND_RESET_S = 0.1
@@ -206,12 +207,21 @@ class BatchedEngine(_Engine):
             if not seq.preempted:
                 self.counters.cached_tokens += cached
 
-    def _release(self, seq: Sequence) -> None:
+    def _release(self, seq: Sequence, kept: list[int] | None = None) -> None:
         if seq in self.state.running:
             self.state.running.remove(seq)
         if self.seat_cache is not None and seq.seat is not None:
-            self.seat_cache.release(seq.seat)
+            self.seat_cache.release(seq.seat, kept)
         seq.blocks = 0
+
+    def _keep_answer(self, seq: Sequence) -> None:
+        """A finished sequence's prompt and answer stay in the cache (the seat, or the pool's
+        blocks), so a conversation's next turn, which sends both back, finds them."""
+        kept = seq.prompt + encode(answer_text(seq.plan))
+        if self.pool is not None:
+            self.pool.insert(kept)
+        elif self.seat_cache is not None and seq.seat is not None:
+            self.seat_cache.release(seq.seat, kept)
 
     def _preempt_if_needed(self) -> None:
         if not self.pooled:
@@ -297,6 +307,7 @@ class BatchedEngine(_Engine):
         self.step_spread.append(clock() - now)
         for seq in finished:
             seq.state = "done"
+            self._keep_answer(seq)
             self._release(seq)
             c.requests_finished += 1
             seq.sink.finish(seq)

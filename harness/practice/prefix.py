@@ -1,12 +1,14 @@
 """The two styles of prefix caching, as pure data structures (no clocks, no I/O).
 
-Per-seat (llama-server): each seat remembers the prompt it last served. A new request goes to the
-free seat whose remembered prompt shares the longest prefix with it, else to the free seat used
+Per-seat (llama-server): each seat remembers the prompt it last served and the answer it gave. A
+new request goes to the free seat whose remembered prompt shares the longest prefix with it (more
+than a tenth of it, as llama-server's --slot-prompt-similarity 0.10), else to the free seat used
 longest ago; the shared prefix is not prefilled again.
 
 Pooled (vLLM): prompts are cut into blocks of ``block_size`` tokens; a block's key is a hash of
 its tokens and of everything before it, so a block is reused only after the same prefix. Blocks
-from any earlier request can be reused until the pool evicts them, least recently used first.
+from any earlier request (its prompt, then its answer once finished) can be reused until the pool
+evicts them, least recently used first.
 At least one prompt token is always computed, so a prompt that is entirely cached gives back its
 last block.
 """
@@ -36,9 +38,14 @@ class Seat:
 class SeatCache:
     """Seats that each keep their last prompt. ``reuse=False`` models a server with no cache."""
 
-    def __init__(self, seats: int, reuse: bool = True) -> None:
+    def __init__(self, seats: int, reuse: bool = True, similarity: float = 0.1) -> None:
         self.seats = [Seat(i) for i in range(seats)]
         self.reuse = reuse
+        # llama-server's --slot-prompt-similarity (0.10 by default): a seat is chosen for its
+        # prefix only when that prefix is more than this share of the new prompt, so a prompt
+        # sharing a few template tokens with every seat takes the seat used longest ago (and
+        # leaves a conversation's seat to that conversation)
+        self.similarity = similarity
         self._clock = 0
 
     def free_count(self) -> int:
@@ -53,18 +60,24 @@ class SeatCache:
         if self.reuse:
             for seat in free:
                 n = common_prefix(seat.tokens, prompt)
-                if n > best_len:
+                if n > best_len and n > self.similarity * len(prompt):
                     best, best_len = seat, n
         if best is None:
             best = min(free, key=lambda s: (s.last_used, s.index))
+            best_len = common_prefix(best.tokens, prompt) if self.reuse else 0
         self._clock += 1
         best.busy, best.last_used = True, self._clock
         cached = min(best_len, len(prompt) - 1) if self.reuse else 0
         best.tokens = list(prompt)
         return best.index, max(cached, 0)
 
-    def release(self, index: int) -> None:
-        self.seats[index].busy = False
+    def release(self, index: int, kept: list[int] | None = None) -> None:
+        """Free a seat; ``kept``: what it now holds (the prompt and the answer, as llama-server's
+        slot keeps both, so the next turn of a conversation reuses the whole history)."""
+        seat = self.seats[index]
+        seat.busy = False
+        if kept is not None and self.reuse:
+            seat.tokens = list(kept)
 
 
 class BlockPool:

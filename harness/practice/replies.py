@@ -34,6 +34,11 @@ class ReplyPlan:
     tool_arguments: str | None = None
 
 
+def answer_text(plan: ReplyPlan) -> str:
+    """The answer's visible text, as a client sends it back in the next turn's history."""
+    return "".join(text for name, text in plan.pieces if name == "content")
+
+
 def output_length(spec: dict, rng: random.Random) -> int:
     kind = spec["kind"]
     if kind == "fixed":
@@ -171,6 +176,10 @@ def plan_reply(request: dict, profile: dict, rng: random.Random, max_tokens: int
         # ignore_eos (vLLM's and llama-server's extension, what `vllm bench serve --ignore-eos` sends):
         # the reply runs to max_tokens whatever the length distribution says.
         length = max_tokens + 1 if request.get("ignore_eos") else output_length(out_spec["length"], rng)
+        # min_tokens (vLLM's extension): no end of the answer before that many tokens
+        floor = request.get("min_tokens")
+        if isinstance(floor, int) and not isinstance(floor, bool) and floor > length:
+            length = min(floor, max_tokens + 1)
         plan += [("content", p) for p in _prose(length, rng)]
 
     # A reply that reaches max_tokens stops on length (a prose reply that lands exactly on it too).

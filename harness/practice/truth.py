@@ -27,6 +27,11 @@ class Truth:
     finish_reason: str | None = None
     outcome: str = "running"
     fault: str | None = None
+    prefix_cache: str | None = None  # the profile's cache: per-seat, pooled or none
+
+    @property
+    def cached_share(self) -> float | None:
+        return None if not self.prompt_tokens else round(self.cached_tokens / self.prompt_tokens, 4)
 
     def as_dict(self) -> dict:
         first = self.sent[0] if self.sent else None
@@ -39,7 +44,9 @@ class Truth:
             "queued_s": None if self.admitted is None else self.admitted - self.received,
             "seat": self.seat,
             "prompt_tokens": self.prompt_tokens,
-            "cached_tokens": self.cached_tokens,
+            "cached_tokens": self.cached_tokens,  # prompt tokens it did not prefill: found in its cache
+            "cached_share": self.cached_share,
+            "prefix_cache": self.prefix_cache,
             "max_tokens": self.max_tokens,
             "output_tokens": len(self.sent),
             "ttft_s": None if first is None else first - self.received,

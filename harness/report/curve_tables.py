@@ -6,7 +6,7 @@ sentences out (``-`` where a figure is absent)."""
 
 from __future__ import annotations
 
-from harness.core import curves
+from harness.core import curves, sizing
 
 CURVE_HEAD = [
     "c",
@@ -238,6 +238,12 @@ def capacity_line(levels: dict[int, dict], promise_s: float) -> str:
     """Capacity within the promise as the levels show it: exact, at least, or none."""
     found = curves.capacity_reading(levels, promise_s)
     return f"capacity within the promise (p95 first token <= {promise_s:g} s): {found.text}"
+
+
+def capacity_lines(levels: dict[int, dict], promise_s: float) -> list[str]:
+    """The capacity line, then Day 3's sentences on total output and each person's speed there."""
+    capacity = curves.capacity_reading(levels, promise_s).capacity
+    return [capacity_line(levels, promise_s), *sizing.alone_against_capacity(levels, capacity)]
 
 
 def differences(a: dict[int, dict], b: dict[int, dict], shared: list[int]) -> list[str]:

@@ -26,6 +26,40 @@ def latest_per_engine(speed_records: list[dict], feature_records: list[dict]):
     return order, speed, features
 
 
+VARY = 0.05  # the engines lab: decode rates that vary "by more than a few per cent" between runs
+
+
+def rerun_rules(speed_records: list[dict]) -> list[tuple[str, str, str]]:
+    """The engines lab's troubleshooting row on repeated measurements: an engine whose latest two
+    runs of the same test decoded more than a few per cent apart (the most recent run replaces the
+    row, so the earlier one is only read here)."""
+    runs: dict[tuple[str, str], list[float]] = {}
+    for rec in sorted(speed_records, key=lambda r: r.get("measured_on", "")):
+        if rec.get("decode_tokens_per_s"):
+            runs.setdefault((rec.get("engine", "?"), rec.get("test", "?")), []).append(
+                rec["decode_tokens_per_s"]
+            )
+    out = []
+    for (engine, test), rates in runs.items():
+        if len(rates) < 2:
+            continue
+        before, last = rates[-2], rates[-1]
+        apart = abs(last - before) / before
+        if apart > VARY:
+            out.append(
+                (
+                    "WARN",
+                    engine,
+                    f"{test}: decode rates vary by {apart:.0%} between runs ({before:.1f} then {last:.1f} "
+                    "tok/s): another process, thermal limits or battery power; close applications, plug "
+                    "in, re-run (the most recent run replaces the row)",
+                )
+            )
+        else:
+            out.append(("PASS", engine, f"{test}: the last two runs decoded within {VARY:.0%} of each other"))
+    return out
+
+
 def memory_added(rec: dict) -> tuple[float | None, str]:
     """The reading that best says what this server added on this kind of machine, and its source.
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from tabulate import tabulate
 
 from harness.core import engine_compare as ec
+from harness.report import identity
 from harness.core.predictions import decode_ceiling, kv_per_token
 from harness.report.engine_tables import memory_added
 
@@ -26,6 +27,7 @@ class Inputs:
     machine_label: str
     rules: dict
     settings: dict = field(default_factory=dict)  # engine -> what turns each API feature on
+    mapped_mib: float | None = None  # the load log's MTL0_Mapped model buffer (Track M), for vm_stat rows
 
 
 def formats(order: list[str], speed: dict, model) -> dict[str, str]:
@@ -91,7 +93,9 @@ def ratio_rows(order: list[str], speed: dict, model, fmts: dict) -> list[list]:
     return rows
 
 
-def memory_rows(order: list[str], speed: dict, model, fmts: dict, rules: dict) -> list[list]:
+def memory_rows(
+    order: list[str], speed: dict, model, fmts: dict, rules: dict, mapped_mib: float | None = None
+) -> list[list]:
     rows = []
     per = kv_per_token(model)
     for engine in order:
@@ -126,8 +130,28 @@ def memory_rows(order: list[str], speed: dict, model, fmts: dict, rules: dict) -
         note = "embedding in host memory, not seen" if found[1].get("embedding") == "host" else "nothing"
         if low != high:
             note = "mapped weight pages: vm_stat counts none to all of them"
-        rows.append([engine, source, f"{seen} ({tokens:,} cache tokens)", added, over, note])
+            if mapped_mib is not None:  # the engines lab: write the MTL0_Mapped line beside the delta
+                note += f" (the load log's MTL0_Mapped model buffer: {mapped_mib:,.2f} MiB)"
+        if added is not None and "vm_stat" in source and ec.overhead_mb(added, (low, high))[0] > MUCH_MB:
+            note = MUCH_LARGER
+        rows.append([engine, source, f"{seen} ({_cache_words(found[1], tokens, per)})", added, over, note])
     return rows
+
+
+MUCH_MB = 1500  # beyond what a Metal context, compute buffers and the server process add
+MUCH_LARGER = (
+    "much larger than predicted (the engines lab's Track M row): other applications grew during the "
+    "run; close them, take a fresh idle snapshot, re-measure"
+)
+
+
+def _cache_words(rule: dict, tokens: int, per_token: float) -> str:
+    """What the cache in the visible bytes holds: a pool the engine was told in bytes (vLLM's 1.25 GiB)
+    as its bytes and the tokens they hold, else the tokens counted."""
+    if rule.get("kv") == "bytes":
+        pool = int(rule["kv_bytes"])
+        return f"{pool:,}-byte pool, about {int(pool // per_token):,} cache tokens"
+    return f"{tokens:,} cache tokens"
 
 
 def _prefill_line(order: list[str], speed: dict) -> str:
@@ -235,7 +259,7 @@ def render(order, speed, features, inputs: Inputs) -> str:
             f"Warning: no record names {model.name} (they name {', '.join(served) or 'nothing'}); if the "
             "engines served another model, these predictions are not theirs: pass its file or table name."
         )
-    parts.append("")
+    parts += ["", *identity.section(order, speed)]
     if inputs.bandwidth_gb_s:
         rows = [
             [
@@ -286,7 +310,7 @@ def render(order, speed, features, inputs: Inputs) -> str:
         "Memory: the predicted bytes each source can see, and the overhead beyond them (MB = 1,000,000 B)",
         "",
         tabulate(
-            memory_rows(order, speed, model, fmts, inputs.rules),
+            memory_rows(order, speed, model, fmts, inputs.rules, inputs.mapped_mib),
             headers=[
                 "Engine",
                 "Memory source",

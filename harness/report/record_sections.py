@@ -17,7 +17,8 @@ from harness.core import curves
 from harness.core.records import is_engine_speed, is_features
 from harness.io.notebook import read_records
 from harness.report import curve_tables as ct
-from harness.report import engine_tables
+from harness.report import engine_tables, server_counters
+from harness.report.troubleshooting import load_errors
 from harness.report.markdown import absent, table
 
 
@@ -170,8 +171,9 @@ def curve_section(r: RunInputs) -> list[str]:
         lines += [f"_{n[0].upper()}{n[1:]}._" for n in notes] + ([""] if notes else [])
         lines += [table(ct.CURVE_HEAD, ct.curve_rows(d, levels))]
         findings = [ct.knee_line(d), *ct.fit_lines(d, levels), ct.operating_line(d)]
-        findings.append(ct.capacity_line(levels, r.promise))
+        findings += ct.capacity_lines(levels, r.promise)
         lines += [""] + [f"  - {f.strip()}" if f.startswith("  ") else f"- {f}" for f in findings] + [""]
+        lines += server_counters.lines(label, levels)
         chart = r.run_dir / "charts" / f"{file_label(label)}-tpot.png"
         if chart.is_file():
             lines += [f"![{label}: TPOT against concurrency]({chart.relative_to(r.run_dir)})", ""]
@@ -374,7 +376,7 @@ def validation(r: RunInputs) -> list[str]:
     lines = ["## Validation", ""]
     if not r.levels and not r.steps_of("check"):
         return lines + absent("No validation", "no level was measured and the plan has no check step")
-    found = curves.check(r.levels)
+    found = curves.check(r.levels, list(load_errors()))
     lines += [
         f"Load lab rules: {_counts([v for v, _ in found])}.",
         "",
@@ -387,6 +389,7 @@ def validation(r: RunInputs) -> list[str]:
         allow_cpu = any(s.options.get("allow_cpu") for s in r.plan.steps if s.kind == "check")
         order, by_speed, by_feat = engine_tables.latest_per_engine(speed, feats)
         rules = engine_tables.check(order, by_speed, by_feat, allow_cpu=allow_cpu)
+        rules += engine_tables.rerun_rules(speed)
         lines += [
             f"Engines lab rules{' (CPU backends allowed)' if allow_cpu else ''}: "
             f"{_counts([v for v, _, _ in rules])}.",

@@ -14,7 +14,9 @@ from harness.core import curves, words
 from harness.core.records import is_level
 from harness.io.notebook import read_records
 from harness.report import measured
+from harness.report import lab_records
 from harness.report import record_sections as rs
+from harness.report import workload_tables
 from harness.report.curve_tables import said
 from harness.report.markdown import absent, table, to_html
 from harness.report.record_sections import RunInputs
@@ -382,6 +384,7 @@ def engines(r: RunInputs) -> list[str]:
             "",
             *(f"- {bid}: `{e['command']}`" for bid, e in started.items()),
             "",
+            *lab_records.log_lines(started),
         ]
     return lines + skipped_blocks(r.manifest)
 
@@ -419,8 +422,10 @@ SECTIONS = (
     conditions,
     engines,
     rs.allocation,
+    lab_records.fraction_section,
     rs.curve_section,
     rs.capacity_searches,
+    workload_tables.section,  # bursts, lengths, conversations, traces (none for the labs' own sweeps)
     rs.comparisons,
     rs.single_user,
     rs.cross_check,

@@ -121,9 +121,12 @@ def llama_devices(text: str, allow_cpu: bool = False) -> Finding:
     return Finding("PASS", "accelerator", "; ".join(devices))
 
 
-def nvidia(csv: str, busy_mib: int = 1000) -> list[Finding]:
+BUSY_MIB = 300  # the serving lab's preflight: memory.used above "a few hundred MiB" with no model loaded
+
+
+def nvidia(csv: str, busy_mib: int = BUSY_MIB) -> list[Finding]:
     """Findings from the output of ``nvidia-smi --format=csv,noheader,nounits
-    --query-gpu=name,memory.total,memory.used,driver_version``."""
+    --query-gpu=name,memory.total,memory.used,driver_version``; more than ``busy_mib`` in use warns."""
     out = []
     for row in [r for r in csv.strip().splitlines() if r.strip()]:
         name, total, used, driver = [x.strip() for x in row.split(",")][:4]
@@ -317,6 +320,10 @@ def _target_findings(t: Target, allow_cpu: bool, run: Callable, seen: _Seen) -> 
     ):
         seen.models.add(model)
         own.append(model_file(model))
+    if t.block.engine.get("guards") and not imitation:
+        from harness.run.guards import engine_guards  # guards.py builds on this module's Finding
+
+        own += engine_guards(t.block.engine["guards"], str(model or ""))
     before = t.block.engine.get("service", {}).get("before", [])
     if kind == "service" and (t.block.stand_in or {}).get("daemon"):
         # a rehearsal: the stand-in service is started by its block, so there is none to ask yet
@@ -353,6 +360,10 @@ def plan_findings(
     seen = _Seen()
     for t in targets:
         findings += _target_findings(t, bool(v.get("ALLOW_CPU")), run, seen)
+    from harness.run import guards  # guards.py builds on this module's Finding
+
+    findings += guards.install_tools(str(v.get("INSTALL_TOOLS", ""))) + guards.plan_tier(plan, run)
+    findings += guards.environment_sizes(str(v.get("ENV_DIRS", "")))
     run_dir.mkdir(parents=True, exist_ok=True)
     findings.append(free_disk(str(run_dir), float(v.get("DISK_GB", 1)), usage))
     accel = v.get("ACCELERATOR", "cpu")

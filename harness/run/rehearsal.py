@@ -236,8 +236,11 @@ def _global_stages(stage, overlay: dict, notes: list[str], seen: dict[str, int])
         return [stage]
     stand_in = {**options, **swaps[model]}
     stand_in.pop("machine", None)  # the stand-in runs on this machine, not the track's
+    stand_in.pop("usable_from", None)  # nor against the track's device
     ids = [_global_id("predict", seen), _global_id("predict", seen)]
-    where = f" on {options['machine']}" if options.get("machine") else ""
+    machine = str(options.get("machine") or "")
+    where = f" on {machine}" if "${" not in machine else " on the tier's machine"
+    where = where if machine else ""
     notes.append(f"{ids[0]}: this is the track's own prediction ({model}{where}), printed for comparison")
     notes.append(f"{ids[1]}: this is the stand-in's prediction ({stand_in['model']}, this machine)")
     return [stage, {"predict": stand_in}]

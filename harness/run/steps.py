@@ -68,12 +68,17 @@ READ_AFTER_START = "<read after start>"
 
 
 def engine_record(plan: Plan, ctx: BlockContext) -> dict:
-    """The engine, version and host written into a block's records. The version is what the
-    runner read from the engine once it started (a value, never a shell substitution); before that
-    (a dry run) the plan's stated version, or ``<read after start>``."""
+    """The engine, version and host written into a block's records. A version the plan states
+    (Track S's TensorRT-LLM image tag, as the lab records ``--engine-version "$TRTLLM_IMAGE"``) is
+    recorded as stated, but by a rehearsal's imitation, which records its own; otherwise what the
+    runner read from the engine once it started (a value, never a shell substitution), and before
+    that (a dry run) ``<read after start>``."""
     block, version = ctx.block, ctx.state.version
-    if version is None:
-        version = block.record.get("engine_version", READ_AFTER_START)
+    stated = block.record.get("engine_version")
+    if stated and not (block.stand_in or {}).get("imitates"):
+        version = str(stated)
+    elif version is None:
+        version = stated or READ_AFTER_START
     return {
         "engine": block.record.get("engine", block.engine.get("engine_label", block.engine.name)),
         "engine_version": version,
@@ -119,6 +124,7 @@ def _compare(w: Where, o: dict) -> list[StepCall]:
 
 def _check(w: Where, o: dict) -> list[StepCall]:
     calls = [call("summarise", [("labbook", w.notebook), ("check", True)])]
+    machine = w.plan.variables.get("MACHINE") or w.plan.machine  # the tier's machine, else the plan's
     if o.get("engines", True):
         calls.append(
             call(
@@ -127,7 +133,7 @@ def _check(w: Where, o: dict) -> list[StepCall]:
                 [("allow_cpu", True)] if o.get("allow_cpu") else [],
                 # each engine against the ceiling of its own format on the plan's machine (Task 9);
                 # a rehearsal's stand-ins run on this machine, not the plan's
-                [("machine", w.plan.machine)] if w.plan.machine and not w.plan.rehearsal else [],
+                [("machine", machine)] if machine and not w.plan.rehearsal else [],
             )
         )
     return calls

@@ -7,6 +7,7 @@ holds) when the ``with`` block ends.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import gzip
 import json
@@ -72,6 +73,14 @@ FAULTS = (
     "nan-metrics",
     "big-metrics",
     "echo-key",
+    # the second sweep of round two: one fake server per class it found
+    "bad-chunk",
+    "bad-utf8",
+    "choices-dict",
+    "delta-flood",
+    "echo-key-encoded",
+    "key-split-error",
+    "key-everywhere",
 )
 # A server text with everything a terminal or an encoder chokes on: escape sequences, a bell, a
 # lone surrogate (as the JSON escape a server sends) and a carriage return.
@@ -105,6 +114,18 @@ class _Handler(socketserver.BaseRequestHandler):
         if body:
             with contextlib.suppress(ValueError):
                 srv.bodies.append(json.loads(body))
+        if not self._special_get(sock, srv, line):
+            self._route(sock, srv, line)
+
+    def _special_get(self, sock, srv, line: str) -> bool:
+        """The GETs a fault answers its own way; True when this was one."""
+        if line.startswith("GET /props") and srv.fault == "delta-flood":
+            with contextlib.suppress(OSError):
+                _trickle_json(sock, srv)
+            return True
+        return False
+
+    def _route(self, sock, srv, line: str) -> None:
         if " /v1/models" in line or line.startswith("GET /models"):
             if srv.fault == "models-null":
                 return _send_json(sock, 200, {"object": "list", "data": None})
@@ -271,6 +292,87 @@ class _Handler(socketserver.BaseRequestHandler):
     def fault_echo_key(self, sock, srv) -> None:  # echoes the Authorization header it was sent
         auth = srv.last_auth or "(none)"
         _send_json(sock, 401, {"error": {"message": f"invalid credentials in 'Authorization: {auth}'"}})
+
+    # -- round two, the second sweep -----------------------------------------------------------------
+    def fault_bad_chunk(self, sock, srv) -> None:  # a negative chunk size, then one that is no number
+        kind = b"text/event-stream" if _streamed(srv) else b"application/json"
+        sock.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\nTransfer-Encoding: chunked\r\n"
+            b"Connection: close\r\n\r\n" % kind
+        )
+        piece = event(chunk("t0 ")) if _streamed(srv) else b'{"choices": ['
+        sock.sendall(b"%x\r\n%s\r\n-10\r\n%s\r\nzz\r\n%s\r\n0\r\n\r\n" % (len(piece), piece, piece, piece))
+
+    def fault_bad_utf8(self, sock, srv) -> None:  # bytes that are not UTF-8 inside a data line
+        bad = b'data: {"id": "x\xff\xfe", "choices": [{"index": 0, "delta": {"content": "t\xc3("}}]}\n\n'
+        if _streamed(srv):
+            return _send_stream(sock, [event(chunk("t0 ")), bad, *good_events()], srv)
+        body = b'{"id": "x", "choices": [{"index": 0, "message": {"content": "\xff\xfe"}}]}'
+        return _send_raw(sock, 200, body)
+
+    def fault_choices_dict(self, sock, srv) -> None:  # "choices" as an object, not a list
+        if _streamed(srv):
+            bad = event({"id": "x", "choices": {"0": {"delta": {"content": "t0 "}, "finish_reason": None}}})
+            return _send_stream(sock, [bad, *good_events()], srv)
+        return _send_json(sock, 200, {"id": "x", "choices": {"0": {"message": {"content": "hi"}}}})
+
+    def fault_delta_flood(self, sock, srv) -> None:  # deltas as fast as the socket takes them, endless
+        sock.sendall(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+            b"Connection: close\r\n\r\n"
+        )
+        block = b"".join([event(chunk("x"))] * 1000)
+        while not srv.stop.is_set():  # (its /props trickles an answer that never ends)
+            sock.sendall(b"%x\r\n%s\r\n" % (len(block), block))
+
+    def fault_echo_key_encoded(self, sock, srv) -> None:  # the key echoed base64- and hex-encoded
+        key = _key(srv).encode()
+        said = f"bad token b64={base64.b64encode(key).decode()} hex={key.hex()} HEX={key.hex().upper()}"
+        said += f" auth={base64.b64encode(b'Authorization: Bearer ' + key).decode()}"
+        _send_json(sock, 401, {"error": {"message": said, "code": "invalid_key"}})
+
+    def fault_key_split_error(self, sock, srv) -> None:  # the key split over an error's message and code
+        key = _key(srv)
+        half = len(key) // 2
+        err = {"error": {"message": f"rejected {key[:half]}", "code": key[half:], "type": key[half:]}}
+        line = b"data: " + json.dumps(err).encode() + b"\n\n"
+        _send_stream(sock, [event(chunk("t0 ")), line], srv)
+
+    def fault_key_everywhere(self, sock, srv) -> None:  # the key in every field a reply carries
+        key = _key(srv)
+        half = len(key) // 2
+        args = json.dumps({"city": key, "note": key[:half]})
+        call = {"index": 0, "id": "c1", "type": "function", "function": {"name": key, "arguments": args}}
+        if _streamed(srv):
+            body = [event(chunk(key[:half])), event(chunk(key[half:]))]
+            body.append(event({"id": "x", "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}))
+            body += [event(chunk(finish=key)), b"data: [DONE]\n\n"]
+            return _send_stream(sock, body, srv)
+        message = {"role": "assistant", "content": key, "tool_calls": [call]}
+        choice = {"index": 0, "message": message, "finish_reason": key}
+        return _send_json(sock, 200, {"id": key, "model": key, "choices": [choice]})
+
+
+def _streamed(srv) -> bool:
+    return bool(srv.bodies) and bool(srv.bodies[-1].get("stream"))
+
+
+def _key(srv) -> str:
+    return (srv.last_auth or "Bearer none").split(" ", 1)[-1]
+
+
+def _trickle_json(sock, srv) -> None:
+    """A JSON answer whose body comes a few bytes at a time and never ends."""
+    sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000000\r\n\r\n{")
+    while not srv.stop.wait(0.01):
+        sock.sendall(b" " * 64)
+
+
+def _send_raw(sock, status: int, body: bytes) -> None:
+    sock.sendall(
+        b"HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+        b"Connection: close\r\n\r\n%s" % (status, len(body), body)
+    )
 
 
 def _read_request(sock) -> tuple[bytes, bytes]:

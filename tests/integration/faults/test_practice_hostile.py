@@ -133,3 +133,28 @@ def test_with_a_key_only_health_is_open(practice):
     assert requests.post(server.root + "/practice/reset", timeout=5).status_code == 401
     auth = {"Authorization": "Bearer sk-guard-123456"}
     assert requests.get(server.root + "/metrics", headers=auth, timeout=5).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "where, body",
+    [
+        ("messages[0].content", '{"messages": [{"role": "user", "content": "hi \\ud800 there"}]}'),
+        (
+            "tools[0].function.name",
+            '{"messages": [{"role": "user", "content": "weather?"}], "tool_choice": "required",'
+            ' "tools": [{"type": "function", "function": {"name": "get_\\udfff", "parameters": {}}}]}',
+        ),
+        ("messages[0].content", '{"stream": true, "messages": [{"role": "user", "content": "\\udc00"}]}'),
+    ],
+)
+def test_a_lone_surrogate_is_a_400_naming_the_field_never_a_500(practice, where, body):
+    """Issue 28, second sweep: a lone surrogate in the prompt or a tool's name answered 500
+    UnicodeEncodeError; now a 400 that names the field, and the server serves on. A surrogate
+    pair (one character written as two escapes) is whole text and is served."""
+    server = practice("kit")
+    r = requests.post(server.base_url + "/chat/completions", data=body, timeout=10)
+    assert r.status_code == 400, r.text
+    assert where in r.json()["error"]["message"] and "lone surrogate" in r.text, r.text
+    pair = '{"max_tokens": 2, "messages": [{"role": "user", "content": "smile \\ud83d\\ude00"}]}'
+    assert requests.post(server.base_url + "/chat/completions", data=pair, timeout=10).status_code == 200
+    _ok(server)

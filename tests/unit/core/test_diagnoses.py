@@ -20,7 +20,7 @@ STARTUP = FIXTURES / "logs" / "startup"
         ("vllm-fp8-rejected.log", "vllm", "vllm-fp8-kv-rejected", "VLLM_KV_DTYPE=auto"),
         ("vllm-cuda-oom.log", "vllm-control", "vllm-out-of-memory", "skip the vLLM row"),
         ("trtllm-bus-error.log", "trtllm-compose", "container-bus-error", "ipc host"),
-        ("llama-hip-out-of-memory.log", "llama-server", "llama-pool-did-not-fit", "eight-bit tier"),
+        ("llama-hip-out-of-memory.log", "llama-server", "llama-pool-did-not-fit", "eight-bit lab.env tier"),
         ("lemonade-status-unreachable.log", "lemonade", "lemond-not-running", "systemctl start lemond"),
     ],
 )

@@ -72,7 +72,7 @@ def test_one_configuration_prints_every_cache_type_format_and_batch(capsys):
         "weights (GGUF Q4_K_M) + pool = 15.93 GiB before compute buffers against 128 GB usable -> fits" in out
     )
     assert "bf16                18.0 /    17.8 tok/s" in out  # the lab's ceiling table, from the same inputs
-    assert "context   100: B=1 58 (58.3)  B=10 566 (56.6)  B=20 1099 (55.0)" in out
+    assert "context   100: B=1 58 (58.3)  B=5 288 (57.5)  B=10 566 (56.6)  B=20 1099 (55.0)" in out
     assert (
         main(
             [

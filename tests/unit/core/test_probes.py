@@ -33,3 +33,24 @@ def test_a_raw_reply_is_kept_whole_when_short_and_cut_at_4096_characters():
     long = raw_excerpt("x" * 10_000)
     assert long.startswith("x" * RAW_LIMIT) and long.endswith("... (5,904 more characters cut)")
     assert raw_excerpt(b"\xff ok") == "\ufffd ok"  # bytes that are not UTF-8 are shown, not lost
+
+
+def test_replies_of_the_wrong_shape_are_verdicts_never_exceptions():
+    """Issue 28, second sweep: "choices" as an object (AttributeError), a message, delta or tool call
+    of the wrong type: each judged unsupported with a reason."""
+    from harness.core import probes
+
+    shapes = [
+        {"choices": {"0": {"message": {"content": "hi"}}}},
+        {"choices": ["text"]},
+        {"choices": [{"message": "text", "finish_reason": 3}]},
+        {"choices": [{"message": {"tool_calls": {"function": "x"}, "content": 5}}]},
+        {"choices": [{"message": {"tool_calls": ["x", None]}}]},
+        [],
+    ]
+    for reply in shapes:
+        for judge in (probes.judge_tool_reply, probes.judge_schema_reply):
+            verdict = judge(reply)
+            assert verdict["supported"] is False and verdict["detail"], (reply, verdict)
+    events = [{"choices": {"0": {"delta": {"content": "x"}}}}, {"choices": [None, {"delta": []}]}, "x"]
+    assert probes.assemble_tool_deltas(events) == (None, "", "", None)

@@ -63,3 +63,60 @@ SECRET_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_
 def test_a_known_secret_never_survives_redaction(secret, around):
     out = redact(around + secret + around, {secret})
     assert secret not in out
+
+
+def test_every_encoding_and_every_long_piece_of_a_key_is_redacted():
+    """Issue 28, second sweep: the key echoed as base64 or hex, at any base64 alignment inside a
+    longer encoded text, or split in two (each half at least FRAGMENT characters)."""
+    import base64
+
+    from harness.core.server_text import FRAGMENT
+
+    key = "sk-split-and-encoded-4c1d9e7b2a"
+    raw = key.encode()
+    echoes = [base64.b64encode(raw).decode(), base64.urlsafe_b64encode(raw).decode(), raw.hex().upper()]
+    echoes += [base64.b64encode(b"x" * n + raw + b"yz").decode() for n in range(3)]
+    for text in echoes:
+        out = redact(f"bad token {text}.", {key})
+        assert REDACTED in out and text not in out, (text, out)
+    half = len(key) // 2
+    out = redact(f'{{"message": "rejected {key[:half]}", "code": "{key[half:]}"}}', {key})
+    assert key[:half] not in out and key[half:] not in out and "rejected" in out
+    cut = key[: FRAGMENT - 1]  # less than a fragment is not the key: ordinary text stays readable
+    assert redact(f"model {cut} is fine", {key}) == f"model {cut} is fine"
+
+
+def test_redact_tree_reaches_every_string_of_a_record_keys_included():
+    from harness.core.server_text import redact_tree
+
+    key = "sk-tree-5e6f7a8b9c0d"
+    keep_secret(key)
+    record = {"called": key, "arguments": {"city": key, key: [1, f"x{key[:10]}"]}, "n": 3, "ok": None}
+    out = redact_tree(record)
+    assert key[:10] not in json.dumps(out) and out["n"] == 3 and out["ok"] is None
+    assert out["called"] == REDACTED and out["arguments"]["city"] == REDACTED
+
+
+@given(
+    st.text(alphabet=SECRET_CHARS, min_size=16, max_size=40),
+    st.integers(0, 40),
+    st.text(max_size=60),
+)
+def test_a_key_split_anywhere_never_survives_in_either_long_piece(secret, at, around):
+    from harness.core.server_text import FRAGMENT
+
+    at = min(at, len(secret))
+    out = redact(f"{around}{secret[:at]} | {secret[at:]}{around}", {secret})
+    for piece in (secret[:at], secret[at:]):
+        if len(piece) >= FRAGMENT:
+            assert piece not in out
+    assert secret not in out
+
+
+def test_a_records_own_words_are_not_taken_for_credentials():
+    """redact_tree (every record written) removes the known keys only: a label such as "basic
+    run" or "Bearer test" is the user's, and must stay as written (summarise matches on it)."""
+    from harness.core.server_text import redact_tree
+
+    record = {"label": "basic run", "host": "Bearer of news", "url": "http://h:1/v1"}
+    assert redact_tree(record) == record

@@ -47,7 +47,7 @@ def test_vllm_shape_reasoning_counts_as_first_token():
     assert s.ok and s.fields == ["reasoning", "content"]
     assert s.ttft == 0.02  # the empty-content role chunk at 0.01 does not count
     assert s.output_tokens == 4 and s.cached_tokens == 5
-    assert s.tpot == (s.t_end - s.t_first) / 3
+    assert s.tpot == (s.token_times[-1] - s.t_first) / 3  # to the last token, not the [DONE]
 
 
 def test_no_usage_falls_back_to_counting_deltas():

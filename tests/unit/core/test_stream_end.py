@@ -101,3 +101,41 @@ def test_usage_check_takes_only_counts_within_its_stated_range(deltas, claimed):
 @given(deltas=st.integers(1, 10**6))
 def test_usage_equal_to_the_deltas_is_always_taken(deltas):
     assert usage_disagreement(deltas, deltas) is None
+
+
+def test_a_late_done_is_no_part_of_the_tpot():
+    """Issue 28, second sweep: a [DONE] (and the usage chunk) 0.2 s after the last of 11 tokens
+    10 ms apart made TPOT 0.03 s, not 0.01 s: TPOT runs from the first token to the last."""
+    p = StreamParser(0.0)
+    for i in range(11):
+        p.feed(_tok(f"t{i} "), 0.1 + 0.01 * i)
+    p.feed(FINISH, 0.2)
+    p.feed(_usage(11), 0.4)
+    p.feed(b"data: [DONE]", 0.4)
+    s = p.finish(0.4)
+    assert s.ok and s.output_tokens == 11
+    assert abs(s.tpot - 0.01) < 1e-9, s.tpot
+    assert abs(sample_record(s, "x", 1)["end_s"] - 0.4) < 1e-9  # the request's end is still kept
+
+
+def test_a_flood_of_deltas_has_no_decode_rate_only_the_reason():
+    """Issue 28, second sweep: 1,500 deltas in 10 ms (150k tokens/s for one stream) was taken as a
+    decode rate; no engine decodes one stream that fast, so it is flagged, never a figure."""
+    from harness.core.stream import MAX_DECODE_RATE, decode_rate
+
+    p = StreamParser(0.0)
+    for i in range(1500):
+        p.feed(_tok("x"), 0.1 + i * (0.01 / 1500))
+    p.feed(FINISH, 0.111)
+    p.feed(b"data: [DONE]", 0.111)
+    rate, why = decode_rate(p.finish(0.111))
+    assert (
+        rate is None and why.startswith("implausible: 150,000 tokens/s") and f"{MAX_DECODE_RATE:,.0f}" in why
+    )
+    q = StreamParser(0.0)  # a fast but real stream keeps its rate: 100 tokens in 0.1 s
+    for i in range(100):
+        q.feed(_tok("x"), 0.1 + i * 0.001)
+    q.feed(FINISH, 0.2)
+    q.feed(b"data: [DONE]", 0.2)
+    rate, why = decode_rate(q.finish(0.2))
+    assert why is None and abs(rate - 1000.0) < 1e-6

@@ -120,9 +120,27 @@ def test_the_summarise_step_of_a_hostile_label_writes_inside_the_run_directory(t
 @given(st.text(max_size=300))
 def test_file_label_is_always_a_safe_bounded_name(label):
     name = file_label(label)
-    assert name and len(name) <= MAX_NAME + 9
+    assert name and len(name) <= MAX_NAME  # the hash included (it made names of up to 89)
     assert all(c.isascii() and (c.isalnum() or c in "._-") for c in name)
     assert not name.startswith((".", "-")) and ".." not in name
+    assert name.split(".")[0].lower() not in WINDOWS_DEVICES
+
+
+WINDOWS_DEVICES = {
+    "con",
+    "prn",
+    "aux",
+    "nul",
+    *(f"com{i}" for i in range(10)),
+    *(f"lpt{i}" for i in range(10)),
+}
+
+
+@pytest.mark.parametrize("label", ["con", "NUL", "nul.txt", "Com1", "lpt9.x.y", "aux"])
+def test_a_windows_device_name_is_never_a_file_name(label):
+    name = file_label(label)
+    assert name.split(".")[0].lower() not in WINDOWS_DEVICES and name != label, name
+    assert file_label("console") == "console"  # only the device names themselves
 
 
 @given(st.text(max_size=60), st.text(max_size=60))
@@ -197,3 +215,40 @@ def test_nan_and_inf_in_metrics_are_skipped():
         "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 3\n"
     )
     assert parse_metrics(text) == {"vllm:num_requests_running": 3.0}
+
+
+def test_a_symlinked_notebook_or_samples_file_is_refused_and_never_written_through(tmp_path, capsys):
+    """Issue 28, second sweep: --labbook and --samples given a symbolic link wrote the records
+    wherever it pointed. A link (even one to a file not yet there) is refused in one line before
+    anything is measured, and a writer never follows one, even one put there after the check."""
+    import harness.io.notebook as notebook
+
+    outside = tmp_path / "elsewhere" / "precious.txt"
+    outside.parent.mkdir()
+    outside.write_text("keep me\n")
+    link, dangling = tmp_path / "book.md", tmp_path / "samples.jsonl"
+    link.symlink_to(outside)
+    dangling.symlink_to(tmp_path / "elsewhere" / "new-file")
+    for path, flag in ((link, "--labbook"), (dangling, "--samples")):
+        with pytest.raises(ConfigError, match="is a symbolic link .*give the file's own path"):
+            check_writable(path, flag)
+        with pytest.raises(SchemaError, match="symbolic link"):
+            append_record(path, LEVEL, "level")
+    argv = ["sweep", "--base-url", "http://127.0.0.1:18299/v1", "--model", "m", "--labbook", str(link)]
+    assert _bounded(lambda: main(argv)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "symbolic link" in err[0], err
+    argv = [*argv[:-1], str(tmp_path / "real.md"), "--samples", str(dangling)]
+    assert _bounded(lambda: main(argv)) == 2
+    assert "--samples" in capsys.readouterr().err
+    real = tmp_path / "real.md"
+    real.write_text("")
+    with pytest.MonkeyPatch.context() as mp:  # a link swapped in after the check: O_NOFOLLOW
+        mp.setattr(notebook, "special_file", lambda path, follow=False: None)
+        with pytest.raises(SchemaError, match="symbolic link"):
+            append_record(link, LEVEL, "level")
+    assert outside.read_text() == "keep me\n" and not (tmp_path / "elsewhere" / "new-file").exists()
+    append_record(real, LEVEL, "level")  # reading through a link is harmless, and allowed
+    reader = tmp_path / "reader.md"
+    reader.symlink_to(real)
+    assert len(read_records(reader, "level").records) == 1

@@ -51,3 +51,22 @@ def test_block_pool_evicts_least_recently_used():
     assert len(pool) == 2
     assert pool.lookup([1, 2, 3, 4, 5]) == 0  # its first block was evicted
     assert pool.lookup([7, 8, 9]) == 2
+
+
+def test_a_seat_keeps_the_answer_so_the_next_turn_reuses_the_whole_history():
+    from harness.practice.prefix import SeatCache
+
+    cache = SeatCache(2)
+    prompt, answer = list(range(100)), [500 + i for i in range(20)]
+    seat, cached = cache.acquire(prompt)
+    assert cached == 0
+    cache.release(seat, prompt + answer)  # the prompt and the answer, as llama-server's slot keeps them
+    next_turn = prompt + answer + [900 + i for i in range(30)]
+    again, cached = cache.acquire(next_turn)
+    assert again == seat and cached == 120  # all of the history, none of the new message
+    cache.release(again)  # nothing said: it keeps what acquire gave it (the prompt)
+    assert cache.seats[again].tokens == next_turn
+    off = SeatCache(1, reuse=False)
+    s, _ = off.acquire(prompt)
+    off.release(s, prompt + answer)
+    assert off.acquire(prompt + answer)[1] == 0  # no cache: nothing reused

@@ -85,3 +85,64 @@ def test_a_notebook_of_another_model_is_warned(tmp_path, capsys):
             append_record(book, rec, "features" if rec.get("probe") else "engine-speed")
     assert main(["engines", "--labbook", str(book)]) == 0
     assert "Warning: no record names Qwen3-8B (they name gemma-3-270m)" in capsys.readouterr().out
+
+
+def test_vllm_memory_row_names_its_pool_not_the_context():
+    """vLLM was told a 1,342,177,280-byte pool (about 9,102 tokens at 147,456 bytes each), not 8,192
+    tokens of context: the row says what it computed from (001 Task 9: 6,098,479,104 + 1,342,177,280)."""
+    from harness.io.machines import visible_memory_rules
+    from harness.io.model_info import load_model
+    from harness.report.engine_verdicts import memory_rows
+
+    rec = {
+        "engine": "vllm",
+        "backend": "CUDA",
+        "context_length": 8192,
+        "quant": "AWQ",
+        "memory_delta_mb": {"gpu_process_mb": 7900},
+    }
+    rows = memory_rows(
+        ["vllm"],
+        {"vllm": {"short": rec, "long": rec}},
+        load_model("qwen3-8b"),
+        {"vllm": "AWQ 4-bit g128"},
+        visible_memory_rules(),
+    )
+    assert "7,440,656,384 (1,342,177,280-byte pool, about 9,102 cache tokens)" in rows[0][2]
+
+
+def test_identity_row_marks_what_differs_from_the_baseline(capsys):
+    """Engines lab: an identity row per engine (checkpoint, representation, prompt, context, answer
+    limit, cache state), each difference from the portable llama.cpp baseline marked."""
+    from harness.report.identity import identity_rows
+
+    assert main(["engines", "--labbook", str(BOOK), "--machine", "spark"]) == 0
+    out = capsys.readouterr().out
+    assert "Identity of each run (* differs from the portable baseline, llama.cpp" in out
+    assert "| tensorrt-llm | Qwen3-8B     | bf16 *" in out
+    base = {
+        "model": "Qwen3-8B",
+        "quant": "Q4_K_M",
+        "prompt_tokens": 1504,
+        "prompt_tag": True,
+        "context_length": 8192,
+        "max_tokens": 128,
+        "max_cached_prompt_tokens": 6,
+    }
+    other = {
+        **base,
+        "quant": "AWQ",
+        "prompt_tokens": 1490,
+        "context_length": 4096,
+        "max_cached_prompt_tokens": 1400,
+    }
+    rows = identity_rows(["llama.cpp", "vllm"], {"llama.cpp": {"long": base}, "vllm": {"long": other}})
+    assert rows[1] == [
+        "vllm",
+        "Qwen3-8B",
+        "AWQ *",
+        "1,490 tokens, tagged",
+        "4,096 *",
+        "128",
+        "at most 1,400 prompt tokens cached *",
+    ]

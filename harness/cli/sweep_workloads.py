@@ -1,0 +1,168 @@
+"""The sweep's workload options (docs/workloads.md): bursts, trace replay, length distributions,
+conversations, the agent loop and ShareGPT files, declared on its parser and read into
+``SweepPlan`` fields (ConfigError, one line, for what does not fit). ``harness capacity`` shares
+them without the level-only ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.core import bounds
+from harness.core.traces import TracePlan, parse_trace
+from harness.errors import ConfigError
+from harness.load import specs
+
+
+def add_options(p, levels: bool = True) -> None:
+    """The workload options on the sweep's parser; without ``levels`` no --burstiness or --trace."""
+    if levels:
+        p.add_argument(
+            "--burstiness",
+            type=float,
+            help="with --rate: gamma inter-arrival gaps of shape K (1 is Poisson, below 1 burstier; "
+            "vllm bench serve's and AIPerf's meaning)",
+        )
+        p.add_argument(
+            "--trace",
+            help="replay this trace once, each request at its timestamp (Mooncake JSONL or plain "
+            "'SECONDS INPUT OUTPUT' lines; docs/workloads.md), instead of levels",
+        )
+        p.add_argument(
+            "--trace-time-scale",
+            type=float,
+            default=1.0,
+            help="multiply the trace's times (0.5: twice as fast)",
+        )
+        p.add_argument(
+            "--trace-block-tokens",
+            type=int,
+            default=512,
+            help="prompt tokens each of the trace's hash ids stands for (Mooncake: 512)",
+        )
+    p.add_argument(
+        "--workload",
+        default="prompts",
+        choices=["prompts", "conversations", "agent"],
+        help="prompts: one request each (the prompt set, or --input-tokens); conversations: each "
+        "user holds a conversation of --turns turns, sending the whole history every turn; agent: "
+        "the same over the labs' preamble and tools, each tool call answered by a tool result",
+    )
+    p.add_argument(
+        "--sharegpt",
+        help="a ShareGPT file: with --workload conversations, each conversation sends its user "
+        "messages; with prompts, each request is a conversation's first user message",
+    )
+    p.add_argument(
+        "--input-tokens",
+        help="prompt lengths drawn from fixed:N, uniform:LO-HI, normal:MEAN,SD or file:PATH "
+        "(synthesised prompts instead of the prompt set)",
+    )
+    p.add_argument(
+        "--output-tokens",
+        help="output lengths drawn the same way, each forced (max_tokens, min_tokens, ignore_eos)",
+    )
+    p.add_argument("--turns", default="uniform:3-5", help="conversations: turns per conversation")
+    p.add_argument(
+        "--message-tokens", default="uniform:40-80", help="conversations: tokens of each new user message"
+    )
+    p.add_argument(
+        "--think-time", type=float, default=0.0, help="conversations: seconds a user waits between turns"
+    )
+
+
+def _trace(args) -> TracePlan:
+    path = Path(args.trace)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--trace: cannot read {path} ({exc}); give a trace file") from None
+    fmt, rows = parse_trace(text, str(path))
+    bounds.number("--trace-time-scale", args.trace_time_scale, 1e-3, 1000)
+    bounds.number("--trace-block-tokens", args.trace_block_tokens, 1, 100_000, whole=True)
+    return TracePlan(tuple(rows), path.name, fmt, args.trace_block_tokens, args.trace_time_scale, args.seed)
+
+
+def workload_options(args, open_loop: bool) -> dict:
+    """The workload options as SweepPlan fields (ConfigError, one line, for what does not fit)."""
+    burst = getattr(args, "burstiness", None)
+    trace = getattr(args, "trace", None)
+    if burst is not None:
+        if not open_loop:
+            raise ConfigError("--burstiness needs --rate (it shapes the open loop's arrival gaps)")
+        bounds.number("--burstiness", burst, 1e-3, 1000)
+    if getattr(args, "poisson", False) and burst is not None:
+        raise ConfigError("--poisson and --burstiness are one choice: --burstiness 1 is Poisson")
+    out: dict = {"burstiness": burst}
+    if trace:
+        if open_loop or args.workload != "prompts" or args.input_tokens or args.output_tokens:
+            raise ConfigError(
+                "--trace sets its own times and lengths: leave out --rate, --workload and the lengths"
+            )
+        out["trace"] = _trace(args)
+        return out
+    if args.workload in ("conversations", "agent"):
+        if open_loop or args.processes or args.input_tokens:
+            raise ConfigError(
+                f"--workload {args.workload} runs a closed loop of --concurrency users in one process; "
+                "leave out --rate, --processes and --input-tokens (use --message-tokens)"
+            )
+        if args.workload == "agent" and args.sharegpt:
+            raise ConfigError("--sharegpt gives conversations their messages; the agent loop has its own")
+        out["conversations"] = specs.conversation_plan(
+            args.turns,
+            args.message_tokens,
+            args.think_time,
+            args.output_tokens,
+            agent=args.workload == "agent",
+            sharegpt=args.sharegpt,
+        )
+        return out
+    if args.sharegpt:
+        if args.input_tokens or args.prompt_file:
+            raise ConfigError("--sharegpt gives the prompts: leave out --input-tokens and --prompt-file")
+        out["prompts"] = tuple(c[0] for c in specs.read_conversations(args.sharegpt))
+    out["lengths"] = specs.length_plan(args.input_tokens, args.output_tokens)
+    if out["lengths"] and args.processes:
+        raise ConfigError("--input-tokens and --output-tokens work in one process; leave out --processes")
+    return out
+
+
+def prompt_set_name(args) -> str:
+    """What the record's ``prompt_set`` says was sent."""
+    if getattr(args, "sharegpt", None) and args.workload == "prompts":
+        return "sharegpt:" + Path(args.sharegpt).name
+    return "file:" + Path(args.prompt_file).name if args.prompt_file else args.prompt_set
+
+
+def plan_line(plan) -> str:
+    """The sweep's plan: its workload and parameters."""
+    shown = ", ".join(f"{k} {v}" for k, v in plan.workload_params().items())
+    burst = "" if plan.burstiness is None else f"; gamma arrivals, burstiness {plan.burstiness:g}"
+    return f"    workload {plan.workload_kind}{': ' + shown if shown else ''}{burst}"
+
+
+def _fmt(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def level_lines(r: dict) -> list[str]:
+    """Under a level's figures: the open loop's schedule error and spread, the agent's note, and
+    one line per turn of a conversation workload."""
+    out = []
+    late = r.get("schedule_lateness_s")
+    if late and late.get("p99") is not None:
+        cv = r.get("departure_gap_cv")
+        out.append(
+            f"         schedule lateness p50 {late['p50'] * 1000:.2f} ms p99 {late['p99'] * 1000:.2f} ms"
+            f"{'' if cv is None else f', departure gaps CV {cv:.2f}'}"
+        )
+    if r.get("workload_note"):
+        out.append(f"         note: {r['workload_note']}")
+    for row in r.get("per_turn") or []:
+        share = row["cached_share"]
+        out.append(
+            f"         turn {row['turn']}: {row['completed']}/{row['requests']} ok, TTFT p50 "
+            f"{_fmt(row['ttft_s']['p50'], '.3f')} s, TPOT p50 {_fmt(row['tpot_s']['p50'], '.4f')} s, prompt "
+            f"{_fmt(row['prompt_tokens_mean'], '')} tok, cached {'-' if share is None else f'{share:.0%}'}"
+        )
+    return out

@@ -1,0 +1,236 @@
+"""The engine's own ``/metrics`` read and judged, level by level (serving lab Task 4 terminal 3,
+Task 6, Task 7, Task 9 and the troubleshooting rows on saturation). A level record's
+``server_metrics`` holds each gauge's mean and max and each counter's change over the level
+(``io/metrics_sampler.py``); this module turns that into what the lab tells the learner to read:
+
+- the peaks of llama.cpp's ``requests_processing`` and ``requests_deferred`` (deferred should stay
+  at 0 while the crowd fits the slots) and of vLLM's ``num_requests_running`` and
+  ``num_requests_waiting``, with the preemptions counted (``num_preemptions_total``'s rise);
+- the engine's cached share from its own counters: llama.cpp's ``prompt_tokens_total`` counts
+  prompt tokens processed *excluding* cached ones, so the share is cached / (cached + total); vLLM's
+  is prefix-cache hits / queries. It is set beside the client's (cached over prompt tokens);
+- a level whose output tokens/s fell below the previous level's, or that shows preemptions, named
+  with the lab's explanation and remedy.
+
+Pure: level records in, numbers, words and (verdict, finding) pairs out."""
+
+from __future__ import annotations
+
+PEAKS = (  # (key, metric, words) in the order they are printed
+    ("processing", "llamacpp:requests_processing", "processing"),
+    ("deferred", "llamacpp:requests_deferred", "deferred"),
+    ("running", "vllm:num_requests_running", "running"),
+    ("waiting", "vllm:num_requests_waiting", "waiting"),
+)
+PREEMPTIONS = "vllm:num_preemptions_total"
+
+SATURATION = (
+    "past saturation, where scheduling and cache pressure cost more than batching gains (the serving "
+    "lab's troubleshooting row); record it: a falling curve past saturation is a real result"
+)
+VLLM_CONFIRM = (
+    "on vLLM, vllm:num_preemptions_total rising and a Preemptions: field in its stats line confirm it"
+)
+PREEMPTED = (
+    "the KV pool could not hold every running sequence as their caches grew, so the scheduler "
+    "preempted some and their completed prefill is redone"
+)
+PREEMPT_REMEDY = (
+    "record it as past saturation; a larger pool (kv_bytes or the memory fraction) or fewer "
+    "sequences (max_num_seqs) keeps every admitted request running"
+)
+DEFERRED = (
+    "requests waited for a slot before their prefill began although the crowd fits the slots; "
+    "more slots if memory allows (Task 7), or accept the queue"
+)
+
+
+def _max(sm: dict, metric: str) -> float | None:
+    value = (sm.get(metric) or {}).get("max")
+    return None if value is None else float(value)
+
+
+def _delta(sm: dict, metric: str) -> float | None:
+    value = (sm.get(metric) or {}).get("delta")
+    return None if value is None else float(value)
+
+
+def peaks(rec: dict) -> dict[str, float]:
+    """The level's peaks of the queue gauges the engine exposes, and its preemptions (the counter's
+    rise over the level); only what was sampled."""
+    sm = rec.get("server_metrics") or {}
+    out = {key: v for key, metric, _ in PEAKS if (v := _max(sm, metric)) is not None}
+    preempted = _delta(sm, PREEMPTIONS)
+    if preempted is not None:
+        out["preemptions"] = preempted
+    return out
+
+
+def engine_cached_share(rec: dict) -> float | None:
+    """The engine's cached share of the prompt tokens it was sent during the level, from its own
+    counters; None when it exposes none or was sent nothing."""
+    sm = rec.get("server_metrics") or {}
+    cached = _delta(sm, "llamacpp:prompt_tokens_cached_total")
+    processed = _delta(sm, "llamacpp:prompt_tokens_total")
+    if cached is not None and processed is not None:
+        total = cached + processed
+        return cached / total if total > 0 else None
+    hits, queries = _delta(sm, "vllm:prefix_cache_hits_total"), _delta(sm, "vllm:prefix_cache_queries_total")
+    if hits is not None and queries:
+        return hits / queries
+    return None
+
+
+def client_cached_share(rec: dict) -> float | None:
+    """The client's count: mean cached prompt tokens over the mean prompt (None when unknown)."""
+    cached, prompt = rec.get("cached_tokens_mean"), rec.get("prompt_tokens_mean")
+    return None if cached is None or not prompt else cached / prompt
+
+
+def _n(value: float) -> str:
+    return f"{value:g}"
+
+
+def peaks_words(rec: dict) -> str | None:
+    """One line of what the engine's /metrics said during the level, or None when it was not sampled."""
+    found = peaks(rec)
+    parts = [f"{words} peak {_n(found[key])}" for key, _, words in PEAKS if key in found]
+    if "preemptions" in found:
+        parts.append(f"preemptions {_n(found['preemptions'])}")
+    engine = engine_cached_share(rec)
+    if engine is not None:
+        client = client_cached_share(rec)
+        beside = "unknown" if client is None else f"{client:.0%}"
+        parts.append(f"engine cached {engine:.0%} of the prompt tokens (client {beside})")
+    return ", ".join(parts) if parts else None
+
+
+def _completed(levels: dict[int, dict]) -> list[int]:
+    return sorted(c for c, r in levels.items() if r.get("completed") and r.get("output_tokens_per_s"))
+
+
+def _flight_words(flight: float | None, c: int | None) -> str | None:
+    """In flight near the crowd rules out the client (the lab's answer); well below it, say so."""
+    if flight is None or not c:
+        return None
+    if flight >= 0.9 * c:
+        return f"in flight {flight:.1f} of {c}, so the client held the load"
+    return f"in flight {flight:.1f} of {c} (the loop ran below the crowd for part of the level)"
+
+
+def drop_text(rec: dict, previous: dict) -> str | None:
+    """Why this level's output tokens/s fell below the previous level's, in the lab's words; None
+    when it did not fall."""
+    now, before = rec.get("output_tokens_per_s") or 0.0, previous.get("output_tokens_per_s") or 0.0
+    if not before or now >= before:
+        return None
+    c, prev_c = rec.get("concurrency"), previous.get("concurrency")
+    found = peaks(rec)
+    preempted = found.get("preemptions")
+    flight = rec.get("mean_in_flight")
+    parts = [
+        f"c={c}: {now:.1f} tok/s, below c={prev_c}'s {before:.1f} ({now / before - 1:+.0%})",
+        _flight_words(flight, c),
+        SATURATION,
+        f"vLLM preempted {_n(preempted)} request(s) at this level" if preempted else None,
+        "no preemption counted (vllm:num_preemptions_total did not rise)" if preempted == 0 else None,
+        VLLM_CONFIRM if preempted is None and str(rec.get("engine", "")).startswith("vllm") else None,
+    ]
+    return "; ".join(p for p in parts if p)
+
+
+def level_findings(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
+    """(WARN, finding) for each level of a curve whose throughput fell below the previous level's,
+    that shows preemptions, or whose requests were deferred while the crowd fitted the slots."""
+    found = []
+    cs = _completed(levels)
+    for prev, c in zip(cs, cs[1:], strict=False):
+        text = drop_text(levels[c], levels[prev])
+        if text:
+            found.append(("WARN", f"{label} {text}"))
+    for c in sorted(levels):
+        got = peaks(levels[c])
+        if got.get("preemptions"):
+            found.append(
+                (
+                    "WARN",
+                    f"{label} at c={c}: vLLM preempted {_n(got['preemptions'])} request(s): {PREEMPTED}; "
+                    f"{PREEMPT_REMEDY}",
+                )
+            )
+        slots = levels[c].get("server_slots")
+        if got.get("deferred") and slots and c <= slots:
+            found.append(
+                (
+                    "WARN",
+                    f"{label} at c={c}: llama.cpp deferred up to {_n(got['deferred'])} request(s) with "
+                    f"{slots} slots: {DEFERRED}",
+                )
+            )
+    return found
+
+
+def rules(labels: dict[str, dict[int, dict]]) -> list[tuple[str, str]]:
+    """The check's rows: a PASS per curve whose /metrics was sampled and shows none of the above,
+    else its WARN rows; curves without samples add nothing (the engine exposes no /metrics)."""
+    out: list[tuple[str, str]] = []
+    for label, levels in labels.items():
+        sampled = [
+            c for c in sorted(levels) if peaks(levels[c]) or engine_cached_share(levels[c]) is not None
+        ]
+        found = level_findings(label, levels)
+        if found:
+            out += found
+        elif sampled:
+            out.append(
+                (
+                    "PASS",
+                    f"{label}: output rose with every level and the engine's /metrics shows no preemption "
+                    "and no deferral within the slots",
+                )
+            )
+    return out
+
+
+def table(levels: dict[int, dict]) -> tuple[list[str], list[list[str]]]:
+    """A curve's head and rows for the report, without the columns its engine exposes nothing for
+    (llama.cpp has no running/waiting gauges, vLLM no processing/deferred)."""
+    rows = table_rows(levels)
+    keep = [i for i in range(len(TABLE_HEAD)) if any(row[i] != "—" for row in rows)]
+    return [TABLE_HEAD[i] for i in keep], [[row[i] for i in keep] for row in rows]
+
+
+def table_rows(levels: dict[int, dict]) -> list[list[str]]:
+    """A curve's rows for the report: c, each peak, the preemptions, the engine's cached share beside
+    the client's; a cell the engine does not expose is ``—``."""
+    rows = []
+    for c in sorted(levels):
+        rec = levels[c]
+        got = peaks(rec)
+        engine, client = engine_cached_share(rec), client_cached_share(rec)
+        if not got and engine is None:
+            continue
+        rows.append(
+            [
+                str(c),
+                *[_n(got[key]) if key in got else "—" for key, _, _ in PEAKS],
+                _n(got["preemptions"]) if "preemptions" in got else "—",
+                "—" if engine is None else f"{engine:.1%}",
+                "—" if client is None else f"{client:.1%}",
+                f"{rec.get('output_tokens_per_s') or 0:.1f}",
+            ]
+        )
+    return rows
+
+
+TABLE_HEAD = [
+    "c",
+    "processing peak",
+    "deferred peak",
+    "running peak",
+    "waiting peak",
+    "preemptions",
+    "engine cached",
+    "client cached",
+    "out tok/s",
+]

@@ -1,0 +1,139 @@
+"""What a level's record adds for a workload beyond the labs' prompt sets, from its exact samples
+(pure): the workload and its parameters, the lengths asked for and the ones sent and received,
+the open loop's schedule error (``schedule_lateness_s``) and the departures' spread, and the
+per-turn table of a conversation workload (TTFT, TPOT and cached share by turn index).
+
+The cached share of a turn is its completed requests' cached prompt tokens over their prompt
+tokens (``usage.prompt_tokens_details.cached_tokens``, else llama.cpp's ``timings.cache_n``);
+None where no request said how many of its tokens were cached.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from harness.core.levels import spread as _spread
+from harness.core.records import Distribution
+from harness.core.schedules import coefficient_of_variation, gaps
+from harness.core.stream import Sample
+
+
+def cached_share(samples: list[Sample]) -> float | None:
+    """Cached prompt tokens over prompt tokens of the samples that reported both; None if none did."""
+    told = [s for s in samples if s.prompt_tokens and s.cached_tokens is not None]
+    if not told:
+        return None
+    return round(sum(s.cached_tokens or 0 for s in told) / sum(s.prompt_tokens or 0 for s in told), 4)
+
+
+@dataclass(frozen=True)
+class TurnRow:
+    """One turn index of a conversation workload."""
+
+    turn: int
+    requests: int
+    completed: int
+    ttft_s: Distribution
+    tpot_s: Distribution
+    prompt_tokens_mean: float | None
+    cached_share: float | None
+
+    def to_dict(self) -> dict:
+        return {
+            "turn": self.turn,
+            "requests": self.requests,
+            "completed": self.completed,
+            "ttft_s": self.ttft_s.to_dict(),
+            "tpot_s": self.tpot_s.to_dict(),
+            "prompt_tokens_mean": self.prompt_tokens_mean,
+            "cached_share": self.cached_share,
+        }
+
+
+def per_turn(samples: list[Sample]) -> list[TurnRow]:
+    """One row per turn index that any sample carries, in turn order ([] for other workloads)."""
+    by_turn: dict[int, list[Sample]] = defaultdict(list)
+    for s in samples:
+        turn = s.tags.get("turn")
+        if isinstance(turn, int):
+            by_turn[turn].append(s)
+    rows = []
+    for turn in sorted(by_turn):
+        ok = [s for s in by_turn[turn] if s.ok]
+        prompts = [s.prompt_tokens for s in ok if s.prompt_tokens is not None]
+        rows.append(
+            TurnRow(
+                turn=turn,
+                requests=len(by_turn[turn]),
+                completed=len(ok),
+                ttft_s=_spread([s.ttft for s in ok if s.ttft is not None], 4),
+                tpot_s=_spread([s.tpot for s in ok if s.tpot is not None], 5),
+                prompt_tokens_mean=round(sum(prompts) / len(prompts), 1) if prompts else None,
+                cached_share=cached_share(ok),
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True)
+class WorkloadStats:
+    """The workload fields of a level record (``workload_stats``)."""
+
+    kind: str  # prompts, conversations or trace
+    params: dict  # its parameters as given (length specs, turns, think time, trace file, ...)
+    input_tokens_asked: Distribution | None
+    output_tokens_asked: Distribution | None
+    input_tokens_sent: Distribution  # usage.prompt_tokens per completed request
+    schedule_lateness_s: Distribution | None  # open loop: departure minus its scheduled time
+    departure_gap_cv: float | None  # open loop: coefficient of variation of the departures' gaps
+    turns: list[TurnRow]
+    conversations: int | None
+    tool_call_turns: int | None = None  # agent: completed turns whose answer called a tool
+
+    def to_dict(self) -> dict:
+        out: dict = {"workload": {"kind": self.kind, **self.params}}
+        for name in ("input_tokens_asked", "output_tokens_asked", "schedule_lateness_s"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value.to_dict()
+        out["input_tokens_dist"] = self.input_tokens_sent.to_dict()
+        if self.departure_gap_cv is not None:
+            out["departure_gap_cv"] = round(self.departure_gap_cv, 4)
+        if self.turns:
+            out["per_turn"] = [row.to_dict() for row in self.turns]
+        if self.conversations is not None:
+            out["conversations"] = self.conversations
+        if self.tool_call_turns is not None:
+            out["tool_call_turns"] = self.tool_call_turns
+            if self.tool_call_turns == 0 and self.turns:
+                out["workload_note"] = "the engine called no tool: the agent loop ran as plain turns"
+        return out
+
+
+def _tagged(samples: list[Sample], name: str, digits: int) -> Distribution | None:
+    values = [float(s.tags[name]) for s in samples if isinstance(s.tags.get(name), (int, float))]
+    return _spread(values, digits) if values else None
+
+
+def workload_stats(samples: list[Sample], kind: str, params: dict, open_loop: bool) -> WorkloadStats:
+    """The workload fields from a level's samples. Lateness is over every request that left (a
+    failed one left late too); the departures' spread over all departures of the level."""
+    ok = [s for s in samples if s.ok]
+    departed = [s for s in samples if s.t_sent is not None]
+    late = [s.tags["schedule_lateness_s"] for s in samples if "schedule_lateness_s" in s.tags]
+    conversations = {s.tags["conversation"] for s in samples if "conversation" in s.tags}
+    return WorkloadStats(
+        kind=kind,
+        params=params,
+        input_tokens_asked=_tagged(samples, "input_tokens_asked", 1),
+        output_tokens_asked=_tagged(samples, "output_tokens_asked", 1),
+        input_tokens_sent=_spread([float(s.prompt_tokens) for s in ok if s.prompt_tokens is not None], 1),
+        schedule_lateness_s=_spread(late, 6) if late else None,
+        departure_gap_cv=coefficient_of_variation(gaps([s.t_departed for s in departed]))
+        if open_loop
+        else None,
+        turns=per_turn(samples),
+        conversations=len(conversations) if conversations else None,
+        tool_call_turns=sum(1 for s in ok if s.tool_calls) if kind == "agent" else None,
+    )

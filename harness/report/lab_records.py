@@ -1,0 +1,85 @@
+"""What the labs ask the learner to record beyond the curves, from the records: the vLLM
+memory-fraction change from A to B set against the pool change the fraction predicts (serving lab,
+Task 9), and the lines the labs read in an engine's log after it starts (TensorRT-LLM's guided
+decoder line, engines lab Task 7)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.core import engine_logs
+from harness.core.predictions import fraction_change
+from harness.errors import HarnessError
+from harness.io.machines import lookup
+from harness.report.measured import plan_machine
+from harness.report.record_sections import RunInputs
+from harness.run.engine_defs import load_engine
+
+
+def _fraction_of(plan, label: str) -> float | None:
+    block = getattr(plan, "blocks", {}).get(label)
+    value = (block.settings or {}).get("mem_fraction") if block is not None else None
+    try:
+        return float(value) if value not in (None, "") else None
+    except (TypeError, ValueError):
+        return None
+
+
+def fraction_starts(r: RunInputs) -> list[dict]:
+    """Each memory-fraction start the notebook holds: its label, fraction and available KV memory."""
+    out = []
+    for rec in r.records("allocation", lambda o: o.get("record") == "allocation"):
+        gib = (rec.get("observed") or {}).get("available_kv_gib")
+        fraction = _fraction_of(r.plan, rec.get("label", ""))
+        if gib is not None and fraction is not None:
+            out.append({"label": rec["label"], "fraction": fraction, "available_kv_gib": float(gib)})
+    return sorted(out, key=lambda s: s["fraction"])
+
+
+def fraction_section(r: RunInputs) -> list[str]:
+    starts = fraction_starts(r)
+    if len(starts) < 2:
+        return []
+    key = plan_machine(r.plan)
+    machine = lookup(key) if key else None
+    lines = ["## vLLM memory fraction, A to B", ""]
+    a, b = starts[0], starts[-1]
+    seen = (
+        f"{a['label']} at {a['fraction']:g}: {a['available_kv_gib']:.2f} GiB available for the KV cache; "
+        f"{b['label']} at {b['fraction']:g}: {b['available_kv_gib']:.2f} GiB"
+    )
+    if not machine or not machine.get("memory_gb"):
+        return lines + [f"{seen}. No total memory for the plan's machine, so no predicted change.", ""]
+    total = float(machine["memory_gb"]) * 1e9 / 2**30
+    got = fraction_change(a, b, total)
+    share = f" ({got['share']:.2f} of it)" if got["share"] is not None else ""
+    step = f"({b['fraction']:g} - {a['fraction']:g}) x {total:.2f} GiB ({machine['name']})"
+    return lines + [
+        f"{seen}. The pool changed by {got['measured_gib']:+.2f} GiB; {step} = {got['predicted_gib']:+.2f} "
+        f"GiB predicted{share}: the weights and activations do not change, so the pool moves by the "
+        "fraction's difference of the total.",
+        "",
+    ]
+
+
+def log_lines(started: dict) -> list[str]:
+    """The lines the labs read in an engine's log after it starts (its definition's ``log_expect``),
+    found or not, per block."""
+    out = []
+    for bid, e in started.items():
+        try:
+            expects = load_engine(e["engine"]).get("log_expect") or []
+        except (HarnessError, KeyError):
+            continue
+        log = Path(e.get("log") or "")
+        if not expects:
+            continue
+        text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+        for found, says, line in engine_logs.expected_lines(text, expects):
+            out.append(
+                f"- {bid}'s log shows `{line}`: {says}"
+                if found
+                else f"- {bid}'s log has no line matching `{line}` ({log.name or 'no log'}): so it is not "
+                f"shown that {says}"
+            )
+    return out + ([""] if out else [])

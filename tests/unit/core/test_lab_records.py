@@ -1,0 +1,128 @@
+"""What each lab records and checks (issue 29 item 4): --expect-device in the serving lab's
+verify-allocation steps (Task 2: CUDA0 on S and N, Vulkan0 on X, MTL0 on M), and the engines lab's
+two model buffers checked against their sum (Task 4: about 4,789 MiB, about 334 MiB on the host)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.core import engine_logs
+from harness.io.model_info import load_model
+from harness.run.plans import load_plan
+from tests.conftest import FIXTURES
+
+LOG = FIXTURES / "logs" / "composed" / "llama-hip-control-qwen3-8b.log"
+
+
+@pytest.mark.parametrize("track,device", [("s", "CUDA0"), ("n", "CUDA0"), ("x", "Vulkan0"), ("m", "MTL0")])
+def test_serving_lab_blocks_expect_the_tracks_device(track, device):
+    plan = load_plan(f"track-{track}")
+    steps = [s for s in plan.steps if s.kind == "verify-allocation" and s.block.engine.name == "llama-server"]
+    assert len(steps) == 4 and all(s.options.get("expect_device") == device for s in steps)
+
+
+def test_model_buffers_add_up_to_the_file_and_the_host_holds_the_embedding():
+    fmt = load_model("qwen3-8b").formats["GGUF Q4_K_M"]
+    observed = engine_logs.parse_llama_server(LOG.read_text())
+    assert observed["model_buffers_mib"] == {"ROCm0": 4455.35, "CPU_Mapped": 333.84}
+    assert engine_logs.buffer_problems(observed, fmt) == []
+    spilled = {**observed, "model_buffers_mib": {"ROCm0": 3589.19, "CPU_Mapped": 1200.0}}
+    (problem,) = engine_logs.buffer_problems(spilled, fmt)
+    assert problem.startswith("CPU_Mapped model buffer 1,200.00 MiB, but the input embedding is 333.84 MiB")
+    other = {**observed, "model_buffers_mib": {"ROCm0": 6000.0, "CPU_Mapped": 333.84}}
+    assert (
+        "= 6,333.84 MiB, but the model file's tensors are 4,789.19 MiB"
+        in engine_logs.buffer_problems(other, fmt)[0]
+    )
+    # a CPU build (no device buffer) is not judged: it may repack weights into more buffers
+    assert engine_logs.buffer_problems({"model_buffers_mib": {"CPU_Mapped": 17.57}}, fmt) == []
+
+
+def test_memory_fraction_change_set_against_the_pool_change():
+    """Serving lab Task 9: from fraction A to B the pool moves by about (B - A) x the total."""
+    from types import SimpleNamespace
+
+    from harness.core.predictions import fraction_change
+    from harness.report import lab_records
+
+    got = fraction_change(
+        {"fraction": 0.4, "available_kv_gib": 30.0}, {"fraction": 0.5, "available_kv_gib": 41.9}, 119.0
+    )
+    assert got["measured_gib"] == pytest.approx(11.9) and got["predicted_gib"] == pytest.approx(11.9)
+    assert got["share"] == pytest.approx(1.0)
+    plan = load_plan("track-x")
+    recs = [
+        {"record": "allocation", "label": "vllm-mem-b", "observed": {"available_kv_gib": 41.9}},
+        {"record": "allocation", "label": "vllm-mem-a", "observed": {"available_kv_gib": 30.0}},
+        {"record": "allocation", "label": "llama", "observed": {}},
+    ]
+    r = SimpleNamespace(plan=plan, records=lambda kind, select: [x for x in recs if select(x)])
+    text = "\n".join(lab_records.fraction_section(r))
+    # 128 GB = 119.21 GiB: (0.5 - 0.4) x 119.21 = 11.92 GiB predicted, 11.90 measured
+    assert "vllm-mem-a at 0.4: 30.00 GiB available for the KV cache; vllm-mem-b at 0.5: 41.90 GiB" in text
+    assert "The pool changed by +11.90 GiB; (0.5 - 0.4) x 119.21 GiB (Ryzen AI Max+ 395) = +11.92 GiB" in text
+    assert lab_records.fraction_section(SimpleNamespace(plan=plan, records=lambda k, s: recs[2:])) == []
+
+
+def test_mtl0_mapped_beside_the_vm_stat_delta(tmp_path):
+    """Engines lab Task 9 on Track M: the load log's MTL0_Mapped line written beside vm_stat's delta."""
+    from harness.io.machines import visible_memory_rules
+    from harness.io.notebook import append_record
+    from harness.report.engine_verdicts import memory_rows
+    from harness.report.measured import mapped_mib
+
+    book = tmp_path / "labbook.md"
+    assert mapped_mib(book) is None
+    rec = {
+        "harness_schema": 1,
+        "record": "allocation",
+        "label": "control",
+        "engine": "llama-server",
+        "model": "m",
+        "log": "x.log",
+        "settings": {},
+        "observed": {"model_buffers_mib": {"MTL0_Mapped": 4455.35, "CPU_Mapped": 333.84}},
+        "predicted": {"log_lines": [], "pool_bytes": 0.0, "vllm_tokens": None},
+        "verdict": "match",
+        "problems": [],
+    }
+    book.write_text("")
+    append_record(book, rec, "allocation")
+    assert mapped_mib(book) == 4455.35
+    speed = {
+        "engine": "llama.cpp",
+        "backend": "Metal",
+        "context_length": 8192,
+        "quant": "Q4_K_M",
+        "memory_delta_mb": {"mac_used_mb": 3000},
+    }
+    (row,) = memory_rows(
+        ["llama.cpp"],
+        {"llama.cpp": {"short": speed, "long": speed}},
+        load_model("qwen3-8b"),
+        {"llama.cpp": "GGUF Q4_K_M"},
+        visible_memory_rules(),
+        4455.35,
+    )
+    assert row[-1].endswith("(the load log's MTL0_Mapped model buffer: 4,455.35 MiB)")
+
+
+def test_trtllm_guided_decoder_line_read_from_its_log(tmp_path):
+    """Engines lab Task 7 on Track S: the 'Guided decoder initialized ... XGRAMMAR' line, found or not."""
+    from harness.report.lab_records import log_lines
+
+    log = tmp_path / "trtllm.out"
+    log.write_text(
+        "[TRT-LLM] [I] Loading model\n"
+        "[TRT-LLM] [I] Guided decoder initialized with backend: GuidedDecodingBackend.XGRAMMAR\n"
+    )
+    started = {"trtllm": {"engine": "trtllm-compose", "log": str(log)}, "llama": {"engine": "llama-server"}}
+    (line, _) = log_lines(started)
+    assert line.startswith(
+        "- trtllm's log shows `[TRT-LLM] [I] Guided decoder initialized with backend: "
+        "GuidedDecodingBackend.XGRAMMAR`: xgrammar guided decoding is on"
+    )
+    log.write_text("[TRT-LLM] [I] Loading model\n")
+    assert (
+        "has no line matching `Guided decoder initialized with backend: .*XGRAMMAR`" in log_lines(started)[0]
+    )

@@ -302,7 +302,7 @@ def _target_findings(t: Target, allow_cpu: bool, run: Callable, seen: _Seen) -> 
             else Finding("FAIL", "binary", t.missing)
         )
     exe = {"container": "docker", "compose": "docker"}.get(kind)
-    if exe is None and kind != "external":
+    if exe is None and kind not in ("external", "shim"):  # a shim engine's program is on the shim's host
         exe = t.argv0
     own: list[Finding] = []  # what an optional block only warns about: it is skipped without them
     if exe and exe not in seen.bins and not exe.startswith("<"):

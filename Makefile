@@ -27,7 +27,7 @@ BUILD_JOBS  ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || ech
 PROFILE     ?= kit
 
 .PHONY: help setup test test-fast test-vllm lint mock check llama-cpu vllm-cpu demo practice-demo track-cpu \
-        track-s track-n track-x track-m bench-server bench-client side-by-side ui clean clean-servers compose-config models \
+        track-s track-n track-x track-m shim bench-server bench-client side-by-side ui clean clean-servers compose-config models \
         docker-engine images image-vllm-cpu test-docker
 
 help:
@@ -35,7 +35,9 @@ help:
 	@echo "make demo          the main job, no GPU: the CPU track (practice server, then a real CPU llama-server)"
 	@echo "make practice-demo the one-minute look: practice server + crowd-size sweep (24+ requests a crowd), runs/demo"
 	@echo "make track-cpu     the CPU track plan (same as demo; RESUME=1 continues an interrupted run;"
-	@echo "                   COMPOSE=1 runs every server and the Locust workers in containers)"
+	@echo "                   COMPOSE=1 runs every server and the Locust workers in containers;"
+	@echo "                   COMPOSE=1 SHIM=1: the harness in a container, the engines native via the shim)"
+	@echo "make shim          the host-side shim: starts native engines for a containerised harness (docs/shim.md)"
 	@echo "make track-s       Track S (DGX Spark); also track-n, track-x, track-m. DRY_RUN=1 prints the commands,"
 	@echo "                   TIER=16gb picks a memory tier (N, M), RESUME=1 continues an interrupted run,"
 	@echo "                   REHEARSE=1 runs the plan on this machine's CPU stand-ins (QUICK=1: a few minutes)"
@@ -109,6 +111,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/vermin -q -t=3.9- --violations --eval-annotations --no-tips shim/harness_shim.py
 
 # The unit tests only (tests/unit: in-process, no server, no subprocess).
 test-fast: $(STAMP)
@@ -130,9 +133,34 @@ TRACK_FLAGS = $(if $(DRY_RUN),--dry-run) $(if $(RESUME),--resume) $(if $(TIER),-
               $(if $(REHEARSE),--rehearse) $(if $(QUICK),--quick)
 
 # COMPOSE=1: every server in a container (tracks/cpu-compose.yaml; builds the images first).
+# COMPOSE=1 SHIM=1: the harness and Locust in a container, the engines native on the host through
+# the shim (tracks/cpu-shim.yaml, scripts/shim-track.sh; docs/shim.md).
 # A dry run only prints: it needs neither the llama-server build nor the images.
+CPU_PLAN = $(if $(COMPOSE),$(if $(SHIM),cpu-shim,cpu-compose),cpu)
 track-cpu: $(STAMP) $(if $(DRY_RUN),,$(LLAMA_STAMP) $(if $(COMPOSE),images))
-	$(HARNESS) track $(if $(COMPOSE),cpu-compose,cpu) $(TRACK_FLAGS)
+	$(if $(and $(COMPOSE),$(SHIM),$(if $(DRY_RUN),,x)),SHIM_PORT=$(SHIM_PORT) scripts/shim-track.sh,$(HARNESS) track) \
+	  $(CPU_PLAN) $(TRACK_FLAGS)
+
+# The host-side shim (docs/shim.md) on the host's system python3 until Ctrl-C: its allow-list
+# written from SHIM_PLAN's engine definitions first. SHIM_LIBRARY is the model library every path
+# must be under (the checkout's models/ for the CPU plan, ~/models for Track M); SHIM_BIND=auto
+# listens where the containers reach it (127.0.0.1 when the harness runs on the host).
+# Without .venv (a Mac with Docker and python3 only) the allow-list is written by the harness image
+# (this checkout's harness/ mounted over its package, as compose/shim.yaml does), with this user's
+# HOME so that the plan's ${HOME} paths are the host's.
+SHIM_PLAN    ?= cpu-shim
+SHIM_PORT    ?= 8790
+SHIM_LIBRARY ?= $(CURDIR)/models
+SHIM_BIND    ?= auto
+HARNESS_IMAGE ?= llm-harness/harness:local
+SHIM_ALLOW = $(if $(wildcard $(HARNESS)),$(HARNESS),docker run --rm -u $$(id -u):$$(id -g) -e HOME=$$HOME \
+             -e PYTHONPATH=/src -v $(CURDIR)/harness:/src/harness:ro -v $(CURDIR)/runs:/app/runs -w /app \
+             $(HARNESS_IMAGE) harness)
+shim:
+	@mkdir -p runs/shim
+	$(SHIM_ALLOW) shim-allow $(SHIM_PLAN) --via-shim --out runs/shim/allow.json --library $(SHIM_LIBRARY)
+	$(PYTHON) shim/harness_shim.py serve --allow runs/shim/allow.json --library $(SHIM_LIBRARY) \
+	  --port $(SHIM_PORT) --bind $(SHIM_BIND) --state-dir runs/shim
 
 # REHEARSE=1: the track's own plan on this machine's CPU stand-ins (harness/data/rehearsals; QUICK=1
 # its quick sizes): the CPU llama-server first, and for Track S the images its compose stand-ins run

@@ -80,9 +80,11 @@ def served_models(labbook: str) -> list[Served]:
     out = []
     for entry in engines.values():
         settings = entry.get("settings") or {}
+        if not settings.get("model"):
+            continue
         try:
             engine = load_engine(entry["engine"])
-            model = load_model(str(settings.get("model") or ""))
+            model = load_model(str(settings["model"]))
             name = api_model(engine, settings)
         except (HarnessError, KeyError, OSError, ValueError):
             continue

@@ -26,6 +26,7 @@ from harness.cli import (
     predict,
     preflight,
     probe,
+    shim_allow,
     summarise,
     sweep,
     track,
@@ -57,6 +58,7 @@ COMMANDS = (
     crosscheck,
     vllm_cpu,
     imitate,
+    shim_allow,
 )
 
 

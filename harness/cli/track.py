@@ -5,6 +5,7 @@ every command the plan would run, and starts nothing."""
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 
@@ -50,6 +51,12 @@ def add_parser(sub) -> None:
         metavar="NAME=VALUE",
         help="override one of the plan's variables (repeatable), e.g. --set REQUESTS=8",
     )
+    p.add_argument(
+        "--via-shim",
+        action="store_true",
+        help="start every engine whose definition has a shim section through the host-side shim "
+        "(docs/shim.md); HARNESS_SHIM_URL, HARNESS_SHIM_TOKEN_FILE and HARNESS_SHIM_HOST say where",
+    )
     p.set_defaults(func=run)
 
 
@@ -84,14 +91,8 @@ def free_ports(plan: str, sets: dict[str, str]) -> dict[str, str]:
 
 
 def run(args) -> int:
-    from harness.report.run_report import (
-        headline_lines,
-        headlines,
-        levels_in,
-        plan_admissions,
-        plan_pairs,
-        searches_in,
-    )
+    from harness.report.headlines import headline_lines, headlines
+    from harness.report.run_report import levels_in, plan_admissions, plan_pairs, searches_in
     from harness.run.run_dirs import fresh_run_dir, latest_run_dir
     from harness.run.runner import Runner
 
@@ -100,6 +101,10 @@ def run(args) -> int:
     for name, port in chosen.items():
         print(f"==> {name}: free port {port} (--set {name}=PORT to choose one)", flush=True)
     plan = load_plan(args.plan, args.tier, {**sets, **chosen}, args.rehearse, args.quick)
+    if args.via_shim:
+        from harness.run.shim_allow import via_shim
+
+        via_shim(plan, os.environ.get("HARNESS_SHIM_HOST"))
     if args.run_dir:
         run_dir = Path(args.run_dir)
     elif args.resume:

@@ -251,3 +251,14 @@ def buffer_problems(observed: dict, fmt: dict | None, tolerance: float = 0.01) -
             "--n-gpu-layers and the offloaded line)"
         )
     return problems
+
+
+def expected_lines(text: str, expects: list[dict]) -> list[tuple[bool, str, str]]:
+    """Each line an engine definition's ``log_expect`` names: (found, what it says, the line or the
+    pattern looked for), the last matching line when there are several."""
+    out = []
+    for want in expects:
+        pattern = re.compile(want["pattern"])
+        hits = [line.strip() for line in text.splitlines() if pattern.search(line)]
+        out.append((bool(hits), want["says"], hits[-1] if hits else want["pattern"]))
+    return out

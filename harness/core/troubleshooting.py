@@ -54,7 +54,7 @@ def finish_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
             stopped.append(f"c={c} {reasons['stop']} of {sum(reasons.values())}")
     if not any(levels[c].get("finish_reasons") for c in levels):
         return []
-    budget = f" {asked} tokens" if asked else ""
+    budget = f" {asked}-token" if asked else ""
     if stopped:
         return [
             (

@@ -93,6 +93,7 @@ class Imitation:
     api_key: str | None = None
     argv: list[str] = field(default_factory=list)
     loaded: dict | None = None  # Lemonade's service: the model its last `load` loaded, and how
+    config_lines: list[str] = field(default_factory=list)  # what the engine logs of its own config
 
     def control(self, method: str, path: str, body: bytes) -> tuple[int, dict] | None:
         """A Lemonade service's own load and unload routes (POST /api/v1/load {model_name, ctx_size,
@@ -151,7 +152,8 @@ class Imitation:
         first = (
             f"practice server imitating {self.persona.engine} (not the real engine): {shlex.join(self.argv)}"
         )
-        return [first, *(x.format(host=self.host, port=self.port) for x in self.persona.log_lines)]
+        persona = [x.format(host=self.host, port=self.port) for x in self.persona.log_lines]
+        return [first, *self.config_lines, *persona]
 
 
 def _parser(prog: str, model_flag: str | None) -> argparse.ArgumentParser:
@@ -169,6 +171,7 @@ def _trtllm(argv: list[str]) -> Imitation:
     p = _parser("trtllm-serve", None)
     p.add_argument("--max_batch_size", type=int, default=2048)
     p.add_argument("--max_seq_len", type=int)
+    p.add_argument("--extra_llm_api_options", "--config", dest="options")
     args, _ = p.parse_known_args(argv[1:])
     return Imitation(
         PERSONAS["tensorrt-llm"],
@@ -178,7 +181,26 @@ def _trtllm(argv: list[str]) -> Imitation:
         args.max_batch_size,
         args.max_seq_len,
         argv=argv,
+        config_lines=_trtllm_config_lines(args.options),
     )
+
+
+# What trtllm-serve logs when its options file turns guided decoding on (the line the engines lab,
+# Part 8 Task 7, shows from a real start); the imitation reads the same file the engine would.
+GUIDED_LINE = "[TRT-LLM] [I] Guided decoder initialized with backend: GuidedDecodingBackend.{backend}"
+
+
+def _trtllm_config_lines(path: str | None) -> list[str]:
+    """The options file's lines the engine logs: guided decoding's backend, when the file sets it
+    (none when there is no file or it cannot be read: the real engine would not start either)."""
+    if not path:
+        return []
+    try:
+        options = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        return []
+    backend = options.get("guided_decoding_backend") if isinstance(options, dict) else None
+    return [GUIDED_LINE.format(backend=str(backend).upper())] if backend else []
 
 
 def _mlx(argv: list[str]) -> Imitation:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from tabulate import tabulate
 
 from harness.core import engine_compare as ec
+from harness.report import identity
 from harness.core.predictions import decode_ceiling, kv_per_token
 from harness.report.engine_tables import memory_added
 
@@ -26,6 +27,7 @@ class Inputs:
     machine_label: str
     rules: dict
     settings: dict = field(default_factory=dict)  # engine -> what turns each API feature on
+    mapped_mib: float | None = None  # the load log's MTL0_Mapped model buffer (Track M), for vm_stat rows
 
 
 def formats(order: list[str], speed: dict, model) -> dict[str, str]:
@@ -91,7 +93,9 @@ def ratio_rows(order: list[str], speed: dict, model, fmts: dict) -> list[list]:
     return rows
 
 
-def memory_rows(order: list[str], speed: dict, model, fmts: dict, rules: dict) -> list[list]:
+def memory_rows(
+    order: list[str], speed: dict, model, fmts: dict, rules: dict, mapped_mib: float | None = None
+) -> list[list]:
     rows = []
     per = kv_per_token(model)
     for engine in order:
@@ -126,6 +130,8 @@ def memory_rows(order: list[str], speed: dict, model, fmts: dict, rules: dict) -
         note = "embedding in host memory, not seen" if found[1].get("embedding") == "host" else "nothing"
         if low != high:
             note = "mapped weight pages: vm_stat counts none to all of them"
+            if mapped_mib is not None:  # the engines lab: write the MTL0_Mapped line beside the delta
+                note += f" (the load log's MTL0_Mapped model buffer: {mapped_mib:,.2f} MiB)"
         if added is not None and "vm_stat" in source and ec.overhead_mb(added, (low, high))[0] > MUCH_MB:
             note = MUCH_LARGER
         rows.append([engine, source, f"{seen} ({_cache_words(found[1], tokens, per)})", added, over, note])
@@ -253,7 +259,7 @@ def render(order, speed, features, inputs: Inputs) -> str:
             f"Warning: no record names {model.name} (they name {', '.join(served) or 'nothing'}); if the "
             "engines served another model, these predictions are not theirs: pass its file or table name."
         )
-    parts.append("")
+    parts += ["", *identity.section(order, speed)]
     if inputs.bandwidth_gb_s:
         rows = [
             [
@@ -304,7 +310,7 @@ def render(order, speed, features, inputs: Inputs) -> str:
         "Memory: the predicted bytes each source can see, and the overhead beyond them (MB = 1,000,000 B)",
         "",
         tabulate(
-            memory_rows(order, speed, model, fmts, inputs.rules),
+            memory_rows(order, speed, model, fmts, inputs.rules, inputs.mapped_mib),
             headers=[
                 "Engine",
                 "Memory source",

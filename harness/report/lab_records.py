@@ -1,13 +1,19 @@
 """What the labs ask the learner to record beyond the curves, from the records: the vLLM
 memory-fraction change from A to B set against the pool change the fraction predicts (serving lab,
-Task 9)."""
+Task 9), and the lines the labs read in an engine's log after it starts (TensorRT-LLM's guided
+decoder line, engines lab Task 7)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from harness.core import engine_logs
 from harness.core.predictions import fraction_change
+from harness.errors import HarnessError
 from harness.io.machines import lookup
 from harness.report.measured import plan_machine
 from harness.report.record_sections import RunInputs
+from harness.run.engine_defs import load_engine
 
 
 def _fraction_of(plan, label: str) -> float | None:
@@ -54,3 +60,26 @@ def fraction_section(r: RunInputs) -> list[str]:
         "fraction's difference of the total.",
         "",
     ]
+
+
+def log_lines(started: dict) -> list[str]:
+    """The lines the labs read in an engine's log after it starts (its definition's ``log_expect``),
+    found or not, per block."""
+    out = []
+    for bid, e in started.items():
+        try:
+            expects = load_engine(e["engine"]).get("log_expect") or []
+        except (HarnessError, KeyError):
+            continue
+        log = Path(e.get("log") or "")
+        if not expects:
+            continue
+        text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+        for found, says, line in engine_logs.expected_lines(text, expects):
+            out.append(
+                f"- {bid}'s log shows `{line}`: {says}"
+                if found
+                else f"- {bid}'s log has no line matching `{line}` ({log.name or 'no log'}): so it is not "
+                f"shown that {says}"
+            )
+    return out + ([""] if out else [])

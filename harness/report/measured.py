@@ -26,6 +26,18 @@ def plan_model(plan) -> str:
     return "qwen3-8b"
 
 
+def mapped_mib(notebook: Path) -> float | None:
+    """The last load log's ``MTL0_Mapped`` model buffer (Track M's Metal llama-server), as verify-allocation
+    recorded it; None on other machines."""
+    found = None
+    if not Path(notebook).is_file():
+        return None
+    for rec in read_records(notebook, "allocation", select=lambda o: o.get("record") == "allocation").records:
+        value = ((rec.get("observed") or {}).get("model_buffers_mib") or {}).get("MTL0_Mapped")
+        found = value if value is not None else found
+    return found
+
+
 def plan_machine(plan) -> str | None:
     """The plan's machine-table key: its ``MACHINE`` variable (a tier names its own machine: Track N's
     16 GB tier an RTX 4080, Track M's an M4), else its ``machine``."""
@@ -64,7 +76,12 @@ def section(notebook: Path, plan) -> list[str]:
         feats = read_records(notebook, "features", select=is_features).records
         order, by_speed, by_feat = latest_per_engine(speed, feats)
         inputs = Inputs(
-            model, bandwidth, machine["name"] if machine else "", visible_memory_rules(), feature_settings()
+            model,
+            bandwidth,
+            machine["name"] if machine else "",
+            visible_memory_rules(),
+            feature_settings(),
+            mapped_mib(notebook),
         )
         lines += [render(order, by_speed, by_feat, inputs), ""]
     return lines

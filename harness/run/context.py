@@ -98,7 +98,8 @@ def block_settings(plan: Plan, block: Block, run_dir: Path, dry_run: bool = Fals
     run = {"log": str(run_dir / "engines" / f"{block.id}.log"), "run_dir": str(run_dir)}
     settings = resolve_settings(engine, block.settings, plan.variables, run)
     for name, kind in engine.get("resolve", {}).items():
-        if settings.get(name) == "auto":
+        # A shim engine's programs are the host's, found when its allow-list is written (shim_allow.py).
+        if settings.get(name) == "auto" and block.launcher != "shim":
             settings[name] = resolve_auto(kind, dry_run)
     return settings
 

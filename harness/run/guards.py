@@ -8,6 +8,7 @@ Track N), found or not."""
 
 from __future__ import annotations
 
+import os
 import platform
 import shutil
 from pathlib import Path
@@ -87,3 +88,67 @@ def read_config(model: str) -> str | None:
 def engine_guards(guards: list[str], model: str, system: str | None = None) -> list[Finding]:
     """The guards against this machine and the model directory as they are now."""
     return guard_findings(guards, system or platform.system(), model, read_config(model))
+
+
+def tier_finding(tier: str | None, tiers: list[str], memory: tuple[float, str] | None) -> Finding | None:
+    """The plan's tier checked against this machine's memory (a Mac's hw.memsize, an NVIDIA card's
+    memory.total: the serving lab's preflight decides the lab.env by it): PASS when the tier is the
+    one that memory fits, WARN naming the one that fits when it is not; None when there is nothing
+    to check (no sized tier, or this machine is not of the plan's kind)."""
+    from harness.core.arithmetic import tier_for_memory
+
+    if tier is None or memory is None or tier_for_memory([tier], 10**6) is None:
+        return None
+    gib, source = memory
+    fits = tier_for_memory(tiers, gib)
+    text = f"{source} reads {gib:.1f} GiB"
+    if fits == tier:
+        return Finding("PASS", "tier", f"tier {tier}: {text}, the largest tier it fits")
+    better = f"run with --tier {fits}" if fits else "no tier of this plan fits it"
+    return Finding("WARN", "tier", f"tier {tier} was chosen, but {text}: {better}")
+
+
+def plan_tier(plan, run=None) -> list[Finding]:
+    """``tier_finding`` for a plan as loaded (not a rehearsal: its machine is not the track's)."""
+    import yaml
+
+    from harness.io.machines import memory_for_tier
+
+    if getattr(plan, "rehearsal", None) is not None or not getattr(plan, "tier", None):
+        return []
+    raw = yaml.safe_load(Path(plan.path).read_text(encoding="utf-8"))
+    tiers = list(raw.get("tiers") or {})
+    found = tier_finding(plan.tier, tiers, memory_for_tier(str(plan.variables.get("ACCELERATOR", "")), run))
+    return [found] if found else []
+
+
+def tree_bytes(path: Path) -> int:
+    """Bytes of the files under ``path`` (what ``du`` counts, without following links)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += (Path(root) / name).lstat().st_size
+            except OSError:
+                continue
+    return total
+
+
+def environment_sizes(dirs: str, usage=shutil.disk_usage, size=tree_bytes) -> list[Finding]:
+    """The engines lab's Task 7 on Track N: the disk each Python environment takes (neither installer
+    states it; the lab measures them with du -sh) and the space left beside them (df -h ~). A
+    directory not made yet says which start makes it."""
+    out = []
+    for raw in dirs.split():
+        path = Path(os.path.expandvars(raw)).expanduser()
+        if path.is_dir():
+            out.append(Finding("PASS", "environment", f"{path}: {size(path) / 1e9:.1f} GB"))
+        else:
+            out.append(
+                Finding("PASS", "environment", f"{path}: not there yet (its install or first start makes it)")
+            )
+    if out:
+        home = Path.home()
+        free = usage(str(home)).free
+        out.append(Finding("PASS", "environment", f"{free / 1e9:.0f} GB free beside them ({home})"))
+    return out

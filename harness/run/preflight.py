@@ -302,7 +302,7 @@ def _target_findings(t: Target, allow_cpu: bool, run: Callable, seen: _Seen) -> 
             else Finding("FAIL", "binary", t.missing)
         )
     exe = {"container": "docker", "compose": "docker"}.get(kind)
-    if exe is None and kind != "external":
+    if exe is None and kind not in ("external", "shim"):  # a shim engine's program is on the shim's host
         exe = t.argv0
     own: list[Finding] = []  # what an optional block only warns about: it is skipped without them
     if exe and exe not in seen.bins and not exe.startswith("<"):
@@ -360,9 +360,10 @@ def plan_findings(
     seen = _Seen()
     for t in targets:
         findings += _target_findings(t, bool(v.get("ALLOW_CPU")), run, seen)
-    from harness.run.guards import install_tools  # guards.py builds on this module's Finding
+    from harness.run import guards  # guards.py builds on this module's Finding
 
-    findings += install_tools(str(v.get("INSTALL_TOOLS", "")))
+    findings += guards.install_tools(str(v.get("INSTALL_TOOLS", ""))) + guards.plan_tier(plan, run)
+    findings += guards.environment_sizes(str(v.get("ENV_DIRS", "")))
     run_dir.mkdir(parents=True, exist_ok=True)
     findings.append(free_disk(str(run_dir), float(v.get("DISK_GB", 1)), usage))
     accel = v.get("ACCELERATOR", "cpu")

@@ -296,7 +296,7 @@ def _resident_of(block: Block, ctx: BlockContext) -> list[Option]:
             return [("container", ctx.state.container)]
         service = block.engine["compose"]["service"]
         return [] if ctx.state.version is not None else [("container", f"<compose container of {service}>")]
-    if kind == "external":
+    if kind in ("external", "shim"):  # a shim engine's process is on the shim's host, not here
         return []
     if ctx.state.pid:
         return [("server_pid", str(ctx.state.pid))]

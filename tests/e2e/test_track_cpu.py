@@ -130,6 +130,7 @@ def test_cpu_plan_interrupted_then_resumed(tmp_path):
         assert "llama-admission" not in {r["label"] for r in levels}
     else:
         assert admission["status"] == "passed" and "llama-admission" in {r["label"] for r in levels}
+        assert admission["result"]["admission_level"] in (1, 5, 10, 20)
     assert all(r["failed"] == 0 for r in levels if r["label"].startswith("llama"))
     summaries = read_records(
         notebook, "curve-summary", select=lambda o: o.get("record") == "curve-summary"
@@ -154,7 +155,6 @@ def test_cpu_plan_interrupted_then_resumed(tmp_path):
     assert engines["llama-kv-alt"]["changed"] == {"cache_type": ["f16", "q8_0"]}
     assert "--cache-type-k q8_0" in engines["llama-kv-alt"]["command"]
     assert by_id["llama/recovery"]["reason"].startswith("idle by /metrics")
-    assert by_id["llama/admission:llama-admission"]["result"]["admission_level"] in (1, 5, 10, 20)
 
     for check in (
         ["summarise", "--labbook", str(notebook), "--check"],

@@ -61,8 +61,11 @@ def _chat(base: str, model: str, headers: dict | None = None) -> requests.Respon
 
 def test_trtllm_serve_line(running, tmp_path: Path) -> None:
     port = free_port()
+    options = tmp_path / "trtllm-lab.yml"
+    options.write_text("guided_decoding_backend: xgrammar\nkv_cache_config:\n  max_tokens: 8192\n")
     argv = ["trtllm-serve", "/models/Qwen/Qwen3-8B", "--host", "127.0.0.1", "--port", str(port),
-            "--max_batch_size", "1", "--max_seq_len", "8192", "--tool_parser", "qwen3"]  # fmt: skip
+            "--max_batch_size", "1", "--max_seq_len", "8192", "--tool_parser", "qwen3",
+            "--extra_llm_api_options", str(options)]  # fmt: skip
     proc = running(argv)
     root = f"http://127.0.0.1:{port}"
     assert _wait(f"{root}/health", proc).status_code == 200
@@ -74,8 +77,10 @@ def test_trtllm_serve_line(running, tmp_path: Path) -> None:
     assert models[0]["owned_by"] == "practice imitation of tensorrt-llm"
     reply = _chat(f"{root}/v1", "Qwen3-8B").json()
     assert reply["usage"]["completion_tokens"] == 4 and reply["choices"][0]["finish_reason"] == "length"
-    first = (tmp_path / "imitation.out").read_text().splitlines()[0]
+    first, second = (tmp_path / "imitation.out").read_text().splitlines()[:2]
     assert first.startswith("practice server imitating tensorrt-llm (not the real engine): trtllm-serve ")
+    # the options file read as the engine reads it: guided decoding's line, as a real start logs it
+    assert second == "[TRT-LLM] [I] Guided decoder initialized with backend: GuidedDecodingBackend.XGRAMMAR"
 
 
 def _lemonade(*words: str, env: dict) -> subprocess.CompletedProcess:

@@ -8,6 +8,7 @@ definition's ``launcher`` field, looked up in :data:`LAUNCHERS` (kind -> factory
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -165,6 +166,33 @@ def _service(ctx: BlockContext) -> Launcher:
     )
 
 
+def _shim(ctx: BlockContext) -> Launcher:
+    """A native engine on the host, started through the host-side shim (docs/shim.md)."""
+    from harness.run.launchers.shim import ShimLauncher
+    from harness.run.shim_allow import request_settings
+
+    engine = ctx.block.engine
+    # A shim engine's own settings say where the shim is; an engine moved there by --via-shim has
+    # none, and the environment says (HARNESS_SHIM_URL, HARNESS_SHIM_TOKEN_FILE), else the defaults.
+    where = {
+        "shim_url": os.environ.get("HARNESS_SHIM_URL", "http://127.0.0.1:8790"),
+        "shim_token_file": os.environ.get("HARNESS_SHIM_TOKEN_FILE", "runs/shim/token"),
+    }
+    token = Path(fill(ctx.settings.get("shim_token_file", where["shim_token_file"]), ctx.settings))
+    return ShimLauncher(
+        shim_url=fill(ctx.settings.get("shim_url", where["shim_url"]), ctx.settings),
+        token_file=token if token.is_absolute() else paths.workdir() / token,
+        engine=engine.name,
+        settings=request_settings(ctx.block, ctx.settings),
+        preview=stand_in_argv(ctx, launch_argv(engine, ctx.settings)),
+        host=ctx.host,
+        port=ctx.port,
+        health_url=ctx.health_url,
+        log_path=ctx.log,
+        version_fallback=ctx.block.record.get("engine_version", "unknown"),
+    )
+
+
 def _external(ctx: BlockContext) -> Launcher:
     return ExternalLauncher(base_url=ctx.base_url, health_url=ctx.health_url, **_version(ctx))
 
@@ -176,6 +204,7 @@ LAUNCHERS: dict[str, Callable[[BlockContext], Launcher]] = {
     "compose": _compose,
     "service": _service,
     "external": _external,
+    "shim": _shim,
 }
 
 

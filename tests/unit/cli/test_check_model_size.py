@@ -80,3 +80,45 @@ def test_size_from_the_record_the_engine_then_nothing():
     assert model_gb({**rec, "engine": "llama.cpp", "quant": "Q4_K_M"}, served) == 0.246587904
     assert model_gb({**rec, "speed_limit": {"model_gb": 4.6}}, served) == 4.6
     assert model_gb({**rec, "model": "local-chat"}, served) is None
+
+
+def test_the_cpu_tracks_gemma_records_against_gemmas_size(tmp_path, capsys):
+    """The acceptance case: the CPU llama-server's real crowd-of-1 level (Gemma 3 270M Q4_K_M) and the
+    run's manifest naming the model file it loaded: the limit is bandwidth / 0.247 GB, not 4.9 GB."""
+    import shutil
+
+    import pytest
+
+    from harness.cli import main
+    from harness.errors import InstallError
+    from harness.run import llama_cpu
+    from tests.conftest import FIXTURES
+
+    try:
+        gguf = llama_cpu.find_model()
+    except InstallError as exc:
+        pytest.skip(f"the CPU model is not installed (make llama-cpu): {exc}")
+    run = tmp_path / "run"
+    run.mkdir()
+    shutil.copy(FIXTURES / "notebooks" / "llama-cpu-metrics.md", run / "labbook.md")
+    engines = {
+        "llama": {"engine": "llama-server-cpu", "settings": {"model": str(gguf), "alias": "gemma-3-270m"}}
+    }
+    (run / "manifest.json").write_text(json.dumps({"engines": engines}))
+    main(
+        [
+            "check",
+            "--machine",
+            "spark",
+            "--labbook",
+            str(run / "labbook.md"),
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+        ]
+    )
+    out = capsys.readouterr().out
+    # 273 GB/s / 0.246587904 GB = 1,107 tok/s
+    assert (
+        "llama-baseline (crowd of 1, 1 / TPOT p50): " in out and "of 1107 tok/s for its 0.247 GB model" in out
+    )
+    assert "4.9 GB model (its own" not in out

@@ -62,3 +62,67 @@ def test_memory_fraction_change_set_against_the_pool_change():
     assert "vllm-mem-a at 0.4: 30.00 GiB available for the KV cache; vllm-mem-b at 0.5: 41.90 GiB" in text
     assert "The pool changed by +11.90 GiB; (0.5 - 0.4) x 119.21 GiB (Ryzen AI Max+ 395) = +11.92 GiB" in text
     assert lab_records.fraction_section(SimpleNamespace(plan=plan, records=lambda k, s: recs[2:])) == []
+
+
+def test_mtl0_mapped_beside_the_vm_stat_delta(tmp_path):
+    """Engines lab Task 9 on Track M: the load log's MTL0_Mapped line written beside vm_stat's delta."""
+    from harness.io.machines import visible_memory_rules
+    from harness.io.notebook import append_record
+    from harness.report.engine_verdicts import memory_rows
+    from harness.report.measured import mapped_mib
+
+    book = tmp_path / "labbook.md"
+    assert mapped_mib(book) is None
+    rec = {
+        "harness_schema": 1,
+        "record": "allocation",
+        "label": "control",
+        "engine": "llama-server",
+        "model": "m",
+        "log": "x.log",
+        "settings": {},
+        "observed": {"model_buffers_mib": {"MTL0_Mapped": 4455.35, "CPU_Mapped": 333.84}},
+        "predicted": {"log_lines": [], "pool_bytes": 0.0, "vllm_tokens": None},
+        "verdict": "match",
+        "problems": [],
+    }
+    book.write_text("")
+    append_record(book, rec, "allocation")
+    assert mapped_mib(book) == 4455.35
+    speed = {
+        "engine": "llama.cpp",
+        "backend": "Metal",
+        "context_length": 8192,
+        "quant": "Q4_K_M",
+        "memory_delta_mb": {"mac_used_mb": 3000},
+    }
+    (row,) = memory_rows(
+        ["llama.cpp"],
+        {"llama.cpp": {"short": speed, "long": speed}},
+        load_model("qwen3-8b"),
+        {"llama.cpp": "GGUF Q4_K_M"},
+        visible_memory_rules(),
+        4455.35,
+    )
+    assert row[-1].endswith("(the load log's MTL0_Mapped model buffer: 4,455.35 MiB)")
+
+
+def test_trtllm_guided_decoder_line_read_from_its_log(tmp_path):
+    """Engines lab Task 7 on Track S: the 'Guided decoder initialized ... XGRAMMAR' line, found or not."""
+    from harness.report.lab_records import log_lines
+
+    log = tmp_path / "trtllm.out"
+    log.write_text(
+        "[TRT-LLM] [I] Loading model\n"
+        "[TRT-LLM] [I] Guided decoder initialized with backend: GuidedDecodingBackend.XGRAMMAR\n"
+    )
+    started = {"trtllm": {"engine": "trtllm-compose", "log": str(log)}, "llama": {"engine": "llama-server"}}
+    (line, _) = log_lines(started)
+    assert line.startswith(
+        "- trtllm's log shows `[TRT-LLM] [I] Guided decoder initialized with backend: "
+        "GuidedDecodingBackend.XGRAMMAR`: xgrammar guided decoding is on"
+    )
+    log.write_text("[TRT-LLM] [I] Loading model\n")
+    assert (
+        "has no line matching `Guided decoder initialized with backend: .*XGRAMMAR`" in log_lines(started)[0]
+    )

@@ -26,7 +26,7 @@ def levels() -> dict[int, dict]:
 def test_every_request_ended_on_length_or_the_stop_row():
     lv = levels()
     assert ts.finish_rules("llama-baseline", lv) == [
-        ("PASS", "llama-baseline: every request ended on length (the full 32 tokens answer)")
+        ("PASS", "llama-baseline: every request ended on length (the full 32-token answer)")
     ]
     lv[4] = {**lv[4], "finish_reasons": {"length": 6, "stop": 2}}
     ((verdict, text),) = ts.finish_rules("llama-baseline", lv)

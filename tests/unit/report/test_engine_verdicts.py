@@ -109,3 +109,40 @@ def test_vllm_memory_row_names_its_pool_not_the_context():
         visible_memory_rules(),
     )
     assert "7,440,656,384 (1,342,177,280-byte pool, about 9,102 cache tokens)" in rows[0][2]
+
+
+def test_identity_row_marks_what_differs_from_the_baseline(capsys):
+    """Engines lab: an identity row per engine (checkpoint, representation, prompt, context, answer
+    limit, cache state), each difference from the portable llama.cpp baseline marked."""
+    from harness.report.identity import identity_rows
+
+    assert main(["engines", "--labbook", str(BOOK), "--machine", "spark"]) == 0
+    out = capsys.readouterr().out
+    assert "Identity of each run (* differs from the portable baseline, llama.cpp" in out
+    assert "| tensorrt-llm | Qwen3-8B     | bf16 *" in out
+    base = {
+        "model": "Qwen3-8B",
+        "quant": "Q4_K_M",
+        "prompt_tokens": 1504,
+        "prompt_tag": True,
+        "context_length": 8192,
+        "max_tokens": 128,
+        "max_cached_prompt_tokens": 6,
+    }
+    other = {
+        **base,
+        "quant": "AWQ",
+        "prompt_tokens": 1490,
+        "context_length": 4096,
+        "max_cached_prompt_tokens": 1400,
+    }
+    rows = identity_rows(["llama.cpp", "vllm"], {"llama.cpp": {"long": base}, "vllm": {"long": other}})
+    assert rows[1] == [
+        "vllm",
+        "Qwen3-8B",
+        "AWQ *",
+        "1,490 tokens, tagged",
+        "4,096 *",
+        "128",
+        "at most 1,400 prompt tokens cached *",
+    ]

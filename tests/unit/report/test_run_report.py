@@ -11,7 +11,7 @@ import shutil
 import pytest
 import yaml
 
-from harness.report import record_sections, run_report
+from harness.report import headlines, record_sections, run_report
 from harness.run.plans import load_plan
 from tests.conftest import FIXTURES
 
@@ -40,7 +40,7 @@ def test_levels_in_reads_every_level_by_label():
 
 def test_headline_peak_and_prefix_change_agree_with_the_records():
     raw = raw_levels()
-    (row,) = run_report.headlines(run_report.levels_in(NOTEBOOK), ["practice-baseline"], PAIR, 2.0)
+    (row,) = headlines.headlines(run_report.levels_in(NOTEBOOK), ["practice-baseline"], PAIR, 2.0)
     assert row["label"] == "practice-baseline" and row["engine"] == "practice"
     assert row["peak_tok_s"] == max(r["output_tokens_per_s"] for r in raw["practice-baseline"].values())
     unique = raw["practice-prefix-unique"][1]["ttft_s"]["p50"]
@@ -57,8 +57,8 @@ def test_headline_peak_and_prefix_change_agree_with_the_records():
 
 
 def test_headline_line_states_every_figure():
-    rows = run_report.headlines(run_report.levels_in(NOTEBOOK), ["practice-baseline"], PAIR, 2.0)
-    (line,) = run_report.headline_lines(rows, 2.0)
+    rows = headlines.headlines(run_report.levels_in(NOTEBOOK), ["practice-baseline"], PAIR, 2.0)
+    (line,) = headlines.headline_lines(rows, 2.0)
     r = rows[0]
     assert line.startswith(
         f"practice-baseline (practice): peak {r['peak_tok_s']:.1f} tok/s, knee {r['knee']}, "
@@ -70,11 +70,11 @@ def test_headline_line_states_every_figure():
 
 def test_curves_without_levels_or_pair_are_left_out_or_say_so():
     levels = run_report.levels_in(NOTEBOOK)
-    assert run_report.headlines(levels, ["never-run"], {}, 2.0) == []
-    (row,) = run_report.headlines(levels, ["practice-baseline"], {}, 2.0)
+    assert headlines.headlines(levels, ["never-run"], {}, 2.0) == []
+    (row,) = headlines.headlines(levels, ["practice-baseline"], {}, 2.0)
     assert row["prefix"] is None
-    assert run_report.headline_lines([row], 2.0)[0].endswith("prefix caching: no pair")
-    assert run_report.prefix_change({1: {}}, {4: {}}) is None  # no level both ran
+    assert headlines.headline_lines([row], 2.0)[0].endswith("prefix caching: no pair")
+    assert headlines.prefix_change({1: {}}, {4: {}}) is None  # no level both ran
 
 
 def small_plan(tmp_path):
@@ -157,7 +157,7 @@ def test_report_from_the_notebook_and_a_manifest(tmp_path):
     run_dir, path = write(tmp_path)
     text = path.read_text()
     assert path == run_dir / "report.md" and text.startswith("# A small practice run\n")
-    (row,) = run_report.headlines(run_report.levels_in(NOTEBOOK), ["practice-baseline"], PAIR, 2.0)
+    (row,) = headlines.headlines(run_report.levels_in(NOTEBOOK), ["practice-baseline"], PAIR, 2.0)
     rows = md_rows(text)
     headline = next(r for r in rows if r[0] == "practice-baseline")
     assert headline[:3] == ["practice-baseline", "practice", f"{row['peak_tok_s']:.1f}"]

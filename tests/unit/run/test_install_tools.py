@@ -24,3 +24,24 @@ def test_the_preflight_runs_them(tmp_path):
     plan = load_plan("track-n")
     found = preflight.plan_findings(plan, [], tmp_path, run=lambda argv: None)
     assert {"uv", "git"} <= {f.check for f in found}
+
+
+def test_environment_sizes_and_the_space_beside_them(tmp_path, monkeypatch):
+    """Engines lab Task 7 on Track N: du -sh of both environments and df -h ~ (what is left)."""
+    from collections import namedtuple
+
+    from harness.run.guards import environment_sizes, tree_bytes
+
+    venv = tmp_path / "venv"
+    (venv / "lib").mkdir(parents=True)
+    (venv / "lib" / "torch.so").write_bytes(b"x" * 1500)
+    assert tree_bytes(venv) == 1500
+    monkeypatch.setenv("TABBY", str(tmp_path))
+    usage = namedtuple("usage", "total used free")(0, 0, 200e9)
+    found = environment_sizes("${TABBY}/venv ~/no-such-env", usage=lambda path: usage, size=lambda p: 7.25e9)
+    assert [f.text for f in found] == [
+        f"{venv}: 7.2 GB",
+        f"{tmp_path.home() / 'no-such-env'}: not there yet (its install or first start makes it)",
+        f"200 GB free beside them ({tmp_path.home()})",
+    ]
+    assert "ENV_DIRS" in load_plan("track-n").variables

@@ -70,3 +70,24 @@ def test_aggregate_ceilings_at_the_labs_batches(capsys):
     # the serving lab's Task 1 output, Spark 273 GB/s
     assert "context   100: B=1 58 (58.3)  B=5 288 (57.5)  B=10 566 (56.6)  B=20 1099 (55.0)" in out
     assert "context  1500: B=1 56 (55.8)  B=5 236 (47.3)  B=10 397 (39.7)  B=20 600 (30.0)" in out
+
+
+def test_the_preflight_checks_the_tier_against_the_machines_memory(tmp_path):
+    """The serving lab's preflight: hw.memsize (Mac) or memory.total (NVIDIA) decides the lab.env."""
+    from harness.run import guards, preflight
+
+    assert guards.tier_finding("24gb", ["24gb", "16gb"], (23.99, "nvidia-smi memory.total")).level == "PASS"
+    warn = guards.tier_finding("24gb", ["24gb", "16gb"], (15.99, "nvidia-smi memory.total"))
+    assert (warn.level, warn.text) == (
+        "WARN",
+        "tier 24gb was chosen, but nvidia-smi memory.total reads 16.0 GiB: run with --tier 16gb",
+    )
+    assert guards.tier_finding("mac", ["mac", "spark"], (48.0, "hw.memsize")) is None  # tiers not sized
+    assert guards.tier_finding("24gb", ["24gb"], None) is None  # not this kind of machine
+
+    def smi(argv):  # a 16 GB card answering nvidia-smi
+        return "16376\n" if "--query-gpu=memory.total" in argv else None
+
+    plan = load_plan("track-n", "24gb")
+    found = preflight.plan_findings(plan, [], tmp_path, run=smi)
+    assert any(f.check == "tier" and f.level == "WARN" and "--tier 16gb" in f.text for f in found)

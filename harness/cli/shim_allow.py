@@ -1,0 +1,49 @@
+"""``harness shim-allow PLAN``: write the host-side shim's allow-list (shim/harness_shim.py) from the
+engine definitions of a plan's shim blocks (``make shim`` runs it before it starts the shim)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.cli.track import parse_sets
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "shim-allow",
+        help="write the host-side shim's allow-list from a plan's engine definitions",
+        description="Write what the shim may start: each shim engine's program, argument templates and "
+        "the settings a request may give, with their checks (docs/shim.md).",
+    )
+    p.add_argument("plan", help="plan file, or a name in tracks/ (cpu-shim)")
+    p.add_argument("--out", default="runs/shim/allow.json", help="where to write it")
+    p.add_argument("--library", help="the model library the shim checks paths against (default ~/models)")
+    p.add_argument("--tier", help="memory tier of the plan")
+    p.add_argument("--rehearse", action="store_true", help="the plan with its rehearsal overlay")
+    p.add_argument("--quick", action="store_true", help="with --rehearse: the overlay's quick sizes")
+    p.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="override a plan variable"
+    )
+    p.add_argument(
+        "--via-shim",
+        action="store_true",
+        help="as harness track --via-shim: every engine with a shim section",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from harness.run.plans import load_plan
+    from harness.run.shim_allow import allow_list, via_shim
+
+    plan = load_plan(args.plan, args.tier, parse_sets(args.set), args.rehearse, args.quick)
+    if args.via_shim:
+        via_shim(plan)
+    library = str(Path(args.library).expanduser().absolute()) if args.library else None
+    data = allow_list(plan, library)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    print(f"==> {out}: the shim may start {', '.join(sorted(data['engines']))}")
+    return 0

@@ -1,0 +1,151 @@
+"""The run report's headline numbers, one row per curve: the peak, the knee, the operating point,
+the capacity within the promise, the admission outcome and what prefix caching was worth, and the
+one-line text of each. Pure: records in, rows and words out (``harness.report.run_report`` draws
+them; ``harness track`` prints them at the end of a run)."""
+
+from __future__ import annotations
+
+from harness.core import curves
+from harness.report.curve_tables import said
+
+
+def _p(rec: dict | None, key: str, pct: str) -> float | None:
+    return None if rec is None else (rec.get(key) or {}).get(pct)
+
+
+def prefix_change(unique: dict[int, dict], shared: dict[int, dict]) -> dict | None:
+    """TTFT p50 without and with a shared prefix at the lowest level both ran, and the cached share."""
+    both = sorted(set(unique) & set(shared))
+    if not both:
+        return None
+    c = both[0]
+    before, after = _p(unique[c], "ttft_s", "p50"), _p(shared[c], "ttft_s", "p50")
+    if before is None or after is None:
+        return None
+    return {
+        "c": c,
+        "ttft_unique_s": before,
+        "ttft_shared_s": after,
+        "change": (after - before) / before if before else None,
+        "cached_share": curves.cached_share(shared[c]),
+    }
+
+
+def headlines(
+    levels_by_label: dict[str, dict[int, dict]],
+    curve_labels: list[str],
+    pairs: dict[str, tuple[str, str]],
+    promise_s: float,
+    admissions: dict[str, str] | None = None,
+    searches: dict[str, dict] | None = None,
+) -> list[dict]:
+    """One row per curve: peak output tokens/s (and its range when that level was repeated), knee,
+    operating point, capacity within the promise as the levels show it (exact, at least, none),
+    the admission level's outcome against the promise, and the prefix-caching TTFT change of the
+    pair run on the same server."""
+    rows = []
+    for label in curve_labels:
+        levels = levels_by_label.get(label)
+        if not levels:
+            continue
+        d = curves.curve(levels)
+        if not d.levels:
+            continue
+        first = levels[d.levels[0]]
+        pair = pairs.get(label)
+        change = (
+            prefix_change(levels_by_label.get(pair[0], {}), levels_by_label.get(pair[1], {}))
+            if pair
+            else None
+        )
+        peak_c = max(d.levels, key=lambda c: levels[c]["output_tokens_per_s"])
+        admitted = (admissions or {}).get(label)
+        rows.append(
+            {
+                "label": label,
+                "engine": first.get("engine"),
+                "peak_tok_s": levels[peak_c]["output_tokens_per_s"],
+                "peak_range": curves.spread_of(levels[peak_c], "output_tokens_per_s"),
+                "knee": f"{d.knee[0]}->{d.knee[1]}" if d.knee else "none",
+                "operating_point": d.operating_point,
+                "operating_is_top": d.operating_point == d.levels[-1],
+                "capacity": curves.capacity_reading(levels, promise_s),
+                "admission": admission_outcome(
+                    levels_by_label.get(admitted, {}), promise_s, (searches or {}).get(admitted)
+                )
+                if admitted
+                else None,
+                "prefix": change,
+            }
+        )
+    return rows
+
+
+def admission_outcome(levels: dict[int, dict], promise_s: float, search: dict | None = None) -> str:
+    """The admission level's outcome in words: its crowd, p95 TTFT against the promise and by how
+    much, and how many requests met the goodput objective; why not, when it did not run. When the
+    level was found by ``harness capacity`` (``search``), that level and the search's answer."""
+    done = curves.completed_levels(levels)
+    if not done:
+        return "not run"
+    c = done[-1]
+    if search is not None:
+        if search.get("capacity") not in levels:
+            return f"capacity search: {search['answer']}"
+        c = search["capacity"]
+    rec = levels[c]
+    p95 = _p(rec, "ttft_s", "p95")
+    if p95 is None:
+        verdict = "no p95 TTFT measured"
+    elif p95 <= promise_s and not rec["failed"]:
+        verdict = (
+            f"within the {promise_s:g} s promise (p95 TTFT {p95:.2f} s, {promise_s - p95:.2f} s to spare)"
+        )
+    else:
+        over = (
+            f"p95 TTFT {p95:.2f} s, {p95 - promise_s:.2f} s over"
+            if p95 > promise_s
+            else f"p95 TTFT {p95:.2f} s"
+        )
+        failed = f", {rec['failed']} failed" if rec["failed"] else ""
+        verdict = f"breaks the {promise_s:g} s promise ({over}{failed})"
+    prompts = f" ({rec['prompt_set']})" if rec.get("prompt_set") else ""
+    good = f"{rec.get('within_slo', 0)}/{rec['completed']}"
+    found = f" (capacity search: {search['answer']})" if search else ""
+    return f"c={c}{prompts}{found}: {verdict}; {good} within the goodput objective"
+
+
+def peak_text(r: dict) -> str:
+    span = r.get("peak_range")
+    return f"{r['peak_tok_s']:.1f}" + (f" (range {span[0]:.1f}-{span[1]:.1f})" if span else "")
+
+
+def operating_text(r: dict) -> str:
+    if not r["operating_point"]:
+        return "none"
+    return f"c={r['operating_point']}" + (" (top level measured)" if r["operating_is_top"] else "")
+
+
+def prefix_text(pre: dict | None) -> str:
+    """The prefix pair's effect in words: TTFT p50 without and with the shared prefix, the change
+    and the cached share (each only where it was measured)."""
+    if pre is None:
+        return "no prefix pair in this run"
+    text = f"{pre['ttft_unique_s']:.3f} -> {pre['ttft_shared_s']:.3f} s at c={pre['c']}"
+    notes = [f"{pre['change']:+.0%}"] if pre["change"] is not None else []
+    if pre["cached_share"] is not None:
+        notes.append(f"{pre['cached_share']:.0%} of the prompt cached")
+    return text + (f" ({', '.join(notes)})" if notes else "")
+
+
+def headline_lines(rows: list[dict], promise_s: float) -> list[str]:
+    """The headline rows as the lines ``harness track`` prints at the end of a run."""
+    return [
+        f"{r['label']} ({said(r['engine'])}): peak {peak_text(r)} tok/s, knee {r['knee']}, "
+        f"operating point {operating_text(r)}, "
+        f"capacity within the promise of {promise_s:g} s p95 TTFT: {r['capacity'].text}; "
+        + (f"admission {r['admission']}; " if r.get("admission") else "")
+        + "prefix caching: "
+        + ("no pair" if r["prefix"] is None else f"TTFT p50 {prefix_text(r['prefix'])}")
+        for r in rows
+    ]

@@ -1,0 +1,67 @@
+"""The engines lab's identity row (001, "Label what each comparison can establish"): per engine, what
+its run was: source checkpoint, representation, prompt, context, answer limit and cache state, each
+cell that differs from the portable baseline (llama.cpp) marked. The chat template is each server's
+own (every serve script applies the model's template); the records do not name it, so neither does
+the row."""
+
+from __future__ import annotations
+
+from tabulate import tabulate
+
+PORTABLE = ("llama.cpp", "llama-server")
+HEAD = [
+    "Engine",
+    "Checkpoint",
+    "Representation",
+    "Prompt (long test)",
+    "Context",
+    "Answer limit",
+    "Cache state",
+]
+
+
+def _cells(pair: dict) -> list[str]:
+    rec = pair.get("long") or pair.get("short") or {}
+    cached = rec.get("max_cached_prompt_tokens")
+    tag = "tagged" if rec.get("prompt_tag") else "untagged"
+    prompt = f"{rec['prompt_tokens']:,.0f} tokens, {tag}" if rec.get("prompt_tokens") else tag
+    return [
+        str(rec.get("model") or "—"),
+        str(rec.get("quant") or "—"),
+        prompt,
+        f"{rec['context_length']:,}" if rec.get("context_length") else "—",
+        f"{rec['max_tokens']}" if rec.get("max_tokens") else "—",
+        "—" if cached is None else f"at most {cached:,} prompt tokens cached",
+    ]
+
+
+def identity_rows(order: list[str], speed: dict) -> list[list[str]]:
+    """One row per engine; a cell differing from the baseline's ends in ``*`` (none without one)."""
+    base_engine = next((e for e in order if e in PORTABLE and e in speed), None)
+    base = _cells(speed[base_engine]) if base_engine else None
+    rows = []
+    for engine in order:
+        if engine not in speed:
+            continue
+        cells = _cells(speed[engine])
+        if base is not None and engine != base_engine:
+            # the prompt's token count differs by tokenizer; its tag is what must match
+            cells = [
+                c if i == 2 and c.split(", ")[-1] == base[2].split(", ")[-1] or c == base[i] else c + " *"
+                for i, c in enumerate(cells)
+            ]
+        rows.append([engine, *cells])
+    return rows
+
+
+def section(order: list[str], speed: dict) -> list[str]:
+    rows = identity_rows(order, speed)
+    if not rows:
+        return []
+    return [
+        "Identity of each run (* differs from the portable baseline, llama.cpp; where the representations "
+        "differ, the rows compare deployable stacks, not the same bits)",
+        "",
+        tabulate(rows, headers=HEAD, tablefmt="github", disable_numparse=True),
+        "",
+    ]

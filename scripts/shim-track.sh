@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# A plan with the harness in a container and its engines native on the host, started by the
+# host-side shim (docs/shim.md): `make track-cpu COMPOSE=1 SHIM=1` runs this for tracks/cpu-shim.yaml.
+#
+#   scripts/shim-track.sh PLAN [harness track options...]
+#
+# 1. the shim's allow-list from PLAN's engine definitions (harness shim-allow, on the host: the
+#    programs it names are the host's);
+# 2. the shim, on the host's system python3, bound to the address the containers reach (auto);
+# 3. `harness track PLAN` in the harness container (compose/shim.yaml), told where the shim and the
+#    engines are (host.docker.internal) and where its token file is;
+# 4. the shim stopped (it stops every engine it started), whatever the run's outcome; then the
+#    proof that nothing is left: no container of the project, the shim's port free.
+#
+# Environment: SHIM_PORT (8790), SHIM_LIBRARY (the checkout's models/), PROJECT (llm-harness-shim),
+# HARNESS (.venv/bin/harness), PYTHON (python3), SHIM_BIND (auto), SHIM_STATE (runs/shim).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+plan=${1:?usage: scripts/shim-track.sh PLAN [harness track options...]}
+shift
+port=${SHIM_PORT:-8790}
+library=${SHIM_LIBRARY:-$PWD/models}
+project=${PROJECT:-llm-harness-shim}
+harness=${HARNESS:-.venv/bin/harness}
+python=${PYTHON:-python3}
+state=${SHIM_STATE:-runs/shim}  # under runs/: the container sees it at the same relative path
+compose=(docker-compose -p "$project" -f compose/shim.yaml)
+
+"$harness" shim-allow "$plan" --out "$state/allow.json" --library "$library"
+rm -f "$state/token"
+"$python" shim/harness_shim.py serve --allow "$state/allow.json" --library "$library" --port "$port" \
+  --state-dir "$state" --bind "${SHIM_BIND:-auto}" >"$state/stdout.txt" 2>&1 &
+shim=$!
+stop_shim() {
+  if kill -0 "$shim" 2>/dev/null; then kill -TERM "$shim"; wait "$shim" || true; fi
+  "${compose[@]}" down --remove-orphans >/dev/null 2>&1 || true
+}
+trap stop_shim EXIT
+for _ in $(seq 100); do
+  if [ -s "$state/token" ] && grep -q listening "$state/stdout.txt"; then break; fi
+  if ! kill -0 "$shim" 2>/dev/null; then cat "$state/stdout.txt" >&2; exit 1; fi
+  sleep 0.2
+done
+head -1 "$state/stdout.txt"
+bound=$(sed -n 's|.*listening on http://\([^ ]*\):[0-9]* .*|\1|p' "$state/stdout.txt" | head -1)
+
+status=0
+HOST_UID=$(id -u) HOST_GID=$(id -g) "${compose[@]}" run --rm harness harness track "$plan" \
+  --set "SHIM_URL=http://host.docker.internal:$port" --set SHIM_HOST=host.docker.internal \
+  --set "SHIM_TOKEN_FILE=$state/token" "$@" || status=$?
+
+stop_shim
+trap - EXIT
+tail -n +2 "$state/stdout.txt" | grep -v ' /v1/' || true
+left=$(docker ps -aq --filter "label=com.docker.compose.project=$project")
+if [ -n "$left" ]; then echo "FAIL: containers of $project left: $left" >&2; status=1; fi
+if "$python" - "$bound" "$port" <<'PY'
+import socket, sys
+s = socket.socket()
+s.settimeout(0.5)
+sys.exit(0 if s.connect_ex((sys.argv[1], int(sys.argv[2]))) != 0 else 1)
+PY
+then echo "==> shim stopped; nothing left: no container of $project, port $port free"; else
+  echo "FAIL: the shim's port $port is still in use" >&2; status=1; fi
+exit $status

@@ -1,0 +1,856 @@
+#!/usr/bin/env python3
+"""The host-side shim: starts native engines for a harness that runs in a container.
+
+Metal llama-server, mlx_lm.server and Lemonade cannot run inside a container, so a containerised
+harness asks this small server on the host to start them. It is one file, the standard library
+only, and runs on the host's system ``python3`` (3.9 and newer: macOS's is 3.9).
+
+    python3 shim/harness_shim.py serve --allow runs/shim/allow.json --library ~/models
+
+What it may start is fixed when it starts: the allow-list file (written by ``harness shim-allow``
+from a plan's engine definitions) names each engine's program, its argument templates and the
+settings a request may give, with each setting's check (a whole number in a range, one of some
+words, a yes/no, a path under the model library, a plain word). A request names an engine and
+values for its declared settings, nothing else; every value is checked and the command line is
+an argument list, never a shell.
+
+It binds the address the containers reach (``--bind auto``: the Docker bridge's gateway on Linux,
+127.0.0.1 on macOS, where Docker Desktop's host.docker.internal reaches the host's loopback),
+never 0.0.0.0 unless ``--allow-any-address``. Every request needs the bearer token that it writes
+at start to a file only its user can read (0600). It logs one line per request and stops every
+engine it started when it stops.
+
+The API (JSON; every route needs ``Authorization: Bearer <token>``):
+
+    GET  /v1/health                  the shim's version, pid and address
+    GET  /v1/engines                 the allow-list: each engine, its settings, whether it runs
+    POST /v1/engines/NAME/start      {"settings": {...}}: start it; 400 a bad or undeclared setting
+    GET  /v1/engines/NAME            running, pid, exit status, resident memory (MB), health
+    GET  /v1/engines/NAME/log?offset=N   its log from byte N (text; X-Log-Size: its size)
+    GET  /v1/engines/NAME/version    its version command's answer
+    POST /v1/engines/NAME/stop       stop it (TERM, then KILL) and say whether its port is free
+    GET  /v1/memory                  the host's memory (/proc/meminfo; vm_stat on macOS)
+
+An engine not in the allow-list answers 403; a missing or wrong token 401.
+"""
+
+import argparse
+import contextlib
+import hmac
+import ipaddress
+import json
+import os
+import platform
+import re
+import secrets
+import shutil
+import signal
+import socket
+import string
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+VERSION = "1"
+ALLOW_SCHEMA = 1
+DEFAULT_PORT = 8790
+MAX_BODY = 64 * 1024
+# A word value: letters, digits and . _ : @ + = , - (no slash, no space, nothing a shell reads).
+WORD = re.compile(r"^[A-Za-z0-9._:@+=,-]{0,200}$")
+# A path value: the same, plus / and spaces; its '..' parts are refused before it is resolved.
+PATH = re.compile(r"^[A-Za-z0-9._:@+=,/ -]{1,1000}$")
+KINDS = ("int", "choice", "bool", "path", "word")
+FILLS = ("bind", "log", "log_dir")  # what the shim itself puts in a setting
+_FORMATTER = string.Formatter()
+
+
+class ShimError(Exception):
+    """A request the shim refuses: ``status`` is the HTTP status, the message says why."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+class Refused(ShimError):
+    def __init__(self, message):
+        super().__init__(400, message)
+
+
+# -- the allow-list ------------------------------------------------------------------------------
+
+
+def load_allow_list(path):
+    """The allow-list file, checked: SystemExit with a one-line reason when it is not usable."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as exc:
+        raise SystemExit(
+            "harness_shim: cannot read the allow-list {}: {}; write it with "
+            "`harness shim-allow` (or make shim)".format(path, exc.strerror)
+        ) from None
+    except ValueError:
+        raise SystemExit(
+            "harness_shim: {} is not JSON; write it again with `harness shim-allow`".format(path)
+        ) from None
+    if not isinstance(data, dict) or data.get("schema_version") != ALLOW_SCHEMA:
+        raise SystemExit(
+            "harness_shim: {} is not an allow-list of version {}; write it again "
+            "with `harness shim-allow`".format(path, ALLOW_SCHEMA)
+        )
+    engines = data.get("engines")
+    if not isinstance(engines, dict) or not engines:
+        raise SystemExit(
+            "harness_shim: {} names no engine; its plan has no block with launcher: shim".format(path)
+        )
+    for name, spec in engines.items():
+        problem = _spec_problem(spec)
+        if problem:
+            raise SystemExit("harness_shim: {}: engine {}: {}".format(path, name, problem))
+        _find_program(spec)
+    return data
+
+
+def _find_program(spec):
+    """A program named without a path (mlx_lm.server) is looked up on PATH once, at start, and
+    fixed; one not found leaves the engine listed but not startable (``missing``)."""
+    program = spec["argv_head"][0]
+    if os.path.isabs(program):
+        return
+    found = shutil.which(program)
+    if found:
+        spec["argv_head"][0] = found
+    else:
+        spec["missing"] = "{} is not on this host's PATH; install it, then start the shim again".format(
+            program
+        )
+
+
+def _spec_problem(spec):
+    if not isinstance(spec, dict):
+        return "not an object"
+    head = spec.get("argv_head")
+    if not isinstance(head, list) or not head or not all(isinstance(x, str) for x in head):
+        return "argv_head must be a list of words (the program first)"
+    if not os.path.isabs(head[0]) and "/" in head[0]:
+        return "its program {!r} must be an absolute path or a name on PATH".format(head[0])
+    for name, rule in spec.get("settings", {}).items():
+        if not isinstance(rule, dict) or rule.get("kind") not in KINDS:
+            return "setting {}: kind must be one of {}".format(name, ", ".join(KINDS))
+    for name, what in spec.get("fills", {}).items():
+        if what not in FILLS:
+            return "fill {}: must be one of {}".format(name, ", ".join(FILLS))
+    return None
+
+
+# -- checking a request's values -----------------------------------------------------------------
+
+
+def _inside(path, root):
+    root = os.path.realpath(root)
+    return os.path.commonpath([path, root]) == root
+
+
+def check_path(name, value, library):
+    """A path under the model library (a relative one is read against it), resolved; Refused else."""
+    if not isinstance(value, str) or not PATH.match(value):
+        raise Refused(
+            "setting {}: {!r} is not a plain path (letters, digits, . _ - / and spaces only)".format(
+                name, value
+            )
+        )
+    if ".." in value.split("/"):
+        raise Refused(
+            "setting {}: {!r} climbs out with '..'; give a path under {}".format(name, value, library)
+        )
+    full = os.path.realpath(os.path.join(library, value))
+    if not _inside(full, library):
+        raise Refused(
+            "setting {}: {} is outside the model library {}; put the model there".format(name, value, library)
+        )
+    if not os.path.exists(full):
+        raise Refused("setting {}: {} does not exist; download the model first".format(name, full))
+    return full
+
+
+def _check_int(name, value, rule):
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, str) and re.match(r"^-?[0-9]{1,12}$", value):
+            value = int(value)
+        else:
+            raise Refused("setting {}: {!r} is not a whole number".format(name, value))
+    lo, hi = rule.get("min"), rule.get("max")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise Refused("setting {}: {} is outside {}..{}".format(name, value, lo, hi))
+    return value
+
+
+def check_value(name, value, rule, library):
+    """One declared setting's value, checked against its rule; Refused (400) with the reason."""
+    if value is None:
+        if rule.get("null"):
+            return None
+        raise Refused("setting {}: a value is required".format(name))
+    kind = rule["kind"]
+    if kind == "int":
+        return _check_int(name, value, rule)
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise Refused("setting {}: {!r} is not true or false".format(name, value))
+        return value
+    if kind == "choice":
+        if str(value) not in [str(c) for c in rule.get("choices", [])]:
+            raise Refused(
+                "setting {}: {!r} is not one of {}".format(
+                    name, value, ", ".join(str(c) for c in rule.get("choices", []))
+                )
+            )
+        return str(value)
+    if kind == "path":
+        return check_path(name, value, library)
+    if not isinstance(value, (str, int)) or isinstance(value, bool) or not WORD.match(str(value)):
+        raise Refused(
+            "setting {}: {!r} is not a plain word (letters, digits and . _ : @ + = , - only)".format(
+                name, value
+            )
+        )
+    return str(value)
+
+
+def check_settings(spec, given, library):
+    """The request's settings over the allow-list's defaults; Refused for any not declared."""
+    if not isinstance(given, dict):
+        raise Refused("settings must be an object of name: value")
+    declared = spec.get("settings", {})
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        raise Refused(
+            "setting {} is not declared for this engine; it may take {}".format(
+                ", ".join(unknown), ", ".join(sorted(declared)) or "none"
+            )
+        )
+    values = {}
+    for name, rule in declared.items():
+        value = given[name] if name in given else rule.get("default")
+        values[name] = check_value(name, value, rule, library)
+    return values
+
+
+# -- the command line ----------------------------------------------------------------------------
+
+
+def _empty(value):
+    return value is None or value == "" or value is False
+
+
+def _names(template):
+    return [f for _, f, _, _ in _FORMATTER.parse(str(template)) if f]
+
+
+def _fill(template, settings):
+    try:
+        return str(template).format_map(settings)
+    except (KeyError, IndexError, AttributeError) as exc:
+        raise ShimError(
+            500, "the allow-list's template {!r} names {}, which no setting gives".format(template, exc)
+        ) from None
+
+
+def _group(items, settings):
+    if any(_empty(settings.get(n)) for item in items for n in _names(item)):
+        return []
+    return [_fill(item, settings) for item in items]
+
+
+def arg_words(arg, settings):
+    """One item of the args: a flag group (left out whole when a setting it names is empty), or an
+    ``if``/``switch`` choosing one; the same rules as the harness's engine definitions."""
+    if isinstance(arg, list):
+        return _group(arg, settings)
+    if "if" in arg:
+        return _group(arg["then"] if not _empty(settings.get(arg["if"])) else arg.get("else", []), settings)
+    value = str(settings.get(arg["switch"]))
+    if value not in arg["cases"]:
+        raise Refused(
+            "setting {}: {!r} is not one of {}".format(arg["switch"], value, ", ".join(arg["cases"]))
+        )
+    return _group(arg["cases"][value], settings)
+
+
+def build_argv(spec, values, fills):
+    """The exact argument list: the allow-list's fixed head, its args filled, its fixed tail."""
+    settings = dict(spec.get("fixed", {}))
+    settings.update(values)
+    settings.update(fills)
+    for name, rule in spec.get("derived", {}).items():
+        product = 1
+        for part in rule["product"]:
+            product *= int(settings[part])
+        settings[name] = product
+    argv = list(spec["argv_head"])
+    for arg in spec.get("args", []):
+        argv += arg_words(arg, settings)
+    env = {k: _fill(v, settings) for k, v in spec.get("env", {}).items()}
+    port = int(_fill(spec.get("port", "{port}"), settings))
+    return argv + list(spec.get("argv_tail", [])), env, port, settings
+
+
+# -- memory, without psutil ----------------------------------------------------------------------
+
+
+def _proc_tree_kb_linux(pid):
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open("/proc/{}/stat".format(entry)) as f:
+                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    tree, total = _descendants(pid, parents), 0
+    for p in tree:
+        try:
+            with open("/proc/{}/status".format(p)) as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+        except OSError:
+            continue
+    return total if tree else None
+
+
+def _descendants(pid, parents):
+    """``pid`` and every process below it, from a map of pid -> parent pid (only those alive)."""
+    children = {}
+    for child, parent in parents.items():
+        children.setdefault(parent, []).append(child)
+    tree, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        if p in parents and p not in tree:
+            tree.append(p)
+        todo += [c for c in children.get(p, []) if c not in tree]
+    return tree
+
+
+def _proc_tree_kb_ps(pid):
+    try:
+        out = subprocess.run(
+            ["ps", "-A", "-o", "pid=,ppid=,rss="], capture_output=True, text=True, timeout=10
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    parents, rss = {}, {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and all(x.isdigit() for x in parts):
+            parents[int(parts[0])], rss[int(parts[0])] = int(parts[1]), int(parts[2])
+    tree = _descendants(pid, parents)
+    return sum(rss[p] for p in tree) if tree else None
+
+
+def process_rss_mb(pid):
+    """Resident memory of a process and its children in MB (/proc on Linux, ps elsewhere)."""
+    kb = _proc_tree_kb_linux(pid) if os.path.isdir("/proc/self") else _proc_tree_kb_ps(pid)
+    return None if kb is None else round(kb / 1024.0, 1)
+
+
+def host_memory():
+    """The host's memory: /proc/meminfo on Linux, vm_stat and hw.memsize on macOS."""
+    if os.path.exists("/proc/meminfo"):
+        info = {}
+        with open("/proc/meminfo") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                info[key] = int(rest.split()[0])
+        return {
+            "source": "/proc/meminfo",
+            "total_mb": round(info["MemTotal"] / 1024.0, 1),
+            "available_mb": round(info.get("MemAvailable", info.get("MemFree", 0)) / 1024.0, 1),
+        }
+    try:
+        text = subprocess.run(["vm_stat"], capture_output=True, text=True, timeout=10).stdout
+        total = int(
+            subprocess.run(
+                ["sysctl", "-n", "hw.memsize"], capture_output=True, text=True, timeout=10
+            ).stdout.strip()
+        )
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return {"source": "none", "total_mb": None, "available_mb": None}
+    size = int(re.search(r"page size of (\d+) bytes", text).group(1)) if "page size of" in text else 16384
+    pages = {
+        k.strip(): int(v.strip().rstrip(".")) for k, v in re.findall(r"^([^:\n]+):\s+(\d+)\.?$", text, re.M)
+    }
+    free = sum(pages.get(k, 0) for k in ("Pages free", "Pages inactive", "Pages speculative"))
+    return {
+        "source": "vm_stat",
+        "total_mb": round(total / 2**20, 1),
+        "available_mb": round(free * size / 2**20, 1),
+    }
+
+
+# -- the engines it runs -------------------------------------------------------------------------
+
+
+def port_open(host, port, timeout=0.5):
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+class Engines:
+    """The engines started by this shim, by name (one of each at a time)."""
+
+    def __init__(self, allow, library, bind, log_dir):
+        self.allow, self.library, self.bind, self.log_dir = allow, library, bind, log_dir
+        self.running = {}  # name -> {proc, argv, port, log}
+        self.lock = threading.Lock()
+
+    def spec(self, name):
+        spec = self.allow["engines"].get(name)
+        if spec is None:
+            raise ShimError(
+                403,
+                "engine {!r} is not in this shim's allow-list; it may start {}".format(
+                    name, ", ".join(sorted(self.allow["engines"]))
+                ),
+            )
+        return spec
+
+    def listing(self):
+        return {
+            name: {
+                "settings": spec.get("settings", {}),
+                "running": self._alive(name),
+                "missing": spec.get("missing"),
+            }
+            for name, spec in sorted(self.allow["engines"].items())
+        }
+
+    def _alive(self, name):
+        run = self.running.get(name)
+        return run is not None and run["proc"].poll() is None
+
+    def start(self, name, given):
+        spec = self.spec(name)
+        values = check_settings(spec, given, self.library)
+        if spec.get("missing"):
+            raise ShimError(503, "cannot start {}: {}".format(name, spec["missing"]))
+        # Its output is kept in NAME.out; an engine that writes a log of its own gets NAME.log,
+        # and that is the log the API serves (else its output).
+        out, own = (os.path.join(self.log_dir, "{}.{}".format(name, x)) for x in ("out", "log"))
+        wanted = spec.get("fills", {})
+        fills = {k: {"bind": self.bind, "log": own, "log_dir": self.log_dir}[v] for k, v in wanted.items()}
+        log = own if "log" in wanted.values() else out
+        argv, env, port, _ = build_argv(spec, values, fills)
+        with self.lock:
+            if self._alive(name):
+                raise ShimError(
+                    409,
+                    "engine {} is already running (pid {}); stop it first".format(
+                        name, self.running[name]["proc"].pid
+                    ),
+                )
+            if port_open(self.bind, port):
+                raise ShimError(
+                    409, "port {} on {} is already in use; stop what holds it".format(port, self.bind)
+                )
+            if log == own and os.path.exists(own):
+                os.remove(own)  # a fresh log for each start, as the host launcher keeps
+            with open(out, "wb") as captured:
+                try:
+                    proc = subprocess.Popen(
+                        argv,
+                        stdout=captured,
+                        stderr=subprocess.STDOUT,
+                        stdin=subprocess.DEVNULL,
+                        env=dict(os.environ, **env),
+                        start_new_session=True,
+                    )
+                except OSError as exc:
+                    raise ShimError(
+                        500, "cannot start {}: {}; is it installed?".format(argv[0], exc.strerror)
+                    ) from None
+            self.running[name] = {"proc": proc, "argv": argv, "port": port, "log": log}
+        return {"engine": name, "pid": proc.pid, "argv": argv, "port": port, "host": self.bind, "log": log}
+
+    def status(self, name):
+        spec = self.spec(name)
+        run = self.running.get(name)
+        if run is None:
+            return {"engine": name, "running": False, "pid": None, "returncode": None, "rss_mb": None}
+        proc = run["proc"]
+        alive = proc.poll() is None
+        health = spec.get("health")
+        return {
+            "engine": name,
+            "running": alive,
+            "pid": proc.pid,
+            "returncode": proc.returncode,
+            "rss_mb": process_rss_mb(proc.pid) if alive else None,
+            "port": run["port"],
+            "argv": run["argv"],
+            "port_open": port_open(self.bind, run["port"]) if alive else False,
+            "health": health,
+        }
+
+    def log_from(self, name, offset):
+        self.spec(name)
+        run = self.running.get(name)
+        if run is None:
+            return b"", 0
+        try:
+            with open(run["log"], "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                f.seek(min(max(offset, 0), size))
+                return f.read(4 * 2**20), size
+        except OSError:
+            return b"", 0
+
+    def version(self, name):
+        argv = self.spec(name).get("version_argv")
+        if not argv:
+            return {"engine": name, "version": None}
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            return {"engine": name, "version": "unknown"}
+        if done.returncode != 0:
+            return {"engine": name, "version": "unknown (version command exited {})".format(done.returncode)}
+        lines = [x.strip() for x in (done.stdout + done.stderr).splitlines() if x.strip()]
+        chosen = next(
+            (x for x in lines if x.lower().startswith("version")), lines[-1] if lines else "unknown"
+        )
+        return {"engine": name, "version": chosen}
+
+    def stop(self, name, timeout=15.0):
+        self.spec(name)
+        with self.lock:
+            run = self.running.pop(name, None)
+        if run is None:
+            return {"engine": name, "stopped": False, "was_running": False, "port_free": True}
+        proc = run["proc"]
+        if proc.poll() is None:
+            _signal_group(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                _signal_group(proc.pid, signal.SIGKILL)
+                proc.wait(5)
+        _signal_group(proc.pid, signal.SIGKILL)  # anything it left in its session
+        deadline = time.monotonic() + 10
+        while port_open(self.bind, run["port"]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return {
+            "engine": name,
+            "stopped": True,
+            "was_running": True,
+            "returncode": proc.returncode,
+            "port_free": not port_open(self.bind, run["port"]),
+        }
+
+    def stop_all(self):
+        return [self.stop(name) for name in list(self.running)]
+
+
+def _signal_group(pid, sig):
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
+# -- HTTP ----------------------------------------------------------------------------------------
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "harness-shim/" + VERSION
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format, *args):  # one line per request, written by _done instead
+        pass
+
+    def do_GET(self):
+        self._handle("GET")
+
+    def do_POST(self):
+        self._handle("POST")
+
+    def _handle(self, method):
+        t0, status = time.monotonic(), 500
+        try:
+            self._raw = self._read_body()  # read before any answer, so a kept-alive connection stays in step
+            status = self._route(method)
+        except ShimError as exc:
+            status = self._json(exc.status, {"error": str(exc)})
+        except Exception as exc:  # a bug here must not kill the shim; it is said and logged
+            status = self._json(500, {"error": "shim error: {}".format(exc.__class__.__name__)})
+        finally:
+            self.server.log_line(
+                "{} {} {} {} {} {:.0f}ms".format(
+                    time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    self.client_address[0],
+                    method,
+                    urlparse(self.path).path,
+                    status,
+                    (time.monotonic() - t0) * 1000,
+                )
+            )
+
+    def _authorised(self):
+        given = self.headers.get("Authorization", "")
+        want = "Bearer " + self.server.token
+        return hmac.compare_digest(given.encode("utf-8", "replace"), want.encode("utf-8"))
+
+    def _route(self, method):
+        if not self._authorised():
+            return self._json(
+                401,
+                {"error": "a bearer token is required (the shim's token file)"},
+                {"WWW-Authenticate": "Bearer"},
+            )
+        url = urlparse(self.path)
+        parts = [p for p in url.path.split("/") if p]
+        engines = self.server.engines
+        if parts[:1] != ["v1"]:
+            raise ShimError(404, "no such route; the API is under /v1")
+        parts = parts[1:]
+        if method == "GET" and parts == ["health"]:
+            return self._json(
+                200,
+                {
+                    "ok": True,
+                    "shim_version": VERSION,
+                    "pid": os.getpid(),
+                    "bind": engines.bind,
+                    "python": platform.python_version(),
+                },
+            )
+        if method == "GET" and parts == ["engines"]:
+            return self._json(200, {"engines": engines.listing()})
+        if method == "GET" and parts == ["memory"]:
+            return self._json(200, host_memory())
+        if len(parts) >= 2 and parts[0] == "engines":
+            return self._engine_route(method, parts[1], parts[2:], url)
+        raise ShimError(404, "no such route: {} {}".format(method, url.path))
+
+    def _engine_route(self, method, name, rest, url):
+        engines = self.server.engines
+        engines.spec(name)  # 403 before anything else about an engine not allowed
+        if method == "POST" and rest == ["start"]:
+            body = self._body()
+            return self._json(200, engines.start(name, body.get("settings", {})))
+        if method == "POST" and rest == ["stop"]:
+            return self._json(200, engines.stop(name))
+        if method == "GET" and rest == []:
+            return self._json(200, engines.status(name))
+        if method == "GET" and rest == ["version"]:
+            return self._json(200, engines.version(name))
+        if method == "GET" and rest == ["log"]:
+            offset = parse_qs(url.query).get("offset", ["0"])[0]
+            data, size = engines.log_from(name, int(offset) if offset.isdigit() else 0)
+            return self._send(200, data, "text/plain; charset=utf-8", {"X-Log-Size": str(size)})
+        raise ShimError(404, "no such route for engine {}: {} {}".format(name, method, "/".join(rest)))
+
+    def _read_body(self):
+        self._raw = b""
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0 or length > MAX_BODY:
+            self.close_connection = True  # what follows on this connection cannot be trusted
+            raise Refused("the request body must have a Content-Length of at most {} bytes".format(MAX_BODY))
+        return self.rfile.read(length) if length else b""
+
+    def _body(self):
+        try:
+            body = json.loads(self._raw or b"{}")
+        except ValueError:
+            raise Refused("the request body is not JSON") from None
+        if not isinstance(body, dict) or set(body) - {"settings"}:
+            raise Refused('the body must be {"settings": {...}} and nothing else')
+        return body
+
+    def _json(self, status, obj, headers=None):
+        return self._send(status, json.dumps(obj).encode(), "application/json", headers)
+
+    def _send(self, status, data, kind, headers=None):
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+        return status
+
+
+class ShimServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, address, engines, token, log_path):
+        family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        self.address_family = family
+        super().__init__(address, Handler)
+        self.engines, self.token, self.log_path = engines, token, log_path
+        self._log_lock = threading.Lock()
+
+    def log_line(self, line):
+        with self._log_lock:
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+            with open(self.log_path, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+
+
+# -- where it binds, its token -------------------------------------------------------------------
+
+
+def docker_gateway():
+    """The Docker bridge's gateway address on this host (what containers reach it at), or None."""
+    try:
+        out = subprocess.run(
+            [
+                "docker",
+                "network",
+                "inspect",
+                "bridge",
+                "--format",
+                "{{range .IPAM.Config}}{{.Gateway}} {{end}}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        out = ""
+    for word in out.split():
+        try:
+            return str(ipaddress.IPv4Address(word))
+        except ValueError:
+            continue
+    return None
+
+
+def choose_bind(asked, allow_any, system=None, gateway=docker_gateway):
+    """The address to bind: ``auto`` is 127.0.0.1 on macOS (Docker Desktop's host.docker.internal
+    reaches the host's loopback) and the Docker bridge's gateway elsewhere. Any address that
+    listens everywhere is refused unless ``allow_any``. SystemExit with what to do otherwise."""
+    system = system or platform.system()
+    if asked == "auto":
+        if system == "Darwin":
+            return "127.0.0.1"
+        found = gateway()
+        if found is None:
+            raise SystemExit(
+                "harness_shim: no Docker bridge found (docker network inspect bridge); start "
+                "Docker, or pass --bind 127.0.0.1 when the harness runs on this host"
+            )
+        return found
+    try:
+        address = ipaddress.ip_address(asked)
+    except ValueError:
+        raise SystemExit(
+            "harness_shim: --bind {!r} is not an IP address; give one this host has, or auto".format(asked)
+        ) from None
+    if address.is_unspecified and not allow_any:
+        raise SystemExit(
+            "harness_shim: --bind {} listens on every network; bind the Docker bridge's "
+            "gateway (auto) or add --allow-any-address if you mean it".format(asked)
+        )
+    return str(address)
+
+
+def write_token(path):
+    """A new random token in a file only this user can read or write (0600), made at each start."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    token = secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # an older file keeps its mode through O_CREAT; set it again
+        os.write(fd, (token + "\n").encode())
+    finally:
+        os.close(fd)
+    return token
+
+
+# -- serve ---------------------------------------------------------------------------------------
+
+
+def serve(args):
+    allow = load_allow_list(args.allow)
+    library = os.path.realpath(os.path.expanduser(args.library or allow.get("library") or "~/models"))
+    if not os.path.isdir(library):
+        raise SystemExit("harness_shim: the model library {} is no folder; pass --library".format(library))
+    bind = choose_bind(args.bind, args.allow_any_address)
+    state = os.path.abspath(args.state_dir)
+    log_dir = os.path.join(state, "engines")
+    os.makedirs(log_dir, exist_ok=True)
+    engines = Engines(allow, library, bind, log_dir)
+    try:
+        server = ShimServer((bind, args.port), engines, "", os.path.join(state, "shim.log"))
+    except OSError as exc:
+        raise SystemExit(
+            "harness_shim: cannot listen on {}:{}: {}; is the port taken, or the address "
+            "not this host's?".format(bind, args.port, exc.strerror)
+        ) from None
+    token_file = args.token_file or os.path.join(state, "token")
+    server.token = write_token(token_file)
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    print(
+        "harness_shim {} listening on http://{}:{} (engines: {}; library: {}; token file: {})".format(
+            VERSION, bind, server.server_address[1], ", ".join(sorted(allow["engines"])), library, token_file
+        ),
+        flush=True,
+    )
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for done in engines.stop_all():
+            print(
+                "harness_shim: stopped {} (port free: {})".format(done["engine"], done["port_free"]),
+                flush=True,
+            )
+        server.server_close()
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="harness_shim", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("serve", help="start native engines for a containerised harness")
+    p.add_argument("--allow", required=True, help="the allow-list (JSON, from `harness shim-allow`)")
+    p.add_argument("--library", help="the model library every path setting must be under (default ~/models)")
+    p.add_argument("--bind", default="auto", help="address to listen on (auto: the address containers reach)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help="port to listen on (default %(default)s)")
+    p.add_argument("--allow-any-address", action="store_true", help="permit --bind 0.0.0.0 or ::")
+    p.add_argument(
+        "--state-dir", default=os.path.join("runs", "shim"), help="token, logs (default runs/shim)"
+    )
+    p.add_argument("--token-file", help="where the token is written (default STATE_DIR/token)")
+    b = sub.add_parser("bind-address", help="print the address `serve --bind auto` would listen on")
+    b.add_argument("--allow-any-address", action="store_true")
+    args = parser.parse_args(argv)
+    if args.command == "bind-address":
+        print(choose_bind("auto", args.allow_any_address))
+        return 0
+    return serve(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

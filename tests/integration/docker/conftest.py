@@ -23,6 +23,16 @@ HARNESS_IMAGE = os.environ.get("HARNESS_IMAGE") or "llm-harness/harness:local"
 LLAMA_CPU_IMAGE = os.environ.get("LLAMA_CPU_LOCAL_IMAGE") or "llm-harness/llama-cpu:b11434"
 LABEL = "org.llm-harness.test=1"
 TEST_PROJECT_PREFIX = "llmh-test-"  # the Compose projects of the tests (their containers' names)
+SESSION_PROJECTS: set[str] = set()  # the projects this test session made, removed at its end
+
+
+def compose_project(kind: str = "") -> str:
+    """A fresh Compose project name for one test, remembered so the session's end removes it."""
+    name = f"{TEST_PROJECT_PREFIX}{kind}{uuid.uuid4().hex[:8]}"
+    SESSION_PROJECTS.add(name)
+    return name
+
+
 REQUIRED = os.environ.get("HARNESS_DOCKER_REQUIRED") == "1"
 
 
@@ -88,9 +98,10 @@ def _no_container_left():
     yield
     if ENGINE_PROBLEM is None:
         left = docker("ps", "-aq", "--filter", f"label={LABEL}").stdout.split()
-        left += docker("ps", "-aq", "--filter", f"name={TEST_PROJECT_PREFIX}").stdout.split()
         if left:
-            docker("rm", "-f", *set(left))
+            docker("rm", "-f", *left)
+        for project in sorted(SESSION_PROJECTS):  # only this session's: others may be running
+            remove_project(project)
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 
 import pytest
 
@@ -24,10 +23,10 @@ from tests.conftest import ROOT, free_port
 from tests.integration.docker.conftest import (
     HARNESS_IMAGE,
     LLAMA_CPU_IMAGE,
-    TEST_PROJECT_PREFIX,
     docker,
     need_image,
     remove_project,
+    compose_project,
 )
 
 MODEL = ROOT / "models" / "gemma-3-270m-q4_k_m.gguf"
@@ -44,7 +43,7 @@ def project_containers(project: str) -> list[str]:
 def compose_run(tmp_path):
     """track(*extra, env=...) -> (Popen, run_dir, ports): `harness track cpu-compose` reduced, in a
     project of its own; every container of that project is removed afterwards."""
-    project = f"{TEST_PROJECT_PREFIX}{uuid.uuid4().hex[:8]}"
+    project = compose_project()
     procs: list[subprocess.Popen] = []
 
     def track(extra_env: dict | None = None, **sets: str):

@@ -19,7 +19,7 @@ import pytest
 from harness.io.notebook import read_records
 from harness.io.ports import port_open
 from tests.conftest import ROOT, free_port
-from tests.integration.docker.conftest import HARNESS_IMAGE, docker, need_image
+from tests.integration.docker.conftest import HARNESS_IMAGE, compose_project, docker, need_image
 
 REDUCED = {
     "REQUESTS": "4",
@@ -37,7 +37,7 @@ def test_the_cpu_plan_with_the_harness_in_a_container_and_the_engines_through_th
     if not (ROOT / "models" / "gemma-3-270m-q4_k_m.gguf").is_file():
         pytest.skip("the CPU model is not installed (make llama-cpu)")
     name = f"test-shim-{uuid.uuid4().hex[:8]}"
-    project, run_dir, state = f"llmh-{name}", ROOT / "runs" / name, ROOT / "runs" / f"{name}-shim"
+    project, run_dir, state = compose_project("shim-"), ROOT / "runs" / name, ROOT / "runs" / f"{name}-shim"
     ports = {"LLAMA_PORT": free_port(), "PRACTICE_PORT": free_port()}
     shim_port = free_port()
     argv = ["scripts/shim-track.sh", "cpu-shim", "--run-dir", f"runs/{name}"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import time
-import uuid
 
 import pytest
 import requests
@@ -19,7 +18,7 @@ from harness.io.http import stream_chat
 from harness.run import vllm_cpu, vllm_serve
 from harness.run.launchers.compose import ComposeLauncher, docker_client
 from tests.conftest import ROOT, assert_nothing_left, free_port
-from tests.integration.docker.conftest import docker
+from tests.integration.docker.conftest import compose_project, docker
 
 IMAGE = f"llm-harness/vllm-cpu:{vllm_cpu.VLLM_VERSION}"
 ENV_FILE = ROOT / "compose/env/cpu.env"
@@ -41,7 +40,7 @@ def need_vllm_image() -> None:
 @pytest.fixture
 def launcher(tmp_path, monkeypatch):
     """A compose launcher for the vllm-cpu profile in a project of its own, on a free port."""
-    monkeypatch.setenv("HARNESS_COMPOSE_PROJECT", f"llmh-test-{uuid.uuid4().hex[:8]}")
+    monkeypatch.setenv("HARNESS_COMPOSE_PROJECT", compose_project())
     port = free_port()
     made = ComposeLauncher(
         service="vllm-cpu",

@@ -164,3 +164,33 @@ def test_recovery_reads_a_metrics_answer_the_parser_refuses_as_no_metrics():
         assert _busy_after_load(srv.root + "/metrics", 2.0) is None
     with HostileServer("huge-metrics-value") as srv:  # the absurd gauge skipped, the true one read
         assert _busy_after_load(srv.root + "/metrics", 0.3) == 1.0
+
+
+WEB_UI_START = """
+import sys
+from types import SimpleNamespace
+from harness.load.web_ui import start_problem  # imports Locust, which patches the process
+opts = SimpleNamespace(model="fake-model", max_tokens=8, temperature=0.0, prompt_set="mixed",
+    api_base_path="/v1", request_timeout=3.0, idle_timeout=3.0, api_key_env="THIRD_SWEEP_BAD_KEY")
+print(start_problem(SimpleNamespace(runner=None, host=sys.argv[1], parsed_options=opts), {}))
+"""
+
+
+@pytest.mark.slow
+def test_the_web_uis_start_names_a_key_no_header_can_carry_in_its_one_line():
+    """The web UI's START met the same ConfigError as headless Locust (a traceback in the request
+    handler); it is now the form's one line, and no request reaches the server."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.integration.faults.test_faults import ROOT
+
+    env = {**os.environ, "THIRD_SWEEP_BAD_KEY": BAD_KEYS["line break"]}
+    with HostileServer("ok") as srv:
+        cmd = [sys.executable, "-c", WEB_UI_START, srv.root]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
+        assert not srv.requests
+    assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    line = proc.stdout.strip().splitlines()[-1]
+    assert line.startswith("the API key holds a control character") and line.endswith("(no load was sent)")

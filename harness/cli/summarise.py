@@ -67,13 +67,27 @@ def load(path: str) -> dict[str, dict[int, dict]]:
         print(printable(f"warning: {warning}"), file=sys.stderr)
     kept = []
     for record in result.records:
-        bad = negative_figure(record)
+        bad, broken = negative_figure(record), line_break(record)
+        where = f"label {record.get('label')!r} at c={record.get('concurrency')}"
         if bad:
-            where = f"label {record.get('label')!r} at c={record.get('concurrency')}"
             print(printable(f"warning: {path}: {where}: {bad} is negative; record skipped"), file=sys.stderr)
+        elif broken:  # printed, it would start a line of its own (a forged PASS line, say)
+            print(
+                printable(f"warning: {path}: {where}: {broken} holds a line break; record skipped"),
+                file=sys.stderr,
+            )
         else:
             kept.append(record)
     return curves.by_label(kept)
+
+
+def line_break(record: dict) -> str | None:
+    """The first text field of a level record holding a line break, or None: no command writes
+    one, so the record was edited by hand, and a table row would break where it stands."""
+    for key, value in record.items():
+        if isinstance(value, str) and ("\n" in value or "\r" in value):
+            return key
+    return None
 
 
 def negative_figure(record: dict) -> str | None:

@@ -42,3 +42,12 @@ def test_a_hand_written_negative_ttft_is_skipped_with_a_warning(tmp_path, capsys
     out = capsys.readouterr()
     assert "ttft_s.p50 is negative; record skipped" in out.err, out.err
     assert "-0.5" not in out.out and "-0.500" not in out.out, out.out
+
+
+def test_a_label_with_a_line_break_is_skipped_never_printed_as_a_line_of_its_own(tmp_path, capsys):
+    forged = "x\nPASS  every check passed"
+    book = _book(tmp_path, [*LEVELS, *({**r, "label": forged} for r in LEVELS)])
+    assert main(["summarise", "--labbook", book, "--list"]) == 0
+    out = capsys.readouterr()
+    assert "PASS  every check passed" not in out.out, out.out
+    assert "label holds a line break; record skipped" in out.err, out.err

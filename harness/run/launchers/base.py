@@ -121,6 +121,22 @@ def wait_healthy(
     raise NotHealthy(url, timeout, last)
 
 
+def healthy_or_stopped(launcher, timeout: float, then: Callable[[], None] | None = None, **options) -> None:
+    """Wait for ``launcher.health_url`` (``options``: wait_healthy's interval and request_timeout),
+    then ``then`` (a container's own healthcheck); when it never turns healthy, stop the launcher
+    and raise EngineError with what the URL answered last and the log to read."""
+    try:
+        wait_healthy(launcher.health_url, timeout, alive=launcher._alive, **options)
+        if then is not None:
+            then()
+    except NotHealthy as exc:
+        launcher.stop()
+        raise EngineError(
+            f"{launcher.health_url} was not healthy after {timeout:.0f} s (last: {exc.last}); "
+            f"read {launcher.log_path}"
+        ) from None
+
+
 def refuse_busy(host: str, port: int) -> None:
     """Raise PortBusy when something already answers on the port: one server at a time."""
     if port_open(host, port):

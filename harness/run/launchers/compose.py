@@ -25,7 +25,7 @@ from typing import Callable
 from harness.errors import EngineError
 from harness.io.ports import holder, wait_port_free
 from harness.run import compose_files
-from harness.run.launchers.base import NotHealthy, last_log_line, refuse_busy, wait_healthy
+from harness.run.launchers.base import NotHealthy, healthy_or_stopped, last_log_line, refuse_busy
 
 PROJECT = "llm-harness"
 V2 = ["docker", "compose"]
@@ -294,15 +294,7 @@ class ComposeLauncher:
         has one: vLLM answers /health while it still cannot serve, and its image's check is a real
         completion, so a benchmark's first request never meets a server that is still loading."""
         deadline = time.monotonic() + timeout
-        try:
-            wait_healthy(self.health_url, timeout, alive=self._alive)
-            self._wait_container_healthy(deadline)
-        except NotHealthy as exc:
-            self.stop()
-            raise EngineError(
-                f"{self.health_url} was not healthy after {timeout:.0f} s (last: {exc.last}); "
-                f"read {self.log_path}"
-            ) from None
+        healthy_or_stopped(self, timeout, then=lambda: self._wait_container_healthy(deadline))
 
     def _wait_container_healthy(self, deadline: float, interval: float = 0.5) -> None:
         """Until Docker reports the container healthy; at once when it has no healthcheck. Docker's

@@ -15,7 +15,7 @@ from pathlib import Path
 from harness.errors import EngineError
 from harness.io import memory
 from harness.io.ports import holder, wait_port_free
-from harness.run.launchers.base import NotHealthy, last_log_line, probe_version, refuse_busy, wait_healthy
+from harness.run.launchers.base import healthy_or_stopped, last_log_line, probe_version, refuse_busy
 
 
 @dataclass
@@ -69,14 +69,7 @@ class HostLauncher:
             )
 
     def wait_healthy(self, timeout: float) -> None:
-        try:
-            wait_healthy(self.health_url, timeout, alive=self._alive, interval=0.2, request_timeout=1.0)
-        except NotHealthy as exc:
-            self.stop()
-            raise EngineError(
-                f"{self.health_url} was not healthy after {timeout:.0f} s (last: {exc.last}); "
-                f"read {self.log_path}"
-            ) from None
+        healthy_or_stopped(self, timeout, interval=0.2, request_timeout=1.0)
 
     def last_log_line(self) -> str:
         return last_log_line(self.log_path)

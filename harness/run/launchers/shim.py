@@ -24,7 +24,7 @@ from harness.core.bounds import Bounds
 from harness.errors import ConfigError, EngineError, TargetError
 from harness.io import http
 from harness.io.ports import wait_port_free
-from harness.run.launchers.base import NotHealthy, last_log_line, refuse_busy, wait_healthy
+from harness.run.launchers.base import healthy_or_stopped, last_log_line, refuse_busy
 
 
 def read_token(path: Path) -> str:
@@ -105,14 +105,7 @@ class ShimLauncher:
             )
 
     def wait_healthy(self, timeout: float) -> None:
-        try:
-            wait_healthy(self.health_url, timeout, alive=self._alive, interval=0.3, request_timeout=1.0)
-        except NotHealthy as exc:
-            self.stop()
-            raise EngineError(
-                f"{self.health_url} was not healthy after {timeout:.0f} s (last: {exc.last}); "
-                f"read {self.log_path}"
-            ) from None
+        healthy_or_stopped(self, timeout, interval=0.3, request_timeout=1.0)
 
     def sync_log(self) -> None:
         """Append what the engine logged since the last call to the run directory's copy."""

@@ -198,3 +198,11 @@ def api_model(engine: Engine, settings: dict) -> str:
 def version_argv(engine: Engine, settings: dict) -> list[str] | None:
     cmd = engine.get("version_command")
     return [fill(x, settings) for x in cmd] if cmd else None
+
+
+def imitation_argv(argv: list[str]) -> list[str]:
+    """The practice server imitating an engine (``harness imitate``), given that engine's own
+    command line, which it reads as the engine would: a rehearsal's stand-in."""
+    import sys
+
+    return [sys.executable, "-m", "harness.cli", "imitate", *argv]

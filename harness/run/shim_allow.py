@@ -14,7 +14,7 @@ import sys
 
 from harness.errors import ConfigError
 from harness.run.context import resolve_auto
-from harness.run.engine_defs import expand_vars, fill, resolve_settings
+from harness.run.engine_defs import expand_vars, fill, imitation_argv, resolve_settings
 from harness.run.plans import Block, Plan
 
 ALLOW_SCHEMA = 1
@@ -40,7 +40,7 @@ def _entry(plan: Plan, block: Block) -> dict:
     head = [fill(engine["binary"], fixed, where)]
     version = [fill(x, fixed, where) for x in engine.get("version_command", [])] or None
     if stand_in.get("imitates"):  # a rehearsal's imitation: the practice server reads the engine's line
-        head = [sys.executable, "-m", "harness.cli", "imitate", *head]
+        head = imitation_argv(head)
         version = [sys.executable, "-m", "harness.cli", "--version"]
     env = {
         k: expand_vars(v, plan.variables)

@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING, Callable
 
 from harness import paths
 from harness.errors import ConfigError
-from harness.run.engine_defs import arg_words, engine_env, expand_vars, fill, launch_argv, version_argv
+from harness.run.engine_defs import (
+    arg_words,
+    engine_env,
+    expand_vars,
+    fill,
+    imitation_argv,
+    launch_argv,
+    version_argv,
+)
 from harness.run.launchers.base import Launcher
 from harness.run.launchers.compose import ComposeLauncher
 from harness.run.launchers.container import ContainerLauncher
@@ -48,7 +56,7 @@ def stand_in_argv(ctx: BlockContext, argv: list[str]) -> list[str]:
     stand_in = ctx.block.stand_in or {}
     argv = [*argv, *stand_in.get("extra_args", [])]  # what the stand-in adds, said in its record
     if stand_in.get("imitates"):
-        return [sys.executable, "-m", "harness.cli", "imitate", *argv]
+        return imitation_argv(argv)
     return argv
 
 
@@ -135,7 +143,7 @@ def _service(ctx: BlockContext) -> Launcher:
     imitated = bool(stand_in.get("imitates"))
 
     def cli(argv: list[str]) -> list[str]:
-        return [sys.executable, "-m", "harness.cli", "imitate", *argv] if imitated else argv
+        return imitation_argv(argv) if imitated else argv
 
     before = []  # an item is an argv, or {argv, check: false} for a status that is only recorded
     for b in spec.get("before", []):

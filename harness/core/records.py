@@ -403,3 +403,45 @@ def non_finite(value: Any, where: str = "") -> str | None:
 def own_fields(record: Any, skip: tuple[str, ...] = ()) -> dict:
     """A dataclass's own fields in declaration order, as a shallow dict (nested dicts shared)."""
     return {name: value for name, value in record.__dict__.items() if name not in skip}
+
+
+def is_admission(record: Mapping[str, Any]) -> bool:
+    """Whether a notebook object is an admission recommendation (``record: admission``)."""
+    return record.get("lab") == LAB_ID and record.get("record") == "admission"
+
+
+@dataclass(frozen=True)
+class AdmissionRecommendation:
+    """The serving lab's admission recommendation: the level chosen below the unacceptable region
+    of the ``source`` curve (its operating point, or the capacity a search found), the first level
+    above it that broke the objective, what the admission run (the mixed short/long workload at
+    that level, under ``label``) measured there, and the recommendation in words. ``level`` is None
+    (and ``why`` says why) when no level qualified; ``harness.core.admission`` builds it."""
+
+    label: str
+    source: str
+    run: dict  # engine, model, server_slots of the source curve's first level
+    method: str  # operating point, capacity search
+    objective: dict  # text, limits {"ttft_s.p90": seconds, ...}
+    source_levels: list[int]
+    level: int | None
+    unacceptable_from: int | None
+    unacceptable_why: str | None
+    confirmed: dict | None  # the admission run at the level: prompt set, counts, percentiles, verdict
+    verdict: str  # recommended, not confirmed, unconfirmed, none
+    recommendation: str
+    why: str
+    recorded_at: str
+
+    RUN_FIELDS = ("engine", "model", "server_slots")
+
+    def to_dict(self) -> dict:
+        return {
+            "lab": LAB_ID,
+            "harness_schema": SCHEMA_VERSION,
+            "record": "admission",
+            "label": self.label,
+            "from": self.source,
+            **{k: self.run.get(k) for k in self.RUN_FIELDS},
+            **own_fields(self, skip=("label", "source", "run")),
+        }

@@ -285,6 +285,7 @@ SECTIONS = (
     lab_records.fraction_section,
     rs.curve_section,
     rs.capacity_searches,
+    lab_records.admission_section,
     workload_tables.section,  # bursts, lengths, conversations, traces (none for the labs' own sweeps)
     rs.comparisons,
     rs.single_user,

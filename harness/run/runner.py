@@ -24,7 +24,8 @@ from harness.run.launchers import Launcher, make_launcher
 from harness.run.launchers.base import Prepares, StartsLoadWorkers
 from harness.run.manifest import Manifest, now
 from harness.run.plans import Block, Plan, Step, stages
-from harness.run.recovery import admission_level, recovery
+from harness.run.admission import admission_level, write_admission
+from harness.run.recovery import recovery
 from harness.run.rehearsal import REHEARSAL_ENV, rehearsal_env
 from harness.run.startup import explain, missing_program, refuse_busy_lab_ports, service_facts, service_notes
 from harness.run.steps import step_calls
@@ -343,6 +344,8 @@ class Runner:
             if failures:
                 why = f"harness {failures[0]} exited non-zero; read {log_path}"
                 return self._end(entry, "failed", why + self._explain(step, entry, log_path))
+            if step.kind == "admission":
+                write_admission(self.notebook, step, entry, self.out)
             return self._end(entry, "passed")
         except HarnessError as exc:
             return self._end(entry, "failed", str(exc))
@@ -377,6 +380,7 @@ class Runner:
         if step.kind == "admission":
             level, why = admission_level(self.notebook, step)
             if level is None:
+                write_admission(self.notebook, step, entry, self.out, why)
                 return self._end(entry, "skipped", why)
             ctx.state.admission_level = str(level)
             entry["result"] = {"admission_level": level, "why": why}

@@ -85,14 +85,14 @@ def _sentence(
     head = f"admit at most {level} request(s) at once on the server {source} measured"
     if top:
         head += " (its top level: nothing above it was measured, so the limit may be higher)"
+    if confirmed is None:
+        return f"{head}; no admission run at that level was recorded to confirm it"
     if verdict == "recommended":
         return f"{head}; the {confirmed['prompt_set']} workload there kept the objective"
-    if verdict == "not confirmed":
-        return (
-            f"{head} only with care: the {confirmed['prompt_set']} workload there broke the objective "
-            f"({confirmed['broken']}); choose a lower level"
-        )
-    return f"{head}; no admission run at that level was recorded to confirm it"
+    return (
+        f"{head} only with care: the {confirmed['prompt_set']} workload there broke the objective "
+        f"({confirmed['broken']}); choose a lower level"
+    )
 
 
 def recommend(

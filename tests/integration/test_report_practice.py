@@ -179,15 +179,23 @@ def test_the_admission_recommendation_is_its_own_record(run_dir):
         assert seen["concurrency"] == rec["level"] and seen["prompt_set"] == "mixed-long"
         assert rec["verdict"] == ("recommended" if seen["within_objective"] else "not confirmed")
         assert step["result"]["recommendation"] == rec["recommendation"]
-        assert rec["recommendation"].startswith(f"admit at most {rec['level']} request(s) at once on the server")
+        assert rec["recommendation"].startswith(
+            f"admit at most {rec['level']} request(s) at once on the server"
+        )
 
     def harness(*argv: str) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-m", "harness.cli", *argv], cwd=ROOT, capture_output=True, text=True, timeout=120
+            [sys.executable, "-m", "harness.cli", *argv],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
 
     listed = harness("summarise", "--labbook", str(notebook), "--list").stdout
-    assert "==> admission recommendation" in listed and f"practice-admission: {rec['recommendation']}" in listed
+    assert (
+        "==> admission recommendation" in listed and f"practice-admission: {rec['recommendation']}" in listed
+    )
     curve = harness("summarise", "--labbook", str(notebook), "--label", "practice-baseline").stdout
     assert rec["recommendation"] in curve
     check = harness("summarise", "--labbook", str(notebook), "--check").stdout

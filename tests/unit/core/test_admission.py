@@ -79,7 +79,11 @@ def test_a_search_level_is_the_capacity_under_its_own_criterion():
     }
     rec = build({10: level(10, 2.5, 0.09)}, lv=5, capacity=capacity)
     assert problems(rec, "admission") == []
-    assert (rec["method"], rec["level"], rec["objective"]["limits"]) == ("capacity search", 10, {"ttft_s.p95": 3.0})
+    assert (rec["method"], rec["level"], rec["objective"]["limits"]) == (
+        "capacity search",
+        10,
+        {"ttft_s.p95": 3.0},
+    )
     assert rec["unacceptable_from"] == 20 and rec["verdict"] == "recommended"
     assert rec["why"] == "capacity search: 10 people at once keep p95 TTFT <= 3 s"
     goodput = {**capacity, "criterion": {"metric": "goodput", "percentile": "", "limit": 0.9, "text": "g"}}

@@ -134,3 +134,19 @@ def admission_section(r: RunInputs) -> list[str]:
 
 def _s(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f} s"
+
+
+def release_lines(started: dict) -> list[str]:
+    """The hand-over after each engine's stop (engines lab): whether its memory came back, per
+    reading, or what was not returned with the lab's remedy."""
+    from harness.core.handover import summary
+
+    out = []
+    for bid, e in started.items():
+        found = e.get("memory_release")
+        if not found:
+            continue
+        out.append(
+            f"- {bid}: **WARN** {found['warning']}" if found["warning"] else f"- {bid}: {summary(found)}"
+        )
+    return (["After each stop (the hand-over to the next engine):", "", *out, ""]) if out else []

@@ -245,6 +245,7 @@ def engines(r: RunInputs) -> list[str]:
             *(f"- {bid}: `{e['command']}`" for bid, e in started.items()),
             "",
             *lab_records.log_lines(started),
+            *lab_records.release_lines(started),
         ]
     return lines + skipped_blocks(r.manifest)
 

@@ -20,6 +20,7 @@ from harness.run.child import run_harness
 from harness.run.context import BlockContext, block_context, check_model_file, file_target
 from harness.run.dry_run import print_dry_run
 from harness.run.engine_defs import engine_files
+from harness.run.handover import HandOver, release_line, stop_and_judge
 from harness.run.launchers import Launcher, make_launcher
 from harness.run.launchers.base import Prepares, StartsLoadWorkers
 from harness.run.manifest import Manifest, now
@@ -48,6 +49,7 @@ class Runner:
         self.ctx: BlockContext | None = None  # the block whose engine was started last
         self.child_env: dict[str, str] = {}  # API keys for the steps: in their environment, never on disk
         self.manifest: Manifest | None = None
+        self.handover: HandOver | None = None  # memory read before the running engine started
 
     def step_env(self, block: Block | None) -> dict[str, str]:
         """A step's environment: the engine's API key, and in a rehearsal what every record it
@@ -270,6 +272,7 @@ class Runner:
             entry["command"] = launcher.command()
             self._prepare(ctx, launcher)
             self.out(f"    start: {launcher.command()}")
+            self.handover = HandOver.started(block.launcher, launcher, ctx.port)  # memory before
             t0 = time.monotonic()
             self.launcher = launcher
             launcher.start(timeout=float(block.start_timeout_s or block.engine.get("health_timeout_s", 300)))
@@ -315,15 +318,26 @@ class Runner:
         launcher, self.launcher = self.launcher, None
         if launcher is None:
             return
-        memory = _rounded(launcher.memory_mb()) if self.ctx and self.ctx.state.version else None
-        launcher.stop()
+        started = bool(self.ctx and self.ctx.state.version)
+        memory = _rounded(launcher.memory_mb()) if started else None
+        handover, self.handover = (self.handover if started else None), None
+        released = stop_and_judge(handover, launcher, memory)  # the port, and the memory came back
         if self.manifest:
-            if memory is not None and self.ctx.block.id in self.manifest.data["engines"]:
-                self.manifest.data["engines"][self.ctx.block.id]["memory_mb_at_stop"] = memory
+            entry = self.manifest.data["engines"].get(self.ctx.block.id) if started else None
+            if entry is not None:
+                entry.update(
+                    {
+                        k: v
+                        for k, v in (("memory_mb_at_stop", memory), ("memory_release", released))
+                        if v is not None
+                    }
+                )
             self.manifest.mark_stopped()
             self.manifest.save()
         if self.ctx and not launcher.keeps_port:
             self.out(f"    stopped; port {self.ctx.port} is free")
+        if released is not None:
+            self.out(release_line(released))
 
     # -- one step ---------------------------------------------------------------------------------
     def run_step(self, step: Step, ctx: BlockContext | None) -> bool:

@@ -205,3 +205,19 @@ def test_the_admission_recommendation_is_its_own_record(run_dir):
     assert f"admission:   practice-admission: {rec['recommendation']}" in speed.stdout, speed.stdout
     text = (run_dir / "report.md").read_text()
     assert "## Admission recommendation" in text and rec["recommendation"] in text
+
+
+def test_the_hand_over_after_the_stop_is_recorded_and_reported(run_dir):
+    """The engines lab's hand-over: after the practice server's stop the runner read whether its
+    memory came back (its processes gone, the machine's MemAvailable against before its start)."""
+    engine = json.loads((run_dir / "manifest.json").read_text())["engines"]["practice"]
+    found = engine["memory_release"]
+    own = found["readings"][0]
+    assert (own["source"], own["alive"], own["released"]) == ("engine", 0, True)
+    assert "mem_available_mb" in {r["source"] for r in found["readings"]}
+    assert found["held_mb"] == engine["memory_mb_at_stop"] and found["tolerance_mb"] >= 512
+    text = (run_dir / "report.md").read_text()
+    assert "After each stop (the hand-over to the next engine):" in text
+    assert (
+        "- practice: memory released (" if found["released"] else "- practice: **WARN** memory not"
+    ) in text

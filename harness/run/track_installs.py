@@ -5,6 +5,8 @@ tool on the PATH, the host it downloads from reachable (through the proxy the en
 where it names one), and not installed already; otherwise it is skipped with the reason. A
 rehearsal installs nothing (its stand-ins come from ``make llama-cpu`` and ``make vllm-cpu``).
 
+When uv finds no Python 3.12 here, ``uv venv --python 3.12`` downloads one from GitHub
+(python-build-standalone), so that host must answer too (seen here: PyPI reachable, GitHub not).
 ``installs`` builds the command lines (pure); ``decide`` says which run and why the others do not;
 ``run_installs`` runs them."""
 
@@ -109,11 +111,21 @@ def reachable(host: str, env: dict | None = None, timeout: float = 3.0) -> str |
         return f"no network to {host}{through}: {exc.strerror or type(exc).__name__}"
 
 
+def uv_has_python() -> bool:
+    """Whether uv finds a Python 3.12 here without downloading one (``uv python find 3.12``)."""
+    try:
+        done = subprocess.run(["uv", "python", "find", PYTHON], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
 def decide(
     found: Install,
     which: Callable[[str], str | None] = shutil.which,
     reach: Callable[[str], str | None] = reachable,
     rehearsal: bool = False,
+    has_python: Callable[[], bool] | None = None,
 ) -> tuple[str, str]:
     """(``run`` | ``done`` | ``skip`` | ``fail``, why) for one install, before anything runs."""
     if found.done_when.exists():
@@ -133,6 +145,10 @@ def decide(
     why = reach(found.host) if found.host else None
     if why:
         return "skip", why
+    if found.tool == "uv" and not (has_python or uv_has_python)():
+        why = reach("github.com")  # uv fetches its Python (python-build-standalone) from GitHub
+        if why:
+            return "skip", f"{why} (uv finds no Python {PYTHON} here and downloads one from there)"
     return "run", "; ".join(found.lines())
 
 

@@ -90,13 +90,21 @@ def test_each_install_runs_only_where_it_can(tmp_path):
     vllm, tabby = ti.installs(str(tmp_path / "venv"), str(tmp_path / "tabby"))
     tools = {"uv": "/usr/bin/uv", "git": "/usr/bin/git"}.get
     online = lambda host: None  # noqa: E731
-    assert ti.decide(vllm, tools, online) == ("run", "; ".join(vllm.lines()))
+    assert ti.decide(vllm, tools, online, has_python=lambda: True) == ("run", "; ".join(vllm.lines()))
     assert ti.decide(vllm, lambda name: None, online) == ("skip", "uv is not on the PATH; install uv first")
     assert ti.decide(tabby, tools, lambda host: f"no network to {host}") == (
         "skip",
         "no network to github.com",
     )
     assert ti.decide(vllm, tools, online, rehearsal=True)[0] == "skip"
+    # no Python 3.12 here: uv downloads one from GitHub, which must answer too
+    pypi_only = lambda host: None if host == "pypi.org" else f"no network to {host}"  # noqa: E731
+    assert ti.decide(vllm, tools, pypi_only, has_python=lambda: True)[0] == "run"
+    assert ti.decide(vllm, tools, pypi_only, has_python=lambda: False) == (
+        "skip",
+        "no network to github.com (uv finds no Python 3.12 here and downloads one from there)",
+    )
+    assert ti.decide(vllm, tools, online, has_python=lambda: False)[0] == "run"  # it can download one
     (tmp_path / "venv" / "bin").mkdir(parents=True)
     (tmp_path / "venv" / "bin" / "vllm").write_text("")
     assert ti.decide(vllm, tools, online, rehearsal=True) == (

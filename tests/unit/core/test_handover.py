@@ -20,7 +20,7 @@ def test_everything_back_within_the_tolerance():
     ]
     assert handover.summary(found) == (
         "memory released (left after the stop: the engine's processes +0 MB, MemAvailable +100 MB, "
-        "nvidia-smi memory.used +10 MB; tolerance 512 MB)"
+        "nvidia-smi memory.used +10 MB; tolerance 512 MB, MemAvailable 1024 MB)"
     )
 
 
@@ -63,9 +63,18 @@ def test_memavailable_shrinking_and_a_service_that_kept_its_model():
         ("engine", 5000.0, False),
         ("mem_available_mb", 6000.0, False),
     ]
-    assert "ps aux --sort=-rss" in found["warning"] and "the service held 300 MB before the load" in str(
-        found
+    assert "ps aux --sort=-rss" in found["warning"]
+    assert "the service held 300 MB before the load" in found["readings"][0]["left"]
+    assert "MemAvailable: 6000 MB not returned (tolerance 1024 MB)" in found["warning"]
+
+
+def test_memavailable_short_with_the_engine_gone_names_the_other_causes():
+    found = handover.judge(
+        {"mem_available_mb": 20_000.0}, {"mem_available_mb": 18_500.0}, {"left_mb": 0.0, "alive": 0}, 300.0
     )
+    assert [r["released"] for r in found["readings"]] == [True, False]
+    assert "no process of the engine is left, so another program grew meanwhile" in found["warning"]
+    assert "ls -la /dev/shm" in found["warning"]
 
 
 def test_nothing_to_read_is_no_verdict():

@@ -99,3 +99,20 @@ def test_the_cpu_llama_server_gives_its_memory_back(tmp_path):
     assert mem["tolerance_mb"] == max(1024.0, held / 10) and mem["released"] is (
         mem["left_mb"] <= mem["tolerance_mb"]
     )
+
+
+@pytest.mark.vllm
+def test_vllms_cpu_build_leaves_no_process_behind(tmp_path):
+    """vLLM's CPU build: the API server, its engine core and worker all gone at the stop (a tree the
+    hand-over reads just before it), and the machine's figures stated beside."""
+    from harness.run import vllm_serve
+
+    port = free_port()
+    engine = vllm_serve.launcher(port, tmp_path / "vllm.log", max_num_seqs=2)
+    found = HandOver.started("vllm-cpu", engine, port)
+    engine.start(timeout=400)
+    held = engine.memory_mb()
+    result = stop_and_judge(found, engine, held)
+    assert len(found.pids) >= 2, found.pids  # the API server and its engine core at least
+    own = result["readings"][0]
+    assert (own["alive"], own["released"], own["left"]) == (0, True, "no process of it alive"), result

@@ -3,11 +3,11 @@
 This module is the one home of what every record shares: the schema version, the lab ids, the
 default goodput objectives and the timestamp formats. Each kind of record the package writes has
 a frozen dataclass, here (the sweep's: level, curve summary, capacity, endpoint check,
-cross-check) or in ``harness.core.engine_records`` (the part-08 lab's), whose ``to_dict()`` gives
-the exact JSON object that goes on the notebook line, keys in the order the notebook has always
-had them, so the sweep, the headless Locust run and the web UI cannot drift apart. Validation
-against ``schemas/`` stays in ``harness.io.notebook``; this module is pure apart from reading the
-clock in the stamp helpers when no time is given.
+cross-check, admission recommendation) or in ``harness.core.engine_records`` (the part-08
+lab's), whose ``to_dict()`` gives the exact JSON object that goes on the notebook line, keys in
+the order the notebook has always had them, so the sweep, the headless Locust run and the web
+UI cannot drift apart. Validation against ``schemas/`` stays in ``harness.io.notebook``; this
+module is pure apart from reading the clock in the stamp helpers when no time is given.
 """
 
 from __future__ import annotations

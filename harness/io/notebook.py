@@ -15,7 +15,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 import jsonschema
 
@@ -59,10 +59,11 @@ def validate(record: Any, schema_name: str, where: str = "") -> None:
         raise SchemaError(f"{prefix}{schema_name} record invalid at {found[0]}{more}")
 
 
-def rehearsal_stamp(record: dict) -> dict:
-    """A record written by a rehearsal's step (HARNESS_REHEARSAL set by the track runner) says so,
-    with the stand-in that served it: an imitation never passes for the real thing."""
-    raw = os.environ.get("HARNESS_REHEARSAL")
+def rehearsal_stamp(record: dict, env: Mapping[str, str] | None = None) -> dict:
+    """A record written by a rehearsal's step (HARNESS_REHEARSAL set by the track runner in the
+    step's environment, ``env`` where the runner writes one itself) says so, with the stand-in
+    that served it: an imitation never passes for the real thing."""
+    raw = (os.environ if env is None else env).get("HARNESS_REHEARSAL")
     if not raw:
         return record
     try:
@@ -75,10 +76,10 @@ def rehearsal_stamp(record: dict) -> dict:
     return {**record, **stamp}
 
 
-def record_line(record: dict, schema_name: str, where: str = "") -> str:
+def record_line(record: dict, schema_name: str, where: str = "", env: Mapping[str, str] | None = None) -> str:
     """The record as its one notebook line, after the schema and the finite-number check; no key
     this process sends survives in it, whole or in pieces (``harness.core.server_text``)."""
-    record = redact_tree(rehearsal_stamp(record))
+    record = redact_tree(rehearsal_stamp(record, env))
     validate(record, schema_name, where=where)
     bad = non_finite(record)
     if bad:
@@ -86,9 +87,12 @@ def record_line(record: dict, schema_name: str, where: str = "") -> str:
     return json.dumps(record, separators=(", ", ": "), ensure_ascii=False, allow_nan=False)
 
 
-def append_record(path: str | Path, record: dict, schema_name: str) -> None:
-    """Validate, then append one whole line and flush it to disk before returning."""
-    append_lines(path, [record_line(record, schema_name, where=str(path))])
+def append_record(
+    path: str | Path, record: dict, schema_name: str, env: Mapping[str, str] | None = None
+) -> None:
+    """Validate, then append one whole line and flush it to disk before returning (``env``: the
+    environment whose HARNESS_REHEARSAL stamps it, by default this process's)."""
+    append_lines(path, [record_line(record, schema_name, where=str(path), env=env)])
 
 
 def append_level(path: str | Path, record: dict, samples_path: str | Path, samples: list[dict]) -> None:

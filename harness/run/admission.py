@@ -6,7 +6,7 @@ built by ``harness.core.admission`` from the notebook's level and capacity recor
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from harness.core import admission, curves
 from harness.core.records import is_admission, is_level, now_stamp
@@ -49,7 +49,9 @@ def _capacity(notebook: Path, label: str) -> dict | None:
     return recs[-1] if recs else None
 
 
-def record_admission(notebook: Path, step: Step, level: int | None, why: str) -> dict:
+def record_admission(
+    notebook: Path, step: Step, level: int | None, why: str, env: Mapping[str, str] | None = None
+) -> dict:
     """The admission recommendation for ``step`` appended to the notebook, and returned: the level
     chosen (None: none qualified, ``why``), the unacceptable region above it and what the step's
     own run measured there (a search step's level is the capacity its record found)."""
@@ -65,7 +67,7 @@ def record_admission(notebook: Path, step: Step, level: int | None, why: str) ->
         now_stamp(),
         capacity,
     ).to_dict()
-    append_record(notebook, rec, "admission")
+    append_record(notebook, rec, "admission", env)
     return rec
 
 
@@ -77,7 +79,12 @@ def admission_records(notebook: Path) -> list[dict]:
 
 
 def write_admission(
-    notebook: Path, step: Step, entry: dict, out: Callable[[str], None], none_why: str | None = None
+    notebook: Path,
+    step: Step,
+    entry: dict,
+    out: Callable[[str], None],
+    none_why: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> None:
     """The runner's part: the recommendation recorded after the step's run at the level its entry
     chose, or (``none_why``) with no level; printed, and kept in the step's result. A record that
@@ -85,7 +92,7 @@ def write_admission(
     chosen = entry.get("result") or {}
     level = None if none_why is not None else chosen.get("admission_level")
     try:
-        rec = record_admission(notebook, step, level, none_why or chosen.get("why", ""))
+        rec = record_admission(notebook, step, level, none_why or chosen.get("why", ""), env)
     except HarnessError as exc:
         out(f"    WARN  no admission record written: {exc}")
         return

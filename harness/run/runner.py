@@ -360,7 +360,7 @@ class Runner:
                 why = f"harness {failures[0]} exited non-zero; read {log_path}"
                 return self._end(entry, "failed", why + self._explain(step, entry, log_path))
             if step.kind == "admission":
-                write_admission(self.notebook, step, entry, self.out)
+                write_admission(self.notebook, step, entry, self.out, env=env)
             return self._end(entry, "passed")
         except HarnessError as exc:
             return self._end(entry, "failed", str(exc))
@@ -395,7 +395,7 @@ class Runner:
         if step.kind == "admission":
             level, why = admission_level(self.notebook, step)
             if level is None:
-                write_admission(self.notebook, step, entry, self.out, why)
+                write_admission(self.notebook, step, entry, self.out, why, self.step_env(step.block))
                 return self._end(entry, "skipped", why)
             ctx.state.admission_level = str(level)
             entry["result"] = {"admission_level": level, "why": why}

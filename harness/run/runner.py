@@ -21,7 +21,7 @@ from harness.run.context import BlockContext, block_context, check_model_file, f
 from harness.run.dry_run import print_dry_run
 from harness.run.engine_defs import engine_files
 from harness.run.launchers import Launcher, make_launcher
-from harness.run.launchers.base import Prepares, StartsLoadWorkers
+from harness.run.launchers.base import Prepares, StartsLoadWorkers, read_version
 from harness.run.manifest import Manifest, now
 from harness.run.plans import Block, Plan, Step, stages
 from harness.run.recovery import admission_level, recovery
@@ -47,6 +47,7 @@ class Runner:
         self.ctx: BlockContext | None = None  # the block whose engine was started last
         self.child_env: dict[str, str] = {}  # API keys for the steps: in their environment, never on disk
         self.manifest: Manifest | None = None
+        self.versions: dict[tuple, str] = {}  # each engine build's version, read at its first start
 
     def step_env(self, block: Block | None) -> dict[str, str]:
         """A step's environment: the engine's API key, and in a rehearsal what every record it
@@ -277,7 +278,7 @@ class Runner:
             state.container = getattr(launcher, "container_name", None)
             state.base_url = getattr(launcher, "api_base", None)
             self.child_env = api_key_env(block, ctx.settings)
-            state.version = launcher.version()
+            state.version = read_version(launcher, self.versions)
             if isinstance(launcher, StartsLoadWorkers):
                 state.workers = launcher.load_workers()
             # What harness cleanup needs to stop this server later, by our own record.

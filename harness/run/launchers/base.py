@@ -12,7 +12,9 @@ new module and a row in the table in ``launchers/__init__.py``, never a branch i
 
 from __future__ import annotations
 
+import os
 import shlex
+import shutil
 import subprocess
 import time
 from typing import Callable, Protocol, runtime_checkable
@@ -58,6 +60,16 @@ class Launcher(Protocol):
 
     def stopped_note(self) -> str:
         """What stopping left behind, in words, for the stop step in the manifest."""
+
+
+@runtime_checkable
+class KnowsItsBuild(Protocol):
+    """A launcher that can say which build of its engine it runs without asking the engine: two
+    starts with the same key run the same build, so the runner reads the version once (``vllm
+    --version`` takes seconds: a Python import as heavy as the server's own)."""
+
+    def version_key(self) -> tuple | None:
+        """What identifies the build (the binary and its mtime, the image's id), None if unknown."""
 
 
 @runtime_checkable
@@ -154,6 +166,31 @@ def last_log_line(log_path) -> str:
     except OSError:
         return "(no log)"
     return lines[-1] if lines else "(log empty)"
+
+
+def binary_key(argv: list[str] | None) -> tuple | None:
+    """A version command's identity: the command and the executable's path, size and mtime (a
+    rebuilt or reinstalled engine is a new key). None when the executable is not found."""
+    if not argv:
+        return None
+    found = shutil.which(argv[0])
+    try:
+        st = os.stat(found) if found else None
+    except OSError:
+        return None
+    return (tuple(argv), found, st.st_size, st.st_mtime_ns) if st else None
+
+
+def read_version(launcher: Launcher, seen: dict[tuple, str]) -> str:
+    """``launcher.version()``, read once per build in a run: ``seen`` keeps each build's reading by
+    its key (a reading that says "unknown" is not kept, so the next start asks again)."""
+    key = launcher.version_key() if isinstance(launcher, KnowsItsBuild) else None
+    if key is not None and key in seen:
+        return seen[key]
+    version = launcher.version()
+    if key is not None and not version.startswith("unknown"):
+        seen[key] = version
+    return version
 
 
 def probe_version(argv: list[str] | None, fallback: str) -> str:

@@ -342,6 +342,14 @@ class ComposeLauncher:
                 text += "; " + next((x for x in lines if x.lower().startswith("version")), lines[-1])
         return text
 
+    def version_key(self) -> tuple | None:
+        """The image's id and the version command: the same image answers the same version."""
+        try:
+            image = self.client.images.get(self.service_spec()["image"])
+        except Exception:  # no key only means a second reading, never an error
+            return None
+        return (image.attrs.get("Id"), tuple(self.version_command or ()))
+
     def memory_mb(self) -> float | None:
         """The container's memory as ``docker stats`` shows it (the cgroup's usage less its
         inactive file cache), not the docker client's."""

@@ -15,7 +15,13 @@ from pathlib import Path
 from harness.errors import EngineError
 from harness.io import memory
 from harness.io.ports import holder, wait_port_free
-from harness.run.launchers.base import healthy_or_stopped, last_log_line, probe_version, refuse_busy
+from harness.run.launchers.base import (
+    binary_key,
+    healthy_or_stopped,
+    last_log_line,
+    probe_version,
+    refuse_busy,
+)
 
 
 @dataclass
@@ -76,6 +82,9 @@ class HostLauncher:
 
     def version(self) -> str:
         return probe_version(self.version_argv, self.version_fallback)
+
+    def version_key(self) -> tuple | None:
+        return binary_key(self.version_argv)
 
     def memory_mb(self) -> float | None:
         """Resident set of the server and every process it started (a wrapper's child is the engine)."""

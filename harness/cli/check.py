@@ -1,6 +1,6 @@
 """``harness check`` (``make check``): this machine's memory bandwidth and the speed limit it sets for
 the model (seed 002: bandwidth / model size), measured single-user speeds as a share of that limit,
-and whether the practice server is up."""
+the notebook's admission recommendations, and whether the practice server is up."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from pathlib import Path
 
 import requests
 
+from harness.core import admission
 from harness.core.arithmetic import speed_limit, speed_share
 from harness.core.engine_compare import format_for_quant
 from harness.errors import HarnessError
-from harness.core.records import is_engine_speed, is_level
+from harness.core.records import is_admission, is_engine_speed, is_level
 from harness.io.machines import identify, lookup, measure_bandwidth
 from harness.io.model_info import load_model
 from harness.io.notebook import read_records
@@ -132,6 +133,15 @@ def single_user_speeds(path: str) -> list[tuple[str, float, float | None]]:
     return [(what, rate, size) for what, (rate, size) in out.items()]
 
 
+def admissions(path: str) -> list[dict]:
+    """The latest admission recommendation per admission label in the notebook (serving lab, Task 8:
+    the level a gateway should admit at, kept for the gateway project)."""
+    if not Path(path).is_file():
+        return []
+    latest = {r["label"]: r for r in read_records(path, "admission", select=is_admission).records}
+    return list(latest.values())
+
+
 def _bandwidth(args) -> tuple[float, str, bool]:
     """(GB/s, how it was obtained, whether it is the vendor's figure rather than a lower bound)."""
     key = args.machine or identify()
@@ -173,6 +183,8 @@ def run(args) -> int:
             else f"of the limit for the {SEED_MODEL_GB:g} GB model (its own model's size is not recorded)"
         )
         print(f"single user: {what}: {rate:.1f} tok/s = {share:.0%} {against}; {reading}")
+    for rec in admissions(args.labbook):
+        print(f"admission:   {admission.line(rec)}")
     profile = probe_practice(args.base_url)
     if profile is None:
         print(f"mock:        DOWN (nothing answers at {args.base_url}; start it with `make mock &`)")

@@ -10,10 +10,10 @@ from numbers import Real
 
 from tabulate import tabulate
 
-from harness.core import curves, sizing
+from harness.core import admission, curves, sizing
 from harness.core.server_text import printable
 from harness.errors import ConfigError
-from harness.core.records import CurveSummary, is_level, now_stamp
+from harness.core.records import CurveSummary, is_admission, is_level, now_stamp
 from harness.io.notebook import append_record, read_records
 from harness.report import curve_tables as tables
 from harness.report.troubleshooting import load_errors
@@ -117,15 +117,18 @@ def run(args) -> int:
 def _run(args) -> int:
     labels = load(args.labbook)
     if args.list:
-        return print_list(labels, args.labbook)
+        code = print_list(labels, args.labbook)
+        print_admissions(args.labbook)
+        return code
     if args.check:
-        return print_check(labels)
+        return print_check(labels, admission_records(args.labbook))
     if args.compare:
         return run_compare(args, labels)
     if args.label not in labels:
         raise _missing(args.label, labels)
     levels = labels[args.label]
     d = print_curve(args.label, levels, args.markdown)
+    print_admissions(args.labbook, args.label)
     print_workloads(levels)
     capacity = print_capacity(args, levels) if args.promise is not None else None
     if args.chart:
@@ -299,9 +302,28 @@ def print_compare(a: str, b: str, labels: dict) -> int:
     return 0
 
 
-def print_check(labels: dict) -> int:
+def admission_records(path: str) -> list[dict]:
+    """The notebook's admission recommendations (the track runner writes one per admission step)."""
+    result = read_records(path, "admission", select=is_admission)
+    for warning in result.warnings:
+        print(printable(f"warning: {warning}"), file=sys.stderr)
+    return result.records
+
+
+def print_admissions(path: str, label: str | None = None) -> None:
+    """The latest admission recommendation of each admission label (with ``label``: those chosen
+    from that curve, or written under it)."""
+    latest = {r["label"]: r for r in admission_records(path)}
+    shown = [r for r in latest.values() if label is None or label in (r["label"], r["from"])]
+    if shown:
+        print("==> admission recommendation" + ("s" if len(shown) > 1 else ""))
+    for rec in shown:
+        print(f"    {admission.line(rec)}")
+
+
+def print_check(labels: dict, admissions: list[dict] | None = None) -> int:
     print("==> the lab's validation rules, applied to the notebook")
-    results = curves.check(labels, list(load_errors()))
+    results = curves.check(labels, list(load_errors())) + admission.rules(admissions or [])
     for verdict, text in results:
         print(f"    {verdict:<4}  {text}")
     counts = {v: sum(1 for r, _ in results if r == v) for v in ("PASS", "WARN", "FAIL")}

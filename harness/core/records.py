@@ -3,11 +3,11 @@
 This module is the one home of what every record shares: the schema version, the lab ids, the
 default goodput objectives and the timestamp formats. Each kind of record the package writes has
 a frozen dataclass, here (the sweep's: level, curve summary, capacity, endpoint check,
-cross-check) or in ``harness.core.engine_records`` (the part-08 lab's), whose ``to_dict()`` gives
-the exact JSON object that goes on the notebook line, keys in the order the notebook has always
-had them, so the sweep, the headless Locust run and the web UI cannot drift apart. Validation
-against ``schemas/`` stays in ``harness.io.notebook``; this module is pure apart from reading the
-clock in the stamp helpers when no time is given.
+cross-check, admission recommendation) or in ``harness.core.engine_records`` (the part-08
+lab's), whose ``to_dict()`` gives the exact JSON object that goes on the notebook line, keys in
+the order the notebook has always had them, so the sweep, the headless Locust run and the web
+UI cannot drift apart. Validation against ``schemas/`` stays in ``harness.io.notebook``; this
+module is pure apart from reading the clock in the stamp helpers when no time is given.
 """
 
 from __future__ import annotations
@@ -403,3 +403,45 @@ def non_finite(value: Any, where: str = "") -> str | None:
 def own_fields(record: Any, skip: tuple[str, ...] = ()) -> dict:
     """A dataclass's own fields in declaration order, as a shallow dict (nested dicts shared)."""
     return {name: value for name, value in record.__dict__.items() if name not in skip}
+
+
+def is_admission(record: Mapping[str, Any]) -> bool:
+    """Whether a notebook object is an admission recommendation (``record: admission``)."""
+    return record.get("lab") == LAB_ID and record.get("record") == "admission"
+
+
+@dataclass(frozen=True)
+class AdmissionRecommendation:
+    """The serving lab's admission recommendation: the level chosen below the unacceptable region
+    of the ``source`` curve (its operating point, or the capacity a search found), the first level
+    above it that broke the objective, what the admission run (the mixed short/long workload at
+    that level, under ``label``) measured there, and the recommendation in words. ``level`` is None
+    (and ``why`` says why) when no level qualified; ``harness.core.admission`` builds it."""
+
+    label: str
+    source: str
+    run: dict  # engine, model, server_slots of the source curve's first level
+    method: str  # operating point, capacity search
+    objective: dict  # text, limits {"ttft_s.p90": seconds, ...}
+    source_levels: list[int]
+    level: int | None
+    unacceptable_from: int | None
+    unacceptable_why: str | None
+    confirmed: dict | None  # the admission run at the level: prompt set, counts, percentiles, verdict
+    verdict: str  # recommended, not confirmed, unconfirmed, none
+    recommendation: str
+    why: str
+    recorded_at: str
+
+    RUN_FIELDS = ("engine", "model", "server_slots")
+
+    def to_dict(self) -> dict:
+        return {
+            "lab": LAB_ID,
+            "harness_schema": SCHEMA_VERSION,
+            "record": "admission",
+            "label": self.label,
+            "from": self.source,
+            **{k: self.run.get(k) for k in self.RUN_FIELDS},
+            **own_fields(self, skip=("label", "source", "run")),
+        }

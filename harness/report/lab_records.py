@@ -1,7 +1,7 @@
 """What the labs ask the learner to record beyond the curves, from the records: the vLLM
 memory-fraction change from A to B set against the pool change the fraction predicts (serving lab,
-Task 9), and the lines the labs read in an engine's log after it starts (TensorRT-LLM's guided
-decoder line, engines lab Task 7)."""
+Task 9), the admission recommendation (Task 8), and the lines the labs read in an engine's log
+after it starts (TensorRT-LLM's guided decoder line, engines lab Task 7)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from harness.core import engine_logs
 from harness.core.predictions import fraction_change
 from harness.errors import HarnessError
 from harness.io.machines import lookup
+from harness.report.markdown import table
 from harness.report.measured import plan_machine
 from harness.report.record_sections import RunInputs
 from harness.run.engine_defs import load_engine
@@ -83,3 +84,69 @@ def log_lines(started: dict) -> list[str]:
                 f"shown that {says}"
             )
     return out + ([""] if out else [])
+
+
+def admission_section(r: RunInputs) -> list[str]:
+    """Each admission recommendation the run recorded (serving lab, Task 8): the level, how it was
+    chosen, where the unacceptable region begins, what the mixed short/long run measured there."""
+    from harness.core.records import is_admission
+
+    latest = {rec["label"]: rec for rec in r.records("admission", is_admission)}
+    if not latest:
+        return []
+    rows = []
+    for rec in latest.values():
+        seen = rec.get("confirmed") or {}
+        measured = (
+            f"{seen['prompt_set']}: {seen['completed']} done, {seen['failed']} failed, TTFT p90 "
+            f"{_s(seen.get('ttft_p90_s'))}, TPOT p90 {_s(seen.get('tpot_p90_s'))}"
+            if seen
+            else "no admission run at this level"
+        )
+        region = (
+            f"c={rec['unacceptable_from']} ({rec['unacceptable_why']})"
+            if rec.get("unacceptable_from")
+            else "none measured above it"
+        )
+        level = "none" if rec["level"] is None else f"c={rec['level']}"
+        rows.append(
+            [rec["from"], level, rec["method"], region, measured, rec["verdict"], rec["recommendation"]]
+        )
+    head = [
+        "curve",
+        "admission level",
+        "chosen by",
+        "unacceptable from",
+        "admission run",
+        "verdict",
+        "recommendation",
+    ]
+    return [
+        "## Admission recommendation",
+        "",
+        "The level chosen below the unacceptable region, and the mixed short/long workload repeated "
+        "there (kept in the notebook as `record: admission`, for the gateway project):",
+        "",
+        table(head, rows),
+        "",
+    ]
+
+
+def _s(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f} s"
+
+
+def release_lines(started: dict) -> list[str]:
+    """The hand-over after each engine's stop (engines lab): whether its memory came back, per
+    reading, or what was not returned with the lab's remedy."""
+    from harness.core.handover import summary
+
+    out = []
+    for bid, e in started.items():
+        found = e.get("memory_release")
+        if not found:
+            continue
+        out.append(
+            f"- {bid}: **WARN** {found['warning']}" if found["warning"] else f"- {bid}: {summary(found)}"
+        )
+    return (["After each stop (the hand-over to the next engine):", "", *out, ""]) if out else []

@@ -245,6 +245,7 @@ def engines(r: RunInputs) -> list[str]:
             *(f"- {bid}: `{e['command']}`" for bid, e in started.items()),
             "",
             *lab_records.log_lines(started),
+            *lab_records.release_lines(started),
         ]
     return lines + skipped_blocks(r.manifest)
 
@@ -285,6 +286,7 @@ SECTIONS = (
     lab_records.fraction_section,
     rs.curve_section,
     rs.capacity_searches,
+    lab_records.admission_section,
     workload_tables.section,  # bursts, lengths, conversations, traces (none for the labs' own sweeps)
     rs.comparisons,
     rs.single_user,

@@ -1,6 +1,7 @@
 """Cleanup by our own records: every server a track run started and did not stop (its manifest
-says ``running`` with a pid, or a container name), stopped; every port it used proven free; the
-disk the models and environments take, listed; one named checkpoint removed only on request."""
+says ``running`` with a pid, or a container name), stopped; every port it used proven free; what
+each install made (``harness/data/installs.yaml``: environments, builds, models, images), with its
+size and the command that removes it, listed; one named checkpoint removed only on request."""
 
 from __future__ import annotations
 
@@ -12,9 +13,12 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
+from typing import Callable
 
 import psutil
+import yaml
 
+from harness import paths
 from harness.core.records import now_stamp
 from harness.io.ports import holder, wait_port_free
 
@@ -120,3 +124,141 @@ def remove_checkpoint(path: Path, library: Path, log: Path) -> dict:
     with open(log, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(record) + "\n")
     return record
+
+
+# -- what each install made ---------------------------------------------------------------------------
+INSTALLS = paths.data_file("installs.yaml")
+
+
+def load_installs(path: Path = INSTALLS) -> list[dict]:
+    """``harness/data/installs.yaml``, checked against its schema."""
+    from harness.io.notebook import validate
+
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    validate(data, "installs", where=str(path))
+    return data["installs"]
+
+
+def install_variables(models: Path, env: dict | None = None) -> dict:
+    """What the table's paths name: the home folder, this checkout, the model library, and Track N's
+    vLLM environment and TabbyAPI checkout (the environment's, else the track plan's lab.env value)."""
+    from harness.run.engine_defs import expand_vars
+    from harness.run.plans import load_plan
+
+    env = dict(os.environ if env is None else env)
+    out = {"HOME": str(Path.home()), "CHECKOUT": str(paths.workdir()), "LIBRARY": str(models)}
+    track_n = load_plan("track-n").variables
+    for key in ("VLLM_VENV", "TABBY_DIR"):
+        out[key] = env.get(key) or str(expand_vars(track_n[key], out))
+    return out
+
+
+def image_tags(repository: str) -> list[tuple[str, int]] | None:
+    """Each tag of a Docker image repository here with its size in bytes; None without a Docker engine."""
+    if not shutil.which("docker"):
+        return None
+    try:
+        done = subprocess.run(
+            ["docker", "image", "ls", repository, "--format", "{{.Repository}}:{{.Tag}}"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    out = []
+    for tag in done.stdout.split():
+        size = subprocess.run(
+            ["docker", "image", "inspect", tag, "--format", "{{.Size}}"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout.strip()
+        out.append((tag, int(size) if size.isdigit() else 0))
+    return out
+
+
+def _size(path: Path) -> int:
+    return du(path) if path.is_dir() else path.stat().st_size
+
+
+def _row(
+    entry: dict, where: str, size: int | None, remove: str, present: bool | None, note: str = ""
+) -> dict:
+    return {
+        "made_by": entry["made_by"],
+        "what": entry["what"],
+        "where": where,
+        "bytes": size,
+        "remove": remove,
+        "present": present,
+        "note": note,
+    }
+
+
+def _library_rows(entry: dict, library: Path) -> list[dict]:
+    from harness.io.download_table import load_table
+
+    rows = []
+    for fmt in load_table()["formats"].values():
+        if not fmt.get("dir"):  # Lemonade's copy lives in its own store (its own entry)
+            continue
+        folder = library / fmt["dir"]
+        if folder.exists():
+            rows.append(_row(entry, str(folder), _size(folder), f"rm -r {folder}", True, fmt["title"]))
+    return rows or [_row(entry, f"{library}/<owner>/<repo>", None, entry["remove"], False)]
+
+
+def _expand(text: str, variables: dict) -> str:
+    from harness.run.engine_defs import expand_vars
+
+    return str(expand_vars(text, variables))
+
+
+def _entry_rows(entry: dict, variables: dict, tags: Callable[[str], list | None]) -> list[dict]:
+    if entry.get("library"):
+        return _library_rows(entry, Path(variables["LIBRARY"]))
+    if "image" in entry:
+        found = tags(entry["image"])
+        if found is None:
+            return [
+                _row(
+                    entry,
+                    entry["image"],
+                    None,
+                    f"docker image rm {entry['image']}:<tag>",
+                    None,
+                    "no Docker engine here",
+                )
+            ]
+        if not found:
+            return [_row(entry, entry["image"], None, f"docker image rm {entry['image']}:<tag>", False)]
+        return [_row(entry, tag, size, f"docker image rm {tag}", True) for tag, size in found]
+    if "lemonade" in entry:
+        here = shutil.which("lemonade") is not None
+        note = "in Lemonade's own store: `lemonade list` shows it" if here else "no lemonade CLI here"
+        return [_row(entry, f"lemonade: {entry['lemonade']}", None, entry["remove"], None, note)]
+    path = Path(_expand(entry["path"], variables)).expanduser()
+    present = path.exists() or path.is_symlink()
+    size = None
+    note = ""
+    if path.is_symlink():
+        note = f"a link to {os.path.realpath(path)}: the remove command removes the link only"
+        size = _size(path) if path.exists() else None
+    elif present:
+        size = _size(path)
+    return [_row(entry, str(path), size, _expand(entry["remove"], variables), present, note)]
+
+
+def installs_made(
+    models: Path,
+    entries: list[dict] | None = None,
+    variables: dict | None = None,
+    tags: Callable[[str], list | None] = image_tags,
+) -> list[dict]:
+    """Every install's products, one row each: where, bytes (None: not read), the command that
+    removes it, and whether it is here (``present``: None when this machine cannot tell)."""
+    variables = variables or install_variables(models)
+    return [row for entry in entries or load_installs() for row in _entry_rows(entry, variables, tags)]

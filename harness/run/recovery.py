@@ -1,22 +1,20 @@
-"""The two steps the runner does in-process rather than as a harness command: recovery (after
-saturation the server returns to idle and answers a fresh request) and the choice of the
-admission level (the highest swept level inside the objective) the admission sweep then runs.
+"""Recovery, a step the runner does in-process rather than as a harness command: after
+saturation the server returns to idle and answers a fresh request (the admission level's choice
+and its record are ``harness/run/admission.py``'s).
 
-Both talk to the server through ``harness/io/http.py`` under its two bounds (in all, and per gap
+It talks to the server through ``harness/io/http.py`` under its two bounds (in all, and per gap
 without a byte): each ``/metrics`` read ``METRICS_BOUND_S`` (cut to the time the wait has left),
 the smoke request ``SMOKE_BOUND_S``."""
 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from harness.core.bounds import Bounds
 from harness.core.stream import error_message
 from harness.errors import TargetError
 from harness.io import http
 from harness.run.context import BlockContext
-from harness.run.plans import Step
 
 # Gauges that count requests running or queued, by their name's ending (llama-server and vLLM).
 QUEUE_GAUGES = ("requests_processing", "requests_deferred", "num_requests_running", "num_requests_waiting")
@@ -86,25 +84,3 @@ def _message(reply: http.Reply) -> str:
         return error_message(reply.json())
     except ValueError:
         return " ".join(reply.text.split())[:200] or "(empty body)"
-
-
-def admission_level(notebook: Path, step: Step) -> tuple[int | None, str]:
-    """The operating point of the sweep named by the step's ``from`` option, and why; None (and
-    why not) when that sweep recorded nothing or no level met the objective."""
-    from harness.core import curves
-    from harness.core.records import is_level
-    from harness.io.notebook import read_records
-
-    source = step.options.get("from")
-    recs = read_records(notebook, "level", select=lambda o: is_level(o) and o.get("label") == source).records
-    levels = curves.by_label(recs).get(source, {})
-    if not levels:
-        return None, f"no levels recorded for {source}; its sweep did not run"
-    d = curves.curve(levels)
-    if d.operating_point is None:
-        return (
-            None,
-            f"no level of {source} met the objective (TTFT p90 <= {d.slo_ttft} s, TPOT p90 <= "
-            f"{d.slo_tpot} s), so there is no admission level to recommend",
-        )
-    return d.operating_point, f"highest level of {source} inside the objective"

@@ -20,11 +20,13 @@ from harness.run.child import run_harness
 from harness.run.context import BlockContext, block_context, check_model_file, file_target
 from harness.run.dry_run import print_dry_run
 from harness.run.engine_defs import engine_files
+from harness.run.handover import HandOver, release_line, stop_and_judge
 from harness.run.launchers import Launcher, make_launcher
 from harness.run.launchers.base import Prepares, StartsLoadWorkers, read_version
 from harness.run.manifest import Manifest, now
 from harness.run.plans import Block, Plan, Step, stages
-from harness.run.recovery import admission_level, recovery
+from harness.run.admission import admission_level, write_admission
+from harness.run.recovery import recovery
 from harness.run.rehearsal import REHEARSAL_ENV, rehearsal_env
 from harness.run.startup import explain, missing_program, refuse_busy_lab_ports, service_facts, service_notes
 from harness.run.steps import step_calls
@@ -47,6 +49,7 @@ class Runner:
         self.ctx: BlockContext | None = None  # the block whose engine was started last
         self.child_env: dict[str, str] = {}  # API keys for the steps: in their environment, never on disk
         self.manifest: Manifest | None = None
+        self.handover: HandOver | None = None  # memory read before the running engine started
         self.versions: dict[tuple, str] = {}  # each engine build's version, read at its first start
 
     def step_env(self, block: Block | None) -> dict[str, str]:
@@ -270,6 +273,7 @@ class Runner:
             entry["command"] = launcher.command()
             self._prepare(ctx, launcher)
             self.out(f"    start: {launcher.command()}")
+            self.handover = HandOver.started(block.launcher, launcher, ctx.port)  # memory before
             t0 = time.monotonic()
             self.launcher = launcher
             launcher.start(timeout=float(block.start_timeout_s or block.engine.get("health_timeout_s", 300)))
@@ -315,15 +319,26 @@ class Runner:
         launcher, self.launcher = self.launcher, None
         if launcher is None:
             return
-        memory = _rounded(launcher.memory_mb()) if self.ctx and self.ctx.state.version else None
-        launcher.stop()
+        started = bool(self.ctx and self.ctx.state.version)
+        memory = _rounded(launcher.memory_mb()) if started else None
+        handover, self.handover = (self.handover if started else None), None
+        released = stop_and_judge(handover, launcher, memory)  # the port, and the memory came back
         if self.manifest:
-            if memory is not None and self.ctx.block.id in self.manifest.data["engines"]:
-                self.manifest.data["engines"][self.ctx.block.id]["memory_mb_at_stop"] = memory
+            entry = self.manifest.data["engines"].get(self.ctx.block.id) if started else None
+            if entry is not None:
+                entry.update(
+                    {
+                        k: v
+                        for k, v in (("memory_mb_at_stop", memory), ("memory_release", released))
+                        if v is not None
+                    }
+                )
             self.manifest.mark_stopped()
             self.manifest.save()
         if self.ctx and not launcher.keeps_port:
             self.out(f"    stopped; port {self.ctx.port} is free")
+        if released is not None:
+            self.out(release_line(released))
 
     # -- one step ---------------------------------------------------------------------------------
     def run_step(self, step: Step, ctx: BlockContext | None) -> bool:
@@ -344,6 +359,8 @@ class Runner:
             if failures:
                 why = f"harness {failures[0]} exited non-zero; read {log_path}"
                 return self._end(entry, "failed", why + self._explain(step, entry, log_path))
+            if step.kind == "admission":
+                write_admission(self.notebook, step, entry, self.out)
             return self._end(entry, "passed")
         except HarnessError as exc:
             return self._end(entry, "failed", str(exc))
@@ -378,6 +395,7 @@ class Runner:
         if step.kind == "admission":
             level, why = admission_level(self.notebook, step)
             if level is None:
+                write_admission(self.notebook, step, entry, self.out, why)
                 return self._end(entry, "skipped", why)
             ctx.state.admission_level = str(level)
             entry["result"] = {"admission_level": level, "why": why}

@@ -139,9 +139,15 @@ def _check(w: Where, o: dict) -> list[StepCall]:
     return calls
 
 
+def _install(w: Where, o: dict) -> list[StepCall]:
+    """Track N's installs (``harness install``): the plan's vLLM environment and TabbyAPI checkout."""
+    return [call("install", flag_options(o))]
+
+
 PLAN_STEPS: dict[str, Callable[[Where, dict], list[StepCall]]] = {
     "predict": _predict,
     "models": _models,
+    "install": _install,
     "summarise": _summarise,
     "compare": _compare,
     "check": _check,

@@ -32,6 +32,8 @@ def reduced(practice_port: int, llama_port: int) -> list[str]:
         "MAX_TOKENS": 16,
         "PAIR_LEVELS": 1,
         "PAIR_REQUESTS": 4,
+        "MEASURE_REPS": 1,  # the steps and the resume are under test, not the statistics
+        "SEARCH_BUDGET_S": 45,
         "VARIANT_LEVEL": 5,
         "VARIANT_REQUESTS": 4,
         "PRACTICE_PORT": practice_port,

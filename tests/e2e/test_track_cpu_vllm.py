@@ -27,6 +27,7 @@ REDUCED = {
     "MAX_TOKENS": 16,
     "PAIR_LEVELS": 1,
     "PAIR_REQUESTS": 4,
+    "MEASURE_REPS": 1,
     "VLLM_QUEUE_LEVEL": 5,
     "VLLM_QUEUE_REQUESTS": 5,
 }

@@ -171,3 +171,34 @@ def test_a_terminated_run_stops_its_own_server(tmp_path):
         not psutil.pid_exists(entry["pid"]) or psutil.Process(entry["pid"]).status() == psutil.STATUS_ZOMBIE
     )
     assert cleanup.recorded_servers(runs) == []
+
+
+def test_cleanup_lists_what_each_install_made_here(tmp_path):
+    """On this checkout: `make setup`'s environment is listed with its size and its remover, and the
+    models folder given is read (an empty one: the model library's line says it is not here)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "cleanup",
+            "--runs",
+            str(tmp_path / "runs"),
+            "--models",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("==> what each install made: ") for line in lines), done.stdout
+    venv = next(line for line in lines if f"| {ROOT / '.venv'} " in line)
+    cells = [c.strip() for c in venv.split("|")[1:-1]]
+    assert cells[0] == "make setup" and cells[3].endswith(" GB") and float(cells[3].split()[0]) > 0.05
+    assert cells[4] == f"rm -rf {ROOT / '.venv'}"
+    assert (
+        f"    not here: {tmp_path}/<owner>/<repo> (made by make models TRACK=... (harness models))" in lines
+    )

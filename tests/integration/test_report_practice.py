@@ -157,3 +157,67 @@ def test_report_html_opens_in_a_browser_with_its_charts(run_dir, tmp_path):
     assert seen["tables"] == len(md_tables) >= 7
     assert seen["first_cell"] == "practice-baseline"  # the headline table comes first
     assert len(seen["image_widths"]) >= 2 and all(w > 0 for w in seen["image_widths"])
+
+
+def test_the_admission_recommendation_is_its_own_record(run_dir):
+    """Serving lab Task 8: the admission step's level written as its own record (schema-valid), and
+    shown by summarise (--list, --label, --check), harness check and the report."""
+    from harness.io.notebook import read_records
+
+    notebook = run_dir / "labbook.md"
+    recs = read_records(notebook, "admission", select=lambda o: o.get("record") == "admission").records
+    assert len(recs) == 1, recs
+    rec = recs[0]
+    assert rec["label"] == "practice-admission" and rec["from"] == "practice-baseline"
+    assert rec["method"] == "operating point" and rec["source_levels"] == [1, 4]
+    step = steps(run_dir)["practice/admission:practice-admission"]
+    if step["status"] == "skipped":  # no level met the objective on a loaded machine: said so
+        assert rec["level"] is None and rec["verdict"] == "none" and rec["why"] == step["reason"]
+    else:
+        assert rec["level"] == step["result"]["admission_level"] in (1, 4)
+        seen = rec["confirmed"]
+        assert seen["concurrency"] == rec["level"] and seen["prompt_set"] == "mixed-long"
+        assert rec["verdict"] == ("recommended" if seen["within_objective"] else "not confirmed")
+        assert step["result"]["recommendation"] == rec["recommendation"]
+        assert rec["recommendation"].startswith(
+            f"admit at most {rec['level']} request(s) at once on the server"
+        )
+
+    def harness(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "harness.cli", *argv],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    listed = harness("summarise", "--labbook", str(notebook), "--list").stdout
+    assert (
+        "==> admission recommendation" in listed and f"practice-admission: {rec['recommendation']}" in listed
+    )
+    curve = harness("summarise", "--labbook", str(notebook), "--label", "practice-baseline").stdout
+    assert rec["recommendation"] in curve
+    check = harness("summarise", "--labbook", str(notebook), "--check").stdout
+    verdict = "PASS" if rec["verdict"] == "recommended" else "WARN"
+    assert re.search(rf"^    {verdict}\s+practice-admission: ", check, flags=re.M), check
+    speed = harness("check", "--labbook", str(notebook), "--base-url", f"http://127.0.0.1:{free_port()}/v1")
+    assert f"admission:   practice-admission: {rec['recommendation']}" in speed.stdout, speed.stdout
+    text = (run_dir / "report.md").read_text()
+    assert "## Admission recommendation" in text and rec["recommendation"] in text
+
+
+def test_the_hand_over_after_the_stop_is_recorded_and_reported(run_dir):
+    """The engines lab's hand-over: after the practice server's stop the runner read whether its
+    memory came back (its processes gone, the machine's MemAvailable against before its start)."""
+    engine = json.loads((run_dir / "manifest.json").read_text())["engines"]["practice"]
+    found = engine["memory_release"]
+    own = found["readings"][0]
+    assert (own["source"], own["alive"], own["released"]) == ("engine", 0, True)
+    assert "mem_available_mb" in {r["source"] for r in found["readings"]}
+    assert found["held_mb"] == engine["memory_mb_at_stop"] and found["tolerance_mb"] >= 512
+    text = (run_dir / "report.md").read_text()
+    assert "After each stop (the hand-over to the next engine):" in text
+    assert (
+        "- practice: memory released (" if found["released"] else "- practice: **WARN** memory not"
+    ) in text

@@ -1,0 +1,31 @@
+"""``harness install``: Track N's installs as the engines lab does them (its plan's install step):
+vLLM in its own ``uv`` environment and TabbyAPI's ``git`` clone, each where the machine has its
+tool and a network, and skipped with the reason where not (``harness/run/track_installs.py``)."""
+
+from __future__ import annotations
+
+import os
+
+from harness.run import track_installs as ti
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "install",
+        help="Track N's installs: vLLM's uv environment and TabbyAPI's git clone, where they can run",
+    )
+    p.add_argument("--vllm-venv", help="make vLLM's environment here (uv venv, then uv pip install)")
+    p.add_argument("--vllm", default=ti.VLLM_PIN, help="the pinned vLLM requirement")
+    p.add_argument("--tabby-dir", help="clone TabbyAPI here")
+    p.add_argument("--tabby-repo", default=ti.TABBY_REPO, help="TabbyAPI's repository")
+    p.add_argument("--dry-run", action="store_true", help="print what would run, and why the rest would not")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    todo = ti.installs(args.vllm_venv, args.tabby_dir, args.vllm, args.tabby_repo)
+    if not todo:
+        print("==> nothing to install: give --vllm-venv, --tabby-dir or both")
+        return 0
+    rehearsal = bool(os.environ.get("HARNESS_REHEARSAL"))
+    return ti.run_installs(todo, dry_run=args.dry_run, rehearsal=rehearsal)

@@ -167,8 +167,17 @@ shim:
 # (vLLM's CPU image needs `make vllm-cpu` first; N and X use .venv-vllm from it).
 REHEARSAL_NEEDS = $(if $(DRY_RUN),,$(if $(REHEARSE),$(LLAMA_STAMP)))
 track-s: $(if $(DRY_RUN),,$(if $(REHEARSE),images image-vllm-cpu))
-track-s track-n track-x track-m: track-%: $(STAMP) $(REHEARSAL_NEEDS)
+track-s track-n track-x: track-%: $(STAMP) $(REHEARSAL_NEEDS)
 	$(HARNESS) track $* $(TRACK_FLAGS)
+
+# COMPOSE=1: the harness and its Locust master and workers in the harness container, the engines
+# native on the host through the shim (scripts/shim-track.sh with SHIM_VIA=1; docs/shim.md), the
+# model library (~/models; the checkout's models/ for a rehearsal) at the same path inside. Without
+# .venv (a Mac with Docker and python3 only) the allow-list and a dry run come from the harness image.
+M_LIBRARY = $(if $(REHEARSE),$(CURDIR)/models,$(HOME)/models)
+track-m: $(if $(COMPOSE),$(if $(REHEARSE),$(STAMP) $(REHEARSAL_NEEDS)),$(STAMP) $(REHEARSAL_NEEDS))
+	$(if $(COMPOSE),SHIM_VIA=1 SHIM_PORT=$(SHIM_PORT) SHIM_LIBRARY=$(M_LIBRARY) \
+	  scripts/shim-track.sh,$(HARNESS) track) m $(TRACK_FLAGS)
 
 # The Locust web UI for ad-hoc load: make ui PORT=8090 HOST=127.0.0.1 puts it there (default
 # 127.0.0.1:8089; locust.conf binds 127.0.0.1 for a plain `locust -f` too). SERVER is the server to

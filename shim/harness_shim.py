@@ -28,8 +28,12 @@ The API (JSON; every route needs ``Authorization: Bearer <token>``):
     GET  /v1/engines/NAME            running, pid, exit status, resident memory (MB), health
     GET  /v1/engines/NAME/log?offset=N   its log from byte N (text; X-Log-Size: its size)
     GET  /v1/engines/NAME/version    its version command's answer
+    GET  /v1/engines/NAME/devices    its device listing (llama-server --list-devices), for the preflight
     POST /v1/engines/NAME/stop       stop it (TERM, then KILL) and say whether its port is free
     GET  /v1/memory                  the host's memory (/proc/meminfo; vm_stat on macOS)
+    GET  /v1/host                    the host's facts for a harness in a container: system, machine,
+                                     name, memory and swap, and the answers of a fixed list of
+                                     read-only commands (vm_stat, sysctl hw.memsize ...; HOST_COMMANDS)
 
 An engine not in the allow-list answers 403; a missing or wrong token 401.
 """
@@ -393,6 +397,68 @@ def host_memory():
     }
 
 
+# The read-only commands whose answers a containerised harness's preflight and memory readings
+# need from the host (they would read the container's, or find nothing, inside it). Fixed here;
+# nothing in a request names a command. Each is run only where its program is on PATH.
+HOST_COMMANDS = (
+    ("vm_stat",),
+    ("sysctl", "-n", "hw.memsize"),
+    ("sysctl", "-n", "vm.swapusage"),
+    ("sysctl", "-n", "machdep.cpu.brand_string"),
+    ("nvidia-smi", "--query-gpu=memory.used,memory.total", "--format=csv,noheader,nounits"),
+    ("nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"),
+)
+
+
+def _answer(argv):
+    """A command's output (stripped), or None when it is missing or fails."""
+    if not shutil.which(argv[0]):
+        return None
+    try:
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _swap_bytes():
+    """(used, free) swap in bytes: /proc/meminfo on Linux, sysctl vm.swapusage on macOS; Nones else."""
+    if os.path.exists("/proc/meminfo"):
+        with open("/proc/meminfo") as f:
+            info = {k: int(v.split()[0]) for k, _, v in (line.partition(":") for line in f) if v.split()}
+        total, free = info.get("SwapTotal", 0), info.get("SwapFree", 0)
+        return (total - free) * 1024, free * 1024
+    return swapusage_bytes(_answer(("sysctl", "-n", "vm.swapusage")) or "")
+
+
+def swapusage_bytes(text):
+    """(used, free) in bytes from macOS's ``sysctl -n vm.swapusage``
+    (``total = 2048.00M  used = 1126.25M  free = 921.75M  (encrypted)``); Nones when unreadable."""
+    pattern = r"(used|free)\s*=\s*([\d.]+)([BKMGT])"
+    got = {k: float(n) * 1024 ** "BKMGT".index(u) for k, n, u in re.findall(pattern, text)}
+    if not {"used", "free"} <= set(got):
+        return None, None
+    return int(got["used"]), int(got["free"])
+
+
+def host_facts():
+    """What ``GET /v1/host`` answers: the machine, its memory and swap in bytes, and each of
+    HOST_COMMANDS's answers keyed by its words joined by spaces (None: missing or failed)."""
+    memory = host_memory()
+    used, free = _swap_bytes()
+    return {
+        "system": platform.system(),
+        "machine": platform.machine(),
+        "node": platform.node(),
+        "memory_source": memory["source"],
+        "total_bytes": None if memory["total_mb"] is None else int(memory["total_mb"] * 2**20),
+        "available_bytes": None if memory["available_mb"] is None else int(memory["available_mb"] * 2**20),
+        "swap_used_bytes": used,
+        "swap_free_bytes": free,
+        "commands": {" ".join(argv): _answer(argv) for argv in HOST_COMMANDS},
+    }
+
+
 # -- the engines it runs -------------------------------------------------------------------------
 
 
@@ -529,6 +595,17 @@ class Engines:
         )
         return {"engine": name, "version": chosen}
 
+    def devices(self, name):
+        """The engine's device listing (its allow-list's devices_argv: llama-server --list-devices)."""
+        argv = self.spec(name).get("devices_argv")
+        if not argv:
+            return {"engine": name, "devices": None}
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return {"engine": name, "devices": None, "error": str(exc)}
+        return {"engine": name, "devices": done.stdout + done.stderr, "returncode": done.returncode}
+
     def stop(self, name, timeout=15.0):
         self.spec(name)
         with self.lock:
@@ -634,6 +711,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._json(200, {"engines": engines.listing()})
         if method == "GET" and parts == ["memory"]:
             return self._json(200, host_memory())
+        if method == "GET" and parts == ["host"]:
+            return self._json(200, host_facts())
         if len(parts) >= 2 and parts[0] == "engines":
             return self._engine_route(method, parts[1], parts[2:], url)
         raise ShimError(404, "no such route: {} {}".format(method, url.path))
@@ -650,6 +729,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._json(200, engines.status(name))
         if method == "GET" and rest == ["version"]:
             return self._json(200, engines.version(name))
+        if method == "GET" and rest == ["devices"]:
+            return self._json(200, engines.devices(name))
         if method == "GET" and rest == ["log"]:
             offset = parse_qs(url.query).get("offset", ["0"])[0]
             data, size = engines.log_from(name, int(offset) if offset.isdigit() else 0)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -17,6 +16,7 @@ from harness.core.arithmetic import speed_limit, speed_share
 from harness.io.machines import lookup
 from harness.core.stream import decode_rate
 from harness.io import memory
+from harness.io.shim_host import host_name, host_snapshot
 from harness.io.engine_versions import server_version
 from harness.io.http import get_models, stream_chat
 from harness.errors import ConfigError, TargetError, TargetUnreachable
@@ -206,10 +206,11 @@ def _idle_snapshot(args) -> dict:
                 idle = json.load(fh)
         except (OSError, json.JSONDecodeError) as exc:
             raise ConfigError(f"cannot read the idle snapshot {args.idle_snapshot}: {exc}") from exc
-        if idle.get("hostname") not in (None, platform.node()):
+        here = host_name()  # the engines' host: the shim's when the harness runs through one
+        if idle.get("hostname") not in (None, here):
             raise ConfigError(
                 f"{args.idle_snapshot} was taken on {idle.get('hostname')}, not this machine "
-                f"({platform.node()}); take a new one with --snapshot-only"
+                f"({here}); take a new one with --snapshot-only"
             )
     return idle
 
@@ -236,7 +237,7 @@ def run(args) -> int:
     wait_for(args.base_url, key, args.wait_seconds)
     long_prompt = PARAGRAPH * args.long_repeats + "\n\n" + ASK
     tests = [measure_test(args, key, n, p) for n, p in (("short", SHORT), ("long", long_prompt))]
-    loaded = memory.snapshot()
+    loaded = host_snapshot()
     added = memory.delta(idle, loaded) if idle else {}
     tree = (  # a container's own processes, else the server's tree (vLLM is four processes)
         memory.container_memory(args.container) if args.container else memory.process_tree_mb(args.server_pid)
@@ -290,7 +291,7 @@ def limit_share(args, bandwidth: float, rate: float) -> dict:
 
 def write_snapshot(path: str) -> None:
     """The idle memory snapshot (``--snapshot-only``), taken before the server starts."""
-    snap = memory.snapshot()
+    snap = host_snapshot()
     validate(snap, "memory-snapshot", where=path)
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(snap, fh, indent=1)

@@ -76,13 +76,29 @@ def mac_swap_used_mb(text: str | None) -> float | None:
     return round(float(m.group(1)) * _UNITS[m.group(2)] / MB, 1) if m else None
 
 
-def snapshot(run: Callable[[list[str]], str | None] | None = None) -> dict:
-    """A memory-snapshot record of this machine now (every source present). ``run`` answers a
-    command's output or None (default: run it here), so each source is tested on recorded output."""
-    run = run or _run
+def _here() -> dict:
+    """This machine's figures in the shape of the host-side shim's ``GET /v1/host``."""
     vm, swap = psutil.virtual_memory(), psutil.swap_memory()
+    return {
+        "system": platform.system(),
+        "machine": platform.machine(),
+        "node": platform.node(),
+        "total_bytes": vm.total,
+        "available_bytes": vm.available,
+        "swap_used_bytes": swap.used,
+        "swap_free_bytes": swap.free,
+    }
+
+
+def snapshot(run: Callable[[list[str]], str | None] | None = None, host: dict | None = None) -> dict:
+    """A memory-snapshot record of this machine now (every source present). ``run`` answers a
+    command's output or None (default: run it here), so each source is tested on recorded output.
+    ``host``: the host-side shim's facts (harness.io.shim_host) in place of this machine's, for a
+    harness in a container whose engines run on the shim's host."""
+    run = run or _run
+    facts = host or _here()
     taken_at = utc_stamp()
-    snap: dict = {"swap_used_mb": round(swap.used / MB, 1)}  # then whichever sources answer, in order
+    snap: dict = {"swap_used_mb": round((facts["swap_used_bytes"] or 0) / MB, 1)}  # then each source
     gpu = run(["nvidia-smi", "--query-gpu=memory.used,memory.total", "--format=csv,noheader,nounits"])
     if gpu:
         apps = run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"])
@@ -94,10 +110,11 @@ def snapshot(run: Callable[[list[str]], str | None] | None = None) -> dict:
         swap_used = mac_swap_used_mb(run(["sysctl", "-n", "vm.swapusage"]))
         if swap_used is not None:
             snap["mac_swap_used_mb"] = swap_used
-    system = f"{platform.system()} {platform.machine()}"
-    return MemorySnapshot(
-        taken_at, system, platform.node(), vm.total / MB, vm.available / MB, swap.free / MB, snap
-    ).to_dict()
+    system = f"{facts['system']} {facts['machine']}"
+    total, available, swap_free = (
+        (facts[k] or 0) / MB for k in ("total_bytes", "available_bytes", "swap_free_bytes")
+    )
+    return MemorySnapshot(taken_at, system, facts["node"], total, available, swap_free, snap).to_dict()
 
 
 # vm_stat rows that make up each macOS figure; "used" is active + wired + compressed pages.

@@ -307,6 +307,9 @@ def _target_findings(t: Target, allow_cpu: bool, run: Callable, seen: _Seen) -> 
     own: list[Finding] = []  # what an optional block only warns about: it is skipped without them
     if exe and exe not in seen.bins and not exe.startswith("<"):
         own += _binary_findings(exe, allow_cpu, run, seen)
+    if kind == "shim" and ("shim", t.block.engine.name) not in seen.bins:  # its host's devices
+        seen.bins.add(("shim", t.block.engine.name))
+        own += shim_devices(t.ctx, allow_cpu)
     if kind in ("container", "compose") and settings.get("image") and settings["image"] not in seen.images:
         seen.images.append(settings["image"])
     model = settings.get("model")
@@ -323,7 +326,11 @@ def _target_findings(t: Target, allow_cpu: bool, run: Callable, seen: _Seen) -> 
     if t.block.engine.get("guards") and not imitation:
         from harness.run.guards import engine_guards  # guards.py builds on this module's Finding
 
-        own += engine_guards(t.block.engine["guards"], str(model or ""))
+        from harness.io.shim_host import host_system  # a shim engine's host is the shim's
+
+        own += engine_guards(
+            t.block.engine["guards"], str(model or ""), host_system() if kind == "shim" else None
+        )
     before = t.block.engine.get("service", {}).get("before", [])
     if kind == "service" and (t.block.stand_in or {}).get("daemon"):
         # a rehearsal: the stand-in service is started by its block, so there is none to ask yet
@@ -350,11 +357,32 @@ def _target_findings(t: Target, allow_cpu: bool, run: Callable, seen: _Seen) -> 
     return findings
 
 
+def shim_devices(ctx: BlockContext, allow_cpu: bool) -> list[Finding]:
+    """An engine's devices on the shim's host: the shim runs the listing its allow-list fixed
+    (llama-server --list-devices); an engine without one has no finding."""
+    from harness.errors import ConfigError, EngineError
+    from harness.run.launchers import make_launcher
+
+    try:
+        text = make_launcher(ctx).devices()  # type: ignore[attr-defined]
+    except (EngineError, ConfigError) as exc:
+        return [Finding("FAIL", "accelerator", f"{ctx.block.id}: {exc}")]
+    return [llama_devices(text, allow_cpu)] if text is not None else []
+
+
 def plan_findings(
-    plan, targets: list[Target], run_dir: Path, usage: Callable = shutil.disk_usage, run: Callable = run_text
+    plan,
+    targets: list[Target],
+    run_dir: Path,
+    usage: Callable = shutil.disk_usage,
+    run: Callable | None = None,
 ) -> list[Finding]:
     """Every check a plan needs, for the blocks ``plan_targets`` gives (a missing CPU llama-server
-    shows up as a target's ``missing``)."""
+    shows up as a target's ``missing``). ``run`` answers the machine's commands: by default here, or
+    the host-side shim's answers when the engines run on its host (harness.io.shim_host)."""
+    from harness.io.shim_host import host_run
+
+    run = run or host_run(run_text)
     v = plan.variables
     findings = [python_version()]
     seen = _Seen()

@@ -11,6 +11,7 @@ The shim reads JSON (it has the standard library only), so this is where the YAM
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from harness.errors import ConfigError
 from harness.run.context import resolve_auto
@@ -59,6 +60,8 @@ def _entry(plan: Plan, block: Block) -> dict:
         "port": engine["port"],
         "health": engine["health"],
         "version_argv": version,
+        # the preflight's device check, run by the shim on its host (llama-server's own listing)
+        "devices_argv": [head[0], "--list-devices"] if Path(head[0]).name == "llama-server" else None,
     }
 
 

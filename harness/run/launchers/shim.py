@@ -21,23 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.core.bounds import Bounds
-from harness.errors import ConfigError, EngineError, TargetError
+from harness.errors import EngineError, TargetError
 from harness.io import http
+from harness.io.shim_host import read_token
 from harness.io.ports import wait_port_free
 from harness.run.launchers.base import healthy_or_stopped, last_log_line, refuse_busy
-
-
-def read_token(path: Path) -> str:
-    """The shim's bearer token from the file it wrote at start (ConfigError saying what to do)."""
-    try:
-        token = path.read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read the shim's token file {path} ({exc.strerror}); start the shim first (make shim)"
-        ) from None
-    if not token:
-        raise ConfigError(f"the shim's token file {path} is empty; start the shim again (make shim)")
-    return token
 
 
 @dataclass
@@ -120,6 +108,10 @@ class ShimLauncher:
     def version(self) -> str:
         found = self._call("GET", "/version", timeout=45).json().get("version")
         return found or self.version_fallback
+
+    def devices(self) -> str | None:
+        """The engine's device listing as the shim's host prints it (None: the engine has none)."""
+        return self._call("GET", "/devices", timeout=90).json().get("devices")
 
     def memory_mb(self) -> float | None:
         """The resident set of the engine's process tree, as the shim reads it on its host."""

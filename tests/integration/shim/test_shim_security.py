@@ -38,7 +38,7 @@ def _port_open(port: int) -> bool:
 
 
 @pytest.mark.parametrize("token", [None, "wrong-token"])
-@pytest.mark.parametrize("path", ["/v1/health", "/v1/engines", "/v1/engines/practice-shim/start"])
+@pytest.mark.parametrize("path", ["/v1/health", "/v1/engines", "/v1/host", "/v1/engines/practice-shim/start"])
 def test_without_the_token_every_route_answers_401_and_starts_nothing(shim, token, path):
     import requests
 

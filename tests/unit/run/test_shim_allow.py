@@ -66,6 +66,9 @@ def test_the_allow_list_fixes_the_program_and_declares_only_the_shim_settings(tm
     assert not {"host", "shim_url", "shim_token_file", "ctx_total"} & set(llama["fixed"])
     assert data["engines"]["practice-shim"]["argv_head"] == [sys.executable]
     assert shim._spec_problem(llama) is None
+    # the preflight's device check, fixed here: llama-server's own listing, nothing for the others
+    assert llama["devices_argv"] == ["/opt/llama-server", "--list-devices"]
+    assert data["engines"]["practice-shim"]["devices_argv"] is None
 
 
 def test_the_shim_builds_the_command_line_the_engine_definition_gives(tmp_path):

@@ -1,0 +1,148 @@
+"""Track M with the harness in a container, for real (`make track-m COMPOSE=1 REHEARSE=1 QUICK=1`):
+scripts/shim-track.sh with SHIM_VIA=1 runs Track M's own plan (quick rehearsal sizes) in the
+harness container (compose/shim.yaml's harness-host-paths: the checkout and the model library at
+their host paths), its Locust master and workers there too, while the host-side shim starts the
+engines natively: the CPU llama-server for Metal llama-server and its control, the practice
+server's imitation for mlx_lm.server. The preflight and measure read the host's memory from the
+shim (GET /v1/host). Every step passes or is skipped with its reason, the seeds' summarise-load.py
+--check accepts the notebook, and nothing is left: no container, no engine, the shim's port free.
+
+It binds the lab's ports 8080 and 8081 (Track M's engines), so run it under
+`flock /tmp/lab-ports.lock`."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness.io.notebook import read_records
+from harness.io.ports import port_open
+from tests.conftest import ROOT, free_port
+from tests.integration.docker.conftest import HARNESS_IMAGE, compose_project, docker, need_image
+
+SEEDS = Path(os.environ.get("HARNESS_SEEDS", "/work/shared/seeds"))
+
+
+def seeds_summarise_load(folder: Path) -> str | None:
+    """The seeds' summarise-load.py, cut from the seed page that embeds it (None without the seeds)."""
+    start, end = "summarise-load.py\n\n#!/usr/bin/env python3\n", "    sys.exit(main(sys.argv[1:]))\n"
+    for page in sorted(folder.glob("*.txt")) if folder.is_dir() else []:
+        text = page.read_text(encoding="utf-8")
+        if start in text:
+            return "#!/usr/bin/env python3\n" + text.split(start, 1)[1].split(end, 1)[0] + end
+    return None
+
+
+def engines_left(run_dir: Path) -> list[str]:
+    """Processes whose command line names this run's directory (each engine's log is in it)."""
+    left = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmd = " ".join(proc.info["cmdline"] or [])
+        if str(run_dir) in cmd and "pytest" not in cmd:
+            left.append(f"{proc.info['pid']}: {cmd[:120]}")
+    return left
+
+
+def test_track_m_rehearsed_with_the_harness_in_a_container_and_the_engines_through_the_shim(tmp_path):
+    from harness.errors import InstallError
+    from harness.run import llama_cpu
+
+    need_image(HARNESS_IMAGE)
+    try:
+        llama_cpu.find_model(), llama_cpu.find_llama_server()
+    except InstallError as exc:
+        pytest.skip(f"the CPU llama-server is not installed (make llama-cpu): {exc}")
+    name = f"test-shim-m-{uuid.uuid4().hex[:8]}"
+    project, run_dir, state = compose_project("shim-m-"), ROOT / "runs" / name, ROOT / "runs" / f"{name}-shim"
+    shim_port = free_port()
+    env = {
+        **os.environ,
+        "SHIM_VIA": "1",
+        "SHIM_PORT": str(shim_port),
+        "SHIM_LIBRARY": str(ROOT / "models"),
+        "PROJECT": project,
+        "SHIM_STATE": f"runs/{name}-shim",
+    }
+    argv = ["scripts/shim-track.sh", "m", "--rehearse", "--quick", "--run-dir", f"runs/{name}"]
+    try:
+        done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+        out = done.stdout + done.stderr
+        assert done.returncode == 0, out[-4000:]
+        manifest = json.loads((run_dir / "manifest.json").read_text())
+        assert manifest["status"] == "passed"
+        odd = [(s["id"], s["status"], s.get("reason")) for s in manifest["steps"] if s["status"] != "passed"]
+        assert all(st == "skipped" and reason for _, st, reason in odd), odd
+        assert ("models", "skipped") in [(i, st) for i, st, _ in odd]  # the overlay's skip, with its reason
+        # Every engine through the shim, reached at host.docker.internal from the container.
+        engines = manifest["engines"]
+        assert set(engines) == {
+            "llama",
+            "llama-slots8",
+            "llama-ctx2048",
+            "llama-kv-alt",
+            "mlx",
+            "control",
+            "mlx-single",
+        }
+        for entry in engines.values():
+            assert entry["command"].startswith(f"(shim http://host.docker.internal:{shim_port}) "), entry
+            assert entry["running"] is False
+        gateway = docker(
+            "network", "inspect", "bridge", "--format", "{{range .IPAM.Config}}{{.Gateway}}{{end}}"
+        )
+        assert f"--host {gateway.stdout.strip()} " in engines["llama"]["command"]  # filled by the shim
+        # The preflight and measure asked the shim about the host (one GET /v1/host each at least).
+        shim_log = (state / "shim.log").read_text().splitlines()
+        assert sum(" GET /v1/host 200 " in line for line in shim_log) >= 3, shim_log[-5:]
+        assert (
+            sum(re.search(r" POST /v1/engines/[\w-]+/start 200 ", line) is not None for line in shim_log) == 7
+        )
+        assert (state / "token").read_text().strip() not in "\n".join(shim_log)
+        speeds = read_records(run_dir / "labbook.md", "engine-speed").records
+        assert speeds and all(r["memory"]["hostname"] == os.uname().nodename for r in speeds)  # the host's
+        levels = read_records(run_dir / "labbook.md", "level").records
+        assert {"llama-baseline", "mlx-baseline", "llama-slots8", "llama-kv-alt"} <= {
+            r["label"] for r in levels
+        }
+        assert (run_dir / "report.md").is_file()
+        assert "nothing left: no container of" in out
+        # The notebook as the lab's own checker reads it (the seeds' script; the harness's drop-in too).
+        checks = [
+            [
+                sys.executable,
+                "-m",
+                "harness.cli",
+                "summarise",
+                "--labbook",
+                str(run_dir / "labbook.md"),
+                "--check",
+            ]
+        ]
+        seed = seeds_summarise_load(SEEDS)
+        if seed is not None:
+            script = tmp_path / "summarise-load.py"
+            script.write_text(seed)
+            checks.append([sys.executable, str(script), "--labbook", str(run_dir / "labbook.md"), "--check"])
+        for check in checks:
+            verdict = subprocess.run(check, cwd=ROOT, capture_output=True, text=True, timeout=120)
+            assert verdict.returncode == 0, verdict.stdout[-3000:] + verdict.stderr[-1000:]
+            assert "FAIL" not in verdict.stdout.replace("0 fail", ""), verdict.stdout[-3000:]
+    finally:
+        for c in docker(
+            "ps", "-aq", "--filter", f"label=com.docker.compose.project={project}"
+        ).stdout.split():
+            docker("rm", "-f", c)
+    assert not any(port_open("127.0.0.1", p) for p in (8080, 8081, shim_port))
+    assert not port_open(gateway.stdout.strip(), shim_port)
+    assert engines_left(run_dir) == []
+    shutil.rmtree(run_dir, ignore_errors=True)
+    shutil.rmtree(state, ignore_errors=True)

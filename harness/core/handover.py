@@ -73,6 +73,7 @@ def _engine_row(engine: dict, tolerance: float) -> dict | None:
         "left_mb": round(left, 1),
         "left": where,
         "alive": int(engine.get("alive") or 0),
+        **({"watched": int(engine["watched"])} if engine.get("watched") is not None else {}),
         # a process of the engine still alive, or its container not removed, is never a hand-over
         # (what it holds on a card does not show in its resident set), however small
         "released": left <= tolerance and not engine.get("alive"),

@@ -97,6 +97,7 @@ class HandOver:
                 "what": "the engine's processes",
                 "left_mb": sum(rss for _, rss in alive),
                 "alive": len(alive),
+                "watched": len(self.pids),
                 "left": left or "no process of it alive",
             }
         rest = launcher.memory_mb()  # a container: None once it is removed

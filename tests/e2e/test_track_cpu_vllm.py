@@ -68,6 +68,12 @@ def test_the_vllm_blocks_of_the_cpu_plan(tmp_path):
     by_id = {s["id"]: s for s in final["steps"]}
     assert {s["status"] for s in final["steps"]} == {"passed"}, log[-3000:]
     assert by_id["vllm/recovery"]["reason"].startswith("idle by /metrics")
+    # The hand-over (issue 29): vLLM's API server, engine core and worker (a tree of at least two,
+    # read just before the stop) all gone at each stop.
+    for block in ("vllm", "vllm-queue"):
+        own = final["engines"][block]["memory_release"]["readings"][0]
+        assert (own["alive"], own["released"], own["left"]) == (0, True, "no process of it alive"), own
+        assert own["watched"] >= 2, own
     assert not port_open("127.0.0.1", port)
     assert not [
         p for p in psutil.process_iter(["cmdline"]) if f"--port {port}" in " ".join(p.info["cmdline"] or [])

@@ -25,6 +25,19 @@ LABEL = "org.llm-harness.test=1"
 TEST_PROJECT_PREFIX = "llmh-test-"  # the Compose projects of the tests (their containers' names)
 SESSION_PROJECTS: set[str] = set()  # the projects this test session made, removed at its end
 
+# The CPU plans (tracks/cpu-compose.yaml, cpu-shim.yaml) at the size the container tests run them:
+# few requests and tokens, the shape of the track and not its numbers (docs/containers.md has
+# those); the levels stay 1, 5, 10, 20, which the checks at the end want (as tests/e2e's CPU track);
+# one repetition of measure: the step, not its statistics, is under test.
+CPU_PLAN_REDUCED = {
+    "REQUESTS": "4",
+    "MIN_ROUNDS": "1",
+    "MAX_TOKENS": "16",
+    "PAIR_LEVELS": "1",
+    "PAIR_REQUESTS": "4",
+    "MEASURE_REPS": "1",
+}
+
 
 def compose_project(kind: str = "") -> str:
     """A fresh Compose project name for one test, remembered so the session's end removes it."""

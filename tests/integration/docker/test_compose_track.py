@@ -21,6 +21,7 @@ from harness.io.notebook import read_records
 from harness.io.ports import port_open
 from tests.conftest import ROOT, free_port
 from tests.integration.docker.conftest import (
+    CPU_PLAN_REDUCED,
     HARNESS_IMAGE,
     LLAMA_CPU_IMAGE,
     docker,
@@ -30,17 +31,7 @@ from tests.integration.docker.conftest import (
 )
 
 MODEL = ROOT / "models" / "gemma-3-270m-q4_k_m.gguf"
-# Few requests and tokens: the shape of the track, not its numbers (docs/containers.md has those).
-# The levels stay 1, 5, 10, 20: the checks at the end want every one of them (as tests/e2e's CPU track).
-# One repetition of measure: the step, not its statistics, is under test.
-REDUCED = {
-    "REQUESTS": "4",
-    "MIN_ROUNDS": "1",
-    "MAX_TOKENS": "16",
-    "PAIR_LEVELS": "1",
-    "PAIR_REQUESTS": "4",
-    "MEASURE_REPS": "1",
-}
+REDUCED = CPU_PLAN_REDUCED
 
 
 def project_containers(project: str) -> list[str]:

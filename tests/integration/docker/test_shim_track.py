@@ -19,18 +19,15 @@ import pytest
 from harness.io.notebook import read_records
 from harness.io.ports import port_open
 from tests.conftest import ROOT, free_port
-from tests.integration.docker.conftest import HARNESS_IMAGE, compose_project, docker, need_image
+from tests.integration.docker.conftest import (
+    CPU_PLAN_REDUCED,
+    HARNESS_IMAGE,
+    compose_project,
+    docker,
+    need_image,
+)
 
-REDUCED = {
-    "REQUESTS": "4",
-    "MIN_ROUNDS": "1",
-    "MAX_TOKENS": "16",
-    "PAIR_LEVELS": "1",
-    "PAIR_REQUESTS": "4",
-    "MEASURE_REPS": "1",
-    "VARIANT_LEVEL": "5",
-    "VARIANT_REQUESTS": "5",
-}
+REDUCED = {**CPU_PLAN_REDUCED, "VARIANT_LEVEL": "5", "VARIANT_REQUESTS": "5"}
 
 
 def test_the_cpu_plan_with_the_harness_in_a_container_and_the_engines_through_the_shim():

@@ -78,9 +78,11 @@ def test_measured_ttft_and_tpot_match_the_servers_truth(practice, tmp_path):
     # matches the gap between the server's own writes
     assert one["arrival_clock"] == eight["arrival_clock"] == "kernel"
     # and how late the client read them: measured, small at this load, so the client was not the limit
-    # every token is timed by its own read, or counted as merged with a later one in a read
+    # every token has its wait: measured from its own read's stamp, or, for a token merged with a
+    # later one in a read (the kernel keeps only the newer stamp), the most it can have been
     assert all(
-        len(s["read_lags_s"]) + s["merged_tokens"] == 40 and min(s["read_lags_s"]) >= 0 for s in samples
+        len(s["read_lags_s"]) == 40 and 0 <= s["merged_tokens"] < 40 and min(s["read_lags_s"]) >= 0
+        for s in samples
     )
     assert eight["client_read_lag_s"]["p99"] is not None and eight["client_limited"] is False
     errors = []

@@ -103,8 +103,11 @@ test-vllm: $(STAMP) $(VLLM_STAMP)
 $(COMPOSE_SCHEMA): $(STAMP)
 	$(BIN)/python scripts/fetch_compose_schema.py $@
 
+# Two workers (pytest-xdist): the files that run engines or tracks are one unit of work, run one
+# test at a time (tests/conftest.py); TEST_WORKERS=0 runs the whole suite in this one process.
+TEST_WORKERS ?= 2
 test: $(STAMP) $(LLAMA_STAMP) $(COMPOSE_SCHEMA)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS)
 
 # ruff on everything, mypy on the pure core (configured in pyproject.toml).
 lint: $(STAMP)

@@ -37,13 +37,63 @@ FOLDER_MARKERS = ("unit", "integration", "e2e")
 VLLM_REQUIRED = os.environ.get("HARNESS_VLLM_REQUIRED") == "1"
 
 
+# `make test` runs the suite on two pytest-xdist workers: it mostly waits on servers starting and
+# on the practice server's modelled time, so a second worker nearly halves it on two cores. Each
+# file runs whole on one worker, in order (its module fixtures start once); the files that run
+# real engines (llama-server, vLLM, containers, whole tracks, the shim's engines) form one unit
+# of work, run first and one test at a time, as before: no two engines compete for the cores or
+# a port, and each one's clean-up checks see only its own servers. (xdist's own `loadgroup`
+# cannot do this on pytest 9.2, whose node ids no longer take the group suffix xdist writes.)
+SERIAL_MARKERS = ("llama", "vllm", "docker")
+SERIAL = (
+    "tests/e2e/",
+    "tests/integration/docker/",
+    "tests/integration/vllm/",
+    "tests/integration/shim/",
+    "tests/integration/test_gpu_check.py",
+    "tests/integration/test_handover.py",
+    "tests/integration/test_llama_cpu.py",
+    "tests/integration/test_sweep_llama.py",
+    "tests/integration/test_workloads_llama.py",
+)
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work a test belongs to: ``serial`` for the engines' files, else its file."""
+    path = nodeid.split("::", 1)[0]
+    return "serial" if path.startswith(SERIAL) else path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class EnginesTogether(LoadScopeScheduling):
+        """xdist's per-scope scheduling with the scopes of ``work_unit``, in collection order
+        (tests/e2e first, so the long serial unit starts at once)."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    config.option.loadscopereorder = False
+    return EnginesTogether(config, log)
+
+
+@pytest.hookimpl(trylast=True)  # after the folders' own hooks (the docker folder's marker)
 def pytest_collection_modifyitems(config, items):
-    """Mark each test with the folder under tests/ that holds it (unit, integration or e2e)."""
+    """Mark each test with the folder under tests/ that holds it (unit, integration or e2e); a
+    test that needs an engine outside the serial files is a usage error saying where to add it."""
     tests = ROOT / "tests"
     for item in items:
         parts = Path(str(item.path)).resolve().relative_to(tests).parts
         if parts and parts[0] in FOLDER_MARKERS:
             item.add_marker(parts[0])
+        engine = next((m for m in SERIAL_MARKERS if item.get_closest_marker(m)), None)
+        if engine and work_unit(item.nodeid) != "serial":
+            raise pytest.UsageError(
+                f"{item.nodeid} is marked {engine} but its file is not in SERIAL (tests/conftest.py): "
+                "add it there, so that it never runs beside another engine"
+            )
 
 
 def pytest_runtest_setup(item):

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from harness.core import words
+from harness.run import handover
 from harness.run.context import BlockContext, block_context, file_target
 from harness.run.engine_defs import engine_env, engine_files
 from harness.run.launchers import make_launcher
@@ -105,6 +106,9 @@ def print_dry_run(plan: Plan, run_dir: Path, notebook: Path, out: Callable[[str]
             if s.needs:
                 out(f"       needs {s.needs}: skipped, with the reason, when that optional block is")
         if ctx is not None and make_launcher(ctx).keeps_port:
-            out(f"stop:  {block.id} ({make_launcher(ctx).stopped_note()})")
+            memory = handover.planned(block.launcher, True)
+            out(f"stop:  {block.id} ({make_launcher(ctx).stopped_note()}){memory}")
         elif ctx is not None:
-            out(f"stop:  {block.id}, then prove port {ctx.port} free")
+            out(
+                f"stop:  {block.id}, then prove port {ctx.port} free{handover.planned(block.launcher, False)}"
+            )

@@ -119,6 +119,18 @@ class HandOver:
             time.sleep(0.5)
 
 
+def planned(kind: str, keeps_port: bool) -> str:
+    """What a stop checks of memory, for the dry run's stop line ("" where nothing is judged)."""
+    if kind in NOT_HERE:
+        return ""
+    if keeps_port:
+        return "; the service's memory after the unload compared with before the load"
+    if kind in ELSEWHERE:
+        return " and its memory released (the engine's own reading, on the shim's host)"
+    gone = "its container" if kind == "compose" else "its processes"
+    return f" and its memory released ({gone} gone, the machine's memory back)"
+
+
 def stop_and_judge(found: HandOver | None, launcher, held_mb: float | None) -> dict | None:
     """Stop the engine (``launcher.stop()``: its port proven free) and, when its start was read
     (``found``), whether its memory came back; None when there is nothing of ours to judge."""

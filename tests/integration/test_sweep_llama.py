@@ -65,7 +65,9 @@ def test_baseline_sweep_completes_with_usage_counts(server, tmp_path):
         assert r["failed"] == 0, r["first_error"]
         assert r["token_counts"] == "usage" and r["cached_tokens_mean"] is not None
     assert levels[-1]["server_metrics"]["llamacpp:requests_deferred"]["max"] > 0  # 20 people, 4 slots
-    assert levels[1]["output_tokens_per_s"] > levels[0]["output_tokens_per_s"]  # batching pays
+    # batching: at c = 5 the server ran several requests at once (its own gauge; a throughput
+    # comparison between two levels is a benchmark's, and fails whenever the cores are shared)
+    assert levels[1]["server_metrics"]["llamacpp:requests_processing"]["max"] > 1
 
 
 def test_prefix_pair_control_first(server, tmp_path):

@@ -105,10 +105,10 @@ def print_dry_run(plan: Plan, run_dir: Path, notebook: Path, out: Callable[[str]
                 out(f"{s.id}: {describe(s, run_dir)}")
             if s.needs:
                 out(f"       needs {s.needs}: skipped, with the reason, when that optional block is")
-        if ctx is not None and make_launcher(ctx).keeps_port:
-            memory = handover.planned(block.launcher, True)
-            out(f"stop:  {block.id} ({make_launcher(ctx).stopped_note()}){memory}")
-        elif ctx is not None:
-            out(
-                f"stop:  {block.id}, then prove port {ctx.port} free{handover.planned(block.launcher, False)}"
-            )
+        if ctx is not None:
+            launcher = make_launcher(ctx)
+            memory = handover.planned(block.launcher, launcher.keeps_port)
+            if launcher.keeps_port:
+                out(f"stop:  {block.id} ({launcher.stopped_note()}){memory}")
+            else:
+                out(f"stop:  {block.id}, then prove port {ctx.port} free{memory}")

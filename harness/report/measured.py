@@ -1,15 +1,20 @@
 """The run report's section "Measured against what bandwidth allows": each real curve's speed alone
 against the speed limit and its peak against Task 1's ceiling, then the engine comparison's Task 9,
-each absent with its reason when its inputs are (no machine, no model file, no records)."""
+each absent with its reason when its inputs are (no machine, no model file, no records).
+
+A rehearsal's stand-ins ran on this machine, not on the track's: its curves are set against this
+machine's bandwidth, measured when the report is written, and the section says so and names the
+track machine's figure that the hardware run uses."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Callable
 
 from harness.core.records import is_engine_speed, is_features, is_level
 from harness.errors import HarnessError
-from harness.io.machines import feature_settings, lookup, visible_memory_rules
+from harness.io.machines import Bandwidth, feature_settings, lookup, measure_bandwidth, visible_memory_rules
 from harness.io.model_info import load_model
 from harness.io.notebook import read_records
 from harness.report import limits
@@ -44,10 +49,32 @@ def plan_machine(plan) -> str | None:
     return (getattr(plan, "variables", {}) or {}).get("MACHINE") or getattr(plan, "machine", None)
 
 
-def section(notebook: Path, plan) -> list[str]:
+def rehearsal_bandwidth(machine: dict | None, measured: Bandwidth) -> tuple[float, str, list[str]]:
+    """A rehearsal's bandwidth (this machine's, measured), its label for Task 9's table, and the
+    lines that open the section saying why it is not the track machine's figure."""
+    track = (
+        f"{machine['name']}'s {float(machine['bandwidth_gb_s']):g} GB/s, which the hardware run uses"
+        if machine
+        else "the track machine's figure on the hardware"
+    )
+    gb_s = round(measured.gb_s, 1)  # a copy's timing: more digits would claim a precision it lacks
+    return (
+        gb_s,
+        f"this machine, {gb_s:g} GB/s measured",
+        [
+            f"A rehearsal: the stand-ins ran on this machine's CPU, so each figure below is set against "
+            f"this machine's memory bandwidth, {gb_s:g} GB/s measured when this report was "
+            f"written ({measured.method}; a lower bound), not against {track}.",
+            "",
+        ],
+    )
+
+
+def section(notebook: Path, plan, measure: Callable[[], Bandwidth] = measure_bandwidth) -> list[str]:
     """The run report's measured-against-predicted section: the engine comparison's Task 9 when the
     notebook holds single-user records, and each real curve against the speed limit and Task 1's
-    ceiling when it holds levels; each part absent, with its reason, when its inputs are."""
+    ceiling when it holds levels; each part absent, with its reason, when its inputs are. ``measure``
+    times this machine's bandwidth for a rehearsal."""
     if not notebook.is_file():
         return []
     speed = read_records(notebook, "engine-speed", select=is_engine_speed).records
@@ -63,6 +90,10 @@ def section(notebook: Path, plan) -> list[str]:
     except HarnessError as exc:
         return lines + [f"Not computed: {exc}", ""]
     bandwidth = float(machine["bandwidth_gb_s"]) if machine else None
+    machine_label = machine["name"] if machine else ""
+    if getattr(plan, "rehearsal", None) is not None:
+        bandwidth, machine_label, opening = rehearsal_bandwidth(machine, measure())
+        lines += opening
     try:
         model, why = load_model(os.path.expandvars(plan_model(plan))), ""
     except HarnessError as exc:
@@ -78,7 +109,7 @@ def section(notebook: Path, plan) -> list[str]:
         inputs = Inputs(
             model,
             bandwidth,
-            machine["name"] if machine else "",
+            machine_label,
             visible_memory_rules(),
             feature_settings(),
             mapped_mib(notebook),

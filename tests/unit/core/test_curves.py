@@ -263,3 +263,15 @@ def test_summarise_says_why_a_negative_base_is_not_used(tmp_path, capsys):
     summary = json.loads(book.read_text().strip().splitlines()[-1])
     assert summary["record"] == "curve-summary" and summary["tpot_fit_ms"] is None
     assert summary["ceiling_tokens_per_s"] is None and "seat_ceiling_tokens_per_s" not in summary
+
+
+def test_without_the_labs_sweeps_required_their_absence_is_no_finding():
+    """A plan that is not the serving lab (Day 3): no baseline and no prefix pair is not a FAIL; the
+    curves it has are still held to every other rule."""
+    crowd = curves.by_label([level(c, 10, 0.02 + 0.001 * c, label="day3-real") for c in (1, 2, 4, 8, 16)])
+    required = curves.check(crowd)
+    assert any(v == "FAIL" and t.startswith("baseline sweep") for v, t in required)
+    assert any(v == "FAIL" and t.startswith("prefix pair") for v, t in required)
+    relaxed = curves.check(crowd, lab_sweeps=False)
+    assert not [t for _, t in relaxed if t.startswith(("baseline sweep", "prefix pair"))]
+    assert [f for f in required if not f[1].startswith(("baseline sweep", "prefix pair"))] == relaxed

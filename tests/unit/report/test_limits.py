@@ -88,3 +88,26 @@ def test_a_missing_model_file_still_gives_the_speed_limit(tmp_path):
     text = "\n".join(measured.section(book, plan))
     assert "- day3-real: 55.0 tok/s alone" in text and "273 GB/s / 4.9 GB = 55.7 tok/s" in text
     assert "- no model to predict with: " in text
+
+
+def test_a_rehearsal_sets_its_curves_against_this_machines_bandwidth_not_the_tracks(tmp_path):
+    """A rehearsal's stand-ins ran here: the M4 Pro's 273 GB/s would make a share of a machine the
+    curve never ran on. The section uses this machine's measured figure and names the track's."""
+    from harness.io.machines import Bandwidth
+
+    book = tmp_path / "labbook.md"
+    for rec in curve().values():
+        append_record(book, {**rec, "label": "day3-real"}, "level")
+    plan = SimpleNamespace(
+        machine=None, steps=[], variables={"MACHINE": "m4-pro", "MODEL_GB": 4.9}, rehearsal=object()
+    )
+    here = Bandwidth(10.04, 2, "2-thread copy of 128 MiB each, read + written")
+    text = "\n".join(measured.section(book, plan, measure=lambda: here))
+    assert "this machine's memory bandwidth, 10 GB/s measured" in text
+    assert "not against Apple M4 Pro's 273 GB/s, which the hardware run uses" in text
+    # 55.0 tok/s alone against 10 GB/s / 4.9 GB = 2.0 tok/s: the figure is this machine's arithmetic
+    assert "speed limit 10 GB/s / 4.9 GB = 2.0 tok/s" in text and "273 GB/s / 4.9" not in text
+    assert "- day3-real: peak 275.8 tok/s at c=16" in text and "10 GB/s)" in text
+    # a real run is untouched: the track machine's figure, nothing measured
+    real = SimpleNamespace(machine=None, steps=[], variables={"MACHINE": "m4-pro", "MODEL_GB": 4.9})
+    assert "273 GB/s / 4.9 GB" in "\n".join(measured.section(book, real, measure=lambda: 1 / 0))

@@ -316,3 +316,26 @@ def test_allocation_rows_from_the_records(tmp_path):
         "mismatch",
         "the log holds 55,000 tokens of KV, the prediction 55,356",
     ] in rows
+
+
+def test_the_serving_labs_sweeps_are_asked_only_of_a_plan_that_checks_the_lab(tmp_path):
+    """Day 3's crowds (1, 2, 4, 8, 16) are not the serving lab's 1, 5, 10, 20 baseline: a plan with no
+    check step gets no FAIL for the lab's missing sweeps, and the report says why; one with a check
+    step does. The fixture's curve has 1, 2, 4, 8 and 16, and a prefix pair."""
+    text = write(tmp_path)[1].read_text()
+    validation = text[text.index("### Validation") :]
+    assert "The plan has no check step: the serving lab's 1, 5, 10, 20 baseline" in validation
+    assert "baseline sweep (mixed prompts" not in validation
+    assert "prefix pair: shared: practice-prefix-shared; control: practice-prefix-unique" in validation
+    checked = {
+        **MANIFEST,
+        "steps": [*MANIFEST["steps"], {"id": "check", "kind": "check", "status": "passed"}],
+    }
+    (tmp_path / "checked").mkdir()
+    text = write(tmp_path / "checked", manifest=checked)[1].read_text()
+    validation = text[text.index("### Validation") :]
+    assert (
+        "| FAIL      | baseline sweep (mixed prompts, every level of 1, 5, 10, 20 completed): none found"
+        in validation
+    )
+    assert "The plan has no check step" not in validation

@@ -2,9 +2,11 @@
 against the speed limit and its peak against Task 1's ceiling, then the engine comparison's Task 9,
 each absent with its reason when its inputs are (no machine, no model file, no records).
 
-A rehearsal's stand-ins ran on this machine, not on the track's: its curves are set against this
-machine's bandwidth, measured when the report is written, and the section says so and names the
-track machine's figure that the hardware run uses."""
+A rehearsal's stand-ins ran on this machine, not on the track's: where the plan's model is the
+stand-in's own (Day 3's), its curves are set against this machine's bandwidth, measured when the
+report is written, and the section says so and names the track machine's figure that the hardware
+run uses; where the plan predicts for the track's model (Tracks S, N, X, M), the section is absent,
+saying why."""
 
 from __future__ import annotations
 
@@ -49,6 +51,19 @@ def plan_machine(plan) -> str | None:
     return (getattr(plan, "variables", {}) or {}).get("MACHINE") or getattr(plan, "machine", None)
 
 
+def rehearsal_absent(model: str, machine_key: str | None) -> str:
+    """Why a rehearsal whose stand-ins serve another model than the plan predicts for has no such
+    section, and what the hardware run shows in it."""
+    on = f" on {machine_key}" if machine_key else ""
+    return (
+        f"_Not computed in a rehearsal: this section's arithmetic is for the track's model ({model}){on}, "
+        "and every figure above is a CPU stand-in's serving another model on this machine; side by side "
+        "they would say nothing. On the hardware it sets each curve's speed alone against the speed "
+        "limit (bandwidth / model size), its peak against Task 1's aggregate ceiling, and explains the "
+        "engines' single-user differences (Task 9)._"
+    )
+
+
 def rehearsal_bandwidth(machine: dict | None, measured: Bandwidth) -> tuple[float, str, list[str]]:
     """A rehearsal's bandwidth (this machine's, measured), its label for Task 9's table, and the
     lines that open the section saying why it is not the track machine's figure."""
@@ -84,6 +99,9 @@ def section(notebook: Path, plan, measure: Callable[[], Bandwidth] = measure_ban
     if not speed and not levels:
         return []
     lines = ["## Measured against what bandwidth allows", ""]
+    rehearsal = getattr(plan, "rehearsal", None)
+    if rehearsal is not None and plan_model(plan) in rehearsal.models:
+        return lines + [rehearsal_absent(plan_model(plan), plan_machine(plan)), ""]
     try:
         key = plan_machine(plan)
         machine = lookup(key) if key else None

@@ -53,6 +53,7 @@ class Rehearsal:
     stand_ins: dict[str, dict] = field(default_factory=dict)  # engine name -> its stand-in entry
     notes: list[str] = field(default_factory=list)  # plan-wide changes, in words
     skips: dict[str, str] = field(default_factory=dict)  # step kind -> why a rehearsal skips it
+    models: dict[str, str] = field(default_factory=dict)  # the track's model -> the stand-in's (predict)
 
     def step_notes(self, step_id: str) -> list[str]:
         """The overlay's changes to one step (``control/verify-allocation: expect_device CUDA0 -> CPU``)."""
@@ -302,5 +303,8 @@ def rehearse(raw: dict, plan_name: str, quick: bool) -> tuple[dict, Rehearsal]:
         stand_ins=engines,
         notes=notes,
         skips=dict(overlay.get("skip", {})),
+        models={
+            model: str(swap["model"]) for model, swap in _fill(overlay.get("predict", {}), resolve).items()
+        },
     )
     return plan, info

@@ -99,7 +99,10 @@ def test_a_rehearsal_sets_its_curves_against_this_machines_bandwidth_not_the_tra
     for rec in curve().values():
         append_record(book, {**rec, "label": "day3-real"}, "level")
     plan = SimpleNamespace(
-        machine=None, steps=[], variables={"MACHINE": "m4-pro", "MODEL_GB": 4.9}, rehearsal=object()
+        machine=None,
+        steps=[],
+        variables={"MACHINE": "m4-pro", "MODEL_GB": 4.9},
+        rehearsal=SimpleNamespace(models={}),  # Day 3's model is the stand-in's own file
     )
     here = Bandwidth(10.04, 2, "2-thread copy of 128 MiB each, read + written")
     text = "\n".join(measured.section(book, plan, measure=lambda: here))
@@ -111,3 +114,27 @@ def test_a_rehearsal_sets_its_curves_against_this_machines_bandwidth_not_the_tra
     # a real run is untouched: the track machine's figure, nothing measured
     real = SimpleNamespace(machine=None, steps=[], variables={"MACHINE": "m4-pro", "MODEL_GB": 4.9})
     assert "273 GB/s / 4.9 GB" in "\n".join(measured.section(book, real, measure=lambda: 1 / 0))
+
+
+def test_a_rehearsal_predicting_for_the_tracks_model_has_no_such_section_and_says_why(tmp_path):
+    """Track S's plan predicts for Qwen3-8B while its stand-ins serve Gemma 3 270M: a share of
+    Qwen3-8B's ceiling would be a figure about nothing. The overlay's own mapping says so."""
+    from harness.run.plans import load_plan
+
+    rehearsal = load_plan("track-s", rehearse_it=True).rehearsal
+    assert set(rehearsal.models) == {"qwen3-8b"}
+    book = tmp_path / "labbook.md"
+    for rec in curve().values():
+        append_record(book, {**rec, "label": "llama-baseline"}, "level")
+    plan = SimpleNamespace(
+        machine="spark",
+        steps=[SimpleNamespace(kind="predict", options={"model": "qwen3-8b"})],
+        variables={},
+        rehearsal=rehearsal,
+    )
+    text = "\n".join(measured.section(book, plan, measure=lambda: 1 / 0))  # nothing measured
+    assert (
+        "Not computed in a rehearsal: this section's arithmetic is for the track's model (qwen3-8b) on spark"
+        in text
+    )
+    assert "tok/s alone" not in text and "ceiling" not in text.split("On the hardware")[0]

@@ -124,6 +124,8 @@ def allocation(r: RunInputs) -> list[str]:
             want = _mib(None if pool is None else pool / 2**20)
             caches = seen.get("kv_caches") or []
             got = _mib(sum(c["mib"] for c in caches)) if caches else "—"
+        if a["verdict"] == "observed":  # --observe-only: the memory fraction sized the pool, not the settings
+            want = "— (observed only: a memory fraction sets the pool)"
         rows.append(
             [
                 a["label"],

@@ -302,10 +302,39 @@ def test_allocation_rows_from_the_records(tmp_path):
         problems=["the log holds 55,000 tokens of KV, the prediction 55,356"],
         recorded_at="2026-12-01T06:10:00+0000",
     )
-    for rec in (llama, vllm):
+    # a memory-fraction block (Track S's vllm-mem-a): the log's pool observed, nothing predicted for it
+    fraction = Allocation(
+        label="vllm-mem-a",
+        engine="vllm",
+        model="gemma-3-270m",
+        log="vllm-mem-a.out",
+        settings={
+            "slots": 20,
+            "ctx_per_slot": 4096,
+            "cache_type": "f16",
+            "swa_full": False,
+            "kv_bytes": None,
+        },
+        observed={"kv_tokens": 69183},
+        predicted={"log_lines": [], "pool_bytes": 1509949440.0, "vllm_tokens": 114807},
+        verdict="observed",
+        problems=[],
+        recorded_at="2026-12-02T17:02:57+0000",
+    )
+    for rec in (llama, vllm, fraction):
         append_record(book, rec.to_dict(), "allocation")
     run_dir, path = write(tmp_path, notebook=book)
     rows = md_rows(path.read_text())
+    observed_only = "— (observed only: a memory fraction sets the pool)"
+    assert [
+        "vllm-mem-a",
+        "vllm",
+        "20 x 4,096 tokens, f16",
+        observed_only,
+        "69,183 tokens",
+        "observed",
+        "—",
+    ] in rows
     assert ["llama", "llama-server", "4 x 2,048 tokens, f16", "144.0 MiB", "144.0 MiB", "match", "—"] in rows
     assert [
         "vllm",

@@ -24,6 +24,9 @@ _VLLM_TOKENS = re.compile(r"([GC]PU) KV cache size: ([\d,]+) tokens")  # vLLM's 
 _VLLM_CONC = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
 _VLLM_AVAIL = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
 _VLLM_LOAD = re.compile(r"Model loading took ([\d.]+) GiB")
+# vLLM's CPU build sizes its pool from --gpu-memory-utilization x the memory it counts on the NUMA node,
+# and says both: "Auto set (0.85/17.84) GiB for KV cache on node 0, with 2.68 GiB requested memory ..."
+_VLLM_CPU_AUTO = re.compile(r"Auto set \(([\d.]+)/([\d.]+)\) GiB for KV cache")
 
 
 def _num(text: str) -> int:
@@ -69,6 +72,8 @@ def parse_vllm(text: str) -> dict:
         out["available_kv_gib"] = float(m[1])
     if m := _VLLM_LOAD.search(text):
         out["model_loading_gib"] = float(m[1])
+    if m := _VLLM_CPU_AUTO.search(text):  # the CPU build: the pool and the total it took a share of
+        out["cpu_kv_gib"], out["memory_total_gib"] = float(m[1]), float(m[2])
     return out
 
 

@@ -30,11 +30,27 @@ def fraction_starts(r: RunInputs) -> list[dict]:
     """Each memory-fraction start the notebook holds: its label, fraction and available KV memory."""
     out = []
     for rec in r.records("allocation", lambda o: o.get("record") == "allocation"):
-        gib = (rec.get("observed") or {}).get("available_kv_gib")
+        seen = rec.get("observed") or {}
+        # a GPU build's "Available KV cache memory", else the CPU build's "Auto set (X/total) GiB"
+        gib = seen.get("available_kv_gib", seen.get("cpu_kv_gib"))
         fraction = _fraction_of(r.plan, rec.get("label", ""))
         if gib is not None and fraction is not None:
-            out.append({"label": rec["label"], "fraction": fraction, "available_kv_gib": float(gib)})
+            start = {"label": rec["label"], "fraction": fraction, "available_kv_gib": float(gib)}
+            if seen.get("memory_total_gib") is not None:  # vLLM's CPU build names the total it took
+                start["memory_total_gib"] = float(seen["memory_total_gib"])
+            out.append(start)
     return sorted(out, key=lambda s: s["fraction"])
+
+
+def _fraction_total(a: dict, b: dict, machine: dict | None) -> tuple[float, str] | None:
+    """The total memory a fraction is a share of, in GiB, and where it comes from: the total the
+    engine's own log names (vLLM's CPU build: this machine's memory as its worker counts it), else
+    the plan's machine's memory; None when neither is known."""
+    if a.get("memory_total_gib") is not None and a.get("memory_total_gib") == b.get("memory_total_gib"):
+        return a["memory_total_gib"], "the memory vLLM's CPU worker counts on this machine, from its log"
+    if machine and machine.get("memory_gb"):
+        return float(machine["memory_gb"]) * 1e9 / 2**30, machine["name"]
+    return None
 
 
 def fraction_section(r: RunInputs) -> list[str]:
@@ -49,12 +65,13 @@ def fraction_section(r: RunInputs) -> list[str]:
         f"{a['label']} at {a['fraction']:g}: {a['available_kv_gib']:.2f} GiB available for the KV cache; "
         f"{b['label']} at {b['fraction']:g}: {b['available_kv_gib']:.2f} GiB"
     )
-    if not machine or not machine.get("memory_gb"):
+    found = _fraction_total(a, b, machine)
+    if found is None:
         return lines + [f"{seen}. No total memory for the plan's machine, so no predicted change.", ""]
-    total = float(machine["memory_gb"]) * 1e9 / 2**30
+    total, source = found
     got = fraction_change(a, b, total)
     share = f" ({got['share']:.2f} of it)" if got["share"] is not None else ""
-    step = f"({b['fraction']:g} - {a['fraction']:g}) x {total:.2f} GiB ({machine['name']})"
+    step = f"({b['fraction']:g} - {a['fraction']:g}) x {total:.2f} GiB ({source})"
     return lines + [
         f"{seen}. The pool changed by {got['measured_gib']:+.2f} GiB; {step} = {got['predicted_gib']:+.2f} "
         f"GiB predicted{share}: the weights and activations do not change, so the pool moves by the "

@@ -126,3 +126,38 @@ def test_trtllm_guided_decoder_line_read_from_its_log(tmp_path):
     assert (
         "has no line matching `Guided decoder initialized with backend: .*XGRAMMAR`" in log_lines(started)[0]
     )
+
+
+# vLLM's CPU build 0.32.0 in Track S's rehearsal (2026-12-02, its vllm-mem-a and vllm-mem-b logs): it
+# prints no "Available KV cache memory" line but the pool and the total it took a share of.
+CPU_MEM_A = (
+    "(Worker pid=74) INFO 12-02 17:02:39 [cpu_worker.py:260] Auto set (0.85/17.84) GiB for KV cache on "
+    "node 0, with 2.68 GiB requested memory for the worker. 1.83 GiB memory was consumed by non-kv usages.\n"
+    "(EngineCore pid=54) INFO 12-02 17:02:39 [kv_cache_utils.py:2327] CPU KV cache size: 69,183 tokens, "
+    "Maximum concurrency for 4,096 tokens per request: 16.89x\n"
+)
+CPU_MEM_B = CPU_MEM_A.replace("(0.85/17.84)", "(1.73/17.84)").replace("69,183", "141,596")
+
+
+def test_vllm_cpu_builds_fraction_change_set_against_the_total_its_log_names():
+    """A rehearsal's memory-fraction blocks: the CPU worker's own total (this machine's), not the
+    Spark's 128 GB, is what the fraction is a share of."""
+    from types import SimpleNamespace
+
+    from harness.report import lab_records
+
+    seen = engine_logs.parse_vllm(CPU_MEM_A)
+    assert (seen["cpu_kv_gib"], seen["memory_total_gib"], seen["kv_tokens"]) == (0.85, 17.84, 69183)
+    assert "available_kv_gib" not in seen  # verify-allocation's GPU pool arithmetic is not asked of it
+    recs = [
+        {"record": "allocation", "label": "vllm-mem-a", "observed": seen},
+        {"record": "allocation", "label": "vllm-mem-b", "observed": engine_logs.parse_vllm(CPU_MEM_B)},
+    ]
+    plan = load_plan("track-s", rehearse_it=True)  # the overlay's fractions: 0.15 and 0.20
+    r = SimpleNamespace(plan=plan, records=lambda kind, select: [x for x in recs if select(x)])
+    text = "\n".join(lab_records.fraction_section(r))
+    # (0.20 - 0.15) x 17.84 = 0.892 GiB predicted; 1.73 - 0.85 = 0.88 measured
+    assert (
+        "The pool changed by +0.88 GiB; (0.2 - 0.15) x 17.84 GiB (the memory vLLM's CPU worker counts on "
+        "this machine, from its log) = +0.89 GiB predicted (0.99 of it)"
+    ) in text

@@ -56,7 +56,18 @@ def _fraction_total(a: dict, b: dict, machine: dict | None) -> tuple[float, str]
 def fraction_section(r: RunInputs) -> list[str]:
     starts = fraction_starts(r)
     if len(starts) < 2:
-        return []
+        planned = [b for b in getattr(r.plan, "blocks", {}) if _fraction_of(r.plan, b) is not None]
+        if len(planned) < 2:
+            return []  # the plan compares no two memory fractions
+        read = ", ".join(s["label"] for s in starts) or "none"
+        return [
+            "## vLLM memory fraction, A to B",
+            "",
+            f"_No fraction change: the plan starts {', '.join(planned)} at their memory fractions, and the "
+            f"KV memory each had was read for {read} (no verify-allocation record of a log line naming "
+            "it: the block skipped or failed, or its log printed no such line)._",
+            "",
+        ]
     key = plan_machine(r.plan)
     machine = lookup(key) if key else None
     lines = ["## vLLM memory fraction, A to B", ""]

@@ -61,7 +61,13 @@ def test_memory_fraction_change_set_against_the_pool_change():
     # 128 GB = 119.21 GiB: (0.5 - 0.4) x 119.21 = 11.92 GiB predicted, 11.90 measured
     assert "vllm-mem-a at 0.4: 30.00 GiB available for the KV cache; vllm-mem-b at 0.5: 41.90 GiB" in text
     assert "The pool changed by +11.90 GiB; (0.5 - 0.4) x 119.21 GiB (Ryzen AI Max+ 395) = +11.92 GiB" in text
-    assert lab_records.fraction_section(SimpleNamespace(plan=plan, records=lambda k, s: recs[2:])) == []
+    (_, _, absent, _) = lab_records.fraction_section(
+        SimpleNamespace(plan=plan, records=lambda k, s: recs[2:])
+    )
+    assert absent.startswith("_No fraction change: the plan starts vllm-mem-a, vllm-mem-b at their memory")
+    assert "was read for none (no verify-allocation record" in absent
+    no_fractions = load_plan("track-m")
+    assert lab_records.fraction_section(SimpleNamespace(plan=no_fractions, records=lambda k, s: recs)) == []
 
 
 def test_mtl0_mapped_beside_the_vm_stat_delta(tmp_path):

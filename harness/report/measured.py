@@ -100,8 +100,8 @@ def section(notebook: Path, plan, measure: Callable[[], Bandwidth] = measure_ban
         return []
     lines = ["## Measured against what bandwidth allows", ""]
     rehearsal = getattr(plan, "rehearsal", None)
-    if rehearsal is not None and plan_model(plan) in rehearsal.models:
-        return lines + [rehearsal_absent(plan_model(plan), plan_machine(plan)), ""]
+    if rehearsal is not None and (predicted_for := plan_model(plan)) in rehearsal.models:
+        return lines + [rehearsal_absent(predicted_for, plan_machine(plan)), ""]
     try:
         key = plan_machine(plan)
         machine = lookup(key) if key else None
@@ -109,7 +109,7 @@ def section(notebook: Path, plan, measure: Callable[[], Bandwidth] = measure_ban
         return lines + [f"Not computed: {exc}", ""]
     bandwidth = float(machine["bandwidth_gb_s"]) if machine else None
     machine_label = machine["name"] if machine else ""
-    if getattr(plan, "rehearsal", None) is not None:
+    if rehearsal is not None:
         bandwidth, machine_label, opening = rehearsal_bandwidth(machine, measure())
         lines += opening
     try:

@@ -76,7 +76,10 @@ def test_burstiness_gives_gamma_departures_and_each_sample_its_lateness(practice
     # an even schedule: no burstiness, CV near 0
     out = sweep(*args, "--rate", "40", "--requests", "60", "--label", "even")
     assert out.returncode == 0, out.stderr
-    assert levels(book)[-1]["departure_gap_cv"] < 0.5 and levels(book)[-1]["arrival"] == "fixed-rate"
+    assert levels(book)[-1]["arrival"] == "fixed-rate"
+    rows = samples_of(book)[-60:]
+    due = sorted(r["departed_monotonic_s"] - r["schedule_lateness_s"] for r in rows)
+    assert coefficient_of_variation(gaps(due)) < 0.01 and due[-1] - due[0] == pytest.approx(59 / 40, abs=1e-3)
 
 
 def test_bad_workload_options_are_one_line_before_anything_starts(tmp_path):

@@ -75,7 +75,10 @@ def test_https_to_a_plain_http_port_is_said_at_once(practice, tmp_path):
     server = practice("kit")
     url = f"https://127.0.0.1:{server.port}/v1"
     started = time.monotonic()
-    done = sweep(url, tmp_path / "book.md", "--timeout", "60")
+    done = harness(
+        "sweep", "--base-url", url, "--model", "local-chat", "--labbook", str(tmp_path / "book.md"),
+        *SMALL, "--timeout", "600", timeout=700,
+    )  # fmt: skip
     took = time.monotonic() - started
     assert done.returncode != 0
     line = done.stderr.strip().splitlines()[-1]
@@ -83,7 +86,9 @@ def test_https_to_a_plain_http_port_is_said_at_once(practice, tmp_path):
         f"harness sweep: {url} names TLS, but 127.0.0.1:{server.port} speaks plain HTTP "
         f"(no TLS handshake); use {server.base_url}"
     )
-    assert took < 15, took  # the handshake's own 2 s bound and the command's start, not the 60 s
+    # Said within the check's own 2 s bounds and the command's start, not at the request's 600 s
+    # bound: the command's start alone took 20 s once in CI, beside the engine tests on 2 cores.
+    assert took < 120, took
 
 
 def test_https_to_a_tls_server_passes_the_check(practice, tmp_path):

@@ -50,15 +50,12 @@ def test_a_bad_number_stops_the_headless_run_in_one_line(args, line, tmp_path):
             str(tmp_path / "b.md"),
             *args,
         ]
-        t0 = time.monotonic()
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=ROOT)
-        took = time.monotonic() - t0
         sent = list(srv.requests)
     err = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(err) == 1 and line in err[0], done.stderr
     assert ": error: argument " in err[0] and "Traceback" not in done.stderr  # "locust: error: ..."
-    assert not sent and not (tmp_path / "b.md").exists()  # nothing started
-    assert took < 30, took
+    assert not sent and not (tmp_path / "b.md").exists()  # nothing started (no request, no notebook)
 
 
 def test_no_numeric_option_of_ours_goes_unchecked():

@@ -19,7 +19,9 @@ from tests.integration.faults.hostile import MODEL, SERVER_MESSAGE, HostileServe
 ROOT = Path(__file__).resolve().parents[3]
 HARNESS = [sys.executable, "-m", "harness.entry"]
 TOTAL, IDLE = 3.0, 1.5  # the bounds every run below states
-SLACK = 25.0  # process start-up and Locust import on a shared 2-core machine
+# Process start-up and Locust's import on a shared 2-core machine: a command's start alone took
+# 20 s once in CI, beside the engine tests. A hang still shows: it runs to _run's bound + 60 s.
+SLACK = 45.0
 
 # fault -> (requests that finish ok, the words the first error must carry)
 MATRIX = {

@@ -194,7 +194,7 @@ def test_a_worker_that_dies_mid_level_reaches_the_user_at_once(tmp_path):
                 proc.wait()
     _clean(out + err)
     assert proc.returncode != 0 and "a Locust worker process exited" in err, err
-    assert took < 15, took
+    assert took < 30, took  # not the 200 requests' run, nor communicate's 60 s
 
 
 @pytest.mark.slow

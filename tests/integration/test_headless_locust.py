@@ -45,7 +45,7 @@ def harness_lines(done: subprocess.CompletedProcess) -> list[str]:
 
 def test_a_closed_port_ends_in_one_line_before_any_load():
     port = free_port()  # nothing listens here
-    done, took = locust(f"http://127.0.0.1:{port}")
+    done, _ = locust(f"http://127.0.0.1:{port}")
     out = done.stdout + done.stderr
     assert done.returncode == 2, out
     assert harness_lines(done) == [
@@ -53,7 +53,6 @@ def test_a_closed_port_ends_in_one_line_before_any_load():
         "no load was sent"
     ]
     assert "POST" not in out and "Traceback" not in out  # no request statistics: no load was run
-    assert took < 30  # Locust's own start-up on a loaded machine; without the proof it runs the full -t 4s
 
 
 def test_a_server_failing_every_chat_is_stopped_by_the_proof(practice):

@@ -93,6 +93,17 @@ class Shim:
         log = self.state / "shim.log"
         return log.read_text().splitlines() if log.exists() else []
 
+    def logged(self, words: str, count: int, after: int = 0, timeout: float = 10) -> list[str]:
+        """The log's lines past the first ``after`` that carry ``words``, once ``count`` of them are
+        there or ``timeout`` has passed: the shim writes a request's line after its answer has gone,
+        so a client that has its answer may read the log before that line is in it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            lines = [line for line in self.log_lines()[after:] if words in line]
+            if len(lines) >= count or time.monotonic() > deadline:
+                return lines
+            time.sleep(0.05)
+
     def stop(self) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)

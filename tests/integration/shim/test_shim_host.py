@@ -29,7 +29,7 @@ def test_the_shim_reports_its_host(shim):
     assert facts["swap_free_bytes"] == meminfo_kb("SwapFree") * 1024
     assert set(facts["commands"]) == {" ".join(argv) for argv in shim_module_commands()}
     assert facts["commands"]["vm_stat"] is None  # not a Mac: no vm_stat to answer
-    assert any(" GET /v1/host 200 " in line for line in shim.log_lines())
+    assert shim.logged(" GET /v1/host 200 ", 1)
 
 
 def shim_module_commands():
@@ -50,8 +50,7 @@ def test_the_harness_asks_the_shim_when_it_is_named(shim, monkeypatch):
     assert snap["hostname"] == platform.node()
     assert abs(snap["mem_total_mb"] - meminfo_kb("MemTotal") * 1024 / memory.MB) < 2
     assert shim_host.host_name() == platform.node()
-    asked = [line for line in shim.log_lines()[before:] if " GET /v1/host 200 " in line]
-    assert len(asked) == 2
+    assert len(shim.logged(" GET /v1/host 200 ", 2, after=before)) == 2
 
 
 def test_measure_and_the_preflight_ask_the_shim(shim, tmp_path):
@@ -75,7 +74,7 @@ def test_measure_and_the_preflight_ask_the_shim(shim, tmp_path):
             timeout=120,
         )
     assert json.loads(out.read_text())["hostname"] == platform.node()
-    asked = [line for line in shim.log_lines()[before:] if " GET /v1/host 200 " in line]
+    asked = shim.logged(" GET /v1/host 200 ", 2, after=before)
     assert len(asked) == 2  # one for the snapshot, one for the preflight's commands
     # With the shim gone the harness says so, rather than reading the container it runs in.
     shim.stop()
@@ -117,7 +116,7 @@ def test_the_preflight_reads_llama_servers_devices_through_the_shim(tmp_path, mo
         )
         accel = [f for f in found if f.check == "accelerator"]
         assert [f.level for f in accel] == ["FAIL"] and "CPU-only build" in accel[0].text
-        assert any("GET /v1/engines/llama-server-cpu-shim/devices 200" in line for line in shim.log_lines())
+        assert shim.logged("GET /v1/engines/llama-server-cpu-shim/devices 200", 1)
     finally:
         shim.stop()
     # The shim gone: the preflight says so in a FAIL rather than skipping the check.

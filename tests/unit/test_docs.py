@@ -1,5 +1,6 @@
 """The README stays a few screens long and every page it points to exists and is linked: a new
-user's first hour (issue 27)."""
+user's first hour (issue 27). Every measured time keeps its date and command on one page,
+docs/measurements.md, and every link to a section or row of a page finds it (issue 36)."""
 
 from __future__ import annotations
 
@@ -35,3 +36,44 @@ def test_links_between_docs_pages_resolve():
         for link in links(page.read_text(encoding="utf-8")):
             target = (page.parent / link).resolve()
             assert target.exists() or f"docs/{link}" in MERGED_LATER, f"{page.name}: {link}"
+
+
+def anchors(text: str) -> set[str]:
+    """The fragments a page answers to on GitHub: each heading's slug (its text without tags,
+    lower case, punctuation dropped, spaces as hyphens, a repeat numbered) and each id="..."."""
+    found = set(re.findall(r'id="([^"]+)"', text))
+    seen: dict[str, int] = {}
+    for heading in re.findall(r"^#{1,6} +(.+?) *$", re.sub(r"```.*?```", "", text, flags=re.S), re.M):
+        slug = re.sub(r"[^\w\- ]", "", re.sub(r"<[^>]+>", "", heading).lower()).replace(" ", "-")
+        found.add(f"{slug}-{seen[slug]}" if slug in seen else slug)
+        seen[slug] = seen.get(slug, 0) + 1
+    return found
+
+
+def test_every_link_to_a_section_or_row_finds_it():
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    broken = []
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for target, fragment in re.findall(r"\]\(([^)\s#]*)#([^)\s]+)\)", text):
+            linked = (page.parent / target).resolve() if target else page
+            if linked.suffix == ".md" and fragment not in anchors(linked.read_text(encoding="utf-8")):
+                broken.append(f"{page.name}: {target}#{fragment}")
+    assert not broken, broken
+
+
+def test_every_measurement_keeps_its_date_and_command():
+    lines = (ROOT / "docs" / "measurements.md").read_text(encoding="utf-8").splitlines()
+    rows = [
+        line
+        for i, line in enumerate(lines)
+        if line.startswith("|")
+        and not line.startswith("|---")
+        and not (i + 1 < len(lines) and lines[i + 1].startswith("|---"))
+    ]
+    assert len(rows) > 60, len(rows)
+    no_date = [row[:80] for row in rows if not re.search(r"\b20\d\d-\d\d-\d\d\b", row)]
+    no_command = [row[:80] for row in rows if not re.search(r"`[^`]+`", row)]
+    assert not no_date, no_date
+    assert not no_command, no_command
+    assert "## CI and make test (issue 36)" in lines, "the section the lead fills with new timings"

@@ -40,7 +40,8 @@ help:
 	@echo "make shim          the host-side shim: starts native engines for a containerised harness (docs/shim.md)"
 	@echo "make track-s       Track S (DGX Spark); also track-n, track-x, track-m. DRY_RUN=1 prints the commands,"
 	@echo "                   TIER=16gb picks a memory tier (N, M), RESUME=1 continues an interrupted run,"
-	@echo "                   REHEARSE=1 runs the plan on this machine's CPU stand-ins (QUICK=1: a few minutes)"
+	@echo "                   REHEARSE=1 runs the plan on this machine's CPU stand-ins (QUICK=1: a few minutes,"
+	@echo "                   SMOKE=1: smaller still, every step once, what CI runs)"
 	@echo "make test          the whole test suite (installs the CPU llama-server on first use)"
 	@echo "make test-fast     the unit tests only (tests/unit, well under 30 s)"
 	@echo "make lint          ruff (pyflakes, pycodestyle, bugbear, simplify, complexity) and mypy on harness/core"
@@ -133,7 +134,7 @@ practice-demo: $(STAMP)
 	$(HARNESS) demo
 
 TRACK_FLAGS = $(if $(DRY_RUN),--dry-run) $(if $(RESUME),--resume) $(if $(TIER),--tier $(TIER)) \
-              $(if $(REHEARSE),--rehearse) $(if $(QUICK),--quick)
+              $(if $(REHEARSE),--rehearse) $(if $(QUICK),--quick) $(if $(SMOKE),--smoke)
 
 # COMPOSE=1: every server in a container (tracks/cpu-compose.yaml; builds the images first).
 # COMPOSE=1 SHIM=1: the harness and Locust in a container, the engines native on the host through

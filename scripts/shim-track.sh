@@ -7,7 +7,7 @@
 #
 # 1. the shim's allow-list from PLAN's engine definitions (harness shim-allow, on the host: the
 #    programs it names are the host's), with the options that shape the plan (--tier, --rehearse,
-#    --quick, --set);
+#    --quick, --smoke, --set);
 # 2. the shim, on the host's system python3, bound to the address the containers reach (auto);
 # 3. `harness track PLAN` in the harness container (compose/shim.yaml), told where the shim and the
 #    engines are (host.docker.internal) and where its token file is;
@@ -45,7 +45,7 @@ shape=() dry=
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
   case ${args[i]} in
-    --rehearse | --quick) shape+=("${args[i]}") ;;
+    --rehearse | --quick | --smoke) shape+=("${args[i]}") ;;
     --tier | --set) shape+=("${args[i]}" "${args[i + 1]:-}") && i=$((i + 1)) ;;
     --dry-run) dry=1 ;;
   esac

@@ -22,6 +22,7 @@ def add_parser(sub) -> None:
     p.add_argument("--tier", help="memory tier of the plan")
     p.add_argument("--rehearse", action="store_true", help="the plan with its rehearsal overlay")
     p.add_argument("--quick", action="store_true", help="with --rehearse: the overlay's quick sizes")
+    p.add_argument("--smoke", action="store_true", help="with --rehearse: the overlay's smoke sizes")
     p.add_argument(
         "--set", action="append", default=[], metavar="NAME=VALUE", help="override a plan variable"
     )
@@ -37,7 +38,9 @@ def run(args) -> int:
     from harness.run.plans import load_plan
     from harness.run.shim_allow import allow_list, via_shim
 
-    plan = load_plan(args.plan, args.tier, parse_sets(args.set), args.rehearse, args.quick)
+    plan = load_plan(
+        args.plan, args.tier, parse_sets(args.set), args.rehearse, "smoke" if args.smoke else args.quick
+    )
     if args.via_shim:
         via_shim(plan)
     library = str(Path(args.library).expanduser().absolute()) if args.library else None

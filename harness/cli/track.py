@@ -45,6 +45,12 @@ def add_parser(sub) -> None:
         help="with --rehearse: the overlay's quick sizes (a few minutes a track)",
     )
     p.add_argument(
+        "--smoke",
+        action="store_true",
+        help="with --rehearse: the overlay's smoke sizes, smaller than --quick (every step once at "
+        "the least size that passes it; what CI runs)",
+    )
+    p.add_argument(
         "--set",
         action="append",
         default=[],
@@ -90,6 +96,11 @@ def free_ports(plan: str, sets: dict[str, str]) -> dict[str, str]:
     return {k: str(free_port()) for k, v in variables.items() if v == FREE and k not in sets}
 
 
+def size(args) -> bool | str:
+    """--quick and --smoke as load_plan takes them (--smoke wins: it is the smaller)."""
+    return "smoke" if args.smoke else args.quick
+
+
 def run(args) -> int:
     from harness.report.headlines import headline_lines, headlines
     from harness.report.run_report import levels_in, plan_admissions, plan_pairs, searches_in
@@ -100,7 +111,7 @@ def run(args) -> int:
     chosen = free_ports(args.plan, sets)
     for name, port in chosen.items():
         print(f"==> {name}: free port {port} (--set {name}=PORT to choose one)", flush=True)
-    plan = load_plan(args.plan, args.tier, {**sets, **chosen}, args.rehearse, args.quick)
+    plan = load_plan(args.plan, args.tier, {**sets, **chosen}, args.rehearse, size(args))
     if args.via_shim:
         from harness.run.shim_allow import via_shim
 

@@ -139,7 +139,7 @@ def rehearsal_banner(rehearsal: dict | None) -> list[str]:
     return [
         f"> **REHEARSAL, not {rehearsal['stands_for']}.** This track's own plan ran on this machine's "
         "CPU with stand-ins for every accelerator-only part"
-        + (" at the overlay's quick sizes" if rehearsal.get("quick") else "")
+        + (f" at the overlay's {rehearsal.get('size', 'quick')} sizes" if rehearsal.get("quick") else "")
         + f" (overlay `{rehearsal['overlay']}`). None of the figures below is the track's hardware "
         "figure: they prove the plan runs, not what the hardware does.",
         "",

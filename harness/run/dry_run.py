@@ -85,7 +85,7 @@ def print_dry_run(plan: Plan, run_dir: Path, notebook: Path, out: Callable[[str]
         r = plan.rehearsal
         out(
             f"    REHEARSAL on this machine's CPU stand-ins, not {r.stands_for}"
-            + (" (quick sizes)" if r.quick else "")
+            + (f" ({r.size} sizes)" if r.quick else "")
             + f"; overlay {r.path}"
         )
     out(f"    run directory {run_dir}; nothing is started (dry run)")

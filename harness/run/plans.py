@@ -170,10 +170,11 @@ def load_plan(  # noqa: C901
     tier: str | None = None,
     overrides: dict | None = None,
     rehearse_it: bool = False,
-    quick: bool = False,
+    quick: bool | str = False,
 ) -> Plan:
     """Read, validate and flatten a plan. ``overrides`` replace variables (``--set NAME=VALUE``);
-    ``rehearse_it`` applies the plan's rehearsal overlay (``quick``: its quick sizes) first."""
+    ``rehearse_it`` applies the plan's rehearsal overlay (``quick``: its quick sizes, "smoke": its
+    smoke sizes) first."""
     path = find_plan(name)
     raw_text = path.read_text(encoding="utf-8")
     try:
@@ -187,7 +188,8 @@ def load_plan(  # noqa: C901
     if rehearse_it:
         raw, rehearsal = rehearse(raw, raw["name"], quick)
     elif quick:
-        raise ConfigError("--quick sizes a rehearsal; add --rehearse (or leave --quick out)")
+        flag = "--smoke" if quick == "smoke" else "--quick"
+        raise ConfigError(f"{flag} sizes a rehearsal; add --rehearse (or leave {flag} out)")
     tiers = raw.get("tiers", {})
     # A rehearsal's machine is not the track's: its memory chooses no tier (--tier does).
     tier = tier or (None if rehearsal else tier_from_memory(raw)) or raw.get("default_tier")

@@ -5,8 +5,10 @@ The overlay is data and says only what the stand-ins need: plan variables (the m
 images, the backend's name), per-engine stand-ins (a setting, the compose override file, the
 practice server imitating an engine's API), step options per engine (what verify-allocation
 expects of a CPU log, which model a prediction is for) and, for ``--quick``, the sizes that let a
-whole track finish on two cores. Everything else is the track's. Applying it is a pure function of
-the raw plan and the overlay (``apply``); where things are installed is resolved once (``resolve``).
+whole track finish on two cores in minutes (``--smoke``: smaller still, every step run once at the
+least size that still passes it; what CI runs). Everything else is the track's. Applying it is a
+pure function of the raw plan and the overlay (``apply``); where things are installed is resolved
+once (``resolve``).
 
 Every changed option is kept as a note (what the track asks, what the rehearsal uses), so the run
 manifest, the records and the report can say what the hardware would have done instead.
@@ -50,6 +52,7 @@ class Rehearsal:
     sha256: str
     quick: bool
     stands_for: str
+    size: str = "full"  # full, quick or smoke: the sizes the steps ran at
     stand_ins: dict[str, dict] = field(default_factory=dict)  # engine name -> its stand-in entry
     notes: list[str] = field(default_factory=list)  # plan-wide changes, in words
     skips: dict[str, str] = field(default_factory=dict)  # step kind -> why a rehearsal skips it
@@ -68,6 +71,7 @@ class Rehearsal:
             "overlay": str(self.path),
             "overlay_sha256": self.sha256,
             "quick": self.quick,
+            "size": self.size,
             "stands_for": self.stands_for,
             "stand_ins": {
                 name: {k: v for k, v in entry.items() if k in ("stand_in", "real", "imitates", "ignored")}
@@ -168,8 +172,14 @@ def _quick_step(kind: str, options: dict, quick: dict) -> dict:
         for key in ("num_prompts", "max_tokens"):
             if key in quick and key in out:
                 out[key] = min(int(out[key]), int(quick[key]))
-    elif kind == "measure" and "repetitions" in quick:
-        out["repetitions"] = quick["repetitions"]
+    elif kind == "measure":
+        for key, size in (
+            ("repetitions", "repetitions"),
+            ("max_tokens", "measure_max_tokens"),
+            ("long_repeats", "long_repeats"),
+        ):
+            if size in quick:
+                out[key] = min(int(out.get(key, quick[size])), int(quick[size]))
     elif kind == "probe" and "probe_max_tokens" in quick:
         out.setdefault("max_tokens", quick["probe_max_tokens"])
     return out
@@ -253,23 +263,41 @@ def _global_id(kind: str, seen: dict[str, int]) -> str:
     return kind if seen[kind] == 1 else f"{kind}-{seen[kind]}"
 
 
-def apply(raw: dict, overlay: dict, quick: bool, resolver=resolve) -> tuple[dict, list[str]]:
+def size_name(quick: bool | str) -> str:
+    """``quick`` as load_plan takes it (False, True or "smoke") as the size's name."""
+    return "smoke" if quick == "smoke" else "quick" if quick else "full"
+
+
+def _sizes(overlay: dict, quick: bool | str) -> tuple[dict, dict | None]:
+    """The variables and step sizes of the size chosen: none for the track's own, the overlay's
+    quick sizes, or its smoke sizes over the quick ones."""
+    if not quick:
+        return {}, None
+    variables = dict(overlay.get("quick", {}).get("variables", {}))
+    sizes = dict(overlay.get("quick", {}).get("sizes") or {})
+    if quick == "smoke":
+        if "smoke" not in overlay:
+            raise ConfigError(f"the {overlay['track']} overlay has no smoke sizes; use --quick")
+        variables.update(overlay["smoke"].get("variables", {}))
+        sizes.update(overlay["smoke"].get("sizes") or {})
+    return variables, sizes or None
+
+
+def apply(raw: dict, overlay: dict, quick: bool | str, resolver=resolve) -> tuple[dict, list[str]]:
     """The plan with the overlay applied (a new dict) and the notes of what changed. Pure apart
-    from ``resolver`` (where the stand-ins live)."""
+    from ``resolver`` (where the stand-ins live). ``quick``: False (the track's sizes), True (the
+    overlay's quick sizes) or "smoke" (its smoke sizes)."""
     overlay = _fill(overlay, resolver)
     notes: list[str] = []
     out = copy.deepcopy(raw)
-    changes = {
-        **overlay.get("variables", {}),
-        **(overlay.get("quick", {}).get("variables", {}) if quick else {}),
-    }
+    size_variables, q = _sizes(overlay, quick)
+    changes = {**overlay.get("variables", {}), **size_variables}
     for name, value in changes.items():
         notes.append(f"variable {name}: {out['variables'].get(name, '<unset>')} -> {value}")
     out["variables"] = {**out["variables"], **changes}
     for tier in out.get("tiers", {}).values():  # a tier never brings the track's hardware back
         for name in changes:
             tier.pop(name, None)
-    q = overlay.get("quick", {}).get("sizes") if quick else None
     if q:
         out["sweep"] = {
             **out.get("sweep", {}),
@@ -289,7 +317,7 @@ def apply(raw: dict, overlay: dict, quick: bool, resolver=resolve) -> tuple[dict
     return out, notes
 
 
-def rehearse(raw: dict, plan_name: str, quick: bool) -> tuple[dict, Rehearsal]:
+def rehearse(raw: dict, plan_name: str, quick: bool | str) -> tuple[dict, Rehearsal]:
     """Read the plan's overlay and apply it: the rehearsed plan and what was done."""
     overlay, path, sha = read_overlay(plan_name)
     plan, notes = apply(raw, overlay, quick, resolve)
@@ -298,7 +326,8 @@ def rehearse(raw: dict, plan_name: str, quick: bool) -> tuple[dict, Rehearsal]:
         track=plan_name,
         path=path,
         sha256=sha,
-        quick=quick,
+        quick=bool(quick),
+        size=size_name(quick),
         stands_for=overlay["stands_for"],
         stand_ins=engines,
         notes=notes,

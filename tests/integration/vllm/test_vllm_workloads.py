@@ -9,22 +9,10 @@ import json
 import pytest
 
 from harness.io.notebook import read_records
-from harness.run import vllm_cpu, vllm_serve
-from tests.conftest import free_port
+from harness.run import vllm_cpu
 from tests.integration.test_sweep import sweep
 
 pytestmark = [pytest.mark.vllm]  # skipped (or, under HARNESS_VLLM_REQUIRED=1, failed) in tests/conftest.py
-
-
-@pytest.fixture(scope="module")
-def base_url(tmp_path_factory):
-    port = free_port()
-    launcher = vllm_serve.launcher(
-        port, tmp_path_factory.mktemp("vllm-workloads") / "vllm.log", max_num_seqs=4
-    )
-    launcher.start(timeout=400)
-    yield f"http://127.0.0.1:{port}/v1"
-    launcher.stop()
 
 
 def level(book):

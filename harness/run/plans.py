@@ -17,8 +17,8 @@ from pathlib import Path
 import yaml
 
 from harness import paths
-from harness.run.engine_defs import Engine, load_engine
 from harness.errors import ConfigError
+from harness.io.engine_table import Engine, load_engine
 from harness.io.notebook import problems
 from harness.run.rehearsal import Rehearsal, rehearse
 

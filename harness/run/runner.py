@@ -410,7 +410,8 @@ class Runner:
         return None
 
     def _preflight(self, entry: dict) -> bool:
-        from harness.run.preflight import plan_findings, plan_targets, summary
+        from harness.run.preflight import plan_findings, plan_targets
+        from harness.run.preflight_checks import summary
 
         findings = plan_findings(self.plan, plan_targets(self.plan, self.run_dir, self.dry_run), self.run_dir)
         for f in findings:

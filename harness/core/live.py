@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections import Counter
 
 from harness.core.levels import level_stats, spread
-from harness.core.records import DEFAULT_OBJECTIVES, Distribution
+from harness.core.level_records import Distribution
+from harness.core.records import DEFAULT_OBJECTIVES
 from harness.core.stream import Sample
 
 COLUMNS = ("metric", "value", "p50", "p90", "p95", "p99", "mean")

@@ -26,7 +26,7 @@ from harness.core.level_records import (
 )
 from harness.core.records import Objectives
 from harness.core.stats import percentile
-from harness.core.stream import MAX_DECODE_RATE, Sample, decode_rate
+from harness.core.sample import MAX_DECODE_RATE, Sample, decode_rate
 
 if TYPE_CHECKING:
     from harness.core.workload_stats import WorkloadStats

@@ -13,7 +13,7 @@ from collections import Counter
 from harness.core.levels import level_stats, spread
 from harness.core.level_records import Distribution
 from harness.core.records import DEFAULT_OBJECTIVES
-from harness.core.stream import Sample
+from harness.core.sample import Sample
 
 COLUMNS = ("metric", "value", "p50", "p90", "p95", "p99", "mean")
 TIMELINE_FIELDS = (

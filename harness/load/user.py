@@ -26,7 +26,7 @@ from locust import User, constant, events, task
 
 from harness.core.levels import distribution
 from harness.core.prompts import make_prompts
-from harness.core.stream import Sample
+from harness.core.sample import Sample
 from harness.core.workloads import Request
 from harness.io.stream_socket import Pool
 from harness.load import headless, urls

@@ -11,7 +11,7 @@ import pytest
 
 from harness.core import engine_records as er, level_records as lr, records as r
 from harness.core.levels import aggregate, level_record, level_stats
-from harness.core.stream import Sample
+from harness.core.sample import Sample
 from harness.io.notebook import problems
 
 

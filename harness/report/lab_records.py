@@ -14,7 +14,7 @@ from harness.io.engine_table import load_engine
 from harness.io.machines import lookup
 from harness.report.markdown import table
 from harness.report.measured import plan_machine
-from harness.report.record_sections import RunInputs
+from harness.report.run_inputs import RunInputs
 
 
 def _fraction_of(plan, label: str) -> float | None:

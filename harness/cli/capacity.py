@@ -16,8 +16,9 @@ from dataclasses import dataclass, field, replace
 
 from harness.core import sizing
 from harness.core.curves import copies_for
-from harness.core.records import Capacity, RunMark, now_stamp
-from harness.core.stream import Sample
+from harness.core.level_records import RunMark
+from harness.core.records import Capacity, now_stamp
+from harness.core.sample import Sample
 from harness.errors import ConfigError
 from harness.io.notebook import append_record, check_writable
 from harness.cli import sweep as sweep_cli

@@ -15,11 +15,12 @@ from harness.core.arithmetic import speed_limit, speed_share
 from harness.core.engine_compare import format_for_quant
 from harness.errors import HarnessError
 from harness.core.records import is_admission, is_engine_speed, is_level
+from harness.io.engine_table import load_engine
 from harness.io.machines import identify, lookup, measure_bandwidth
 from harness.io.model_info import load_model
 from harness.io.notebook import read_records
 from harness.practice.server import DEFAULT_PORT
-from harness.run.engine_defs import api_model, load_engine
+from harness.run.engine_defs import api_model
 
 SEED_MODEL_GB = 4.9  # the course's Llama 3.1 8B at 4 bits (Day 3), when nothing else says
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 from harness.core import bounds
 from harness.core.arithmetic import speed_limit, speed_share
 from harness.io.machines import lookup
-from harness.core.stream import decode_rate
+from harness.core.sample import decode_rate
 from harness.io import memory
 from harness.io.shim_host import host_name, host_snapshot
 from harness.io.engine_versions import server_version

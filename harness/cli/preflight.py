@@ -25,7 +25,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from harness.run.preflight import plan_findings, plan_targets, summary
+    from harness.run.preflight import plan_findings, plan_targets
+    from harness.run.preflight_checks import summary
 
     plan = load_plan(args.plan, args.tier, parse_sets(args.set))
     findings = plan_findings(plan, plan_targets(plan, Path(args.run_dir)), Path(args.run_dir))

@@ -2,7 +2,8 @@
 API features it delivers, its single-user speed, memory snapshots and the model files fetched.
 
 Built here, one frozen dataclass per kind, as the sweep's records are in ``harness.core.records``
-(which holds what every record shares: the schema version, the lab ids, the stamp formats).
+(which holds what every record shares: the schema version, the lab ids, the stamp formats) and
+``harness.core.level_records``.
 """
 
 from __future__ import annotations

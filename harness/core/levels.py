@@ -15,18 +15,18 @@ from collections import Counter
 from typing import TYPE_CHECKING, Iterable
 
 from harness.core.records import LAB_ID, SCHEMA_VERSION  # noqa: F401  (re-exported: callers import them here)
-from harness.core.records import (
+from harness.core.level_records import (
     Arrival,
     ClientCheck,
     Distribution,
     LevelContext,
     LevelRecord,
     LevelStats,
-    Objectives,
     RunMark,
 )
+from harness.core.records import Objectives
 from harness.core.stats import percentile
-from harness.core.stream import MAX_DECODE_RATE, Sample, decode_rate
+from harness.core.sample import MAX_DECODE_RATE, Sample, decode_rate
 
 if TYPE_CHECKING:
     from harness.core.workload_stats import WorkloadStats

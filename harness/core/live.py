@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections import Counter
 
 from harness.core.levels import level_stats, spread
-from harness.core.records import DEFAULT_OBJECTIVES, Distribution
-from harness.core.stream import Sample
+from harness.core.level_records import Distribution
+from harness.core.records import DEFAULT_OBJECTIVES
+from harness.core.sample import Sample
 
 COLUMNS = ("metric", "value", "p50", "p90", "p95", "p99", "mean")
 TIMELINE_FIELDS = (

@@ -2,24 +2,22 @@
 
 This module is the one home of what every record shares: the schema version, the lab ids, the
 default goodput objectives and the timestamp formats. Each kind of record the package writes has
-a frozen dataclass, here (the sweep's: level, curve summary, capacity, endpoint check,
-cross-check, admission recommendation) or in ``harness.core.engine_records`` (the part-08
-lab's), whose ``to_dict()`` gives the exact JSON object that goes on the notebook line, keys in
-the order the notebook has always had them, so the sweep, the headless Locust run and the web
-UI cannot drift apart. Validation against ``schemas/`` stays in ``harness.io.notebook``; this
-module is pure apart from reading the clock in the stamp helpers when no time is given.
+a frozen dataclass: the level record and its parts in ``harness.core.level_records``, the sweep's
+other kinds here (curve summary, capacity, endpoint check, cross-check, admission
+recommendation), the part-08 lab's in ``harness.core.engine_records``. Its ``to_dict()`` gives the
+exact JSON object that goes on the notebook line, keys in the order the notebook has always had
+them, so the sweep, the headless Locust run and the web UI cannot drift apart. Validation against
+``schemas/`` stays in ``harness.io.notebook``; this module is pure apart from reading the clock in
+the stamp helpers when no time is given.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Mapping
-
-from harness.errors import SchemaError
 
 SCHEMA_VERSION = 1
 LAB_ID = "part-09/lab-serve-twenty-concurrent-users"
@@ -71,194 +69,6 @@ class Objectives:
 
 
 DEFAULT_OBJECTIVES = Objectives()
-
-
-@dataclass(frozen=True)
-class Distribution:
-    """Nearest-rank percentiles and the mean of one latency, rounded; None where nothing was seen."""
-
-    p50: float | None = None
-    p90: float | None = None
-    p95: float | None = None
-    p99: float | None = None
-    mean: float | None = None
-
-    def to_dict(self) -> dict:
-        return {"p50": self.p50, "p90": self.p90, "p95": self.p95, "p99": self.p99, "mean": self.mean}
-
-
-@dataclass(frozen=True)
-class LevelStats:
-    """What one level measured, from exact samples (``harness.core.levels.level_stats``)."""
-
-    concurrency: int
-    requests: int
-    completed: int
-    failed: int
-    incomplete: int
-    cancelled: int
-    wall_s: float
-    output_tokens: int
-    output_tokens_per_s: float
-    requests_per_s: float
-    goodput_requests_per_s: float
-    within_slo: int
-    mean_in_flight: float
-    ttft_s: Distribution
-    tpot_s: Distribution
-    itl_s: Distribution
-    prompt_tokens_mean: float | None
-    cached_tokens_mean: float | None
-    token_counts: str | dict
-    finish_reasons: dict
-    output_tokens_dist: Distribution  # added: output length per request (completion time depends on it)
-    first_error: str | None
-    arrival_clock: str | None
-    client_read_lag_s: Distribution
-    client_late_share: float | None
-    client_first_late_share: float | None
-    client_send_delay_s: Distribution
-    e2e_s: Distribution = Distribution()  # added: request sent -> last byte, per completed request
-    decode_note: str | None = None  # added, only when set: streams faster than any decode (a flood)
-
-    def to_dict(self) -> dict:
-        """The measured fields in the notebook's order (distributions as plain objects)."""
-        return {
-            name: value.to_dict() if isinstance(value, Distribution) else value
-            for name, value in self.__dict__.items()
-            if not (name == "decode_note" and value is None)
-        }
-
-
-@dataclass(frozen=True)
-class ClientCheck:
-    """The sweep's view of its own client during a level, and the engine's /metrics if sampled."""
-
-    client_cpu: float | None  # None: the level was too short for a CPU share to mean anything
-    client_limited: bool
-    server_metrics: dict | None = None
-
-    def to_dict(self) -> dict:
-        out: dict = {}
-        if self.client_cpu is not None:
-            out.update(client_cpu=round(self.client_cpu, 3), client_limited=self.client_limited)
-        if self.server_metrics:
-            out["server_metrics"] = self.server_metrics
-        return out
-
-
-@dataclass(frozen=True)
-class ServerInfo:
-    """What the sweep was told about the server; the headless Locust run knows none of it."""
-
-    engine_version: str
-    host: str
-    quant: str
-    context_length: int | None
-    server_slots: int | None
-
-
-@dataclass(frozen=True)
-class Arrival:
-    """How requests arrived in a level: ``closed`` (optionally timed or spread over worker
-    processes) or an open loop (``fixed-rate`` or ``poisson``) at ``rate_rps``."""
-
-    kind: str = "closed"
-    rate_rps: float | None = None
-    duration_s: float | None = None
-    processes: int | None = None
-    burstiness: float | None = None  # gamma arrivals of this shape (harness.core.schedules)
-
-    def to_dict(self) -> dict:
-        out: dict = {"arrival": self.kind}
-        for name in ("rate_rps", "duration_s", "processes", "burstiness"):
-            if getattr(self, name) is not None:
-                out[name] = getattr(self, name)
-        return out
-
-
-@dataclass(frozen=True)
-class RunMark:
-    """Which invocation wrote a level (``run_id``, one per sweep or capacity search) and, when a
-    level is repeated, which of its ``repeats`` runs this is: so a curve built from several runs,
-    or the R runs of one level, can be told apart."""
-
-    run_id: str
-    repeat: int = 1
-    repeats: int = 1
-
-    def to_dict(self) -> dict:
-        return {"run_id": self.run_id, "repeat": self.repeat, "repeats": self.repeats}
-
-
-def new_run_id(when: float | None = None, pid: int | None = None) -> str:
-    """A run id: the start time to the second and the process id (unique on one machine)."""
-    t = time.time() if when is None else when
-    return time.strftime("%Y%m%dT%H%M%S", time.localtime(t)) + f"-{os.getpid() if pid is None else pid}"
-
-
-@dataclass(frozen=True)
-class LevelContext:
-    """The run context of a level record: who was measured, with what requests and objectives."""
-
-    label: str
-    engine: str
-    model: str
-    base_url: str
-    prompt_set: str
-    max_tokens: int
-    temperature: float
-    objectives: Objectives = DEFAULT_OBJECTIVES
-    server: ServerInfo | None = None
-
-
-@dataclass(frozen=True)
-class LevelRecord:
-    """One level on the notebook: context, arrival, stamp, then the measured fields. The sweep
-    and the headless or web-UI Locust run both write this, so their lines read alike."""
-
-    context: LevelContext
-    stats: LevelStats
-    recorded_at: str
-    arrival: Arrival | None = None
-    client: ClientCheck | None = None
-    run: RunMark | None = None
-    workload: Any = None  # harness.core.workload_stats.WorkloadStats (docs/workloads.md)
-
-    def to_dict(self) -> dict:
-        c = self.context
-        out: dict = {"lab": LAB_ID, "harness_schema": SCHEMA_VERSION, "label": c.label, "engine": c.engine}
-        if c.server is not None:
-            out.update(
-                engine_version=c.server.engine_version,
-                host=c.server.host,
-                quant=c.server.quant,
-                context_length=c.server.context_length,
-                server_slots=c.server.server_slots,
-            )
-        out.update(
-            model=c.model,
-            base_url=c.base_url,
-            prompt_set=c.prompt_set,
-            max_tokens=c.max_tokens,
-            temperature=c.temperature,
-            slo_ttft_s=c.objectives.ttft_s,
-            slo_tpot_s=c.objectives.tpot_s,
-        )
-        if self.arrival is not None:
-            out.update(self.arrival.to_dict())
-        out["recorded_at"] = self.recorded_at
-        if self.run is not None:
-            out.update(self.run.to_dict())
-        out.update(self.stats.to_dict())
-        if self.client is not None:
-            out.update(self.client.to_dict())
-        if self.workload is not None:
-            out.update(self.workload.to_dict())
-        bad = non_finite(out)
-        if bad:  # a figure that cannot be true is never recorded
-            raise SchemaError(f"level record for {c.label!r} has {bad}; nothing written")
-        return out
 
 
 @dataclass(frozen=True)

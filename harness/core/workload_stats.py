@@ -14,9 +14,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from harness.core.levels import spread as _spread
-from harness.core.records import Distribution
+from harness.core.level_records import Distribution
 from harness.core.schedules import coefficient_of_variation, gaps
-from harness.core.stream import Sample
+from harness.core.sample import Sample
 
 
 def cached_share(samples: list[Sample]) -> float | None:

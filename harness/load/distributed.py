@@ -29,7 +29,7 @@ import psutil
 from harness.core.levels import account, level_bound
 from harness.core.schedules import shares
 from harness.core.server_text import safe_text
-from harness.core.stream import Sample
+from harness.core.sample import Sample
 from harness.errors import EngineError
 from harness.io.metrics_sampler import MetricsSampler
 from harness.load.runner import LOCUSTFILE, LevelRun, _Interrupts, _load_user_module, _Teller

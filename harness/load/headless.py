@@ -18,7 +18,7 @@ from collections import Counter
 from tabulate import tabulate
 
 from harness.core.levels import distribution
-from harness.core.stream import Sample
+from harness.core.sample import Sample
 from harness.errors import ConfigError, TargetError, TargetUnreachable
 from harness.load.urls import chat_url
 

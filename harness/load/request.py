@@ -23,7 +23,8 @@ from locust.exception import CatchResponseError
 
 from harness.core.schedules import lateness
 from harness.core.server_text import safe_text
-from harness.core.stream import Sample, StreamParser, error_message, whole_body_error
+from harness.core.sample import Sample
+from harness.core.stream import StreamParser, error_message, whole_body_error
 from harness.io.http import MAX_BODY, stream_problem
 from harness.io.stream_socket import Head, Pool, Stale, read_head, read_stream, whole_body
 

@@ -26,7 +26,7 @@ from harness.io import http
 from harness.core.levels import LEVEL_SLACK_S, account, level_bound
 from harness.core.schedules import arrival_offsets
 from harness.io.metrics_sampler import MetricsSampler
-from harness.core.stream import Sample
+from harness.core.sample import Sample
 
 LOCUSTFILE = Path(__file__).resolve().parent / "locustfile.py"
 urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)

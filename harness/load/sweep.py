@@ -19,15 +19,8 @@ from harness.core.prompts import load_prompt_file, make_prompts
 from harness.core.traces import TracePlan
 from harness.core.workload_stats import workload_stats
 from harness.core.workloads import ConversationPlan, LengthPlan
-from harness.core.records import (
-    Arrival,
-    EndpointCheck,
-    LevelContext,
-    LevelRecord,
-    RunMark,
-    new_run_id,
-    now_stamp,
-)
+from harness.core.level_records import Arrival, LevelContext, LevelRecord, RunMark, new_run_id
+from harness.core.records import EndpointCheck, now_stamp
 from harness.errors import HarnessError, TargetError, TargetUnreachable
 from harness.io.notebook import append_level, append_record
 

@@ -26,7 +26,7 @@ from locust import User, constant, events, task
 
 from harness.core.levels import distribution
 from harness.core.prompts import make_prompts
-from harness.core.stream import Sample
+from harness.core.sample import Sample
 from harness.core.workloads import Request
 from harness.io.stream_socket import Pool
 from harness.load import headless, urls
@@ -337,7 +337,8 @@ def _write_record(environment, o, phases: list[dict] | None = None) -> None:
     those of one user count, never two blended."""
     from harness.core.levels import level_record, sample_record
     from harness.core.live import phase_spans
-    from harness.core.records import DEFAULT_OBJECTIVES, UNKNOWN, LevelContext, now_stamp
+    from harness.core.level_records import LevelContext
+    from harness.core.records import DEFAULT_OBJECTIVES, UNKNOWN, now_stamp
     from harness.core.workload_stats import workload_stats
     from harness.io.notebook import append_level
 

@@ -10,11 +10,11 @@ from pathlib import Path
 from harness.core import engine_logs
 from harness.core.predictions import fraction_change
 from harness.errors import HarnessError
+from harness.io.engine_table import load_engine
 from harness.io.machines import lookup
 from harness.report.markdown import table
 from harness.report.measured import plan_machine
-from harness.report.record_sections import RunInputs
-from harness.run.engine_defs import load_engine
+from harness.report.run_inputs import RunInputs
 
 
 def _fraction_of(plan, label: str) -> float | None:

@@ -21,7 +21,7 @@ from harness.report import workload_tables
 from harness.report.curve_tables import said
 from harness.report.markdown import absent, table, to_html
 from harness.report.headlines import headlines, operating_text, peak_text, prefix_text
-from harness.report.record_sections import RunInputs
+from harness.report.run_inputs import RunInputs
 
 
 def plan_admissions(plan) -> dict[str, str]:

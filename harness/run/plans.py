@@ -17,9 +17,10 @@ from pathlib import Path
 import yaml
 
 from harness import paths
-from harness.run.engine_defs import Engine, load_engine
 from harness.errors import ConfigError
+from harness.io.engine_table import Engine, load_engine
 from harness.io.notebook import problems
+from harness.run.plan_syntax import split_step
 from harness.run.rehearsal import Rehearsal, rehearse
 
 TRACK_DIR = paths.tracks_dir()
@@ -106,13 +107,6 @@ def substitute(value, variables: dict):
     if whole and whole.group(1) in variables:
         return variables[whole.group(1)]
     return _VAR.sub(lambda m: str(variables[m.group(1)]) if m.group(1) in variables else m.group(0), value)
-
-
-def split_step(raw) -> tuple[str, dict]:
-    if isinstance(raw, str):
-        return raw, {}
-    ((kind, options),) = raw.items()
-    return kind, dict(options or {}) if isinstance(options, dict) else {"items": options}
 
 
 def _expand_block_step(block: Block, kind: str, options: dict) -> list[Step]:

@@ -27,6 +27,8 @@ import yaml
 from harness import paths
 from harness.errors import ConfigError
 from harness.io.notebook import problems
+from harness.run.installed import resolve_auto
+from harness.run.plan_syntax import split_step
 
 REHEARSAL_DIR = paths.PACKAGE / "data" / "rehearsals"
 REHEARSAL_ENV = "HARNESS_REHEARSAL"  # what a rehearsal's step commands stamp on every record
@@ -118,8 +120,6 @@ def resolve(kind: str) -> str:
     """Where a stand-in lives on this machine (``@llama-cpu-model`` in an overlay), found as the CPU
     track's ``auto`` settings are; one not installed yet gets a placeholder naming the make target
     that installs it (a real run then stops at the preflight, which names it missing)."""
-    from harness.run.context import resolve_auto  # context imports plans, which imports this module
-
     if kind in ("llama-cpu-model", "vllm-cpu-model"):
         return resolve_auto(kind, dry_run=True)
     if kind == "llama-cpu-bin-dir":
@@ -187,8 +187,6 @@ def _quick_step(kind: str, options: dict, quick: dict) -> dict:
 
 def _split(raw_step) -> tuple[str, dict]:
     """A stage as (kind, options), as the plan reader splits it (a list of options is ``items``)."""
-    from harness.run.plans import split_step  # plans imports this module
-
     return split_step(raw_step)
 
 

@@ -4,8 +4,9 @@ check), every outcome in the run manifest, resumable (docs/architecture.md, "Con
 A run directory holds the notebook (``labbook.md``), the samples file beside it, each engine's
 log under ``engines/``, each step's output under ``steps/``, charts, ``report.md`` and
 ``manifest.json``. This module is the stage loop; what it calls lives beside it: the block
-contexts (``context``), the launchers (``launchers``), the step calls (``steps``), the manifest
-(``manifest``), the in-process steps (``recovery``) and the dry run (``dry_run``).
+contexts (``context``), starting and stopping their engines (``engine_control``), the launchers
+(``launchers``), the step calls (``steps``), the manifest (``manifest``), the in-process steps
+(``recovery``) and the dry run (``dry_run``).
 """
 
 from __future__ import annotations
@@ -15,32 +16,27 @@ from pathlib import Path
 from typing import Callable
 
 from harness.errors import HarnessError, InstallError
-from harness.run.api_keys import api_key_env
 from harness.run.child import run_harness
-from harness.run.context import BlockContext, block_context, check_model_file, file_target
+from harness.run.context import BlockContext, block_context
 from harness.run.dry_run import print_dry_run
-from harness.run.engine_defs import engine_files
-from harness.run.handover import HandOver, release_line, stop_and_judge
+from harness.run.engine_control import EngineControl
+from harness.run.handover import HandOver
 from harness.run.launchers import Launcher, make_launcher
-from harness.run.launchers.base import Prepares, StartsLoadWorkers, read_version
 from harness.run.manifest import Manifest, now
 from harness.run.plans import Block, Plan, Step, stages
 from harness.run.admission import admission_level, write_admission
 from harness.run.recovery import recovery
 from harness.run.rehearsal import REHEARSAL_ENV, rehearsal_env
-from harness.run.startup import explain, missing_program, refuse_busy_lab_ports, service_facts, service_notes
+from harness.run.startup import explain, missing_program
 from harness.run.steps import step_calls
 
 STOP_ON_FAIL = True
 CHECK_KINDS = ("check",)  # a FAIL here is recorded, and the report is still written
 
 
-def _rounded(mb: float | None) -> float | None:
-    return None if mb is None else round(mb, 1)
-
-
-class Runner:
-    """Executes a plan's stages in order into ``run_dir``."""
+class Runner(EngineControl):
+    """Executes a plan's stages in order into ``run_dir``; starting and stopping each block's
+    engine is ``EngineControl``'s (``engine_control``)."""
 
     def __init__(self, plan: Plan, run_dir: Path, dry_run: bool = False, out: Callable[[str], None] = print):
         self.plan, self.run_dir, self.dry_run, self.out = plan, run_dir.absolute(), dry_run, out
@@ -234,112 +230,6 @@ class Runner:
         self.manifest.save()
         return True
 
-    def _prepare(self, ctx: BlockContext, launcher: Launcher) -> None:
-        """Everything before the engine starts: its model file, the lab's ports free, a fresh log, a
-        service's own steps, the idle memory snapshot, the files it reads, and its manifest entry."""
-        block, engine = ctx.block, ctx.block.engine
-        check_model_file(ctx)
-        ctx.out.parent.mkdir(parents=True, exist_ok=True)
-        refuse_busy_lab_ports(self.plan, self.run_dir, ctx, launcher.keeps_port, self._not_running_here())
-        ctx.log.unlink(missing_ok=True)
-        if isinstance(launcher, Prepares):  # a service's own steps first: a model left loaded is unloaded
-            launcher.prepare(float(block.start_timeout_s or engine.get("health_timeout_s", 300)))
-        if any(s.kind == "measure" for s in self.plan.steps if s.block is block):
-            # The idle memory reading the measure step subtracts, taken before this engine loads.
-            log = self.run_dir / "steps" / f"{block.id}__idle-snapshot.txt"
-            argv = ["measure", "--snapshot-only", str(ctx.idle)]
-            if run_harness(argv, log, self.step_env(block), self.out) != 0:
-                self.out("    WARN  no idle memory snapshot; the memory column will be empty")
-        for name, text in engine_files(engine, ctx.settings).items():
-            target = file_target(self.run_dir, name)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-        self.manifest.data["engines"][block.id] = {
-            "engine": engine.name,
-            "command": launcher.command(),
-            "settings": {k: v for k, v in ctx.settings.items() if "key" not in k.lower()},
-            "changed": block.changed,
-            "version": None,
-            "log": str(ctx.log),
-        }
-        self.manifest.save()
-
-    def start_engine(self, ctx: BlockContext, entry: dict) -> bool:
-        """Start the block's engine and record it; False (the reason in ``ctx.state.start_error``)
-        when it would not start, after stopping whatever did."""
-        block, state = ctx.block, ctx.state
-        try:
-            launcher = make_launcher(ctx)
-            entry["command"] = launcher.command()
-            self._prepare(ctx, launcher)
-            self.out(f"    start: {launcher.command()}")
-            self.handover = HandOver.started(block.launcher, launcher, ctx.port)  # memory before
-            t0 = time.monotonic()
-            self.launcher = launcher
-            launcher.start(timeout=float(block.start_timeout_s or block.engine.get("health_timeout_s", 300)))
-            state.startup_s = time.monotonic() - t0
-            state.pid = launcher.pid
-            state.container = getattr(launcher, "container_name", None)
-            state.base_url = getattr(launcher, "api_base", None)
-            self.child_env = api_key_env(block, ctx.settings)
-            state.version = read_version(launcher, self.versions)
-            if isinstance(launcher, StartsLoadWorkers):
-                state.workers = launcher.load_workers()
-            # What harness cleanup needs to stop this server later, by our own record.
-            self.manifest.data["engines"][block.id].update(
-                command=launcher.command(),  # as executed (a compose launcher finds its CLI on start)
-                version=state.version,
-                pid=None if launcher.keeps_port else launcher.pid,  # cleanup stops a pid: never a service's
-                **service_facts(launcher),
-                host=ctx.host,
-                port=ctx.port,
-                running=True,
-                memory_mb=_rounded(launcher.memory_mb()),
-            )
-            self.manifest.save()
-            self.out(f"    healthy after {state.startup_s:.1f} s: {ctx.api_url} ({state.version})")
-            for note in service_notes(launcher):
-                self.out(f"    note: {note}")
-            return True
-        except HarnessError as exc:
-            state.start_error = str(exc)
-            try:
-                self.stop_engine()
-            except HarnessError as stop_exc:
-                state.start_error += f"; and stopping it: {stop_exc}"
-            diagnosis = explain(block.engine.name, state.start_error, ctx.log, ctx.out)
-            if diagnosis is not None:  # the labs' troubleshooting row its log matches
-                self.out(f"    WHY   {diagnosis.text()}")
-                entry["result"] = {"diagnosis": diagnosis.to_dict()}
-                state.start_error += f"; {diagnosis.cause}: {diagnosis.remedy}"
-            return False
-
-    def stop_engine(self) -> None:
-        """Stop the running engine, if any; raises EngineError when its port stays busy."""
-        launcher, self.launcher = self.launcher, None
-        if launcher is None:
-            return
-        started = bool(self.ctx and self.ctx.state.version)
-        memory = _rounded(launcher.memory_mb()) if started else None
-        handover, self.handover = (self.handover if started else None), None
-        released = stop_and_judge(handover, launcher, memory)  # the port, and the memory came back
-        if self.manifest:
-            entry = self.manifest.data["engines"].get(self.ctx.block.id) if started else None
-            if entry is not None:
-                entry.update(
-                    {
-                        k: v
-                        for k, v in (("memory_mb_at_stop", memory), ("memory_release", released))
-                        if v is not None
-                    }
-                )
-            self.manifest.mark_stopped()
-            self.manifest.save()
-        if self.ctx and not launcher.keeps_port:
-            self.out(f"    stopped; port {self.ctx.port} is free")
-        if released is not None:
-            self.out(release_line(released))
-
     # -- one step ---------------------------------------------------------------------------------
     def run_step(self, step: Step, ctx: BlockContext | None) -> bool:
         """Run one step and record its outcome; False when it failed."""
@@ -410,7 +300,8 @@ class Runner:
         return None
 
     def _preflight(self, entry: dict) -> bool:
-        from harness.run.preflight import plan_findings, plan_targets, summary
+        from harness.run.preflight import plan_findings, plan_targets
+        from harness.run.preflight_checks import summary
 
         findings = plan_findings(self.plan, plan_targets(self.plan, self.run_dir, self.dry_run), self.run_dir)
         for f in findings:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from harness.errors import ConfigError
-from harness.run.context import resolve_auto
+from harness.run.installed import resolve_auto
 from harness.run.engine_defs import expand_vars, fill, imitation_argv, resolve_settings
 from harness.run.plans import Block, Plan
 

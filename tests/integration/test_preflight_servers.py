@@ -6,13 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.run import preflight
+from harness.run import preflight_checks
 from tests.conftest import ROOT
 
 
 def test_port_held_by_a_test_server_names_it(practice):
     server = practice("kit")
-    f = preflight.port_free("127.0.0.1", server.port)
+    f = preflight_checks.port_free("127.0.0.1", server.port)
     assert f.level == "FAIL"
     assert f.text.startswith(f"{server.port} is in use by ") and f.text.endswith(
         "; stop it first (one server at a time)"

@@ -141,7 +141,7 @@ def test_length_distributions_are_sent_and_forced(practice, tmp_path):
     assert level["output_tokens_asked"] == level["output_tokens_dist"]
     assert level["input_tokens_dist"]["p50"] > level["input_tokens_asked"]["p50"]
     # the run report's section: the workload table and the lengths drawn from the samples
-    from harness.report.record_sections import RunInputs
+    from harness.report.run_inputs import RunInputs
     from harness.report.run_report import levels_in
     from harness.report.workload_tables import section
 

@@ -4,17 +4,16 @@ Docker SDK: image present, NVIDIA runtime or ROCm devices there, health, the eng
 into the run directory, its version (image digest and the engine's own), its memory; stopped and
 the port proven free. Same interface as the other launchers.
 
-Two seams keep it testable without a Docker engine: ``run`` executes a compose command line and
-``client`` is a Docker SDK client (or anything with the same few methods).
+Two seams keep it testable without a Docker engine: ``run`` executes a compose command line (by
+default ``compose_command.run_compose``, with the Compose CLI found there) and ``client`` is a
+Docker SDK client (or anything with the same few methods).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import shlex
-import shutil
 import subprocess
 import threading
 import time
@@ -25,51 +24,10 @@ from typing import Callable
 from harness.errors import EngineError
 from harness.io.ports import holder, wait_port_free
 from harness.run import compose_files
+from harness.run.launchers.compose_command import compose_cli, compose_error, project, run_compose
 from harness.run.launchers.base import NotHealthy, healthy_or_stopped, last_log_line, refuse_busy
 
-PROJECT = "llm-harness"
-V2 = ["docker", "compose"]
 WORKER_LOCUSTFILE = "locustfiles/llm_user.py"  # in the harness image (WORKDIR /app)
-
-
-def project() -> str:
-    """The Compose project every engine of a run belongs to (HARNESS_COMPOSE_PROJECT overrides it,
-    so two runs or a test and a run on one Docker engine never touch each other's containers)."""
-    return os.environ.get("HARNESS_COMPOSE_PROJECT") or PROJECT
-
-
-@functools.lru_cache(maxsize=1)
-def compose_cli() -> tuple[str, ...]:
-    """The Compose command here: ``docker compose`` (v2) where the plugin answers, else v1's
-    ``docker-compose`` (1.29: no ``up --wait``, underscores in container names; the launcher needs
-    neither), else v2's spelling for the error to name. HARNESS_COMPOSE_CLI forces one."""
-    forced = os.environ.get("HARNESS_COMPOSE_CLI")
-    if forced:
-        return tuple(shlex.split(forced))
-    if shutil.which("docker"):
-        try:
-            if subprocess.run([*V2, "version"], capture_output=True, timeout=20).returncode == 0:
-                return tuple(V2)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
-    return ("docker-compose",) if shutil.which("docker-compose") else tuple(V2)
-
-
-def _run(argv: list[str], env: dict) -> subprocess.CompletedProcess:
-    try:
-        return subprocess.run(argv, env={**os.environ, **env}, capture_output=True, text=True, timeout=1800)
-    except FileNotFoundError:
-        raise EngineError(
-            f"{argv[0]} is not installed; install Docker with the compose plugin (or docker-compose)"
-        ) from None
-
-
-def compose_error(done: subprocess.CompletedProcess) -> str:
-    """The line of a failed compose command that says why: its last error line (v1 ends with a
-    bare 'Encountered errors while bringing up the project.'), else its last line."""
-    lines = [x.strip() for x in (done.stderr or done.stdout or "").splitlines() if x.strip()]
-    errors = [x for x in lines if "error" in x.lower() and not x.startswith("Encountered errors")]
-    return (errors or lines or ["no output"])[-1][-400:]
 
 
 def _last_check_output(health: dict) -> str:
@@ -108,7 +66,7 @@ class ComposeLauncher:
     compose_file: Path = compose_files.COMPOSE_FILE
     override_files: tuple[Path, ...] = ()  # merged after compose_file (a rehearsal's stand-in swaps)
     merged_file: Path | None = None  # where the merged file Compose is given is written
-    run: Callable[[list[str], dict], subprocess.CompletedProcess] = _run
+    run: Callable[[list[str], dict], subprocess.CompletedProcess] = run_compose
     client_factory: Callable[[], object] = docker_client
     version_command: list[str] | None = None  # the engine's own version, run inside the container
     workers: dict | None = None  # the Locust worker service beside the engine: {service, count}

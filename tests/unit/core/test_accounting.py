@@ -2,7 +2,7 @@
 
 from harness.core.levels import level_stats
 from harness.core.records import DEFAULT_OBJECTIVES
-from harness.core.stream import Sample
+from harness.core.sample import Sample
 from harness.core.levels import LEVEL_SLACK_S, account, level_bound
 
 

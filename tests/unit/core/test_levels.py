@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.core.levels import aggregate, client_limited
-from harness.core.stream import Sample
+from harness.core.sample import Sample
 
 
 def _sample(lags, clock="kernel", times=None):

@@ -10,7 +10,7 @@ from harness.core.live import (
     state_text,
     timeline_point,
 )
-from harness.core.stream import Sample
+from harness.core.sample import Sample
 
 
 def ok(t_send: float, ttft: float, gap: float, tokens: int) -> Sample:

@@ -9,9 +9,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from harness.core import engine_records as er, records as r
+from harness.core import engine_records as er, level_records as lr, records as r
 from harness.core.levels import aggregate, level_record, level_stats
-from harness.core.stream import Sample
+from harness.core.sample import Sample
 from harness.io.notebook import problems
 
 
@@ -35,8 +35,8 @@ def _samples() -> list[Sample]:
     return [ok, ok, cut]
 
 
-def _context(server: r.ServerInfo | None) -> r.LevelContext:
-    return r.LevelContext(
+def _context(server: lr.ServerInfo | None) -> lr.LevelContext:
+    return lr.LevelContext(
         label="base",
         engine="practice",
         model="m",
@@ -56,14 +56,14 @@ def _same(got: dict, want: dict) -> None:
 
 def test_sweep_level_record_keeps_the_fields_and_their_order():
     samples = _samples()
-    server = r.ServerInfo("1.2", "box", "Q4_K_M", 4096, None)
+    server = lr.ServerInfo("1.2", "box", "Q4_K_M", 4096, None)
     rec = level_record(
         samples,
         4,
         1.0,
         _context(server),
         "2026-01-01T00:00:00+0000",
-        r.Arrival(processes=2),
+        lr.Arrival(processes=2),
         client_cpu=0.12345,
         server_metrics={"m": {"max": 1}},
     ).to_dict()
@@ -98,7 +98,7 @@ def test_sweep_level_record_keeps_the_fields_and_their_order():
 
 
 def test_locust_level_record_has_the_seeds_fields_only():
-    context = r.LevelContext(
+    context = lr.LevelContext(
         label="locust",
         engine=r.UNKNOWN,
         model="",
@@ -130,9 +130,9 @@ def test_locust_level_record_has_the_seeds_fields_only():
 @pytest.mark.parametrize(
     "arrival, fields",
     [
-        (r.Arrival(), {"arrival": "closed"}),
-        (r.Arrival(duration_s=5.0), {"arrival": "closed", "duration_s": 5.0}),
-        (r.Arrival("poisson", rate_rps=2.5), {"arrival": "poisson", "rate_rps": 2.5}),
+        (lr.Arrival(), {"arrival": "closed"}),
+        (lr.Arrival(duration_s=5.0), {"arrival": "closed", "duration_s": 5.0}),
+        (lr.Arrival("poisson", rate_rps=2.5), {"arrival": "poisson", "rate_rps": 2.5}),
     ],
 )
 def test_arrival_fields(arrival, fields):
@@ -141,7 +141,7 @@ def test_arrival_fields(arrival, fields):
 
 def test_level_stats_are_typed_and_aggregate_is_their_dict():
     stats = level_stats(_samples(), 4, 1.0, r.DEFAULT_OBJECTIVES)
-    assert isinstance(stats.ttft_s, r.Distribution) and stats.completed == 2 and stats.incomplete == 1
+    assert isinstance(stats.ttft_s, lr.Distribution) and stats.completed == 2 and stats.incomplete == 1
     _same(stats.to_dict(), aggregate(_samples(), 4, 1.0, 2.0, 0.1))
 
 

@@ -121,7 +121,7 @@ def test_a_late_done_is_no_part_of_the_tpot():
 def test_a_flood_of_deltas_has_no_decode_rate_only_the_reason():
     """Issue 28, second sweep: 1,500 deltas in 10 ms (150k tokens/s for one stream) was taken as a
     decode rate; no engine decodes one stream that fast, so it is flagged, never a figure."""
-    from harness.core.stream import MAX_DECODE_RATE, decode_rate
+    from harness.core.sample import MAX_DECODE_RATE, decode_rate
 
     p = StreamParser(0.0)
     for i in range(1500):

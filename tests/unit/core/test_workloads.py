@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from harness.core.stream import Sample
+from harness.core.sample import Sample
 from harness.core.traces import TracePlan, TraceRow, block_words, parse_trace, synthesise
 from harness.core.workload_stats import cached_share, per_turn, workload_stats
 from harness.core.workloads import (

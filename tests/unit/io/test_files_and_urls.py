@@ -20,7 +20,7 @@ from harness.io.http import check_base_url
 from harness.io.metrics_sampler import parse_metrics
 from harness.io.notebook import append_record, check_writable, read_records
 from harness.io.ports import is_port, port_open
-from harness.run.preflight import port_free
+from harness.run.preflight_checks import port_free
 
 
 def _bounded(function, seconds: float = 5.0):

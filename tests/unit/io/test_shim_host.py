@@ -11,7 +11,7 @@ import pytest
 
 from harness.io import memory, shim_host
 from harness.io.notebook import validate
-from harness.run import preflight
+from harness.run import preflight, preflight_checks
 from harness.run.plans import load_plan
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -84,7 +84,7 @@ def test_the_metal_preflight_reads_the_macs_memory_through_the_shim(tmp_path):
 
 def test_without_a_shim_this_machine_is_read(monkeypatch):
     monkeypatch.delenv(shim_host.URL_ENV, raising=False)
-    local = preflight.run_text
+    local = preflight_checks.run_text
     assert shim_host.host_run(local) is local
     snap = shim_host.host_snapshot()
     validate(snap, "memory-snapshot")

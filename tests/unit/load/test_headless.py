@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from harness.core.stream import Sample
+from harness.core.sample import Sample
 import pytest
 
 from harness.load import headless

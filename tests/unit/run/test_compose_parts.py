@@ -12,8 +12,9 @@ import pytest
 from harness.errors import EngineError
 from harness.run import plans
 from harness.run.context import block_context
-from harness.run.launchers import compose
-from harness.run.launchers.compose import ComposeLauncher, compose_cli, project
+from harness.run.launchers import compose, compose_command
+from harness.run.launchers.compose import ComposeLauncher
+from harness.run.launchers.compose_command import compose_cli, project
 from harness.run.steps import step_calls
 
 
@@ -37,7 +38,7 @@ def test_the_compose_cli_is_v2_where_it_answers_else_v1(monkeypatch):
     assert compose_cli() == ("docker-compose",)
     compose_cli.cache_clear()
     monkeypatch.delenv("HARNESS_COMPOSE_CLI")
-    monkeypatch.setattr(compose.shutil, "which", lambda name: None)
+    monkeypatch.setattr(compose_command.shutil, "which", lambda name: None)
     assert compose_cli() == ("docker", "compose")  # nothing installed: the spelling the error names
     compose_cli.cache_clear()
 

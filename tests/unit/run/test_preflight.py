@@ -8,7 +8,7 @@ import yaml
 
 from tests.conftest import free_port
 
-from harness.run import preflight
+from harness.run import preflight, preflight_checks
 from harness.run.plans import load_plan
 from harness.run.runner import Runner
 
@@ -16,14 +16,14 @@ Usage = namedtuple("Usage", "total used free")
 
 
 def test_missing_and_truncated_model(tmp_path):
-    f = preflight.model_file(str(tmp_path / "Qwen3-8B-Q4_K_M.gguf"))
+    f = preflight_checks.model_file(str(tmp_path / "Qwen3-8B-Q4_K_M.gguf"))
     assert (f.level, f.text) == (
         "FAIL",
         f"{tmp_path}/Qwen3-8B-Q4_K_M.gguf not found; download it first (the lab's hf download command)",
     )
     part = tmp_path / "part.gguf"
     part.write_bytes(b"x" * 10)
-    f = preflight.model_file(str(part), size=5_027_784_512)
+    f = preflight_checks.model_file(str(part), size=5_027_784_512)
     assert (f.level, f.text) == (
         "FAIL",
         f"{part} is 10 bytes, expected 5,027,784,512; the download is incomplete or "
@@ -31,37 +31,37 @@ def test_missing_and_truncated_model(tmp_path):
     )
     (tmp_path / "hf").mkdir()
     assert (
-        preflight.model_file(str(tmp_path / "hf")).text
+        preflight_checks.model_file(str(tmp_path / "hf")).text
         == f"{tmp_path}/hf has no config.json; the download is incomplete"
     )
 
 
 def test_cpu_only_backend_line():
     text = "load_backend: loaded CPU backend\nAvailable devices:\n  (none)\n"
-    f = preflight.llama_devices(text)
+    f = preflight_checks.llama_devices(text)
     assert (f.level, f.text) == (
         "FAIL",
         "llama-server lists no device: a CPU-only build; rebuild llama.cpp with the "
         "track's backend (CUDA, Vulkan, HIP or Metal) before going on",
     )
-    assert preflight.llama_devices(text, allow_cpu=True).level == "PASS"
+    assert preflight_checks.llama_devices(text, allow_cpu=True).level == "PASS"
     cuda = "Available devices:\n  CUDA0: NVIDIA GB10 (122502 MiB, 119000 MiB free)\n"
-    assert preflight.llama_devices(cuda).text == "CUDA0: NVIDIA GB10 (122502 MiB, 119000 MiB free)"
+    assert preflight_checks.llama_devices(cuda).text == "CUDA0: NVIDIA GB10 (122502 MiB, 119000 MiB free)"
 
 
 def test_too_little_disk_from_a_fake_filesystem_reading():
-    f = preflight.free_disk("/models", 50, usage=lambda _: Usage(100e9, 88e9, 12e9))
+    f = preflight_checks.free_disk("/models", 50, usage=lambda _: Usage(100e9, 88e9, 12e9))
     assert (f.level, f.text) == (
         "FAIL",
         "12.0 GB free under /models, the plan needs 50.0 GB; free space (harness "
         "cleanup lists what the models and environments take)",
     )
-    assert preflight.free_disk("/m", 50, usage=lambda _: Usage(100e9, 45e9, 55e9)).level == "WARN"
-    assert preflight.free_disk("/m", 50, usage=lambda _: Usage(100e9, 10e9, 90e9)).level == "PASS"
+    assert preflight_checks.free_disk("/m", 50, usage=lambda _: Usage(100e9, 45e9, 55e9)).level == "WARN"
+    assert preflight_checks.free_disk("/m", 50, usage=lambda _: Usage(100e9, 10e9, 90e9)).level == "PASS"
 
 
 def test_nvidia_memory_in_use_with_no_model():
-    busy = preflight.nvidia("NVIDIA GeForce RTX 4090, 24564, 3120, 580.65\n")
+    busy = preflight_checks.nvidia("NVIDIA GeForce RTX 4090, 24564, 3120, 580.65\n")
     assert busy[0].level == "WARN" and busy[0].text == (
         "NVIDIA GeForce RTX 4090, 24,564 MiB, driver 580.65, "
         "3,120 "
@@ -69,10 +69,11 @@ def test_nvidia_memory_in_use_with_no_model():
         "it, the "
         "lab cannot have that memory"
     )
-    spark = preflight.nvidia("NVIDIA GB10, [N/A], [N/A], 580.95\n")
+    spark = preflight_checks.nvidia("NVIDIA GB10, [N/A], [N/A], 580.95\n")
     assert spark[0].level == "PASS" and "not reported (unified memory)" in spark[0].text
     assert (
-        preflight.python_version((3, 9, 18)).text == "Python 3.9.18 is older than 3.10; install a newer one"
+        preflight_checks.python_version((3, 9, 18)).text
+        == "Python 3.9.18 is older than 3.10; install a newer one"
     )
 
 
@@ -121,14 +122,14 @@ def test_containers_reaching_the_gpu():
         return _run
 
     image = "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc13"
-    ok = preflight.container_gpu(image, run("NVIDIA GB10\n"))
+    ok = preflight_checks.container_gpu(image, run("NVIDIA GB10\n"))
     assert (ok.level, ok.text) == (
         "PASS",
         f"containers reach the GPU: NVIDIA GB10 (docker run --gpus all {image} nvidia-smi)",
     )
     # never pulls 20 GB here
     assert calls[0][:7] == ["docker", "run", "--rm", "--pull", "never", "--gpus", "all"]
-    toolkit = preflight.container_gpu(
+    toolkit = preflight_checks.container_gpu(
         image,
         run(
             "docker: Error response from daemon: could not select device "
@@ -137,7 +138,9 @@ def test_containers_reaching_the_gpu():
         ),
     )
     assert toolkit.level == "FAIL" and "install the NVIDIA Container Toolkit" in toolkit.text
-    missing = preflight.container_gpu(image, run(f"Error response from daemon: No such image: {image}\n"))
+    missing = preflight_checks.container_gpu(
+        image, run(f"Error response from daemon: No such image: {image}\n")
+    )
     assert missing.level == "WARN" and missing.text.startswith(f"{image} is not pulled yet")
 
 
@@ -171,9 +174,9 @@ def test_track_s_preflight_runs_the_container_gpu_check_per_image(tmp_path, monk
 
 def test_a_finding_shared_by_blocks_is_printed_once(tmp_path):
     """Four llama-server blocks without llama-server: one FAIL line, not four."""
-    missing = preflight.Finding("FAIL", "binary", "no llama-server found; run `make llama-cpu`")
-    port = preflight.Finding("PASS", "port", "8080 is free")
-    other = preflight.Finding("PASS", "port", "8099 is free")
-    got = preflight.distinct([other, missing, port, missing, port, missing])
+    missing = preflight_checks.Finding("FAIL", "binary", "no llama-server found; run `make llama-cpu`")
+    port = preflight_checks.Finding("PASS", "port", "8080 is free")
+    other = preflight_checks.Finding("PASS", "port", "8099 is free")
+    got = preflight_checks.distinct([other, missing, port, missing, port, missing])
     assert [f.text for f in got] == [other.text, missing.text, port.text]
-    assert preflight.summary(got)["counts"] == {"PASS": 2, "WARN": 0, "FAIL": 1}
+    assert preflight_checks.summary(got)["counts"] == {"PASS": 2, "WARN": 0, "FAIL": 1}

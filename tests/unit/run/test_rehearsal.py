@@ -136,7 +136,7 @@ def test_a_null_in_a_later_compose_file_removes_the_key(tmp_path: Path) -> None:
 def test_a_failed_compose_up_names_its_error_line() -> None:
     import subprocess
 
-    from harness.run.launchers.compose import compose_error
+    from harness.run.launchers.compose_command import compose_error
 
     v1 = (
         "Creating llm-harness_trtllm_1 ... error\n\n"

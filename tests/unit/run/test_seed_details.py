@@ -6,13 +6,14 @@ quant string, nvidia-smi's "few hundred MiB" and req/s in the per-level line."""
 
 from __future__ import annotations
 
+import os
 import re
 import pytest
 import yaml
 
 from harness import paths
 from harness.io import engine_versions as ev
-from harness.run import guards, preflight
+from harness.run import guards, preflight, preflight_checks
 from harness.run.context import block_context
 from harness.run.plans import load_plan
 from harness.run.steps import engine_record
@@ -63,7 +64,7 @@ def test_track_m_preflight_runs_the_guards_off_a_mac(tmp_path):
     plan = load_plan("track-m")
     targets = [t for t in preflight.plan_targets(plan, tmp_path, dry_run=True) if t.block.id == "mlx"]
     found = preflight.plan_findings(plan, targets, tmp_path, run=lambda argv: None)
-    if preflight.os.uname().sysname != "Darwin":
+    if os.uname().sysname != "Darwin":
         assert any(f.check == "platform" and f.level == "FAIL" for f in found)
 
 
@@ -120,8 +121,8 @@ def test_exl3_quant_string_and_busy_threshold():
     plan = load_plan("track-n")
     assert plan.blocks["exllamav3"].record["quant"] == "EXL3 4.0 bpw, head 6 bpw"
     # the seed: memory.used above a few hundred MiB with no model loaded is memory the lab cannot have
-    assert preflight.nvidia("NVIDIA GeForce RTX 4090, 24564, 600, 580.65\n")[0].level == "WARN"
-    assert preflight.nvidia("NVIDIA GeForce RTX 4090, 24564, 250, 580.65\n")[0].level == "PASS"
+    assert preflight_checks.nvidia("NVIDIA GeForce RTX 4090, 24564, 600, 580.65\n")[0].level == "WARN"
+    assert preflight_checks.nvidia("NVIDIA GeForce RTX 4090, 24564, 250, 580.65\n")[0].level == "PASS"
 
 
 def test_per_level_line_prints_requests_per_second(capsys):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.io import engine_table
 from harness.run import engine_defs
 from harness.errors import ConfigError
 from harness.run.plans import load_plan
@@ -177,9 +178,9 @@ def test_every_engine_and_plan_validates():
         "lemonade",
         "tabbyapi",
         "practice",
-    } <= set(engine_defs.available())
-    for name in engine_defs.available():
-        engine_defs.load_engine(name)
+    } <= set(engine_table.available())
+    for name in engine_table.available():
+        engine_table.load_engine(name)
     for track, tiers in (
         ("cpu", [None]),
         ("s", [None]),
@@ -488,7 +489,7 @@ def test_bad_plans_say_what_to_fix(tmp_path):
     with pytest.raises(ConfigError, match="no plan 'nowhere'"):
         load_plan("nowhere")
     with pytest.raises(ConfigError, match="no engine definition 'warp-drive'"):
-        engine_defs.load_engine("warp-drive")
+        engine_table.load_engine("warp-drive")
     unknown = tmp_path / "unknown.yaml"
     unknown.write_text(
         "schema_version: 1\nname: u\ntitle: t\nvariables: {}\nstages:\n"

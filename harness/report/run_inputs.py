@@ -1,0 +1,87 @@
+"""What every section of the run report reads (``RunInputs``): the run directory, its plan and
+manifest, the level records by curve, and the notebook's other records and the samples file
+beside it, each read once; and why a kind of step left nothing to show."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.io.notebook import read_records
+
+
+@dataclass
+class RunInputs:
+    """What every section reads: the run directory, its plan and manifest, and the level records."""
+
+    run_dir: Path
+    plan: Any
+    manifest: dict
+    levels: dict[str, dict[int, dict]]
+    promise: float
+    curve_labels: list[str]
+    pairs: dict[str, tuple[str, str]]
+    _cache: dict = field(default_factory=dict)
+
+    @property
+    def notebook(self) -> Path:
+        return self.run_dir / "labbook.md"
+
+    def records(self, kind: str, select: Callable[[dict], bool]) -> list[dict]:
+        """Valid records of one schema in the run's notebook (read once per kind)."""
+        if kind not in self._cache:
+            found = (
+                read_records(self.notebook, kind, select=select).records if self.notebook.is_file() else []
+            )
+            self._cache[kind] = found
+        return self._cache[kind]
+
+    def samples(self, label: str) -> list[dict]:
+        """The exact per-request rows of one curve's levels from the samples file beside the
+        notebook (the rows of the run each level record came from, when the rows say their run)."""
+        if "samples" not in self._cache:
+            self._cache["samples"] = read_sample_rows(self.notebook.with_suffix(".samples.jsonl"))
+        levels = self.levels.get(label, {})
+        return [
+            row
+            for row in self._cache["samples"]
+            if row.get("label") == label
+            and row.get("concurrency") in levels
+            and (
+                not levels[row["concurrency"]].get("run_id")
+                or row.get("run_id") in (None, levels[row["concurrency"]]["run_id"])
+            )
+        ]
+
+    def steps_of(self, kind: str) -> list[dict]:
+        return [s for s in self.manifest.get("steps", []) if s.get("kind") == kind]
+
+    def why_none(self, kind: str) -> str:
+        """Why the steps of one kind left nothing to show: not in the plan, skipped, failed, or silent."""
+        steps = self.steps_of(kind)
+        if not steps:
+            return f"this plan has no {kind} step"
+        for status in ("failed", "skipped", "running", "pending"):
+            hit = [s for s in steps if s.get("status") == status]
+            if len(hit) == len(steps) or (status == "failed" and hit):
+                reason = hit[0].get("reason")
+                return f"the {kind} step {status}" + (f": {reason}" if reason else "")
+        return f"the {kind} steps wrote no record to the notebook"
+
+
+def read_sample_rows(path: Path) -> list[dict]:
+    """Every JSON object line of a samples file (none when it is absent); a damaged line is skipped."""
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows

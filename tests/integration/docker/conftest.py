@@ -32,7 +32,7 @@ SESSION_PROJECTS: set[str] = set()  # the projects this test session made, remov
 CPU_PLAN_REDUCED = {
     "REQUESTS": "4",
     "MIN_ROUNDS": "1",
-    "MAX_TOKENS": "16",
+    "MAX_TOKENS": "8",
     "PAIR_LEVELS": "1",
     "PAIR_REQUESTS": "4",
     "MEASURE_REPS": "1",

@@ -1,5 +1,6 @@
-"""Track M with the harness in a container, for real (`make track-m COMPOSE=1 REHEARSE=1 QUICK=1`):
-scripts/shim-track.sh with SHIM_VIA=1 runs Track M's own plan (quick rehearsal sizes) in the
+"""Track M with the harness in a container, for real (`make track-m COMPOSE=1 REHEARSE=1 SMOKE=1`):
+scripts/shim-track.sh with SHIM_VIA=1 runs Track M's own plan (smoke rehearsal sizes: the path is
+under test here; .ci/run's native Track M rehearsal is the same plan's other path) in the
 harness container (compose/shim.yaml's harness-host-paths: the checkout and the model library at
 their host paths), its Locust master and workers there too, while the host-side shim starts the
 engines natively: the CPU llama-server for Metal llama-server and its control, the practice
@@ -72,7 +73,7 @@ def test_track_m_rehearsed_with_the_harness_in_a_container_and_the_engines_throu
         "PROJECT": project,
         "SHIM_STATE": f"runs/{name}-shim",
     }
-    argv = ["scripts/shim-track.sh", "m", "--rehearse", "--quick", "--run-dir", f"runs/{name}"]
+    argv = ["scripts/shim-track.sh", "m", "--rehearse", "--smoke", "--run-dir", f"runs/{name}"]
     try:
         done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
         out = done.stdout + done.stderr

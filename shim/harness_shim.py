@@ -793,7 +793,9 @@ class ShimServer(ThreadingHTTPServer):
 
 
 def docker_gateway():
-    """The Docker bridge's gateway address on this host (what containers reach it at), or None."""
+    """The Docker bridge's gateway address on this host (what containers reach it at), or None.
+    A bridge whose IPAM lists only its subnet (seen with Docker 20.10 on Debian) has the subnet's
+    first address as its gateway, as Docker assigns it to docker0."""
     try:
         out = subprocess.run(
             [
@@ -802,7 +804,7 @@ def docker_gateway():
                 "inspect",
                 "bridge",
                 "--format",
-                "{{range .IPAM.Config}}{{.Gateway}} {{end}}",
+                "{{range .IPAM.Config}}{{.Gateway}}|{{.Subnet}} {{end}}",
             ],
             capture_output=True,
             text=True,
@@ -811,9 +813,12 @@ def docker_gateway():
     except (OSError, subprocess.TimeoutExpired):
         out = ""
     for word in out.split():
+        gateway, _, subnet = word.partition("|")
         try:
-            return str(ipaddress.IPv4Address(word))
-        except ValueError:
+            if gateway:
+                return str(ipaddress.IPv4Address(gateway))
+            return str(next(ipaddress.IPv4Network(subnet).hosts()))
+        except (ValueError, StopIteration):
             continue
     return None
 

@@ -34,6 +34,7 @@ def reduced(practice_port: int, llama_port: int) -> list[str]:
         "PAIR_REQUESTS": 4,
         "MEASURE_REPS": 1,  # the steps and the resume are under test, not the statistics
         "SEARCH_BUDGET_S": 45,
+        "PROBE_MAX_TOKENS": 128,
         "VARIANT_LEVEL": 5,
         "VARIANT_REQUESTS": 4,
         "PRACTICE_PORT": practice_port,

@@ -27,8 +27,8 @@ SESSION_PROJECTS: set[str] = set()  # the projects this test session made, remov
 
 # The CPU plans (tracks/cpu-compose.yaml, cpu-shim.yaml) at the size the container tests run them:
 # few requests and tokens, the shape of the track and not its numbers (docs/containers.md has
-# those); the levels stay 1, 5, 10, 20, which the checks at the end want (as tests/e2e's CPU track);
-# one repetition of measure: the step, not its statistics, is under test.
+# those); one repetition of measure and short probe answers: the step, not its statistics, is under
+# test. The tests that run a trimmed plan (trimmed_plan: no lab checks) choose fewer levels too.
 CPU_PLAN_REDUCED = {
     "REQUESTS": "4",
     "MIN_ROUNDS": "1",
@@ -36,7 +36,31 @@ CPU_PLAN_REDUCED = {
     "PAIR_LEVELS": "1",
     "PAIR_REQUESTS": "4",
     "MEASURE_REPS": "1",
+    "PROBE_MAX_TOKENS": "128",
 }
+
+
+def trimmed_plan(name: str, keep: dict[str, tuple[str, ...]], path) -> str:
+    """The plan ``name`` with only the blocks in ``keep``, each with only the step kinds named
+    there, then the report (no checks: the lab's check wants the whole plan's records, which the
+    native CPU track's test and the rehearsals write). The launch path is under test, not the
+    lab's steps, which tests/e2e runs on the host. Returns ``path`` as a string."""
+    import yaml
+
+    from harness.run.plan_syntax import split_step
+    from harness.run.plans import find_plan
+
+    raw = yaml.safe_load(find_plan(name).read_text())
+    blocks = []
+    for stage in raw["stages"]:
+        if isinstance(stage, dict) and stage.get("id") in keep:
+            kinds = keep[stage["id"]]
+            stage["steps"] = [st for st in stage.get("steps", []) if split_step(st)[0] in kinds]
+            blocks.append(stage)
+    raw.update(name=f"{raw['name']}-trimmed", stages=[*blocks, "report"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return str(path)
 
 
 def compose_project(kind: str = "") -> str:

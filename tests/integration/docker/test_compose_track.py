@@ -1,4 +1,5 @@
-"""The CPU track through Compose, for real (tracks/cpu-compose.yaml): the practice server and the CPU
+"""The CPU track through Compose, for real (tracks/cpu-compose.yaml, its blocks with their sweeps and
+the allocation check): the practice server and the CPU
 llama-server in containers started by the compose launcher, every sweep's load from two Locust
 worker containers beside the engine, the master on the host writing the records; an interrupted
 run (SIGTERM) leaving no container and no busy port; a missing image refused in one line.
@@ -28,10 +29,17 @@ from tests.integration.docker.conftest import (
     need_image,
     remove_project,
     compose_project,
+    trimmed_plan,
 )
 
 MODEL = ROOT / "models" / "gemma-3-270m-q4_k_m.gguf"
-REDUCED = CPU_PLAN_REDUCED
+# two levels: the path is under test (the lab's checks, which want 1, 5, 10 and 20, are not run here)
+REDUCED = {**CPU_PLAN_REDUCED, "LEVELS": "1,5"}
+
+
+# The compose path: each engine's container, the sweeps' worker containers and the host's own
+# llama-server beside them; the lab's other steps run in tests/e2e's CPU track on the host.
+KEEP = {"practice": ("sweep",), "llama": ("verify-allocation", "sweep"), "llama-host": ("sweep",)}
 
 
 def project_containers(project: str) -> list[str]:
@@ -53,7 +61,7 @@ def compose_run(tmp_path):
             "-m",
             "harness.entry",
             "track",
-            "cpu-compose",
+            trimmed_plan("cpu-compose", KEEP, tmp_path / "cpu-compose-trimmed.yaml"),
             "--run-dir",
             str(tmp_path / "run"),
         ]
@@ -108,12 +116,12 @@ def test_the_cpu_track_through_compose_with_two_worker_containers(compose_run):
     assert "load from 2 Locust worker process(es)" in sweep_log
     levels = {(r["label"], r["concurrency"]): r for r in level_records(run_dir)}
     for label in ("practice-baseline", "llama-baseline", "llama-host"):
-        for c in (1, 5, 10, 20):
+        for c in (1, 5):
             assert levels[(label, c)]["completed"] >= 4 and levels[(label, c)]["failed"] == 0, levels[
                 (label, c)
             ]
     # The client CPU is the worker containers' own processes (not the compose clients that started them).
-    assert levels[("llama-baseline", 20)]["client_cpu"] > 0
+    assert levels[("llama-baseline", 5)]["client_cpu"] > 0
     samples = [json.loads(x) for x in (run_dir / "labbook.samples.jsonl").read_text().splitlines()]
     by_label = {s.get("label") for s in samples}
     assert {"practice-baseline", "llama-baseline", "llama-host"} <= by_label
@@ -160,7 +168,9 @@ def test_a_missing_image_fails_the_start_in_one_line_without_pulling(compose_run
     proc, run_dir, _ = track(extra_env={"HARNESS_IMAGE": missing})
     output, _ = proc.communicate(timeout=300)
     assert proc.returncode == 1, output[-3000:]
-    assert time.monotonic() - t0 < 120
+    # Far from the failure it guards against: a start that waited for health would take the
+    # engine's whole health bound (300 s); one that failed at once takes the command's own start.
+    assert time.monotonic() - t0 < 240
     line = next(x for x in output.splitlines() if "FAIL  practice/start" in x)
     assert f"image {missing} is not present; build it: make images" in line
     assert "Traceback" not in output and "Pulling" not in output

@@ -28,7 +28,13 @@ import pytest
 from harness.io.notebook import read_records
 from harness.io.ports import port_open
 from tests.conftest import ROOT, free_port
-from tests.integration.docker.conftest import HARNESS_IMAGE, compose_project, docker, need_image
+from tests.integration.docker.conftest import (
+    HARNESS_IMAGE,
+    bridge_gateway,
+    compose_project,
+    docker,
+    need_image,
+)
 
 SEEDS = Path(os.environ.get("HARNESS_SEEDS", "/work/shared/seeds"))
 
@@ -97,10 +103,8 @@ def test_track_m_rehearsed_with_the_harness_in_a_container_and_the_engines_throu
         for entry in engines.values():
             assert entry["command"].startswith(f"(shim http://host.docker.internal:{shim_port}) "), entry
             assert entry["running"] is False
-        gateway = docker(
-            "network", "inspect", "bridge", "--format", "{{range .IPAM.Config}}{{.Gateway}}{{end}}"
-        )
-        assert f"--host {gateway.stdout.strip()} " in engines["llama"]["command"]  # filled by the shim
+        gateway = bridge_gateway()
+        assert f"--host {gateway} " in engines["llama"]["command"]  # filled by the shim
         # The preflight and measure asked the shim about the host (one GET /v1/host each at least).
         shim_log = (state / "shim.log").read_text().splitlines()
         assert sum(" GET /v1/host 200 " in line for line in shim_log) >= 3, shim_log[-5:]
@@ -143,7 +147,7 @@ def test_track_m_rehearsed_with_the_harness_in_a_container_and_the_engines_throu
         ).stdout.split():
             docker("rm", "-f", c)
     assert not any(port_open("127.0.0.1", p) for p in (8080, 8081, shim_port))
-    assert not port_open(gateway.stdout.strip(), shim_port)
+    assert not port_open(gateway, shim_port)
     assert engines_left(run_dir) == []
     shutil.rmtree(run_dir, ignore_errors=True)
     shutil.rmtree(state, ignore_errors=True)

@@ -118,8 +118,9 @@ lint: $(STAMP)
 	$(BIN)/vermin -q -t=3.9- --violations --eval-annotations --no-tips shim/harness_shim.py
 
 # The unit tests only (tests/unit: in-process, no server, no subprocess).
+# HYPOTHESIS_PROFILE=fast: a fifth of each property test's examples (tests/unit/properties.py).
 test-fast: $(STAMP)
-	$(BIN)/pytest -q tests/unit
+	HYPOTHESIS_PROFILE=fast $(BIN)/pytest -q tests/unit
 
 mock: $(STAMP)
 	$(HARNESS) practice --profile $(PROFILE) --port $(PORT)

@@ -16,6 +16,7 @@ import yaml
 from harness.run import cleanup
 from harness.io.ports import port_open
 from tests.conftest import ROOT, assert_nothing_left, free_port
+from tests.integration.deadlines import START_S
 
 
 def start_long_run(tmp_path, **popen_kw):
@@ -46,7 +47,7 @@ def start_long_run(tmp_path, **popen_kw):
         cwd=ROOT,
         **popen_kw,
     )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 2 * START_S  # two starts on a loaded machine: the run's, its server's
     entry = {}
     while not entry.get("running"):
         assert time.monotonic() < deadline and proc.poll() is None, "the run never started its server"
@@ -79,7 +80,7 @@ def test_cleanup_after_a_killed_run_leaves_nothing_running(tmp_path):
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=START_S,  # a hang only: a harness command's start on a loaded machine
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"r1/practice: pid {entry['pid']} stopped; port {port} is free" in done.stdout
@@ -93,7 +94,7 @@ def test_cleanup_after_a_killed_run_leaves_nothing_running(tmp_path):
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=START_S,  # a hang only: a harness command's start on a loaded machine
     )
     assert "servers our runs left running: 0" in again.stdout
 

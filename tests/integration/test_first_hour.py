@@ -16,6 +16,7 @@ import pytest
 from harness.core.records import is_level
 from harness.io.notebook import read_records
 from tests.conftest import ROOT, free_port
+from tests.integration.deadlines import START_S
 
 HARNESS = [sys.executable, "-m", "harness.cli"]
 SMALL = ["--concurrency", "1", "--requests", "2", "--max-tokens", "8", "--warmup", "0", "--timeout", "20"]
@@ -110,7 +111,7 @@ def web_server(tmp_path):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + START_S  # a Python process's start on a loaded machine
     while time.monotonic() < deadline and not any(
         c.laddr.port == port for c in psutil.Process(proc.pid).net_connections() if c.status == "LISTEN"
     ):
@@ -135,7 +136,7 @@ def test_practice_on_port_0_prints_the_port_it_got(tmp_path):
             [*HARNESS, "practice", "--port", "0"], cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT
         )
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + START_S  # the practice server's start (gevent) on a loaded machine
         while time.monotonic() < deadline and "listening on" not in out.read_text():
             time.sleep(0.1)
         found = re.search(r"listening on http://127\.0\.0\.1:(\d+) \(base URL", out.read_text())
@@ -158,7 +159,7 @@ def test_plain_locust_from_the_project_root_listens_on_loopback_only(practice):
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline, listening = time.monotonic() + 30, set()
+        deadline, listening = time.monotonic() + START_S, set()  # Locust's start on a loaded machine
         while time.monotonic() < deadline and not listening:
             listening = {
                 (c.laddr.ip, c.laddr.port)
@@ -177,7 +178,7 @@ def test_headless_locust_host_with_v1_loads_the_same_url(practice, tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "locust", "-f", "locustfiles/llm_user.py", "--headless", "-u", "1", "-r", "1",
          "-t", "3s", "--stop-timeout", "10", "--max-tokens", "8", "--host", server.base_url],
-        cwd=ROOT, capture_output=True, text=True, timeout=90,
+        cwd=ROOT, capture_output=True, text=True, timeout=3 + 10 + START_S,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"harness: endpoint proved; loading {server.base_url}/chat/completions" in done.stderr

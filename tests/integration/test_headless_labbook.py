@@ -12,6 +12,7 @@ import pytest
 from harness.core.records import DEFAULT_OBJECTIVES, UNKNOWN, is_level
 from harness.io.notebook import read_records
 from tests.conftest import ROOT
+from tests.integration.deadlines import START_S
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +45,7 @@ def test_headless_run_appends_a_valid_level_record(practice, tmp_path):
         "--label",
         "headless",
     ]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=90, cwd=tmp_path)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=START_S + 3 + 20, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     result = read_records(book, "level", select=is_level)
     assert not result.warnings and len(result.records) == 1

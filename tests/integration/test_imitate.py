@@ -16,6 +16,7 @@ import yaml
 
 from harness.io.notebook import read_records
 from tests.conftest import ROOT, free_port
+from tests.integration.deadlines import START_S
 
 
 def _start(argv: list[str], tmp_path: Path, env: dict | None = None) -> subprocess.Popen:
@@ -86,7 +87,7 @@ def test_trtllm_serve_line(running, tmp_path: Path) -> None:
 def _lemonade(*words: str, env: dict) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "harness.cli", "imitate", "lemonade", *words],
-        cwd=ROOT, capture_output=True, text=True, timeout=60, env={**os.environ, **env},
+        cwd=ROOT, capture_output=True, text=True, timeout=START_S, env={**os.environ, **env},
     )  # fmt: skip
 
 
@@ -193,6 +194,6 @@ def test_mlx_lm_server_streams_until_the_close_and_the_load_client_reads_it(runn
 def test_an_engine_without_an_imitation_is_named() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "harness.cli", "imitate", "sglang", "--port", "1"],
-        cwd=ROOT, capture_output=True, text=True, timeout=60,
+        cwd=ROOT, capture_output=True, text=True, timeout=START_S,
     )  # fmt: skip
     assert done.returncode != 0 and "no imitation of sglang" in done.stderr

@@ -13,6 +13,7 @@ import pytest
 import requests
 
 from tests.conftest import ROOT, free_port
+from tests.integration.deadlines import START_S
 from tests.integration.faults.hostile import HostileServer
 
 LOCUST = [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "llm_user.py")]
@@ -50,7 +51,7 @@ def test_a_bad_number_stops_the_headless_run_in_one_line(args, line, tmp_path):
             str(tmp_path / "b.md"),
             *args,
         ]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=ROOT)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=START_S, cwd=ROOT)
         sent = list(srv.requests)
     err = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(err) == 1 and line in err[0], done.stderr
@@ -67,7 +68,9 @@ def test_no_numeric_option_of_ours_goes_unchecked():
         "acts = get_parser()._actions\n"
         "print(' '.join(sorted(max(a.option_strings, key=len) for a in acts if a.type in (int, float))))"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=START_S, cwd=ROOT
+    )
     left = set(done.stdout.split())
     locusts_own = {"--autoquit", "--exit-code-on-error", "--expect-workers-max-wait", "--master-bind-port"}
     assert left == locusts_own | {"--master-port", "--web-port"}, (left, done.stderr)
@@ -97,7 +100,7 @@ def test_good_numbers_still_run():
             "--fail-ratio-max",
             "-1",
         ]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=ROOT)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=START_S, cwd=ROOT)
         sent = [r for r in srv.requests if r.startswith("POST")]
     assert done.returncode == 0 and sent, done.stderr[-2000:]
 
@@ -124,7 +127,7 @@ def test_the_web_ui_form_refuses_a_bad_number_and_starts_nothing():
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             url = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 40
+            deadline = time.monotonic() + START_S  # Locust's start on a loaded machine
             while time.monotonic() < deadline:
                 try:
                     requests.get(url, timeout=2)
@@ -144,10 +147,10 @@ def test_the_web_ui_form_refuses_a_bad_number_and_starts_nothing():
             for tokens in ("8", "16"):  # each test sends what its own form said
                 good = requests.post(url + "/swarm", data={**form, "max_tokens": tokens}, timeout=10).json()
                 assert good["success"] is True, good
-                _wait_for(lambda: load_bodies(srv), 20)
+                _wait_for(lambda: load_bodies(srv), 60)  # waits only as long as it must
                 requests.post(url + "/stop", timeout=10)
                 _wait_for(
-                    lambda: requests.get(url + "/stats/requests", timeout=5).json()["state"] == "stopped", 20
+                    lambda: requests.get(url + "/stats/requests", timeout=5).json()["state"] == "stopped", 60
                 )
                 assert {b["max_tokens"] for b in load_bodies(srv)} == {int(tokens)}, srv.bodies
                 assert len(srv.bodies) > len(load_bodies(srv))  # START's endpoint proof came first

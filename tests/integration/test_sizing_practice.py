@@ -12,6 +12,7 @@ import yaml
 
 from harness.io.notebook import read_records
 from tests.conftest import ROOT
+from tests.integration.deadlines import START_S
 
 pytestmark = pytest.mark.slow
 
@@ -68,8 +69,9 @@ def test_capacity_lands_on_the_practice_servers_own_prediction(practice, tmp_pat
     assert len(cap) == 1
     rec = cap[0]
     assert abs(rec["capacity"] - expected) <= 1 and rec["reading"] == "exact"
+    # "done": the search ended by itself, inside its 280 s budget (the budget's check stops it
+    # otherwise, and says "time"). How long it took is this machine's load, not asserted.
     assert rec["criterion"]["text"] == "TTFT p95 <= 0.5 s" and rec["stopped"] == "done"
-    assert rec["elapsed_s"] < 300
     assert f"{rec['levels_measured']} level(s) measured in {rec['runs']} run(s)" in out.stdout
     # the path: every run printed, and the boundary pair run at least twice each
     assert out.stdout.count("] c=") == rec["runs"] == len(rec["tried"])
@@ -182,7 +184,7 @@ def headless(server, label, book):
         "--label",
         label,
     ]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=90, cwd=book.parent)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=START_S + 3 + 20, cwd=book.parent)
     assert done.returncode == 0, done.stdout + done.stderr
 
 

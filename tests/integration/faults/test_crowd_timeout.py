@@ -7,7 +7,7 @@ import pytest
 
 from harness.io.notebook import read_records
 from tests.integration.faults.hostile import MODEL, HostileServer
-from tests.integration.faults.test_faults import SLACK, _run
+from tests.integration.faults.test_faults import _run
 
 # One seat, 0.6 s a request: at c = 4 the last request waits about 1.8 s for the seat, 2.4 s in all.
 SEATS, SERVICE_S, USERS = 1, 0.6, 4
@@ -22,10 +22,8 @@ def _sweep(srv, book, *extra: str) -> list[str]:
 @pytest.mark.slow
 def test_a_fixed_bound_drops_queued_requests_and_a_crowd_bound_keeps_them(tmp_path):
     with HostileServer("ok", delay_s=SERVICE_S, seats=SEATS) as srv:
-        fixed, _ = _run(_sweep(srv, tmp_path / "fixed.md", "--timeout", "1.5"), 20 + SLACK)
-        crowd, _ = _run(
-            _sweep(srv, tmp_path / "crowd.md", "--timeout", "1.5", "--timeout-per-user", "2"), 20 + SLACK
-        )
+        fixed = _run(_sweep(srv, tmp_path / "fixed.md", "--timeout", "1.5"), 20)
+        crowd = _run(_sweep(srv, tmp_path / "crowd.md", "--timeout", "1.5", "--timeout-per-user", "2"), 20)
     (dropped,) = read_records(tmp_path / "fixed.md", "level").records
     assert dropped["failed"] >= 1, dropped  # still waiting for the seat when 1.5 s passed
     assert dropped["first_error"] == "Timeout: the request passed its total bound of 1.5 s"
@@ -56,9 +54,10 @@ def test_the_worker_processes_run_under_the_sweeps_bounds(tmp_path):
         ]
         args += ["--processes", "1", "--timeout", "3", "--warmup", "0", "--labbook", str(book)]
         args += ["--metrics-url", "none", "--no-endpoint-check"]
-        proc, took = _run(args, 3 + 30 + SLACK)
+        proc = _run(args, 3 + 30)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     (level,) = read_records(book, "level").records
     assert level["failed"] == 2 and level["cancelled"] == 0, level
+    # Each request ended at its 3 s bound, not the level's (cancelled 0, the total bound named):
+    # what the old 34 s was. Not timed: the workers' start on a loaded machine is most of it.
     assert level["first_error"] == "Timeout: the request passed its total bound of 3 s", level
-    assert took < 3 + 20 + SLACK  # workers start, then each request ends at its 3 s bound

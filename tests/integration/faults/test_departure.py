@@ -10,10 +10,9 @@ import json
 
 import pytest
 
-from harness.core.stats import percentile
 from harness.io.notebook import read_records
 from tests.integration.faults.hostile import MODEL, HostileServer
-from tests.integration.faults.test_faults import SLACK, _run
+from tests.integration.faults.test_faults import _run
 
 
 @pytest.mark.slow
@@ -23,7 +22,8 @@ def test_no_ttft_is_negative_against_a_server_that_answers_at_once(tmp_path):
         args = ["sweep", "--base-url", srv.base_url, "--model", MODEL, "--concurrency", "1,8,32"]
         args += ["--requests", "200", "--timeout", "10", "--warmup", "0", "--labbook", str(book)]
         args += ["--metrics-url", "none", "--no-endpoint-check"]
-        proc, _ = _run(args, 60 + SLACK)
+        proc = _run(args, 60)
+        received = sorted(srv.received)
     assert proc.returncode == 0, proc.stderr
     levels = read_records(book, "level").records
     assert [lv["completed"] for lv in levels] == [200, 200, 200], levels
@@ -34,4 +34,11 @@ def test_no_ttft_is_negative_against_a_server_that_answers_at_once(tmp_path):
         f"{sum(t < 0 for t in ttfts)} negative TTFTs, the lowest {min(ttfts) * 1000:.3f} ms"
     )
     assert all(lv["ttft_s"]["p50"] >= 0 for lv in levels)
-    assert percentile(ttfts, 50) < 0.05  # the server answers at once: the TTFT is the client's and the wire's
+    # The server's own word: no request reached it before it left. Whatever the pairing, the k-th
+    # departure comes no later than the k-th arrival (the k first to arrive all left before it).
+    # Both are this host's monotonic clock; the records round to 1 us. (The TTFTs' size is not
+    # asserted: against this server it measures the shared machine's load, not the stamp.)
+    departed = sorted(s["departed_monotonic_s"] for s in samples)
+    assert len(received) == len(departed) == 600
+    late = [(d, r) for d, r in zip(departed, received, strict=True) if d > r + 1e-6]
+    assert not late, f"{len(late)} departures after the server had the request, e.g. {late[0]}"

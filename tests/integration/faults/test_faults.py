@@ -8,20 +8,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from harness.io.notebook import read_records
+from tests.integration.deadlines import START_S
 from tests.integration.faults.hostile import MODEL, SERVER_MESSAGE, HostileServer
 
 ROOT = Path(__file__).resolve().parents[3]
 HARNESS = [sys.executable, "-m", "harness.entry"]
 TOTAL, IDLE = 3.0, 1.5  # the bounds every run below states
-# Process start-up and Locust's import on a shared 2-core machine: a sweep whose own checks end
-# within 4 s took 23.7 s once in CI, beside the engine tests. A hang still fails: _run's bound + 60 s.
-SLACK = 45.0
 
 # fault -> (requests that finish ok, the words the first error must carry)
 MATRIX = {
@@ -46,10 +43,22 @@ def _says(text: str, words) -> bool:
     return any(w in text for w in ((words,) if isinstance(words, str) else words))
 
 
-def _run(args: list[str], bound: float) -> tuple[subprocess.CompletedProcess, float]:
-    t0 = time.monotonic()
-    proc = subprocess.run(HARNESS + args, capture_output=True, text=True, timeout=bound + 60, cwd=ROOT)
-    return proc, time.monotonic() - t0
+def _run(args: list[str], bound: float) -> subprocess.CompletedProcess:
+    """Run a harness command whose own bounds end it within ``bound`` seconds. No test times it:
+    the record and the first error name the bound that ended each request, which proves the bound
+    was kept; the command's start on a loaded machine (tests/integration/deadlines.py) would be
+    most of any time measured. A command still running at ``bound`` + START_S is a hang: every
+    stalling fault here holds a request for ten minutes (hostile.py), far past that."""
+    try:
+        return subprocess.run(
+            HARNESS + args, capture_output=True, text=True, timeout=bound + START_S, cwd=ROOT
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(
+            f"harness {args[0]} still running after {exc.timeout:g} s: its bounds end it within "
+            f"{bound:g} s and its start is allowed {START_S:g} s (a hang)",
+            pytrace=False,
+        )
 
 
 @pytest.mark.slow
@@ -61,10 +70,9 @@ def test_sweep_counts_every_request_with_its_reason(fault, tmp_path):
         args = ["sweep", "--base-url", srv.base_url, "--model", MODEL, "--concurrency", "2"]
         args += ["--requests", "4", "--timeout", str(TOTAL), "--idle-timeout", str(IDLE), "--warmup", "0"]
         args += ["--labbook", str(book), "--metrics-url", "none", "--no-endpoint-check"]
-        proc, took = _run(args, 2 * TOTAL + SLACK)
+        proc = _run(args, 2 * TOTAL)
     out = proc.stdout + proc.stderr
     assert "Traceback" not in out, out
-    assert took < 2 * TOTAL + SLACK, f"{fault}: {took:.1f} s"  # 4 requests, 2 at a time, each bounded
     levels = read_records(book, "level")
     assert not levels.warnings
     (level,) = levels.records
@@ -90,11 +98,10 @@ def test_endpoint_proof_fails_in_one_line_within_its_bound(fault, tmp_path):
         args = ["sweep", "--base-url", srv.base_url, "--model", MODEL, "--concurrency", "1"]
         args += ["--requests", "1", "--timeout", str(TOTAL), "--idle-timeout", str(IDLE), "--warmup", "0"]
         args += ["--labbook", str(book), "--metrics-url", "none"]
-        proc, took = _run(args, TOTAL + SLACK)
+        proc = _run(args, TOTAL)
     err = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "proof request failed" in err[-1] and _says(err[-1], words), err
-    assert took < TOTAL + SLACK
     (check,) = read_records(book, "endpoint-check").records  # what it saw is on disk either way
     assert check["ok"] is False and _says(check["error"], words)
 
@@ -109,10 +116,9 @@ def test_measure_ends_with_the_reason_within_its_bound(fault, tmp_path):
         args = ["measure", "--engine", "fake", "--base-url", srv.base_url, "--model", MODEL]
         args += ["--timeout", str(TOTAL), "--idle-timeout", str(IDLE), "--repetitions", "1"]
         args += ["--wait-seconds", "5", "--labbook", str(tmp_path / "b.md")]
-        proc, took = _run(args, TOTAL + SLACK)
+        proc = _run(args, TOTAL)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert _says(proc.stderr, words), proc.stderr
-    assert took < TOTAL + SLACK  # the warm-up request fails and ends the command
     assert not (tmp_path / "b.md").exists() or not (tmp_path / "b.md").read_text().strip()
 
 
@@ -125,9 +131,8 @@ def test_probe_records_the_failure_within_its_bound(fault, tmp_path):
     with HostileServer(fault) as srv:
         args = ["probe", "--engine", "fake", "--base-url", srv.base_url, "--model", MODEL]
         args += ["--timeout", str(TOTAL), "--idle-timeout", str(IDLE), "--labbook", str(book)]
-        proc, took = _run(args, 3 * TOTAL + SLACK)
+        proc = _run(args, 3 * TOTAL)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
-    assert took < 3 * TOTAL + SLACK  # three chat probes, each bounded
     (record,) = read_records(book, "features").records
     for probe in ("tool_calling", "streaming_tool_calling", "structured_output"):
         assert record[probe]["supported"] is False and record[probe]["detail"], record[probe]
@@ -148,9 +153,8 @@ def test_locust_headless_proves_the_endpoint_then_counts_and_records(fault, tmp_
         cmd += ["-u", "2", "-r", "2", "-t", "4s", "--stop-timeout", "10", "--host", srv.root]
         cmd += ["--model", MODEL, "--request-timeout", str(TOTAL), "--idle-timeout", str(IDLE)]
         cmd += ["--labbook", str(book), "--label", f"fault-{fault}", "--only-summary"]
-        t0 = time.monotonic()
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=90, cwd=ROOT)
-        took = time.monotonic() - t0
+        # a hang only: the run lasts -t 4s and its stop at most 10 s, after Locust's start
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=4 + 10 + START_S, cwd=ROOT)
         chats = [r for r in srv.requests if r.startswith("POST")]
     out = proc.stdout + proc.stderr
     assert "Traceback" not in out, out[-3000:]
@@ -159,9 +163,7 @@ def test_locust_headless_proves_the_endpoint_then_counts_and_records(fault, tmp_
         assert proc.returncode == 2 and last.startswith("harness: the proof request failed ("), last
         assert _says(last, words) and last.endswith("no load was sent"), last
         assert len(chats) <= 3 and not book.exists()  # the proof's tries only: no load, no record
-        assert took < 3 * TOTAL + SLACK, took
     else:
-        assert took < 4 + 10 + SLACK
         (level,) = read_records(book, "level").records
         assert level["requests"] >= 1 and level["completed"] == level["requests"], level
 
@@ -180,9 +182,8 @@ def test_open_and_timed_levels_count_every_request_sent(mode, asked, bound, tmp_
     with HostileServer("trickle") as srv:
         args = ["sweep", "--base-url", srv.base_url, "--model", MODEL, *mode, "--timeout", str(TOTAL)]
         args += ["--warmup", "0", "--labbook", str(book), "--metrics-url", "none", "--no-endpoint-check"]
-        proc, took = _run(args, bound + SLACK)
+        proc = _run(args, bound)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert took < bound + SLACK
     (level,) = read_records(book, "level").records
     assert level["requests"] == asked and level["failed"] == asked, level
     assert level["first_error"] == f"Timeout: the request passed its total bound of {TOTAL:g} s"

@@ -12,7 +12,7 @@ import pytest
 
 from harness.io.notebook import read_records
 from tests.integration.faults.hostile import MODEL, HostileServer
-from tests.integration.faults.test_faults import IDLE, SLACK, TOTAL, _run
+from tests.integration.faults.test_faults import IDLE, TOTAL, _run
 
 KEY = "sk-split-and-encoded-4c1d9e7b2a"
 HALF = len(KEY) // 2
@@ -42,13 +42,13 @@ def _with_key(args: list[str], bound: float):
 def _probe(srv, book, timeout: float = TOTAL):
     args = ["probe", "--engine", "fake", "--base-url", srv.base_url, "--model", MODEL]
     args += ["--timeout", str(timeout), "--idle-timeout", str(min(IDLE, timeout)), "--labbook", str(book)]
-    return _with_key(args, 3 * timeout + SLACK)
+    return _with_key(args, 3 * timeout)
 
 
 def _sweep(srv, book, timeout: float = TOTAL, prove: bool = False):
     args = ["sweep", "--base-url", srv.base_url, "--model", MODEL, "--concurrency", "1", "--requests", "2"]
     args += ["--timeout", str(timeout), "--warmup", "0", "--labbook", str(book), "--metrics-url", "none"]
-    return _with_key(args + ([] if prove else ["--no-endpoint-check"]), 2 * timeout + SLACK)
+    return _with_key(args + ([] if prove else ["--no-endpoint-check"]), 2 * timeout)
 
 
 # fault -> the words the chat probes' details carry (each probe may word it its own way)
@@ -67,7 +67,7 @@ def test_probe_gives_a_verdict_for_each_broken_reply_never_a_traceback(fault, tm
     with a traceback and no record; now each is a verdict with its reason, in the record."""
     book = tmp_path / "b.md"
     with HostileServer(fault) as srv:
-        proc, _ = _probe(srv, book)
+        proc = _probe(srv, book)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "Traceback" not in out, out[-3000:]
     (record,) = read_records(book, "features").records
@@ -86,11 +86,12 @@ def test_the_endpoint_proof_ends_within_its_timeout_under_a_flood_of_deltas(tmp_
     forever against an endless flood. Now the whole proof ends at --timeout, in one line."""
     book = tmp_path / "b.md"
     with HostileServer("delta-flood") as srv:
-        proc, took = _sweep(srv, book, timeout=2.0, prove=True)
+        proc = _sweep(srv, book, timeout=2.0, prove=True)  # an endless flood: a hang fails (_run)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     last = proc.stderr.strip().splitlines()[-1]
     assert "proof request failed" in last and "Timeout: the request passed its total bound of 2 s" in last
-    assert took < 2.0 + SLACK, took
+    # Not timed here (the command's start is most of it): that the /props request shares the 2 s
+    # is the in-process test's below.
 
 
 def test_the_proof_and_its_context_requests_share_one_bound():
@@ -104,7 +105,9 @@ def test_the_proof_and_its_context_requests_share_one_bound():
         took = time.monotonic() - t0
     assert seen["ok"] is False and seen["error"].startswith("Timeout"), seen["error"]
     assert seen["n_ctx"] is None
-    assert took < 1.5 + 1.0, took
+    # The failure: /props under its own 10 s after the stream's 1.5 s (11.5 s). In-process, from a
+    # started server, the work past the bound is milliseconds; 4 s leaves a loaded machine room.
+    assert took < 1.5 + 4.0, took
 
 
 @pytest.mark.slow
@@ -116,7 +119,7 @@ def test_no_piece_or_encoding_of_the_key_reaches_any_output(fault, command, tmp_
     arguments: each reached a record or a printed line. None does now, in any form."""
     book = tmp_path / "b.md"
     with HostileServer(fault, ttft_s=0.01) as srv:
-        proc, _ = (_probe if command == "probe" else _sweep)(srv, book)
+        proc = (_probe if command == "probe" else _sweep)(srv, book)
         assert srv.last_auth == f"Bearer {KEY}"  # the server had the key to echo
     out = proc.stdout + proc.stderr
     assert "Traceback" not in out, out[-3000:]

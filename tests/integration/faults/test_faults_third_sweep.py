@@ -5,14 +5,15 @@ from __future__ import annotations
 import pytest
 
 from harness.io.notebook import read_records
+from tests.integration.deadlines import START_S
 from tests.integration.faults.hostile import MODEL, HostileServer
-from tests.integration.faults.test_faults import SLACK, TOTAL, _run
+from tests.integration.faults.test_faults import TOTAL, _run
 
 
 def _sweep(srv, book, *extra: str):
     args = ["sweep", "--base-url", srv.base_url, "--model", MODEL, "--concurrency", "1", "--requests", "2"]
     args += ["--timeout", str(TOTAL), "--warmup", "0", "--labbook", str(book), "--metrics-url", "none"]
-    return _run([*args, "--no-endpoint-check", *extra], 2 * TOTAL + SLACK)
+    return _run([*args, "--no-endpoint-check", *extra], 2 * TOTAL)
 
 
 @pytest.mark.slow
@@ -22,7 +23,7 @@ def test_a_sweep_level_of_flooded_streams_is_flagged_not_silent(tmp_path):
     so in decode_note, and the sweep prints it as a warning."""
     book = tmp_path / "b.md"
     with HostileServer("burst-flood") as srv:
-        proc, _ = _sweep(srv, book)
+        proc = _sweep(srv, book)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     (level,) = read_records(book, "level").records
     assert level["completed"] == 2 and level["output_tokens"] == 3000
@@ -39,7 +40,7 @@ def test_a_metrics_answer_the_parser_refuses_or_absurd_values_never_lose_the_lev
     is skipped as NaN is: the level is on disk, readable, and nothing is printed but its lines."""
     book = tmp_path / "b.md"
     with HostileServer(fault) as srv:
-        proc, _ = _sweep(srv, book, "--metrics-url", srv.root + "/metrics")
+        proc = _sweep(srv, book, "--metrics-url", srv.root + "/metrics")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "Traceback" not in out and "failed with" not in out, out[-3000:]
     result = read_records(book, "level")
@@ -56,7 +57,7 @@ def test_a_metrics_answer_the_parser_refuses_or_absurd_values_never_lose_the_lev
 def _measure(srv, book):
     args = ["measure", "--engine", "fake", "--base-url", srv.base_url, "--model", MODEL, "--timeout", "3"]
     args += ["--idle-timeout", "2", "--repetitions", "1", "--wait-seconds", "3", "--labbook", str(book)]
-    return _run(args, TOTAL + SLACK)
+    return _run(args, TOTAL)
 
 
 @pytest.mark.slow
@@ -64,8 +65,8 @@ def test_an_error_body_nested_past_any_parser_is_the_servers_status_not_a_recurs
     """A 500 whose JSON is nested 100,000 deep: measure ended with a RecursionError traceback, and
     the sweep's first error was "RecursionError: ...", the status lost. Both now say HTTP 500."""
     with HostileServer("deep-error") as srv:
-        sweep, _ = _sweep(srv, tmp_path / "s.md")
-        measure, _ = _measure(srv, tmp_path / "m.md")
+        sweep = _sweep(srv, tmp_path / "s.md")
+        measure = _measure(srv, tmp_path / "m.md")
     assert "Traceback" not in sweep.stderr + measure.stderr, (sweep.stderr + measure.stderr)[-3000:]
     (level,) = read_records(tmp_path / "s.md", "level").records
     assert level["failed"] == 2 and level["first_error"].startswith('HTTP 500: {"error": [[['), level
@@ -78,7 +79,7 @@ def test_more_cached_tokens_than_the_prompt_is_no_count(tmp_path):
     9,000 (a cached share of 1,800). A cached count past the prompt is now no count."""
     book = tmp_path / "b.md"
     with HostileServer("cached-over-prompt") as srv:
-        proc, _ = _sweep(srv, book)
+        proc = _sweep(srv, book)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     (level,) = read_records(book, "level").records
     assert level["completed"] == 2 and level["prompt_tokens_mean"] == 5.0
@@ -119,12 +120,12 @@ def test_a_key_no_header_can_carry_is_refused_in_one_line(command, key, tmp_path
                 cmd = [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "llm_user.py")]
                 cmd += ["--headless", "-u", "1", "-r", "1", "-t", "2s", "--host", srv.root, "--model", MODEL]
                 cmd += ["--labbook", str(book), "--only-summary", "--api-key-env", "THIRD_SWEEP_BAD_KEY"]
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=90, cwd=ROOT)
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=START_S, cwd=ROOT)
             else:
                 args = [command, "--base-url", srv.base_url, "--model", MODEL, "--timeout", "3"]
                 args += ["--labbook", str(book), "--api-key-env", "THIRD_SWEEP_BAD_KEY"]
                 args += ["--engine", "fake"] if command != "sweep" else ["--no-endpoint-check"]
-                proc, _ = _run(args, TOTAL + SLACK)
+                proc = _run(args, TOTAL)
             chats = [r for r in srv.requests if r.startswith("POST")]
     finally:
         del os.environ["THIRD_SWEEP_BAD_KEY"]
@@ -147,7 +148,7 @@ def test_a_key_in_the_base_urls_path_is_not_printed(tmp_path):
     try:
         with HostileServer("key-in-path") as srv:
             srv.base_url = f"{srv.root}/{key}/v1"
-            proc, _ = _sweep(srv, book, "--api-key-env", "THIRD_SWEEP_KEY")
+            proc = _sweep(srv, book, "--api-key-env", "THIRD_SWEEP_KEY")
     finally:
         del os.environ["THIRD_SWEEP_KEY"]
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -189,7 +190,7 @@ def test_the_web_uis_start_names_a_key_no_header_can_carry_in_its_one_line():
     env = {**os.environ, "THIRD_SWEEP_BAD_KEY": BAD_KEYS["line break"]}
     with HostileServer("ok") as srv:
         cmd = [sys.executable, "-c", WEB_UI_START, srv.root]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=START_S, cwd=ROOT, env=env)
         assert not srv.requests
     assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
     line = proc.stdout.strip().splitlines()[-1]

@@ -19,7 +19,11 @@ from harness.run.recovery import recovery
 from tests.conftest import free_port
 from tests.integration.faults.hostile import MODEL, SERVER_MESSAGE, HostileServer
 
-SLACK = 2.0  # thread start-up and one poll interval on a shared 2-core machine
+# In-process waits on a server already listening (no process starts): each ends at its own
+# bound plus milliseconds (a thread's start, one poll interval). SLACK is 2 s, far above that on a
+# loaded machine, and far below the failures it catches: a try not cut to the wait's time left
+# (its own 60 s), or a trickle that keeps a try alive (the fake servers hold on for 10 minutes).
+SLACK = 2.0
 
 
 def _timed(fn, *args, **kw):

@@ -1,5 +1,9 @@
 """The practice server under hostile input (issue 28, class 8), and its key guard (class 6): every
-case answers at once with a one-line 4xx naming what is wrong, and the server still serves."""
+case answers at once with a one-line 4xx naming what is wrong, and the server still serves.
+
+"At once" is bounded from a server already listening (the fixture waited for its health), by 5 s:
+an answer takes milliseconds, tens on a loaded machine. The failure each bound guards against
+(the server waiting for bytes that never come) is made to take the read's whole 60 s."""
 
 from __future__ import annotations
 
@@ -15,7 +19,11 @@ from harness.practice.http import MAX_BODY
 CHAT = "/v1/chat/completions"
 
 
-def _raw(port: int, data: bytes, wait_s: float = 5.0) -> tuple[bytes, float]:
+WAIT_S = 60.0  # how long _raw waits for a server that does not answer (the failure)
+AT_ONCE_S = 5.0  # an answer "at once", on a loaded machine
+
+
+def _raw(port: int, data: bytes, wait_s: float = WAIT_S) -> tuple[bytes, float]:
     """Send raw bytes, read until the server closes or ``wait_s`` passes; (reply, seconds)."""
     t0 = time.monotonic()
     with socket.create_connection(("127.0.0.1", port), timeout=wait_s) as s:
@@ -48,7 +56,7 @@ def test_a_content_length_that_is_no_plain_number_is_refused_once(practice, leng
     head = b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %s\r\n\r\n" % (CHAT.encode(), length)
     out, took = _raw(server.port, head + body * 3)
     assert out.startswith(b"HTTP/1.1 400") and out.count(b"HTTP/1.1") == 1, out[:300]
-    assert b"Content-Length" in out and took < 3
+    assert b"Content-Length" in out and took < AT_ONCE_S  # not waiting for the rest of a body
     _ok(server)
 
 
@@ -56,16 +64,18 @@ def test_a_body_past_the_limit_is_refused_before_it_is_read(practice):
     server = practice("kit")
     head = b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (CHAT.encode(), 60 * 10**6)
     out, took = _raw(server.port, head + b"x" * 1000)
-    assert out.startswith(b"HTTP/1.1 413") and took < 3, out[:200]
+    assert out.startswith(b"HTTP/1.1 413") and took < AT_ONCE_S, out[:200]  # not reading 60 MB
     _ok(server)
 
 
 def test_a_huge_prompt_is_refused_before_tokenising(practice):
     server = practice("kit")
-    t0 = time.monotonic()
     prompt = "word " * ((MAX_BODY - 1000) // 5)
     r = _chat(server, {"messages": [{"role": "user", "content": prompt}], "max_tokens": 2})
-    assert r.status_code == 400 and "characters" in r.text and time.monotonic() - t0 < 2.0, r.text[:300]
+    # Refused by its length in characters, the check before the tokeniser (a refusal after it would
+    # count tokens): the words prove the order, which the time of a 4 MB request on a shared
+    # machine could not.
+    assert r.status_code == 400 and "characters" in r.text, r.text[:300]
     _ok(server)
 
 
@@ -75,9 +85,12 @@ def test_a_min_items_bomb_gets_a_bounded_example_at_once(practice):
     fmt = {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}
     t0 = time.monotonic()
     r = _chat(
-        server, {"messages": [{"role": "user", "content": "a list"}], "max_tokens": 8, "response_format": fmt}
+        server,
+        {"messages": [{"role": "user", "content": "a list"}], "max_tokens": 8, "response_format": fmt},
+        timeout=WAIT_S,
     )
-    assert r.status_code == 200 and time.monotonic() - t0 < 2.0, r.text[:300]
+    # The bomb expanded (9e12 items) never answers; a bounded example answers in milliseconds.
+    assert r.status_code == 200 and time.monotonic() - t0 < AT_ONCE_S, r.text[:300]
 
 
 @pytest.mark.parametrize(
@@ -120,10 +133,11 @@ def test_deep_json_is_a_400_not_a_recursion_error(practice):
 
 def test_a_connection_that_sends_no_whole_head_is_closed(practice):
     server = practice("kit", extra=["--header-timeout", "1"])
-    out, took = _raw(server.port, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n", wait_s=8)
-    assert out.startswith(b"HTTP/1.1 408") and took < 4, (out[:200], took)
-    silent, took = _raw(server.port, b"", wait_s=8)
-    assert silent == b"" and took < 4
+    # closed at the 1 s header timeout (plus milliseconds), not held for the read's 60 s
+    out, took = _raw(server.port, b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
+    assert out.startswith(b"HTTP/1.1 408") and took < 1 + AT_ONCE_S, (out[:200], took)
+    silent, took = _raw(server.port, b"")
+    assert silent == b"" and took < 1 + AT_ONCE_S
     _ok(server)
 
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 import pytest
 
@@ -201,15 +200,6 @@ def test_a_tool_whose_client_took_the_servers_cpu_is_named_with_its_numbers():
         "prompts averaged 60 tokens against our row's 39" in n
         for n in crosscheck.compare(ours, longer, 0.05)["notes"]
     )
-
-
-def test_the_tool_is_sampled_for_its_cpu_while_it_runs():
-    from harness.cli.crosscheck import run_tool
-
-    burn = "import time\nt=time.process_time()\nwhile time.process_time()-t<0.8: pass\nprint('done')"
-    text, samples = run_tool([sys.executable, "-c", burn])
-    assert text.strip().endswith("done")
-    assert len(samples) >= 2 and samples[-1][1] - samples[0][1] >= 0.3  # CPU seconds grew while it ran
 
 
 def test_a_tool_run_with_failed_requests_says_so():

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.core.stream import LineSplitter, StreamParser
+from tests.unit.properties import examples
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12)
 
@@ -54,7 +55,7 @@ def split(data: bytes, cuts: list[int]) -> list[bytes]:
     return pieces
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(
     st.lists(TEXT, min_size=1, max_size=8),
     st.booleans(),
@@ -103,7 +104,7 @@ JSONISH = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(
     st.lists(st.binary(max_size=200) | JSONISH.map(lambda o: b"data: " + json.dumps(o).encode()), max_size=20)
 )
@@ -116,7 +117,7 @@ def test_garbage_never_raises_out_of_the_parser(lines):
     assert sample.output_tokens is None or sample.output_tokens >= 0
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200))
 @given(st.binary(max_size=400), st.lists(st.integers(min_value=0, max_value=500), max_size=10))
 def test_line_splitter_loses_no_byte_but_line_ends(data, cuts):
     splitter, lines = LineSplitter(), []

@@ -23,6 +23,7 @@ from harness.io.stream_socket import (
     read_head,
 )
 from harness.io.arrival_stamps import StreamCut
+from tests.unit.properties import examples
 
 ALLOWED = (HeadTooLarge, StreamCut, Stale, HTTPParseError)
 
@@ -85,7 +86,7 @@ def test_an_endless_body_line_ends_at_the_cap():
     assert len(head.body) <= MAX_LINE + 65536
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300))
 @given(st.binary(max_size=4000), st.lists(st.integers(1, 200), max_size=40))
 def test_any_bytes_end_in_a_head_or_one_known_error(data, cuts):
     pieces, at = [], 0
@@ -102,7 +103,7 @@ def test_any_bytes_end_in_a_head_or_one_known_error(data, cuts):
     assert head.headers_complete and head.get_code() >= 200
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100))
 @given(
     st.integers(0, 3),
     st.lists(

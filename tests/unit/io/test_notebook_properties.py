@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.io.notebook import append_record, read_records
+from tests.unit.properties import examples
 
 SCHEMA = "level"
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "notebooks" / "practice-run.md"
@@ -23,7 +24,7 @@ def record(i: int) -> dict:
 DAMAGE = st.sampled_from(["cut", "garbage", "join", "prose", "nul", "none"])
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(DAMAGE, st.integers(0, 400), st.binary(max_size=30)), min_size=1, max_size=8))
 def test_damage_never_loses_an_undamaged_record(tmp_path, plan):
     lines, intact = [], []
@@ -51,7 +52,7 @@ def test_damage_never_loses_an_undamaged_record(tmp_path, plan):
         assert label in labels, (label, lines)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(max_size=80).filter(lambda t: "\n" not in t))
 def test_an_append_after_a_cut_line_is_never_swallowed(tmp_path, tail):
     path = tmp_path / f"book-{abs(hash(tail))}.md"

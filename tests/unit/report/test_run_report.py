@@ -145,6 +145,13 @@ def write(tmp_path, notebook=NOTEBOOK, manifest=MANIFEST):
     return run_dir, run_report.write_report(run_dir, plan, manifest)
 
 
+@pytest.fixture(scope="module")
+def default_report(tmp_path_factory):
+    """The report of the fixture notebook and manifest, written once for the tests below that only
+    read it: each write draws every chart (about half a second of a 2-core machine's CPU)."""
+    return write(tmp_path_factory.mktemp("default"))
+
+
 def md_rows(text: str) -> list[list[str]]:
     return [
         [cell.strip() for cell in line.split("|")[1:-1]]
@@ -153,8 +160,8 @@ def md_rows(text: str) -> list[list[str]]:
     ]
 
 
-def test_report_from_the_notebook_and_a_manifest(tmp_path):
-    run_dir, path = write(tmp_path)
+def test_report_from_the_notebook_and_a_manifest(default_report):
+    run_dir, path = default_report
     text = path.read_text()
     assert path == run_dir / "report.md" and text.startswith("# A small practice run\n")
     (row,) = headlines.headlines(run_report.levels_in(NOTEBOOK), ["practice-baseline"], PAIR, 2.0)
@@ -189,12 +196,12 @@ def test_report_from_the_notebook_and_a_manifest(tmp_path):
     assert "_No latency histogram or requests-over-time chart for practice-baseline: no per-request" in text
 
 
-def test_report_renders_as_a_report(tmp_path):
+def test_report_renders_as_a_report(default_report):
     """Rendered by a Markdown renderer: real tables (none inside a code fence), every image link to
     an existing file, no empty section, no Python values."""
     from markdown_it import MarkdownIt
 
-    run_dir, path = write(tmp_path)
+    run_dir, path = default_report
     text = path.read_text()
     html = MarkdownIt("commonmark").enable("table").render(text)
     assert "```" not in text and "<pre>" not in html
@@ -233,8 +240,8 @@ def test_a_section_without_records_says_why(tmp_path):
     assert not (run_dir / "charts" / "crowd.png").exists()
 
 
-def test_html_is_the_same_report_with_the_charts_embedded(tmp_path):
-    run_dir, path = write(tmp_path)
+def test_html_is_the_same_report_with_the_charts_embedded(default_report):
+    run_dir, path = default_report
     html = (run_dir / "report.html").read_text()
     assert html.startswith("<!DOCTYPE html>") and "<title>A small practice run</title>" in html
     sources = re.findall(r'<img src="([^"]+)"', html)
@@ -347,11 +354,11 @@ def test_allocation_rows_from_the_records(tmp_path):
     ] in rows
 
 
-def test_the_serving_labs_sweeps_are_asked_only_of_a_plan_that_checks_the_lab(tmp_path):
+def test_the_serving_labs_sweeps_are_asked_only_of_a_plan_that_checks_the_lab(default_report, tmp_path):
     """Day 3's crowds (1, 2, 4, 8, 16) are not the serving lab's 1, 5, 10, 20 baseline: a plan with no
     check step gets no FAIL for the lab's missing sweeps, and the report says why; one with a check
     step does. The fixture's curve has 1, 2, 4, 8 and 16, and a prefix pair."""
-    text = write(tmp_path)[1].read_text()
+    text = default_report[1].read_text()
     validation = text[text.index("### Validation") :]
     assert "The plan has no check step: the serving lab's 1, 5, 10, 20 baseline" in validation
     assert "baseline sweep (mixed prompts" not in validation

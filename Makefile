@@ -104,9 +104,10 @@ test-vllm: $(STAMP) $(VLLM_STAMP)
 $(COMPOSE_SCHEMA): $(STAMP)
 	$(BIN)/python scripts/fetch_compose_schema.py $@
 
-# Two workers (pytest-xdist): the files that run engines or tracks are one unit of work, run one
-# test at a time (tests/conftest.py); TEST_WORKERS=0 runs the whole suite in this one process.
-TEST_WORKERS ?= 2
+# Three workers (pytest-xdist): the files that run engines are one unit of work on one of them, one
+# test at a time (tests/conftest.py); the other two share the rest, which mostly waits on the
+# practice server's modelled time. TEST_WORKERS=0 runs the whole suite in this one process.
+TEST_WORKERS ?= 3
 test: $(STAMP) $(LLAMA_STAMP) $(COMPOSE_SCHEMA)
 	$(BIN)/pytest -q -n $(TEST_WORKERS)
 

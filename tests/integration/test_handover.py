@@ -24,6 +24,22 @@ pytestmark = pytest.mark.slow
 PRACTICE = [sys.executable, "-m", "harness.cli", "practice", "--profile", "kit"]
 
 
+def wait_for_the_sleeper_to_leave_the_session(deadline_s: float = 120) -> None:
+    """Until the orphan below (``os.setsid(); time.sleep(300)``) leads a session of its own: it
+    needs a Python start first, which a loaded machine makes slow (a deadline for a hang)."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        for proc in psutil.process_iter(["pid", "cmdline"]):
+            if "os.setsid(); time.sleep(300)" in " ".join(proc.info["cmdline"] or []):
+                try:
+                    if os.getsid(proc.info["pid"]) == proc.info["pid"]:
+                        return
+                except OSError:
+                    continue
+        time.sleep(0.05)
+    raise AssertionError("the orphan never called setsid")
+
+
 def launcher(tmp_path, argv: list[str], port: int) -> HostLauncher:
     return HostLauncher(
         argv=argv,
@@ -64,7 +80,7 @@ def test_a_process_that_outlives_the_stop_is_named_with_the_remedy(tmp_path):
     engine.start(60)
     survivors = []
     try:
-        time.sleep(0.5)  # the sleeper has called setsid
+        wait_for_the_sleeper_to_leave_the_session()
         result = stop_and_judge(found, engine, engine.memory_mb())
         survivors = [p for p in found.pids if psutil.pid_exists(p) and p != engine.pid]
         assert len(survivors) == 1, found.pids

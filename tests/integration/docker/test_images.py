@@ -242,9 +242,8 @@ def test_a_missing_image_is_refused_in_one_line_and_never_pulled(tmp_path):
     missing = "llm-harness/missing:never-built"
     before = docker("images", "-q").stdout
     # docker itself, with pulls forbidden:
-    t0 = time.monotonic()
-    done = docker("run", "--rm", "--pull", "never", missing, timeout=30)
-    assert done.returncode != 0 and "No such image" in done.stderr and time.monotonic() - t0 < 10
+    done = docker("run", "--rm", "--pull", "never", missing, timeout=120)
+    assert done.returncode != 0 and "No such image" in done.stderr  # refused, not pulled (below)
     # compose v1 through the llama-cpu profile (pull_policy: never; --no-build as a run does):
     env = {
         **__import__("os").environ,

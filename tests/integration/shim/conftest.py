@@ -144,7 +144,7 @@ def start_shim(
         stderr=subprocess.STDOUT,
         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
     )
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 120  # a deadline for a hang, a loaded machine's start included
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"the shim exited: {(state / 'stdout.txt').read_text()}")

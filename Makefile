@@ -104,10 +104,11 @@ test-vllm: $(STAMP) $(VLLM_STAMP)
 $(COMPOSE_SCHEMA): $(STAMP)
 	$(BIN)/python scripts/fetch_compose_schema.py $@
 
-# Three workers (pytest-xdist): the files that run engines are one unit of work on one of them, one
-# test at a time (tests/conftest.py); the other two share the rest, which mostly waits on the
-# practice server's modelled time. TEST_WORKERS=0 runs the whole suite in this one process.
-TEST_WORKERS ?= 3
+# Two workers (pytest-xdist): the files that run engines are one unit of work on one of them, one
+# test at a time (tests/conftest.py); the other runs the rest. A third worker made it slower here
+# (30 min 27 s against 26 min 37 s: the engines' tests share the 2 cores with more practice-server
+# load; the CPU plan's test took 611 s against 280 s). TEST_WORKERS=0 runs it in this one process.
+TEST_WORKERS ?= 2
 test: $(STAMP) $(LLAMA_STAMP) $(COMPOSE_SCHEMA)
 	$(BIN)/pytest -q -n $(TEST_WORKERS)
 

@@ -153,11 +153,11 @@ def _quick_sweep(kind: str, options: dict, quick: dict) -> dict:
     checkers look for the baseline's 1, 5, 10 and 20), fewer requests per level and shorter answers;
     the prefix pair, whose long prompts cost a CPU most, at its own smaller levels and count."""
     out = dict(options)
-    if kind == "prefix-pair":
-        out.update({k: quick[f"prefix_{k}"] for k in ("concurrency", "requests") if f"prefix_{k}" in quick})
     for key in ("requests", "max_tokens"):
         if key in quick:
             out[key] = min(int(out.get(key, quick[key])), int(quick[key]))
+    if kind == "prefix-pair":  # its own sizes, after the others (smoke's 2 requests would cap its 4)
+        out.update({k: quick[f"prefix_{k}"] for k in ("concurrency", "requests") if f"prefix_{k}" in quick})
     if "min_rounds" in quick:
         out["min_rounds"] = quick["min_rounds"]
     return out

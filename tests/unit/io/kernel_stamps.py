@@ -15,13 +15,19 @@ import time
 from harness.io import arrival_stamps
 
 
-@contextlib.contextmanager
-def stamping_on(deadline_s: float = 10.0):
+def loopback_pair() -> tuple[socket.socket, socket.socket, socket.socket]:
+    """A listening socket, a client connected to it and the server's side of that connection."""
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen()
     client = socket.create_connection(srv.getsockname())
     peer, _ = srv.accept()
+    return srv, client, peer
+
+
+@contextlib.contextmanager
+def stamping_on(deadline_s: float = 10.0):
+    srv, client, peer = loopback_pair()
     try:
         assert arrival_stamps.enable(client), "SO_TIMESTAMPNS refused"
         client.settimeout(deadline_s)

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from harness.io import arrival_stamps
-from tests.unit.io.kernel_stamps import stamping_on
+from tests.unit.io.kernel_stamps import loopback_pair, stamping_on
 
 
 def anc(seconds: float):
@@ -35,11 +35,7 @@ def test_the_stamp_moves_to_the_perf_counter_clock_and_is_never_after_the_read()
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_TIMESTAMPNS is Linux's")
 def test_a_late_read_still_gets_the_arrival_time():
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen()
-    client = socket.create_connection(srv.getsockname())
-    peer, _ = srv.accept()
+    srv, client, peer = loopback_pair()
     try:
         assert arrival_stamps.enable(client)
         with stamping_on():  # waits until the kernel stamps packets (kernel_stamps.py)

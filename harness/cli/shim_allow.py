@@ -38,9 +38,9 @@ def run(args) -> int:
     from harness.run.plans import load_plan
     from harness.run.shim_allow import allow_list, via_shim
 
-    plan = load_plan(
-        args.plan, args.tier, parse_sets(args.set), args.rehearse, "smoke" if args.smoke else args.quick
-    )
+    from harness.cli.track import size
+
+    plan = load_plan(args.plan, args.tier, parse_sets(args.set), args.rehearse, size(args))
     if args.via_shim:
         via_shim(plan)
     library = str(Path(args.library).expanduser().absolute()) if args.library else None

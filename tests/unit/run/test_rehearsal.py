@@ -55,6 +55,36 @@ def test_quick_keeps_the_tracks_levels_and_shrinks_the_rest() -> None:
     assert out["sweep"]["max_tokens"] == 16
 
 
+def steps_of(plan: dict, block: str) -> dict:
+    stage = next(s for s in plan["stages"] if isinstance(s, dict) and s.get("id") == block)
+    return {
+        kind: opts
+        for step in stage["steps"]
+        for kind, opts in ([(step, {})] if isinstance(step, str) else step.items())
+    }
+
+
+def test_smoke_shrinks_below_quick_and_keeps_the_prefix_pairs_own_count() -> None:
+    raw = yaml.safe_load((rehearsal.REHEARSAL_DIR.parent / "tracks" / "track-s.yaml").read_text())
+    overlay, _, _ = rehearsal.read_overlay("track-s")
+    out, _ = rehearsal.apply(raw, overlay, quick="smoke", resolver=fake_place)
+    llama = steps_of(out, "llama")
+    assert llama["sweep"]["concurrency"] == "1,5,10,20" and out["sweep"]["requests"] == 2
+    assert out["sweep"]["max_tokens"] == 8 and out["sweep"]["min_rounds"] == 1
+    # the level's 2 requests never cap the pair's 4 (the lab's check wants 3 of 4 cached)
+    pair = llama["prefix-pair"]
+    assert (pair["concurrency"], pair["requests"]) == ("1", 4)
+    control = steps_of(out, "control")
+    assert control["measure"]["max_tokens"] == 32 and control["measure"]["long_repeats"] == 4
+
+
+def test_smoke_without_smoke_sizes_is_refused() -> None:
+    overlay, _, _ = rehearsal.read_overlay("track-s")
+    overlay = {k: v for k, v in overlay.items() if k != "smoke"}
+    with pytest.raises(ConfigError, match="no smoke sizes"):
+        rehearsal.apply({"variables": {}, "stages": []}, overlay, quick="smoke", resolver=fake_place)
+
+
 def test_a_prediction_for_the_tracks_model_is_kept_and_followed_by_the_stand_ins() -> None:
     raw = yaml.safe_load((rehearsal.REHEARSAL_DIR.parent / "tracks" / "track-s.yaml").read_text())
     overlay, _, _ = rehearsal.read_overlay("track-s")

@@ -1,5 +1,6 @@
 """The ``harness`` console script. SIGINT and SIGTERM are taken first (``harness.signals``), so a
-signal during start-up ends the command in one line with status 130. Commands that run Locust
+signal during start-up (gevent's patching, the CLI's imports) ends the process at once in one line
+with status 130. Commands that run Locust
 need gevent's monkey-patching before anything imports ``ssl`` or ``requests``, so it happens here,
 before the CLI is imported."""
 
@@ -13,8 +14,8 @@ GEVENT_COMMANDS = {"sweep", "capacity"}
 
 
 def main() -> int:
-    signals.install()
     command = sys.argv[1] if len(sys.argv) > 1 else ""
+    signals.install(starting=command)
     try:
         if command in GEVENT_COMMANDS:
             from gevent import monkey
@@ -22,6 +23,7 @@ def main() -> int:
             monkey.patch_all()
         from harness.cli.dispatch import main as cli_main
 
+        signals.started()
         code = cli_main()
     except KeyboardInterrupt:
         print(f"harness {command}: interrupted".replace("  ", " "), file=sys.stderr)

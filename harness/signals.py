@@ -7,12 +7,19 @@ signal happens to land (a Locust greenlet, the event loop, a weakref callback: a
 lost signal); it is thrown into the main greenlet at its next wait, once. A signal is also
 *remembered* (``received``): ``raise_if_received`` is checked before each level starts, and the
 command's exit status is 130 whatever it returned, so no signal is lost. Standard library only:
-it is installed before anything heavy is imported, so a signal during start-up prints one line,
-never an import traceback.
+it is installed before anything heavy is imported.
+
+Two moments take a signal differently. During start-up (``install(command)`` until ``started``)
+nothing has been written and nothing started, and an interrupt raised inside an import can leave
+gevent's patching half done (seen: an exit that hung for minutes): the process writes its one line
+and ends at once with 130. Later, a signal that lands inside the import machinery itself (a lazy
+import of Locust, say; its lock callbacks swallow an exception with a printed traceback) is raised
+a moment afterwards, once the import's own frames are left.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -21,16 +28,36 @@ RECEIVED: list[int] = []  # every SIGINT/SIGTERM this process took, in order
 _THROWN: list[bool] = []  # the main greenlet was interrupted once already
 
 
+_STARTING: list[str] = []  # the command's name while it starts up
+_RETRY_S = 0.02  # how soon an interrupt that landed in the import machinery is tried again
+
+
 def _take(signum, frame) -> None:
+    if _STARTING:
+        os.write(2, f"harness {_STARTING[0]}: interrupted\n".replace("  ", " ").encode())
+        os._exit(130)
     RECEIVED.append(signum)
     hub = _gevent_hub()
     if hub is None:
-        raise KeyboardInterrupt
+        _raise_outside_imports(frame)
+        return
     if _DEFER:  # a level is running: its main greenlet raises it at its next wait
         return
     if not _THROWN:  # a second signal must not cut the first one's clean-up short
         _THROWN.append(True)
         hub.loop.run_callback(_interrupt_main, hub)
+
+
+def _in_import_machinery(frame) -> bool:
+    return frame is not None and frame.f_code.co_filename.startswith("<frozen importlib")
+
+
+def _raise_outside_imports(frame) -> None:
+    """KeyboardInterrupt here, unless this frame is the import machinery's own: then again shortly."""
+    if not _in_import_machinery(frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGALRM, lambda _signum, later: _raise_outside_imports(later))
+    signal.setitimer(signal.ITIMER_REAL, _RETRY_S)
 
 
 def _gevent_hub():
@@ -72,15 +99,23 @@ def note(signum: int) -> None:
     RECEIVED.append(signum)
 
 
-def install() -> None:
+def install(starting: str | None = None) -> None:
     """Take SIGINT and SIGTERM where they still have their default action (a SIGINT ignored by a
-    parent, as for a background job, stays ignored), on the main thread only."""
+    parent, as for a background job, stays ignored), on the main thread only. With ``starting``
+    (the command's name), a signal ends the process at once until ``started`` is called."""
     if threading.current_thread() is not threading.main_thread():
         return
+    if starting is not None:
+        _STARTING[:] = [starting]
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _take)
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _take)
+
+
+def started() -> None:
+    """Start-up is over: from here on a signal is the command's interrupt (``KeyboardInterrupt``)."""
+    _STARTING.clear()
 
 
 def received() -> bool:

@@ -27,7 +27,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--slots", type=int, default=20)
     p.add_argument("--ctx-per-slot", type=int, default=4096)
-    p.add_argument("--cache-type", default="f16", choices=["f16", "q8_0", "q4_0", "fp8"])
+    p.add_argument("--cache-type", default="f16", choices=["f16", "bf16", "f32", "q8_0", "q4_0", "fp8"])
     p.add_argument("--swa-full", action="store_true")
     p.add_argument("--kv-bytes", type=int, help="vLLM --kv-cache-memory-bytes")
     add_vllm_pool_args(p)

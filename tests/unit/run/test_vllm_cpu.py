@@ -7,7 +7,7 @@ import json
 import pytest
 
 from harness.cli import main
-from harness.run import vllm_cpu
+from harness.run import vllm_cpu, vllm_precision
 
 AVX2 = "processor\t: 0\nflags\t\t: fpu sse sse2 avx avx2 fma\n"
 NO_AVX = "processor\t: 0\nflags\t\t: fpu sse sse2 ssse3 sse4_1 sse4_2\n"
@@ -19,6 +19,22 @@ def test_cpu_without_avx2_or_avx512_is_a_one_line_skip_reason():
     reason = vllm_cpu.unsupported_reason(NO_AVX, "x86_64")
     assert "neither AVX2 nor AVX-512" in reason and "\n" not in reason
     assert "x86-64" in vllm_cpu.unsupported_reason(AVX2, "aarch64")
+
+
+@pytest.mark.parametrize(
+    "extra,dtype,kv",
+    [
+        ("", "float32", "f32"),
+        (" avx512f avx512_bf16", "bfloat16", "bf16"),
+        (" amx_bf16 amx_tile", "bfloat16", "bf16"),
+    ],
+)
+def test_the_stand_in_serves_bf16_only_where_the_cpu_multiplies_it(extra, dtype, kv):
+    cpuinfo = AVX2.rstrip("\n") + extra + "\n"
+    assert vllm_precision.compute_dtype(cpuinfo) == dtype
+    assert vllm_precision.precision("vllm-cpu-kv-type", cpuinfo) == kv
+    assert vllm_precision.precision("vllm-cpu-precision", cpuinfo).startswith("bf16")  # the weights' own
+    assert ("fp32" in vllm_precision.precision("vllm-cpu-precision", cpuinfo)) == (dtype == "float32")
 
 
 def test_dry_run_states_every_setting_and_the_environment(capsys, tmp_path, monkeypatch):

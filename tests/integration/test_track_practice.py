@@ -15,6 +15,7 @@ import pytest
 
 from harness.io.ports import port_open
 from tests.conftest import ROOT
+from tests.seeds import SEEDS, seeds_summarise_load
 
 pytestmark = pytest.mark.slow
 
@@ -40,3 +41,16 @@ def test_track_practice_writes_a_report_on_a_free_port(tmp_path):
     assert all(any(k in sid for sid in statuses) for k in kinds), statuses
     html = (run_dir / "report.html").read_text()
     assert "practice-baseline" in html and "<img" in html
+    # The notebook as the lab's own checker reads it: the seeds' summarise-load.py (where the seed
+    # pages are here) and the harness's drop-in, each with --check.
+    notebook = str(run_dir / "labbook.md")
+    checks = [[sys.executable, "-m", "harness.cli", "summarise", "--labbook", notebook, "--check"]]
+    seed = seeds_summarise_load(SEEDS)
+    if seed is not None:
+        script = tmp_path / "summarise-load.py"
+        script.write_text(seed)
+        checks.append([sys.executable, str(script), "--labbook", notebook, "--check"])
+    for check in checks:
+        verdict = subprocess.run(check, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert verdict.returncode == 0, verdict.stdout[-3000:] + verdict.stderr[-1000:]
+        assert "FAIL" not in verdict.stdout.replace("0 fail", ""), verdict.stdout[-3000:]

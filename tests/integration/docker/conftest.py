@@ -40,24 +40,36 @@ CPU_PLAN_REDUCED = {
 }
 
 
-def trimmed_plan(name: str, keep: dict[str, tuple[str, ...]], path) -> str:
+def trimmed_plan(
+    name: str,
+    keep: dict[str, tuple[str, ...]],
+    path,
+    keep_global: tuple[str, ...] = (),
+    rehearsal: bool = False,
+) -> str:
     """The plan ``name`` with only the blocks in ``keep``, each with only the step kinds named
-    there, then the report (no checks: the lab's check wants the whole plan's records, which the
-    native CPU track's test and the rehearsals write). The launch path is under test, not the
-    lab's steps, which tests/e2e runs on the host. Returns ``path`` as a string."""
+    there, the plan-wide steps of the kinds in ``keep_global``, then the report (no checks: the
+    lab's check wants the whole plan's records, which the native CPU track's test and the
+    rehearsals write). The launch path is under test, not the lab's steps, which tests/e2e and
+    the rehearsals run on the host. ``rehearsal``: the plan keeps its name, so that its rehearsal
+    overlay applies. Returns ``path`` as a string."""
     import yaml
 
     from harness.run.plan_syntax import split_step
     from harness.run.plans import find_plan
 
     raw = yaml.safe_load(find_plan(name).read_text())
-    blocks = []
+    stages = []
     for stage in raw["stages"]:
         if isinstance(stage, dict) and stage.get("id") in keep:
             kinds = keep[stage["id"]]
             stage["steps"] = [st for st in stage.get("steps", []) if split_step(st)[0] in kinds]
-            blocks.append(stage)
-    raw.update(name=f"{raw['name']}-trimmed", stages=[*blocks, "report"])
+            stages.append(stage)
+        elif not (isinstance(stage, dict) and "engine" in stage) and split_step(stage)[0] in keep_global:
+            stages.append(stage)
+    raw.update(stages=[*stages, "report"])
+    if not rehearsal:
+        raw["name"] = f"{raw['name']}-trimmed"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     return str(path)

@@ -29,11 +29,11 @@ def reduced(practice_port: int, llama_port: int) -> list[str]:
     sets = {
         "REQUESTS": 4,
         "MIN_ROUNDS": 1,
-        "MAX_TOKENS": 16,
+        "MAX_TOKENS": 8,
         "PAIR_LEVELS": 1,
         "PAIR_REQUESTS": 4,
         "MEASURE_REPS": 1,  # the steps and the resume are under test, not the statistics
-        "SEARCH_BUDGET_S": 45,
+        "SEARCH_BUDGET_S": 20,
         "PROBE_MAX_TOKENS": 128,
         "VARIANT_LEVEL": 5,
         "VARIANT_REQUESTS": 4,

@@ -1,8 +1,7 @@
 """The ``harness`` console script. SIGINT and SIGTERM are taken first (``harness.signals``), so a
 signal during start-up (gevent's patching, the CLI's imports) ends the process at once in one line
-with status 130. Commands that run Locust
-need gevent's monkey-patching before anything imports ``ssl`` or ``requests``, so it happens here,
-before the CLI is imported."""
+with status 130. Commands that run Locust need gevent's monkey-patching before anything imports
+``ssl`` or ``requests``, so it happens here, before the CLI is imported."""
 
 import os
 import signal

@@ -28,6 +28,7 @@ from harness import paths
 from harness.errors import ConfigError
 from harness.io.notebook import problems
 from harness.run.installed import resolve_auto
+from harness.run.vllm_precision import PRECISION_KINDS
 from harness.run.plan_syntax import split_step
 
 REHEARSAL_DIR = paths.PACKAGE / "data" / "rehearsals"
@@ -39,9 +40,7 @@ KINDS = (
     "llama-cpu-bin-dir",
     "vllm-cpu-model",
     "vllm-cpu-venv",
-    "vllm-cpu-dtype",
-    "vllm-cpu-kv-type",
-    "vllm-cpu-precision",
+    *PRECISION_KINDS,
     "models-dir",
     "stand-ins-dir",
 )
@@ -123,13 +122,7 @@ def resolve(kind: str) -> str:
     """Where a stand-in lives on this machine (``@llama-cpu-model`` in an overlay), found as the CPU
     track's ``auto`` settings are; one not installed yet gets a placeholder naming the make target
     that installs it (a real run then stops at the preflight, which names it missing)."""
-    if kind in (
-        "llama-cpu-model",
-        "vllm-cpu-model",
-        "vllm-cpu-dtype",
-        "vllm-cpu-kv-type",
-        "vllm-cpu-precision",
-    ):
+    if kind in ("llama-cpu-model", "vllm-cpu-model") or kind in PRECISION_KINDS:
         return resolve_auto(kind, dry_run=True)
     if kind == "llama-cpu-bin-dir":
         server = resolve_auto("llama-cpu-binary", dry_run=True)

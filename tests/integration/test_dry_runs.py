@@ -84,7 +84,7 @@ def normalise(text: str, cwd: Path, rehearsal: bool = False) -> str:
     for name, value in sorted(places.items(), key=lambda kv: -len(kv[1] or "")):
         if value and value != "/":
             text = text.replace(value, name)
-    # what a rehearsal's vLLM stand-in serves at depends on this CPU (vllm_cpu.compute_dtype)
+    # what a rehearsal's vLLM stand-in serves at depends on this CPU (vllm_precision.compute_dtype)
     precision = (
         []
         if not rehearsal

@@ -1,18 +1,21 @@
 """The engines lab's identity row (001, "Label what each comparison can establish"): per engine, what
-its run was: source checkpoint, representation, prompt, context, answer limit and cache state, each
-cell that differs from the portable baseline (llama.cpp) marked. The chat template is each server's
-own (every serve script applies the model's template); the records do not name it, so neither does
-the row."""
+its run was: source checkpoint, representation, template, prompt, context, answer limit and cache
+state, each cell that differs from the portable baseline (llama.cpp) marked. The template column says
+whose chat template formatted the prompt: every engine block of the plans serves the checkpoint with
+its own template (llama-server with ``--jinja``, the others by default), so the cell names the
+checkpoint's template; the records do not carry the template's text."""
 
 from __future__ import annotations
 
 from tabulate import tabulate
 
 PORTABLE = ("llama.cpp", "llama-server")
+PROMPT = 3  # the prompt's cell: its token count differs by tokenizer, its tag must match
 HEAD = [
     "Engine",
     "Checkpoint",
     "Representation",
+    "Chat template",
     "Prompt (long test)",
     "Context",
     "Answer limit",
@@ -28,6 +31,7 @@ def _cells(pair: dict) -> list[str]:
     return [
         str(rec.get("model") or "—"),
         str(rec.get("quant") or "—"),
+        f"{rec['model']}'s own" if rec.get("model") else "the checkpoint's own",
         prompt,
         f"{rec['context_length']:,}" if rec.get("context_length") else "—",
         f"{rec['max_tokens']}" if rec.get("max_tokens") else "—",
@@ -46,8 +50,9 @@ def identity_rows(order: list[str], speed: dict) -> list[list[str]]:
         cells = _cells(speed[engine])
         if base is not None and engine != base_engine:
             # the prompt's token count differs by tokenizer; its tag is what must match
+            tag = base[PROMPT].split(", ")[-1]
             cells = [
-                c if i == 2 and c.split(", ")[-1] == base[2].split(", ")[-1] or c == base[i] else c + " *"
+                c if i == PROMPT and c.split(", ")[-1] == tag or c == base[i] else c + " *"
                 for i, c in enumerate(cells)
             ]
         rows.append([engine, *cells])

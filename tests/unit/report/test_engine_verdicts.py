@@ -141,6 +141,7 @@ def test_identity_row_marks_what_differs_from_the_baseline(capsys):
         "vllm",
         "Qwen3-8B",
         "AWQ *",
+        "Qwen3-8B's own",
         "1,490 tokens, tagged",
         "4,096 *",
         "128",

@@ -87,13 +87,13 @@ def print_level(r: dict, previous: dict | None = None) -> None:
     server = server_metrics.peaks_words(r)
     if server:
         print(f"         server /metrics: {server}", flush=True)
-    fell = (
-        previous
-        and (previous.get("concurrency") or 0) < r["concurrency"]
-        and server_metrics.drop_text(r, previous)
-    )
+    climbed = previous and (previous.get("concurrency") or 0) < r["concurrency"]
+    fell = climbed and server_metrics.drop_text(r, previous)
     if fell:
         print(f"         warning: throughput fell: {fell}", flush=True)
+    held = climbed and server_metrics.noise_text(r, previous)
+    if held:
+        print(f"         note: throughput held: {held}", flush=True)
     if r.get("client_limited"):
         gap = r["itl_s"]["p50"]
         print(

@@ -9,12 +9,16 @@ Task 6, Task 7, Task 9 and the troubleshooting rows on saturation). A level reco
 - the engine's cached share from its own counters: llama.cpp's ``prompt_tokens_total`` counts
   prompt tokens processed *excluding* cached ones, so the share is cached / (cached + total); vLLM's
   is prefix-cache hits / queries. It is set beside the client's (cached over prompt tokens);
-- a level whose output tokens/s fell below the previous level's, or that shows preemptions, named
-  with the lab's explanation and remedy.
+- a level whose output tokens/s fell below the previous level's by more than the run-to-run noise
+  (the spread of its repeats where the levels were repeated, else the lab's "a few per cent"), or
+  that shows preemptions, named with the lab's explanation and remedy; a fall within the noise is
+  said to be noise, not saturation.
 
 Pure: level records in, numbers, words and (verdict, finding) pairs out."""
 
 from __future__ import annotations
+
+from harness.core.troubleshooting import VARY
 
 PEAKS = (  # (key, metric, words) in the order they are printed
     ("processing", "llamacpp:requests_processing", "processing"),
@@ -118,12 +122,50 @@ def _flight_words(flight: float | None, c: int | None) -> str | None:
     return f"in flight {flight:.1f} of {c} (the loop ran below the crowd for part of the level)"
 
 
-def drop_text(rec: dict, previous: dict) -> str | None:
-    """Why this level's output tokens/s fell below the previous level's, in the lab's words; None
-    when it did not fall."""
+def noise(rec: dict, previous: dict) -> tuple[float, str]:
+    """The run-to-run noise of output tokens/s at two neighbouring levels, as a share, and where it
+    came from: the widest spread (largest - smallest over the median) of either level's repeats
+    (``sweep --repeat``) where one was repeated, else the lab's "a few per cent" (``VARY``)."""
+    shares = []
+    for r in (previous, rec):
+        low_high, mid = (r.get("spread") or {}).get("output_tokens_per_s"), r.get("output_tokens_per_s")
+        if low_high and mid:
+            shares.append((low_high[1] - low_high[0]) / mid)
+    if shares:
+        return max(shares), "the spread of the repeated runs"
+    return VARY, "the lab's few per cent between runs; no repeats measured it"
+
+
+def _fall(rec: dict, previous: dict) -> tuple[float, float, float] | None:
+    """(now, before, share fallen) when this level's output tokens/s is below the previous level's."""
     now, before = rec.get("output_tokens_per_s") or 0.0, previous.get("output_tokens_per_s") or 0.0
     if not before or now >= before:
         return None
+    return now, before, 1 - now / before
+
+
+def noise_text(rec: dict, previous: dict) -> str | None:
+    """A fall in output tokens/s within the run-to-run noise, said to be noise; None otherwise."""
+    fall = _fall(rec, previous)
+    if fall is None:
+        return None
+    share, source = noise(rec, previous)
+    if fall[2] > share:
+        return None
+    c, prev_c = rec.get("concurrency"), previous.get("concurrency")
+    return (
+        f"c={c}: {fall[0]:.1f} tok/s, {fall[2]:.1%} below c={prev_c}'s {fall[1]:.1f}, "
+        f"within the run-to-run noise of {share:.1%} ({source}): noise, not past saturation"
+    )
+
+
+def drop_text(rec: dict, previous: dict) -> str | None:
+    """Why this level's output tokens/s fell below the previous level's, in the lab's words; None
+    when it did not fall, or fell no more than the run-to-run noise (``noise_text`` says that)."""
+    fall = _fall(rec, previous)
+    if fall is None or noise_text(rec, previous):
+        return None
+    now, before = fall[0], fall[1]
     c, prev_c = rec.get("concurrency"), previous.get("concurrency")
     found = peaks(rec)
     preempted = found.get("preemptions")
@@ -139,12 +181,22 @@ def drop_text(rec: dict, previous: dict) -> str | None:
     return "; ".join(p for p in parts if p)
 
 
+def pairs(levels: dict[int, dict]) -> list[tuple[int, int]]:
+    """Each completed level with the completed level before it."""
+    cs = _completed(levels)
+    return list(zip(cs, cs[1:], strict=False))
+
+
+def noise_notes(levels: dict[int, dict]) -> list[str]:
+    """The falls in output tokens/s of a curve that were within the run-to-run noise."""
+    return [t for prev, c in pairs(levels) if (t := noise_text(levels[c], levels[prev]))]
+
+
 def level_findings(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
     """(WARN, finding) for each level of a curve whose throughput fell below the previous level's,
     that shows preemptions, or whose requests were deferred while the crowd fitted the slots."""
     found = []
-    cs = _completed(levels)
-    for prev, c in zip(cs, cs[1:], strict=False):
+    for prev, c in pairs(levels):
         text = drop_text(levels[c], levels[prev])
         if text:
             found.append(("WARN", f"{label} {text}"))
@@ -179,16 +231,22 @@ def rules(labels: dict[str, dict[int, dict]]) -> list[tuple[str, str]]:
             c for c in sorted(levels) if peaks(levels[c]) or engine_cached_share(levels[c]) is not None
         ]
         found = level_findings(label, levels)
+        held = noise_notes(levels)
+        rose = "output rose with every level"
+        if held:
+            rose = f"output rose or held within the noise ({'; '.join(held)})"
         if found:
             out += found
         elif sampled:
             out.append(
                 (
                     "PASS",
-                    f"{label}: output rose with every level and the engine's /metrics shows no preemption "
-                    "and no deferral within the slots",
+                    f"{label}: {rose} and the engine's /metrics shows no preemption and no deferral within "
+                    "the slots",
                 )
             )
+        elif held:
+            out.append(("PASS", f"{label}: {rose}"))
     return out
 
 

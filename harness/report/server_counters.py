@@ -20,6 +20,7 @@ def lines(label: str, levels: dict[int, dict]) -> list[str]:
         table(head, rows),
         "",
     ]
-    found = sm.level_findings(label, levels)
-    out += [f"- {text}" for _, text in found] + ([""] if found else [])
+    found = [text for _, text in sm.level_findings(label, levels)]
+    found += [f"{label} {text}" for text in sm.noise_notes(levels)]
+    out += [f"- {text}" for text in found] + ([""] if found else [])
     return out

@@ -129,6 +129,7 @@ def _run(args) -> int:
     levels = labels[args.label]
     d = print_curve(args.label, levels, args.markdown)
     print_admissions(args.labbook, args.label)
+    print_server_metrics(levels)
     print_workloads(levels)
     capacity = print_capacity(args, levels) if args.promise is not None else None
     if args.chart:
@@ -140,6 +141,21 @@ def _run(args) -> int:
     if args.record and d.levels:
         record_summary(args, levels, d, capacity)
     return 0
+
+
+def print_server_metrics(levels: dict[int, dict]) -> None:
+    """Per level, the engine's own /metrics: queue peaks, llama.cpp's batch per decode call, vLLM's
+    KV pool used, the cached shares; then the batch achieved and the admission limit in words."""
+    from harness.core import server_metrics
+
+    head, rows = server_metrics.table(levels)
+    if not rows:
+        return
+    print("\n    the engine's own /metrics per level:")
+    text = tabulate(rows, headers=head, disable_numparse=True)
+    print("\n".join("    " + line for line in text.splitlines()))
+    for note in server_metrics.use_notes(levels):
+        print(f"    {note}")
 
 
 def print_workloads(levels: dict[int, dict]) -> None:

@@ -27,6 +27,13 @@ PEAKS = (  # (key, metric, words) in the order they are printed
     ("waiting", "vllm:num_requests_waiting", "waiting"),
 )
 PREEMPTIONS = "vllm:num_preemptions_total"
+# What the batch and the pool did: llama.cpp's batch achieved per decode call (its mean over the
+# level: the batching task's figure) and vLLM's share of the KV pool in use (its peak).
+USE = (  # (key, metric, statistic, words)
+    ("batch", "llamacpp:n_busy_slots_per_decode", "mean", "batch per decode mean"),
+    ("kv_used", "vllm:kv_cache_usage_perc", "max", "KV pool used peak"),
+)
+IDLE_POOL = 0.5  # a pool under half used while requests wait: admission, not memory, is the limit
 
 SATURATION = (
     "past saturation, where scheduling and cache pressure cost more than batching gains (the serving "
@@ -70,6 +77,48 @@ def peaks(rec: dict) -> dict[str, float]:
     return out
 
 
+def use(rec: dict) -> dict[str, float]:
+    """The level's batch achieved per decode (mean) and KV pool used (peak, a share), where sampled;
+    vLLM before 0.10 calls the pool gauge ``gpu_cache_usage_perc``."""
+    sm = rec.get("server_metrics") or {}
+    out = {}
+    for key, metric, stat, _ in USE:
+        value = (sm.get(metric) or sm.get(metric.replace(":kv_", ":gpu_")) or {}).get(stat)
+        if value is not None:
+            out[key] = float(value)
+    return out
+
+
+def _use_cells(got: dict[str, float]) -> list[str]:
+    return [
+        f"{got['batch']:.2f}" if "batch" in got else "—",
+        f"{got['kv_used']:.1%}" if "kv_used" in got else "—",
+    ]
+
+
+def admission_text(rec: dict) -> str | None:
+    """vLLM running at its cap with requests waiting and the pool mostly idle: the serving lab's
+    reading, "admission is the limit, with almost all of the pool idle"; None otherwise."""
+    got, cap = {**peaks(rec), **use(rec)}, int(rec.get("server_slots") or 0)
+    at_cap = bool(cap) and got.get("running", 0) >= cap and bool(got.get("waiting"))
+    if not at_cap or got.get("kv_used", 1.0) >= IDLE_POOL:
+        return None
+    return (
+        f"c={rec.get('concurrency')}: running at the cap of {cap} with up to {_n(got['waiting'])} waiting "
+        f"and {got['kv_used']:.1%} of the KV pool used: admission is the limit, the pool is mostly idle"
+    )
+
+
+def batch_text(rec: dict) -> str | None:
+    """llama.cpp's batch achieved per decode call against the crowd (the batching task's figure)."""
+    got, c = use(rec), rec.get("concurrency")
+    if "batch" not in got or not c:
+        return None
+    slots = rec.get("server_slots")
+    room = min(c, slots) if slots else c
+    return f"c={c}: llama-server batched {got['batch']:.2f} sequences per decode call on average (of {room})"
+
+
 def engine_cached_share(rec: dict) -> float | None:
     """The engine's cached share of the prompt tokens it was sent during the level, from its own
     counters; None when it exposes none or was sent nothing."""
@@ -101,6 +150,8 @@ def peaks_words(rec: dict) -> str | None:
     parts = [f"{words} peak {_n(found[key])}" for key, _, words in PEAKS if key in found]
     if "preemptions" in found:
         parts.append(f"preemptions {_n(found['preemptions'])}")
+    got = use(rec)
+    parts += [f"{words} {_use_cells(got)[i]}" for i, (key, _, _, words) in enumerate(USE) if key in got]
     engine = engine_cached_share(rec)
     if engine is not None:
         client = client_cached_share(rec)
@@ -250,6 +301,11 @@ def rules(labels: dict[str, dict[int, dict]]) -> list[tuple[str, str]]:
     return out
 
 
+def use_notes(levels: dict[int, dict]) -> list[str]:
+    """Per level, what the batch and the pool say: llama.cpp's batch achieved, vLLM's admission limit."""
+    return [t for c in sorted(levels) for t in (batch_text(levels[c]), admission_text(levels[c])) if t]
+
+
 def table(levels: dict[int, dict]) -> tuple[list[str], list[list[str]]]:
     """A curve's head and rows for the report, without the columns its engine exposes nothing for
     (llama.cpp has no running/waiting gauges, vLLM no processing/deferred)."""
@@ -264,15 +320,16 @@ def table_rows(levels: dict[int, dict]) -> list[list[str]]:
     rows = []
     for c in sorted(levels):
         rec = levels[c]
-        got = peaks(rec)
+        got, used = peaks(rec), use(rec)
         engine, client = engine_cached_share(rec), client_cached_share(rec)
-        if not got and engine is None:
+        if not got and not used and engine is None:
             continue
         rows.append(
             [
                 str(c),
                 *[_n(got[key]) if key in got else "—" for key, _, _ in PEAKS],
                 _n(got["preemptions"]) if "preemptions" in got else "—",
+                *_use_cells(used),
                 "—" if engine is None else f"{engine:.1%}",
                 "—" if client is None else f"{client:.1%}",
                 f"{rec.get('output_tokens_per_s') or 0:.1f}",
@@ -288,6 +345,8 @@ TABLE_HEAD = [
     "running peak",
     "waiting peak",
     "preemptions",
+    "batch per decode (mean)",
+    "KV pool used (peak)",
     "engine cached",
     "client cached",
     "out tok/s",

@@ -15,12 +15,13 @@ def lines(label: str, levels: dict[int, dict]) -> list[str]:
         return []
     out = [
         "The engine's own `/metrics` during each level (peaks of its queue gauges, the preemption "
-        "counter's rise, the cached share from its own prompt counters beside the client's):",
+        "counter's rise, llama.cpp's batch achieved per decode call, vLLM's KV pool used, the cached "
+        "share from its own prompt counters beside the client's):",
         "",
         table(head, rows),
         "",
     ]
     found = [text for _, text in sm.level_findings(label, levels)]
-    found += [f"{label} {text}" for text in sm.noise_notes(levels)]
+    found += [f"{label} {text}" for text in sm.noise_notes(levels) + sm.use_notes(levels)]
     out += [f"- {text}" for text in found] + ([""] if found else [])
     return out

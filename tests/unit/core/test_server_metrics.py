@@ -49,7 +49,8 @@ def test_llama_peaks_and_cached_share_from_its_own_counters():
     # prompt_tokens_total excludes cached tokens: 8 / (8 + 409)
     assert sm.engine_cached_share(lv[8]) == 8 / 417
     assert sm.peaks_words(lv[8]) == (
-        "processing peak 4, deferred peak 4, engine cached 2% of the prompt tokens (client 2%)"
+        "processing peak 4, deferred peak 4, batch per decode mean 1.70, engine cached 2% of the prompt "
+        "tokens (client 2%)"
     )
 
 
@@ -65,6 +66,17 @@ def test_vllm_lines_parsed_then_judged():
     }
     assert sm.peaks(rec) == {"running": 8.0, "waiting": 12.0, "preemptions": 3.0}
     assert sm.engine_cached_share(rec) == 2000 / 4000
+    # issue 40 item 2: the pool used beside running at the cap: the lab's "admission is the limit"
+    assert sm.use(rec) == {"kv_used": 0.04}
+    assert "KV pool used peak 4.0%" in (sm.peaks_words(rec) or "")
+    assert sm.admission_text(rec) == (
+        "c=20: running at the cap of 8 with up to 12 waiting and 4.0% of the KV pool used: admission is "
+        "the limit, the pool is mostly idle"
+    )
+    head, rows = sm.table({20: rec})
+    assert head[4] == "KV pool used (peak)" and rows[0][4] == "4.0%"
+    full = {**summary, "vllm:kv_cache_usage_perc": {"max": 0.9}}
+    assert sm.admission_text({**rec, "server_metrics": full}) is None
     found = sm.level_findings("vllm-seqs8", {20: rec})
     assert found == [
         (
@@ -116,8 +128,8 @@ def test_the_printed_line_shows_the_peaks_and_the_drop(capsys):
     print_level(lv[8], lv[4])
     out = capsys.readouterr().out
     assert (
-        "server /metrics: processing peak 4, deferred peak 4, engine cached 2% of the prompt tokens "
-        "(client 2%)" in out
+        "server /metrics: processing peak 4, deferred peak 4, batch per decode mean 1.70, engine cached "
+        "2% of the prompt tokens (client 2%)" in out
     )
     assert "warning: throughput fell: c=8: 3.1 tok/s, below c=4's 5.2 (-40%)" in out
     print_level(lv[4], lv[1])
@@ -126,8 +138,16 @@ def test_the_printed_line_shows_the_peaks_and_the_drop(capsys):
 
 def test_the_report_shows_the_peaks_beside_the_curve(tmp_path):
     head, rows = sm.table(levels())
-    assert head == ["c", "processing peak", "deferred peak", "engine cached", "client cached", "out tok/s"]
-    assert rows[-1] == ["8", "4", "4", "1.9%", "1.9%", "3.1"]
+    assert head == [
+        "c",
+        "processing peak",
+        "deferred peak",
+        "batch per decode (mean)",
+        "engine cached",
+        "client cached",
+        "out tok/s",
+    ]
+    assert rows[-1] == ["8", "4", "4", "1.70", "1.9%", "1.9%", "3.1"]
     assert "engine cached" in "\n".join(server_counters.lines("llama-baseline", levels()))
     plan = {
         "schema_version": 1,
@@ -154,6 +174,9 @@ def test_the_report_shows_the_peaks_beside_the_curve(tmp_path):
     curve = text[text.index("### llama-baseline") :]
     assert "The engine's own `/metrics` during each level" in curve
     assert "- llama-baseline c=8: 3.1 tok/s, below c=4's 5.2 (-40%)" in curve
+    # issue 40 item 2: the batch llama-server achieved, per level
+    batched = "- llama-baseline c=4: llama-server batched 1.27 sequences per decode call on average (of 4)"
+    assert batched in curve
 
 
 def test_the_real_vllm_cpu_metrics_carry_every_gauge_read():
@@ -198,3 +221,13 @@ def test_the_noise_is_the_repeats_spread_where_they_measured_it():
     assert "the spread of the repeated runs" in (held or "")
     # a fall past the noise is still past saturation
     assert "past saturation" in (sm.drop_text(lv[8], lv[4]) or "")
+
+
+def test_summarise_prints_the_batch_achieved_per_level(capsys):
+    """Issue 40 item 2: ``harness summarise --label`` shows n_busy_slots_per_decode per level."""
+    from harness.cli import main
+
+    assert main(["summarise", "--labbook", str(BOOK), "--label", "llama-baseline"]) == 0
+    out = capsys.readouterr().out
+    assert "batch per decode (mean)" in out
+    assert "c=8: llama-server batched 1.70 sequences per decode call on average (of 4)" in out

@@ -11,7 +11,7 @@ import time
 import uuid
 from dataclasses import replace
 
-from harness.core import bounds
+from harness.core import bounds, server_timings
 from harness.core.arithmetic import speed_limit, speed_share
 from harness.io.machines import lookup
 from harness.core.sample import decode_rate
@@ -253,7 +253,11 @@ def run(args) -> int:
         "process_tree": tree,
         **({"server_version": version_reply} if version_reply else {}),
     }
-    short, long = (replace(t, extra={**t.extra, **extra}).to_dict() for t in tests)
+    recs = [replace(t, extra={**t.extra, **extra}) for t in tests]
+    check = server_timings.compare(recs[1].to_dict())  # the server's own timings, where it sent them
+    if check:
+        recs[1] = replace(recs[1], extra={**recs[1].extra, "server_timings_check": check})
+    short, long = (r.to_dict() for r in recs)
     print_results(args.engine, short, long, prefill, added, tree)
     if bandwidth and short["decode_tokens_per_s"]:
         short["speed_limit"] = limit_share(args, bandwidth, short["decode_tokens_per_s"])
@@ -323,6 +327,9 @@ def print_results(engine: str, short: dict, long: dict, prefill, added: dict, tr
             f"{long['server_prefill_tokens_per_s']:.1f} "
             f"tok/s, decode {long['server_decode_tokens_per_s']:.2f} tok/s"
         )
+    agreement = server_timings.words(long.get("server_timings_check"))
+    if agreement:
+        print(f"    {engine:>14} {agreement}")
     mem = ", ".join(f"{k} {v}" for k, v in added.items()) if added else "no idle snapshot given"
     resident = (
         "not read (give --server-pid)"

@@ -7,6 +7,8 @@ import json
 
 from tabulate import tabulate
 
+from harness.core import server_timings
+
 CACHE_LIMIT = 64  # more reused prompt tokens than this: the run measured the prefix cache, not prefill
 
 
@@ -174,6 +176,22 @@ def feature_rows(order, features) -> list[list]:
     return rows
 
 
+def timing_lines(order, speed) -> list[str]:
+    """Per engine whose server sent its own timings (llama-server), the long test's prefill and decode
+    against the client's, and whether they agree within a few per cent."""
+    found = []
+    for engine in order:
+        lo = (speed.get(engine) or {}).get("long") or {}
+        said = server_timings.words(server_timings.of(lo))
+        if said:
+            found.append(
+                f"- {engine}: server's own timings (long test) prefill "
+                f"{_v(lo.get('server_prefill_tokens_per_s'), 1)} tok/s, decode "
+                f"{_v(lo.get('server_decode_tokens_per_s'))} tok/s; {said}"
+            )
+    return ["Server timings against the client's", "", *found, ""] if found else []
+
+
 def render(order, speed, features, ceilings: dict | None = None) -> str:
     """The tables; ``ceilings`` (engine -> the decode ceiling of the format it served) adds a column."""
     head = SPEED_HEAD + (["decode short / own ceiling tok/s"] if ceilings is not None else [])
@@ -184,6 +202,7 @@ def render(order, speed, features, ceilings: dict | None = None) -> str:
         "",
         tabulate(sp, headers=head, tablefmt="github", disable_numparse=True),
         "",
+        *timing_lines(order, speed),
         "API features",
         "",
         tabulate(
@@ -276,6 +295,9 @@ def check(  # noqa: C901
                 say("WARN", engine, "no memory added figure (no idle snapshot given)")
             elif mem is not None and mem <= 0:
                 say("WARN", engine, f"memory added is {mem} MB by {source}; take a fresh idle snapshot")
+        timing = server_timings.of(pair.get("long") or {})
+        if timing:  # llama-server's own timings against the client's: "within a few per cent"
+            say("PASS" if timing["agree"] else "WARN", engine, str(server_timings.words(timing)))
         ceiling = (ceilings or {}).get(engine)
         if ceiling and pair.get("short", {}).get("decode_tokens_per_s"):
             ratio = pair["short"]["decode_tokens_per_s"] / ceiling

@@ -8,7 +8,7 @@ from harness.core.arithmetic import speed_limit
 from harness.core.engine_compare import format_for_quant
 from harness.core.engine_logs import device_memory
 from harness.errors import ConfigError
-from harness.io.machines import load_machines, lookup
+from harness.io.machines import load_machines, lookup, memory_for_tier
 from harness.io.model_info import ModelInfo, load_model
 from harness.core.arithmetic import kv_bytes_per_token
 from harness.core.predictions import (
@@ -107,6 +107,8 @@ def run(args) -> int:
     machine = lookup(args.machine) if args.machine else None
     if args.usable_from and not args.usable_gb:
         args.usable_gb = visible_gb(args.usable_from)
+    if not args.usable_gb and machine and machine.get("memory_gb") is None:
+        args.usable_gb = mac_memory_gb(machine)
     if fmt:
         print_fit(args, fmt_name, fmt, pred, machine)
     if machine:
@@ -227,6 +229,24 @@ def visible_gb(binary: str, run=None) -> float | None:
     return d["free_mib"] * 2**20 / 1e9
 
 
+def mac_memory_gb(machine: dict, run=None) -> float | None:
+    """A machine the table leaves unsized (an Apple chip comes in several memory sizes): the memory
+    of this Mac, ``sysctl -n hw.memsize`` (the serving lab's preflight), in GB, printed; None (and
+    why, printed) for a machine that is no Mac or a Mac that did not answer."""
+    if not (machine.get("unified") and str(machine.get("name", "")).startswith("Apple")):
+        return None
+    found = memory_for_tier("metal", run)
+    if found is None:
+        print(
+            f"    usable memory: sysctl -n hw.memsize did not answer (not this {machine['name']}?); the "
+            "table does not size it, so no fit verdict: give --usable-gb"
+        )
+        return None
+    gb = found[0] * 2**30 / 1e9
+    print(f"    usable memory: hw.memsize {gb:.1f} GB (sysctl, this Mac's memory)")
+    return gb
+
+
 def _list_devices(binary: str) -> str | None:
     try:
         done = subprocess.run(
@@ -244,7 +264,7 @@ def print_fit(args, fmt_name: str | None, fmt: dict, pred: Prediction, machine: 
     verdict = "" if not usable else (" -> fits" if total <= usable * 1e9 else " -> does NOT fit")
     print(
         f"    weights ({fmt_name}) + pool = {total / GIB:.2f} GiB before compute buffers"
-        f"{f' against {usable} GB usable' if usable else ''}{verdict}"
+        f"{f' against {usable:g} GB usable' if usable else ''}{verdict}"
     )
 
 

@@ -20,3 +20,38 @@ def test_identity_row_has_a_chat_template_column():
     rows = identity_rows(["llama.cpp", "vllm"], {"llama.cpp": {"long": base}, "vllm": {"long": rec}})
     assert rows[0][3] == "Qwen3-8B's own"
     assert rows[1][3] == "Qwen3-8B-AWQ's own *"  # another checkpoint's template is a difference
+
+
+def test_track_m_32gb_gets_a_fit_verdict_from_hw_memsize(monkeypatch, capsys):
+    """Serving lab: fits = weights + KV pool (+ buffers) <= usable memory; m4-max has no memory in the
+    machine table (it comes in several sizes), so this Mac's hw.memsize decides (32 GiB here)."""
+    from harness.cli import main
+    from harness.io import machines
+
+    asked = []
+
+    def run(argv):
+        asked.append(argv)
+        return "34359738368" if argv == ["sysctl", "-n", "hw.memsize"] else None
+
+    monkeypatch.setattr(machines, "_run", run)
+    argv = [
+        "predict",
+        "--model",
+        "qwen3-8b",
+        "--slots",
+        "32",
+        "--ctx-per-slot",
+        "4096",
+        "--machine",
+        "m4-max",
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert ["sysctl", "-n", "hw.memsize"] in asked
+    assert "usable memory: hw.memsize 34.4 GB (sysctl, this Mac's memory)" in out
+    assert "before compute buffers against 34.3597 GB usable -> fits" in out
+    monkeypatch.setattr(machines, "_run", lambda argv: None)  # off a Mac: said, and no verdict
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "no fit verdict: give --usable-gb" in out and "-> fits" not in out

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.core import engine_logs
+from harness.core.fraction_fit import visible_total_gib
 from harness.core.predictions import fraction_change
 from harness.errors import HarnessError
 from harness.io.engine_table import load_engine
@@ -42,12 +43,30 @@ def fraction_starts(r: RunInputs) -> list[dict]:
     return sorted(out, key=lambda s: s["fraction"])
 
 
-def _fraction_total(a: dict, b: dict, machine: dict | None) -> tuple[float, str] | None:
+def visible_total(r: RunInputs) -> tuple[float, str] | None:
+    """The GPU-visible total of the device line the run's preflight read (``llama-server
+    --list-devices``, kept in the manifest with the accelerator finding), in GiB; None without one."""
+    texts = [
+        f.get("text", "").replace("; ", "\n")
+        for step in r.steps_of("preflight")
+        for f in (step.get("result") or {}).get("findings") or []
+        if f.get("check") == "accelerator" and f.get("level") == "PASS"
+    ]
+    return visible_total_gib(engine_logs.device_memory("\n".join(texts)))
+
+
+def _fraction_total(
+    a: dict, b: dict, machine: dict | None, visible: tuple[float, str] | None = None
+) -> tuple[float, str] | None:
     """The total memory a fraction is a share of, in GiB, and where it comes from: the total the
     engine's own log names (vLLM's CPU build: this machine's memory as its worker counts it), else
-    the plan's machine's memory; None when neither is known."""
+    the GPU-visible total the device line reported (the serving lab: the pool comes out of the
+    visible share, not the machine's total), else the plan's machine's memory; None when none is
+    known."""
     if a.get("memory_total_gib") is not None and a.get("memory_total_gib") == b.get("memory_total_gib"):
         return a["memory_total_gib"], "the memory vLLM's CPU worker counts on this machine, from its log"
+    if visible is not None:
+        return visible
     if machine and machine.get("memory_gb"):
         return float(machine["memory_gb"]) * 1e9 / 2**30, machine["name"]
     return None
@@ -76,7 +95,7 @@ def fraction_section(r: RunInputs) -> list[str]:
         f"{a['label']} at {a['fraction']:g}: {a['available_kv_gib']:.2f} GiB available for the KV cache; "
         f"{b['label']} at {b['fraction']:g}: {b['available_kv_gib']:.2f} GiB"
     )
-    found = _fraction_total(a, b, machine)
+    found = _fraction_total(a, b, machine, visible_total(r))
     if found is None:
         return lines + [f"{seen}. No total memory for the plan's machine, so no predicted change.", ""]
     total, source = found

@@ -152,3 +152,41 @@ def environment_sizes(dirs: str, usage=shutil.disk_usage, size=tree_bytes) -> li
         free = usage(str(home)).free
         out.append(Finding("PASS", "environment", f"{free / 1e9:.0f} GB free beside them ({home})"))
     return out
+
+
+def memory_fractions(plan, findings: list[Finding]) -> list[Finding]:
+    """The serving lab's memory-fraction rule before vLLM starts: each block's ``mem_fraction`` x the
+    GPU-visible total of the device line (``llama-server --list-devices``, read by the preflight's
+    accelerator check) against the weights of the format the block serves. Nothing without a device
+    line (a CUDA card's fraction is of its own memory, which vLLM reads itself) or a fraction."""
+    from harness.core.engine_compare import format_for_quant
+    from harness.core.engine_logs import device_memory
+    from harness.core.fraction_fit import fraction_findings, visible_total_gib
+    from harness.errors import HarnessError
+    from harness.io.model_info import load_model
+
+    lines = [f.text.replace("; ", "\n") for f in findings if f.check == "accelerator" and f.level == "PASS"]
+    visible = visible_total_gib(device_memory("\n".join(lines)))
+    fractions, fmt, model = {}, None, None
+    for step in getattr(plan, "steps", []):
+        block = step.block
+        value = (block.settings or {}).get("mem_fraction") if block is not None else None
+        if value in (None, "") or block is None:
+            continue
+        try:
+            fractions[block.id] = float(value)
+        except (TypeError, ValueError):
+            continue
+        model = model or step.options.get("model")
+        fmt = fmt or block.record.get("quant") or plan.variables.get("VLLM_QUANT")
+    if visible is None or not fractions or not model:
+        return []
+    try:
+        info = load_model(str(model))
+    except HarnessError:
+        return []
+    name = format_for_quant(str(fmt or ""), info.formats)
+    if name is None:
+        return []
+    found = fraction_findings(fractions, visible, int(info.formats[name]["tensor_bytes"]), name)
+    return [Finding(level, "memory-fraction", text) for level, text in found]

@@ -16,7 +16,7 @@ STARTUP = FIXTURES / "logs" / "startup"
     "log,engine,rule,remedy",
     [
         ("vllm-fraction-too-high.log", "vllm", "vllm-fraction-too-high", "lower the block's mem_fraction"),
-        ("vllm-no-cache-blocks.log", "vllm-compose", "vllm-no-cache-blocks", "raise the fraction"),
+        ("vllm-no-cache-blocks.log", "vllm-compose", "vllm-no-cache-blocks", "both A and B by 0.2"),
         ("vllm-fp8-rejected.log", "vllm", "vllm-fp8-kv-rejected", "VLLM_KV_DTYPE=auto"),
         ("vllm-cuda-oom.log", "vllm-control", "vllm-out-of-memory", "skip the vLLM row"),
         ("trtllm-bus-error.log", "trtllm-compose", "container-bus-error", "ipc host"),

@@ -56,18 +56,25 @@ def test_memory_fraction_change_set_against_the_pool_change():
         {"record": "allocation", "label": "vllm-mem-a", "observed": {"available_kv_gib": 30.0}},
         {"record": "allocation", "label": "llama", "observed": {}},
     ]
-    r = SimpleNamespace(plan=plan, records=lambda kind, select: [x for x in recs if select(x)])
+    r = SimpleNamespace(
+        plan=plan, steps_of=lambda kind: [], records=lambda kind, select: [x for x in recs if select(x)]
+    )
     text = "\n".join(lab_records.fraction_section(r))
     # 128 GB = 119.21 GiB: (0.5 - 0.4) x 119.21 = 11.92 GiB predicted, 11.90 measured
     assert "vllm-mem-a at 0.4: 30.00 GiB available for the KV cache; vllm-mem-b at 0.5: 41.90 GiB" in text
     assert "The pool changed by +11.90 GiB; (0.5 - 0.4) x 119.21 GiB (Ryzen AI Max+ 395) = +11.92 GiB" in text
     (_, _, absent, _) = lab_records.fraction_section(
-        SimpleNamespace(plan=plan, records=lambda k, s: recs[2:])
+        SimpleNamespace(plan=plan, steps_of=lambda kind: [], records=lambda k, s: recs[2:])
     )
     assert absent.startswith("_No fraction change: the plan starts vllm-mem-a, vllm-mem-b at their memory")
     assert "was read for none (no verify-allocation record" in absent
     no_fractions = load_plan("track-m")
-    assert lab_records.fraction_section(SimpleNamespace(plan=no_fractions, records=lambda k, s: recs)) == []
+    assert (
+        lab_records.fraction_section(
+            SimpleNamespace(plan=no_fractions, steps_of=lambda kind: [], records=lambda k, s: recs)
+        )
+        == []
+    )
 
 
 def test_mtl0_mapped_beside_the_vm_stat_delta(tmp_path):
@@ -160,10 +167,59 @@ def test_vllm_cpu_builds_fraction_change_set_against_the_total_its_log_names():
         {"record": "allocation", "label": "vllm-mem-b", "observed": engine_logs.parse_vllm(CPU_MEM_B)},
     ]
     plan = load_plan("track-s", rehearse_it=True)  # the overlay's fractions: 0.15 and 0.20
-    r = SimpleNamespace(plan=plan, records=lambda kind, select: [x for x in recs if select(x)])
+    r = SimpleNamespace(
+        plan=plan, steps_of=lambda kind: [], records=lambda kind, select: [x for x in recs if select(x)]
+    )
     text = "\n".join(lab_records.fraction_section(r))
     # (0.20 - 0.15) x 17.84 = 0.892 GiB predicted; 1.73 - 0.85 = 0.88 measured
     assert (
         "The pool changed by +0.88 GiB; (0.2 - 0.15) x 17.84 GiB (the memory vLLM's CPU worker counts on "
         "this machine, from its log) = +0.89 GiB predicted (0.99 of it)"
     ) in text
+
+
+# The device line of a 64 GB Ryzen AI Max+ as llama-server --list-devices prints it (Vulkan, with
+# the GPU-visible cap of Part 5), joined into the preflight's accelerator finding.
+DEVICE_64 = "Vulkan0: AMD Radeon 8060S Graphics (RADV GFX1151) (32768 MiB, 31500 MiB free)"
+
+
+def test_the_fraction_is_a_share_of_the_visible_total_the_device_line_reported():
+    """Issue 40 item 3: the report's (B - A) x total uses the device line's total, not 128 GB."""
+    from types import SimpleNamespace
+
+    from harness.report import lab_records
+
+    plan = load_plan("track-x")
+    recs = [
+        {"record": "allocation", "label": "vllm-mem-a", "observed": {"available_kv_gib": 10.0}},
+        {"record": "allocation", "label": "vllm-mem-b", "observed": {"available_kv_gib": 13.2}},
+    ]
+    pre = [{"result": {"findings": [{"level": "PASS", "check": "accelerator", "text": DEVICE_64}]}}]
+    r = SimpleNamespace(
+        plan=plan, steps_of=lambda kind: pre if kind == "preflight" else [], records=lambda k, s: recs
+    )
+    text = "\n".join(lab_records.fraction_section(r))
+    assert "(0.5 - 0.4) x 32.00 GiB (Vulkan0 32,768 MiB (the device line)) = +3.20 GiB" in text
+
+
+def test_a_fraction_below_the_bf16_weights_fails_with_the_labs_remedy():
+    """Issue 40 item 3: on 64 GB, fraction x the visible total must exceed the 15.26 GiB of bf16
+    weights; else raise both by 0.2 and record the values."""
+    from harness.run import guards
+    from harness.run.preflight_checks import Finding, llama_devices
+
+    plan = load_plan("track-x")
+    seen = [llama_devices(f"Available devices:\n  {DEVICE_64}\n")]  # the preflight's own finding
+    found = guards.memory_fractions(plan, seen)
+    assert [f.level for f in found] == ["FAIL", "PASS"]  # 0.5 x 32 GiB = 16.00 GiB clears 15.26
+    assert found[0].text.startswith(
+        "vllm-mem-a: fraction 0.4 x 32.00 GiB visible (Vulkan0 32,768 MiB (the device line)) = 12.80 GiB, "
+        "not above the 15.26 GiB of bf16 weights"
+    )
+    assert (
+        "raise both fractions by 0.2 (vllm-mem-a 0.60, vllm-mem-b 0.70) and record the values"
+        in found[0].text
+    )
+    big = [Finding("PASS", "accelerator", DEVICE_64.replace("32768 MiB", "98304 MiB"))]
+    assert [f.level for f in guards.memory_fractions(plan, big)] == ["PASS", "PASS"]
+    assert guards.memory_fractions(plan, []) == []  # no device line: nothing to judge

@@ -197,3 +197,23 @@ def release_lines(started: dict) -> list[str]:
             f"- {bid}: **WARN** {found['warning']}" if found["warning"] else f"- {bid}: {summary(found)}"
         )
     return (["After each stop (the hand-over to the next engine):", "", *out, ""]) if out else []
+
+
+def environments_section(r: RunInputs) -> list[str]:
+    """The engines lab's Task 7 (Track N): the disk each Python environment takes, as the plan's
+    ``environments`` step measured it after the installs and the first starts (du -sh), and the space
+    left beside them (df -h ~); nothing for a plan without that step."""
+    steps = r.steps_of("environments")
+    if not steps:
+        return []
+    found = [f for s in steps for f in (s.get("result") or {}).get("findings") or []]
+    if not found:
+        return ["## Python environments", "", f"_Not measured: {r.why_none('environments')}._", ""]
+    return [
+        "## Python environments",
+        "",
+        "Measured after the installs and the first starts (neither installer states the size):",
+        "",
+        *[f"- {f.get('level')}: {f.get('text')}" for f in found],
+        "",
+    ]

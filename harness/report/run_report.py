@@ -290,6 +290,7 @@ SECTIONS = (
     workload_tables.section,  # bursts, lengths, conversations, traces (none for the labs' own sweeps)
     rs.comparisons,
     rs.single_user,
+    lab_records.environments_section,
     rs.cross_check,
     rs.lab_heading,
     rs.demoted(lambda r: measured.section(r.notebook, r.plan)),  # measured against what bandwidth allows

@@ -22,6 +22,8 @@ def describe(step: Step, run_dir: Path) -> str:
         return "wait until the server reports no request running or waiting, then one smoke request"
     if step.kind == "preflight":
         return "python, model files, free disk, ports, engine binaries, the accelerator (harness preflight)"
+    if step.kind == "environments":
+        return "the disk each Python environment takes, after the installs and first starts (du -sh, df -h ~)"
     if step.kind == "report":
         return f"write {run_dir / 'report.md'}, report.html and the charts from the notebook's records"
     if step.kind == "verify-allocation":

@@ -134,10 +134,16 @@ def tree_bytes(path: Path) -> int:
     return total
 
 
-def environment_sizes(dirs: str, usage=shutil.disk_usage, size=tree_bytes) -> list[Finding]:
+NOT_YET = "not there yet (its install or first start makes it)"
+
+
+def environment_sizes(
+    dirs: str, usage=shutil.disk_usage, size=tree_bytes, made: bool = False
+) -> list[Finding]:
     """The engines lab's Task 7 on Track N: the disk each Python environment takes (neither installer
     states it; the lab measures them with du -sh) and the space left beside them (df -h ~). A
-    directory not made yet says which start makes it."""
+    directory not made yet says which start makes it; ``made`` (the plan's step after the installs
+    and the first starts) warns instead: by then it should be there."""
     out = []
     for raw in dirs.split():
         path = Path(os.path.expandvars(raw)).expanduser()
@@ -145,7 +151,9 @@ def environment_sizes(dirs: str, usage=shutil.disk_usage, size=tree_bytes) -> li
             out.append(Finding("PASS", "environment", f"{path}: {size(path) / 1e9:.1f} GB"))
         else:
             out.append(
-                Finding("PASS", "environment", f"{path}: not there yet (its install or first start makes it)")
+                Finding("WARN", "environment", f"{path}: not there after the installs and first starts")
+                if made
+                else Finding("PASS", "environment", f"{path}: {NOT_YET}")
             )
     if out:
         home = Path.home()

@@ -34,7 +34,17 @@ BLOCK_KINDS = (
     "admission",
     "cross-check",
 )
-GLOBAL_KINDS = ("models", "install", "preflight", "predict", "summarise", "compare", "check", "report")
+GLOBAL_KINDS = (
+    "models",
+    "install",
+    "preflight",
+    "environments",
+    "predict",
+    "summarise",
+    "compare",
+    "check",
+    "report",
+)
 _WHOLE_VAR = re.compile(r"^\$\{(\w+)\}$")
 _VAR = re.compile(r"\$\{(\w+)\}")
 

@@ -191,7 +191,6 @@ def plan_findings(
     for t in targets:
         findings += _target_findings(t, bool(v.get("ALLOW_CPU")), run, seen)
     findings += guards.install_tools(str(v.get("INSTALL_TOOLS", ""))) + guards.plan_tier(plan, run)
-    findings += guards.environment_sizes(str(v.get("ENV_DIRS", "")))
     findings += guards.memory_fractions(plan, findings)
     run_dir.mkdir(parents=True, exist_ok=True)
     findings.append(free_disk(str(run_dir), float(v.get("DISK_GB", 1)), usage))

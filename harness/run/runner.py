@@ -290,14 +290,25 @@ class Runner(EngineControl):
             ctx.state.admission_level = str(level)
             entry["result"] = {"admission_level": level, "why": why}
             self.out(f"    admission: c={level} ({why})")
-        if step.kind == "preflight":
-            return self._preflight(entry)
+        if step.kind in ("preflight", "environments"):
+            return self._preflight(entry) if step.kind == "preflight" else self._environments(entry)
         if step.kind == "report":
             from harness.report.run_report import write_report
 
             path = write_report(self.run_dir, self.plan, self.manifest.data)
             return self._end(entry, "passed", None, {"report": str(path)})
         return None
+
+    def _environments(self, entry: dict) -> bool:
+        """The engines lab's Task 7 on Track N: each Python environment's size, measured once the
+        installs and the first starts (TabbyAPI's installs PyTorch and ExLlamaV3) have made them."""
+        from harness.run.guards import environment_sizes
+        from harness.run.preflight_checks import summary
+
+        findings = environment_sizes(str(self.plan.variables.get("ENV_DIRS", "")), made=True)
+        for f in findings:
+            self.out("    " + f.line())
+        return self._end(entry, "passed", f"{len(findings)} line(s)", summary(findings))
 
     def _preflight(self, entry: dict) -> bool:
         from harness.run.preflight import plan_findings, plan_targets

@@ -69,7 +69,7 @@ def test_the_plan_step_and_the_lab_command_lines(tmp_path):
         "--tabby-dir",
         f"{home}/tabbyAPI",
     ]
-    assert [s.kind for s in plan.steps[:3]] == ["models", "install", "preflight"]  # the sizes after it
+    assert [s.kind for s in plan.steps[:3]] == ["models", "install", "preflight"]
     vllm, tabby = ti.installs("~/vllm/.venv", "~/tabbyAPI")
     assert vllm.lines() == [
         f"uv venv {home}/vllm/.venv --python 3.12 --seed",

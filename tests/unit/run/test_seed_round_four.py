@@ -55,3 +55,46 @@ def test_track_m_32gb_gets_a_fit_verdict_from_hw_memsize(monkeypatch, capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "no fit verdict: give --usable-gb" in out and "-> fits" not in out
+
+
+def test_track_n_measures_its_environments_after_tabbyapis_first_start_not_in_the_preflight():
+    """Engines lab Task 7: the two environments' sizes once the installs and TabbyAPI's first start
+    (it installs PyTorch and ExLlamaV3) have made them; the preflight, before either, no longer says
+    "not there yet"."""
+    plan = load_plan("track-n")
+    kinds = [s.id for s in plan.steps]
+    env = kinds.index("environments")
+    assert env > kinds.index("exllamav3/start") and env > kinds.index("install")
+    assert env > kinds.index("preflight")
+
+
+def test_the_environments_step_records_the_sizes_and_the_report_shows_them(tmp_path, monkeypatch):
+    import json
+
+    import yaml
+
+    from harness.run.runner import Runner
+
+    venv = tmp_path / "vllm-env"
+    (venv / "lib").mkdir(parents=True)
+    (venv / "lib" / "torch.so").write_bytes(b"x" * 1500)
+    plan = {
+        "schema_version": 1,
+        "name": "envs",
+        "title": "envs",
+        "variables": {"ENV_DIRS": f"{venv} {tmp_path / 'tabby' / 'venv'}"},
+        "stages": ["environments", "report"],
+    }
+    path = tmp_path / "envs.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    lines: list[str] = []
+    assert Runner(load_plan(str(path)), tmp_path / "run", out=lines.append).execute(resume=False) == 0
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    step = next(s for s in manifest["steps"] if s["id"] == "environments")
+    texts = [(f["level"], f["text"]) for f in step["result"]["findings"]]
+    assert texts[0] == ("PASS", f"{venv}: 0.0 GB")
+    # after the first starts, an environment still missing is a warning, not "not there yet"
+    missing = f"{tmp_path / 'tabby' / 'venv'}: not there after the installs and first starts"
+    assert texts[1] == ("WARN", missing)
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "## Python environments" in report and f"- PASS: {venv}: 0.0 GB" in report

@@ -41,6 +41,7 @@ An engine not in the allow-list answers 403; a missing or wrong token 401.
 import argparse
 import contextlib
 import hmac
+import io
 import ipaddress
 import json
 import os
@@ -62,6 +63,11 @@ VERSION = "1"
 ALLOW_SCHEMA = 1
 DEFAULT_PORT = 8790
 MAX_BODY = 64 * 1024
+MAX_HEAD = 64 * 1024  # the request line and headers of one request, together
+LIMITS = {"header_s": 10.0, "body_s": 10.0, "connections": 32}  # serve's flags change them
+# A route: letters, digits, . _ - and /, no %-escape, at most 200 characters (dot segments refused).
+ROUTE = re.compile(r"^/[A-Za-z0-9._/-]{0,200}$")
+OFFSET = re.compile(r"^[0-9]{1,19}$")
 # A word value: letters, digits and . _ : @ + = , - (no slash, no space, nothing a shell reads).
 WORD = re.compile(r"^[A-Za-z0-9._:@+=,-]{0,200}$")
 # A path value: the same, plus / and spaces; its '..' parts are refused before it is resolved.
@@ -657,22 +663,50 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         self._handle("POST")
 
+    def setup(self):
+        super().setup()
+        self.rfile.close()  # every read goes through the deadline instead
+        self._reader = _Deadline(self.connection)
+        self.rfile = io.BufferedReader(self._reader)
+
+    def handle_one_request(self):
+        self._reader.begin(self.server.limits["header_s"], MAX_HEAD)
+        super().handle_one_request()
+        if self._reader.stopped and self._reader.count:
+            self.close_connection = True
+            self.server.log_line(
+                "{} {} - - 408 {}".format(_now(), self.client_address[0], self._reader.stopped)
+            )
+
+    def handle_expect_100(self):
+        return True  # no 100 Continue before the token and the framing are checked (_handle)
+
     def _handle(self, method):
         t0, status = time.monotonic(), 500
+        self._raw = b""
         try:
+            if not self._authorised():  # from the headers alone; no body is read for a refusal
+                self.close_connection = True
+                status = self._json(
+                    401,
+                    {"error": "a bearer token is required (the shim's token file)"},
+                    {"WWW-Authenticate": "Bearer"},
+                )
+                return
             self._raw = self._read_body()  # read before any answer, so a kept-alive connection stays in step
             status = self._route(method)
         except ShimError as exc:
             status = self._json(exc.status, {"error": str(exc)})
         except Exception as exc:  # a bug here must not kill the shim; it is said and logged
+            self.close_connection = True
             status = self._json(500, {"error": "shim error: {}".format(exc.__class__.__name__)})
         finally:
             self.server.log_line(
                 "{} {} {} {} {} {:.0f}ms".format(
-                    time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    _now(),
                     self.client_address[0],
                     method,
-                    urlparse(self.path).path,
+                    urlparse(self.path).path[:200],
                     status,
                     (time.monotonic() - t0) * 1000,
                 )
@@ -684,13 +718,11 @@ class Handler(BaseHTTPRequestHandler):
         return hmac.compare_digest(given.encode("utf-8", "replace"), want.encode("utf-8"))
 
     def _route(self, method):
-        if not self._authorised():
-            return self._json(
-                401,
-                {"error": "a bearer token is required (the shim's token file)"},
-                {"WWW-Authenticate": "Bearer"},
-            )
         url = urlparse(self.path)
+        if not ROUTE.match(url.path) or any(p in (".", "..") for p in url.path.split("/")):
+            raise Refused(
+                "the path may hold letters, digits, . _ - and / only (no %-escape, no . or .. part)"
+            )
         parts = [p for p in url.path.split("/") if p]
         engines = self.server.engines
         if parts[:1] != ["v1"]:
@@ -732,21 +764,45 @@ class Handler(BaseHTTPRequestHandler):
         if method == "GET" and rest == ["devices"]:
             return self._json(200, engines.devices(name))
         if method == "GET" and rest == ["log"]:
-            offset = parse_qs(url.query).get("offset", ["0"])[0]
-            data, size = engines.log_from(name, int(offset) if offset.isdigit() else 0)
+            offsets = parse_qs(url.query, keep_blank_values=True).get("offset", ["0"])
+            if len(offsets) != 1 or not OFFSET.match(offsets[0]) or int(offsets[0]) >= 2**63:
+                raise Refused("offset must be one whole number of bytes, 0 to 2**63 - 1, in ASCII digits")
+            data, size = engines.log_from(name, int(offsets[0]))
             return self._send(200, data, "text/plain; charset=utf-8", {"X-Log-Size": str(size)})
         raise ShimError(404, "no such route for engine {}: {} {}".format(name, method, "/".join(rest)))
 
     def _read_body(self):
-        self._raw = b""
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if length < 0 or length > MAX_BODY:
+        """The body, framed by one Content-Length of ASCII digits only: a Transfer-Encoding (with or
+        without a Content-Length) is refused and the connection closed, as is a body too long or
+        one that does not arrive within the body deadline."""
+        chunked = self.headers.get_all("Transfer-Encoding")
+        lengths = self.headers.get_all("Content-Length") or []
+        if chunked or len(lengths) > 1:
             self.close_connection = True  # what follows on this connection cannot be trusted
+            if lengths:
+                raise Refused("a request may not carry Transfer-Encoding and Content-Length, or two lengths")
+            raise ShimError(501, "Transfer-Encoding is not accepted; send the body with a Content-Length")
+        length = lengths[0].strip() if lengths else "0"
+        if not re.match(r"^[0-9]{1,10}$", length) or int(length) > MAX_BODY:
+            self.close_connection = True
             raise Refused("the request body must have a Content-Length of at most {} bytes".format(MAX_BODY))
-        return self.rfile.read(length) if length else b""
+        if self.headers.get("Expect", "").lower() == "100-continue":
+            self.send_response_only(100)
+            self.end_headers()
+        self._reader.begin(self.server.limits["body_s"], None)
+        try:
+            data = self.rfile.read(int(length)) if int(length) else b""
+        except socket.timeout:
+            data = None
+        if data is None or len(data) < int(length):
+            self.close_connection = True
+            raise ShimError(
+                408,
+                "the body did not arrive within {:g} s: send all of its Content-Length".format(
+                    self.server.limits["body_s"]
+                ),
+            )
+        return data
 
     def _body(self):
         try:
@@ -761,25 +817,113 @@ class Handler(BaseHTTPRequestHandler):
         return self._send(status, json.dumps(obj).encode(), "application/json", headers)
 
     def _send(self, status, data, kind, headers=None):
+        self.connection.settimeout(self.server.limits["body_s"])  # a client that never reads
         self.send_response(status)
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(data)))
         for k, v in (headers or {}).items():
             self.send_header(k, v)
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(data)
         return status
 
 
-class ShimServer(ThreadingHTTPServer):
-    daemon_threads = True
+def _now():
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
-    def __init__(self, address, engines, token, log_path):
+
+class _Deadline(io.RawIOBase):
+    """A connection's reads, each bounded by the time left to the current deadline, and the bytes
+    of a request's head by a budget: a client that sends a byte a second is cut off at the
+    deadline, not kept for as long as it likes. Past either, it raises socket.timeout (which
+    BaseHTTPRequestHandler answers by closing the connection) and says why in ``stopped``."""
+
+    def __init__(self, sock):
+        self.sock, self.deadline, self.budget, self.count, self.stopped = sock, 0.0, None, 0, None
+
+    def begin(self, seconds, budget):
+        self.deadline, self.budget, self.count, self.stopped = time.monotonic() + seconds, budget, 0, None
+
+    def readable(self):
+        return True
+
+    def readinto(self, buffer):
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            self.stopped = "deadline: the request did not arrive in time"
+            raise socket.timeout(self.stopped)
+        if self.budget is not None and self.count > self.budget:
+            self.stopped = "the request line and headers exceed {} bytes".format(self.budget)
+            raise socket.timeout(self.stopped)
+        self.sock.settimeout(left)
+        try:
+            n = self.sock.recv_into(buffer)
+        except socket.timeout:
+            self.stopped = "deadline: the request did not arrive in time"
+            raise
+        self.count += n
+        return n
+
+
+BUSY = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n"
+    b'Content-Length: 62\r\n\r\n{"error": "the shim is busy: too many connections; try again"}'
+)
+
+
+class ShimServer(ThreadingHTTPServer):
+    """A thread per connection, at most ``limits["connections"]`` of them: a connection past that
+    gets 503 at once and is closed, so a thousand at once cost neither threads nor memory."""
+
+    daemon_threads = True
+    request_queue_size = 128
+
+    def __init__(self, address, engines, token, log_path, limits=None):
         family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         self.address_family = family
         super().__init__(address, Handler)
         self.engines, self.token, self.log_path = engines, token, log_path
+        self.limits = dict(LIMITS, **(limits or {}))
+        self._slots = threading.BoundedSemaphore(self.limits["connections"])
         self._log_lock = threading.Lock()
+
+    def process_request(self, request, client_address):
+        if not self._slots.acquire(blocking=False):
+            with contextlib.suppress(OSError):
+                request.settimeout(0.5)
+                request.sendall(BUSY)
+            self.close_request(request)  # no drain here: this is the thread that accepts
+            self.log_line("{} {} - - 503 busy".format(_now(), client_address[0]))
+            return
+        try:
+            super().process_request(request, client_address)
+        except Exception:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def shutdown_request(self, request):
+        """Close after a bounded drain (256 KiB, half a second), so that a client refused before
+        its body was read gets the answer rather than a reset."""
+        with contextlib.suppress(OSError):
+            request.shutdown(socket.SHUT_WR)
+            request.settimeout(0.5)
+            left = 256 * 1024
+            while left > 0 and request.recv(min(left, 65536)):
+                left -= 65536
+        self.close_request(request)
+
+    def handle_error(self, request, client_address):
+        """One line, never a traceback: a client that resets its connection is not the shim's bug."""
+        kind = sys.exc_info()[0]
+        self.log_line("{} {} - - connection ended: {}".format(_now(), client_address[0], kind.__name__))
 
     def log_line(self, line):
         with self._log_lock:
@@ -880,7 +1024,12 @@ def serve(args):
     os.makedirs(log_dir, exist_ok=True)
     engines = Engines(allow, library, bind, log_dir)
     try:
-        server = ShimServer((bind, args.port), engines, "", os.path.join(state, "shim.log"))
+        limits = {
+            "header_s": args.header_timeout,
+            "body_s": args.body_timeout,
+            "connections": args.max_connections,
+        }
+        server = ShimServer((bind, args.port), engines, "", os.path.join(state, "shim.log"), limits)
     except OSError as exc:
         raise SystemExit(
             "harness_shim: cannot listen on {}:{}: {}; is the port taken, or the address "
@@ -929,6 +1078,18 @@ def main(argv=None):
         "--state-dir", default=os.path.join("runs", "shim"), help="token, logs (default runs/shim)"
     )
     p.add_argument("--token-file", help="where the token is written (default STATE_DIR/token)")
+    p.add_argument(
+        "--header-timeout", type=float, default=LIMITS["header_s"], help="seconds for a request's headers"
+    )
+    p.add_argument(
+        "--body-timeout", type=float, default=LIMITS["body_s"], help="seconds for a request's body"
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=LIMITS["connections"],
+        help="connections served at once; more get 503",
+    )
     b = sub.add_parser("bind-address", help="print the address `serve --bind auto` would listen on")
     b.add_argument("--allow-any-address", action="store_true")
     args = parser.parse_args(argv)

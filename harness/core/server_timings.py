@@ -19,9 +19,13 @@ DISAGREE = (
 def _gap(client: float | None, server: float | None) -> float | None:
     """The client's rate against the server's, as a signed share of the server's; None when either is
     missing or the server's is not positive."""
-    if client is None or not server or server <= 0:
+    if client is None or server is None or server <= 0:
         return None
     return client / server - 1
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
 
 
 def compare(rec: dict) -> dict | None:
@@ -39,10 +43,9 @@ def compare(rec: dict) -> dict | None:
         )
         if gap is not None and abs(gap) > AGREE
     ]
-    r4 = lambda v: None if v is None else round(v, 4)  # noqa: E731
     return {
-        "prefill_gap": r4(prefill),
-        "decode_gap": r4(decode),
+        "prefill_gap": _round(prefill),
+        "decode_gap": _round(decode),
         "within": AGREE,
         "agree": not off,
         "finding": f"client and server timings disagree: {'; '.join(off)}: {DISAGREE}" if off else None,

@@ -119,16 +119,21 @@ def wait_healthy(
     """Poll ``url`` until it answers 200, for ``timeout`` seconds at most: each try is bounded by
     ``request_timeout`` (in all and per gap; cut to the time left), so the wait ends within its
     ``timeout`` whatever the server does. ``alive`` is called before each try and raises when the
-    engine has already died, so a crash is reported at once rather than after the timeout."""
+    engine has already died, so a crash is reported at once rather than after the timeout.
+
+    A last try that the time left cut short and that timed out says nothing of the server, only
+    that the wait ran out: what an earlier try answered (a 500, a malformed status line) is kept."""
     deadline = time.monotonic() + timeout
     last = "no answer"
     while (left := deadline - time.monotonic()) > 0:
         if alive is not None:
             alive()
-        answer = health_answer(url, min(request_timeout, left))
+        bound = min(request_timeout, left)
+        answer = health_answer(url, bound)
         if answer is None:
             return
-        last = answer
+        if not (bound < request_timeout and answer.startswith("Timeout:") and last != "no answer"):
+            last = answer
         time.sleep(max(0.0, min(interval, deadline - time.monotonic())))
     raise NotHealthy(url, timeout, last)
 

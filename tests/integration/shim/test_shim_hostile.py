@@ -35,20 +35,25 @@ def _connect(shim) -> socket.socket:
     return sock
 
 
+def _read_all(sock: socket.socket) -> bytes:
+    """Read until the shim closes (or 15 s pass: a hang fails the test). One recv is not enough:
+    the head and the body of an answer may arrive in separate segments."""
+    got = b""
+    while True:
+        try:
+            part = sock.recv(65536)
+        except (socket.timeout, ConnectionResetError):
+            return got
+        if not part:
+            return got
+        got += part
+
+
 def _exchange(shim, raw: bytes) -> bytes:
-    """Send ``raw``, then read until the shim closes (or 15 s pass: a hang fails the test)."""
+    """Send ``raw``, then read the whole answer."""
     with _connect(shim) as sock:
         sock.sendall(raw)
-        got = b""
-        while True:
-            try:
-                part = sock.recv(65536)
-            except (socket.timeout, ConnectionResetError):
-                break
-            if not part:
-                break
-            got += part
-        return got
+        return _read_all(sock)
 
 
 def _statuses(answer: bytes) -> list[int]:
@@ -86,7 +91,7 @@ def test_a_length_with_no_body_is_408_within_the_deadline(tight):
     t0 = time.monotonic()
     with _connect(tight) as sock:
         sock.sendall(_start(tight, "Content-Length: 100\r\n", b'{"settings"'))
-        answer = sock.recv(65536)
+        answer = _read_all(sock)
     assert _statuses(answer) == [408] and b"did not arrive" in answer
     assert time.monotonic() - t0 < 10
     _still_answers(tight)

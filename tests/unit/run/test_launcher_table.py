@@ -39,3 +39,26 @@ def test_the_shared_health_wait_names_the_last_answer_and_stops_on_a_dead_engine
 
     with pytest.raises(EngineError, match="exited with status 1"):
         wait_healthy(url, 5.0, alive=dead)
+
+
+def test_a_last_try_cut_short_by_the_wait_keeps_what_the_server_answered(monkeypatch):
+    """The wait's final try, bounded by the little time left, times out: that is the wait's own
+    deadline, not news of the server, so the error names the earlier answer (here a 500)."""
+    import harness.run.launchers.base as base
+
+    bounds: list[float] = []
+
+    def answer(url: str, bound: float) -> str:
+        bounds.append(bound)
+        return "HTTP 500" if len(bounds) == 1 else f"Timeout: no byte from the server for {bound:g} s"
+
+    monkeypatch.setattr(base, "health_answer", answer)
+    with pytest.raises(NotHealthy) as caught:
+        wait_healthy("http://127.0.0.1:9/health", 0.3, interval=0.05, request_timeout=2.0)
+    assert caught.value.last == "HTTP 500" and len(bounds) >= 2 and bounds[-1] < 2.0
+    # A try given its whole bound that times out is news of the server: it is what the error names.
+    bounds.clear()
+    monkeypatch.setattr(base, "health_answer", lambda url, bound: (bounds.append(bound), "Timeout: x")[1])
+    with pytest.raises(NotHealthy) as caught:
+        wait_healthy("http://127.0.0.1:9/health", 0.3, interval=0.05, request_timeout=0.01)
+    assert caught.value.last == "Timeout: x"

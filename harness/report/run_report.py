@@ -136,6 +136,8 @@ def rehearsal_banner(rehearsal: dict | None) -> list[str]:
         return []
     rows = [[name, s["stand_in"], s["real"]] for name, s in rehearsal["stand_ins"].items()]
     ignored = [f"- {name}: {x}" for name, s in rehearsal["stand_ins"].items() for x in s.get("ignored", [])]
+    cut = [f"- {block}: {why}" for block, why in (rehearsal.get("left_out") or {}).items()]
+    size = rehearsal.get("size", "quick")
     return [
         f"> **REHEARSAL, not {rehearsal['stands_for']}.** This track's own plan ran on this machine's "
         "CPU with stand-ins for every accelerator-only part"
@@ -146,6 +148,11 @@ def rehearsal_banner(rehearsal: dict | None) -> list[str]:
         table(["engine in the plan", "stand-in here", "on the track's hardware"], rows),
         "",
         *(["What the stand-ins refuse, ignore or add:", "", *ignored, ""] if ignored else []),
+        *(
+            [f"Blocks of the plan left out at the {size} size (their path runs elsewhere):", "", *cut, ""]
+            if cut
+            else []
+        ),
     ]
 
 

@@ -80,16 +80,22 @@ def _rehearsal_lines(plan: Plan, step: Step, out: Callable[[str], None]) -> bool
     return True
 
 
+def _rehearsal_header(r, out: Callable[[str], None]) -> None:
+    """What a rehearsal says before its steps: its stand-ins, its size and the blocks it left out."""
+    out(
+        f"    REHEARSAL on this machine's CPU stand-ins, not {r.stands_for}"
+        + (f" ({r.size} sizes)" if r.quick else "")
+        + f"; overlay {r.path}"
+    )
+    for block_id, why in r.left_out.items():
+        out(f"    left out at the {r.size} size: {block_id} ({why})")
+
+
 def print_dry_run(plan: Plan, run_dir: Path, notebook: Path, out: Callable[[str], None]) -> None:
     """Print the plan as it would run into ``run_dir`` (absolute); ``notebook`` as the steps see it."""
     out(f"==> plan {plan.name}: {plan.title}" + (f" (tier {plan.tier})" if plan.tier else ""))
     if plan.rehearsal is not None:
-        r = plan.rehearsal
-        out(
-            f"    REHEARSAL on this machine's CPU stand-ins, not {r.stands_for}"
-            + (f" ({r.size} sizes)" if r.quick else "")
-            + f"; overlay {r.path}"
-        )
+        _rehearsal_header(plan.rehearsal, out)
     out(f"    run directory {run_dir}; nothing is started (dry run)")
     for block, steps in stages(plan):
         ctx = block_context(plan, block, run_dir, dry_run=True) if block is not None else None

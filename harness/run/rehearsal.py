@@ -30,6 +30,7 @@ from harness.io.notebook import problems
 from harness.run.installed import resolve_auto
 from harness.run.vllm_precision import PRECISION_KINDS
 from harness.run.plan_syntax import split_step
+from harness.run.rehearsal_cuts import cut_stages, left_out
 
 REHEARSAL_DIR = paths.PACKAGE / "data" / "rehearsals"
 REHEARSAL_ENV = "HARNESS_REHEARSAL"  # what a rehearsal's step commands stamp on every record
@@ -61,6 +62,7 @@ class Rehearsal:
     notes: list[str] = field(default_factory=list)  # plan-wide changes, in words
     skips: dict[str, str] = field(default_factory=dict)  # step kind -> why a rehearsal skips it
     models: dict[str, str] = field(default_factory=dict)  # the track's model -> the stand-in's (predict)
+    left_out: dict[str, str] = field(default_factory=dict)  # block id -> why this size leaves it out
 
     def step_notes(self, step_id: str) -> list[str]:
         """The overlay's changes to one step (``control/verify-allocation: expect_device CUDA0 -> CPU``)."""
@@ -83,6 +85,7 @@ class Rehearsal:
             },
             "notes": self.notes,
             "skips": self.skips,
+            "left_out": self.left_out,
         }
 
 
@@ -313,7 +316,7 @@ def apply(raw: dict, overlay: dict, quick: bool | str, resolver=resolve) -> tupl
             stages.append(_block_stage(stage, entry, q, notes))
         else:
             stages.extend(_global_stages(stage, overlay, notes, seen))
-    out["stages"] = stages
+    out["stages"] = cut_stages(stages, left_out(overlay, quick), overlay.get("track", "the"), notes)
     return out, notes
 
 
@@ -335,5 +338,6 @@ def rehearse(raw: dict, plan_name: str, quick: bool | str) -> tuple[dict, Rehear
         models={
             model: str(swap["model"]) for model, swap in _fill(overlay.get("predict", {}), resolve).items()
         },
+        left_out=left_out(overlay, quick),
     )
     return plan, info

@@ -2,7 +2,7 @@
 the queueing block (2 sequences and a pool just over one full-length request, so requests wait)
 with its allocation check, recovery and hand-over, then the report. The plan's
 `vllm` block (baseline sweep, cross-check, prefix pair, probe, measure, admission) runs the same
-steps through the same launcher as the vLLM blocks of Tracks N and X, whose smoke rehearsals run in
+steps through the same launcher as the vLLM blocks of Track N, whose smoke rehearsal runs in
 CI (`.ci/run`); running it here again would start vLLM twice more for nothing new. Assertions are
 on the records, the manifest and the ports."""
 

@@ -1,5 +1,6 @@
-"""Sizing that holds: the capacity search's criterion, its verdict per level and its next step,
-and the regression gate's comparison. Pure functions over plain values (no I/O, no clock).
+"""Sizing that holds: the capacity search's criterion, its verdict per level and its next step.
+Pure functions over plain values (no I/O, no clock). The regression gate's comparison is
+``harness.core.gate``'s.
 
 The capacity search measures one level at a time and pools the per-request values of every run
 of a level. A level's verdict is ``pass`` when the whole bootstrap interval of the criterion
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from harness.core.stats import all_worse_chance, bootstrap, median, percentile
+from harness.core.stats import bootstrap, percentile
 
 METRICS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "end-to-end latency"}
 PERCENTILES = ("p50", "p90", "p95", "p99")
@@ -188,104 +189,6 @@ def answer(
         why = "the search ran out of time before narrowing it"
         return lo, "between", f"at least {name(lo)} and less than {name(hi)}: {why}"
     return lo, "exact", f"{name(lo)} keeps the promise and {name(hi)} breaks it"
-
-
-# -- the regression gate ---------------------------------------------------------------------------
-# name, key in the level record, percentile or None for a plain field, unit, whether higher is better
-GATE_METRICS = (
-    ("output tok/s", "output_tokens_per_s", None, "tok/s", True),
-    ("goodput", "goodput_requests_per_s", None, "req/s", True),
-    ("TTFT p95", "ttft_s", "p95", "s", False),
-    ("TPOT p50", "tpot_s", "p50", "s", False),
-    ("ITL p50", "itl_s", "p50", "s", False),
-    ("end-to-end p95", "e2e_s", "p95", "s", False),
-)
-# Tails over every token gap (ITL p99) move with the load machine's own scheduling from one sweep to
-# the next (14.6 % between two sweeps of one practice server on a shared 2-core machine), far more
-# than the runs within a sweep show, so the gate reads the median gap; the tables show the tails.
-GATE_CHANCE = 0.05  # the most chance the rank test may leave that a difference is noise
-
-
-def figure_of(rec: dict, key: str, pct: str | None) -> float | None:
-    value = rec.get(key)
-    if pct is not None:
-        value = (value or {}).get(pct)
-    return None if value is None else float(value)
-
-
-@dataclass(frozen=True)
-class GateLine:
-    metric: str
-    level: int
-    base: list[float]
-    cand: list[float]
-    unit: str
-    worse_share: float | None  # candidate median against baseline median, + is worse
-    outcome: str  # ok, worse, noise (worse beyond tolerance but inside the noise), absent
-
-    def text(self, tolerance: float) -> str:
-        if self.outcome == "absent":
-            return f"{self.metric:<15} c={self.level:<4} not measured on both sides"
-        b, c = median(self.base), median(self.cand)
-        spread = (
-            f"noise: ranges {min(self.base):.4g}-{max(self.base):.4g} and "
-            f"{min(self.cand):.4g}-{max(self.cand):.4g}"
-        )
-        verdict = {
-            "worse": f"WORSE beyond {tolerance:.0%} and the noise",
-            "noise": f"worse beyond {tolerance:.0%} but within the noise",
-            "ok": "ok",
-        }[self.outcome]
-        return (
-            f"{self.metric:<15} c={self.level:<4} baseline {b:.4g} {self.unit}, candidate {c:.4g} "
-            f"{self.unit}, {_change(self.worse_share)}; {spread}; {verdict}"
-        )
-
-
-def _change(share: float | None) -> str:
-    if share is None:
-        return "no change known"
-    return f"{share:.1%} worse" if share > 0 else f"{-share:.1%} better" if share < 0 else "no change"
-
-
-def gate_line(metric: tuple, level: int, base: list[dict], cand: list[dict], tolerance: float) -> GateLine:
-    """One metric at one level: worse when the candidate's median is worse than the baseline's by
-    more than ``tolerance`` and every candidate run is worse than every baseline run (the rank test:
-    by chance that happens once in C(m+n, n))."""
-    name, key, pct, unit, higher_better = metric
-    b = [v for r in base if (v := figure_of(r, key, pct)) is not None]
-    c = [v for r in cand if (v := figure_of(r, key, pct)) is not None]
-    if not b or not c:
-        return GateLine(name, level, b, c, unit, None, "absent")
-    mb, mc = median(b), median(c)
-    assert mb is not None and mc is not None
-    sign = -1 if higher_better else 1
-    # a zero baseline: any change is all of it
-    share = sign * (mc - mb) / mb if mb else float(sign * (mc - mb) > 0) - float(sign * (mc - mb) < 0)
-    apart = min(c) > max(b) if not higher_better else max(c) < min(b)
-    outcome = "ok" if share <= tolerance else ("worse" if apart else "noise")
-    return GateLine(name, level, b, c, unit, share, outcome)
-
-
-def gate_undecidable(base: dict[int, list[dict]], cand: dict[int, list[dict]]) -> str | None:
-    """Why the gate cannot decide, or None: no shared level, different conditions, or too few
-    repeats for the rank test to reach ``GATE_CHANCE``."""
-    shared = sorted(set(base) & set(cand))
-    if not shared:
-        return "the baseline and the candidate share no concurrency level"
-    for name in ("prompt_set", "max_tokens", "arrival", "slo_ttft_s", "slo_tpot_s", "model"):
-        x, y = base[shared[0]][0].get(name), cand[shared[0]][0].get(name)
-        if x != y:
-            what = name.replace("_", " ")
-            return f"different conditions: {what} is {x} in the baseline and {y} in the candidate"
-    for c in shared:
-        m, n = len(base[c]), len(cand[c])
-        if all_worse_chance(m, n) > GATE_CHANCE:
-            return (
-                f"too few repeats at c={c}: {m} baseline and {n} candidate run(s); telling a change from "
-                f"noise at {1 - GATE_CHANCE:.0%} needs at least 3 of each (sweep --repeat 3)"
-            )
-    return None
 
 
 def _times(ratio: float) -> str:

@@ -12,7 +12,7 @@ import json
 import os
 import stat
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -220,6 +220,9 @@ def check_writable(path: str | Path, what: str = "--labbook") -> None:
 class ReadResult:
     records: list[dict]
     warnings: list[str]
+    # the chosen objects skipped as invalid (schema, or a figure past MAX_FIGURE), each with its
+    # warning: a reader that must not decide on part of a run (the gate) refuses on them
+    rejected: list[tuple[dict, str]] = field(default_factory=list)
 
 
 def read_records(
@@ -238,6 +241,7 @@ def read_records(
     path = Path(path)
     records: list[dict] = []
     warnings: list[str] = []
+    rejected: list[tuple[dict, str]] = []
     for lineno, raw in enumerate(_lines(path), 1):
         text = raw.strip()
         if not _record_like(text):
@@ -253,11 +257,13 @@ def read_records(
                 continue
             bad = problems(item, schema_name) or _absurd(item)
             if bad:
+                said = f"{where}: {schema_name} record invalid at {bad[0]}; line skipped"
                 if damage is None:  # pieces of a damaged line were warned about with the line
-                    warnings.append(f"{where}: {schema_name} record invalid at {bad[0]}; line skipped")
+                    warnings.append(said)
+                rejected.append((item, said))
                 continue
             records.append(item)
-    return ReadResult(records, warnings)
+    return ReadResult(records, warnings, rejected)
 
 
 MAX_FIGURE = 1e15  # no figure a record holds comes near this (bytes of memory, epoch seconds)

@@ -1,4 +1,5 @@
-"""The capacity search's verdicts and steps, and the gate's comparison, on hand-made values."""
+"""The capacity search's verdicts and steps on hand-made values (the gate's comparison is
+tests/unit/core/test_gate.py's)."""
 
 import pytest
 
@@ -83,42 +84,6 @@ def test_an_unsure_level_is_repeated_then_counted_as_failing():
     state = sizing.settled(levels, P95, 0.9, 4)
     assert state.verdicts[9].outcome == "fail" and "counted as failing" in state.verdicts[9].why
     assert (state.lo, state.hi) == (8, 9)
-
-
-def rec(c, tok_s, tpot50, **extra):
-    return {
-        "concurrency": c,
-        "output_tokens_per_s": tok_s,
-        "goodput_requests_per_s": 1.0,
-        "ttft_s": {"p95": 0.1},
-        "tpot_s": {"p50": tpot50},
-        "prompt_set": "mixed",
-        "max_tokens": 128,
-        **extra,
-    }
-
-
-def test_gate_names_a_regression_beyond_tolerance_and_noise():
-    base = [rec(8, 300 + i, 0.025 + i * 0.0001) for i in range(3)]
-    slow = [rec(8, 250 + i, 0.030 + i * 0.0001) for i in range(3)]
-    tpot = sizing.GATE_METRICS[3]
-    line = sizing.gate_line(tpot, 8, base, slow, 0.05)
-    assert line.outcome == "worse" and line.worse_share == pytest.approx(0.2, abs=0.01)
-    assert "WORSE" in line.text(0.05) and "TPOT p50" in line.text(0.05)
-    assert sizing.gate_line(tpot, 8, base, base, 0.05).outcome == "ok"
-    # worse by more than the tolerance, but one candidate run beats a baseline run: noise
-    mixed = [rec(8, 300, 0.024), rec(8, 300, 0.031), rec(8, 300, 0.032)]
-    assert sizing.gate_line(tpot, 8, base, mixed, 0.05).outcome == "noise"
-
-
-def test_gate_cannot_decide_with_one_run_or_other_conditions():
-    one = {8: [rec(8, 300, 0.025)]}
-    three = {8: [rec(8, 300, 0.025)] * 3}
-    assert "too few repeats" in sizing.gate_undecidable(one, one)
-    assert sizing.gate_undecidable(three, three) is None
-    other = {8: [rec(8, 300, 0.025, max_tokens=64)] * 3}
-    assert "max tokens is 128 in the baseline and 64" in sizing.gate_undecidable(three, other)
-    assert "share no concurrency" in sizing.gate_undecidable(three, {4: three[8]})
 
 
 def test_answer_names_levels_as_crowds_or_rates():

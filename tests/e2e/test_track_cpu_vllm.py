@@ -24,8 +24,11 @@ from tests.conftest import ROOT, free_port
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]  # skipped or failed in tests/conftest.py
 
-# 3 at once on 2 sequences: one waits for a sequence
-REDUCED = {"VLLM_QUEUE_LEVEL": 3, "VLLM_QUEUE_REQUESTS": 3, "MAX_TOKENS": 8}
+# 6 at once on 2 sequences: four wait, the last two for two whole answers. The /metrics sampler reads
+# every 0.5 s, so the wait must outlast several readings: at 64 tokens an answer took about 2 s here
+# (TPOT 32 ms), a wait of about 4 s. At 3 on 2 with 8-token answers (0.3 s) the one wait fell
+# between two readings on 2026-12-04 and the level recorded no request waiting.
+REDUCED = {"VLLM_QUEUE_LEVEL": 6, "VLLM_QUEUE_REQUESTS": 6, "MAX_TOKENS": 64}
 
 
 def queue_plan(path: Path) -> Path:

@@ -64,6 +64,12 @@ def _source(what: str, labbook: str) -> tuple[Path, str]:
         path, label, given = Path(what), "", what
     elif head and Path(head).exists():
         path, label, given = Path(head), tail, head
+    elif what.startswith(("/", "./", "../")) or what.endswith(".md") or head.endswith(".md"):
+        # a path that is not there (a label may hold a slash, so only these forms)
+        raise ConfigError(
+            f"no notebook or run directory at {head if head.endswith('.md') else what}; name a label "
+            "in --labbook, a run directory or a notebook"
+        )
     else:
         path, label, given = Path(labbook), what, "--labbook " + labbook
     if path.is_dir():

@@ -33,6 +33,9 @@ CONDITIONS = {
     "slo_ttft_s": "slo ttft s",
     "slo_tpot_s": "slo tpot s",
 }
+# What a record without the field ran with (level records before it was added)
+# (the headless Locust run writes no arrival: a closed loop)
+ABSENT = {"workload": {"kind": "prompts"}, "arrival": "closed"}
 GATE_CHANCE = 0.05  # the most chance the rank test may leave that a difference is noise
 
 
@@ -107,7 +110,7 @@ def _values(records: list[dict], name: str) -> list[str]:
     """The distinct values of condition ``name`` over ``records`` (as comparable text), in order."""
     seen: list[str] = []
     for rec in records:
-        text = json.dumps(rec.get(name), sort_keys=True, default=str)
+        text = json.dumps(rec.get(name, ABSENT.get(name)), sort_keys=True, default=str)
         if text not in seen:
             seen.append(text)
     return seen

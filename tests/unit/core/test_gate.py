@@ -73,7 +73,7 @@ def test_failed_requests_are_gated_so_a_failing_candidate_is_worse():
         ({"model": "other"}, "model is m in the baseline and other"),
         (
             {"workload": {"kind": "conversations", "turns": "fixed:4"}},
-            'workload is none in the baseline and {"kind"',
+            'workload is {"kind": "prompts"} in the baseline and {"kind": "conversations"',
         ),
         ({"arrival": "poisson", "rate_rps": 2.0}, "arrival is closed in the baseline and poisson"),
         ({"temperature": 0.7}, "temperature is none in the baseline and 0.7"),
@@ -84,6 +84,13 @@ def test_unlike_runs_cannot_be_gated(change, words):
     other = gate.by_level([rec(8, 300, 0.025, **change)] * 3)
     decision = gate.decide(base, other, 0.05)
     assert decision.exit_code == 2 and words in decision.why, decision.why
+
+
+def test_a_record_without_arrival_or_workload_ran_the_closed_loop_on_a_prompt_set():
+    """The headless Locust run writes neither field; a sweep writes both: alike, so gated."""
+    headless = gate.by_level([{k: v for k, v in rec(8, 300, 0.025).items() if k != "arrival"}] * 3)
+    sweep = gate.by_level([rec(8, 300, 0.025, workload={"kind": "prompts"})] * 3)
+    assert gate.decide(headless, sweep, 0.05).exit_code == 0
 
 
 def test_a_side_that_mixes_runs_cannot_be_gated():

@@ -5,6 +5,12 @@ runs the two levels at the boundary again until each verdict is stable at the st
 (``harness.core.sizing``), within a time budget. Every run of a level is a level record on the
 notebook (marked with the search's run id and the run's number); the path it took is printed as
 it goes, and the answer is one ``capacity`` record.
+
+Exit status: 0 when the search ended by itself or at its time budget (the answer is what it
+measured); ``SEARCH_ENDED`` (1, as a sweep whose level completed no request) when it ended on a
+run the server failed or on a level whose runs contradict each other: every run is still on the
+notebook and the capacity record says what passed and why it ended, but the answer is not a
+latency verdict. Options refused before any request is sent: 2 (``ConfigError``).
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import sys
 import time
 from dataclasses import dataclass, field, replace
 
-from harness.core import sizing
+from harness.core import bounds, sizing
 from harness.core.curves import copies_for
 from harness.core.level_records import RunMark
 from harness.core.records import Capacity, now_stamp
@@ -23,6 +29,8 @@ from harness.errors import ConfigError
 from harness.io.notebook import append_record, check_writable
 from harness.cli import sweep as sweep_cli
 from harness.load import sweep as sweeping
+
+SEARCH_ENDED = 1  # the server failed a run, or a level's runs contradict each other (module docstring)
 
 
 def add_parser(sub) -> None:
@@ -76,8 +84,9 @@ def add_parser(sub) -> None:
 
 
 def check(args) -> sizing.Criterion:
-    """The search's own options in range (ConfigError, one line) and the criterion they name."""
-    from harness.core import bounds
+    """The search's own options in range (ConfigError, one line) and the criterion they name: a
+    promise of 0, below 0, NaN, infinite or past a week, or one no request could be seen to break,
+    is refused here, before any request is sent."""
 
     try:
         criterion = sizing.Criterion.parse(args.criterion, args.promise)
@@ -95,14 +104,32 @@ def check(args) -> sizing.Criterion:
         raise ConfigError("--poisson needs --rate-step (the open-loop search)")
     if args.peak is not None:
         bounds.number("--peak", args.peak, 1, 10_000_000, whole=True)
+    cut = _cut_at(args, criterion.metric)
+    if cut is not None and criterion.limit >= cut:
+        raise ConfigError(
+            f"--promise {criterion.limit:g} s is not below the {cut:g} s at which each request is cut "
+            "(--timeout, --idle-timeout, --timeout-per-user), so no request could show it broken; "
+            "raise the timeout or lower the promise"
+        )
     return criterion
 
 
-def values_of(samples: list[Sample], criterion: sizing.Criterion, objectives) -> tuple[list[float], int]:
+def _cut_at(args, metric: str) -> float | None:
+    """The seconds past which a request's TTFT (the idle bound too) or end-to-end time is cut at
+    the first level, so never measured; None for the per-token criteria."""
+    per_user = bounds.number("--timeout-per-user", args.timeout_per_user, 0, bounds.MAX_SECONDS)
+    total = bounds.crowd_timeout(bounds.seconds("--timeout", args.timeout), per_user, args.start)
+    cut = bounds.Bounds.of(total, args.idle_timeout)
+    return {"ttft": cut.idle_s, "e2e": cut.total_s}.get(metric)
+
+
+def values_of(
+    samples: list[Sample], criterion: sizing.Criterion, objectives
+) -> tuple[list[float], list[str | None]]:
     """Per-request values the criterion reads (every inter-token gap for ITL; 1 or 0 for goodput)
-    and the number of failed requests."""
+    and the error of each failed request."""
     ok = [s for s in samples if s.ok]
-    failed = len(samples) - len(ok)
+    failed = [s.error for s in samples if not s.ok]
     m = criterion.metric
     if m == "ttft":
         return [s.ttft for s in ok if s.ttft is not None], failed
@@ -134,7 +161,8 @@ class Search:
     levels: dict[int, sizing.LevelRuns] = field(default_factory=dict)
     tried: list[dict] = field(default_factory=list)
     walls: dict[int, float] = field(default_factory=dict)
-    stopped: str = "done"
+    stopped: str = "done"  # done, time, server, contradiction
+    ended: str | None = None  # stopped server or contradiction: why, in one line
 
     def name(self, k: int) -> str:
         return sizing.crowd(k) if self.step is None else f"{k * self.step:g} requests/s"
@@ -176,12 +204,16 @@ def run(args) -> int:
     if not found.tried:
         raise ConfigError(f"the --time-budget of {args.time_budget:g} s left no time for a single level")
     state = sizing.settled(found.levels, criterion, args.confidence, args.max_runs)
-    capacity, reading, sentence = sizing.answer(state, args.max_users, found.name)
+    capacity, reading, sentence = sizing.answer(state, args.max_users, found.name, found.ended)
     elapsed = time.monotonic() - started
+    measured = len({t["level"] for t in found.tried})
     print(
-        f"    capacity with {criterion.text}: {sentence}; {len(found.levels)} level(s) measured in "
+        f"    capacity with {criterion.text}: {sentence}; {measured} level(s) measured in "
         f"{len(found.tried)} run(s), {elapsed:.0f} s"
     )
+    kept = sorted(k for k, v in state.verdicts.items() if v.outcome == "pass")
+    if kept:
+        print(f"    kept the promise: {', '.join(found.name(k) for k in kept)}")
     record = Capacity(
         label=args.label,
         run={**plan.context.__dict__, "server_slots": args.server_slots or None},
@@ -197,13 +229,14 @@ def run(args) -> int:
         reading=reading,
         answer=sentence,
         tried=found.tried,
-        levels_measured=len(found.levels),
+        levels_measured=measured,
         runs=len(found.tried),
         elapsed_s=round(elapsed, 1),
         time_budget_s=args.time_budget,
         stopped=found.stopped,
         recorded_at=now_stamp(),
         rate_step_rps=found.step,
+        end_reason=found.ended,
     )
     append_record(plan.labbook, record.to_dict(), "capacity")
     print(f"    appended {len(found.tried)} level line(s) and a capacity record to {plan.labbook}")
@@ -214,12 +247,16 @@ def run(args) -> int:
             f"    a peak of {args.peak} needs {args.peak} / {capacity} -> {need} copies, {spare} with "
             f"{args.spares:.0%} spares{bound}"
         )
+    if found.ended:
+        print(f"harness capacity: the search ended without an answer: {found.ended}", file=sys.stderr)
+        return SEARCH_ENDED
     return 0
 
 
 def search(args, plan, criterion: sizing.Criterion, found: Search, started: float) -> None:
-    """Measure the level ``next_level`` names until it names none or the time budget would run
-    out; each run on the notebook before the next starts, and its line printed."""
+    """Measure the level ``next_level`` names until it names none, the time budget would run out,
+    or a run ends the search (``sizing.server_failure``, ``sizing.contradiction``); each run on the
+    notebook before the next starts, and its line printed."""
     while True:
         k = sizing.next_level(
             found.levels, criterion, args.max_users, args.confidence, args.confirm, args.max_runs, args.start
@@ -240,30 +277,54 @@ def search(args, plan, criterion: sizing.Criterion, found: Search, started: floa
             plan if rate is None else replace(plan, requests=max(plan.requests, math.ceil(rate * 10)))
         )
         result, concurrency, arrival = sweeping.run_level(level_plan, k if rate is None else rate)
-        runs = found.levels.setdefault(k, sizing.LevelRuns(k))
-        values, failed = values_of(result.samples, criterion, plan.context.objectives)
-        runs.add(values, failed)
-        sweeping.record_level(level_plan, result, concurrency, arrival, RunMark(plan.run_id, runs.runs))
+        number = (found.levels[k].runs if k in found.levels else 0) + 1
+        sweeping.record_level(level_plan, result, concurrency, arrival, RunMark(plan.run_id, number))
         found.walls[k] = max(found.walls.get(k, 0.0), result.wall_s)
-        v = sizing.verdict(runs, criterion, args.confidence)
-        found.tried.append(
-            {
-                "level": k,
-                **({} if rate is None else {"rate_rps": rate}),
-                "run": runs.runs,
-                "figure": _round(criterion.statistic(values)),
-                "pooled": _round(v.figure),
-                "interval": None if v.interval is None else [_round(x) for x in v.interval],
-                "verdict": v.outcome,
-                "why": v.why,
-            }
-        )
+        values, errors = values_of(result.samples, criterion, plan.context.objectives)
         where = f"c={k:<4}" if rate is None else f"rate {rate:g}/s (peak {concurrency} in flight)"
+        broken = sizing.server_failure(errors, len(result.samples) - len(errors))
+        if broken:
+            found.stopped, found.ended = "server", f"{found.name(k)}, run {number}: {broken}"
+            _tried(found, k, rate, number, criterion.statistic(values), None, "error", broken)
+            print(f"    [{len(found.tried)}] {where} run {number}: {broken} -> the search ends", flush=True)
+            return
+        late = [e for e in errors if sizing.is_late(e)]
+        first = late[0] if late else None
+        own = sizing.verdict(
+            sizing.LevelRuns(k, list(values), 1, len(late), first), criterion, args.confidence
+        )
+        runs = found.levels.setdefault(k, sizing.LevelRuns(k))
+        runs.add(values, len(late), first, own.outcome)
+        v = sizing.verdict(runs, criterion, args.confidence)
+        _tried(found, k, rate, number, criterion.statistic(values), v, v.outcome, v.why)
         print(
             f"    [{len(found.tried)}] {where} run {runs.runs}: {criterion.text.split(' <=')[0]} "
             f"{_f(found.tried[-1]['figure'])} (pooled {_f(v.figure)}; {v.why}) -> {v.outcome}",
             flush=True,
         )
+        clash = sizing.contradiction(runs, found.name)
+        if clash:
+            found.stopped, found.ended = "contradiction", clash
+            print(f"    stopping: {clash}", flush=True)
+            return
+
+
+def _tried(
+    found: Search, k: int, rate, number: int, figure, v: sizing.Verdict | None, outcome: str, why: str
+) -> None:
+    """One run in the search's path, as the capacity record lists it."""
+    found.tried.append(
+        {
+            "level": k,
+            **({} if rate is None else {"rate_rps": rate}),
+            "run": number,
+            "figure": _round(figure),
+            "pooled": None if v is None else _round(v.figure),
+            "interval": None if v is None or v.interval is None else [_round(x) for x in v.interval],
+            "verdict": outcome,
+            "why": why,
+        }
+    )
 
 
 def estimate(walls: dict[int, float], c: int, requests: int, min_rounds: int) -> float:

@@ -126,9 +126,10 @@ class Capacity:
     runs: int
     elapsed_s: float
     time_budget_s: float
-    stopped: str  # done, time
+    stopped: str  # done, time, server (a run the server failed), contradiction (a level's runs disagree)
     recorded_at: str
     rate_step_rps: float | None = None  # the open-loop search: level k is k x this many requests/s
+    end_reason: str | None = None  # stopped server or contradiction: why, in one line
 
     RUN_FIELDS = ("engine", "model", "base_url", "prompt_set", "max_tokens", "server_slots")
 

@@ -1,19 +1,29 @@
-"""Sizing that holds: the capacity search's criterion, its verdict per level and its next step.
-Pure functions over plain values (no I/O, no clock). The regression gate's comparison is
-``harness.core.gate``'s.
+"""Sizing that holds: the capacity search's criterion, its verdict per level, its next step and
+when it must end without an answer. Pure functions over plain values (no I/O, no clock). The
+regression gate's comparison is ``harness.core.gate``'s.
 
 The capacity search measures one level at a time and pools the per-request values of every run
 of a level. A level's verdict is ``pass`` when the whole bootstrap interval of the criterion
 (``confidence``, 90 % by default) lies within the promise, ``fail`` when it lies beyond, and
 ``unsure`` when it straddles the promise; an unsure level is run again, up to ``max_runs``, and is
-counted as failing (the safe side) when it stays unsure. Any failed request fails its level.
+counted as failing (the safe side) when it stays unsure. A request that failed past its bound
+(``Timeout``, ``Cancelled``) was slower than the bound, so it fails its level.
+
+A run that says the server failed rather than answered slowly (``server_failure``: no request
+completed, or one failed in a way that is no latency, an HTTP error, a refused or reset
+connection, a broken stream) is no latency verdict: it is never pooled, and the search ends there
+with what it measured. So does a level whose own runs contradict each other (``contradiction``:
+one run's whole interval within the promise, another's beyond).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
+from harness.core.bounds import MAX_SECONDS
+from harness.core.server_text import safe_text
 from harness.core.stats import bootstrap, percentile
 
 METRICS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "end-to-end latency"}
@@ -34,8 +44,10 @@ class Criterion:
     def parse(cls, text: str, limit: float) -> Criterion:
         """``ttft-p95``, ``e2e-p99``, ``goodput``: ValueError with the accepted forms otherwise."""
         if text == "goodput":
-            if not 0 < limit <= 1:
-                raise ValueError("with --criterion goodput, --promise is a share of requests in (0, 1]")
+            if not 0 < limit <= 1:  # NaN compares false, so it is refused here too
+                raise ValueError(
+                    f"with --criterion goodput, --promise is a share of requests in (0, 1], got {limit!r}"
+                )
             return cls("goodput", "", limit)
         metric, _, pct = text.partition("-")
         if metric not in METRICS or pct not in PERCENTILES:
@@ -44,8 +56,11 @@ class Criterion:
                 f"criterion {text!r} not known; use METRIC-PCT ({forms}, any of "
                 f"{'/'.join(PERCENTILES)}) or goodput"
             )
-        if limit <= 0:
-            raise ValueError(f"--promise must be a positive number of seconds, got {limit:g}")
+        if not (math.isfinite(limit) and 0 < limit <= MAX_SECONDS):
+            raise ValueError(
+                f"--promise takes a positive number of seconds up to {MAX_SECONDS:.0f} (a week), "
+                f"got {limit!r}"
+            )
         return cls(metric, pct, limit)
 
     @property
@@ -66,19 +81,47 @@ class Criterion:
         return figure >= self.limit if self.metric == "goodput" else figure <= self.limit
 
 
+# The failures that are latencies: the request passed its bound (harness.io.http, harness.load)
+# or was still running at the level's (harness.core.levels), so it was slower than that bound.
+LATE_ERRORS = ("Timeout", "Cancelled")
+
+
+def is_late(error: str | None) -> bool:
+    return (error or "").startswith(LATE_ERRORS)
+
+
+def server_failure(errors: list[str | None], completed: int) -> str | None:
+    """Why a run's failed requests (``errors``, one per failed request) say the server failed
+    rather than answered slowly, or None: no request completed (nothing was measured), or one
+    failed in a way that is no latency (anything but ``LATE_ERRORS``)."""
+    if not completed:
+        first = safe_text(errors[0] or "no reason given", 200) if errors else "no request was sent"
+        return f"no request of {len(errors)} completed (first error: {first})"
+    broken = [e for e in errors if not is_late(e)]
+    if not broken:
+        return None
+    first = safe_text(broken[0] or "no reason given", 200)
+    return f"the server failed {len(broken)} of {len(errors) + completed} request(s) (first: {first})"
+
+
 @dataclass
 class LevelRuns:
-    """Every run of one level in the search: pooled per-request values and failed requests."""
+    """Every run of one level in the search: pooled per-request values, requests that failed past
+    their bound (and the first one's error), and each run's own verdict, in order."""
 
     level: int
     values: list[float] = field(default_factory=list)
     runs: int = 0
     failed: int = 0
+    first_error: str | None = None
+    own: list[str] = field(default_factory=list)
 
-    def add(self, values: list[float], failed: int) -> None:
+    def add(self, values: list[float], failed: int, first_error: str | None = None, own: str = "") -> None:
         self.values += values
         self.failed += failed
+        self.first_error = self.first_error or first_error
         self.runs += 1
+        self.own.append(own)
 
 
 @dataclass(frozen=True)
@@ -93,7 +136,8 @@ def verdict(runs: LevelRuns, criterion: Criterion, confidence: float = 0.9) -> V
     """A level's verdict from its pooled values (see the module's docstring)."""
     figure = criterion.statistic(runs.values)
     if runs.failed:
-        return Verdict("fail", figure, None, f"{runs.failed} request(s) failed")
+        first = f" (first: {safe_text(runs.first_error, 200)})" if runs.first_error else ""
+        return Verdict("fail", figure, None, f"{runs.failed} request(s) failed past their bound{first}")
     if figure is None:
         return Verdict("fail", None, None, "no request completed")
     interval = bootstrap(runs.values, criterion.statistic, confidence)
@@ -120,9 +164,11 @@ def settled(
     levels: dict[int, LevelRuns], criterion: Criterion, confidence: float, max_runs: int
 ) -> SearchState:
     """Each level's verdict (an unsure level that has had ``max_runs`` counts as failing) and the
-    boundary they draw."""
+    boundary they draw. A level whose runs contradict each other has no verdict: it draws none."""
     verdicts = {}
     for c, runs in levels.items():
+        if contradiction(runs):
+            continue
         v = verdict(runs, criterion, confidence)
         if v.outcome == "unsure" and runs.runs >= max_runs:
             v = Verdict("fail", v.figure, v.interval, v.why + f" after {runs.runs} runs: counted as failing")
@@ -145,7 +191,10 @@ def next_level(
     """The level to measure next, or None when the search is done: an unsure level again, else
     doubling from ``start`` until a level fails (or ``max_users``), then halving the gap between
     the largest pass and the smallest fail to one user, then the two boundary levels run until
-    each has ``confirm`` runs."""
+    each has ``confirm`` runs. None too once a level's runs contradict each other (the search
+    ends there, ``contradiction``)."""
+    if any(contradiction(runs) for runs in levels.values()):
+        return None
     state = settled(levels, criterion, confidence, max_runs)
     for c in sorted(levels):
         if state.verdicts[c].outcome == "unsure":
@@ -167,28 +216,62 @@ def crowd(k: int) -> str:
     return f"{k} at once"
 
 
+def contradiction(runs: LevelRuns, name: Callable[[int], str] = crowd) -> str | None:
+    """Why ``runs`` cannot be pooled into one verdict, or None: one run of the level, on its own,
+    kept the promise with its whole interval and another broke it with its whole interval (a
+    server whose answer to the same load flips between runs, so no boundary it draws holds)."""
+    if "pass" not in runs.own or "fail" not in runs.own:
+        return None
+    kept, broke = runs.own.index("pass") + 1, runs.own.index("fail") + 1
+    said = (
+        f"kept the promise in run {kept} and broke it in run {broke}"
+        if kept < broke
+        else f"broke the promise in run {broke} and kept it in run {kept}"
+    )
+    return f"{name(runs.level)} {said}: the server's answers to one load contradict each other"
+
+
 def answer(
-    state: SearchState, max_users: int, name: Callable[[int], str] = crowd
+    state: SearchState, max_users: int, name: Callable[[int], str] = crowd, ended: str | None = None
 ) -> tuple[int | None, str, str]:
     """The capacity found, its reading (exact, at least, between, none) and the sentence (``name``
-    says a level in words: a crowd, or an arrival rate for the open-loop search)."""
+    says a level in words: a crowd, or an arrival rate for the open-loop search). ``ended``: why
+    the search stopped before it was done (a server failure, a contradiction); None when it
+    finished or ran out of time. The sentence says what broke the promise, and why it stopped."""
     lo, hi = state.lo, state.hi
     if lo is None:
-        if hi is not None and hi > 1:
-            why = f"{name(hi)} broke the promise and the search stopped before trying less"
-            return None, "none", f"none found: {why}"
-        return None, "none", f"none: {name(1)} already breaks the promise"
+        if hi is None:
+            return None, "none", f"none known: {_before('a level had a verdict that holds', ended)}"
+        why = state.verdicts[hi].why
+        if hi > 1:
+            return (
+                None,
+                "none",
+                f"none found: {name(hi)} broke the promise ({why}) and {_before('trying less', ended)}",
+            )
+        ending = f"; the search ended: {ended}" if ended else ""
+        return None, "none", f"none: {name(1)} already breaks the promise ({why}){ending}"
     if hi is None:
         end = (
             f"the search stops at {name(max_users)}"
-            if lo >= max_users
-            else "the search ran out of time before a level broke it"
+            if lo >= max_users and not ended
+            else _before("a level broke it", ended)
         )
         return lo, "at least", f"at least {name(lo)}: every level measured up to it kept the promise ({end})"
     if hi - lo > 1:
-        why = "the search ran out of time before narrowing it"
-        return lo, "between", f"at least {name(lo)} and less than {name(hi)}: {why}"
-    return lo, "exact", f"{name(lo)} keeps the promise and {name(hi)} breaks it"
+        return (
+            lo,
+            "between",
+            f"at least {name(lo)} and less than {name(hi)}: {_before('narrowing it', ended)}",
+        )
+    sentence = f"{name(lo)} keeps the promise and {name(hi)} breaks it"
+    return lo, "exact", sentence + (f"; {_before('confirming it', ended)}" if ended else "")
+
+
+def _before(what: str, ended: str | None) -> str:
+    return (
+        f"the search ended before {what}: {ended}" if ended else f"the search ran out of time before {what}"
+    )
 
 
 def _times(ratio: float) -> str:

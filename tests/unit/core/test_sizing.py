@@ -1,5 +1,5 @@
-"""The capacity search's verdicts and steps on hand-made values (the gate's comparison is
-tests/unit/core/test_gate.py's)."""
+"""The capacity search's verdicts and steps, and when it ends without an answer, on hand-made
+values (the gate's comparison is tests/unit/core/test_gate.py's)."""
 
 import pytest
 
@@ -132,3 +132,95 @@ def test_the_capacity_record_is_schema_valid_and_says_its_search():
     assert problems({**out, "reading": "exactly"}, "capacity")  # the reading is one of four words
     rate = Capacity(**{**rec.__dict__, "rate_step_rps": 0.5}).to_dict()
     assert rate["search"] == "rate" and not problems(rate, "capacity")
+    failed = {**tried[0], "level": 16, "pooled": None, "interval": None, "verdict": "error", "why": "x"}
+    ended = Capacity(
+        **{**rec.__dict__, "tried": [*tried, failed], "stopped": "server", "end_reason": "16 at once: x"}
+    ).to_dict()
+    assert ended["end_reason"] == "16 at once: x" and not problems(ended, "capacity")
+    assert problems({**ended, "stopped": "crashed"}, "capacity")
+    assert problems({**ended, "end_reason": 5}, "capacity")
+
+
+@pytest.mark.parametrize("promise", [float("nan"), float("inf"), float("-inf"), 0.0, -1.0, 1e9, 1e308])
+def test_a_promise_that_is_no_positive_finite_time_is_refused(promise):
+    with pytest.raises(ValueError, match="--promise takes a positive number of seconds"):
+        sizing.Criterion.parse("ttft-p95", promise)
+    with pytest.raises(ValueError, match="a share of requests in"):
+        sizing.Criterion.parse("goodput", promise)
+
+
+def test_a_run_the_server_failed_is_no_latency():
+    assert sizing.server_failure([], 8) is None
+    # past their bound: latencies (they break the promise), not the server's failure
+    assert (
+        sizing.server_failure(["Timeout: the request passed its total bound of 3 s", "Cancelled: x"], 6)
+        is None
+    )
+    none = sizing.server_failure(["HTTP 500: out of KV cache"] * 4, 0)
+    assert none == "no request of 4 completed (first error: HTTP 500: out of KV cache)"
+    assert sizing.server_failure(["Timeout: no byte"] * 3, 0).startswith("no request of 3 completed")
+    some = sizing.server_failure(["Timeout: slow", "ConnectionError: refused", None], 5)
+    assert some == "the server failed 2 of 8 request(s) (first: ConnectionError: refused)"
+    assert sizing.server_failure([], 0) == "no request of 0 completed (first error: no request was sent)"
+    nasty = sizing.server_failure(["HTTP 500: \x1b[31mred\x07" + "x" * 5000], 0)
+    assert "\x1b" not in nasty and "\x07" not in nasty and len(nasty) < 300
+
+
+def test_late_requests_fail_their_level_and_say_why():
+    r = sizing.LevelRuns(4)
+    r.add([0.1] * 10, 2, "Timeout: the request passed its total bound of 3 s", "fail")
+    v = sizing.verdict(r, P95)
+    assert v.outcome == "fail" and v.why == (
+        "2 request(s) failed past their bound (first: Timeout: the request passed its total bound of 3 s)"
+    )
+
+
+def test_a_level_whose_runs_give_opposite_verdicts_is_a_contradiction():
+    r = sizing.LevelRuns(2, own=["fail", "unsure", "pass"])
+    assert sizing.contradiction(r) == (
+        "2 at once broke the promise in run 1 and kept it in run 3: the server's answers to one load "
+        "contradict each other"
+    )
+    assert "kept the promise in run 1 and broke it in run 2" in sizing.contradiction(
+        sizing.LevelRuns(9, own=["pass", "fail"]), lambda k: f"{k / 2:g} requests/s"
+    )
+    assert sizing.contradiction(sizing.LevelRuns(2, own=["pass", "unsure", "pass"])) is None
+
+
+def test_a_contradicted_level_draws_no_boundary_and_the_search_asks_for_no_more():
+    """Level 2 fast, then slow: pooled, its p95 is the slow run's, which would read as "1 keeps
+    the promise and 2 breaks it". Its runs contradict each other, so it has no verdict at all."""
+    flip = sizing.LevelRuns(2)
+    flip.add([0.1] * 20, 0, None, "pass")
+    flip.add([3.0] * 20, 0, None, "fail")
+    levels = {1: runs(1, [0.1] * 20, times=2), 2: flip}
+    state = sizing.settled(levels, P95, 0.9, 4)
+    assert (state.lo, state.hi, sorted(state.verdicts)) == (1, None, [1])
+    assert sizing.next_level(levels, P95, 64) is None
+    clash = sizing.contradiction(flip)
+    cap, reading, text = sizing.answer(state, 64, ended=clash)
+    assert (cap, reading) == (1, "at least") and text.endswith(f"before a level broke it: {clash})")
+
+
+def test_an_ended_search_says_what_passed_and_why_it_ended():
+    why = "4 at once, run 1: no request of 12 completed (first error: HTTP 500: x)"
+    passed = {c: runs(c, [0.1] * 20) for c in (1, 2)}
+    state = sizing.settled(passed, P95, 0.9, 4)
+    cap, reading, text = sizing.answer(state, 64, ended=why)
+    assert (cap, reading) == (2, "at least")
+    assert text == (
+        "at least 2 at once: every level measured up to it kept the promise (the search ended before "
+        f"a level broke it: {why})"
+    )
+    nothing = sizing.answer(sizing.settled({}, P95, 0.9, 4), 64, ended=why)
+    said = f"none known: the search ended before a level had a verdict that holds: {why}"
+    assert nothing == (None, "none", said)
+    # without a reason (the time budget), an unjudged search still never claims a latency verdict
+    assert sizing.answer(sizing.settled({}, P95, 0.9, 4), 64)[2].startswith("none known: the search ran out")
+    broke = sizing.answer(sizing.settled({1: runs(1, [3.0] * 20)}, P95, 0.9, 4), 64)
+    assert broke[:2] == (None, "none") and "90% interval 3.000-3.000 beyond" in broke[2]
+    pair = {1: runs(1, [0.1] * 20), 2: runs(2, [3.0] * 20)}
+    exact = sizing.answer(sizing.settled(pair, P95, 0.9, 4), 64, ended="a contradiction")
+    assert exact[:2] == (1, "exact") and exact[2].endswith(
+        "; the search ended before confirming it: a contradiction"
+    )

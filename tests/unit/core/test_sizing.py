@@ -159,6 +159,9 @@ def test_a_run_the_server_failed_is_no_latency():
     none = sizing.server_failure(["HTTP 500: out of KV cache"] * 4, 0)
     assert none == "no request of 4 completed (first error: HTTP 500: out of KV cache)"
     assert sizing.server_failure(["Timeout: no byte"] * 3, 0).startswith("no request of 3 completed")
+    # every request past its bound after smaller levels were answered: slow there, a failed level
+    assert sizing.server_failure(["Timeout: no byte"] * 3, 0, answered_before=True) is None
+    assert sizing.server_failure(["HTTP 503: busy"] * 3, 0, answered_before=True).startswith("no request")
     some = sizing.server_failure(["Timeout: slow", "ConnectionError: refused", None], 5)
     assert some == "the server failed 2 of 8 request(s) (first: ConnectionError: refused)"
     assert sizing.server_failure([], 0) == "no request of 0 completed (first error: no request was sent)"

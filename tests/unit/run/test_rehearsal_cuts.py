@@ -53,19 +53,26 @@ def test_every_smoke_plan_with_cuts_loads_and_keeps_its_baselines(track: str) ->
     assert not set(plan.rehearsal.left_out) & set(plan.blocks)
     assert "llama" in plan.blocks and "control" in plan.blocks
     assert plan.rehearsal.to_dict()["left_out"] == plan.rehearsal.left_out
-    if track in ("n", "s"):  # the vLLM baseline and one memory fraction stay where vLLM runs
-        assert {"vllm", "vllm-mem-a"} <= set(plan.blocks)
+    if track in ("n", "s"):  # the vLLM baseline stays where vLLM runs, and one memory fraction in N
+        assert {"vllm", "vllm-mem-a"} & set(plan.blocks) == (
+            {"vllm", "vllm-mem-a"} if track == "n" else {"vllm"}
+        )
 
 
 def test_the_rehearsals_together_keep_every_variant_once() -> None:
-    """What one smoke rehearsal leaves out another keeps: each variant's path still runs in CI."""
+    """What one smoke rehearsal leaves out another keeps: each variant's path still runs in CI. The
+    two left out everywhere are a kept block's path with another value: the other memory fraction,
+    and eight sequences where the baseline passes twenty (--max-num-seqs on every vLLM start)."""
     kept: set[str] = set()
     for track in ("x", "n", "s", "m"):
         kept |= set(load_plan(track, rehearse_it=True, quick="smoke").blocks)
     for track in ("x", "n", "s"):
         overlay, _, _ = rehearsal.read_overlay(f"track-{track}")
         for block_id in overlay["smoke"].get("leave_out", {}):
-            assert block_id in kept or block_id == "vllm-mem-b", (track, block_id)
+            assert block_id in kept or block_id in ("vllm-mem-b", "vllm-seqs8"), (track, block_id)
+    raw = yaml.safe_load((TRACKS / "track-n.yaml").read_text())
+    seqs8 = next(s for s in raw["stages"] if isinstance(s, dict) and s.get("id") == "vllm-seqs8")
+    assert seqs8["base"] == "vllm" and set(seqs8["settings"]) == {"max_seqs"}
 
 
 def _blocks() -> list:

@@ -221,6 +221,7 @@ def plan_from(args) -> SweepPlan:
     if args.worker_command and not args.processes:
         raise ConfigError("--worker-command needs --processes N (how many workers to start)")
     workload = sweep_workloads.workload_options(args, bool(rates))
+    sweep_workloads.check_context(workload, args.max_tokens, args.context_length or None)
     if workload.get("trace"):
         levels = [1]  # the trace is replayed once: one level
     root, base_path = _root(args.base_url)

@@ -8,8 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.core import bounds
-from harness.core.traces import TracePlan, parse_trace
+from harness.core.workloads import largest_request
+from harness.core.traces import MAX_TRACE_S, TracePlan, parse_trace, span_words
 from harness.errors import ConfigError
+from harness.io import input_files
 from harness.load import specs
 
 
@@ -70,16 +72,25 @@ def add_options(p, levels: bool = True) -> None:
     )
 
 
+MAX_TRACE_BYTES = 256 << 20  # a trace file read whole (Mooncake's public traces are a few MB)
+
+
 def _trace(args) -> TracePlan:
-    path = Path(args.trace)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"--trace: cannot read {path} ({exc}); give a trace file") from None
-    fmt, rows = parse_trace(text, str(path))
     bounds.number("--trace-time-scale", args.trace_time_scale, 1e-3, 1000)
     bounds.number("--trace-block-tokens", args.trace_block_tokens, 1, 100_000, whole=True)
-    return TracePlan(tuple(rows), path.name, fmt, args.trace_block_tokens, args.trace_time_scale, args.seed)
+    what = "a trace file (Mooncake JSONL or 'SECONDS INPUT OUTPUT' lines)"
+    text = input_files.read_text("--trace", args.trace, MAX_TRACE_BYTES, what)
+    fmt, rows = parse_trace(text, str(args.trace), args.trace_block_tokens)
+    del text
+    plan = TracePlan(
+        tuple(rows), Path(args.trace).name, fmt, args.trace_block_tokens, args.trace_time_scale, args.seed
+    )
+    if plan.span_s() > MAX_TRACE_S:
+        raise ConfigError(
+            f"--trace: {span_words(plan)}, past the week one level may last; "
+            "scale it down with --trace-time-scale"
+        )
+    return plan
 
 
 def workload_options(args, open_loop: bool) -> dict:
@@ -127,6 +138,20 @@ def workload_options(args, open_loop: bool) -> dict:
     return out
 
 
+def check_context(workload: dict, max_tokens: int, context_length: int | None) -> None:
+    """A workload whose requests ask for more tokens than the model's context (``--context-length``,
+    where given) is refused in one line before any request is sent."""
+    need = largest_request(
+        max_tokens, workload.get("lengths"), workload.get("conversations"), workload.get("trace")
+    )
+    if context_length and need and need > context_length:
+        raise ConfigError(
+            f"the workload asks up to {need} tokens a request (prompt and output), past the model's "
+            f"context of {context_length} tokens (--context-length); shorten its lengths or give the "
+            "server more context"
+        )
+
+
 def prompt_set_name(args) -> str:
     """What the record's ``prompt_set`` says was sent."""
     if getattr(args, "sharegpt", None) and args.workload == "prompts":
@@ -138,7 +163,8 @@ def plan_line(plan) -> str:
     """The sweep's plan: its workload and parameters."""
     shown = ", ".join(f"{k} {v}" for k, v in plan.workload_params().items())
     burst = "" if plan.burstiness is None else f"; gamma arrivals, burstiness {plan.burstiness:g}"
-    return f"    workload {plan.workload_kind}{': ' + shown if shown else ''}{burst}"
+    line = f"    workload {plan.workload_kind}{': ' + shown if shown else ''}{burst}"
+    return line + (f"\n    {span_words(plan.trace)}" if plan.trace else "")
 
 
 def _fmt(value, spec: str) -> str:

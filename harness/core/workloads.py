@@ -2,9 +2,8 @@
 conversations and what each request of one carries. No I/O, no clocks; every draw comes from a
 ``random.Random`` the caller seeds.
 
-A length distribution is written ``fixed:N`` (or just ``N``), ``uniform:LO-HI`` (whole numbers,
-both ends included), ``normal:MEAN,SD`` (rounded, at least 1) or ``file:PATH`` (one whole number
-per line, drawn with replacement; the caller reads the file and passes its ``values``).
+Length distributions (``fixed:N``, ``uniform:LO-HI``, ``normal:MEAN,SD``, ``file:PATH``) are
+``harness.core.lengths``, re-exported here.
 
 A prompt of N tokens is N words drawn from a list of short, common English words, each of which
 is one token with its leading space in the BPE vocabularies of the usual open models (Llama,
@@ -18,8 +17,8 @@ import json
 import random
 from dataclasses import dataclass, field
 
+from harness.core.lengths import Lengths, file_counts, parse_lengths  # noqa: F401  (re-exported)
 from harness.core.prompts import LAB_TOOLS, PREAMBLE, QUESTIONS
-from harness.errors import ConfigError
 
 # One token each, with the leading space, in common BPE vocabularies (and the practice tokeniser).
 _WORD_TEXT = (
@@ -42,97 +41,6 @@ _WORD_TEXT = (
 )
 # words of six letters or fewer: one token each in the practice tokeniser too (it splits longer ones)
 WORDS = tuple(w for w in _WORD_TEXT.split(" ") if len(w) <= 6)
-
-
-@dataclass(frozen=True)
-class Lengths:
-    """A distribution of token counts: ``kind`` fixed, uniform, normal or file, and its numbers."""
-
-    kind: str
-    a: float = 0.0  # fixed: the count; uniform: the lowest; normal: the mean
-    b: float = 0.0  # uniform: the highest; normal: the standard deviation
-    values: tuple[int, ...] = ()  # file: the counts to draw from
-    source: str = ""  # file: the path as given, for the record
-
-    def draw(self, rng: random.Random) -> int:
-        """One count, at least 1."""
-        if self.kind == "fixed":
-            return int(self.a)
-        if self.kind == "uniform":
-            return rng.randint(int(self.a), int(self.b))
-        if self.kind == "normal":
-            return max(1, round(rng.gauss(self.a, self.b)))
-        return rng.choice(self.values)
-
-    def describe(self) -> str:
-        """The spec as written, the form the record keeps."""
-        if self.kind == "fixed":
-            return f"fixed:{int(self.a)}"
-        if self.kind == "uniform":
-            return f"uniform:{int(self.a)}-{int(self.b)}"
-        if self.kind == "normal":
-            return f"normal:{self.a:g},{self.b:g}"
-        return f"file:{self.source} ({len(self.values)} values)"
-
-
-def _numbers(flag: str, text: str, sep: str, count: int) -> list[float]:
-    parts = text.split(sep)
-    try:
-        if len(parts) != count:
-            raise ValueError
-        return [float(p) for p in parts]
-    except ValueError:
-        raise ConfigError(f"{flag} {text!r}: write {sep.join(['N'] * count)} with numbers") from None
-
-
-def parse_lengths(
-    flag: str, text: str, file_values: list[int] | None = None, high: int = 1_000_000
-) -> Lengths:
-    """A length distribution from its spec (module docstring); ConfigError, one line, otherwise.
-    ``file:PATH`` needs ``file_values``, the whole numbers the caller read from PATH."""
-    kind, _, rest = text.partition(":")
-    if not rest and kind.strip().isdigit():
-        kind, rest = "fixed", kind
-    kind = kind.strip()
-    if kind == "fixed":
-        (n,) = _numbers(flag, rest, ",", 1)
-        spec = Lengths("fixed", n)
-        low_ok = n == int(n) and 1 <= n <= high
-    elif kind == "uniform":
-        lo, hi = _numbers(flag, rest, "-", 2)
-        spec = Lengths("uniform", lo, hi)
-        low_ok = lo == int(lo) and hi == int(hi) and 1 <= lo <= hi <= high
-    elif kind == "normal":
-        mean, sd = _numbers(flag, rest, ",", 2)
-        spec = Lengths("normal", mean, sd)
-        low_ok = 1 <= mean <= high and 0 <= sd <= high
-    elif kind == "file":
-        values = tuple(file_values or ())
-        spec = Lengths("file", values=values, source=rest)
-        low_ok = bool(values) and all(1 <= v <= high for v in values)
-    else:
-        raise ConfigError(
-            f"{flag} {text!r}: write fixed:N, uniform:LO-HI, normal:MEAN,SD or file:PATH (one count a line)"
-        )
-    if not low_ok:
-        raise ConfigError(f"{flag} {text!r}: every count must be a whole number from 1 to {high}")
-    return spec
-
-
-def file_counts(flag: str, text: str) -> list[int]:
-    """The whole numbers of a lengths file's text, one a line (blank lines and # comments skipped)."""
-    out = []
-    for i, line in enumerate(text.splitlines(), 1):
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        try:
-            out.append(int(line))
-        except ValueError:
-            raise ConfigError(f"{flag}: line {i} is {line!r}, not a whole number of tokens") from None
-    if not out:
-        raise ConfigError(f"{flag}: the file holds no counts (one whole number a line)")
-    return out
 
 
 def words_text(count: int, rng: random.Random) -> str:
@@ -197,6 +105,22 @@ class LengthPlan:
         if self.output_tokens is not None:
             out["output_tokens"] = self.output_tokens.describe()
         return out
+
+
+def largest_request(max_tokens: int, lengths=None, conversations=None, trace=None) -> int | None:
+    """The most tokens one request of the workload asks for, prompt and output together, where
+    the workload states it (None for the prompt sets, whose prompts the endpoint proof sizes): a
+    trace's longest row; drawn lengths' largest input and output (``--max-tokens`` without
+    ``--output-tokens``); a conversation turn's new message and answer (its history comes on top)."""
+    if trace is not None:
+        return int(trace.largest())
+    if conversations is not None:
+        plan, first = conversations, conversations.message_tokens.largest()
+    elif lengths is not None and lengths.input_tokens is not None:
+        plan, first = lengths, lengths.input_tokens.largest()
+    else:
+        return None
+    return first + (plan.output_tokens.largest() if plan.output_tokens is not None else max_tokens)
 
 
 SYSTEM_PROMPT = "You are a helpful assistant. Keep every answer short and plain."

@@ -10,23 +10,28 @@ from harness.core import bounds
 from harness.core.sharegpt import read_sharegpt
 from harness.core.workloads import ConversationPlan, LengthPlan, Lengths, file_counts, parse_lengths
 from harness.errors import ConfigError
+from harness.io import input_files
 
 
-def lengths_from(flag: str, text: str | None) -> Lengths | None:
-    """The length distribution ``text`` states (None for none); ConfigError, one line, otherwise."""
+MAX_LENGTHS_FILE_BYTES = 16 << 20  # a file of counts, read whole
+MAX_SHAREGPT_BYTES = 1 << 30
+MAX_TURNS = 1000  # turns of one conversation (its history is bounded too: workloads.MAX_HISTORY_CHARS)
+
+
+def lengths_from(flag: str, text: str | None, high: int = bounds.MAX_TOKENS) -> Lengths | None:
+    """The length distribution ``text`` states (None for none); ConfigError, one line, otherwise.
+    A ``file:PATH`` must be a regular file of at most 16 MiB of UTF-8 text (a FIFO, a device, a
+    directory or a binary file is refused before anything is read from it)."""
     if not text:
         return None
     values = None
     if text.startswith("file:"):
-        path = Path(text[5:])
-        try:
-            values = file_counts(flag, path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
-            why = getattr(exc, "strerror", None) or type(exc).__name__
-            raise ConfigError(
-                f"{flag}: cannot read {path} ({why}); give a file of counts, one a line"
-            ) from None
-    return parse_lengths(flag, text, values, bounds.MAX_TOKENS)
+        what = "a file of counts, one a line"
+        path = text[5:]
+        values = file_counts(
+            f"{flag} {path}", input_files.read_text(flag, path, MAX_LENGTHS_FILE_BYTES, what), high
+        )
+    return parse_lengths(flag, text, values, high)
 
 
 def length_plan(input_tokens: str | None, output_tokens: str | None) -> LengthPlan | None:
@@ -48,7 +53,7 @@ def conversation_plan(
     """The conversations (or agent) workload's plan from its options; ``sharegpt``: a ShareGPT
     file whose conversations' user messages the conversations send."""
     bounds.number("--think-time", think_s, 0, bounds.MAX_SECONDS)
-    turn_lengths = lengths_from("--turns", turns)
+    turn_lengths = lengths_from("--turns", turns, MAX_TURNS)
     message = lengths_from("--message-tokens", message_tokens)
     if turn_lengths is None or message is None:
         raise ConfigError(
@@ -63,9 +68,6 @@ def conversation_plan(
 
 def read_conversations(path: str) -> list[tuple[str, ...]]:
     """The user messages of each conversation in a ShareGPT file (ConfigError, one line)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        why = getattr(exc, "strerror", None) or type(exc).__name__
-        raise ConfigError(f"--sharegpt: cannot read {path} ({why}); give a ShareGPT JSON file") from None
+    # ShareGPT's own V3 file is about 650 MB: read whole, up to a GiB, never a pipe or a device
+    text = input_files.read_text("--sharegpt", path, MAX_SHAREGPT_BYTES, "a ShareGPT JSON file")
     return read_sharegpt(text, path)[0]

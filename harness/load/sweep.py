@@ -18,7 +18,7 @@ from harness.core.levels import level_record, peak_in_flight, sample_record
 from harness.core.prompts import load_prompt_file, make_prompts
 from harness.core.traces import TracePlan
 from harness.core.workload_stats import workload_stats
-from harness.core.workloads import ConversationPlan, LengthPlan
+from harness.core.workloads import ConversationPlan, LengthPlan, largest_request
 from harness.core.level_records import Arrival, LevelContext, LevelRecord, RunMark, new_run_id
 from harness.core.records import EndpointCheck, now_stamp
 from harness.errors import HarnessError, TargetError, TargetUnreachable
@@ -129,6 +129,13 @@ def prove_endpoint(plan: SweepPlan, listed: list[str]) -> EndpointCheck:
         warnings, failure = endpoint_proof.verdict(seen, longest, plan.context.max_tokens), None
     except TargetError as exc:
         warnings, failure = [], exc
+    need = largest_request(plan.context.max_tokens, plan.lengths, plan.conversations, plan.trace)
+    if failure is None and seen.get("n_ctx") and need and need > seen["n_ctx"]:
+        failure = TargetError(
+            f"the server's context is {seen['n_ctx']} tokens per sequence, and the workload asks up to "
+            f"{need} tokens a request (prompt and output); shorten its lengths or give the server more "
+            "context"
+        )
     check = EndpointCheck(plan.context.label, plan.base_url, plan.model, seen, longest, now_stamp(), warnings)
     append_record(plan.labbook, check.to_dict(), "endpoint-check")
     if failure:

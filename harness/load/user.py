@@ -150,6 +150,7 @@ class ArrivalUser(_BoundedUser):
         greenlets = []
         for offset in self.workload.arrivals:
             due = start + offset
+            self.workload.prepare_next()
             delay = due - time.perf_counter()
             if delay > ARRIVAL_SPIN_S:
                 gevent.sleep(delay - ARRIVAL_SPIN_S)

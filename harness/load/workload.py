@@ -48,7 +48,7 @@ class Workload:
         self.rng = random.Random(seed)
         self.words = random.Random(secrets.randbits(64))
         self._conversations = itertools.count(1)
-        self.trace: list[Request] | None = None  # trace replay: the requests, in order
+        self.trace = None  # trace replay: the requests in order (a list, or TraceJobs building each)
 
     def start_delay(self) -> float:
         """How long the next user to start waits first (users spread over a ramp, not in lockstep)."""
@@ -64,6 +64,12 @@ class Workload:
             self.budget -= 1
         self.issued += 1
         return True
+
+    def prepare_next(self) -> None:
+        """Build the trace's next request now (its prompt synthesised), before its departure is
+        waited for, so the time it takes is not the request's lateness."""
+        if self.trace is not None and len(self.trace) and (self.budget is None or self.budget > 0):
+            self.trace[self.issued % len(self.trace)]
 
     def take(self) -> Request | None:
         """The next request of a single-request workload (a prompt of the set, or one of drawn

@@ -128,7 +128,12 @@ def test_both_trace_formats_are_read_in_time_order():
         '{"timestamp": 1500, "input_length": 40, "output_length": 7, "hash_ids": [1, 2]}\n'
         '{"timestamp": 0, "input_length": 20, "output_length": 3, "hash_ids": [1]}\n'
     )
-    assert fmt == "mooncake" and rows == [TraceRow(0.0, 20, 3, (1,)), TraceRow(1.5, 40, 7, (1, 2))]
+    # only the blocks a prompt fills are kept: 40 tokens fill one block of 512
+    assert fmt == "mooncake" and rows == [TraceRow(0.0, 20, 3, (1,)), TraceRow(1.5, 40, 7, (1,))]
+    assert [(r.index, r.line) for r in rows] == [(1, 2), (0, 1)]  # their place in the file
+    assert parse_trace(
+        '{"timestamp": 0, "input_length": 40, "output_length": 7, "hash_ids": [1, 2]}', "t", 32
+    )[1][0].hash_ids == (1, 2)
     fmt, rows = parse_trace("# t in out\n0.5 10 4\n0.0, 12, 5\n")
     assert fmt == "plain" and [r.t_s for r in rows] == [0.0, 0.5] and rows[0].input_tokens == 12
 
@@ -158,12 +163,14 @@ def test_equal_hash_ids_give_equal_blocks():
 
 
 def test_a_trace_plan_schedules_at_its_scaled_times():
-    rows = (TraceRow(10.0, 20, 3), TraceRow(10.5, 20, 4), TraceRow(12.0, 20, 5))
+    rows = (TraceRow(10.0, 20, 3, (), 0, 2), TraceRow(10.5, 20, 4, (), 2, 5), TraceRow(12.0, 20, 5, (), 1, 3))
     plan = TracePlan(rows, "t.txt", "plain", time_scale=0.5)
     offsets, jobs = plan.schedule()
-    assert offsets == [0.0, 0.25, 1.0] and plan.rate() == pytest.approx(2.0)
+    assert offsets == [0.0, 0.25, 1.0] and plan.rate() == pytest.approx(2.0) and plan.span_s() == 1.0
     assert [j.max_tokens for j in jobs] == [3, 4, 5] and all(j.force_length for j in jobs)
-    assert jobs[1].tags == {"trace_index": 1, "input_tokens_asked": 20, "output_tokens_asked": 4}
+    tags = {"trace_index": 2, "trace_line": 5, "input_tokens_asked": 20, "output_tokens_asked": 4}
+    assert jobs[1].tags == tags and plan.reordered()  # the file's row, not the sorted position
+    assert jobs[1] is jobs[1] and jobs[0].messages == plan.job(0).messages  # built on demand, the same
     assert plan.params()["trace_format"] == "plain"
 
 

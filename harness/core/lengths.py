@@ -131,7 +131,7 @@ def parse_lengths(
 def file_counts(flag: str, text: str, high: int = MAX_TOKENS) -> list[int]:
     """The whole numbers of a lengths file's text, one a line (blank lines and # comments
     skipped), each from 1 to ``high``; ConfigError naming the line otherwise."""
-    out = []
+    out: list[int] = []
     for i, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if not line:

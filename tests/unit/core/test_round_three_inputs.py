@@ -168,9 +168,10 @@ def test_a_length_spec_out_of_range_is_one_line_naming_the_rule(spec, words):
 
 
 def test_a_lengths_file_names_the_line_it_refuses():
-    for text, words in (("5\n-3\n", "line 2 is -3"), ("5\n0\n", "line 2 is 0"), ("1e3\n", "line 1 is '1e3'"),
-                        ("9" * 5000 + "\n", "not a whole number"), ("", "holds no counts"),
-                        ("# only\n\n", "holds no counts"), ("5\n2000000\n", "from 1 to 1000000")):  # fmt: skip
+    cases = (("5\n-3\n", "line 2 is -3"), ("5\n0\n", "line 2 is 0"), ("1e3\n", "line 1 is '1e3'"),
+             ("9" * 5000 + "\n", "not a whole number"), ("", "holds no counts"),
+             ("# only\n\n", "holds no counts"), ("5\n2000000\n", "from 1 to 1000000"))  # fmt: skip
+    for text, words in cases:
         with pytest.raises(ConfigError, match=words):
             file_counts("--input-tokens f", text)
     assert file_counts("--x", "3\n# c\n\n4 # four\n") == [3, 4]

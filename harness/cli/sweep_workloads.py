@@ -182,8 +182,9 @@ def level_lines(r: dict) -> list[str]:
             f"         schedule lateness p50 {late['p50'] * 1000:.2f} ms p99 {late['p99'] * 1000:.2f} ms"
             f"{'' if cv is None else f', departure gaps CV {cv:.2f}'}"
         )
-    if r.get("workload_note"):
-        out.append(f"         note: {r['workload_note']}")
+    for name in ("workload_note", "cached_note"):
+        if r.get(name):
+            out.append(f"         note: {r[name]}")
     for row in r.get("per_turn") or []:
         share = row["cached_share"]
         out.append(

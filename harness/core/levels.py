@@ -298,6 +298,7 @@ def sample_record(s: Sample, label: str, concurrency: int) -> dict:
         "output_tokens": s.output_tokens,
         "token_source": s.token_source,
         "usage_note": s.usage_note,
+        "cached_note": s.cached_note,
         "prompt_tokens": s.prompt_tokens,
         "cached_tokens": s.cached_tokens,
         "finish_reason": s.finish_reason,

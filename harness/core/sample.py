@@ -26,7 +26,8 @@ class Sample:
     fields: list[str] = field(default_factory=list)
     saw_done: bool = False
     timings: dict | None = None
-    text: str = ""
+    text: str = ""  # the answer's content, its first ``stream.MAX_KEPT_TEXT`` characters
+    text_cut: int = 0  # characters of content past that, not kept
     request_id: str | None = None  # the completion id the server gave this response
     clock: str | None = None  # "kernel": arrival times are the kernel's receive stamps; "read": when read
     read_lags: list[float] = field(default_factory=list)  # per stamped token: how long it waited to be read
@@ -37,11 +38,13 @@ class Sample:
     merged_tokens: int = 0
     first_merged: bool = False  # the first token among them (its TTFT is the later packet's)
     usage_note: str | None = None  # why the server's usage count was not taken, when it was not
+    cached_note: str | None = None  # why its cached count was not taken (more than the prompt)
     # what the workload said of this request (harness.core.workloads.Request.tags): conversation,
     # turn, the lengths asked for, schedule_lateness_s; plain JSON values, kept in its sample line
     tags: dict = field(default_factory=dict)
     # the tool calls the answer made, joined from their deltas: {"id", "name", "arguments"} each
     tool_calls: list[dict] = field(default_factory=list)
+    tool_calls_dropped: int = 0  # pieces of calls past tool_calls.MAX_CALLS in one answer, not kept
 
     @property
     def t_departed(self) -> float:

@@ -23,6 +23,7 @@ from harness.core.server_text import safe_text
 from harness.core.tool_calls import join_tool_deltas
 
 TEXT_FIELDS = ("content", "reasoning_content", "reasoning")
+MAX_KEPT_TEXT = 1 << 20  # characters of an answer's content a sample keeps (the rest is counted)
 
 
 class StreamParser:
@@ -33,8 +34,11 @@ class StreamParser:
     taken at once, for the servers that send no blank lines. An ``error:`` line (llama-server's
     way of failing mid-stream) keeps the server's message. Nothing a server sends raises here."""
 
-    def __init__(self, t_send: float) -> None:
+    def __init__(self, t_send: float, text_limit: int = MAX_KEPT_TEXT) -> None:
         self.s = Sample(t_send=t_send)
+        self._text_limit = text_limit  # characters of ``content`` kept in the sample's text
+        self._text: list[str] = []  # those characters' pieces, joined once at the end (linear)
+        self._text_chars = 0
         self._deltas = 0
         self._usage: dict | None = None
         self._pending: list[bytes] = []  # data lines of an event not yet ended
@@ -117,6 +121,16 @@ class StreamParser:
             if isinstance(choice, dict):
                 self._choice(choice, t)
 
+    def _keep(self, value: str) -> None:
+        """Keep a content piece within the text limit; count what is past it (``text_cut``)."""
+        room = max(self._text_limit - self._text_chars, 0)
+        if len(value) > room:
+            self.s.text_cut += len(value) - room
+            value = value[:room]
+        if value:
+            self._text.append(value)
+            self._text_chars += len(value)
+
     def _choice(self, choice: dict, t: float) -> None:
         delta = choice.get("delta")
         delta = delta if isinstance(delta, dict) else {}
@@ -128,13 +142,13 @@ class StreamParser:
                 if name not in self.s.fields:
                     self.s.fields.append(name)
                 if name == "content":
-                    self.s.text += value
+                    self._keep(value)
         if delta.get("tool_calls"):
             carried = True
             if "tool_calls" not in self.s.fields:
                 self.s.fields.append("tool_calls")
             if isinstance(delta["tool_calls"], list):
-                join_tool_deltas(self.s.tool_calls, delta["tool_calls"])
+                self.s.tool_calls_dropped += join_tool_deltas(self.s.tool_calls, delta["tool_calls"])
         if carried:
             self._deltas += 1
             self.s.token_times.append(t)
@@ -162,6 +176,11 @@ class StreamParser:
             s.token_source = "usage-rejected" if s.usage_note else "deltas"
         s.prompt_tokens = usage.get("prompt_tokens") if _count(usage.get("prompt_tokens")) else None
         s.cached_tokens = _cached_count(usage, s.timings, s.prompt_tokens)
+        if s.cached_tokens is None and _cached_count(usage, s.timings, None) is not None:
+            said = _cached_count(usage, s.timings, None)
+            s.cached_note = (
+                f"the server said {said} cached tokens of a {s.prompt_tokens}-token prompt: no count"
+            )
         if s.error is None and s.saw_done and s.t_first is None:
             s.error = "NoText: the stream ended ([DONE]) before any text delta"
         if s.error is None and not (s.finish_reason and s.saw_done):
@@ -174,13 +193,14 @@ class StreamParser:
             s.error = safe_text(s.error, 400)
         if s.finish_reason is not None:
             s.finish_reason = safe_text(s.finish_reason, 60)
-        s.text = s.text.encode("utf-8", errors="replace").decode("utf-8")  # no lone surrogate
+        s.text = "".join(self._text).encode("utf-8", errors="replace").decode("utf-8")  # no lone surrogate
         return s
 
 
 def _cached_count(usage: dict, timings: dict | None, prompt: int | None) -> int | None:
     """The cached prompt tokens the server reports (usage's details, else llama.cpp's ``cache_n``),
-    or None: no count, or more cached tokens than the prompt it counted (no share past 1)."""
+    or None: no count, or more cached tokens than the prompt it counted (no share past 1; the
+    sample's ``cached_note`` says so)."""
     details = usage.get("prompt_tokens_details")
     details = details if isinstance(details, dict) else {}
     cached = None

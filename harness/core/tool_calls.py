@@ -7,14 +7,19 @@ MAX_CALLS = 64  # calls one answer may make, past which a delta is no call
 MAX_CHARS = 100_000  # characters kept of one call's field
 
 
-def join_tool_deltas(kept: list[dict], calls: list) -> None:
+def join_tool_deltas(kept: list[dict], calls: list) -> int:
     """Add one delta's ``tool_calls`` pieces to ``kept`` ({"id", "name", "arguments"} per call, in
-    index order): an id replaces, a name and arguments are appended. Malformed pieces are skipped."""
+    index order): an id replaces, a name and arguments are appended. Malformed pieces are skipped;
+    the count returned is of the pieces of calls past ``MAX_CALLS``, which are not kept."""
+    dropped = 0
     for call in calls:
         if not isinstance(call, dict):
             continue
         index = call.get("index", len(kept))
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < MAX_CALLS:
+        if not isinstance(index, int) or isinstance(index, bool):
+            continue
+        if not 0 <= index < MAX_CALLS:
+            dropped += index >= MAX_CALLS
             continue
         while len(kept) <= index:
             kept.append({"id": "", "name": "", "arguments": ""})
@@ -28,3 +33,4 @@ def join_tool_deltas(kept: list[dict], calls: list) -> None:
         ):
             if isinstance(value, str) and len(whole[key]) + len(value) <= MAX_CHARS:
                 whole[key] = value if key == "id" else whole[key] + value
+    return dropped

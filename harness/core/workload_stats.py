@@ -90,6 +90,11 @@ class WorkloadStats:
     turns: list[TurnRow]
     conversations: int | None
     tool_call_turns: int | None = None  # agent: completed turns whose answer called a tool
+    answers_without_text: dict | None = None  # conversations: answers by kind (failed, reasoning-only)
+    ended_early: int = 0  # conversations a bound ended (history, tool calls, --turns)
+    tool_call_failures: int = 0  # agent: tool calls that could not be run, each answered by an error
+    notes: tuple[str, ...] = ()  # the first reason of each of those, for workload_note
+    cached_note: str | None = None  # requests whose cached count passed their prompt: no count taken
 
     def to_dict(self) -> dict:
         out: dict = {"workload": {"kind": self.kind, **self.params}}
@@ -104,16 +109,61 @@ class WorkloadStats:
             out["per_turn"] = [row.to_dict() for row in self.turns]
         if self.conversations is not None:
             out["conversations"] = self.conversations
+        notes = list(self.notes)
         if self.tool_call_turns is not None:
             out["tool_call_turns"] = self.tool_call_turns
             if self.tool_call_turns == 0 and self.turns:
-                out["workload_note"] = "the engine called no tool: the agent loop ran as plain turns"
+                notes.insert(0, "the engine called no tool: the agent loop ran as plain turns")
+        out.update(
+            (key, value)
+            for key, value in (
+                ("answers_without_text", self.answers_without_text),
+                ("conversations_ended_early", self.ended_early),
+                ("tool_call_failures", self.tool_call_failures),
+                ("workload_note", "; ".join(notes)),
+                ("cached_note", self.cached_note),
+            )
+            if value  # each only when it happened
+        )
         return out
 
 
 def _tagged(samples: list[Sample], name: str, digits: int) -> Distribution | None:
     values = [float(s.tags[name]) for s in samples if isinstance(s.tags.get(name), (int, float))]
     return _spread(values, digits) if values else None
+
+
+def _conversation_notes(samples: list[Sample]) -> dict:
+    """What the conversations' bounds and odd answers did, from the samples' tags
+    (``harness.core.conversations``): kinds of answers without text, conversations ended early,
+    tool calls that failed, and one sentence for each of the last two."""
+    kinds: dict[str, int] = {}
+    for s in samples:
+        if isinstance(s.tags.get("answer"), str):
+            kinds[s.tags["answer"]] = kinds.get(s.tags["answer"], 0) + 1
+    ended = [s.tags["end_note"] for s in samples if isinstance(s.tags.get("end_note"), str)]
+    errors = [e for s in samples for e in s.tags.get("tool_errors") or [] if isinstance(e, str)]
+    failures = sum(s.tags["tool_failures"] for s in samples if isinstance(s.tags.get("tool_failures"), int))
+    notes = []
+    if ended:
+        notes.append(f"{len(ended)} conversation(s) ended early, the first as {ended[0]}")
+    if errors:
+        notes.append(f"{failures} tool call(s) could not be run; the first: {errors[0]}")
+    return {
+        "answers_without_text": kinds or None,
+        "ended_early": len(ended),
+        "tool_call_failures": failures,
+        "notes": tuple(notes),
+    }
+
+
+def cached_note(samples: list[Sample]) -> str | None:
+    """How many requests said more cached tokens than their prompt (``Sample.cached_note``; no
+    cached count was taken from them, so no share passes 1), with the first one's words."""
+    told = [s.cached_note for s in samples if s.cached_note]
+    if not told:
+        return None
+    return f"{len(told)} of {len(samples)} request(s) had no cached count taken; the first: {told[0]}"
 
 
 def workload_stats(samples: list[Sample], kind: str, params: dict, open_loop: bool) -> WorkloadStats:
@@ -136,4 +186,6 @@ def workload_stats(samples: list[Sample], kind: str, params: dict, open_loop: bo
         turns=per_turn(samples),
         conversations=len(conversations) if conversations else None,
         tool_call_turns=sum(1 for s in ok if s.tool_calls) if kind == "agent" else None,
+        **(_conversation_notes(samples) if kind in ("conversations", "agent") else {}),
+        cached_note=cached_note(samples),
     )

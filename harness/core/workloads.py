@@ -13,12 +13,11 @@ what the record keeps as sent.
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
 from harness.core.lengths import Lengths, file_counts, parse_lengths  # noqa: F401  (re-exported)
-from harness.core.prompts import LAB_TOOLS, PREAMBLE, QUESTIONS
 
 # One token each, with the leading space, in common BPE vocabularies (and the practice tokeniser).
 _WORD_TEXT = (
@@ -107,7 +106,9 @@ class LengthPlan:
         return out
 
 
-def largest_request(max_tokens: int, lengths=None, conversations=None, trace=None) -> int | None:
+def largest_request(
+    max_tokens: int, lengths: Any = None, conversations: Any = None, trace: Any = None
+) -> int | None:
     """The most tokens one request of the workload asks for, prompt and output together, where
     the workload states it (None for the prompt sets, whose prompts the endpoint proof sizes): a
     trace's longest row; drawn lengths' largest input and output (``--max-tokens`` without
@@ -120,166 +121,4 @@ def largest_request(max_tokens: int, lengths=None, conversations=None, trace=Non
         plan, first = lengths, lengths.input_tokens.largest()
     else:
         return None
-    return first + (plan.output_tokens.largest() if plan.output_tokens is not None else max_tokens)
-
-
-SYSTEM_PROMPT = "You are a helpful assistant. Keep every answer short and plain."
-
-
-@dataclass(frozen=True)
-class ConversationPlan:
-    """Conversations: each holds ``turns`` turns (a distribution), each turn sends the whole
-    history (system prompt, every earlier message and answer) plus a new user message of
-    ``message_tokens`` tokens, after ``think_s`` seconds of the user's own time."""
-
-    turns: Lengths
-    message_tokens: Lengths
-    think_s: float = 0.0
-    output_tokens: Lengths | None = None
-    # a conversation file's user messages (harness.core.sharegpt): conversation n takes the
-    # (n-1)-th script, all its turns, instead of drawn turns and words
-    scripts: tuple[tuple[str, ...], ...] = ()
-    source: str = ""
-    agent: bool = False  # the agent loop: the labs' preamble and tools, tool calls answered
-
-    def params(self) -> dict:
-        out: dict = {"think_s": self.think_s}
-        if self.scripts:
-            out.update(conversation_file=self.source, file_conversations=len(self.scripts))
-        else:
-            out.update(turns=self.turns.describe(), message_tokens=self.message_tokens.describe())
-        if self.output_tokens is not None:
-            out["output_tokens"] = self.output_tokens.describe()
-        return out
-
-    def start(self, number: int, rng: random.Random, words: random.Random | None = None) -> Conversation:
-        """Conversation ``number`` (from 1) of this plan: lengths drawn from ``rng``, text from
-        ``words`` (``rng`` too when not given)."""
-        return (AgentSession if self.agent else Conversation)(self, number, rng, words)
-
-
-class Conversation:
-    """One conversation in progress: ``next_request`` gives the next turn's request (None when
-    the conversation is over), ``answered`` adds the server's answer to the history."""
-
-    def __init__(
-        self, plan: ConversationPlan, number: int, rng: random.Random, words: random.Random | None = None
-    ) -> None:
-        self.plan, self.number, self.rng = plan, number, rng
-        self.words = words or rng  # the text's own generator (lengths stay with ``rng``)
-        self.script = plan.scripts[(number - 1) % len(plan.scripts)] if plan.scripts else ()
-        self.turns = len(self.script) if self.script else plan.turns.draw(rng)
-        self.turn = 0
-        # words of its own first, so two conversations (of this level or any other) share no more
-        # than the chat template's opening tokens: their histories are their own to cache
-        opening = f"{words_text(4, self.words)}: conversation {number}."
-        self.history: list[dict] = [{"role": "system", "content": f"{opening} {SYSTEM_PROMPT}"}]
-
-    def next_request(self) -> Request | None:
-        if self.turn >= self.turns:
-            return None
-        self.turn += 1
-        tags: dict = {"conversation": self.number, "turn": self.turn}
-        tags.update(self.next_message())
-        out = None
-        if self.plan.output_tokens is not None:
-            out = self.plan.output_tokens.draw(self.rng)
-            tags["output_tokens_asked"] = out
-        return Request([dict(m) for m in self.history], out, out is not None, tags)
-
-    def next_message(self) -> dict:
-        """Add the turn's new user message to the history; the tags it gives its sample."""
-        if self.script:
-            self.history.append({"role": "user", "content": self.script[self.turn - 1]})
-            return {}
-        n = self.plan.message_tokens.draw(self.rng)
-        self.history.append({"role": "user", "content": words_text(n, self.words)})
-        return {"input_tokens_asked": n}
-
-    def answered(self, text: str, tool_calls: list[dict] | None = None) -> None:
-        """The answer of the turn just sent joins the history (an empty one too: a turn was had)."""
-        self.history.append({"role": "assistant", "content": text})
-
-
-def lab_tools() -> list[dict]:
-    """The labs' preamble tools as OpenAI tool schemas (each argument's type from its description)."""
-    kinds = {"string": "string", "integer": "integer", "boolean": "boolean"}
-    out = []
-    for name, purpose, arguments in LAB_TOOLS:
-        props = {
-            arg: {"type": kinds.get(text.split(":")[0], "string"), "description": text}
-            for arg, text in arguments.items()
-        }
-        schema = {"type": "object", "properties": props, "required": list(arguments)[:1]}
-        out.append(
-            {"type": "function", "function": {"name": name, "description": purpose, "parameters": schema}}
-        )
-    return out
-
-
-def tool_result(call: dict, rng: random.Random) -> str:
-    """A made-up but plausible result for a tool call: a small JSON object naming the tool."""
-    value = round(rng.uniform(0.1, 0.9), 3)
-    return json.dumps(
-        {"tool": call.get("name") or "tool", "ok": True, "value": value, "note": words_text(12, rng)}
-    )
-
-
-class AgentSession(Conversation):
-    """The agent loop: the labs' long preamble as the system prompt and its tools on every
-    request (the same for every session: a prefix every engine can share), a task from the labs'
-    questions, then turn after turn: a tool call is answered by a tool result, a text answer by
-    the user's next message. An engine that never calls a tool runs it as plain turns (its samples
-    say ``step`` ``user`` throughout; the record counts the turns that called one)."""
-
-    def __init__(
-        self, plan: ConversationPlan, number: int, rng: random.Random, words: random.Random | None = None
-    ) -> None:
-        super().__init__(plan, number, rng, words)
-        self.history = [{"role": "system", "content": PREAMBLE}]
-        self.pending: list[dict] = []  # the last answer's tool calls, to answer before the next turn
-        self.tools = lab_tools()
-
-    def next_request(self) -> Request | None:
-        job = super().next_request()
-        if job is not None:
-            job.extra = {"tools": self.tools, "tool_choice": "auto"}
-        return job
-
-    def next_message(self) -> dict:
-        if self.pending:
-            for call in self.pending:
-                self.history.append(
-                    {"role": "tool", "tool_call_id": call["id"], "content": tool_result(call, self.words)}
-                )
-            self.pending = []
-            return {"step": "tool-result"}
-        if self.turn == 1:
-            text = f"Task {self.number}: {QUESTIONS[(self.number - 1) % len(QUESTIONS)]}"
-        else:
-            text = words_text(self.plan.message_tokens.draw(self.rng), self.words)
-        self.history.append({"role": "user", "content": text})
-        return {"step": "user"}
-
-    def answered(self, text: str, tool_calls: list[dict] | None = None) -> None:
-        calls = [c for c in tool_calls or [] if c.get("name")]
-        if not calls:
-            super().answered(text)
-            return
-        for i, call in enumerate(calls):
-            call["id"] = call.get("id") or f"call_{self.number}_{self.turn}_{i}"
-        self.history.append(
-            {
-                "role": "assistant",
-                "content": text or None,
-                "tool_calls": [
-                    {
-                        "id": c["id"],
-                        "type": "function",
-                        "function": {"name": c["name"], "arguments": c["arguments"] or "{}"},
-                    }
-                    for c in calls
-                ],
-            }
-        )
-        self.pending = calls
+    return int(first + (plan.output_tokens.largest() if plan.output_tokens is not None else max_tokens))

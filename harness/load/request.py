@@ -50,7 +50,7 @@ def _attempt(pool: Pool, workload: Workload, job: Request, fresh: bool) -> Sampl
     around it, so a server that never sends headers or trickles bytes ends there too), and each
     gap at ``workload.idle_timeout``. None: a stale kept-alive connection, to try again."""
     t_send = time.perf_counter()
-    parser = StreamParser(t_send)
+    parser = StreamParser(t_send, workload.text_limit)
     parser.s.tags = dict(job.tags)
     timer = gevent.Timeout(workload.timeout)
     timer.start()

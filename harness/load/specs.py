@@ -8,7 +8,8 @@ from pathlib import Path
 
 from harness.core import bounds
 from harness.core.sharegpt import read_sharegpt
-from harness.core.workloads import ConversationPlan, LengthPlan, Lengths, file_counts, parse_lengths
+from harness.core.conversations import ConversationPlan
+from harness.core.workloads import LengthPlan, Lengths, file_counts, parse_lengths
 from harness.errors import ConfigError
 from harness.io import input_files
 

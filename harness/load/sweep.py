@@ -18,7 +18,8 @@ from harness.core.levels import level_record, peak_in_flight, sample_record
 from harness.core.prompts import load_prompt_file, make_prompts
 from harness.core.traces import TracePlan
 from harness.core.workload_stats import workload_stats
-from harness.core.workloads import ConversationPlan, LengthPlan, largest_request
+from harness.core.conversations import ConversationPlan
+from harness.core.workloads import LengthPlan, largest_request
 from harness.core.level_records import Arrival, LevelContext, LevelRecord, RunMark, new_run_id
 from harness.core.records import EndpointCheck, now_stamp
 from harness.errors import HarnessError, TargetError, TargetUnreachable

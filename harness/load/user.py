@@ -113,7 +113,8 @@ class ChatUser(_BoundedUser):
             self.wait_idle()
             return
         sample = self.send(job)
-        conversation.answered(sample.text, sample.tool_calls)
+        conversation.take_answer(sample)
+        sample.text = ""  # the history holds what it keeps of it; the level's samples need none
         think = self.workload.conversations.think_s if self.workload.conversations else 0.0
         if think and conversation.turn < conversation.turns:
             gevent.sleep(think)

@@ -9,7 +9,9 @@ import json
 import random
 import secrets
 
-from harness.core.workloads import Conversation, ConversationPlan, LengthPlan, Request, forced_fields
+from harness.core.conversations import Conversation, ConversationPlan
+from harness.core.stream import MAX_KEPT_TEXT
+from harness.core.workloads import LengthPlan, Request, forced_fields
 from harness.io.http import chat_headers
 
 
@@ -43,6 +45,8 @@ class Workload:
         self._starts = 0
         # workloads beyond the prompt sets (harness.core.workloads): drawn lengths, conversations
         self.lengths, self.conversations = lengths, conversations
+        # the answer's text is kept only where a history needs it (conversations), and bounded
+        self.text_limit = MAX_KEPT_TEXT if conversations is not None else 0
         # lengths are drawn from the seed (the same draws every run); the words of synthesised
         # text are new every level, so no level finds another's prompts in the server's cache
         self.rng = random.Random(seed)

@@ -313,7 +313,10 @@ def test_the_agent_loop_over_the_shared_preamble(practice, tmp_path, parser):
     assert turns[0]["prompt_tokens_mean"] > 1000  # the labs' preamble with its tools
     steps = [r["step"] for r in sorted(samples_of(book), key=lambda r: (r["conversation"], r["turn"]))]
     if parser:  # every answer a tool call: every later turn sends its tool result
-        assert level["tool_call_turns"] == 6 and "workload_note" not in level
+        assert level["tool_call_turns"] == 6 and "tool_call_failures" not in level
+        # the third answer still asks for a tool: each session ends at --turns, and says so
+        assert level["conversations_ended_early"] == 2, level
+        assert "still asked for a tool at turn 3" in level["workload_note"], level
         assert steps == ["user", "tool-result", "tool-result"] * 2
     else:  # the call written as text: no tool call, so the loop runs as plain turns, and says so
         assert level["tool_call_turns"] == 0 and "plain turns" in level["workload_note"]

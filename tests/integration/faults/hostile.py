@@ -89,6 +89,13 @@ FAULTS = (
     "cached-over-prompt",
     "empty-204",
     "key-in-path",
+    # round three (issue 39): conversations and agent loops
+    "huge-answer",
+    "reasoning-only",
+    "tool-forever",
+    "bad-tool-args",
+    "unknown-tool",
+    "tool-flood",
 )
 # A server text with everything a terminal or an encoder chokes on: escape sequences, a bell, a
 # lone surrogate (as the JSON escape a server sends) and a carriage return.
@@ -125,6 +132,7 @@ class _Handler(socketserver.BaseRequestHandler):
             if h.lower().startswith(b"authorization:"):
                 srv.last_auth = h.split(b":", 1)[1].strip().decode("latin-1")
         if body:
+            srv.body_sizes.append(len(body))
             with contextlib.suppress(ValueError):
                 srv.bodies.append(json.loads(body))
         if not self._special_get(sock, srv, line):
@@ -385,6 +393,43 @@ class _Handler(socketserver.BaseRequestHandler):
         choice = {"index": 0, "message": message, "finish_reason": key}
         return _send_json(sock, 200, {"id": key, "model": key, "choices": [choice]})
 
+    # -- round three (issue 39) ----------------------------------------------------------------------
+    def fault_huge_answer(self, sock, srv) -> None:  # 5 MB of content every answer, in 80 deltas
+        piece = event(chunk("x" * 65_536))
+        usage = {"prompt_tokens": 7, "completion_tokens": 80, "total_tokens": 87}
+        body = [piece] * 80 + [event(chunk(finish="stop")), event(chunk(usage=usage)), b"data: [DONE]\n\n"]
+        _send_stream(sock, body, srv, gap=0.0)
+
+    def fault_reasoning_only(self, sock, srv) -> None:  # it thinks, and never says a word of content
+        body = [event(_delta({"reasoning_content": f"hmm{i} "})) for i in range(4)]
+        _send_stream(sock, [*body, *good_events(0)], srv)
+
+    def fault_tool_forever(self, sock, srv) -> None:  # every answer one more tool call, never text
+        self._tools(sock, srv, [("gauge_read", '{"target": "kv"}')])
+
+    def fault_bad_tool_args(self, sock, srv) -> None:  # arguments that are no JSON object
+        self._tools(sock, srv, [("gauge_read", '{"target": "k'), ("gauge_read", "[1, 2]")])
+
+    def fault_unknown_tool(self, sock, srv) -> None:  # a function the request never offered
+        self._tools(sock, srv, [("rm_rf_root", "{}")])
+
+    def fault_tool_flood(self, sock, srv) -> None:  # 3,000 calls in one answer
+        self._tools(sock, srv, [("gauge_read", "{}")] * 3000)
+
+    def _tools(self, sock, srv, calls: list[tuple[str, str]]) -> None:
+        deltas = [
+            _delta({"tool_calls": [{"index": i, "id": f"c{i}", "type": "function",
+                                    "function": {"name": name, "arguments": args}}]})
+            for i, (name, args) in enumerate(calls)
+        ]  # fmt: skip
+        usage = {"prompt_tokens": 7, "completion_tokens": len(calls), "total_tokens": 7 + len(calls)}
+        body = [event(d) for d in deltas] + [event(chunk(finish="tool_calls")), event(chunk(usage=usage))]
+        _send_stream(sock, [*body, b"data: [DONE]\n\n"], srv, gap=0.0)
+
+
+def _delta(delta: dict) -> dict:
+    return {"id": "fake-1", "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+
 
 METRICS_BODIES = {
     "nan-metrics": NAN_METRICS,
@@ -455,7 +500,9 @@ def _send_text(sock, text: str) -> None:
     )
 
 
-def _send_stream(sock, pieces: list[bytes], srv, after: list[bytes] = (), gap_after: float = 0.0) -> None:
+def _send_stream(
+    sock, pieces: list[bytes], srv, after: list[bytes] = (), gap_after: float = 0.0, gap: float = 0.005
+) -> None:
     sock.sendall(
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
         b"Connection: close\r\n\r\n"
@@ -463,7 +510,7 @@ def _send_stream(sock, pieces: list[bytes], srv, after: list[bytes] = (), gap_af
     time.sleep(srv.ttft_s)
     for piece in pieces:
         sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
-        time.sleep(0.005)
+        time.sleep(gap)
     for piece in after:  # what a server sends after the stream's end
         time.sleep(gap_after)
         sock.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
@@ -491,6 +538,7 @@ class HostileServer:
         self.requests: list[str] = []
         self.received: list[float] = []  # when each POST was read whole (time.monotonic, this host's)
         self.bodies: list = []  # the JSON bodies of the requests, as sent
+        self.body_sizes: list[int] = []  # the bytes of each request body, in order
         self.last_auth: str | None = None  # the Authorization header last sent (echo-key echoes it)
         self._tcp = _TCP(("127.0.0.1", 0), _Handler)
         self._tcp.owner = self  # type: ignore[attr-defined]

@@ -76,7 +76,8 @@ def test_an_error_body_nested_past_any_parser_is_the_servers_status_not_a_recurs
 @pytest.mark.slow
 def test_more_cached_tokens_than_the_prompt_is_no_count(tmp_path):
     """usage said 9,000 cached tokens of a 5-token prompt: the level recorded a cached mean of
-    9,000 (a cached share of 1,800). A cached count past the prompt is now no count."""
+    9,000 (a cached share of 1,800). A cached count past the prompt is now no count, and the
+    record's cached_note says how many requests said so (issue 39)."""
     book = tmp_path / "b.md"
     with HostileServer("cached-over-prompt") as srv:
         proc = _sweep(srv, book)
@@ -84,6 +85,8 @@ def test_more_cached_tokens_than_the_prompt_is_no_count(tmp_path):
     (level,) = read_records(book, "level").records
     assert level["completed"] == 2 and level["prompt_tokens_mean"] == 5.0
     assert level["cached_tokens_mean"] is None, level
+    assert level["cached_note"].startswith("2 of 2 request(s) had no cached count taken"), level
+    assert "9000 cached tokens of a 5-token prompt" in level["cached_note"]
 
 
 @pytest.mark.slow

@@ -9,9 +9,8 @@ import pytest
 from harness.core.sample import Sample
 from harness.core.traces import TracePlan, TraceRow, block_words, parse_trace, synthesise
 from harness.core.workload_stats import cached_share, per_turn, workload_stats
+from harness.core.conversations import Conversation, ConversationPlan
 from harness.core.workloads import (
-    Conversation,
-    ConversationPlan,
     LengthPlan,
     file_counts,
     forced_fields,

@@ -43,6 +43,8 @@ def print_plan(args, plan: SweepPlan) -> None:
     )
     if plan.workload_kind != "prompts" or plan.lengths or plan.burstiness is not None:
         print(sweep_workloads.plan_line(plan), flush=True)
+    if plan.open_loop and not plan.trace:
+        print(f"    {sweep_workloads.rate_span_words(plan.requests, plan.levels)}", flush=True)
     if getattr(args, "repeat", 1) > 1:
         print(f"    each level run {args.repeat} times in a row (figures then carry the range of the runs)")
     if args.timeout_per_user:

@@ -167,6 +167,18 @@ def plan_line(plan) -> str:
     return line + (f"\n    {span_words(plan.trace)}" if plan.trace else "")
 
 
+def rate_span_words(requests: int, rates: list[float]) -> str:
+    """How long the open loop's schedules run (``requests`` at each rate, the slowest the longest),
+    so a rate far below the requests (0.001/s for 1,000 requests: 11.6 days) is seen before it starts."""
+    slowest = min(rates)
+    span = (requests - 1) / slowest if requests > 1 else 0.0
+    shown = f"{span:,.1f}" if span >= 1 else f"{span:.3g}"
+    out = f"each level's schedule spans up to {shown} s ({requests} requests at {slowest:g}/s)"
+    if span >= 3600:
+        out += f": {span / 3600:,.1f} h; fewer --requests or a higher --rate shortens it"
+    return out
+
+
 def _fmt(value, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
@@ -182,6 +194,8 @@ def level_lines(r: dict) -> list[str]:
             f"         schedule lateness p50 {late['p50'] * 1000:.2f} ms p99 {late['p99'] * 1000:.2f} ms"
             f"{'' if cv is None else f', departure gaps CV {cv:.2f}'}"
         )
+    if r.get("schedule_note"):
+        out.append(f"         warning: {r['schedule_note']}")
     for name in ("workload_note", "cached_note"):
         if r.get(name):
             out.append(f"         note: {r[name]}")

@@ -171,6 +171,8 @@ def level_record(
                 stats.client_late_share,
                 stats.client_first_late_share,
             )
+            # an open loop that could not keep its schedule was the client's limit, whatever its CPU
+            limited = limited or bool(workload is not None and workload.schedule_note)
             client = ClientCheck(client_cpu, limited, server_metrics)
     return LevelRecord(context, stats, recorded_at, arrival, client, run, workload)
 

@@ -21,10 +21,10 @@ def arrival_offsets(
     """Send times (seconds from the start) of ``count`` requests at ``rate`` per second: evenly
     spaced, Poisson arrivals (exponential gaps), or, with ``burstiness`` K, gamma gaps of shape K
     (K = 1 is Poisson), each from a seeded generator of its own. The first request leaves at 0."""
-    if rate <= 0:
-        raise ValueError("rate must be positive")
-    if burstiness is not None and burstiness <= 0:
-        raise ValueError("burstiness must be positive")
+    if not (isinstance(rate, (int, float)) and math.isfinite(rate) and rate > 0):
+        raise ValueError(f"rate must be a positive finite number, got {rate!r}")
+    if burstiness is not None and not (math.isfinite(burstiness) and burstiness > 0):
+        raise ValueError(f"burstiness must be a positive finite number, got {burstiness!r}")
     if not poisson and burstiness is None:
         return [i / rate for i in range(count)]
     rng, t, out = random.Random(seed), 0.0, []

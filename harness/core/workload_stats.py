@@ -94,6 +94,7 @@ class WorkloadStats:
     ended_early: int = 0  # conversations a bound ended (history, tool calls, --turns)
     tool_call_failures: int = 0  # agent: tool calls that could not be run, each answered by an error
     notes: tuple[str, ...] = ()  # the first reason of each of those, for workload_note
+    schedule_note: str | None = None  # open loop: the client could not send at the schedule's pace
     cached_note: str | None = None  # requests whose cached count passed their prompt: no count taken
 
     def to_dict(self) -> dict:
@@ -121,6 +122,7 @@ class WorkloadStats:
                 ("conversations_ended_early", self.ended_early),
                 ("tool_call_failures", self.tool_call_failures),
                 ("workload_note", "; ".join(notes)),
+                ("schedule_note", self.schedule_note),
                 ("cached_note", self.cached_note),
             )
             if value  # each only when it happened
@@ -157,6 +159,28 @@ def _conversation_notes(samples: list[Sample]) -> dict:
     }
 
 
+LATE_FLOOR_S = 0.01  # lateness below this is the event loop's own jitter, whatever the rate
+
+
+def schedule_note(late: list[float], departures: list[float]) -> str | None:
+    """Whether the client could not send at its schedule's pace: the p99 of its departures'
+    lateness past ``LATE_FLOOR_S`` and past the mean gap it kept between departures (so at least
+    one request's worth behind). The sentence names the pace it did keep; None when it kept up."""
+    if len(late) < 2 or len(departures) < 2:
+        return None
+    p99 = _spread(late, 6).p99 or 0.0
+    span = max(departures) - min(departures)
+    gap = span / (len(departures) - 1)
+    if p99 <= max(LATE_FLOOR_S, gap):
+        return None
+    kept = f"{(len(departures) - 1) / span:.3g} requests/s" if span > 0 else "all at once"
+    return (
+        f"client-limited: the client could not send at the schedule's pace (p99 of departures "
+        f"{p99:.3g} s late, worst {max(late):.3g} s; it kept {kept}): the load offered was less "
+        "than asked; send from another machine or with more --processes, or ask for a lower rate"
+    )
+
+
 def cached_note(samples: list[Sample]) -> str | None:
     """How many requests said more cached tokens than their prompt (``Sample.cached_note``; no
     cached count was taken from them, so no share passes 1), with the first one's words."""
@@ -187,5 +211,6 @@ def workload_stats(samples: list[Sample], kind: str, params: dict, open_loop: bo
         conversations=len(conversations) if conversations else None,
         tool_call_turns=sum(1 for s in ok if s.tool_calls) if kind == "agent" else None,
         **(_conversation_notes(samples) if kind in ("conversations", "agent") else {}),
+        schedule_note=schedule_note(late, [s.t_departed for s in departed]) if open_loop else None,
         cached_note=cached_note(samples),
     )

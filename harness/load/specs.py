@@ -16,7 +16,7 @@ from harness.io import input_files
 
 MAX_LENGTHS_FILE_BYTES = 16 << 20  # a file of counts, read whole
 MAX_SHAREGPT_BYTES = 1 << 30
-MAX_TURNS = 1000  # turns of one conversation (its history is bounded too: workloads.MAX_HISTORY_CHARS)
+MAX_TURNS = 1000  # turns of one conversation (its history is bounded too: conversations.MAX_HISTORY_CHARS)
 
 
 def lengths_from(flag: str, text: str | None, high: int = bounds.MAX_TOKENS) -> Lengths | None:

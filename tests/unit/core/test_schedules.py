@@ -1,8 +1,13 @@
 """Arrival schedules for open-loop levels."""
 
+import math
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.core.schedules import arrival_offsets
+from tests.unit.properties import examples
 
 
 def test_poisson_arrivals_are_seeded():
@@ -35,3 +40,60 @@ def test_coefficient_of_variation_by_hand():
     assert coefficient_of_variation([2.0]) is None and coefficient_of_variation([0.0, 0.0]) is None
     assert gaps([0.3, 0.0, 0.1]) == pytest.approx([0.1, 0.2])
     assert lateness(10.0, 10.002) == pytest.approx(0.002)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf"), -float("inf")])
+def test_a_rate_or_burstiness_that_is_no_pace_is_refused(bad):
+    """NaN passed ``rate <= 0`` and gave NaN departures; every value that is no pace is refused."""
+    with pytest.raises(ValueError, match="rate must be a positive finite number"):
+        arrival_offsets(bad, 3, poisson=True)
+    with pytest.raises(ValueError, match="burstiness must be a positive finite number"):
+        arrival_offsets(1.0, 3, poisson=False, burstiness=bad)
+
+
+@settings(max_examples=examples(50))
+@given(
+    st.floats(1e-3, 1e4),
+    st.integers(1, 300),
+    st.booleans(),
+    st.one_of(st.none(), st.floats(1e-3, 1e3)),
+    st.integers(0, 2**32),
+)
+def test_every_schedule_is_finite_ordered_and_starts_at_zero(rate, count, poisson, burst, seed):
+    offsets = arrival_offsets(rate, count, poisson, seed, burst)
+    assert len(offsets) == count and offsets[0] == 0.0
+    assert all(math.isfinite(t) for t in offsets) and offsets == sorted(offsets)
+
+
+def test_a_schedule_the_client_could_not_keep_is_named():
+    from harness.core.workload_stats import schedule_note
+
+    assert schedule_note([0.0005] * 20, [i * 0.1 for i in range(20)]) is None  # kept up
+    assert schedule_note([0.02] * 20, [i * 0.1 for i in range(20)]) is None  # 20 ms late of 100 ms gaps
+    behind = [i * 0.05 for i in range(20)]  # each later than the last: the client fell behind
+    note = schedule_note(behind, [i * 0.051 for i in range(20)])
+    assert note.startswith("client-limited: the client could not send at the schedule's pace")
+    assert "it kept 19.6 requests/s" in note and "the load offered was less than asked" in note
+    assert "all at once" in schedule_note([0.5, 0.6], [3.0, 3.0])
+
+
+def test_a_level_whose_client_fell_behind_its_schedule_is_client_limited_and_valid(tmp_path):
+    from harness.core.level_records import LevelContext
+    from harness.core.levels import level_record
+    from harness.core.records import now_stamp
+    from harness.core.sample import Sample
+    from harness.core.workload_stats import workload_stats
+    from harness.io.notebook import append_record, read_records
+
+    samples = []
+    for i in range(20):
+        s = Sample(t_send=i * 0.051, ok=True, tags={"schedule_lateness_s": i * 0.05})
+        s.t_sent, s.t_first, s.t_end, s.output_tokens = i * 0.051, i * 0.051 + 0.1, i * 0.051 + 0.5, 3
+        s.token_times = [s.t_first]
+        samples.append(s)
+    stats = workload_stats(samples, "prompts", {}, open_loop=True)
+    context = LevelContext("t", "fake", "m", "http://x/v1", "prompts", 16, 0.0)
+    record = level_record(samples, 20, 2.0, context, now_stamp(), client_cpu=0.3, workload=stats).to_dict()
+    assert record["client_limited"] is True and record["schedule_note"].startswith("client-limited")
+    append_record(tmp_path / "b.md", record, "level")
+    assert not read_records(tmp_path / "b.md", "level").warnings

@@ -1,0 +1,201 @@
+"""Energy arithmetic (issue 38): joules over an interval, mean power, joules per output token and
+per request, output tokens per joule, an idle baseline taken off only when asked, and the cost of
+a million output tokens. Pure: numbers in, numbers out, no clocks and no devices.
+
+Units: seconds, watts (W), joules (J); a device's counter is read as J (NVML's millijoules and
+RAPL's microjoules are converted by their readers). Every result that cannot be computed is None
+with a reason beside it, never a zero: a level with no output tokens has no J per token.
+
+Energy over an interval comes from one of two methods, and the result says which:
+
+- ``counter``: the device's own cumulative counter, last minus first; where the counter wraps
+  (RAPL's ``energy_uj`` at ``max_energy_range_uj``) each step that goes down adds the range once.
+  A step down without a known range is a reset (a driver reload), not energy: the counter is
+  then refused and the power readings are integrated instead.
+- ``power-integrated``: the trapezoid rule over (time, watts) readings, so unequal gaps weigh by
+  their length.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from harness.errors import ConfigError
+
+COUNTER = "counter"
+INTEGRATED = "power-integrated"
+JOULES_PER_KWH = 3.6e6
+
+
+def _finite(value: float, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{what} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def counter_steps(values: Sequence[float], wrap: float | None = None) -> list[float] | None:
+    """The energy between each pair of consecutive counter readings (J). A step down adds ``wrap``
+    once (the counter passed its range; the step is then below the range, as one sample interval
+    can only wrap once); a step down with no ``wrap`` is a reset and gives None (the counter says
+    nothing about that interval). Non-finite values, a negative reading or a reading at or past
+    ``wrap`` are refused (ValueError)."""
+    if wrap is not None and _finite(wrap, "the counter's range") <= 0:
+        raise ValueError(f"the counter's range must be above 0, got {wrap!r}")
+    checked = [_finite(v, "a counter reading") for v in values]
+    for v in checked:
+        if v < 0 or (wrap is not None and v >= wrap):
+            raise ValueError(f"counter reading {v!r} outside 0..{wrap if wrap is not None else 'inf'}")
+    steps = []
+    for before, after in zip(checked, checked[1:], strict=False):
+        step = after - before
+        if step < 0:
+            if wrap is None:
+                return None
+            step += wrap
+        steps.append(step)
+    return steps
+
+
+def counter_energy(values: Sequence[float], wrap: float | None = None) -> float | None:
+    """Energy from first to last counter reading (J), wraps added; None for fewer than two
+    readings or a reset (see ``counter_steps``)."""
+    steps = counter_steps(values, wrap)
+    return math.fsum(steps) if steps is not None and len(values) >= 2 else None
+
+
+def integrated_energy(times: Sequence[float], watts: Sequence[float]) -> float | None:
+    """The trapezoid integral of power over time (J). None for fewer than two readings. Times must
+    not go backwards; non-finite values and negative power are refused (ValueError)."""
+    if len(times) != len(watts):
+        raise ValueError(f"{len(times)} times but {len(watts)} power readings")
+    ts = [_finite(t, "a reading's time") for t in times]
+    ws = [_finite(w, "a power reading") for w in watts]
+    if any(w < 0 for w in ws):
+        raise ValueError("a power reading below 0 W")
+    if any(b < a for a, b in zip(ts, ts[1:], strict=False)):
+        raise ValueError("reading times go backwards")
+    if len(ts) < 2:
+        return None
+    gaps = zip(ts, ts[1:], ws, ws[1:], strict=False)
+    return math.fsum((t1 - t0) * (w0 + w1) / 2 for t0, t1, w0, w1 in gaps)
+
+
+@dataclass(frozen=True)
+class Energy:
+    """Energy over an interval and how it was found. ``joules`` None: ``reason`` says why."""
+
+    joules: float | None
+    seconds: float | None
+    method: str | None  # COUNTER, INTEGRATED or None
+    reason: str | None = None
+
+    @property
+    def mean_power_w(self) -> float | None:
+        return mean_power(self.joules, self.seconds)
+
+    def to_dict(self) -> dict:
+        out: dict = {"energy_j": self.joules, "seconds": self.seconds, "method": self.method}
+        out["mean_power_w"] = self.mean_power_w
+        if self.reason:
+            out["reason"] = self.reason
+        return out
+
+
+def interval_energy(
+    times: Sequence[float],
+    watts: Sequence[float | None],
+    counter: Sequence[float | None] = (),
+    wrap: float | None = None,
+) -> Energy:
+    """Energy over the readings' span: the device's counter where every reading has one and it
+    never reset, else the power readings integrated (the readings without power left out)."""
+    seconds = times[-1] - times[0] if len(times) >= 2 else None
+    reason = None
+    if len(counter) == len(times) and len(times) >= 2 and all(c is not None for c in counter):
+        joules = counter_energy([c for c in counter if c is not None], wrap)
+        if joules is not None:
+            return Energy(joules, seconds, COUNTER)
+        reason = "the device's energy counter went back (a reset); power integrated instead"
+    pairs = [(t, w) for t, w in zip(times, watts, strict=True) if w is not None]
+    joules = integrated_energy([t for t, _ in pairs], [w for _, w in pairs])
+    if joules is None:
+        return Energy(None, seconds, None, "fewer than two power readings and no energy counter")
+    span = pairs[-1][0] - pairs[0][0]
+    return Energy(joules, span, INTEGRATED, reason)
+
+
+def mean_power(joules: float | None, seconds: float | None) -> float | None:
+    """Mean power (W) = energy / time; None without either or over no time."""
+    if joules is None or seconds is None or seconds <= 0:
+        return None
+    return joules / seconds
+
+
+def net_of_baseline(joules: float, seconds: float, idle_w: float) -> float:
+    """Energy above an idle baseline (J): joules - idle watts x seconds. May be below 0 when the
+    level drew less than the baseline (a noisy baseline); the caller says so, it is not clamped."""
+    return _finite(joules, "energy") - _finite(idle_w, "the idle power") * _finite(seconds, "the time")
+
+
+def per_unit(joules: float | None, count: float | None) -> float | None:
+    """Joules per unit (an output token, a request); None without energy, without units, or for
+    energy at or below 0 (nothing to share out)."""
+    if joules is None or not count or count <= 0 or joules <= 0:
+        return None
+    return joules / count
+
+
+def units_per_joule(count: float | None, joules: float | None) -> float | None:
+    """Units per joule (output tokens per J); None without energy or for energy at or below 0."""
+    if joules is None or joules <= 0 or count is None or count < 0:
+        return None
+    return count / joules
+
+
+def check_price(price_per_hour: float | None, price_per_kwh: float | None) -> None:
+    """One price at most, finite and at least 0 (ConfigError, said as the flag)."""
+    if price_per_hour is not None and price_per_kwh is not None:
+        raise ConfigError("give --price-per-hour or --price-per-kwh, not both")
+    for flag, price in (("--price-per-hour", price_per_hour), ("--price-per-kwh", price_per_kwh)):
+        if price is None:
+            continue
+        if (
+            isinstance(price, bool)
+            or not isinstance(price, (int, float))
+            or not math.isfinite(price)
+            or price < 0
+        ):
+            raise ConfigError(f"{flag} must be a finite number at least 0, got {price!r}")
+
+
+def cost_per_million_tokens(
+    output_tokens: float | None,
+    seconds: float | None = None,
+    joules: float | None = None,
+    price_per_hour: float | None = None,
+    price_per_kwh: float | None = None,
+) -> dict | None:
+    """The cost of a million output tokens at a level: from a price per hour of the machine
+    (price x hours of the level / tokens x 1e6) or from a price per kWh (price x kWh the level
+    drew / tokens x 1e6). None when no price is given; a dict with ``cost`` None and a reason when
+    the level lacks what the price needs (time, energy or tokens)."""
+    check_price(price_per_hour, price_per_kwh)
+    if price_per_hour is None and price_per_kwh is None:
+        return None
+    basis = "per-hour" if price_per_hour is not None else "per-kwh"
+    price = float(price_per_hour if price_per_hour is not None else price_per_kwh)  # type: ignore[arg-type]
+    out: dict = {"basis": basis, "price": price, "cost": None}
+    if not output_tokens or output_tokens <= 0:
+        out["reason"] = "no output tokens at this level"
+    elif basis == "per-hour":
+        if seconds is None or seconds <= 0:
+            out["reason"] = "the level has no wall-clock time"
+        else:
+            out["cost"] = price * seconds / 3600 / output_tokens * 1e6
+    elif joules is None or joules < 0:
+        out["reason"] = "no energy measured at this level"
+    else:
+        out["cost"] = price * joules / JOULES_PER_KWH / output_tokens * 1e6
+    return out

@@ -8,7 +8,8 @@
     │   └── TargetTimeout        it answered too slowly
     ├── EngineError              starting, watching or stopping an engine failed
     │   └── PortBusy             the port is already taken by another process
-    └── InstallError             a required binary or model file is missing or corrupt
+    ├── InstallError             a required binary or model file is missing or corrupt
+    └── TelemetryUnavailable     a telemetry source asked for by name is absent or refused here
 
 Foreign exceptions are mapped at the boundary with ``raise ... from exc``. Every message says
 what failed, where, and what to do next.
@@ -51,3 +52,8 @@ class PortBusy(EngineError):
 
 class InstallError(HarnessError):
     pass
+
+
+class TelemetryUnavailable(HarnessError):
+    """``--telemetry nvml`` (or another source by name) where that source is absent or refused:
+    the message is the one line saying which and why (harness/io/telemetry/detect.py)."""

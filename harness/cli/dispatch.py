@@ -30,6 +30,7 @@ from harness.cli import (
     shim_allow,
     summarise,
     sweep,
+    telemetry,
     track,
     verify_allocation,
     vllm_cpu,
@@ -61,6 +62,7 @@ COMMANDS = (
     vllm_cpu,
     imitate,
     shim_allow,
+    telemetry,
 )
 
 

@@ -1,0 +1,54 @@
+"""``harness telemetry``: which telemetry sources read this machine, one line for each that does
+not, and a short reading of each (an idle baseline when nothing runs). ``--telemetry nvml`` where
+there is no NVML is one line and exit 2; ``auto`` takes what is here. Issue 38's phase one: the
+sweep's levels do not carry these figures yet."""
+
+from __future__ import annotations
+
+import json
+
+from harness.io.telemetry import DEFAULT_INTERVAL, KINDS, detect, idle_baseline
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "telemetry",
+        help="which power and energy sources read this machine, and a short idle reading of each",
+        description="Detect the telemetry sources (NVML, amdsmi, amdgpu hwmon, powermetrics, RAPL), say in "
+        "one line why each absent one is absent, and read the present ones for a few seconds.",
+    )
+    p.add_argument(
+        "--telemetry",
+        default="auto",
+        help=f"auto, none, or any of {', '.join(KINDS)} comma-separated (one named and absent: exit 2)",
+    )
+    p.add_argument("--seconds", type=float, default=2.0, help="how long to read (0: detect only)")
+    p.add_argument("--interval", type=float, default=DEFAULT_INTERVAL, help="seconds between readings")
+    p.add_argument("--json", action="store_true", help="print the detection and the reading as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    found = detect(args.telemetry)
+    try:
+        refused = found.refusal()
+        if refused is not None:
+            raise refused
+        reading = None
+        if found.sources and args.seconds > 0:
+            reading = idle_baseline(found.sources, args.seconds, args.interval)
+    finally:
+        found.close()
+    if args.json:
+        print(json.dumps({**found.record(), "reading": reading}, indent=2))
+        return 0
+    for line in found.lines():
+        print(f"    {line}")
+    for source in (reading or {}).get("sources", []):
+        power = source.get("mean_power_w")
+        watts = "no power figure" if power is None else f"{power:.1f} W ({source['method']})"
+        label = f" [{source['label']}]" if source.get("label") else ""
+        print(f"==> {source['source']} {source['device']}{label}: {watts} over {source['readings']} readings")
+    if not found.sources:
+        print("==> no telemetry source here")
+    return 0

@@ -1,6 +1,11 @@
 """The built wheel, installed into a fresh virtual environment outside the checkout, serves the
 practice server, runs a short sweep whose notebook record validates (so the installed schemas are
-found) and prints the CPU track's dry run (so the engine definitions and track plans shipped too)."""
+found) and prints the CPU track's dry run (so the engine definitions and track plans shipped too).
+
+The wheel goes in without its dependencies, which the new environment reads from this one's
+site-packages (a .pth line: their own .pth files, the checkout's editable finder among them, are
+not run): every one the wheel requires is checked there by name, and the wheel's own copy is the
+one imported. pip resolving them from the registries is `make setup`'s, which CI runs anyway."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
@@ -21,7 +27,18 @@ pytestmark = pytest.mark.slow
 
 # What a source copy leaves out: the checkout's own environment, caches, models and run output.
 LEAVE_OUT = shutil.ignore_patterns(
-    ".git", ".venv", "build", "*.egg-info", "__pycache__", ".*_cache", "models", "runs", "labbook.md", "tests"
+    ".git",
+    ".venv*",
+    "wheels",
+    ".hypothesis",
+    "build",
+    "*.egg-info",
+    "__pycache__",
+    ".*_cache",
+    "models",
+    "runs",
+    "labbook.md",
+    "tests",
 )
 
 
@@ -44,9 +61,25 @@ def test_installed_wheel_serves_sweeps_and_plans(tmp_path):
     run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", wheels, source], tmp_path, env)
     (wheel,) = wheels.glob("llm_serving_harness-*.whl")
     run([sys.executable, "-m", "venv", venv], tmp_path, env)
-    run([venv / "bin/python", "-m", "pip", "install", "-q", wheel], tmp_path, env, timeout=900)
+    run([venv / "bin/python", "-m", "pip", "install", "-q", "--no-deps", wheel], tmp_path, env, timeout=300)
+    ours = run(
+        [venv / "bin/python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        tmp_path,
+        env,
+    ).stdout.strip()
+    here = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    (Path(ours) / "deps-from-the-test-environment.pth").write_text("\n".join(sorted(here)) + "\n")
     elsewhere.mkdir()
     harness = venv / "bin/harness"
+    requires = (
+        "import importlib.metadata as m, re; "
+        "need = [re.split(r'[ ;<>=!~\\[]', r, 1)[0] for r in m.requires('llm-serving-harness') "
+        "if 'extra ==' not in r and 'win32' not in r]; "
+        "missing = [n for n in need if not any(True for _ in [m.version(n)])]; print(len(need), missing)"
+    )
+    assert (
+        run([venv / "bin/python", "-c", requires], elsewhere, env).stdout.split(maxsplit=1)[1].strip() == "[]"
+    )
 
     where = run(
         [

@@ -37,9 +37,15 @@ def test_base_url_without_v1_says_the_url_it_used(practice, tmp_path):
     assert done.returncode == 0, done.stderr
     assert f"    --base-url {server.root} has no path: using {server.base_url}\n" in done.stdout
     assert f"at {server.root}/v1/chat/completions\n" in done.stdout
-    for command in ("probe", "measure"):  # the same URL form for every command that takes one
+    # the same URL form for every command that takes one (each at its smallest: the URL is under test)
+    small = {
+        "probe": ("--max-tokens", "64"),
+        "measure": ("--repetitions", "1", "--max-tokens", "8", "--long-repeats", "1", "--no-warmup"),
+    }
+    for command in ("probe", "measure"):
         other = harness(
             command,
+            *small[command],
             "--engine",
             "practice",
             "--base-url",

@@ -212,6 +212,12 @@ class PracticeApp:
             res.send_json(200, {"reset": True})
         elif path == "/practice/profile":
             res.send_json(200, self.p)
+        elif path == "/practice/power":
+            power = self.imitation_power()
+            if power is None:
+                self._error(res, 404, "this profile publishes no imitation power", "not_found_error")
+            else:
+                res.send_json(200, power)
         elif path.startswith("/practice/truth/"):
             truth = self.truth.get(path[len("/practice/truth/") :])
             if truth is None:
@@ -222,6 +228,16 @@ class PracticeApp:
                 res.send_json(200, truth.as_dict())
         else:
             self._error(res, 404, f"no route {req.method} {req.path}", "not_found_error")
+
+    def imitation_power(self) -> dict | None:
+        """The profile's IMITATION power now (``imitation_power``: idle W plus W per busy seat), or
+        None when the profile has none. Made up from the seats, never measured: labelled so."""
+        shape = self.p.get("imitation_power")
+        if not shape:
+            return None
+        busy = len(self.engine.running)
+        watts = shape["idle_w"] + shape["per_busy_seat_w"] * busy
+        return {"label": "imitation", "profile": self.profile.name, "busy_seats": busy, "power_w": watts}
 
     def timing_summary(self) -> dict:
         late = self.lateness

@@ -4,7 +4,10 @@ answers its sources, or none and the one line why (absent, refused, not this sys
 tries every one and keeps what it finds (amdsmi first: where it lists cards, their hwmon files
 are not read as well); a source asked for by name that is absent gives, through
 ``Detection.refusal()``, a ``TelemetryUnavailable`` whose message is that line. Nothing here
-makes up a figure: a machine with no source is an empty list and its reasons."""
+makes up a figure: a machine with no source is an empty list and its reasons.
+
+``practice`` (the practice server's imitation power, harness/io/telemetry/practice.py) is a word of
+its own, never part of ``auto``: an imitation is read only when asked for by name."""
 
 from __future__ import annotations
 
@@ -14,11 +17,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.errors import ConfigError, TelemetryUnavailable
-from harness.io.telemetry import amd_smi, hwmon, nvml, powermetrics, rapl
+from harness.io.telemetry import amd_smi, hwmon, nvml, powermetrics, practice, rapl
 from harness.io.telemetry.base import Source
 
 KINDS = ("nvml", "amdsmi", "hwmon", "powermetrics", "rapl")
-WORDS = ("auto", "none", *KINDS)
+IMITATIONS = ("practice",)  # read only when named: never by auto
+WORDS = ("auto", "none", *KINDS, *IMITATIONS)
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,7 @@ class Where:
     amdsmi_bindings: Any = None  # None: import amdsmi
     run: Callable[[list[str]], bytes | None] | None = None  # powermetrics' runner (the shim's)
     clock: Callable[[], float] = time.monotonic
+    practice_url: str | None = None  # the practice server's /practice/power (the sweep's server)
 
 
 OPENERS: dict[str, Callable[[Where], tuple[list, str | None]]] = {
@@ -39,6 +44,7 @@ OPENERS: dict[str, Callable[[Where], tuple[list, str | None]]] = {
     "hwmon": lambda w: hwmon.open_sources(w.drm_root, w.clock),
     "powermetrics": lambda w: powermetrics.open_sources(w.run, clock=w.clock),
     "rapl": lambda w: rapl.open_sources(w.powercap_root, w.clock),
+    "practice": lambda w: practice.open_sources(w.practice_url, w.clock),
 }
 
 
@@ -49,7 +55,8 @@ def parse_spec(spec: str) -> tuple[tuple[str, ...], bool]:
     unknown = [w for w in words if w not in WORDS]
     if not words or unknown:
         raise ConfigError(
-            f"--telemetry {spec!r}: give auto, none or any of {', '.join(KINDS)} (comma-separated)"
+            f"--telemetry {spec!r}: give auto, none or any of {', '.join(KINDS + IMITATIONS)} "
+            "(comma-separated)"
         )
     if len(words) > 1 and {"auto", "none"} & set(words):
         raise ConfigError(f"--telemetry {spec!r}: auto and none stand alone")

@@ -1,7 +1,8 @@
 """The level record, one notebook line per level (docs/architecture.md, "Contracts"): what the
 level measured (``LevelStats``, its latencies as ``Distribution``s), who was measured with what
 requests and objectives (``LevelContext``, ``ServerInfo``), how the requests arrived (``Arrival``),
-which run wrote it (``RunMark``) and the client's own check (``ClientCheck``). The sweep and the
+which run wrote it (``RunMark``), the client's own check (``ClientCheck``) and, where telemetry
+or a price was asked for, its energy and cost (``harness.core.energy_records``). The sweep and the
 headless or web-UI Locust run all build it here; what every record shares (schema version, lab
 id, objectives, stamps) is ``harness.core.records``'s.
 """
@@ -168,6 +169,8 @@ class LevelRecord:
     client: ClientCheck | None = None
     run: RunMark | None = None
     workload: Any = None  # harness.core.workload_stats.WorkloadStats (docs/workloads.md)
+    energy: dict | None = None  # added: harness.core.energy_records.energy_part (docs/telemetry.md)
+    cost: dict | None = None  # added: harness.core.energy_records.cost_part, when a price was given
 
     def to_dict(self) -> dict:
         c = self.context
@@ -199,6 +202,10 @@ class LevelRecord:
             out.update(self.client.to_dict())
         if self.workload is not None:
             out.update(self.workload.to_dict())
+        if self.energy is not None:
+            out["energy"] = self.energy
+        if self.cost is not None:
+            out["cost"] = self.cost
         bad = non_finite(out)
         if bad:  # a figure that cannot be true is never recorded
             raise SchemaError(f"level record for {c.label!r} has {bad}; nothing written")

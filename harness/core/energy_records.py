@@ -1,0 +1,176 @@
+"""A level's energy and cost as its record carries them (issue 38): the ``energy`` and ``cost``
+parts of a level record, from the sampler's summary of the level, the idle baseline and the
+level's own counts. Pure: plain dicts in, plain dicts out.
+
+Which sources make the level's headline figure: the first kind in ``HEADLINE_ORDER`` that has a
+device with an energy figure (the accelerator before the CPU; the practice server's imitation
+first, since it is only read when asked for by name). Its devices' energies are added up (two
+cards are both the level's); RAPL's ``psys`` zone, where present, stands alone, since it includes
+``package-0``. Every source's own figures stay in ``sources``, the headline's or not.
+
+Nothing here makes up a figure: a level with no source, or whose headline device gave no energy,
+has ``energy_j`` None and ``reason`` saying why; ``label`` is "imitation" or "stand-in" whenever a
+headline device is not a real one, so no reader takes it for a measurement.
+"""
+
+from __future__ import annotations
+
+from harness.core import energy
+from harness.core.telemetry import level_energy
+
+HEADLINE_ORDER = ("practice", "nvml", "amdsmi", "hwmon", "powermetrics", "rapl")
+RAPL_WHOLE = "psys"  # the platform zone of a laptop: it includes package-0
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def headline_sources(sources: list[dict]) -> list[dict]:
+    """The sources whose energies are the level's headline figure (see the module docstring)."""
+    for kind in HEADLINE_ORDER:
+        of_kind = [s for s in sources if s.get("source") == kind]
+        if not any(s.get("energy_j") is not None for s in of_kind):
+            continue
+        if kind == "rapl":
+            whole = [s for s in of_kind if s.get("device") == RAPL_WHOLE and s.get("energy_j") is not None]
+            return whole or of_kind
+        return of_kind
+    return []
+
+
+def _idle_of(idle: dict | None, chosen: list[dict]) -> tuple[float | None, str | None]:
+    """The idle power (W) of the headline devices, added up; None and why where one has none."""
+    if idle is None:
+        return None, "no idle baseline was taken"
+    by_device = {(s.get("source"), s.get("device")): s for s in idle.get("sources", [])}
+    total = 0.0
+    for s in chosen:
+        base = by_device.get((s.get("source"), s.get("device")))
+        if base is None or base.get("mean_power_w") is None:
+            why = (base or {}).get("reason") or "not read before the first level"
+            return None, f"{s.get('source')} {s.get('device')}: no idle power ({why})"
+        total += base["mean_power_w"]
+    return total, None
+
+
+def _no_energy(chosen: list[dict], sources: list[dict], absent: dict[str, str]) -> str:
+    """Why a level has no energy figure, in one line."""
+    if not sources:
+        lines = [line for word, line in absent.items() if word != "none"]
+        if "none" in absent:
+            return absent["none"]
+        return "no telemetry source here" + (f" ({'; '.join(lines)})" if lines else "")
+    reasons = [f"{s.get('source')} {s.get('device')}: {s.get('reason') or 'no energy'}" for s in sources]
+    return "no source gave energy: " + "; ".join(reasons)
+
+
+def energy_part(
+    telemetry: dict | None,
+    idle: dict | None,
+    asked: str,
+    absent: dict[str, str],
+    output_tokens: int | None,
+    requests: int | None,
+    subtract_idle: bool = False,
+) -> dict:
+    """The level record's ``energy`` object. ``telemetry``: the sampler's summary of the level
+    (``{"interval_s", "sources": [...]}``, None when no sampler ran); ``idle``: the baseline's
+    summary; ``asked``: the ``--telemetry`` words; ``absent``: word -> why that source is not read;
+    ``output_tokens`` and ``requests``: the level's completed output tokens and requests."""
+    sources = list((telemetry or {}).get("sources", []))
+    chosen = headline_sources(sources)
+    out: dict = {"telemetry": asked}
+    if telemetry is not None:
+        out["interval_s"] = telemetry.get("interval_s")
+    out["source"] = chosen[0]["source"] if chosen else None
+    out["devices"] = [str(s.get("device")) for s in chosen]
+    labels = sorted({s["label"] for s in chosen if s.get("label")})
+    if labels:
+        out["label"] = ", ".join(labels)
+    gaps = [s for s in chosen if s.get("energy_j") is None]
+    joules = None if not chosen or gaps else sum(s["energy_j"] for s in chosen)
+    seconds = max((s["seconds"] for s in chosen if s.get("seconds") is not None), default=None)
+    methods = sorted({s["method"] for s in chosen if s.get("method")})
+    out["method"] = None if joules is None else methods[0] if len(methods) == 1 else "mixed"
+    idle_w, idle_why = _idle_of(idle, chosen) if chosen else (None, None)
+    figures = level_energy(joules, seconds, output_tokens, requests, idle_w, subtract_idle)
+    if joules is not None and len(chosen) > 1:  # each device's own span: its power, added up
+        powers = [energy.mean_power(s["energy_j"], s.get("seconds")) for s in chosen]
+        figures["mean_power_w"] = None if None in powers else sum(p for p in powers if p is not None)
+    figures.setdefault("idle_power_w", None)
+    out.update(
+        energy_j=_round(figures["energy_j"], 3),
+        seconds=_round(figures["seconds"], 3),
+        mean_power_w=_round(figures["mean_power_w"], 3),
+        idle_power_w=_round(figures["idle_power_w"], 3),
+        subtracted_idle=figures["subtracted_idle"],
+    )
+    if "net_energy_j" in figures:
+        out["net_energy_j"] = _round(figures["net_energy_j"], 3)
+    out.update(
+        j_per_output_token=_round(figures["j_per_output_token"], 6),
+        j_per_request=_round(figures["j_per_request"], 4),
+        output_tokens_per_j=_round(figures["output_tokens_per_j"], 5),
+    )
+    reason = figures.get("reason")
+    if joules is None:
+        reason = (
+            _no_energy(chosen, sources, absent)
+            if not chosen
+            else "; ".join(f"{s['source']} {s['device']}: {s.get('reason') or 'no energy'}" for s in gaps)
+        )
+    elif out["j_per_output_token"] is None and reason is None:
+        reason = "no output tokens at this level"
+    if reason:
+        out["reason"] = reason
+    if idle_why and chosen:
+        out["idle_reason"] = idle_why
+    if absent:
+        out["absent"] = dict(absent)
+    out["sources"] = [_tidy(s) for s in sources]
+    return out
+
+
+def _tidy(value):
+    """A source's summary with its floats to 6 significant places (a record is read by people)."""
+    if isinstance(value, float):
+        return float(f"{value:.6g}")
+    if isinstance(value, dict):
+        return {k: _tidy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_tidy(v) for v in value]
+    return value
+
+
+def cost_part(
+    output_tokens: int | None,
+    wall_s: float | None,
+    joules: float | None,
+    price_per_hour: float | None = None,
+    price_per_kwh: float | None = None,
+) -> dict | None:
+    """The level record's ``cost`` object (None when no price was given): the cost of a million
+    output tokens from the level's wall clock (a price per hour of the machine) or from its
+    measured energy (a price per kWh; the headline devices' energy only, not the whole machine's)."""
+    found = energy.cost_per_million_tokens(output_tokens, wall_s, joules, price_per_hour, price_per_kwh)
+    if found is None:
+        return None
+    out = {
+        "basis": found["basis"],
+        "price": found["price"],
+        "per_million_output_tokens": _round(found["cost"], 6),
+    }
+    if found.get("reason"):
+        out["reason"] = found["reason"]
+    return out
+
+
+def energy_words(e: dict | None) -> str | None:
+    """A level's power and energy per token for an answer line ("at 210 W, 0.9 J per output
+    token"; "(IMITATION)" after it where the figure is made up), or None without both figures."""
+    if not e or e.get("mean_power_w") is None or e.get("j_per_output_token") is None:
+        return None
+    net = " net of idle" if e.get("subtracted_idle") else ""
+    label = f" ({e['label'].upper()})" if e.get("label") else ""
+    return f"at {e['mean_power_w']:.0f} W, {e['j_per_output_token']:.3g} J per output token{net}{label}"

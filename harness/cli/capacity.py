@@ -27,7 +27,8 @@ from harness.core.records import Capacity, now_stamp
 from harness.core.sample import Sample
 from harness.errors import ConfigError
 from harness.io.notebook import append_record, check_writable
-from harness.cli import sweep as sweep_cli
+from harness.cli import sweep as sweep_cli, sweep_energy
+from harness.core.energy_records import energy_words
 from harness.load import sweep as sweeping
 
 SEARCH_ENDED = 1  # the server failed a run, or a level's runs contradict each other (module docstring)
@@ -164,6 +165,7 @@ class Search:
     stopped: str = "done"  # done, time, server, contradiction
     ended: str | None = None  # stopped server or contradiction: why, in one line
     answered: bool = False  # the server completed a request in some run of the search
+    energy: dict[int, dict] = field(default_factory=dict)  # the latest run's energy part per level
 
     def name(self, k: int) -> str:
         return sizing.crowd(k) if self.step is None else f"{k * self.step:g} requests/s"
@@ -199,13 +201,20 @@ def run(args) -> int:
     )
     if not args.no_endpoint_check:
         sweep_cli.print_endpoint(sweeping.prove_endpoint(plan, listed))
-    sweeping.warm_up(plan)
-    started = time.monotonic()
-    search(args, plan, criterion, found, started)
+    meter = sweep_energy.start(plan.telemetry)  # absent sources in one line each; the idle baseline
+    try:
+        sweeping.warm_up(plan)
+        started = time.monotonic()
+        search(args, plan, criterion, found, started, meter)
+    finally:
+        if meter is not None:
+            meter.close()
     if not found.tried:
         raise ConfigError(f"the --time-budget of {args.time_budget:g} s left no time for a single level")
     state = sizing.settled(found.levels, criterion, args.confidence, args.max_runs)
     capacity, reading, sentence = sizing.answer(state, args.max_users, found.name, found.ended)
+    watts = energy_words(found.energy.get(capacity)) if capacity else None
+    sentence = f"{sentence}; {found.name(capacity)} {watts}" if watts and capacity else sentence
     elapsed = time.monotonic() - started
     measured = len({t["level"] for t in found.tried})
     print(
@@ -254,7 +263,7 @@ def run(args) -> int:
     return 0
 
 
-def search(args, plan, criterion: sizing.Criterion, found: Search, started: float) -> None:
+def search(args, plan, criterion: sizing.Criterion, found: Search, started: float, meter=None) -> None:
     """Measure the level ``next_level`` names until it names none, the time budget would run out,
     or a run ends the search (``sizing.server_failure``, ``sizing.contradiction``); each run on the
     notebook before the next starts, and its line printed."""
@@ -277,9 +286,14 @@ def search(args, plan, criterion: sizing.Criterion, found: Search, started: floa
         level_plan = (
             plan if rate is None else replace(plan, requests=max(plan.requests, math.ceil(rate * 10)))
         )
-        result, concurrency, arrival = sweeping.run_level(level_plan, k if rate is None else rate)
+        result, concurrency, arrival = sweeping.run_level(
+            level_plan, k if rate is None else rate, meter=meter
+        )
         number = (found.levels[k].runs if k in found.levels else 0) + 1
-        sweeping.record_level(level_plan, result, concurrency, arrival, RunMark(plan.run_id, number))
+        mark = RunMark(plan.run_id, number)
+        written = sweeping.record_level(level_plan, result, concurrency, arrival, mark, meter)
+        if written.energy is not None:
+            found.energy[k] = written.energy
         found.walls[k] = max(found.walls.get(k, 0.0), result.wall_s)
         values, errors = values_of(result.samples, criterion, plan.context.objectives)
         where = f"c={k:<4}" if rate is None else f"rate {rate:g}/s (peak {concurrency} in flight)"

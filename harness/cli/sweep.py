@@ -20,7 +20,7 @@ from harness.core.records import DEFAULT_SLO_TPOT_S, DEFAULT_SLO_TTFT_S, UNKNOWN
 from harness.errors import ConfigError, TargetError
 from harness.io.progress import LevelProgress
 from harness.io.notebook import check_writable, read_records
-from harness.cli import sweep_workloads
+from harness.cli import sweep_energy, sweep_workloads
 from harness.cli.sweep_output import print_endpoint, print_level, print_plan
 from harness.load import sweep as sweeping  # no Locust yet: harness.load.runner is imported when load runs
 from harness.load.sweep import SweepPlan
@@ -160,6 +160,7 @@ def add_options(p, levels: bool = True) -> None:
         help="engine /metrics URL to sample during each level (default: derived from "
         "--base-url; 'none' to skip)",
     )
+    sweep_energy.add_options(p)
 
 
 def parse_rates(text: str) -> list[float]:
@@ -270,6 +271,7 @@ def plan_from(args) -> SweepPlan:
         idle_timeout=args.idle_timeout,
         repeat=getattr(args, "repeat", 1),
         **workload,
+        **sweep_energy.plan_options(args, root),
     )
 
 
@@ -315,6 +317,16 @@ def run(args) -> int:
     print_plan(args, plan)
     if not args.no_endpoint_check:
         print_endpoint(sweeping.prove_endpoint(plan, listed))
+    meter = sweep_energy.start(plan.telemetry)  # absent sources in one line each; the idle baseline
+    try:
+        return _measure(args, plan, meter)
+    finally:
+        if meter is not None:
+            meter.close()
+
+
+def _measure(args, plan: SweepPlan, meter) -> int:
+    """Every level, each printed as it lands; the exit status."""
     written: list[dict] = []
     started: list[bool] = []
 
@@ -331,7 +343,7 @@ def run(args) -> int:
         print_level(written[-1], written[-2] if len(written) > 1 else None)
 
     try:
-        sweeping.run_levels(plan, on_level, on_ready, on_progress=progress.update)
+        sweeping.run_levels(plan, on_level, on_ready, on_progress=progress.update, meter=meter)
     except KeyboardInterrupt:
         progress.end()
         if not started:  # during the warm-up: the command's own one line, as for any other command

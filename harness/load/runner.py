@@ -98,6 +98,7 @@ class LevelRun:
     wall_s: float
     client_cpu: float
     metrics: dict = field(default_factory=dict)
+    telemetry: dict | None = None  # the level's telemetry summary (harness.load.sweep.run_level)
 
 
 def run_closed_level(

@@ -8,7 +8,7 @@ finished level. Locust is imported (through ``harness.load.runner``) only when l
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -21,9 +21,11 @@ from harness.core.workload_stats import workload_stats
 from harness.core.conversations import ConversationPlan
 from harness.core.workloads import LengthPlan, largest_request
 from harness.core.level_records import Arrival, LevelContext, LevelRecord, RunMark, new_run_id
+from harness.core.energy_records import cost_part, energy_part
 from harness.core.records import EndpointCheck, now_stamp
 from harness.errors import HarnessError, TargetError, TargetUnreachable
 from harness.io.notebook import append_level, append_record
+from harness.io.telemetry.meter import Meter, TelemetryPlan
 
 WARMUP_PROMPT = "Answer with a single word: ok"
 
@@ -63,6 +65,9 @@ class SweepPlan:
     trace: TracePlan | None = None  # --trace FILE: requests at their timestamps
     prompts: tuple[str, ...] = ()  # --sharegpt with prompts: each conversation's first user message
     run_id: str = field(default_factory=new_run_id)  # marks every level this sweep writes
+    telemetry: TelemetryPlan | None = None  # --telemetry (None: no energy part in the records)
+    price_per_hour: float | None = None  # --price-per-hour: cost per million output tokens
+    price_per_kwh: float | None = None  # --price-per-kwh
 
     @property
     def base_url(self) -> str:
@@ -211,9 +216,23 @@ def start_workers(plan: SweepPlan):
     return distributed.DistributedLoad(plan.root, plan.processes, worker_args)
 
 
-def run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None):
+def run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None, meter: Meter | None = None):
     """One level: (what the runner measured, the concurrency it counts as, how requests arrived).
-    ``on_progress`` hears the runner's ``Progress`` about twice a second while the level runs."""
+    ``on_progress`` hears the runner's ``Progress`` about twice a second while the level runs;
+    ``meter``'s sampler reads the telemetry from just before the level to just after it (on its
+    own thread), and its summary is the result's ``telemetry``."""
+    if meter is None:
+        return _run_level(plan, level, distributed, on_progress)
+    meter.start()
+    try:
+        result, concurrency, arrival = _run_level(plan, level, distributed, on_progress)
+    finally:
+        summary = meter.stop()
+    result.telemetry = summary
+    return result, concurrency, arrival
+
+
+def _run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None):
     from harness.load import runner as loadgen
 
     count = plan.requests if plan.open_loop else max(plan.requests, plan.min_rounds * int(level))
@@ -277,11 +296,37 @@ def run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None)
     return result, level, Arrival()
 
 
+def energy_and_cost(plan: SweepPlan, record: LevelRecord, result, meter: Meter | None) -> LevelRecord:
+    """The record with its ``energy`` part (where telemetry was asked for) and its ``cost`` part
+    (where a price was given)."""
+    stats, part = record.stats, None
+    if meter is not None:
+        tokens, completed = stats.output_tokens, stats.completed
+        part = energy_part(
+            getattr(result, "telemetry", None),
+            meter.idle,
+            meter.asked,
+            meter.absent,
+            tokens,
+            completed,
+            meter.plan.subtract_idle,
+        )
+    joules = None if part is None else part["energy_j"]
+    cost = cost_part(stats.output_tokens, stats.wall_s, joules, plan.price_per_hour, plan.price_per_kwh)
+    return replace(record, energy=part, cost=cost) if part is not None or cost is not None else record
+
+
 def record_level(
-    plan: SweepPlan, result, concurrency: int, arrival: Arrival, run: RunMark | None = None
+    plan: SweepPlan,
+    result,
+    concurrency: int,
+    arrival: Arrival,
+    run: RunMark | None = None,
+    meter: Meter | None = None,
 ) -> LevelRecord:
     """Build, validate and append the level's record, then its exact samples beside the notebook
-    (``run``: which run of the level this is; the sweep's run id, once, by default)."""
+    (``run``: which run of the level this is; the sweep's run id, once, by default; ``meter``: the
+    sweep's telemetry, whose figures go into the record's ``energy``)."""
     record = level_record(
         result.samples,
         concurrency,
@@ -296,6 +341,7 @@ def record_level(
             result.samples, plan.workload_kind, plan.workload_params(), plan.open_loop or bool(plan.trace)
         ),
     )
+    record = energy_and_cost(plan, record, result, meter)
     mark = {"run_id": plan.run_id, "repeat": (run or RunMark(plan.run_id)).repeat}
     rows = [{**sample_record(s, plan.context.label, concurrency), **mark} for s in result.samples]
     append_level(plan.labbook, record.to_dict(), plan.samples_path, rows)  # both whole, or neither
@@ -307,12 +353,15 @@ def run_levels(
     on_level: Callable[[LevelRecord], None] = lambda r: None,
     on_ready: Callable[[], None] = lambda: None,
     on_progress: Callable[[float, object], None] | None = None,
+    meter: Meter | None = None,
 ) -> list[LevelRecord]:
-    """Warm up, start the worker processes if any, then run every level in order (each
-    ``plan.repeat`` times in a row). ``on_ready``
+    """Read the idle baseline (with a ``meter``), warm up, start the worker processes if any, then
+    run every level in order (each ``plan.repeat`` times in a row). ``on_ready``
     hears when the first level is about to start, ``on_level`` of each record once it is on disk
     (an interrupt, which propagates, keeps those), ``on_progress`` (level, ``Progress``) about
     twice a second inside each level."""
+    if meter is not None:
+        meter.baseline()  # before the warm-up: nothing of the load has run yet
     warm_up(plan)
     distributed = start_workers(plan) if plan.processes else None
     on_ready()
@@ -322,9 +371,9 @@ def run_levels(
             signals.raise_if_received()  # a signal that came while the last level stopped ends it here
             told = (lambda p, level=level: on_progress(level, p)) if on_progress else None
             for i in range(1, plan.repeat + 1):
-                result, concurrency, arrival = run_level(plan, level, distributed, told)
+                result, concurrency, arrival = run_level(plan, level, distributed, told, meter)
                 mark = RunMark(plan.run_id, i, plan.repeat)
-                records.append(record_level(plan, result, concurrency, arrival, mark))
+                records.append(record_level(plan, result, concurrency, arrival, mark, meter))
                 on_level(records[-1])
     finally:
         if distributed:

@@ -1,0 +1,141 @@
+"""The sweep's energy options (``--telemetry``, ``--subtract-idle``, the prices) and what it prints
+of them: the sources found and one line for each absent one before the first level, the idle
+baseline, and each level's energy and cost line. ``harness sweep`` and ``harness capacity`` share
+them. A source asked for by name that is absent is one line, and the levels are measured without
+it (issue 38: "says so in one line and measures the rest")."""
+
+from __future__ import annotations
+
+import sys
+
+from harness.core import bounds, energy
+from harness.io.telemetry import KINDS
+from harness.io.telemetry.detect import IMITATIONS, parse_spec
+from harness.io.telemetry.meter import DEFAULT_IDLE_S, Meter, TelemetryPlan, open_meter
+from harness.io.telemetry.practice import ROUTE as PRACTICE_ROUTE
+from harness.io.telemetry.sampler import DEFAULT_INTERVAL
+
+
+def add_options(p) -> None:
+    p.add_argument(
+        "--telemetry",
+        default="auto",
+        help="power and energy during each level: auto (every source present here), none, or any of "
+        f"{', '.join(KINDS + IMITATIONS)} comma-separated (practice: the practice server's IMITATION "
+        "figure, never read by auto); an absent source is one line and a null with its reason",
+    )
+    p.add_argument(
+        "--telemetry-interval",
+        type=float,
+        default=DEFAULT_INTERVAL,
+        help="seconds between telemetry readings",
+    )
+    p.add_argument(
+        "--idle-seconds",
+        type=float,
+        default=DEFAULT_IDLE_S,
+        help="the idle baseline: seconds of telemetry read before the first level (0: none)",
+    )
+    p.add_argument(
+        "--subtract-idle",
+        action="store_true",
+        help="take the idle baseline's power off each level's energy before the per-token figures",
+    )
+    p.add_argument(
+        "--price-per-hour",
+        type=float,
+        help="the machine's price per hour: each level's cost per million output tokens from its wall clock",
+    )
+    p.add_argument(
+        "--price-per-kwh",
+        type=float,
+        help="the price of a kWh: each level's cost per million output tokens from its measured energy",
+    )
+
+
+def plan_options(args, root: str) -> dict:
+    """The SweepPlan fields of these options, checked (ConfigError, one line)."""
+    parse_spec(args.telemetry)  # a word that is none of them: one line before anything starts
+    bounds.number("--telemetry-interval", args.telemetry_interval, 0.05, 60)
+    bounds.number("--idle-seconds", args.idle_seconds, 0, 600)
+    energy.check_price(args.price_per_hour, args.price_per_kwh)
+    plan = TelemetryPlan(
+        spec=args.telemetry,
+        interval=args.telemetry_interval,
+        idle_s=args.idle_seconds,
+        subtract_idle=args.subtract_idle,
+        practice_url=root + PRACTICE_ROUTE,
+    )
+    return {"telemetry": plan, "price_per_hour": args.price_per_hour, "price_per_kwh": args.price_per_kwh}
+
+
+def start(telemetry: TelemetryPlan | None) -> Meter | None:
+    """The sweep's meter, its absent sources said in one line each (stderr) and its present ones
+    and idle baseline on stdout; None without a plan."""
+    if telemetry is None:
+        return None
+    meter = open_meter(telemetry)
+    if telemetry.spec.strip().lower() == "none":
+        return meter
+    named = meter.found.by_name
+    for line in meter.lines():
+        tail = "; the levels are measured without it" if named else ""
+        print(
+            f"{'warning: ' if named else '    '}telemetry: {line}{tail}", file=sys.stderr if named else None
+        )
+    found = meter.found.sources
+    if not found:
+        if not named:  # asked by name: its one line above says it all
+            print("    telemetry: no source here; the levels carry no energy figure (a null with its reason)")
+        return meter
+    names = ", ".join(
+        f"{s.kind} {s.device}" + (" [IMITATION]" if s.kind in IMITATIONS else "") for s in found
+    )
+    print(f"    telemetry: reading {names} every {telemetry.interval:g} s", flush=True)
+    idle = meter.baseline()
+    if idle is not None:
+        print(f"    {idle_text(idle, telemetry)}", flush=True)
+    return meter
+
+
+def idle_text(idle: dict, telemetry: TelemetryPlan) -> str:
+    """The idle baseline in one line."""
+    parts = []
+    for s in idle.get("sources", []):
+        watts = s.get("mean_power_w")
+        parts.append(f"{s['source']} {s['device']} {'-' if watts is None else f'{watts:.1f} W'}")
+    taken = (
+        "taken off each level (--subtract-idle)" if telemetry.subtract_idle else "shown beside, not taken off"
+    )
+    return f"idle baseline over {idle.get('seconds', 0):g} s: {', '.join(parts)}; {taken}"
+
+
+def _n(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def level_lines(r: dict) -> list[str]:
+    """A level's energy and cost lines (none for a level without either, or with telemetry off)."""
+    lines = []
+    e, cost = r.get("energy"), r.get("cost")
+    if e and e.get("energy_j") is not None:
+        label = f" [{e['label'].upper()}]" if e.get("label") else ""
+        idle = "" if e.get("idle_power_w") is None else f"; idle {e['idle_power_w']:.1f} W"
+        net = " (net of idle)" if e.get("subtracted_idle") else ""
+        where = f"{e['source']} {', '.join(e['devices'])}"
+        lines.append(
+            f"         energy{label}: {_n(e['mean_power_w'], '.1f')} W mean, {e['energy_j']:.1f} J "
+            f"({e['method']}, {where}); {_n(e['j_per_output_token'], '.4f')} J "
+            f"per output token{net}, {_n(e['j_per_request'], '.2f')} J per request, "
+            f"{_n(e['output_tokens_per_j'], '.3f')} output tokens per J{idle}"
+        )
+        if e.get("reason"):
+            lines.append(f"         energy: {e['reason']}")
+    elif e and e.get("sources"):  # sources read, but no energy: why
+        lines.append(f"         energy: none ({e.get('reason')})")
+    if cost:
+        figure = cost.get("per_million_output_tokens")
+        basis = "per hour" if cost["basis"] == "per-hour" else "per kWh"
+        said = f"{figure:.4f}" if figure is not None else f"none ({cost.get('reason')})"
+        lines.append(f"         cost per million output tokens: {said} (at {cost['price']:g} {basis})")
+    return lines

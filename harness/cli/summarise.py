@@ -131,6 +131,7 @@ def _run(args) -> int:
     print_admissions(args.labbook, args.label)
     print_server_metrics(levels)
     print_workloads(levels)
+    print_energy(levels)
     capacity = print_capacity(args, levels) if args.promise is not None else None
     if args.chart:
         draw_charts({args.label: levels}, args.chart, args.promise)
@@ -156,6 +157,25 @@ def print_server_metrics(levels: dict[int, dict]) -> None:
     print("\n".join("    " + line for line in text.splitlines()))
     for note in server_metrics.use_notes(levels):
         print(f"    {note}")
+
+
+def print_energy(levels: dict[int, dict]) -> None:
+    """Per level, its power, J per output token, output tokens per J and cost; then the operating
+    point's (nothing for a curve whose sweeps read no telemetry and had no price)."""
+    from harness.report import energy_tables
+
+    if not energy_tables.measured(levels):
+        return
+    marks = energy_tables.labels(levels)
+    said = f" ({', '.join(m.upper() for m in marks)}: made up, not measured)" if marks else ""
+    print(f"\n    energy and cost per level{said}:")
+    text = tabulate(
+        energy_tables.energy_rows(levels), headers=energy_tables.ENERGY_HEAD, disable_numparse=True
+    )
+    print("\n".join("    " + line for line in text.splitlines()))
+    point = energy_tables.operating_energy_line(levels)
+    if point:
+        print(f"    {point}")
 
 
 def print_workloads(levels: dict[int, dict]) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from harness.core import curves, words
 from harness.core.records import is_level
 from harness.io.notebook import read_records
-from harness.report import measured
+from harness.report import energy_report, measured
 from harness.report import lab_records
 from harness.report import record_sections as rs
 from harness.report import workload_tables
@@ -287,6 +287,7 @@ def steps(r: RunInputs) -> list[str]:
 SECTIONS = (
     headline,
     charts,
+    energy_report.section,  # power, J per token and cost per level (issue 38); imitation labelled
     conditions,
     engines,
     rs.allocation,

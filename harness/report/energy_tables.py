@@ -1,0 +1,114 @@
+"""A curve's energy from its level records (issue 38): one row per level (output tokens/s, mean
+power, idle power, J per output token, output tokens per J, J per request, the cost of a million
+output tokens), the operating point's figures in a line, and the words the capacity answer gains.
+``harness summarise`` prints them and the run report writes them, so both say the same. Pure:
+records in, cells and sentences out; ``-`` where a figure is absent, and every figure from an
+imitation (the practice server's) says IMITATION beside it."""
+
+from __future__ import annotations
+
+from harness.core import curves
+from harness.core.energy_records import energy_words
+
+ENERGY_HEAD = [
+    "c",
+    "out tok/s",
+    "mean W",
+    "idle W",
+    "J",
+    "method",
+    "J per output token",
+    "output tokens per J",
+    "J per request",
+    "cost per M output tokens",
+    "source",
+]
+
+
+def _f(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def measured(levels: dict[int, dict]) -> bool:
+    """Whether any level of the curve has an energy figure or a cost."""
+    return any((r.get("energy") or {}).get("energy_j") is not None or r.get("cost") for r in levels.values())
+
+
+def labels(levels: dict[int, dict]) -> list[str]:
+    """The labels (imitation, stand-in) of the curve's energy figures: none for a real device."""
+    return sorted({(r.get("energy") or {}).get("label") for r in levels.values()} - {None})
+
+
+def _source(e: dict) -> str:
+    if not e.get("source"):
+        return "none"
+    text = f"{e['source']} {', '.join(e.get('devices', []))}"
+    return f"{text} ({e['label'].upper()})" if e.get("label") else text
+
+
+def cost_text(rec: dict) -> str:
+    """A level's cost per million output tokens with its basis, or ``-``."""
+    cost = rec.get("cost")
+    if not cost or cost.get("per_million_output_tokens") is None:
+        return "-"
+    basis = "per hour" if cost["basis"] == "per-hour" else "per kWh"
+    return f"{cost['per_million_output_tokens']:.4g} (at {cost['price']:g} {basis})"
+
+
+def energy_rows(levels: dict[int, dict]) -> list[list[str]]:
+    """One row per level, in the order of ``ENERGY_HEAD``."""
+    rows = []
+    for c in sorted(levels):
+        r = levels[c]
+        e = r.get("energy") or {}
+        rows.append(
+            [
+                str(c),
+                _f(r.get("output_tokens_per_s"), ".1f"),
+                _f(e.get("mean_power_w"), ".1f"),
+                _f(e.get("idle_power_w"), ".1f"),
+                _f(e.get("net_energy_j") if e.get("subtracted_idle") else e.get("energy_j"), ".1f"),
+                (e.get("method") or "-") + (" net of idle" if e.get("subtracted_idle") else ""),
+                _f(e.get("j_per_output_token"), ".4g"),
+                _f(e.get("output_tokens_per_j"), ".4g"),
+                _f(e.get("j_per_request"), ".4g"),
+                cost_text(r),
+                _source(e),
+            ]
+        )
+    return rows
+
+
+def operating_energy_line(levels: dict[int, dict]) -> str | None:
+    """The operating point's power, J per output token and cost in a line (None without a point
+    or without energy and cost there)."""
+    point = curves.curve(levels).operating_point
+    if not point or point not in levels:
+        return None
+    rec = levels[point]
+    words, cost = energy_words(rec.get("energy")), cost_text(rec)
+    if not words and cost == "-":
+        return None
+    priced = None if cost == "-" else f"cost {cost.replace(' (at', ' per million output tokens (at', 1)}"
+    parts = [p for p in (words, priced) if p]
+    return f"at the operating point (c={point}): {'; '.join(parts)}"
+
+
+def capacity_words(levels: dict[int, dict], capacity: int | None) -> str | None:
+    """What the capacity answer gains where energy was measured at that level: "8 at once at 210
+    W, 0.9 J per output token" (None otherwise)."""
+    if not capacity or capacity not in levels:
+        return None
+    words = energy_words(levels[capacity].get("energy"))
+    return f"{capacity} at once {words}" if words else None
+
+
+def why_none(levels: dict[int, dict]) -> str:
+    """Why a curve has no energy figure, from its records' own reasons."""
+    reasons = [(r.get("energy") or {}).get("reason") for r in levels.values()]
+    said = [x for x in reasons if x]
+    if said:
+        return said[0]
+    if any("energy" in r for r in levels.values()):
+        return "no level has an energy figure"
+    return "its sweeps read no telemetry (recorded before --telemetry, or with a harness without it)"

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from harness.io.notebook import problems
 from harness.io.ports import port_open
 from tests.conftest import ROOT
 from tests.seeds import SEEDS, seeds_summarise_load
@@ -48,6 +49,26 @@ def test_track_practice_writes_a_report_on_a_free_port(tmp_path):
     assert all(any(k in sid for sid in statuses) for k in kinds), statuses
     html = (run_dir / "report.html").read_text()
     assert "practice-baseline" in html and "<img" in html
+    # The energy sections, end to end from the practice server's IMITATION power (issue 38): each
+    # level record carries it labelled, the report draws and tables it and says IMITATION first.
+    book = run_dir / "labbook.md"
+    records = [json.loads(line) for line in book.read_text().splitlines() if line.startswith("{")]
+    baseline = [r for r in records if r.get("label") == "practice-baseline" and "concurrency" in r]
+    assert len(baseline) == 4 and all(problems(r, "level") == [] for r in baseline)
+    for r in baseline:
+        e = r["energy"]
+        assert e["source"] == "practice" and e["label"] == "imitation" and e["idle_power_w"] == 35.0
+        assert e["mean_power_w"] >= 35.0 and e["j_per_output_token"] > 0 and e["output_tokens_per_j"] > 0
+        assert r["cost"]["basis"] == "per-kwh" and r["cost"]["per_million_output_tokens"] > 0
+    report = (run_dir / "report.md").read_text()
+    energy = report.split("## Energy and cost", 1)[1].split("\n## ", 1)[0]
+    assert energy.lstrip().startswith("**IMITATION**: these watts and joules are made up")
+    assert "](charts/energy.png)" in energy and (run_dir / "charts" / "energy.png").is_file()
+    assert "practice imitation of kit (IMITATION)" in energy and "at the operating point (c=" in energy
+    capacity = (
+        r"capacity within the promise [^\n]*; \d+ at once at \d+ W, [\d.]+ J per output token \(IMITATION\)"
+    )
+    assert re.search(capacity, report), report
     # The notebook as the lab's own checker reads it: the seeds' summarise-load.py (where the seed
     # pages are here) and the harness's drop-in, each with --check.
     notebook = str(run_dir / "labbook.md")

@@ -1,7 +1,7 @@
 """``harness telemetry``: which telemetry sources read this machine, one line for each that does
 not, and a short reading of each (an idle baseline when nothing runs). ``--telemetry nvml`` where
-there is no NVML is one line and exit 2; ``auto`` takes what is here. Issue 38's phase one: the
-sweep's levels do not carry these figures yet."""
+there is no NVML is one line and exit 2 (this command only checks; ``harness sweep`` says the same
+line and measures the levels without it); ``auto`` takes what is here."""
 
 from __future__ import annotations
 

@@ -311,7 +311,7 @@ def search(args, plan, criterion: sizing.Criterion, found: Search, started: floa
             sizing.LevelRuns(k, list(values), 1, len(late), first), criterion, args.confidence
         )
         runs = found.levels.setdefault(k, sizing.LevelRuns(k))
-        runs.add(values, len(late), first, own.outcome)
+        runs.add(values, len(late), first, own.outcome, own.figure)
         v = sizing.verdict(runs, criterion, args.confidence)
         _tried(found, k, rate, number, criterion.statistic(values), v, v.outcome, v.why)
         print(

@@ -13,7 +13,10 @@ A run that says the server failed rather than answered slowly (``server_failure`
 completed, or one failed in a way that is no latency, an HTTP error, a refused or reset
 connection, a broken stream) is no latency verdict: it is never pooled, and the search ends there
 with what it measured. So does a level whose own runs contradict each other (``contradiction``:
-one run's whole interval within the promise, another's beyond).
+one run's whole interval within the promise, another's beyond, and their figures at least
+``CONTRADICTION_RATIO`` apart). Runs on either side of the promise but close to it are the noise
+near a boundary, not a contradiction: they are pooled, and the pooled level is run again while
+it is unsure.
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ from harness.core.stats import bootstrap, percentile
 
 METRICS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "end-to-end latency"}
 PERCENTILES = ("p50", "p90", "p95", "p99")
+# How far apart a passing and a failing run of one level must be to contradict each other: one
+# run's figure at least twice the other's (a latency or a goodput share alike). A CPU server's p95 moving 0.47 -> 0.54 s
+# around a 0.5 s promise between two runs is noise to pool; 0.05 -> 1 s is a server that flips.
+CONTRADICTION_RATIO = 2.0
 
 
 @dataclass(frozen=True)
@@ -117,13 +124,22 @@ class LevelRuns:
     failed: int = 0
     first_error: str | None = None
     own: list[str] = field(default_factory=list)
+    figures: list[float | None] = field(default_factory=list)  # each run's own figure, in order
 
-    def add(self, values: list[float], failed: int, first_error: str | None = None, own: str = "") -> None:
+    def add(
+        self,
+        values: list[float],
+        failed: int,
+        first_error: str | None = None,
+        own: str = "",
+        figure: float | None = None,
+    ) -> None:
         self.values += values
         self.failed += failed
         self.first_error = self.first_error or first_error
         self.runs += 1
         self.own.append(own)
+        self.figures.append(figure)
 
 
 @dataclass(frozen=True)
@@ -220,11 +236,17 @@ def crowd(k: int) -> str:
 
 def contradiction(runs: LevelRuns, name: Callable[[int], str] = crowd) -> str | None:
     """Why ``runs`` cannot be pooled into one verdict, or None: one run of the level, on its own,
-    kept the promise with its whole interval and another broke it with its whole interval (a
-    server whose answer to the same load flips between runs, so no boundary it draws holds)."""
+    kept the promise with its whole interval and another broke it with its whole interval, one's
+    figure at least ``CONTRADICTION_RATIO`` times the other's (a server whose answer to the same load flips
+    between runs, so no boundary it draws holds). A run without a figure (its requests failed
+    past their bound) is as far as can be from one that passed."""
     if "pass" not in runs.own or "fail" not in runs.own:
         return None
     kept, broke = runs.own.index("pass") + 1, runs.own.index("fail") + 1
+    figures = runs.figures + [None] * (len(runs.own) - len(runs.figures))
+    a, b = figures[kept - 1], figures[broke - 1]
+    if a is not None and b is not None and min(a, b) > 0 and max(a, b) < CONTRADICTION_RATIO * min(a, b):
+        return None  # both sides of the promise, but near it: noise to pool
     said = (
         f"kept the promise in run {kept} and broke it in run {broke}"
         if kept < broke

@@ -190,6 +190,25 @@ def test_a_level_whose_runs_give_opposite_verdicts_is_a_contradiction():
     assert sizing.contradiction(sizing.LevelRuns(2, own=["pass", "unsure", "pass"])) is None
 
 
+def test_runs_either_side_of_the_promise_but_near_it_are_noise_pooled_and_run_again():
+    """Day 3's smoke rehearsal on the CPU llama-server: 5 at once read p95 0.473 s, then 0.543 s
+    against a 0.5 s promise, each run's own (two-request) interval on its side. That is noise near
+    the boundary: no contradiction; pooled, the level straddles the promise and is run again."""
+    near = sizing.LevelRuns(5)
+    near.add([0.47, 0.473], 0, None, "pass", 0.473)
+    near.add([0.54, 0.543], 0, None, "fail", 0.543)
+    assert sizing.contradiction(near) is None
+    levels = {4: runs(4, [0.38] * 20, times=2), 5: near, 6: runs(6, [0.9] * 20, times=2)}
+    assert sizing.settled(levels, P95, 0.9, 4).verdicts[5].outcome == "unsure"
+    assert sizing.next_level(levels, P95, 64) == 5
+    far = sizing.LevelRuns(5)
+    far.add([0.05] * 4, 0, None, "pass", 0.05)
+    far.add([1.0] * 4, 0, None, "fail", 1.0)
+    assert "kept the promise in run 1 and broke it in run 2" in sizing.contradiction(far)
+    goodput = sizing.LevelRuns(3, own=["pass", "fail"], figures=[0.95, 0.3])  # a share: 3x apart
+    assert sizing.contradiction(goodput) is not None
+
+
 def test_a_contradicted_level_draws_no_boundary_and_the_search_asks_for_no_more():
     """Level 2 fast, then slow: pooled, its p95 is the slow run's, which would read as "1 keeps
     the promise and 2 breaks it". Its runs contradict each other, so it has no verdict at all."""

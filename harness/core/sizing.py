@@ -32,8 +32,9 @@ from harness.core.stats import bootstrap, percentile
 METRICS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "end-to-end latency"}
 PERCENTILES = ("p50", "p90", "p95", "p99")
 # How far apart a passing and a failing run of one level must be to contradict each other: one
-# run's figure at least twice the other's (a latency or a goodput share alike). A CPU server's p95 moving 0.47 -> 0.54 s
-# around a 0.5 s promise between two runs is noise to pool; 0.05 -> 1 s is a server that flips.
+# run's figure at least twice the other's (a latency or a goodput share alike). A CPU server's
+# p95 moving 0.47 -> 0.54 s around a 0.5 s promise between two runs is noise to pool; 0.05 -> 1 s
+# is a server that flips.
 CONTRADICTION_RATIO = 2.0
 
 

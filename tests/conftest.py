@@ -36,6 +36,11 @@ FOLDER_MARKERS = ("unit", "integration", "e2e")
 # vLLM's CPU build or its converted model is missing (elsewhere they skip, saying why).
 VLLM_REQUIRED = os.environ.get("HARNESS_VLLM_REQUIRED") == "1"
 
+# Sweeps in the tests read no telemetry unless a test names a source: on a host with power counters
+# (RAPL, hwmon, NVML) `auto` would add a 2 s idle reading to every sweep, and the suite's time and
+# output would depend on the machine running it. The sources' own tests name them.
+os.environ.setdefault("HARNESS_TELEMETRY", "none")
+
 
 # `make test` runs the suite on two pytest-xdist workers: the engines' unit on one, the rest on the
 # other (the files outside the engines' unit took 28 min 48 s on one worker with 13 min of CPU,

@@ -6,6 +6,7 @@ it (issue 38: "says so in one line and measures the rest")."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 from harness.core import bounds, energy
@@ -19,8 +20,9 @@ from harness.io.telemetry.sampler import DEFAULT_INTERVAL
 def add_options(p) -> None:
     p.add_argument(
         "--telemetry",
-        default="auto",
-        help="power and energy during each level: auto (every source present here), none, or any of "
+        default=os.environ.get("HARNESS_TELEMETRY") or "auto",
+        help="power and energy during each level: auto (every source present here; the default, or "
+        "HARNESS_TELEMETRY's), none, or any of "
         f"{', '.join(KINDS + IMITATIONS)} comma-separated (practice: the practice server's IMITATION "
         "figure, never read by auto); an absent source is one line and a null with its reason",
     )

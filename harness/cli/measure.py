@@ -190,11 +190,21 @@ def _decode_note(runs: list[dict]) -> dict:
     return {"decode_note": notes[0]} if notes and len(notes) == len(runs) else {}
 
 
-def prefill_from_difference(short: dict, long: dict) -> float | None:
-    """(long prompt tokens - short prompt tokens) / (TTFT long - TTFT short): fixed costs cancel."""
-    if not (short["prompt_tokens"] and long["prompt_tokens"]) or long["ttft_s"] <= short["ttft_s"]:
-        return None
-    return round((long["prompt_tokens"] - short["prompt_tokens"]) / (long["ttft_s"] - short["ttft_s"]), 1)
+def prefill_from_difference(short: dict, long: dict) -> tuple[float | None, str | None]:
+    """(long prompt tokens - short prompt tokens) / (TTFT long - TTFT short): fixed costs cancel.
+
+    Returns the rate, or None with the reason it cannot be read from these two records."""
+    if not (short["prompt_tokens"] and long["prompt_tokens"]):
+        return None, "the server sent no prompt token counts"
+    if long["prompt_tokens"] <= short["prompt_tokens"]:
+        return None, "the long prompt was not longer in tokens than the short one"
+    if long["ttft_s"] <= short["ttft_s"]:
+        return None, (
+            f"the long prompt's TTFT ({long['ttft_s']:.3f} s) was not above the short one's "
+            f"({short['ttft_s']:.3f} s), so a run was disturbed; raise --repetitions for medians"
+        )
+    rate = (long["prompt_tokens"] - short["prompt_tokens"]) / (long["ttft_s"] - short["ttft_s"])
+    return round(rate, 1), None
 
 
 def _idle_snapshot(args) -> dict:
@@ -243,10 +253,11 @@ def run(args) -> int:
         memory.container_memory(args.container) if args.container else memory.process_tree_mb(args.server_pid)
     )
     rss = tree.get("rss_mb")
-    prefill = prefill_from_difference(*(t.to_dict() for t in tests))
+    prefill, prefill_note = prefill_from_difference(*(t.to_dict() for t in tests))
     version_reply = server_version(args.base_url, key)  # TensorRT-LLM's /version, as the lab records it
     extra = {
         "prefill_tokens_per_s": prefill,
+        **({"prefill_note": prefill_note} if prefill_note else {}),
         "memory": loaded,
         "memory_delta_mb": added,
         "process_resident_mb": rss,
@@ -318,7 +329,7 @@ def print_results(engine: str, short: dict, long: dict, prefill, added: dict, tr
             f"{prefill:.1f} tok/s over {long['prompt_tokens'] - short['prompt_tokens']:.0f} more prompt "
             "tokens"
             if prefill
-            else "not computable (no prompt token counts, or the long prompt was not slower)"
+            else f"not computable: {long.get('prefill_note')}"
         )
     )
     if long["server_prefill_tokens_per_s"] is not None:

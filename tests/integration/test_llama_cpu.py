@@ -224,8 +224,14 @@ def test_measure_on_the_real_server(llama, tmp_path):
     short, long = read_records(book, "engine-speed").records
     assert short["token_source"] == "usage" and short["decode_tokens_per_s"] > 1
     assert long["prompt_tokens"] > short["prompt_tokens"] + 300
-    # both ways of reading prefill
-    assert long["prefill_tokens_per_s"] and long["server_prefill_tokens_per_s"]
+    # both ways of reading prefill: the server's own always; the difference of one run each can be
+    # upset by the suite's load (a short TTFT of 3.8 s against a long one of 0.9 s was seen in CI),
+    # and then the record says so instead of a rate
+    assert long["server_prefill_tokens_per_s"] > 0
+    if long["prefill_tokens_per_s"] is None:
+        assert long["ttft_s"] <= short["ttft_s"] and "--repetitions" in long["prefill_note"]
+    else:
+        assert long["prefill_tokens_per_s"] > 0 and "prefill_note" not in long
     assert short["max_cached_prompt_tokens"] < 64
     assert short["process_resident_mb"] > 50
     # with a features record beside it, the lab's check passes on the CPU path only when allowed

@@ -108,3 +108,19 @@ def test_check_sets_single_user_speeds_against_the_limit(tmp_path, capsys):
     )
     assert "practice (single" not in out
     assert "mock:        DOWN" in out
+
+
+def test_prefill_from_the_difference_or_the_reason_it_has_none():
+    from harness.cli.measure import prefill_from_difference
+
+    short = {"prompt_tokens": 59, "ttft_s": 0.20}
+    # 443 more tokens in 0.75 s more
+    assert prefill_from_difference(short, {"prompt_tokens": 502, "ttft_s": 0.95}) == (590.7, None)
+    # a disturbed short run (CI saw 3.764 s against 0.858 s): no rate, and what to do
+    rate, why = prefill_from_difference({**short, "ttft_s": 3.764}, {"prompt_tokens": 502, "ttft_s": 0.858})
+    assert rate is None and "0.858 s" in why and "3.764 s" in why and "--repetitions" in why
+    long = {"prompt_tokens": 502, "ttft_s": 0.9}
+    rate, why = prefill_from_difference({**short, "prompt_tokens": None}, long)
+    assert rate is None and "no prompt token counts" in why
+    rate, why = prefill_from_difference(short, {"prompt_tokens": 59, "ttft_s": 0.9})
+    assert rate is None and "not longer" in why

@@ -130,6 +130,7 @@ def _run(args) -> int:
     d = print_curve(args.label, levels, args.markdown)
     print_admissions(args.labbook, args.label)
     print_server_metrics(levels)
+    print_falls(args.label, levels)
     print_workloads(levels)
     print_energy(levels)
     capacity = print_capacity(args, levels) if args.promise is not None else None
@@ -157,6 +158,17 @@ def print_server_metrics(levels: dict[int, dict]) -> None:
     print("\n".join("    " + line for line in text.splitlines()))
     for note in server_metrics.use_notes(levels):
         print(f"    {note}")
+
+
+def print_falls(label: str, levels: dict[int, dict]) -> None:
+    """Each fall in output tokens/s between neighbouring levels, as the check and the report name it:
+    past the run-to-run noise, past saturation (a warning); within it, noise (a note)."""
+    from harness.core import server_metrics
+
+    for _, text in server_metrics.level_findings(label, levels):
+        print(f"    warning: {text}")
+    for text in server_metrics.noise_notes(levels):
+        print(f"    note: throughput held: {text}")
 
 
 def print_energy(levels: dict[int, dict]) -> None:

@@ -11,7 +11,18 @@ SEEDS = Path(os.environ.get("HARNESS_SEEDS", "/work/shared/seeds"))
 
 def seeds_summarise_load(folder: Path) -> str | None:
     """The seeds' summarise-load.py, cut from the seed page that embeds it (None without the seeds)."""
-    start, end = "summarise-load.py\n\n#!/usr/bin/env python3\n", "    sys.exit(main(sys.argv[1:]))\n"
+    return _script(folder, "summarise-load.py", "    sys.exit(main(sys.argv[1:]))\n")
+
+
+def seeds_summarise_engines(folder: Path) -> str | None:
+    """The engines lab's summarise-engines.py, cut from its page (None without the seeds)."""
+    end = 'if __name__ == "__main__":\n    raise SystemExit(main())\n'
+    return _script(folder, "summarise-engines.py", end)
+
+
+def _script(folder: Path, name: str, end: str) -> str | None:
+    """A script a seed page embeds under its name, from its first line to ``end`` (its last lines)."""
+    start = f"{name}\n\n#!/usr/bin/env python3\n"
     for page in sorted(folder.glob("*.txt")) if folder.is_dir() else []:
         text = page.read_text(encoding="utf-8")
         if start in text:

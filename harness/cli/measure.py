@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from harness.core import bounds, server_timings
 from harness.core.arithmetic import speed_limit, speed_share
+from harness.io import chat_template
 from harness.io.machines import lookup
 from harness.core.sample import decode_rate
 from harness.io import memory
@@ -53,6 +54,12 @@ def add_parser(sub) -> None:
     p.add_argument("--host", default="")
     p.add_argument("--quant", default="")
     p.add_argument("--context-length", type=int, default=0)
+    p.add_argument(
+        "--checkpoint",
+        default="",
+        help="the GGUF file or model folder the server loaded: its chat template's SHA-256 is recorded "
+        "(the identity row's template column)",
+    )
     p.add_argument("--server-pid", type=int, default=0, help="server process id, for its resident set")
     p.add_argument(
         "--container",
@@ -255,6 +262,7 @@ def run(args) -> int:
     rss = tree.get("rss_mb")
     prefill, prefill_note = prefill_from_difference(*(t.to_dict() for t in tests))
     version_reply = server_version(args.base_url, key)  # TensorRT-LLM's /version, as the lab records it
+    template = chat_template.fingerprint(args.checkpoint) if args.checkpoint else None
     extra = {
         "prefill_tokens_per_s": prefill,
         **({"prefill_note": prefill_note} if prefill_note else {}),
@@ -263,6 +271,7 @@ def run(args) -> int:
         "process_resident_mb": rss,
         "process_tree": tree,
         **({"server_version": version_reply} if version_reply else {}),
+        **({"chat_template": template} if template else {}),
     }
     recs = [replace(t, extra={**t.extra, **extra}) for t in tests]
     check = server_timings.compare(recs[1].to_dict())  # the server's own timings, where it sent them
@@ -270,6 +279,9 @@ def run(args) -> int:
         recs[1] = replace(recs[1], extra={**recs[1].extra, "server_timings_check": check})
     short, long = (r.to_dict() for r in recs)
     print_results(args.engine, short, long, prefill, added, tree)
+    if template:
+        said = f"{template['sha256']} ({template['source']})" if template["sha256"] else template["note"]
+        print(f"    {args.engine:>14} chat template: {said}")
     if bandwidth and short["decode_tokens_per_s"]:
         short["speed_limit"] = limit_share(args, bandwidth, short["decode_tokens_per_s"])
     if args.reuse_prompt:

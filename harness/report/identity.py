@@ -1,15 +1,18 @@
 """The engines lab's identity row (001, "Label what each comparison can establish"): per engine, what
 its run was: source checkpoint, representation, template, prompt, context, answer limit and cache
 state, each cell that differs from the portable baseline (llama.cpp) marked. The template column says
-whose chat template formatted the prompt: every engine block of the plans serves the checkpoint with
-its own template (llama-server with ``--jinja``, the others by default), so the cell names the
-checkpoint's template; the records do not carry the template's text."""
+which chat template formatted the prompt: every engine block of the plans serves the checkpoint with
+its own template (llama-server with ``--jinja``, the others by default). Where ``measure
+--checkpoint`` recorded the template's SHA-256 (``harness/io/chat_template.py``), the cell shows it
+and a difference is a different template text, whatever the checkpoints are called; without one, the
+cell names the checkpoint whose template it is, and a different checkpoint is marked."""
 
 from __future__ import annotations
 
 from tabulate import tabulate
 
 PORTABLE = ("llama.cpp", "llama-server")
+TEMPLATE = 2  # the template's cell: a recorded fingerprint is compared, not where it was read
 PROMPT = 3  # the prompt's cell: its token count differs by tokenizer, its tag must match
 HEAD = [
     "Engine",
@@ -31,12 +34,28 @@ def _cells(pair: dict) -> list[str]:
     return [
         str(rec.get("model") or "—"),
         str(rec.get("quant") or "—"),
-        f"{rec['model']}'s own" if rec.get("model") else "the checkpoint's own",
+        _template(rec),
         prompt,
         f"{rec['context_length']:,}" if rec.get("context_length") else "—",
         f"{rec['max_tokens']}" if rec.get("max_tokens") else "—",
         "—" if cached is None else f"at most {cached:,} prompt tokens cached",
     ]
+
+
+def _template(rec: dict) -> str:
+    found = rec.get("chat_template") or {}
+    if found.get("sha256"):
+        return f"sha256 {found['sha256']} ({found.get('source') or 'the checkpoint'})"
+    return f"{rec['model']}'s own" if rec.get("model") else "the checkpoint's own"
+
+
+def _same(i: int, cell: str, base: str) -> bool:
+    """A cell the baseline's matches: the prompt by its tag, the template by its fingerprint."""
+    if i == PROMPT:
+        return cell.split(", ")[-1] == base.split(", ")[-1]
+    if i == TEMPLATE and cell.startswith("sha256 ") and base.startswith("sha256 "):
+        return cell.split(" (")[0] == base.split(" (")[0]
+    return cell == base
 
 
 def identity_rows(order: list[str], speed: dict) -> list[list[str]]:
@@ -49,12 +68,7 @@ def identity_rows(order: list[str], speed: dict) -> list[list[str]]:
             continue
         cells = _cells(speed[engine])
         if base is not None and engine != base_engine:
-            # the prompt's token count differs by tokenizer; its tag is what must match
-            tag = base[PROMPT].split(", ")[-1]
-            cells = [
-                c if i == PROMPT and c.split(", ")[-1] == tag or c == base[i] else c + " *"
-                for i, c in enumerate(cells)
-            ]
+            cells = [c if _same(i, c, base[i]) else c + " *" for i, c in enumerate(cells)]
         rows.append([engine, *cells])
     return rows
 

@@ -281,12 +281,22 @@ def _measure(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
             flag_options(
                 {"quant": block.record.get("quant"), "context_length": block.record.get("context_length")}
             ),
+            _checkpoint_of(block, ctx),
             _resident_of(block, ctx),
             [("idle_snapshot", str(ctx.idle))],
             flag_options(o),
             [("labbook", w.notebook)],
         )
     ]
+
+
+def _checkpoint_of(block: Block, ctx: BlockContext) -> list[Option]:
+    """The model file or folder a server on this machine loaded, for its chat template's fingerprint;
+    none for a container's, a shim's or an external server's (their paths are not this machine's)."""
+    model = ctx.settings.get("model")
+    if block.launcher in ("host", "service", "vllm-cpu") and isinstance(model, str) and "/" in model:
+        return [("checkpoint", model)]
+    return []
 
 
 def _resident_of(block: Block, ctx: BlockContext) -> list[Option]:

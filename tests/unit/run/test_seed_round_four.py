@@ -98,3 +98,54 @@ def test_the_environments_step_records_the_sizes_and_the_report_shows_them(tmp_p
     assert texts[1] == ("WARN", missing)
     report = (tmp_path / "run" / "report.md").read_text()
     assert "## Python environments" in report and f"- PASS: {venv}: 0.0 GB" in report
+
+
+def test_identity_row_compares_recorded_template_fingerprints_not_names():
+    """Issue 40 item 6: where measure --checkpoint recorded the template's SHA-256, the same text read
+    from a GGUF and from an AWQ folder is no difference; another text is."""
+    gguf_t = {"sha256": "f24189f08c85", "source": "GGUF tokenizer.chat_template"}
+    base = {"model": "Qwen3-8B-Q4_K_M", "quant": "Q4_K_M", "prompt_tag": True, "chat_template": gguf_t}
+    same = {**base, "model": "Qwen3-8B-AWQ", "quant": "AWQ 4-bit, group size 128"}
+    same["chat_template"] = {"sha256": "f24189f08c85", "source": "tokenizer_config.json chat_template"}
+    other = {**same, "chat_template": {"sha256": "0123456789ab", "source": "chat_template.jinja"}}
+    speed = {"llama.cpp": {"long": base}, "vllm": {"long": same}, "mlx-lm": {"long": other}}
+    rows = identity_rows(["llama.cpp", "vllm", "mlx-lm"], speed)
+    assert rows[0][3] == "sha256 f24189f08c85 (GGUF tokenizer.chat_template)"
+    assert rows[1][3] == "sha256 f24189f08c85 (tokenizer_config.json chat_template)"  # no *
+    assert rows[2][3] == "sha256 0123456789ab (chat_template.jinja) *"
+    assert rows[1][1] == "Qwen3-8B-AWQ *"  # the checkpoint still differs
+
+
+def test_measure_records_the_checkpoints_template_and_the_plan_passes_it(tmp_path, monkeypatch, capsys):
+    import json
+
+    from harness.cli import main, measure
+
+    def one(args, key, prompt):
+        long = len(prompt) > 500
+        return {
+            "ttft_s": 1.0 if long else 0.4,
+            "decode_tokens_per_s": 54.2,
+            "decode_note": None,
+            "prompt_tokens": 1504 if long else 100,
+            "completion_tokens": 128,
+            "token_source": "usage",
+            "cached_tokens": 4,
+            "finish_reason": "length",
+            "fields": ["content"],
+        }
+
+    monkeypatch.setattr(measure, "one", one)
+    monkeypatch.setattr(measure, "wait_for", lambda *a, **k: None)
+    monkeypatch.setattr(measure, "server_version", lambda *a, **k: None)
+    folder = tmp_path / "Qwen3-8B-AWQ"
+    folder.mkdir()
+    (folder / "chat_template.jinja").write_text("{{ messages }}")
+    book = tmp_path / "labbook.md"
+    argv = ["measure", "--engine", "vllm", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"]
+    assert main([*argv, "--checkpoint", str(folder), "--backend", "CUDA", "--labbook", str(book)]) == 0
+    recs = [json.loads(line) for line in book.read_text().splitlines() if line.startswith("{")]
+    assert recs[1]["chat_template"] == {"sha256": "f24189f08c85", "source": "chat_template.jinja"}
+    assert "vllm chat template: f24189f08c85 (chat_template.jinja)" in capsys.readouterr().out
+    # the plan hands measure the file or folder each host engine loaded (harness/run/steps.py
+    # _checkpoint_of): tests/integration/test_dry_runs.py holds every track's measure lines with it

@@ -21,10 +21,15 @@ def visible_total_gib(devices: list[dict]) -> tuple[float, str] | None:
 
 
 def fraction_findings(
-    fractions: dict[str, float], visible: tuple[float, str], weights_bytes: int, fmt: str
+    fractions: dict[str, float],
+    visible: tuple[float, str],
+    weights_bytes: int,
+    fmt: str,
+    names: dict[str, str] | None = None,
 ) -> list[tuple[str, str]]:
     """Per fraction, PASS when fraction x the visible total exceeds the weights (the rest is the
-    pool's room), else FAIL with the lab's remedy naming the raised values."""
+    pool's room), else FAIL with the lab's remedy naming the raised values; ``names`` (label -> the
+    plan variable that sets it) adds the ``--set`` that applies them when every fraction has one."""
     total, source = visible
     weights = weights_bytes / GIB
     out = []
@@ -37,6 +42,8 @@ def fraction_findings(
             out.append(("PASS", f"{said}, {above}"))
         else:
             raised = ", ".join(f"{k} {v + RAISE:.2f}" for k, v in fractions.items())
+            if names and all(k in names for k in fractions):
+                raised += ": " + " ".join(f"--set {names[k]}={v + RAISE:.2f}" for k, v in fractions.items())
             out.append(
                 (
                     "FAIL",

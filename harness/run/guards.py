@@ -162,6 +162,13 @@ def environment_sizes(
     return out
 
 
+def _number(value) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
 def memory_fractions(plan, findings: list[Finding]) -> list[Finding]:
     """The serving lab's memory-fraction rule before vLLM starts: each block's ``mem_fraction`` x the
     GPU-visible total of the device line (``llama-server --list-devices``, read by the preflight's
@@ -196,5 +203,11 @@ def memory_fractions(plan, findings: list[Finding]) -> list[Finding]:
     name = format_for_quant(str(fmt or ""), info.formats)
     if name is None:
         return []
-    found = fraction_findings(fractions, visible, int(info.formats[name]["tensor_bytes"]), name)
+    names = {  # the plan variable each fraction came from (MEM_FRACTION_A, _B), for the remedy's --set
+        bid: key
+        for bid, f in fractions.items()
+        for key, value in plan.variables.items()
+        if key.startswith("MEM_FRACTION") and _number(value) == f
+    }
+    found = fraction_findings(fractions, visible, int(info.formats[name]["tensor_bytes"]), name, names)
     return [Finding(level, "memory-fraction", text) for level, text in found]

@@ -217,9 +217,11 @@ def test_a_fraction_below_the_bf16_weights_fails_with_the_labs_remedy():
         "not above the 15.26 GiB of bf16 weights"
     )
     assert (
-        "raise both fractions by 0.2 (vllm-mem-a 0.60, vllm-mem-b 0.70) and record the values"
-        in found[0].text
+        "raise both fractions by 0.2 (vllm-mem-a 0.60, vllm-mem-b 0.70: --set MEM_FRACTION_A=0.60 "
+        "--set MEM_FRACTION_B=0.70) and record the values" in found[0].text
     )
+    raised = load_plan("track-x", overrides={"MEM_FRACTION_A": "0.60", "MEM_FRACTION_B": "0.70"})
+    assert [f.level for f in guards.memory_fractions(raised, seen)] == ["PASS", "PASS"]  # the remedy works
     big = [Finding("PASS", "accelerator", DEVICE_64.replace("32768 MiB", "98304 MiB"))]
     assert [f.level for f in guards.memory_fractions(plan, big)] == ["PASS", "PASS"]
     assert guards.memory_fractions(plan, []) == []  # no device line: nothing to judge

@@ -10,9 +10,10 @@ import os
 import sys
 
 from harness.core import bounds, energy
+from harness.core.energy_records import energy_lines
 from harness.io.telemetry import KINDS
 from harness.io.telemetry.detect import IMITATIONS, parse_spec
-from harness.io.telemetry.meter import DEFAULT_IDLE_S, Meter, TelemetryPlan, open_meter
+from harness.io.telemetry.meter import DEFAULT_IDLE_S, Meter, TelemetryPlan, idle_text, open_meter
 from harness.io.telemetry.practice import ROUTE as PRACTICE_ROUTE
 from harness.io.telemetry.sampler import DEFAULT_INTERVAL
 
@@ -100,44 +101,7 @@ def start(telemetry: TelemetryPlan | None) -> Meter | None:
     return meter
 
 
-def idle_text(idle: dict, telemetry: TelemetryPlan) -> str:
-    """The idle baseline in one line."""
-    parts = []
-    for s in idle.get("sources", []):
-        watts = s.get("mean_power_w")
-        parts.append(f"{s['source']} {s['device']} {'-' if watts is None else f'{watts:.1f} W'}")
-    taken = (
-        "taken off each level (--subtract-idle)" if telemetry.subtract_idle else "shown beside, not taken off"
-    )
-    return f"idle baseline over {idle.get('seconds', 0):g} s: {', '.join(parts)}; {taken}"
-
-
-def _n(value, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
-
-
 def level_lines(r: dict) -> list[str]:
-    """A level's energy and cost lines (none for a level without either, or with telemetry off)."""
-    lines = []
-    e, cost = r.get("energy"), r.get("cost")
-    if e and e.get("energy_j") is not None:
-        label = f" [{e['label'].upper()}]" if e.get("label") else ""
-        idle = "" if e.get("idle_power_w") is None else f"; idle {e['idle_power_w']:.1f} W"
-        net = " (net of idle)" if e.get("subtracted_idle") else ""
-        where = f"{e['source']} {', '.join(e['devices'])}"
-        lines.append(
-            f"         energy{label}: {_n(e['mean_power_w'], '.1f')} W mean, {e['energy_j']:.1f} J "
-            f"({e['method']}, {where}); {_n(e['j_per_output_token'], '.4f')} J "
-            f"per output token{net}, {_n(e['j_per_request'], '.2f')} J per request, "
-            f"{_n(e['output_tokens_per_j'], '.3f')} output tokens per J{idle}"
-        )
-        if e.get("reason"):
-            lines.append(f"         energy: {e['reason']}")
-    elif e and e.get("sources"):  # sources read, but no energy: why
-        lines.append(f"         energy: none ({e.get('reason')})")
-    if cost:
-        figure = cost.get("per_million_output_tokens")
-        basis = "per hour" if cost["basis"] == "per-hour" else "per kWh"
-        said = f"{figure:.4f}" if figure is not None else f"none ({cost.get('reason')})"
-        lines.append(f"         cost per million output tokens: {said} (at {cost['price']:g} {basis})")
-    return lines
+    """A level's energy and cost lines (``core.energy_records.energy_lines``: headless Locust prints
+    the same)."""
+    return energy_lines(r)

@@ -174,3 +174,35 @@ def energy_words(e: dict | None) -> str | None:
     net = " net of idle" if e.get("subtracted_idle") else ""
     label = f" ({e['label'].upper()})" if e.get("label") else ""
     return f"at {e['mean_power_w']:.0f} W, {e['j_per_output_token']:.3g} J per output token{net}{label}"
+
+
+def _n(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def energy_lines(r: dict) -> list[str]:
+    """A level's energy and cost lines as the sweep prints them under each level (none for a level
+    without either, or with telemetry off); ``r`` is the level record as a dict."""
+    lines = []
+    e, cost = r.get("energy"), r.get("cost")
+    if e and e.get("energy_j") is not None:
+        label = f" [{e['label'].upper()}]" if e.get("label") else ""
+        idle = "" if e.get("idle_power_w") is None else f"; idle {e['idle_power_w']:.1f} W"
+        net = " (net of idle)" if e.get("subtracted_idle") else ""
+        where = f"{e['source']} {', '.join(e['devices'])}"
+        lines.append(
+            f"         energy{label}: {_n(e['mean_power_w'], '.1f')} W mean, {e['energy_j']:.1f} J "
+            f"({e['method']}, {where}); {_n(e['j_per_output_token'], '.4f')} J "
+            f"per output token{net}, {_n(e['j_per_request'], '.2f')} J per request, "
+            f"{_n(e['output_tokens_per_j'], '.3f')} output tokens per J{idle}"
+        )
+        if e.get("reason"):
+            lines.append(f"         energy: {e['reason']}")
+    elif e and e.get("sources"):  # sources read, but no energy: why
+        lines.append(f"         energy: none ({e.get('reason')})")
+    if cost:
+        figure = cost.get("per_million_output_tokens")
+        basis = "per hour" if cost["basis"] == "per-hour" else "per kWh"
+        said = f"{figure:.4f}" if figure is not None else f"none ({cost.get('reason')})"
+        lines.append(f"         cost per million output tokens: {said} (at {cost['price']:g} {basis})")
+    return lines

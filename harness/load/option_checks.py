@@ -33,6 +33,10 @@ LIMITS: dict[str, tuple[float, float, bool]] = {
     "--fail-ratio-max": (-1, 1, False),  # negative: no threshold
     "--proof-wait": (0, bounds.MAX_SECONDS, False),  # 0: no wait for a refusing endpoint
     "--think-time": (0, bounds.MAX_SECONDS, False),
+    "--telemetry-interval": (0.05, 60, False),  # as harness sweep's
+    "--idle-seconds": (0, 600, False),
+    "--price-per-hour": (0, 1e9, False),
+    "--price-per-kwh": (0, 1e9, False),
 }
 # length-distribution options (harness.core.workloads), checked by reading them
 SPECS = ("--input-tokens", "--output-tokens", "--turns", "--message-tokens")

@@ -1,12 +1,17 @@
 """The Locust command-line options of the harness's user (also the web UI's form fields where
 ``include_in_web_ui``): what to send, the two bounds of every request, and the headless-only
-thresholds and notebook. Registered on import by ``harness.load.user``."""
+thresholds and notebook, and the telemetry (issue 38: ``harness.load.locust_energy``). Registered
+on import by ``harness.load.user``."""
 
 from __future__ import annotations
+
+import argparse
+import os
 
 from locust import events
 
 from harness.core.prompts import PROMPT_SETS
+from harness.errors import ConfigError
 
 
 @events.init_command_line_parser.add_listener
@@ -86,3 +91,39 @@ def _options(parser) -> None:
     )
     option("--request-timeout", type=float, default=300.0, help="seconds one request may take in all")
     option("--idle-timeout", type=float, default=0.0, help="seconds without a byte (0: the request timeout)")
+    # telemetry (issue 38; harness.load.locust_energy): as harness sweep's, command-line only (the
+    # sources are opened and the idle baseline read when Locust starts, before any test)
+    option(
+        "--telemetry",
+        default=os.environ.get("HARNESS_TELEMETRY") or "auto",
+        type=_telemetry_words,
+        help="power and energy during each test (web UI: each phase): auto, none, or sources by name "
+        "comma-separated (practice: the practice server's IMITATION figure); an absent one is one line",
+        **headless,
+    )
+    option(
+        "--telemetry-interval", type=float, default=0.5, help="seconds between telemetry readings", **headless
+    )
+    option(
+        "--idle-seconds", type=float, default=2.0, help="the idle baseline's seconds (0: none)", **headless
+    )
+    option(
+        "--subtract-idle",
+        action="store_true",
+        default=False,
+        help="take the idle power off each record's energy before the per-token figures",
+        **headless,
+    )
+    option("--price-per-hour", type=float, default=None, help="cost per million output tokens", **headless)
+    option("--price-per-kwh", type=float, default=None, help="cost per million output tokens", **headless)
+
+
+def _telemetry_words(text: str) -> str:
+    """``--telemetry`` checked as it is parsed (argparse's one line for a word that is no source)."""
+    from harness.io.telemetry.detect import parse_spec
+
+    try:
+        parse_spec(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--telemetry ")) from None
+    return text

@@ -70,6 +70,11 @@ class Meter:
         sampler.stop()
         return sampler.summary()
 
+    def split(self) -> dict | None:
+        """The running level's summary so far, its sampler going on as a new span (the web UI's
+        phases: ``TelemetrySampler.split``); None when no sampler runs."""
+        return None if self._sampler is None else self._sampler.split()
+
     def close(self) -> None:
         self.found.close()
 
@@ -81,3 +86,15 @@ def open_meter(plan: TelemetryPlan, where: Where | None = None) -> Meter:
     if plan.practice_url and where.practice_url is None:
         where = replace(where, practice_url=plan.practice_url)
     return Meter(plan, detect(plan.spec, where))
+
+
+def idle_text(idle: dict, telemetry: TelemetryPlan) -> str:
+    """The idle baseline in one line."""
+    parts = []
+    for s in idle.get("sources", []):
+        watts = s.get("mean_power_w")
+        parts.append(f"{s['source']} {s['device']} {'-' if watts is None else f'{watts:.1f} W'}")
+    taken = (
+        "taken off each level (--subtract-idle)" if telemetry.subtract_idle else "shown beside, not taken off"
+    )
+    return f"idle baseline over {idle.get('seconds', 0):g} s: {', '.join(parts)}; {taken}"

@@ -66,9 +66,11 @@ class _Track:
     def __init__(self, keep: int) -> None:
         self.acc, self.kept, self.keep, self.stride, self.seen = Accumulator(), [], keep, 1, 0
         self.errors, self.last_error = 0, None
+        self.last: Reading | None = None  # where a split's next span starts
 
     def add(self, r: Reading) -> None:
         self.acc.add(r)
+        self.last = r
         if self.seen % self.stride == 0:
             self.kept.append(r)
             if len(self.kept) > self.keep:
@@ -96,22 +98,26 @@ class TelemetrySampler:
 
     def poll_once(self) -> None:
         """One reading of every source (a failure counted with its line)."""
-        for source, track in zip(self.sources, self.tracks, strict=True):
+        for i, source in enumerate(self.sources):
             try:
                 reading = source.read()
             except (HarnessError, OSError, ValueError) as exc:
-                with self._lock:
-                    track.errors, track.last_error = track.errors + 1, str(exc)
+                self._failed(i, str(exc))
                 continue
             except Exception as exc:  # a reader's bug must not end the thread without a word
-                with self._lock:
-                    track.errors, track.last_error = track.errors + 1, f"{type(exc).__name__}: {exc}"
+                self._failed(i, f"{type(exc).__name__}: {exc}")
                 continue
-            with self._lock:
+            with self._lock:  # the track looked up under the lock: a split may have replaced it
                 try:
-                    track.add(reading)
+                    self.tracks[i].add(reading)
                 except ValueError as exc:  # a clock that went back: the reading is not counted
+                    track = self.tracks[i]
                     track.errors, track.last_error = track.errors + 1, str(exc)
+
+    def _failed(self, i: int, line: str) -> None:
+        with self._lock:
+            track = self.tracks[i]
+            track.errors, track.last_error = track.errors + 1, line
 
     def _run(self) -> None:
         try:
@@ -145,16 +151,33 @@ class TelemetrySampler:
     def summary(self) -> dict:
         """The level's telemetry: the interval and, per source, its figures (core.telemetry's
         ``Accumulator.summary``) with its failed reads."""
-        out = []
         with self._lock:
-            for source, track in zip(self.sources, self.tracks, strict=True):
-                entry = track.acc.summary()
-                entry.update(source=source.kind, device=source.device)
-                if track.errors:
-                    entry["errors"] = track.errors
-                    entry["last_error"] = track.last_error
-                out.append(entry)
+            return self._summary()
+
+    def _summary(self) -> dict:
+        out = []
+        for source, track in zip(self.sources, self.tracks, strict=True):
+            entry = track.acc.summary()
+            entry.update(source=source.kind, device=source.device)
+            if track.errors:
+                entry["errors"] = track.errors
+                entry["last_error"] = track.last_error
+            out.append(entry)
         return {"interval_s": self.interval, "sources": out}
+
+    def split(self) -> dict:
+        """The summary of the span so far, and a new span from here on, without a read on the
+        caller's thread (the web UI's phases: the load's own loop calls it). The two spans meet at
+        each source's latest reading, within one interval of the call; both hold that reading,
+        so no energy is lost or counted twice."""
+        with self._lock:
+            out = self._summary()
+            for i, track in enumerate(self.tracks):
+                fresh = _Track(track.keep)
+                if track.last is not None:
+                    fresh.add(track.last)
+                self.tracks[i] = fresh
+        return out
 
 
 def idle_baseline(

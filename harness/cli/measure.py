@@ -1,5 +1,6 @@
 """``harness measure``: single-user prefill, decode and memory for one server, a drop-in for the
-lab's compare-engines.py (same options, same record fields)."""
+lab's compare-engines.py (same options, same record fields), and the power and energy of each
+test's repetitions (issue 38: the sweep's ``--telemetry`` options; the engine tables' energy)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import sys
 import time
 import uuid
 from dataclasses import replace
+from urllib.parse import urlsplit
 
+from harness.cli import sweep_energy
 from harness.core import bounds, server_timings
 from harness.core.arithmetic import speed_limit, speed_share
 from harness.io import chat_template
@@ -87,6 +90,7 @@ def add_parser(sub) -> None:
     p.add_argument("--model-gb", type=float, help="with --machine: model size in GB for the speed limit")
     p.add_argument("--labbook", default="labbook.md")
     p.add_argument("--print-only", action="store_true")
+    sweep_energy.add_options(p)  # the power and energy of each test's repetitions (docs/telemetry.md)
     p.set_defaults(func=run)
 
 
@@ -158,10 +162,21 @@ def _median(runs: list[dict], key: str):
     return statistics.median(values) if values else None
 
 
-def measure_test(args, key, name: str, prompt: str) -> EngineSpeed:
+def measure_test(args, key, name: str, prompt: str, meter=None) -> EngineSpeed:
+    """One test: a warm-up, then the repetitions, with ``meter``'s sampler around them only."""
     if not args.no_warmup:
         one(args, key, prompt)
-    runs = [one(args, key, prompt) for _ in range(args.repetitions)]
+    started = time.monotonic()
+    if meter is not None:
+        meter.start()
+    try:
+        runs = [one(args, key, prompt) for _ in range(args.repetitions)]
+    finally:
+        summary = meter.stop() if meter is not None else None
+    tokens = sum(int(r["completion_tokens"] or 0) for r in runs)
+    energy = sweep_energy.record_parts(
+        meter, summary, tokens, len(runs), time.monotonic() - started, args.price_per_hour, args.price_per_kwh
+    )
     reused = [run["cached_tokens"] for run in runs if isinstance(run["cached_tokens"], int)]
     r2 = lambda v, d: None if v is None else round(v, d)  # noqa: E731
     return EngineSpeed(
@@ -187,7 +202,7 @@ def measure_test(args, key, name: str, prompt: str) -> EngineSpeed:
         server_prefill_tokens_per_s=_median(runs, "server_prefill"),
         server_decode_tokens_per_s=_median(runs, "server_decode"),
         measured_on=utc_stamp(),
-        extra=_decode_note(runs),
+        extra={**_decode_note(runs), **energy},
     )
 
 
@@ -251,9 +266,16 @@ def run(args) -> int:
         check_writable(args.labbook)
     idle = _idle_snapshot(args)
     key = (os.environ.get(args.api_key_env) if args.api_key_env else None) or args.api_key or None
+    parts = urlsplit(args.base_url)
+    telemetry = sweep_energy.plan_options(args, f"{parts.scheme}://{parts.netloc}")["telemetry"]
     wait_for(args.base_url, key, args.wait_seconds)
     long_prompt = PARAGRAPH * args.long_repeats + "\n\n" + ASK
-    tests = [measure_test(args, key, n, p) for n, p in (("short", SHORT), ("long", long_prompt))]
+    meter = sweep_energy.start(telemetry)  # absent sources in one line each; the idle baseline
+    try:
+        tests = [measure_test(args, key, n, p, meter) for n, p in (("short", SHORT), ("long", long_prompt))]
+    finally:
+        if meter is not None:
+            meter.close()
     loaded = host_snapshot()
     added = memory.delta(idle, loaded) if idle else {}
     tree = (  # a container's own processes, else the server's tree (vLLM is four processes)
@@ -353,6 +375,9 @@ def print_results(engine: str, short: dict, long: dict, prefill, added: dict, tr
     agreement = server_timings.words(long.get("server_timings_check"))
     if agreement:
         print(f"    {engine:>14} {agreement}")
+    for rec in (short, long):
+        for line in sweep_energy.level_lines(rec):
+            print(f"    {engine:>14} {rec['test']:>5} {line.strip()}")
     mem = ", ".join(f"{k} {v}" for k, v in added.items()) if added else "no idle snapshot given"
     resident = (
         "not read (give --server-pid)"

@@ -1,8 +1,9 @@
 """The sweep's energy options (``--telemetry``, ``--subtract-idle``, the prices) and what it prints
 of them: the sources found and one line for each absent one before the first level, the idle
-baseline, and each level's energy and cost line. ``harness sweep`` and ``harness capacity`` share
-them. A source asked for by name that is absent is one line, and the levels are measured without
-it (issue 38: "says so in one line and measures the rest")."""
+baseline, and each level's energy and cost line. ``harness sweep``, ``harness capacity`` and
+``harness measure`` (each speed test's repetitions; the engine tables' energy) share them. A
+source asked for by name that is absent is one line, and the levels are measured without it
+(issue 38: "says so in one line and measures the rest")."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import os
 import sys
 
 from harness.core import bounds, energy
-from harness.core.energy_records import energy_lines
+from harness.core.energy_records import cost_part, energy_lines, energy_part
 from harness.io.telemetry import KINDS
 from harness.io.telemetry.detect import IMITATIONS, parse_spec
 from harness.io.telemetry.meter import DEFAULT_IDLE_S, Meter, TelemetryPlan, idle_text, open_meter
@@ -105,3 +106,26 @@ def level_lines(r: dict) -> list[str]:
     """A level's energy and cost lines (``core.energy_records.energy_lines``: headless Locust prints
     the same)."""
     return energy_lines(r)
+
+
+def record_parts(
+    meter: Meter | None,
+    summary: dict | None,
+    output_tokens: int | None,
+    requests: int | None,
+    wall_s: float | None,
+    price_per_hour: float | None,
+    price_per_kwh: float | None,
+) -> dict:
+    """The ``energy`` and ``cost`` parts of a record measured outside the sweep's levels (``harness
+    measure``'s speed tests), as a level record carries them: ``{}`` for neither."""
+    out: dict = {}
+    part = None
+    if meter is not None:
+        asked, idle, absent, net = meter.asked, meter.idle, meter.absent, meter.plan.subtract_idle
+        part = out["energy"] = energy_part(summary, idle, asked, absent, output_tokens, requests, net)
+    joules = None if part is None else part["energy_j"]
+    cost = cost_part(output_tokens, wall_s, joules, price_per_hour, price_per_kwh)
+    if cost is not None:
+        out["cost"] = cost
+    return out

@@ -8,6 +8,7 @@ import json
 from tabulate import tabulate
 
 from harness.core import server_timings
+from harness.report import engine_energy
 
 CACHE_LIMIT = 64  # more reused prompt tokens than this: the run measured the prefix cache, not prefill
 
@@ -192,6 +193,10 @@ def timing_lines(order, speed) -> list[str]:
     return ["Server timings against the client's", "", *found, ""] if found else []
 
 
+def _github(head: list[str], rows: list[list]) -> str:
+    return tabulate(rows, headers=head, tablefmt="github", disable_numparse=True)
+
+
 def render(order, speed, features, ceilings: dict | None = None) -> str:
     """The tables; ``ceilings`` (engine -> the decode ceiling of the format it served) adds a column."""
     head = SPEED_HEAD + (["decode short / own ceiling tok/s"] if ceilings is not None else [])
@@ -203,6 +208,7 @@ def render(order, speed, features, ceilings: dict | None = None) -> str:
         tabulate(sp, headers=head, tablefmt="github", disable_numparse=True),
         "",
         *timing_lines(order, speed),
+        *engine_energy.section(order, speed, _github),
         "API features",
         "",
         tabulate(

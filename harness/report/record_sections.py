@@ -13,7 +13,7 @@ from harness.core.names import file_label
 from harness.core import curves
 from harness.core.records import is_engine_speed, is_features
 from harness.report import curve_tables as ct
-from harness.report import engine_tables, server_counters
+from harness.report import engine_energy, engine_tables, server_counters
 from harness.report.troubleshooting import load_errors
 from harness.report.markdown import absent, table
 from harness.report.run_inputs import RunInputs
@@ -237,6 +237,7 @@ def single_user(r: RunInputs) -> list[str]:
     lines += (
         [table(engine_tables.SPEED_HEAD, sp), ""] if sp else absent("No speed record", r.why_none("measure"))
     )
+    lines += engine_energy.section(order, by_speed, table) if sp else []
     lines += ["API features:", ""]
     lines += (
         [table(engine_tables.FEATURE_HEAD, fe), ""]

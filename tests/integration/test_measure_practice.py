@@ -75,3 +75,39 @@ def test_reuse_prompt_is_a_demonstration_that_records_nothing(practice, tmp_path
     )
     assert not book.exists()
     assert "nothing recorded" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_each_test_carries_the_imitation_energy_of_its_repetitions(practice, tmp_path, capsys):
+    """`--telemetry nvml,practice`: NVML absent here is one line; each speed record's energy is the
+    practice server's IMITATION power over its repetitions (one seat busy), with its cost, valid."""
+    from harness.io.notebook import problems
+    from harness.io.telemetry import detect
+
+    server = practice(kit_profile(name="watts", imitation_power={"idle_w": 30, "per_busy_seat_w": 10}))
+    book = tmp_path / "labbook.md"
+    argv = [
+        "measure", "--engine", "practice", "--base-url", server.base_url, "--model", "local-chat",
+        "--max-tokens", "16", "--repetitions", "2", "--labbook", str(book), "--telemetry", "nvml,practice",
+        "--telemetry-interval", "0.1", "--idle-seconds", "0.5", "--price-per-kwh", "0.3",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    if not detect("nvml").sources:
+        assert [x for x in out.err.splitlines() if "nvml" in x][0].startswith("warning: telemetry: nvml: ")
+    assert "telemetry: reading practice imitation of watts [IMITATION]" in out.out
+    assert out.out.count("energy [IMITATION]: ") == 2
+    for rec in read_records(book, "engine-speed").records:
+        assert not problems(rec, "engine-speed")
+        e = rec["energy"]
+        assert (e["source"], e["label"], e["method"], e["idle_power_w"]) == (
+            "practice",
+            "imitation",
+            "power-integrated",
+            30.0,
+        )
+        assert 30.0 <= e["mean_power_w"] <= 40.0 + 1e-6  # one seat at most
+        tokens = rec["completion_tokens"] * rec["repetitions"]  # the median: every answer is 16 here
+        assert e["j_per_output_token"] == pytest.approx(e["energy_j"] / tokens, rel=1e-3)
+        assert e["j_per_request"] == pytest.approx(e["energy_j"] / 2, rel=1e-3)
+        assert rec["cost"]["basis"] == "per-kwh" and rec["cost"]["per_million_output_tokens"] > 0

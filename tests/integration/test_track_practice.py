@@ -69,6 +69,14 @@ def test_track_practice_writes_a_report_on_a_free_port(tmp_path):
         r"capacity within the promise [^\n]*; \d+ at once at \d+ W, [\d.]+ J per output token \(IMITATION\)"
     )
     assert re.search(capacity, report), report
+    # the engine table's energy: the speed tests' repetitions, the same imitation, labelled
+    speeds = [r for r in records if r.get("test") in ("short", "long")]
+    assert len(speeds) == 2 and all(problems(r, "engine-speed") == [] for r in speeds)
+    assert all(r["energy"]["label"] == "imitation" and r["energy"]["energy_j"] > 0 for r in speeds)
+    single = report.split("## Single user", 1)[1].split("\n## ", 1)[0]
+    engine_energy = single.split("Energy (single user, over each test's repetitions):", 1)[1]
+    assert engine_energy.lstrip().startswith("IMITATION: these figures are not a measurement")
+    assert "practice imitation of kit (IMITATION)" in engine_energy
     # The notebook as the lab's own checker reads it: the seeds' summarise-load.py (where the seed
     # pages are here) and the harness's drop-in, each with --check.
     notebook = str(run_dir / "labbook.md")

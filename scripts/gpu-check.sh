@@ -3,7 +3,9 @@
 # a llama.cpp source tarball that travels with this script, serve a tiny random model that travels
 # with it, and run Track N's llama.cpp control block there (scripts/gpu-check.yaml through
 # `harness track`: verify-allocation with --expect-device CUDA0 --expect-offload, measure with the
-# nvidia-smi memory readings, probe, one short sweep), the run directory written under $OUT.
+# nvidia-smi memory readings, probe, one short sweep), the run directory written under $OUT. The
+# measure tests and the sweep's levels read NVML's power and energy counter (--telemetry nvml,
+# issue 38): J per output token in the run's report and in energy.txt.
 #
 # Two halves, because the GPU machine has no network:
 #   scripts/gpu-check.sh --prepare [BUNDLE]   here, with PyPI reachable: writes BUNDLE (default
@@ -28,6 +30,10 @@
 #   --dry-run          print the build's cmake lines and the plan's commands; start nothing
 #   --tar-only         keep only the run directory's tarball in OUT (for tools that bring back few files)
 #   --requests N, --levels LIST, --port N    the sweep's size and the server's port (12; 1,2,4; 18580)
+#   --telemetry WORDS  what measure and the sweep read (default: $TELEMETRY or nvml; harness's
+#                      --telemetry: auto, none, nvml, rapl, ...); named and absent: one line, the run goes on
+#   --energy RUN_DIR   only write OUT/energy.txt from a run directory's records (nothing started;
+#                      exit 1 when no record there has an energy part)
 # Environment: CUDA_ARCH (default 90: Hopper, H100/H200; an RTX 4090 is 89), JOBS (default: nproc),
 #   CUBLAS_LIB (libcublas.so's path, where neither the toolkit nor pip's nvidia-cublas holds it),
 #   PYTHON (the interpreter that runs the harness; default: the working tree's .venv where it
@@ -35,7 +41,9 @@
 #
 # What it writes in OUT: gpu-check.log (this script's output), build.txt (cmake line, build time,
 # peak memory, binary size, ldd, llama-server --version), nvidia-smi.txt, gpu-check-run/ (the
-# harness run directory: labbook, manifest, report, engine log) and gpu-check-run.tar.gz.
+# harness run directory: labbook, manifest, report, engine log), gpu-check-run.tar.gz and
+# energy.txt (scripts/gpu_energy.py: each measure test's and sweep level's W and J per output token,
+# with the method and the device; STAND-IN where the tests' stand-in NVML library gave them).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -62,6 +70,8 @@ REQUESTS=12
 LEVELS=1,2,4
 PORT=18580
 PREP_SRC=
+TELEMETRY=${TELEMETRY:-nvml}
+ENERGY_RUN=
 
 die() { echo "gpu-check: error: $*" >&2; exit 2; }
 say() { echo "==> $*"; }
@@ -84,6 +94,8 @@ while [ $# -gt 0 ]; do
     --requests) need_value "$@"; REQUESTS=$2; shift ;;
     --levels) need_value "$@"; LEVELS=$2; shift ;;
     --port) need_value "$@"; PORT=$2; shift ;;
+    --telemetry) need_value "$@"; TELEMETRY=$2; shift ;;
+    --energy) need_value "$@"; MODE=energy; ENERGY_RUN=$2; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1; see $0 --help" ;;
   esac
@@ -93,6 +105,7 @@ done
 case $REQUESTS in ''|*[!0-9]*) die "--requests takes a whole number, not '$REQUESTS'" ;; esac
 case $PORT in ''|*[!0-9]*) die "--port takes a port number, not '$PORT'" ;; esac
 case $LEVELS in *[!0-9,]*|,*|*,|'') die "--levels takes concurrency levels like 1,2,4, not '$LEVELS'" ;; esac
+case $TELEMETRY in *[!a-z,]*|,*|*,|'') die "--telemetry takes harness's words like nvml or auto, not '$TELEMETRY'" ;; esac
 if [ "$CPU" = 1 ] && [ "$MODE" = build ]; then die "--cpu and --build-only exclude each other: --build-only builds the CUDA llama-server"; fi
 
 # ------------------------------------------------------------------------------------- prepare
@@ -290,7 +303,7 @@ run_check() {
   [ -f "$MODEL" ] || die "model $MODEL not found; run scripts/gpu-check.sh --prepare (or pass --model FILE)"
   [ "$DRY" = 1 ] || [ -x "$LLAMA_BIN/llama-server" ] || die "no llama-server in $LLAMA_BIN; pass --llama-bin DIR"
   args=(--set "GGUF=$MODEL" --set "LLAMA_BIN=$LLAMA_BIN" --set "PORT=$PORT" --set "REQUESTS=$REQUESTS"
-    --set "LEVELS=$LEVELS")
+    --set "LEVELS=$LEVELS" --set "TELEMETRY=$TELEMETRY")
   if [ "$CPU" = 1 ]; then
     args+=(--set DEVICE=CPU --set OFFLOAD=false --set BACKEND=CPU --set ACCELERATOR=cpu --set PROBE_MAX_TOKENS=128
       --set "HOST_DESC=GPU check's CPU path, $(hostname)")
@@ -306,10 +319,20 @@ run_check() {
   fi
   local rc=0
   "$PY" -m harness.entry track "$PLAN" --run-dir "$run_dir" "${args[@]}" || rc=$?
+  energy "$run_dir" || true  # a run without energy figures says why there; the plan's status stands
   tar -C "$OUTDIR" -czf "$OUTDIR/gpu-check-run.tar.gz" gpu-check-run
   if [ "$TAR_ONLY" = 1 ]; then rm -rf "$run_dir"; fi
   say "run directory: $run_dir (and $OUTDIR/gpu-check-run.tar.gz); the plan exited $rc"
   return "$rc"
+}
+
+# What the telemetry read during the control block (measure's tests, the sweep's levels), from the
+# run directory's records: OUTDIR/energy.txt and this script's log.
+energy() {
+  local run_dir=$1
+  say "energy during the control block (--telemetry $TELEMETRY), from $run_dir/labbook.md"
+  "$PY" "$REPO/scripts/gpu_energy.py" "$run_dir" > "$OUTDIR/energy.txt" 2>&1 || { cat "$OUTDIR/energy.txt"; return 1; }
+  cat "$OUTDIR/energy.txt"
 }
 
 main() {
@@ -319,6 +342,12 @@ main() {
   OUTDIR=$(cd "$OUTDIR" && pwd)
   MODEL=${MODEL:-$BUNDLE/$MODEL_NAME}
   exec > >(tee -a "$OUTDIR/gpu-check.log") 2> >(tee -a "$OUTDIR/gpu-check.log" >&2)
+  if [ "$MODE" = energy ]; then
+    [ -f "$ENERGY_RUN/labbook.md" ] || die "--energy: no labbook.md in $ENERGY_RUN"
+    harness_python
+    energy "$ENERGY_RUN"
+    return
+  fi
   say "gpu-check $(date -u +%FT%TZ): mode $MODE$([ "$CPU" = 1 ] && echo ', CPU path')$([ "$DRY" = 1 ] && echo ', dry run'); results in $OUTDIR"
   if [ "$CPU" = 0 ] && [ "$MODE" = run ] && [ "$DRY" = 0 ]; then
     command -v nvidia-smi >/dev/null || die "nvidia-smi not found: this needs an NVIDIA GPU and its driver (or --cpu, --build-only)"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -18,7 +19,7 @@ import requests
 from harness.errors import InstallError
 from harness.io.ports import port_open
 from harness.run import llama_cpu
-from tests.conftest import ROOT, free_port
+from tests.conftest import FIXTURES, ROOT, free_port
 
 SCRIPT = ROOT / "scripts" / "gpu-check.sh"
 TINY = ROOT / "scripts" / "tiny_gguf.py"
@@ -362,3 +363,90 @@ def test_cpu_path_runs_every_step_of_the_plan(tiny_model, tmp_path):
     assert any("probe" in r for r in records)
     assert sorted(r["concurrency"] for r in records if "concurrency" in r) == [1, 2]  # one record a level
     assert not port_open("127.0.0.1", port)
+
+
+# -- the energy during the control block (issue 38), through the stand-in NVML library ---------------
+@pytest.fixture(scope="module")
+def library(tmp_path_factory) -> Path:
+    """The tests' stand-in libnvidia-ml.so.1 (tests/fixtures/telemetry/standin_nvml.c; see
+    tests/integration/test_nvml_standin.py), compiled here; skipped without gcc or nvidia-ml-py."""
+    pytest.importorskip("pynvml", reason="nvidia-ml-py is not installed")
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("gcc is not installed: the stand-in NVML library cannot be built")
+    path = tmp_path_factory.mktemp("standin-nvml") / "libnvidia-ml.so.1"
+    source = FIXTURES / "telemetry" / "standin_nvml.c"
+    subprocess.run([gcc, "-shared", "-fPIC", "-o", str(path), str(source)], check=True, timeout=60)
+    return path
+
+
+def test_dry_run_reads_nvml_in_measure_and_the_sweep(tmp_path):
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    args = ("--dry-run", "--llama-bin", str(tmp_path / "bin"), "--model", str(model))
+    done = gpu_check(*args, "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    for step in ("control/measure:", "control/sweep:control-sweep:"):
+        assert "--telemetry nvml" in next(line for line in lines if line.startswith(step)), step
+    done = gpu_check(*args, "--out", str(tmp_path / "o2"), "--telemetry", "nvml,rapl")
+    assert done.returncode == 0 and "--telemetry nvml,rapl" in done.stdout
+    bad = gpu_check(*args, "--out", str(tmp_path / "o3"), "--telemetry", "nvml;rm")
+    assert bad.returncode == 2 and "--telemetry takes harness's words" in bad.stderr
+
+
+def test_energy_reads_the_stand_in_nvml_counter_into_energy_txt(library, practice, tmp_path):
+    """The control block's two telemetry steps, measure and a sweep, with ``--telemetry nvml`` as the
+    plan has them, against the practice server with the stand-in libnvidia-ml.so.1 on
+    LD_LIBRARY_PATH (pynvml's own loader finds it), then the script's --energy: energy.txt has each
+    test's and level's J per output token from the device's counter, labelled STAND-IN."""
+    server = practice("kit")
+    run = tmp_path / "gpu-check-run"
+    run.mkdir()
+    book = str(run / "labbook.md")
+    env = {**os.environ, "LD_LIBRARY_PATH": str(library.parent), "PYTHONPATH": str(ROOT)}
+    common = ["--base-url", server.base_url, "--model", "local-chat", "--max-tokens", "16", "--labbook", book]
+    steps = [
+        ["measure", "--engine", "llama.cpp", "--repetitions", "2", *common, "--telemetry", "nvml"],
+        ["sweep", "--label", "control-sweep", "--concurrency", "1,2", "--requests", "4", *common,
+         "--telemetry", "nvml", "--idle-seconds", "0.5", "--telemetry-interval", "0.1"],
+    ]  # fmt: skip
+    for argv in steps:
+        done = subprocess.run(
+            [sys.executable, "-m", "harness.cli", *argv], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        assert "telemetry: reading nvml 0: NVIDIA card 0 (stand-in)" in done.stdout
+    out = tmp_path / "out"
+    done = gpu_check("--energy", str(run), "--out", str(out))
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    text = (out / "energy.txt").read_text()
+    assert text in (out / "gpu-check.log").read_text()
+    for what in (
+        "measure short (llama.cpp, 2 repetitions)",
+        "measure long",
+        "sweep control-sweep c=1",
+        "c=2",
+    ):
+        assert what in text, what
+    assert text.count("J per output token (STAND-IN)") == 4 and text.count("energy [STAND-IN]: ") == 4
+    assert text.count("(counter, nvml 0: NVIDIA card 0 (stand-in))") == 4
+    records = [json.loads(x) for x in (run / "labbook.md").read_text().splitlines() if x.startswith("{")]
+    for rec in (r for r in records if "energy" in r):
+        e = rec["energy"]
+        assert (e["source"], e["label"], e["method"]) == ("nvml", "stand-in", "counter")
+        # the stand-in's counter steps 105 J (0.5 s at 210 W) a read: whole steps, exactly
+        assert e["energy_j"] / 105.0 == pytest.approx(round(e["energy_j"] / 105.0)) and e["energy_j"] >= 105.0
+        tokens = rec.get("output_tokens") or rec["completion_tokens"] * rec["repetitions"]
+        assert e["j_per_output_token"] == pytest.approx(e["energy_j"] / tokens, rel=1e-3)
+
+
+def test_energy_of_a_run_without_telemetry_says_why(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "labbook.md").write_text("# a notebook with no record\n")
+    done = gpu_check("--energy", str(run), "--out", str(tmp_path / "out"))
+    assert done.returncode == 1  # asked for the energy alone: none is a failure (a whole run goes on)
+    assert "no measure or sweep record" in (tmp_path / "out" / "energy.txt").read_text()
+    done = gpu_check("--energy", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o2"))
+    assert done.returncode == 2 and "--energy: no labbook.md in" in done.stderr

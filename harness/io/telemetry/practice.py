@@ -71,7 +71,7 @@ def fetch(url: str) -> dict:
 def open_sources(url: str | None, clock: Callable[[], float] = time.monotonic) -> tuple[list, str | None]:
     """The practice server's power source at ``url``, or none and the one line why."""
     if not url:
-        return [], "practice: no server to read (the sweep's --base-url gives it)"
+        return [], "practice: no server to read (the server's address, --base-url or --host, gives it)"
     try:
         body = fetch(url)
     except TelemetryUnavailable as exc:

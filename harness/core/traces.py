@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import random
 from dataclasses import dataclass, field
 
@@ -61,12 +60,15 @@ def _whole(where: str, name: str, value: object, high: int = MAX_TOKENS) -> int:
 
 
 def _time(where: str, name: str, value: float, unit: str, per_s: float) -> float:
-    """Seconds from the trace's start of a timestamp in ``unit`` (``per_s`` of them a second)."""
-    if not math.isfinite(value) or not 0 <= value <= MAX_TRACE_S * per_s:
+    """Seconds from the trace's start of a timestamp in ``unit`` (``per_s`` of them a second). The
+    range is compared before any conversion: NaN fails it, and so does a whole number past any
+    float's range (JSON holds them), which float() would raise OverflowError on."""
+    if not 0 <= value <= MAX_TRACE_S * per_s:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:20] + "..."
         raise ConfigError(
-            f"{where}: {name} must be {unit} from 0 to {MAX_TRACE_S * per_s:.0f} (a week), got {value!r}"
+            f"{where}: {name} must be {unit} from 0 to {MAX_TRACE_S * per_s:.0f} (a week), got {shown}"
         )
-    return value / per_s
+    return float(value) / per_s
 
 
 def _hash_ids(where: str, ids: object, keep: int, seen: dict[int, int]) -> tuple[int, ...]:
@@ -88,7 +90,7 @@ def _mooncake_row(where: str, line: str, block_tokens: int, seen: dict[int, int]
     stamp = obj.get("timestamp")
     if not isinstance(stamp, (int, float)) or isinstance(stamp, bool):
         raise ConfigError(f"{where}: timestamp must be milliseconds from the trace's start, got {stamp!r}")
-    t_s = _time(where, "timestamp", float(stamp), "milliseconds", 1000.0)
+    t_s = _time(where, "timestamp", stamp, "milliseconds", 1000.0)
     inp = _whole(where, "input_length", obj.get("input_length"))
     out = _whole(where, "output_length", obj.get("output_length"))
     return TraceRow(t_s, inp, out, _hash_ids(where, obj.get("hash_ids", []), -(-inp // block_tokens), seen))

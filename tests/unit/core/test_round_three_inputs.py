@@ -38,6 +38,8 @@ def moon(**row) -> str:
         ),
         ('{"timestamp": Infinity, "input_length": 10, "output_length": 4}', "got inf"),
         (moon(timestamp=1e300), "got 1e+300"),
+        ('{"timestamp": 1' + "0" * 400 + ', "input_length": 10, "output_length": 4}', "got 1000"),
+        ('{"timestamp": -Infinity, "input_length": 10, "output_length": 4}', "got -inf"),
         (moon(timestamp=-5), "from 0 to 604800000"),
         (moon(timestamp="0"), "timestamp must be milliseconds"),
         (moon(output_length=10**9), "output_length must be a whole number from 1 to 1000000"),

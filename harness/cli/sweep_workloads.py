@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.core import bounds
-from harness.core.workloads import largest_request
+from harness.core.workloads import largest_output, largest_request
 from harness.core.traces import MAX_TRACE_S, TracePlan, parse_trace, span_words
 from harness.errors import ConfigError
 from harness.io import input_files
@@ -141,14 +141,17 @@ def workload_options(args, open_loop: bool) -> dict:
 def check_context(workload: dict, max_tokens: int, context_length: int | None) -> None:
     """A workload whose requests ask for more tokens than the model's context (``--context-length``,
     where given) is refused in one line before any request is sent."""
-    need = largest_request(
-        max_tokens, workload.get("lengths"), workload.get("conversations"), workload.get("trace")
-    )
-    if context_length and need and need > context_length:
+    lengths, conversations = workload.get("lengths"), workload.get("conversations")
+    need = largest_request(max_tokens, lengths, conversations, workload.get("trace"))
+    what = "tokens a request (prompt and output)"
+    if need is None:  # the prompt set's prompts: its output alone is already the least it asks
+        need = largest_output(max_tokens, lengths, conversations)
+        what = "output tokens a request before its prompt"
+    if context_length and need > context_length:
         raise ConfigError(
-            f"the workload asks up to {need} tokens a request (prompt and output), past the model's "
-            f"context of {context_length} tokens (--context-length); shorten its lengths or give the "
-            "server more context"
+            f"the workload asks up to {need} {what}, past the model's context of {context_length} "
+            "tokens (--context-length); shorten its lengths or --max-tokens, or give the server more "
+            "context"
         )
 
 

@@ -122,3 +122,13 @@ def largest_request(
     else:
         return None
     return int(first + (plan.output_tokens.largest() if plan.output_tokens is not None else max_tokens))
+
+
+def largest_output(max_tokens: int, lengths: Any = None, conversations: Any = None) -> int:
+    """The most output tokens one request asks for: the drawn output lengths' largest where they
+    are given (``--output-tokens``), else ``--max-tokens``. Alone it is already a lower bound of a
+    request's tokens, prompt set or not."""
+    for plan in (conversations, lengths):
+        if plan is not None and plan.output_tokens is not None:
+            return int(plan.output_tokens.largest())
+    return int(max_tokens)

@@ -149,8 +149,8 @@ def verdict(seen: dict, longest_prompt_tokens: int, max_tokens: int) -> list[str
     if n_ctx and longest_prompt_tokens + max_tokens > n_ctx:
         raise TargetError(
             f"the server's context is {n_ctx} tokens per sequence, and this prompt set needs about "
-            f"{longest_prompt_tokens} + {max_tokens}; restart it with more context per slot or "
-            "choose a shorter prompt set"
+            f"{longest_prompt_tokens} + {max_tokens} (prompt and output); restart it with more "
+            "context per slot, or choose a shorter prompt set or fewer output tokens"
         )
     return warnings
 

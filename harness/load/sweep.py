@@ -19,7 +19,7 @@ from harness.core.prompts import load_prompt_file, make_prompts
 from harness.core.traces import TracePlan
 from harness.core.workload_stats import workload_stats
 from harness.core.conversations import ConversationPlan
-from harness.core.workloads import LengthPlan, largest_request
+from harness.core.workloads import LengthPlan, largest_output, largest_request
 from harness.core.level_records import Arrival, LevelContext, LevelRecord, RunMark, new_run_id
 from harness.core.energy_records import cost_part, energy_part
 from harness.core.records import EndpointCheck, now_stamp
@@ -132,7 +132,8 @@ def prove_endpoint(plan: SweepPlan, listed: list[str]) -> EndpointCheck:
     )
     longest = max(endpoint_proof.estimate_tokens(p) for p in prompts_for(plan, 64))
     try:
-        warnings, failure = endpoint_proof.verdict(seen, longest, plan.context.max_tokens), None
+        most = largest_output(plan.context.max_tokens, plan.lengths, plan.conversations)
+        warnings, failure = endpoint_proof.verdict(seen, longest, most), None
     except TargetError as exc:
         warnings, failure = [], exc
     need = largest_request(plan.context.max_tokens, plan.lengths, plan.conversations, plan.trace)

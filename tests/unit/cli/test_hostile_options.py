@@ -1,0 +1,33 @@
+"""Issue 39, a fourth hostile sweep over the new inputs' options: each case is one line and exit 2
+before any request (no server here: the base URL is a closed port, so a case that got past its
+check would say that nothing answers there instead)."""
+
+import pytest
+
+from harness.cli import main
+
+SWEEP = ["sweep", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--no-endpoint-check"]
+
+
+def _refused(args: list[str], capsys) -> str:
+    assert main([*SWEEP, *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "nothing answers" not in err, err
+    return err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--output-tokens", "fixed:5000"],
+        ["--output-tokens", "uniform:10-5000", "--prompt-set", "long"],
+        ["--max-tokens", "5000"],
+        ["--workload", "conversations", "--turns", "fixed:2", "--message-tokens", "fixed:5",
+         "--output-tokens", "fixed:5000"],
+    ],
+)  # fmt: skip
+def test_output_lengths_past_the_context_are_refused_with_the_limit_named(args, capsys):
+    """--output-tokens (or --max-tokens) alone past --context-length was sent: every request
+    failed at the server. The output alone is already the least such a request asks."""
+    err = _refused([*args, "--context-length", "4096"], capsys)
+    assert "up to 500" in err and "context of 4096 tokens (--context-length)" in err, err

@@ -103,8 +103,7 @@ def check(args) -> sizing.Criterion:
         bounds.number("--rate-step", args.rate_step, 1e-3, bounds.MAX_RATE_RPS)
     elif args.poisson:
         raise ConfigError("--poisson needs --rate-step (the open-loop search)")
-    if args.peak is not None:
-        bounds.number("--peak", args.peak, 1, 10_000_000, whole=True)
+    bounds.sizing(None, args.peak, args.spares)  # the promise is the criterion's, checked above
     cut = _cut_at(args, criterion.metric)
     if cut is not None and criterion.limit >= cut:
         raise ConfigError(

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.core import curves
+from harness.core import bounds, curves
 from harness.errors import HarnessError
 from harness.report import curve_tables as tables
 from harness.report.markdown import table
@@ -47,6 +47,7 @@ def _free_port() -> int:
 
 
 def run(args) -> int:
+    bounds.sizing(args.promise, args.peak, 0.2)  # before the server starts, not after the sweep
     log_dir = Path(args.log_dir)
     notebook = log_dir / "labbook.md"
     port = _free_port()

@@ -10,7 +10,7 @@ from numbers import Real
 
 from tabulate import tabulate
 
-from harness.core import admission, curves, sizing
+from harness.core import admission, bounds, curves, sizing
 from harness.core.server_text import printable
 from harness.errors import ConfigError
 from harness.core.records import CurveSummary, is_admission, is_level, now_stamp
@@ -115,6 +115,7 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    bounds.sizing(args.promise, args.peak, args.spares)
     labels = load(args.labbook)
     if args.list:
         code = print_list(labels, args.labbook)

@@ -86,6 +86,21 @@ def seconds(name: str, value: Any) -> float:
     return float(number(name, value, 1e-3, MAX_SECONDS))
 
 
+MAX_PEAK = 10_000_000  # people at once a deployment is sized for
+MAX_SPARES = 10.0  # spare share of the copies: ten times as many again
+
+
+def sizing(promise: Any, peak: Any, spares: Any) -> None:
+    """The sizing options of summarise, capacity and the demo (``--promise`` in seconds where it is
+    one, ``--peak`` people, ``--spares`` a share of the copies) in range, before anything is read
+    or sent: NaN spares were a traceback after a whole search, negative ones 0 copies."""
+    if promise is not None:
+        seconds("--promise", promise)
+    if peak is not None:
+        number("--peak", peak, 1, MAX_PEAK, whole=True)
+    number("--spares", spares, 0, MAX_SPARES)
+
+
 def whole_list(name: str, text: str, low: int, high: int) -> list[int]:
     """Comma-separated whole numbers, each in [low, high]."""
     try:

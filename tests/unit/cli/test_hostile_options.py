@@ -31,3 +31,32 @@ def test_output_lengths_past_the_context_are_refused_with_the_limit_named(args, 
     failed at the server. The output alone is already the least such a request asks."""
     err = _refused([*args, "--context-length", "4096"], capsys)
     assert "up to 500" in err and "context of 4096 tokens (--context-length)" in err, err
+
+
+SIZING = [
+    ["--promise=nan"],
+    ["--promise=-1"],
+    ["--promise=1e308"],
+    ["--peak=-5"],
+    ["--peak", "99999999999999999999"],
+    ["--peak", "10", "--spares=nan"],
+    ["--peak", "10", "--spares=-1"],
+    ["--peak", "10", "--spares=1e308"],
+]
+
+
+@pytest.mark.parametrize("args", SIZING)
+def test_sizing_options_are_refused_before_anything_is_read_or_sent(args, tmp_path, capsys):
+    """--spares nan was a ValueError traceback after capacity's whole search (and in summarise);
+    --spares -1 or --peak -5 printed 0 or -2 copies; summarise took a NaN or negative promise."""
+    commands = [
+        ["summarise", "--label", "x", "--labbook", str(tmp_path / "none.md")],
+        ["capacity", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"],
+        ["demo", "--log-dir", str(tmp_path / "demo")],  # before its practice server starts
+    ]
+    option = args[-1].split("=")[0] if "=" in args[-1] else args[0]
+    for command in commands[:2] if option == "--spares" else commands:  # the demo has no --spares
+        assert main([*command, "--promise", "2", *args]) == 2, command
+        err = capsys.readouterr().err.strip()
+        assert f"harness {command[0]}: {option} takes a" in err and "\n" not in err, (command, err)
+    assert not (tmp_path / "demo").exists()

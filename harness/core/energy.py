@@ -27,6 +27,8 @@ from harness.errors import ConfigError
 COUNTER = "counter"
 INTEGRATED = "power-integrated"
 JOULES_PER_KWH = 3.6e6
+MAX_PRICE = 1e6  # per hour or per kWh, in any currency: far above any machine's or any power's
+MAX_COST = 1e12  # per million output tokens: past it the figure says the level was not a real one
 
 
 def _finite(value: float, what: str) -> float:
@@ -165,9 +167,9 @@ def check_price(price_per_hour: float | None, price_per_kwh: float | None) -> No
             isinstance(price, bool)
             or not isinstance(price, (int, float))
             or not math.isfinite(price)
-            or price < 0
+            or not 0 <= price <= MAX_PRICE
         ):
-            raise ConfigError(f"{flag} must be a finite number at least 0, got {price!r}")
+            raise ConfigError(f"{flag} must be a number from 0 to {MAX_PRICE:,.0f}, got {price!r}")
 
 
 def cost_per_million_tokens(
@@ -198,4 +200,6 @@ def cost_per_million_tokens(
         out["reason"] = "no energy measured at this level"
     else:
         out["cost"] = price * joules / JOULES_PER_KWH / output_tokens * 1e6
+    if out["cost"] is not None and not out["cost"] <= MAX_COST:  # a level's record is never lost to it
+        out.update(cost=None, reason=f"past {MAX_COST:g} a million tokens: no level's real cost")
     return out

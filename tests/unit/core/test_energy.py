@@ -112,12 +112,17 @@ def test_cost_per_million_output_tokens_from_either_price():
         == "no energy measured at this level"
     )
     assert energy.cost_per_million_tokens(0, 1.0, price_per_hour=1.0)["cost"] is None
+    # a price of 1e308 a level's record refused (inf), and a cost past 1e15 the notebook skips:
+    # the price is bounded and a cost past any real one is no figure, the level kept
+    absurd = energy.cost_per_million_tokens(1, joules=1e18, price_per_kwh=1e6)
+    assert absurd["cost"] is None and "no level's real cost" in absurd["reason"]
 
 
 @pytest.mark.parametrize(
     "hour, kwh, words",
-    [(1.0, 0.2, "not both"), (-1.0, None, "--price-per-hour"), (None, math.nan, "--price-per-kwh")],
-)
+    [(1.0, 0.2, "not both"), (-1.0, None, "--price-per-hour"), (None, math.nan, "--price-per-kwh"),
+     (1e308, None, "--price-per-hour must be a number from 0 to 1,000,000"), (None, math.inf, "kwh")],
+)  # fmt: skip
 def test_a_bad_price_is_a_config_error(hour, kwh, words):
     with pytest.raises(ConfigError, match=words):
         energy.check_price(hour, kwh)

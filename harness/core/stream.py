@@ -169,6 +169,8 @@ class StreamParser:
         s.usage_note = None
         if isinstance(claimed, int) and whole:
             s.usage_note = usage_disagreement(claimed, self._deltas)
+        elif claimed is not None:  # 3.5, 1e308, "4", true: no count, and said so
+            s.usage_note = f"usage.completion_tokens {safe_text(repr(claimed), 40)} is not a token count"
         if whole and s.usage_note is None:
             s.output_tokens, s.token_source = claimed, "usage"
         else:
@@ -176,11 +178,8 @@ class StreamParser:
             s.token_source = "usage-rejected" if s.usage_note else "deltas"
         s.prompt_tokens = usage.get("prompt_tokens") if _count(usage.get("prompt_tokens")) else None
         s.cached_tokens = _cached_count(usage, s.timings, s.prompt_tokens)
-        if s.cached_tokens is None and _cached_count(usage, s.timings, None) is not None:
-            said = _cached_count(usage, s.timings, None)
-            s.cached_note = (
-                f"the server said {said} cached tokens of a {s.prompt_tokens}-token prompt: no count"
-            )
+        if s.cached_tokens is None:
+            s.cached_note = _cached_note(usage, s.timings, s.prompt_tokens)
         if s.error is None and s.saw_done and s.t_first is None:
             s.error = "NoText: the stream ended ([DONE]) before any text delta"
         if s.error is None and not (s.finish_reason and s.saw_done):
@@ -209,6 +208,17 @@ def _cached_count(usage: dict, timings: dict | None, prompt: int | None) -> int 
     elif timings and _count(timings.get("cache_n")):
         cached = timings["cache_n"]
     return None if cached is not None and prompt is not None and cached > prompt else cached
+
+
+def _cached_note(usage: dict, timings: dict | None, prompt: int | None) -> str | None:
+    """Why a cached count the server sent was not taken: more than its prompt, or no count at all
+    (negative, a fraction, a string, NaN); None when it sent none."""
+    said = _cached_count(usage, timings, None)
+    if said is not None:
+        return f"the server said {said} cached tokens of a {prompt}-token prompt: no count"
+    details = usage.get("prompt_tokens_details")
+    raw = details.get("cached_tokens") if isinstance(details, dict) else None
+    return None if raw is None else f"the server said cached_tokens {safe_text(repr(raw), 40)}: no count"
 
 
 _BAD = object()

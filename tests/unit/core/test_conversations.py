@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -178,6 +179,31 @@ def test_cached_tokens_past_the_prompt_are_flagged_and_never_a_share_past_one():
     record = workload_stats([s], "conversations", {}, open_loop=False).to_dict()
     assert record["per_turn"][0]["cached_share"] is None
     assert record["cached_note"].startswith("1 of 1 request(s) had no cached count taken")
+
+
+@pytest.mark.parametrize(
+    ("usage", "note"),
+    [
+        ({"prompt_tokens_details": {"cached_tokens": -5}}, "cached_note"),
+        ({"prompt_tokens_details": {"cached_tokens": "3"}}, "cached_note"),
+        ({"prompt_tokens_details": {"cached_tokens": 2.5}}, "cached_note"),
+        ({"completion_tokens": 1e308}, "usage_note"),
+        ({"completion_tokens": 3.5}, "usage_note"),
+    ],
+)
+def test_a_count_that_is_no_count_is_flagged_not_silently_dropped(usage, note):
+    """A negative, fractional or string cached count, or a completion count of 1e308, was dropped
+    without a word; each is now no count, said in the sample (and so in the level's note)."""
+    p = StreamParser(0.0)
+    p.feed("data: " + json.dumps({"choices": [{"delta": {"content": "a"}, "finish_reason": "stop"}]}), 1.0)
+    p.feed("data: " + json.dumps({"choices": [], "usage": {"prompt_tokens": 5, **usage}}), 1.0)
+    p.feed("data: [DONE]", 2.0)
+    s = p.finish(2.0)
+    assert s.ok and s.cached_tokens is None and s.output_tokens == 1
+    assert "no count" in (s.cached_note or "") or "is not a token count" in (s.usage_note or ""), s
+    assert getattr(s, note), s
+    if note == "usage_note":
+        assert s.token_source == "usage-rejected"
 
 
 def test_the_level_record_with_every_new_note_validates(tmp_path):

@@ -49,7 +49,7 @@ def tolerance(text: str) -> float:
     except ValueError:
         raise ConfigError(f"--tolerance takes a share such as 5% or 0.05, got {text!r}") from None
     if not 0 <= value < 10:
-        raise ConfigError(f"--tolerance must be between 0% and 1000%, got {text!r}")
+        raise ConfigError(f"--tolerance must be from 0% to below 1000%, got {text!r}")
     return value
 
 

@@ -273,7 +273,9 @@ def _absurd(value: Any, where: str = "") -> list[str]:
     """``[the place]`` of the first number past ``MAX_FIGURE`` (1e308 makes every sum infinite and
     every chart scale overflow), or []."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return [] if abs(value) <= MAX_FIGURE else [f"{where or '(top level)'} (a number past 1e15)"]
+        if abs(value) <= MAX_FIGURE:
+            return []
+        return [f"{where or '(top level)'} ({'NaN, no number' if value != value else 'a number past 1e15'})"]
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for key, item in items:
         found = _absurd(item, f"{where}.{key}" if where else str(key))

@@ -79,6 +79,14 @@ def test_a_number_past_1e15_in_a_notebook_is_a_warning_not_a_traceback(tmp_path)
     assert len(got.records) == 1 and "past 1e15" in got.warnings[0]
 
 
+def test_a_nan_in_a_notebook_is_named_as_nan_not_as_a_number_past_1e15(tmp_path):
+    text = json.dumps(LEVEL).replace('"output_tokens_per_s": ', '"output_tokens_per_s": NaN, "x": ', 1)
+    book = tmp_path / "book.md"
+    book.write_text(json.dumps(LEVEL) + "\n" + text + "\n")
+    got = read_records(book, "level")
+    assert len(got.records) == 1 and "output_tokens_per_s (NaN, no number)" in got.warnings[0], got.warnings
+
+
 def test_summarise_reads_a_notebook_with_1e308_without_a_traceback(tmp_path, capsys):
     rec = json.loads(json.dumps(LEVEL))
     rec["ttft_s"]["p95"] = 1e308

@@ -685,6 +685,12 @@ class Handler(BaseHTTPRequestHandler):
         t0, status = time.monotonic(), 500
         self._raw = b""
         try:
+            if self._unreadable_head():
+                self.close_connection = True  # what follows on this connection cannot be trusted
+                raise Refused(
+                    "a header line is no 'Name: value' (a space before the colon, a folded or "
+                    "malformed line); send each header on one line"
+                )
             if not self._authorised():  # from the headers alone; no body is read for a refusal
                 self.close_connection = True
                 status = self._json(
@@ -711,6 +717,14 @@ class Handler(BaseHTTPRequestHandler):
                     (time.monotonic() - t0) * 1000,
                 )
             )
+
+    def _unreadable_head(self):
+        """Whether the header block holds a line the parser could not read as a header (everything
+        after such a line, a smuggled Transfer-Encoding among it, would be unseen) or a folded one
+        (RFC 9112 says a server rejects both)."""
+        if self.headers.defects:
+            return True
+        return any("\n" in value or "\r" in value for value in self.headers.values())
 
     def _authorised(self):
         given = self.headers.get("Authorization", "")

@@ -185,6 +185,26 @@ def test_a_bad_log_offset_is_400(tight, offset):
 
 
 @pytest.mark.parametrize(
+    "line",
+    [
+        "Transfer-Encoding : chunked",
+        "garbage\r\nTransfer-Encoding: chunked",
+        "X-A: 1\r\n Transfer-Encoding: chunked",
+    ],
+)
+def test_a_header_line_that_is_no_header_is_400_and_hides_nothing(tight, line):
+    """'Transfer-Encoding : chunked' (a space before the colon, the classic smuggling spelling), a
+    line that is no header (Python's parser then reads no header after it: a Transfer-Encoding
+    there went unseen) and a folded line were answered as if the header block were whole."""
+    smuggled = b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n"
+    body = b"0\r\n\r\n" + smuggled
+    answer = _exchange(tight, _start(tight, f"Content-Length: {len(body)}\r\n{line}\r\n", body))
+    assert _statuses(answer) == [400] and b"no 'Name: value'" in answer, answer[:300]
+    assert b"Connection: close" in answer
+    _still_answers(tight)
+
+
+@pytest.mark.parametrize(
     "name", ["%2e%2e", "..%2f..%2fetc", "%252e%252e", "%2E%2E%2Fhealth", "practice-shim%2f..", ".."]
 )
 def test_an_encoded_name_is_400_and_starts_nothing(tight, name):

@@ -821,7 +821,7 @@ class Handler(BaseHTTPRequestHandler):
     def _body(self):
         try:
             body = json.loads(self._raw or b"{}")
-        except ValueError:
+        except (ValueError, RecursionError):  # 64 KiB of brackets nests past the parser's stack
             raise Refused("the request body is not JSON") from None
         if not isinstance(body, dict) or set(body) - {"settings"}:
             raise Refused('the body must be {"settings": {...}} and nothing else')

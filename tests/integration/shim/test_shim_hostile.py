@@ -204,6 +204,16 @@ def test_a_header_line_that_is_no_header_is_400_and_hides_nothing(tight, line):
     _still_answers(tight)
 
 
+def test_a_body_nested_past_the_parser_is_400_not_a_shim_error(tight):
+    """60 KB of brackets (within the 64 KiB a body may have) was a 500 'shim error: RecursionError'."""
+    for body in (b"[" * 30000 + b"]" * 30000, b'{"settings": ' + b'{"a": ' * 9000 + b"1" + b"}" * 9001):
+        answer = _exchange(
+            tight, _start(tight, f"Content-Length: {len(body)}\r\nConnection: close\r\n", body)
+        )
+        assert _statuses(answer) == [400] and b"the request body is not JSON" in answer, answer[:300]
+    _still_answers(tight)
+
+
 @pytest.mark.parametrize(
     "name", ["%2e%2e", "..%2f..%2fetc", "%252e%252e", "%2E%2E%2Fhealth", "practice-shim%2f..", ".."]
 )

@@ -162,10 +162,14 @@ def _conversation_notes(samples: list[Sample]) -> dict:
 LATE_FLOOR_S = 0.01  # lateness below this is the event loop's own jitter, whatever the rate
 
 
-def schedule_note(late: list[float], departures: list[float]) -> str | None:
+def schedule_note(
+    late: list[float], departures: list[float], scheduled: list[float] | None = None
+) -> str | None:
     """Whether the client could not send at its schedule's pace: the p99 of its departures'
     lateness past ``LATE_FLOOR_S`` and past the mean gap it kept between departures (so at least
-    one request's worth behind). The sentence names the pace it did keep; None when it kept up."""
+    one request's worth behind). The sentence names the pace it did keep, from the schedule's first
+    time (``scheduled``, each request's due time, where known) to its last departure, beside the
+    pace asked: a client that stalled, then sent in a burst, kept less than the burst's pace."""
     if len(late) < 2 or len(departures) < 2:
         return None
     p99 = _spread(late, 6).p99 or 0.0
@@ -173,12 +177,31 @@ def schedule_note(late: list[float], departures: list[float]) -> str | None:
     gap = span / (len(departures) - 1)
     if p99 <= max(LATE_FLOOR_S, gap):
         return None
-    kept = f"{(len(departures) - 1) / span:.3g} requests/s" if span > 0 else "all at once"
+    n = len(departures) - 1
+    if scheduled and len(scheduled) >= 2:
+        span = max(departures) - min(scheduled)
+    kept = f"{_pace(n / span)} requests/s" if span > 0 else "all at once"
+    if scheduled and len(scheduled) >= 2 and max(scheduled) > min(scheduled):
+        kept += f" of the {_pace((len(scheduled) - 1) / (max(scheduled) - min(scheduled)))} asked"
     return (
         f"client-limited: the client could not send at the schedule's pace (p99 of departures "
         f"{p99:.3g} s late, worst {max(late):.3g} s; it kept {kept}): the load offered was less "
         "than asked; send from another machine or with more --processes, or ask for a lower rate"
     )
+
+
+def _pace(rate: float) -> str:
+    """A rate as people read it: 19.6, 846, 2,270 (never 2.27e+03)."""
+    return f"{rate:,.0f}" if rate >= 100 else f"{rate:.3g}"
+
+
+def _due(samples: list[Sample]) -> list[float]:
+    """Each departed request's due time on the schedule: its departure less its lateness."""
+    return [
+        s.t_departed - s.tags["schedule_lateness_s"]
+        for s in samples
+        if s.t_sent is not None and isinstance(s.tags.get("schedule_lateness_s"), (int, float))
+    ]
 
 
 def cached_note(samples: list[Sample]) -> str | None:
@@ -211,6 +234,8 @@ def workload_stats(samples: list[Sample], kind: str, params: dict, open_loop: bo
         conversations=len(conversations) if conversations else None,
         tool_call_turns=sum(1 for s in ok if s.tool_calls) if kind == "agent" else None,
         **(_conversation_notes(samples) if kind in ("conversations", "agent") else {}),
-        schedule_note=schedule_note(late, [s.t_departed for s in departed]) if open_loop else None,
+        schedule_note=schedule_note(late, [s.t_departed for s in departed], _due(samples))
+        if open_loop
+        else None,
         cached_note=cached_note(samples),
     )

@@ -75,6 +75,12 @@ def test_a_schedule_the_client_could_not_keep_is_named():
     assert note.startswith("client-limited: the client could not send at the schedule's pace")
     assert "it kept 19.6 requests/s" in note and "the load offered was less than asked" in note
     assert "all at once" in schedule_note([0.5, 0.6], [3.0, 3.0])
+    # a client that stalled 0.37 s, then sent 500 requests due over 0.5 s in 0.22 s: it kept 846
+    # requests/s of the 1,000 asked, not the burst's 2,270 (the pace said before)
+    due = [i * 0.001 for i in range(500)]
+    left = [0.37 + i * 0.00044 for i in range(500)]
+    stalled = schedule_note([d - u for d, u in zip(left, due, strict=True)], left, due)
+    assert "it kept 846 requests/s of the 1,000 asked" in stalled, stalled
 
 
 def test_a_level_whose_client_fell_behind_its_schedule_is_client_limited_and_valid(tmp_path):

@@ -113,10 +113,14 @@ class Arrival:
     duration_s: float | None = None
     processes: int | None = None
     burstiness: float | None = None  # gamma arrivals of this shape (harness.core.schedules)
+    # added, distributed levels only: each Locust worker's part (harness.core.workers) and which
+    # clock timed the level's wall ("samples": one host's, "master": the master's own)
+    workers: list[dict] | None = None
+    wall_clock: str | None = None
 
     def to_dict(self) -> dict:
         out: dict = {"arrival": self.kind}
-        for name in ("rate_rps", "duration_s", "processes", "burstiness"):
+        for name in ("rate_rps", "duration_s", "processes", "burstiness", "workers", "wall_clock"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         return out

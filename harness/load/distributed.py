@@ -1,9 +1,11 @@
-"""Load from several Locust worker processes (or containers) under one master in this process.
-
-For when one client process is the limit: ``harness sweep --processes N`` and the compose
-launcher's worker containers. Each level's requests are split over the workers by their users;
-workers send every exact sample back as it finishes. Imports Locust, as ``harness.load.runner``
-does, so it is imported only when load runs.
+"""Load from several Locust workers under one master in this process: local worker processes
+(``--processes N``), the compose launcher's containers, or workers on other hosts
+(``--expect-workers N``, each started there by ``harness worker``; docs/measuring.md, "Workers on
+other machines"). Each level's requests are split over the workers by their users; each sends
+every exact sample back, and the master keeps whose it was. No two hosts' clocks are subtracted:
+with remote workers the level's wall is the master's own clock. A worker lost mid-level is named
+with what of its share never came back; the others stop sending and their requests in flight are
+waited for. Imports Locust (as ``harness.load.runner`` does): imported only when load runs.
 """
 
 from __future__ import annotations
@@ -21,11 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import gevent
+from locust import argument_parser
 from locust import events as locust_events
 from locust.env import Environment
+from locust.runners import HEARTBEAT_LIVENESS, STATE_MISSING, STATE_RUNNING
 
 import psutil
 
+from harness.core import workers as parts_of
 from harness.core.levels import account, level_bound
 from harness.core.schedules import shares
 from harness.core.server_text import safe_text
@@ -33,6 +38,9 @@ from harness.core.sample import Sample
 from harness.errors import EngineError
 from harness.io.metrics_sampler import MetricsSampler
 from harness.load.runner import LOCUSTFILE, LevelRun, _Interrupts, _load_user_module, _Teller
+from harness.load.sweep_worker import NAME_ENV
+
+LOCAL_NAME = "process-{}"  # the name each local worker process gives itself
 
 
 @dataclass(frozen=True)
@@ -47,10 +55,25 @@ class WorkerLaunch:
     url: str
 
 
+@dataclass(frozen=True)
+class RemoteWorkers:
+    """Workers a person starts on other hosts (``harness worker --master-host BIND --master-port
+    PORT``): the master listens on ``bind``:``port`` and waits up to ``wait_s`` for ``count`` of
+    them; they load ``url`` (the server as they reach it) with the sweep's options, which Locust
+    hands them in its spawn message."""
+
+    count: int
+    bind: str
+    port: int
+    url: str
+    wait_s: float = 300.0
+
+
 class DistributedLoad:
     """Locust master in this process and ``processes`` worker processes (``locust --worker``) on this
-    machine, for when one client process is the limit. Each level's requests are split over the
-    workers by their users; workers send every exact sample back as it finishes."""
+    machine, or containers (``launch``), or ``remote`` workers on other hosts. Each level's
+    requests are split over the workers by their users; workers send every exact sample back as
+    it finishes."""
 
     def __init__(
         self,
@@ -59,20 +82,37 @@ class DistributedLoad:
         worker_args: list[str],
         connect_timeout: float = 60.0,
         launch: WorkerLaunch | None = None,
+        remote: RemoteWorkers | None = None,
     ) -> None:
         user = _load_user_module()
-        bind = launch.master_host if launch else "127.0.0.1"
-        with socket.socket() as s:
-            s.bind((bind, 0))
-            port = s.getsockname()[1]
+        bind = remote.bind if remote else launch.master_host if launch else "127.0.0.1"
+        port = remote.port if remote and remote.port else _free_port(bind)
         # The master's host is what its spawn messages hand the workers: the URL they reach.
-        url = launch.url if launch else root_url
+        url = remote.url if remote else launch.url if launch else root_url
         self.env = Environment(user_classes=[user.ChatUser], events=locust_events, host=url)
-        self.runner = self.env.create_master_runner(bind, port)
-        self.samples: list[Sample] = []
-        self.runner.register_message(
-            "harness_sample", lambda environment, msg, **_: self.samples.append(Sample(**msg.data))
+        # the workers' options travel in Locust's spawn message (a remote worker's command line
+        # names only the master); this process's own listeners leave the master alone
+        self.env.parsed_options = argument_parser.get_parser(default_config_files=[]).parse_args(
+            ["-f", str(LOCUSTFILE), *worker_args]
         )
+        self.env.harness_workload_external = True
+        self.runner = self.env.create_master_runner(bind, port)
+        self.address = f"{bind}:{port}"
+        self.expected = remote.count if remote else processes
+        self.shared_clock = remote is None  # local processes and containers: one kernel's clock
+        self.samples: list[Sample] = []
+        self.names: dict[str, str] = {}  # Locust's client id -> the name the worker gave itself
+        self.parts: dict[str, parts_of.WorkerPart] = {}  # this level's workers by client id
+        self.last_receipt = 0.0
+        self.runner.register_message("harness_sample", self._on_sample)
+        self.runner.register_message("harness_hello", self._on_hello)
+        self.runner.register_message("harness_drained", self._on_drained)
+        self.logs: list = []  # each worker's last words (closed in ``close``)
+        self.procs: list[subprocess.Popen] = []
+        self.cpu_pids: list[int] = []
+        if remote:
+            self._wait_connected(remote.count, remote.wait_s)
+            return
         start = launch.command if launch else [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE)]
         cmd = [
             *start,
@@ -85,14 +125,13 @@ class DistributedLoad:
             url,
             *worker_args,
         ]
-        env = {**os.environ, "HARNESS_SWEEP_WORKER": "1"}  # take each level's share from this master
-        self.logs: list = []  # each worker's last words (closed in ``close``)
-        self.procs: list[subprocess.Popen] = []
         # A signal can land anywhere in here (starting the workers takes a second or two): whatever
         # was started is stopped before it propagates, and each local worker is also told by the
         # kernel to die with this process, however this process ends (SIGKILL included).
         try:
-            for _ in range(processes):
+            for i in range(processes):
+                # take each level's share from this master; the name it answers to
+                env = {**os.environ, "HARNESS_SWEEP_WORKER": "1", NAME_ENV: LOCAL_NAME.format(i + 1)}
                 self.logs.append(tempfile.TemporaryFile())  # noqa: SIM115
                 self.procs.append(
                     subprocess.Popen(
@@ -112,13 +151,43 @@ class DistributedLoad:
         # client that started it (same arguments) is left out.
         self.cpu_pids = [p.pid for p in self.procs] if launch is None else self._container_workers(port)
 
-    def _wait_connected(self, processes: int, connect_timeout: float) -> None:
+    def _on_sample(self, environment, msg, **_) -> None:
+        sample = Sample(**msg.data)
+        sample.tags = {**sample.tags, "worker": self.names.get(msg.node_id, msg.node_id)}
+        part = self.parts.get(msg.node_id)
+        if part is None:  # not one of this level's workers (a straggler of an ended level)
+            return
+        part.samples.append(sample)
+        self.samples.append(sample)
+        self.last_receipt = time.perf_counter()
+
+    def _on_hello(self, environment, msg, **_) -> None:
+        name = safe_text(str((msg.data or {}).get("name") or msg.node_id), 80)
+        taken = set(self.names.values())
+        self.names[msg.node_id] = name if name not in taken else f"{name}#{len(self.names) + 1}"
+
+    def _on_drained(self, environment, msg, **_) -> None:
+        part = self.parts.get(msg.node_id)
+        if part is not None:
+            part.issued = int(msg.data)
+
+    def _wait_connected(self, expected: int, connect_timeout: float) -> None:
         deadline = time.monotonic() + connect_timeout
-        while len(self.runner.clients.ready) < processes:
+        while len(self.runner.clients.ready) < expected:
             if time.monotonic() > deadline or any(p.poll() is not None for p in self.procs):
+                got = len(self.runner.clients.ready)
+                if self.procs:
+                    raise EngineError(
+                        f"only {got} of {expected} Locust worker processes "
+                        f"connected within {connect_timeout:g} s; try fewer --processes"
+                    )
+                names = ", ".join(sorted(self.names.get(c.id, c.id) for c in self.runner.clients.ready))
                 raise EngineError(
-                    f"only {len(self.runner.clients.ready)} of {processes} Locust worker processes "
-                    f"connected within {connect_timeout:g} s; try fewer --processes"
+                    f"only {got} of {expected} Locust workers connected to {self.address} within "
+                    f"{connect_timeout:g} s{f' ({names})' if names else ''}; on each worker host run "
+                    f"`harness worker --master-host HOST --master-port {self.address.rsplit(':', 1)[1]}` "
+                    "with HOST this machine's address as that host reaches it, and let that TCP port "
+                    "through this machine's firewall from the worker hosts"
                 )
             gevent.sleep(0.1)
 
@@ -137,37 +206,76 @@ class DistributedLoad:
                 found.append(proc.info["pid"])
         return found
 
-    def _check_workers(self) -> None:
-        """EngineError, with the worker's last line, as soon as a worker process has died."""
-        for p, log in zip(self.procs, self.logs, strict=True):
-            if p.poll() is not None:
-                log.seek(0)
-                lines = [x for x in log.read().decode("utf-8", "replace").splitlines() if x.strip()]
-                last = safe_text(lines[-1] if lines else "(it wrote nothing)", 300)
+    def _exited(self) -> None:
+        """A local worker process that has ended is lost: named by its part, with its last line
+        (EngineError, as before, where no part of this level is its own)."""
+        for i, (p, log) in enumerate(zip(self.procs, self.logs, strict=True)):
+            if p.poll() is None:
+                continue
+            name = LOCAL_NAME.format(i + 1)
+            part = next((x for cid, x in self.parts.items() if self.names.get(cid) == name), None)
+            if part is not None and part.lost:
+                continue
+            log.seek(0)
+            lines = [x for x in log.read().decode("utf-8", "replace").splitlines() if x.strip()]
+            last = safe_text(lines[-1] if lines else "(it wrote nothing)", 300)
+            why = f"exited with status {p.returncode}: {last}"
+            if part is None:
                 raise EngineError(
-                    f"a Locust worker process exited with status {p.returncode} during the level: "
-                    f"{last}; this level is lost, the finished ones are kept"
+                    f"a Locust worker process {why} during the level; this level is lost, the "
+                    "finished ones are kept"
                 )
+            part.lost = f"(a local Locust worker process) {why}"
+
+    def _watch(self) -> bool:
+        """Each worker's heartbeat CPU read, each loss noted; True once a worker of the level is lost."""
+        self._exited()
+        for cid, part in self.parts.items():
+            if part.lost:
+                continue
+            client = self.runner.clients.get(cid)
+            if client is None:
+                part.lost = "quit (stopped on its host) before it returned its share"
+            elif client.state == STATE_MISSING:
+                part.lost = (
+                    f"sent no heartbeat for {HEARTBEAT_LIVENESS} s (its host down or too busy to "
+                    "answer, the network cut, or its process killed)"
+                )
+            else:
+                part.cpu.append(float(client.cpu_usage))
+        return any(p.lost for p in self.parts.values())
 
     def _spawned(self) -> dict[str, int] | None:
         """Users per worker once every worker has reported this level's spawning complete."""
-        from locust.runners import STATE_RUNNING
-
         clients = list(self.runner.clients.values())
         if clients and all(c.state == STATE_RUNNING for c in clients):
             return {c.id: c.user_count for c in clients}
         return None
 
+    def _drain(self, deadline: float, interrupts: _Interrupts) -> None:
+        """A worker was lost: every other one stops sending (its budget emptied) and says how many
+        it had sent; its requests in flight are waited for, until the level's own bound."""
+        alive = [cid for cid, p in self.parts.items() if not p.lost and p.share]
+        for cid in alive:
+            self.runner.send_message("harness_drain", None, client_id=cid)
+        while time.monotonic() < deadline:
+            self._watch()
+            survivors = [self.parts[cid] for cid in alive if not self.parts[cid].lost]
+            if all(p.issued is not None and len(p.samples) >= p.issued for p in survivors):
+                return
+            interrupts.wait(0.02)
+
     def level(
         self, concurrency: int, count: int, timeout: float, metrics_url: str | None = None, on_progress=None
     ) -> LevelRun:
-        self.samples = []
+        self.samples, self.parts = [], {}
         sampler = MetricsSampler(metrics_url) if metrics_url else None
         procs = [psutil.Process(pid) for pid in self.cpu_pids]
-        cpu0 = sum(sum(p.cpu_times()[:2]) for p in procs)
+        cpu0 = _cpu_seconds(procs)
         if sampler:
             sampler.start()
         interrupts = _Interrupts()
+        lost = False
         try:
             self.runner.start(concurrency, spawn_rate=max(concurrency, 1))
             deadline = time.monotonic() + 60
@@ -175,16 +283,25 @@ class DistributedLoad:
             while (users is None or sum(users.values()) < concurrency) and time.monotonic() < deadline:
                 interrupts.wait(0.02)
                 users = self._spawned()
-            for client_id, share in shares(count, users or {}).items():
+            split = shares(count, users or {})
+            self.parts = {
+                cid: parts_of.WorkerPart(self.names.get(cid, cid), users[cid] if users else 0, n)
+                for cid, n in split.items()
+            }
+            t_start = time.perf_counter()  # the master's clock: the shares go out now
+            for client_id, share in split.items():
                 self.runner.send_message("harness_budget", share, client_id=client_id)
             bound_s = level_bound(count, concurrency, timeout)
             deadline = time.monotonic() + bound_s
             # in flight: at most the rest of the budget (the workers do not say what they sent)
-            tell = _Teller(on_progress, self.samples, count, lambda: count, time.perf_counter())
+            tell = _Teller(on_progress, self.samples, count, lambda: count, t_start)
             while len(self.samples) < count and time.monotonic() < deadline:
                 interrupts.wait(0.02)
                 tell()
-                self._check_workers()
+                if self._watch():
+                    lost = True
+                    self._drain(deadline, interrupts)
+                    break
             interrupts.wait(0)
         finally:
             interrupts.close()
@@ -192,14 +309,31 @@ class DistributedLoad:
             if sampler:
                 sampler.stop()
         now = time.perf_counter()
-        t0 = min((s.t_send for s in self.samples), default=now)
-        got = account(list(self.samples), count, count, bound_s, t0, now)
-        sends = [s.t_send for s in got]
-        ends = [s.t_end for s in got if s.t_end is not None]
-        wall = (max(ends) - min(sends)) if ends else 0.0  # one host: the workers share CLOCK_MONOTONIC
-        cpu = sum(sum(p.cpu_times()[:2]) for p in procs) - cpu0
+        parts = list(self.parts.values())
+        if lost:
+            names = ", ".join(p.name for p in parts if p.lost)
+            first = sorted(parts, key=lambda p: not p.lost)  # the lost worker's first: the first error
+            got = [s for p in first for s in parts_of.fill(p, names, t_start, now)]
+        else:
+            got = account([s for p in parts for s in p.samples], count, count, bound_s, t_start, now)
+        if self.shared_clock:  # one host: the workers and the master share CLOCK_MONOTONIC
+            ends = [s.t_end for s in got if s.t_end is not None]
+            sends = [s.t_send for s in got]
+            wall = (max(ends) - min(sends)) if ends else 0.0
+            cpu1 = _cpu_seconds(procs)
+            cpu = sum(cpu1[pid] - cpu0[pid] for pid in cpu1 if pid in cpu0)
+            client_cpu = cpu / max(wall, 1e-9) / max(len(cpu1), 1)
+        else:  # hosts of their own: the master's clock alone, never a worker's against another's
+            wall = (self.last_receipt if self.last_receipt > t_start else now) - t_start
+            client_cpu = parts_of.busiest_cpu(parts)
         return LevelRun(
-            got, wall, cpu / max(wall, 1e-9) / max(len(procs), 1), sampler.summary() if sampler else {}
+            got,
+            wall,
+            client_cpu,
+            sampler.summary() if sampler else {},
+            workers=parts_of.entries(parts),
+            wall_clock="samples" if self.shared_clock else "master",
+            lost=parts_of.lost_line(parts, concurrency) if lost else None,
         )
 
     def close(self) -> None:
@@ -211,6 +345,21 @@ class DistributedLoad:
             _stop_all(self.procs)
             for log in self.logs:
                 log.close()
+
+
+def _cpu_seconds(procs: list[psutil.Process]) -> dict[int, float]:
+    """User and system seconds of each worker process still there (a lost one is left out)."""
+    seconds = {}
+    for p in procs:
+        with contextlib.suppress(psutil.Error):
+            seconds[p.pid] = sum(p.cpu_times()[:2])
+    return seconds
+
+
+def _free_port(bind: str) -> int:
+    with socket.socket() as s:
+        s.bind((bind, 0))
+        return s.getsockname()[1]
 
 
 def _stop_all(procs: list[subprocess.Popen], grace_s: float = 10.0) -> None:

@@ -99,6 +99,11 @@ class LevelRun:
     client_cpu: float
     metrics: dict = field(default_factory=dict)
     telemetry: dict | None = None  # the level's telemetry summary (harness.load.sweep.run_level)
+    # distributed levels (harness.load.distributed): each worker's part, which clock timed the
+    # level's wall, and the line saying which worker was lost mid-level (None: none was)
+    workers: list[dict] | None = None
+    wall_clock: str | None = None
+    lost: str | None = None
 
 
 def run_closed_level(

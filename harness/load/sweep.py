@@ -23,7 +23,7 @@ from harness.core.workloads import LengthPlan, largest_output, largest_request
 from harness.core.level_records import Arrival, LevelContext, LevelRecord, RunMark, new_run_id
 from harness.core.energy_records import cost_part, energy_part
 from harness.core.records import EndpointCheck, now_stamp
-from harness.errors import HarnessError, TargetError, TargetUnreachable
+from harness.errors import EngineError, HarnessError, TargetError, TargetUnreachable
 from harness.io.notebook import append_level, append_record
 from harness.io.telemetry.meter import Meter, TelemetryPlan
 
@@ -57,6 +57,9 @@ class SweepPlan:
     timeout_per_user: float = 0.0  # closed loop: the bound at c users is max(timeout, c x this)
     worker_command: list[str] | None = None  # start each worker with this (a container), not locally
     master_host: str = "127.0.0.1"
+    expect_workers: int = 0  # workers on other hosts (harness worker) the master waits for, not local ones
+    master_port: int = 0  # the master's port (0: one the system picks; --expect-workers: Locust's 5557)
+    worker_wait_s: float = 300.0  # how long the master waits for the --expect-workers to connect
     worker_url: str | None = None  # the server's root as the workers reach it (default: root)
     repeat: int = 1  # runs of each level, one after another, each its own record
     burstiness: float | None = None  # open loop: gamma gaps of this shape (harness.core.schedules)
@@ -204,6 +207,15 @@ def start_workers(plan: SweepPlan):
         "--idle-timeout",
         f"{plan.idle_timeout or 0:g}",
     ]
+    if plan.expect_workers:
+        remote = distributed.RemoteWorkers(
+            plan.expect_workers,
+            plan.master_host,
+            plan.master_port,
+            plan.worker_url or plan.root,
+            plan.worker_wait_s,
+        )
+        return distributed.DistributedLoad(plan.root, 0, worker_args, remote=remote)
     if plan.worker_command:
         return distributed.DistributedLoad(
             plan.root,
@@ -290,7 +302,12 @@ def _run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None
         result = distributed.level(
             level, count, timeout, metrics_url=plan.metrics_url, on_progress=on_progress
         )
-        return result, level, Arrival(processes=plan.processes)
+        arrival = Arrival(
+            processes=plan.processes or plan.expect_workers,
+            workers=result.workers,
+            wall_clock=result.wall_clock,
+        )
+        return result, level, arrival
     result = loadgen.run_closed_level(
         plan.root, workload, level, count, timeout, metrics_url=plan.metrics_url, on_progress=on_progress
     )
@@ -364,7 +381,7 @@ def run_levels(
     if meter is not None:
         meter.baseline()  # before the warm-up: nothing of the load has run yet
     warm_up(plan)
-    distributed = start_workers(plan) if plan.processes else None
+    distributed = start_workers(plan) if plan.processes or plan.expect_workers else None
     on_ready()
     records: list[LevelRecord] = []
     try:
@@ -376,6 +393,8 @@ def run_levels(
                 mark = RunMark(plan.run_id, i, plan.repeat)
                 records.append(record_level(plan, result, concurrency, arrival, mark, meter))
                 on_level(records[-1])
+                if getattr(result, "lost", None):  # a worker lost mid-level: that level is recorded; stop
+                    raise EngineError(result.lost)
     finally:
         if distributed:
             distributed.close()

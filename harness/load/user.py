@@ -29,7 +29,7 @@ from harness.core.prompts import make_prompts
 from harness.core.sample import Sample
 from harness.core.workloads import Request
 from harness.io.stream_socket import Pool
-from harness.load import headless, locust_energy, urls
+from harness.load import headless, locust_energy, sweep_worker, urls
 from harness.load import options  # noqa: F401  (registers the Locust command-line options)
 from harness.load.request import stream_once
 from harness.load.workload import Workload  # noqa: F401  (re-exported: the runner builds user.Workload)
@@ -276,25 +276,12 @@ def _stopped(environment, **_kw) -> None:
 
 @events.init.add_listener
 def _sweep_worker(environment, **_kw) -> None:
-    """As a worker: send every exact sample to the master. A worker of ``harness sweep
-    --processes`` also takes its share of each level's requests from the master (users wait until
-    it comes); a plain worker sends requests until the master stops it."""
-    if not _is_worker(environment):
-        return
-    import dataclasses
-
-    runner = environment.runner
-
-    def on_budget(environment, msg, **_):
-        workload_for(environment).budget = int(msg.data)
-
-    runner.register_message("harness_budget", on_budget)
-
-    def forward(request_type, name, context=None, **_):
-        if name == "chat" and context and "sample" in context:
-            runner.send_message("harness_sample", dataclasses.asdict(context["sample"]))
-
-    environment.events.request.add_listener(forward)
+    """As a worker: send every exact sample to the master (``harness.load.sweep_worker``). A
+    worker of ``harness sweep --processes`` or ``--expect-workers`` also takes its share of each
+    level's requests from the master (users wait until it comes); a plain worker sends requests
+    until the master stops it."""
+    if _is_worker(environment):
+        sweep_worker.attach(environment, workload_for)
 
 
 @events.request.add_listener

@@ -195,7 +195,12 @@ def test_a_worker_that_dies_mid_level_reaches_the_user_at_once(tmp_path):
                 proc.kill()
                 proc.wait()
     _clean(out + err)
-    assert proc.returncode != 0 and "a Locust worker process exited" in err, err
+    assert proc.returncode != 0 and "(a local Locust worker process) exited with status" in err, err
+    # the level that lost it is kept, naming it; its requests that never came back counted as failed
+    (level,) = read_records(book, "level").records
+    (lost,) = [w for w in level["workers"] if w.get("lost")]
+    assert lost["worker"] in ("process-1", "process-2") and level["requests"] == 200
+    assert level["first_error"].startswith(f"WorkerLost: worker {lost['worker']}"), level["first_error"]
 
 
 @pytest.mark.slow

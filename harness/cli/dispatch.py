@@ -34,6 +34,7 @@ from harness.cli import (
     track,
     verify_allocation,
     vllm_cpu,
+    worker,
 )
 from harness.core.server_text import keep_secret
 from harness.errors import HarnessError
@@ -45,6 +46,7 @@ COMMANDS = (
     demo,
     llama_cpu,
     sweep,
+    worker,
     capacity,
     summarise,
     gate,

@@ -20,7 +20,7 @@ from harness.core.records import DEFAULT_SLO_TPOT_S, DEFAULT_SLO_TTFT_S, UNKNOWN
 from harness.errors import ConfigError, TargetError
 from harness.io.progress import LevelProgress
 from harness.io.notebook import check_writable, read_records
-from harness.cli import sweep_energy, sweep_workloads
+from harness.cli import sweep_energy, sweep_workers, sweep_workloads
 from harness.cli.sweep_output import print_endpoint, print_level, print_plan
 from harness.load import sweep as sweeping  # no Locust yet: harness.load.runner is imported when load runs
 from harness.load.sweep import SweepPlan
@@ -127,28 +127,7 @@ def add_options(p, levels: bool = True) -> None:
         )
     p.add_argument("--seed", type=int, default=1, help="seed for arrivals and drawn lengths")
     sweep_workloads.add_options(p, levels)
-    p.add_argument(
-        "--processes",
-        type=int,
-        default=0,
-        help="closed loop: run the load in N Locust worker processes "
-        "(a master here) when one client process is the limit",
-    )
-    p.add_argument(
-        "--worker-command",
-        help="with --processes: start each Locust worker with this command line instead of a "
-        "local process (the compose launcher's one-off worker container beside the engine)",
-    )
-    p.add_argument(
-        "--master-host",
-        default="127.0.0.1",
-        help="with --processes: the address the Locust master listens on for its workers",
-    )
-    p.add_argument(
-        "--worker-url",
-        help="with --worker-command: the server's root URL as the workers reach it (its compose "
-        "service name); the master still checks and warms it at --base-url",
-    )
+    sweep_workers.add_options(p)
     p.add_argument(
         "--no-endpoint-check",
         action="store_true",
@@ -217,10 +196,7 @@ def plan_from(args) -> SweepPlan:
         raise ConfigError("--poisson needs --rate")
     if args.timeout_per_user and rates:
         raise ConfigError("--timeout-per-user works with --concurrency (a closed loop), not --rate")
-    if args.processes and (rates or args.duration or args.prompt_file):
-        raise ConfigError("--processes works with the closed loop and the built-in prompt sets only")
-    if args.worker_command and not args.processes:
-        raise ConfigError("--worker-command needs --processes N (how many workers to start)")
+    sweep_workers.check(args, bool(rates))
     workload = sweep_workloads.workload_options(args, bool(rates))
     sweep_workloads.check_context(workload, args.max_tokens, args.context_length or None)
     if workload.get("trace"):
@@ -266,6 +242,9 @@ def plan_from(args) -> SweepPlan:
         processes=args.processes,
         worker_command=shlex.split(args.worker_command) if args.worker_command else None,
         master_host=args.master_host,
+        expect_workers=args.expect_workers,
+        master_port=sweep_workers.master_port(args),
+        worker_wait_s=args.worker_wait,
         worker_url=args.worker_url,
         metrics_url=None if args.metrics_url == "none" else (args.metrics_url or root + "/metrics"),
         idle_timeout=args.idle_timeout,
@@ -334,6 +313,8 @@ def _measure(args, plan: SweepPlan, meter) -> int:
         started.append(True)
         if plan.processes:
             print(f"    load from {plan.processes} Locust worker process(es)", flush=True)
+        if plan.expect_workers:
+            print(f"    load from {plan.expect_workers} Locust worker(s) on other hosts", flush=True)
 
     progress = LevelProgress()
 
@@ -341,7 +322,11 @@ def _measure(args, plan: SweepPlan, meter) -> int:
         progress.end()
         written.append(record.to_dict())
         print_level(written[-1], written[-2] if len(written) > 1 else None)
+        for line in sweep_workers.worker_lines(written[-1]):
+            print(line, flush=True)
 
+    if plan.expect_workers:
+        print(sweep_workers.waiting_line(plan), flush=True)
     try:
         sweeping.run_levels(plan, on_level, on_ready, on_progress=progress.update, meter=meter)
     except KeyboardInterrupt:

@@ -252,6 +252,29 @@ def _rate(rec: dict) -> str:
     return f"{value:.2f}" if value is not None else f"- ({rec.get('decode_note', 'not measured')})"
 
 
+def _extras(args, key: str | None, tests: list, idle: dict) -> tuple[dict, dict, dict, object, dict | None]:
+    """What both speed records carry: memory, prefill from the difference, version, chat template."""
+    loaded = host_snapshot()
+    added = memory.delta(idle, loaded) if idle else {}
+    tree = (  # a container's own processes, else the server's tree (vLLM is four processes)
+        memory.container_memory(args.container) if args.container else memory.process_tree_mb(args.server_pid)
+    )
+    prefill, prefill_note = prefill_from_difference(*(t.to_dict() for t in tests))
+    version_reply = server_version(args.base_url, key)  # TensorRT-LLM's /version, as the lab records it
+    template = chat_template.fingerprint(args.checkpoint) if args.checkpoint else None
+    extra = {
+        "prefill_tokens_per_s": prefill,
+        **({"prefill_note": prefill_note} if prefill_note else {}),
+        "memory": loaded,
+        "memory_delta_mb": added,
+        "process_resident_mb": tree.get("rss_mb"),
+        "process_tree": tree,
+        **({"server_version": version_reply} if version_reply else {}),
+        **({"chat_template": template} if template else {}),
+    }
+    return extra, added, tree, prefill, template
+
+
 def run(args) -> int:
     if args.snapshot_only:
         write_snapshot(args.snapshot_only)
@@ -276,25 +299,7 @@ def run(args) -> int:
     finally:
         if meter is not None:
             meter.close()
-    loaded = host_snapshot()
-    added = memory.delta(idle, loaded) if idle else {}
-    tree = (  # a container's own processes, else the server's tree (vLLM is four processes)
-        memory.container_memory(args.container) if args.container else memory.process_tree_mb(args.server_pid)
-    )
-    rss = tree.get("rss_mb")
-    prefill, prefill_note = prefill_from_difference(*(t.to_dict() for t in tests))
-    version_reply = server_version(args.base_url, key)  # TensorRT-LLM's /version, as the lab records it
-    template = chat_template.fingerprint(args.checkpoint) if args.checkpoint else None
-    extra = {
-        "prefill_tokens_per_s": prefill,
-        **({"prefill_note": prefill_note} if prefill_note else {}),
-        "memory": loaded,
-        "memory_delta_mb": added,
-        "process_resident_mb": rss,
-        "process_tree": tree,
-        **({"server_version": version_reply} if version_reply else {}),
-        **({"chat_template": template} if template else {}),
-    }
+    extra, added, tree, prefill, template = _extras(args, key, tests, idle)
     recs = [replace(t, extra={**t.extra, **extra}) for t in tests]
     check = server_timings.compare(recs[1].to_dict())  # the server's own timings, where it sent them
     if check:
@@ -313,12 +318,17 @@ def run(args) -> int:
         )
         return 0
     if not args.print_only:
-        for rec in (short, long):
-            validate(rec, "engine-speed", where=args.labbook)
-        for rec in (short, long):
-            append_record(args.labbook, rec, "engine-speed")
-        print(f"    recorded 2 line(s) in {args.labbook}")
+        _record(args.labbook, short, long)
     return 0
+
+
+def _record(labbook: str, short: dict, long: dict) -> None:
+    """Both speed records, each checked against its schema before either is written."""
+    for rec in (short, long):
+        validate(rec, "engine-speed", where=labbook)
+    for rec in (short, long):
+        append_record(labbook, rec, "engine-speed")
+    print(f"    recorded 2 line(s) in {labbook}")
 
 
 def limit_share(args, bandwidth: float, rate: float) -> dict:

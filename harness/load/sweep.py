@@ -208,12 +208,9 @@ def start_workers(plan: SweepPlan):
         f"{plan.idle_timeout or 0:g}",
     ]
     if plan.expect_workers:
+        url = plan.worker_url or plan.root
         remote = distributed.RemoteWorkers(
-            plan.expect_workers,
-            plan.master_host,
-            plan.master_port,
-            plan.worker_url or plan.root,
-            plan.worker_wait_s,
+            plan.expect_workers, plan.master_host, plan.master_port, url, plan.worker_wait_s
         )
         return distributed.DistributedLoad(plan.root, 0, worker_args, remote=remote)
     if plan.worker_command:

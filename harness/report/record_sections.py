@@ -119,13 +119,15 @@ def sample_charts(r: RunInputs, label: str) -> list[str]:
     charts = r.run_dir / "charts"
     mark = rehearsal_mark(r.levels.get(label, {}).values())  # the samples carry no such field
     hist = latency_histogram(label, rows, charts / f"{label}-latency.png", mark)
+    lines = [f"![{label}: latency of every completed request]({hist.relative_to(r.run_dir)})", ""]
+    if any(rec.get("wall_clock") == "master" for rec in r.levels.get(label, {}).values()):
+        # each sample's departure is on its own host's clock: one time line would subtract them
+        return lines + absent(
+            f"No requests-over-time chart for {label}",
+            "its Locust workers ran on other hosts, whose clocks are never set against each other",
+        )
     over = requests_over_time(label, rows, charts / f"{label}-over-time.png", mark)
-    return [
-        f"![{label}: latency of every completed request]({hist.relative_to(r.run_dir)})",
-        "",
-        f"![{label}: requests in flight over time]({over.relative_to(r.run_dir)})",
-        "",
-    ]
+    return lines + [f"![{label}: requests in flight over time]({over.relative_to(r.run_dir)})", ""]
 
 
 def capacity_searches(r: RunInputs) -> list[str]:

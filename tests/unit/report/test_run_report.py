@@ -375,3 +375,29 @@ def test_the_serving_labs_sweeps_are_asked_only_of_a_plan_that_checks_the_lab(de
         in validation
     )
     assert "The plan has no check step" not in validation
+
+
+@pytest.mark.parametrize("clock, drawn", [("samples", True), ("master", False)])
+def test_requests_over_time_is_drawn_only_on_one_hosts_clock(tmp_path, clock, drawn):
+    """Workers on other hosts stamp departures on their own clocks: one time line across them would
+    subtract two hosts' clocks, so that chart is absent with the reason; one host's are drawn."""
+    from harness.report.run_inputs import RunInputs
+
+    rows = [
+        {
+            "label": "x",
+            "concurrency": 2,
+            "ok": True,
+            "ttft_s": 0.1 + i / 100,
+            "end_s": 1.0 + i / 10,
+            "departed_monotonic_s": 1000.0 * (i % 2) + i,
+            "worker": f"w{i % 2}",
+        }
+        for i in range(6)
+    ]
+    r = RunInputs(tmp_path, None, {}, {"x": {2: {"concurrency": 2, "wall_clock": clock}}}, 2.0, ["x"], {})
+    r._cache["samples"] = rows
+    text = "\n".join(record_sections.sample_charts(r, "x"))
+    assert "charts/x-latency.png" in text
+    assert ("charts/x-over-time.png" in text) is drawn
+    assert ("clocks are never set against each other" in text) is not drawn

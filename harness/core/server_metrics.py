@@ -6,6 +6,11 @@ Task 6, Task 7, Task 9 and the troubleshooting rows on saturation). A level reco
 - the peaks of llama.cpp's ``requests_processing`` and ``requests_deferred`` (deferred should stay
   at 0 while the crowd fits the slots) and of vLLM's ``num_requests_running`` and
   ``num_requests_waiting``, with the preemptions counted (``num_preemptions_total``'s rise);
+- llama.cpp's batch achieved per decode call during the level (``level_per_decode``): its gauge
+  ``n_busy_slots_per_decode`` is llama-server's average over its whole life (busy slots in all /
+  decode calls in all since it started), so the level's own figure comes from the first and last
+  samples with the decode counter ``n_decode_total``: (g1 x d1 - g0 x d0) / (d1 - d0). Where that
+  cannot be taken the figure is absent with its reason, never the lifetime average;
 - the engine's cached share from its own counters: llama.cpp's ``prompt_tokens_total`` counts
   prompt tokens processed *excluding* cached ones, so the share is cached / (cached + total); vLLM's
   is prefix-cache hits / queries. It is set beside the client's (cached over prompt tokens);
@@ -27,12 +32,47 @@ PEAKS = (  # (key, metric, words) in the order they are printed
     ("waiting", "vllm:num_requests_waiting", "waiting"),
 )
 PREEMPTIONS = "vllm:num_preemptions_total"
-# What the batch and the pool did: llama.cpp's batch achieved per decode call (its mean over the
-# level: the batching task's figure) and vLLM's share of the KV pool in use (its peak).
+BATCH = "llamacpp:n_busy_slots_per_decode"  # a gauge over llama-server's whole life, not the level's
+DECODES = "llamacpp:n_decode_total"  # llama_decode() calls since it started (a counter)
+# What the batch and the pool did: llama.cpp's batch achieved per decode call during the level
+# (``level_per_decode``: the batching task's figure) and vLLM's share of the KV pool in use (its peak).
 USE = (  # (key, metric, statistic, words)
-    ("batch", "llamacpp:n_busy_slots_per_decode", "mean", "batch per decode mean"),
+    ("batch", BATCH, "level", "batch per decode"),
     ("kv_used", "vllm:kv_cache_usage_perc", "max", "KV pool used peak"),
 )
+NO_DECODES = (
+    "llama-server exposed no llamacpp:n_decode_total, and its n_busy_slots_per_decode is an average "
+    "over its whole life, not this level's"
+)
+OLD_RECORD = (
+    "recorded without llamacpp:n_decode_total: the gauge's mean is llama-server's average over its "
+    "whole life, not this level's"
+)
+
+
+def level_per_decode(samples: list[tuple[float, float | None]]) -> tuple[float | None, str | None]:
+    """llama.cpp's busy slots per decode call during a level, from its /metrics samples in order,
+    each (the gauge ``n_busy_slots_per_decode``, the counter ``n_decode_total`` or None where it was
+    not exposed): the gauge is busy slots over decode calls since the server started, so the busy
+    slots in all are g x d and the level's figure, from the first and last samples, is
+    (g1 x d1 - g0 x d0) / (d1 - d0). (figure, None), or (None, why not): no decode counter, one
+    sample only, no decode call between them, the counter gone back (a restart). The gauge is
+    printed to about six digits, so a figure a hair below 0 is 0."""
+    if not samples:
+        return None, "llama-server's n_busy_slots_per_decode was never sampled"
+    (g0, d0), (g1, d1) = samples[0], samples[-1]
+    if d0 is None or d1 is None:
+        return None, NO_DECODES
+    if len(samples) < 2:
+        return None, "one /metrics sample only: no decode calls to count between two"
+    if d1 < d0:
+        return None, "llamacpp:n_decode_total went back during the level (the server restarted)"
+    if d1 == d0:
+        return None, "no decode call during the level (llamacpp:n_decode_total did not rise)"
+    value = (g1 * d1 - g0 * d0) / (d1 - d0)
+    return round(max(value, 0.0), 3), None
+
+
 IDLE_POOL = 0.5  # a pool under half used while requests wait: admission, not memory, is the limit
 
 SATURATION = (
@@ -78,8 +118,9 @@ def peaks(rec: dict) -> dict[str, float]:
 
 
 def use(rec: dict) -> dict[str, float]:
-    """The level's batch achieved per decode (mean) and KV pool used (peak, a share), where sampled;
-    vLLM before 0.10 calls the pool gauge ``gpu_cache_usage_perc``."""
+    """The level's batch achieved per decode (over the level, ``level_per_decode``) and KV pool used
+    (peak, a share), where known; vLLM before 0.10 calls the pool gauge ``gpu_cache_usage_perc``.
+    The batch gauge's mean is never taken: it is llama-server's lifetime average (``batch_absent``)."""
     sm = rec.get("server_metrics") or {}
     out = {}
     for key, metric, stat, _ in USE:
@@ -109,14 +150,30 @@ def admission_text(rec: dict) -> str | None:
     )
 
 
-def batch_text(rec: dict) -> str | None:
-    """llama.cpp's batch achieved per decode call against the crowd (the batching task's figure)."""
-    got, c = use(rec), rec.get("concurrency")
-    if "batch" not in got or not c:
+def batch_absent(rec: dict) -> str | None:
+    """Why a level that sampled llama.cpp's batch gauge has no figure of its own (the sampler's
+    ``level_note``; a record from before the level's figure was taken says so); None when it has
+    one or sampled no such gauge."""
+    gauge = (rec.get("server_metrics") or {}).get(BATCH)
+    if not isinstance(gauge, dict) or gauge.get("level") is not None:
         return None
+    return str(gauge.get("level_note") or OLD_RECORD)
+
+
+def batch_text(rec: dict) -> str | None:
+    """llama.cpp's batch achieved per decode call during the level against the crowd (the batching
+    task's figure), or why this level has none."""
+    got, c = use(rec), rec.get("concurrency")
+    if not c:
+        return None
+    if "batch" not in got:
+        why = batch_absent(rec)
+        unknown = "llama-server's batch per decode call for this level unknown"
+        return None if why is None else f"c={c}: {unknown}: {why}"
     slots = rec.get("server_slots")
     room = min(c, slots) if slots else c
-    return f"c={c}: llama-server batched {got['batch']:.2f} sequences per decode call on average (of {room})"
+    batched = f"llama-server batched {got['batch']:.2f} sequences per decode call"
+    return f"c={c}: {batched} during the level (of {room})"
 
 
 def engine_cached_share(rec: dict) -> float | None:
@@ -152,6 +209,8 @@ def peaks_words(rec: dict) -> str | None:
         parts.append(f"preemptions {_n(found['preemptions'])}")
     got = use(rec)
     parts += [f"{words} {_use_cells(got)[i]}" for i, (key, _, _, words) in enumerate(USE) if key in got]
+    if "batch" not in got and batch_absent(rec):
+        parts.append("batch per decode unknown (llama-server's gauge is a lifetime average)")
     engine = engine_cached_share(rec)
     if engine is not None:
         client = client_cached_share(rec)
@@ -322,7 +381,7 @@ def table_rows(levels: dict[int, dict]) -> list[list[str]]:
         rec = levels[c]
         got, used = peaks(rec), use(rec)
         engine, client = engine_cached_share(rec), client_cached_share(rec)
-        if not got and not used and engine is None:
+        if not got and not used and engine is None and batch_absent(rec) is None:
             continue
         rows.append(
             [
@@ -345,7 +404,7 @@ TABLE_HEAD = [
     "running peak",
     "waiting peak",
     "preemptions",
-    "batch per decode (mean)",
+    "batch per decode (level)",
     "KV pool used (peak)",
     "engine cached",
     "client cached",

@@ -14,6 +14,7 @@ import threading
 from prometheus_client.parser import text_string_to_metric_families
 
 from harness.core.bounds import Bounds
+from harness.core.server_metrics import BATCH, DECODES, level_per_decode
 from harness.errors import HarnessError
 from harness.io import http
 
@@ -31,6 +32,7 @@ COUNTERS = (
     "llamacpp:prompt_tokens_total",
     "llamacpp:prompt_tokens_cached_total",
     "llamacpp:tokens_predicted_total",
+    "llamacpp:n_decode_total",  # with n_busy_slots_per_decode, the level's own batch per decode
     "vllm:num_preemptions_total",
     "vllm:prefix_cache_queries_total",
     "vllm:prefix_cache_hits_total",
@@ -83,7 +85,11 @@ def _off_loop(function, *args):
 
 
 def summarise(snapshots: list[dict[str, float]]) -> dict:
-    """Mean and max of each gauge, the change of each counter, and how many samples were taken."""
+    """Mean and max of each gauge, the change of each counter, and how many samples were taken.
+    llama.cpp's ``n_busy_slots_per_decode`` is an average over the server's whole life, so its
+    mean and max are of that; its ``level`` is the level's own figure, from the first and last
+    samples with ``n_decode_total`` (``harness.core.server_metrics.level_per_decode``), or
+    ``level_note`` says why there is none."""
     if not snapshots:
         return {}
     summary: dict = {"samples": len(snapshots)}
@@ -91,6 +97,11 @@ def summarise(snapshots: list[dict[str, float]]) -> dict:
         values = [s[name] for s in snapshots if name in s]
         if values:
             summary[name] = {"mean": round(sum(values) / len(values), 3), "max": round(max(values), 3)}
+    if BATCH in summary:
+        with_gauge = [s for s in snapshots if BATCH in s]
+        both = [(s[BATCH], s[DECODES]) for s in with_gauge if DECODES in s]
+        level, why = level_per_decode(both or [(s[BATCH], None) for s in with_gauge])
+        summary[BATCH].update({"level": level} if level is not None else {"level_note": why})
     for name in COUNTERS:
         values = [s[name] for s in snapshots if name in s]
         if len(values) >= 2:

@@ -751,3 +751,31 @@ def test_a_stream_that_stalls_past_the_timeout_fails_without_hanging(practice, t
         "Timeout: "  # the total bound or the idle one, both 2 s here
     )
     assert "Traceback" not in out.stdout + out.stderr
+
+
+def test_batch_per_decode_is_the_levels_not_the_servers_lifetime(practice, tmp_path):
+    """Issue 39 fix 3: the practice server's n_busy_slots_per_decode is, like llama-server's, an
+    average over its whole life. After a level at 4 at once, the level at 1 at once reads a gauge
+    above 1 all through; the record's figure for the level is 1."""
+    server = linear_server(practice, "batch", seats=4, tokens=20, a=0.004, b=0.001, prefill=50000)
+    book = tmp_path / "labbook.md"
+    out = sweep(
+        *("--base-url", server.base_url, "--model", "local-chat", "--concurrency", "4,1"),
+        *("--requests", "8", "--max-tokens", "20", "--label", "batch", "--labbook", str(book)),
+        *("--server-slots", "4", "--telemetry", "none"),
+    )
+    assert out.returncode == 0, out.stderr
+    four, one = levels(book)
+    gauge = one["server_metrics"]["llamacpp:n_busy_slots_per_decode"]
+    assert gauge["mean"] > 1.5 and gauge["level"] == pytest.approx(1.0, abs=0.01), gauge
+    assert four["server_metrics"]["llamacpp:n_busy_slots_per_decode"]["level"] > 3.0
+    assert (
+        "c=1: llama-server batched 1.00 sequences per decode call during the level"
+        in subprocess.run(
+            [sys.executable, "-m", "harness", "summarise", "--labbook", str(book), "--label", "batch"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=ROOT,
+        ).stdout
+    )

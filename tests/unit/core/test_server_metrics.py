@@ -48,10 +48,13 @@ def test_llama_peaks_and_cached_share_from_its_own_counters():
     assert sm.peaks(lv[8]) == {"processing": 4.0, "deferred": 4.0}
     # prompt_tokens_total excludes cached tokens: 8 / (8 + 409)
     assert sm.engine_cached_share(lv[8]) == 8 / 417
+    # recorded before n_decode_total was sampled: the gauge's mean (1.70) is llama-server's lifetime
+    # average, never shown as the level's
     assert sm.peaks_words(lv[8]) == (
-        "processing peak 4, deferred peak 4, batch per decode mean 1.70, engine cached 2% of the prompt "
-        "tokens (client 2%)"
+        "processing peak 4, deferred peak 4, batch per decode unknown (llama-server's gauge is a lifetime "
+        "average), engine cached 2% of the prompt tokens (client 2%)"
     )
+    assert sm.use(lv[8]) == {} and sm.batch_absent(lv[8]) == sm.OLD_RECORD
 
 
 def test_vllm_lines_parsed_then_judged():
@@ -128,8 +131,8 @@ def test_the_printed_line_shows_the_peaks_and_the_drop(capsys):
     print_level(lv[8], lv[4])
     out = capsys.readouterr().out
     assert (
-        "server /metrics: processing peak 4, deferred peak 4, batch per decode mean 1.70, engine cached "
-        "2% of the prompt tokens (client 2%)" in out
+        "server /metrics: processing peak 4, deferred peak 4, batch per decode unknown (llama-server's "
+        "gauge is a lifetime average), engine cached 2% of the prompt tokens (client 2%)" in out
     )
     assert "warning: throughput fell: c=8: 3.1 tok/s, below c=4's 5.2 (-40%)" in out
     print_level(lv[4], lv[1])
@@ -138,17 +141,13 @@ def test_the_printed_line_shows_the_peaks_and_the_drop(capsys):
 
 def test_the_report_shows_the_peaks_beside_the_curve(tmp_path):
     head, rows = sm.table(levels())
-    assert head == [
-        "c",
-        "processing peak",
-        "deferred peak",
-        "batch per decode (mean)",
-        "engine cached",
-        "client cached",
-        "out tok/s",
-    ]
-    assert rows[-1] == ["8", "4", "4", "1.70", "1.9%", "1.9%", "3.1"]
-    assert "engine cached" in "\n".join(server_counters.lines("llama-baseline", levels()))
+    # these records have no decode counter: no level's batch per decode, so no column for it
+    assert head == ["c", "processing peak", "deferred peak", "engine cached", "client cached", "out tok/s"]
+    assert rows[-1] == ["8", "4", "4", "1.9%", "1.9%", "3.1"]
+    said = "\n".join(server_counters.lines("llama-baseline", levels()))
+    assert (
+        "engine cached" in said and "c=8: llama-server's batch per decode call for this level unknown" in said
+    )
     plan = {
         "schema_version": 1,
         "name": "small",
@@ -174,9 +173,11 @@ def test_the_report_shows_the_peaks_beside_the_curve(tmp_path):
     curve = text[text.index("### llama-baseline") :]
     assert "The engine's own `/metrics` during each level" in curve
     assert "- llama-baseline c=8: 3.1 tok/s, below c=4's 5.2 (-40%)" in curve
-    # issue 40 item 2: the batch llama-server achieved, per level
-    batched = "- llama-baseline c=4: llama-server batched 1.27 sequences per decode call on average (of 4)"
-    assert batched in curve
+    # issue 40 item 2: the batch llama-server achieved, per level; these records have only the
+    # gauge's mean (1.27 at c = 4 on 4 slots: its lifetime average, dragged down by c = 1), so the
+    # report says the level's figure is unknown and why, never 1.27
+    unknown = "- llama-baseline c=4: llama-server's batch per decode call for this level unknown: "
+    assert unknown + sm.OLD_RECORD in curve and "1.27" not in curve
 
 
 def test_the_real_vllm_cpu_metrics_carry_every_gauge_read():
@@ -224,13 +225,75 @@ def test_the_noise_is_the_repeats_spread_where_they_measured_it():
 
 
 def test_summarise_prints_the_batch_achieved_per_level(capsys):
-    """Issue 40 item 2: ``harness summarise --label`` shows n_busy_slots_per_decode per level."""
+    """Issue 40 item 2: ``harness summarise --label`` shows the batch per decode call per level: the
+    level's own figure, and for records without the decode counter why there is none."""
     from harness.cli import main
 
+    assert main(["summarise", "--labbook", str(LEVEL_BOOK), "--label", "llama-batch"]) == 0
+    out = capsys.readouterr().out
+    assert "batch per decode (level)" in out
+    assert "c=4: llama-server batched 3.88 sequences per decode call during the level (of 4)" in out
+    assert "c=1: llama-server batched 1.00 sequences per decode call during the level (of 1)" in out
     assert main(["summarise", "--labbook", str(BOOK), "--label", "llama-baseline"]) == 0
     out = capsys.readouterr().out
-    assert "batch per decode (mean)" in out
-    assert "c=8: llama-server batched 1.70 sequences per decode call on average (of 4)" in out
+    assert "1.70" not in out  # the lifetime mean is not the level's
+    assert f"c=8: llama-server's batch per decode call for this level unknown: {sm.OLD_RECORD}" in out
+
+
+# Issue 39 fix 3: a real CPU llama-server (4 slots, Gemma 3 270M), two levels of harness sweep,
+# c = 4 then c = 1, after earlier requests on the same server. Its n_busy_slots_per_decode is an
+# average over its whole life: the c = 1 level's samples of it have a mean of 1.873, above 1.
+LEVEL_BOOK = FIXTURES / "notebooks" / "llama-cpu-batch-level.md"
+
+
+def test_the_real_servers_lifetime_gauge_is_not_the_levels_batch():
+    lv = {}
+    for line in LEVEL_BOOK.read_text().splitlines():
+        rec = json.loads(line)
+        if "concurrency" in rec:
+            lv[rec["concurrency"]] = rec
+    gauge = lv[1]["server_metrics"][sm.BATCH]
+    assert gauge["mean"] > 1.8 and gauge["level"] == 1.0  # one request at a time: one slot per decode
+    assert sm.use(lv[1]) == {"batch": 1.0} and sm.use(lv[4]) == {"batch": 3.882}
+    head, rows = sm.table(lv)
+    col = head.index("batch per decode (level)")
+    assert [row[col] for row in rows] == ["1.00", "3.88"]
+
+
+def test_level_figure_from_first_and_last_samples():
+    # 51 decode calls at 4 busy slots, then 196 at 1: the gauge reads 3.92157 then 1.60324
+    # (llama-server's own numbers, read between a burst at 4 and four requests at 1)
+    assert sm.level_per_decode([(3.92157, 51.0), (2.49, 100.0), (1.60324, 247.0)]) == (1.0, None)
+    assert sm.level_per_decode([(0.0, 0.0), (3.92157, 51.0)]) == (3.922, None)
+
+
+def test_level_figure_absent_with_its_reason():
+    assert sm.level_per_decode([(1.6, None), (1.5, None)]) == (None, sm.NO_DECODES)
+    assert "one /metrics sample" in (sm.level_per_decode([(1.6, 10.0)])[1] or "")
+    assert "did not rise" in (sm.level_per_decode([(1.6, 10.0), (1.6, 10.0)])[1] or "")
+    assert "restarted" in (sm.level_per_decode([(1.6, 10.0), (1.0, 3.0)])[1] or "")
+    assert sm.level_per_decode([])[0] is None
+
+
+def test_sampler_summary_takes_the_level_figure_not_the_lifetime_mean():
+    """An earlier burst at 4 would inflate the lifetime gauge through a level run at 1 at once: its
+    samples' mean is 2.1, the level's own figure 1."""
+    snaps = [
+        {sm.BATCH: g, sm.DECODES: d}
+        for g, d in ((3.92157, 51.0), (2.49, 100.0), (2.0, 149.0), (1.75253, 198.0), (1.60324, 247.0))
+    ]
+    gauge = summarise(snaps)[sm.BATCH]
+    assert gauge["mean"] > 2 and gauge["level"] == 1.0 and "level_note" not in gauge
+    rec = {"concurrency": 1, "server_slots": 4, "server_metrics": summarise(snaps)}
+    assert (
+        sm.batch_text(rec)
+        == "c=1: llama-server batched 1.00 sequences per decode call during the level (of 1)"
+    )
+    no_counter = summarise([{sm.BATCH: 3.9}, {sm.BATCH: 1.6}])
+    assert "level" not in no_counter[sm.BATCH] and no_counter[sm.BATCH]["level_note"] == sm.NO_DECODES
+    bare = {"concurrency": 1, "server_metrics": no_counter}
+    assert sm.use(bare) == {} and sm.NO_DECODES in (sm.batch_text(bare) or "")
+    assert "2.0" not in (sm.peaks_words(bare) or "") and "unknown" in (sm.peaks_words(bare) or "")
 
 
 def test_summarise_names_a_fall_as_noise_or_past_saturation(tmp_path, capsys):

@@ -25,6 +25,7 @@ def test_llama_dialect_keeps_only_the_watched_families():
         "llamacpp:prompt_tokens_total",
         "llamacpp:prompt_tokens_cached_total",
         "llamacpp:tokens_predicted_total",
+        "llamacpp:n_decode_total",
     }
     assert busy["llamacpp:requests_processing"] == 6  # six streams were running when it was read
     assert busy["llamacpp:prompt_tokens_total"] == 78

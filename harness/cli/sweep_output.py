@@ -111,6 +111,8 @@ def print_level(r: dict, previous: dict | None = None) -> None:
         print(line, flush=True)
     if r["first_error"]:
         print(f"         first error: {r['first_error']}", flush=True)
-        row = troubleshooting.error_remedy(r["first_error"], list(load_errors()))
+        row = troubleshooting.error_remedy(
+            r["first_error"], list(load_errors()), troubleshooting.workload_kind(r)
+        )
         if row:
             print(f"         {row['cause']}: {row['remedy']}", flush=True)

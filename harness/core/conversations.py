@@ -11,12 +11,18 @@ agent's tool call to a function the request never offered, with arguments that a
 object, or past ``MAX_CALLS`` calls in one answer is a failure with its reason
 (``tool_errors``), answered by an error result; a server that asks for tools forever ends at
 ``--turns`` requests, tool results included.
+
+A turn the server refused for its context (``context_refusal``: the history plus the answer's
+budget passed the context per sequence) ends its conversation there: every later turn would only
+send a longer history to the same refusal. The rest of its turns are not sent; its sample says how
+many (``turns_not_sent``) and why (``end_note``).
 """
 
 from __future__ import annotations
 
 import json
 import random
+import re
 from dataclasses import dataclass
 
 from harness.core.lengths import Lengths
@@ -32,6 +38,16 @@ WORD_CHARS = 7  # the most characters a synthesised word takes (six letters and 
 TOOL_RESULT_CHARS = 200  # the most characters one made-up tool result takes (``tool_result``)
 
 SYSTEM_PROMPT = "You are a helpful assistant. Keep every answer short and plain."
+
+# A 400 naming the context: llama-server's "the request exceeds the available context size",
+# vLLM's "This model's maximum context length is N tokens", OpenAI's "context_length_exceeded",
+# "prompt is too long" (the load's error text is "HTTP 400: <the server's message>").
+CONTEXT_REFUSAL = re.compile(r"(?is)^HTTP 400\b.*(context|too long|maximum.{0,40}length)")
+
+
+def context_refusal(error: str | None) -> bool:
+    """Whether a request's error is the server refusing it for its context (a 400 naming it)."""
+    return bool(error) and CONTEXT_REFUSAL.search(error or "") is not None
 
 
 @dataclass(frozen=True)
@@ -124,6 +140,14 @@ class Conversation:
         if kind:
             sample.tags["answer"] = kind
         self.tool_errors = []
+        if not sample.ok and context_refusal(sample.error):
+            left = max(self.turns - self.turn, 0)
+            sample.tags["end_note"] = self.end(
+                f"the server refused turn {self.turn} for its context ({safe_text(sample.error or '', 160)})"
+            ) + (f"; {left} later turn(s) not sent" if left else "")
+            if left:
+                sample.tags["turns_not_sent"] = left
+            return
         if sample.tool_calls_dropped:
             note: str | None = self.end(f"the answer made more than {MAX_CALLS} tool calls")
             self.tool_errors = [

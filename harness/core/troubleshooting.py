@@ -150,18 +150,30 @@ def _scaling_shape(label: str, cs: list[int], first: dict, top: dict) -> str | N
     return None
 
 
-def error_remedy(first_error: str | None, rules: list[dict]) -> dict | None:
-    """The first load-error row whose pattern the level's first error matches, or None."""
+def error_remedy(first_error: str | None, rules: list[dict], workload: str | None = None) -> dict | None:
+    """The first load-error row whose pattern the level's first error matches, or None; a row for
+    some workloads only (``workloads``: a conversation's history past the context) is skipped for
+    the others (``workload``: the level's kind, the labs' prompts when not given)."""
     if not first_error:
         return None
-    return next((r for r in rules if re.search(r["pattern"], first_error)), None)
+    kind = workload or "prompts"
+    return next(
+        (r for r in rules if kind in r.get("workloads", [kind]) and re.search(r["pattern"], first_error)),
+        None,
+    )
+
+
+def workload_kind(rec: dict) -> str | None:
+    """The level's workload kind as its record states it (None for the labs' prompt sets)."""
+    wl = rec.get("workload")
+    return wl.get("kind") if isinstance(wl, dict) and isinstance(wl.get("kind"), str) else None
 
 
 def error_rules(label: str, levels: dict[int, dict], rules: list[dict]) -> list[tuple[str, str]]:
     out = []
     for c in sorted(levels):
         err = levels[c].get("first_error")
-        row = error_remedy(err, rules)
+        row = error_remedy(err, rules, workload_kind(levels[c]))
         if row:
             out.append(("WARN", f"{label} at c={c}: first error {err!r}: {row['cause']}; {row['remedy']}"))
     return out

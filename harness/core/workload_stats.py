@@ -91,7 +91,8 @@ class WorkloadStats:
     conversations: int | None
     tool_call_turns: int | None = None  # agent: completed turns whose answer called a tool
     answers_without_text: dict | None = None  # conversations: answers by kind (failed, reasoning-only)
-    ended_early: int = 0  # conversations a bound ended (history, tool calls, --turns)
+    ended_early: int = 0  # conversations a bound ended (history, tool calls, --turns, a context refusal)
+    turns_not_sent: int = 0  # conversations: turns never sent because a context refusal ended theirs
     tool_call_failures: int = 0  # agent: tool calls that could not be run, each answered by an error
     notes: tuple[str, ...] = ()  # the first reason of each of those, for workload_note
     schedule_note: str | None = None  # open loop: the client could not send at the schedule's pace
@@ -120,6 +121,7 @@ class WorkloadStats:
             for key, value in (
                 ("answers_without_text", self.answers_without_text),
                 ("conversations_ended_early", self.ended_early),
+                ("turns_not_sent", self.turns_not_sent),
                 ("tool_call_failures", self.tool_call_failures),
                 ("workload_note", "; ".join(notes)),
                 ("schedule_note", self.schedule_note),
@@ -138,7 +140,8 @@ def _tagged(samples: list[Sample], name: str, digits: int) -> Distribution | Non
 def _conversation_notes(samples: list[Sample]) -> dict:
     """What the conversations' bounds and odd answers did, from the samples' tags
     (``harness.core.conversations``): kinds of answers without text, conversations ended early,
-    tool calls that failed, and one sentence for each of the last two."""
+    the turns a context refusal left unsent, tool calls that failed, and one sentence for the
+    conversations ended and one for the tool calls."""
     kinds: dict[str, int] = {}
     for s in samples:
         if isinstance(s.tags.get("answer"), str):
@@ -146,15 +149,19 @@ def _conversation_notes(samples: list[Sample]) -> dict:
     ended = [s.tags["end_note"] for s in samples if isinstance(s.tags.get("end_note"), str)]
     errors = [e for s in samples for e in s.tags.get("tool_errors") or [] if isinstance(e, str)]
     failures = sum(s.tags["tool_failures"] for s in samples if isinstance(s.tags.get("tool_failures"), int))
+    unsent = sum(s.tags["turns_not_sent"] for s in samples if isinstance(s.tags.get("turns_not_sent"), int))
     notes = []
     if ended:
         notes.append(f"{len(ended)} conversation(s) ended early, the first as {ended[0]}")
+    if unsent:
+        notes.append(f"{unsent} turn(s) not sent in all: the server refused a turn of theirs for its context")
     if errors:
         notes.append(f"{failures} tool call(s) could not be run; the first: {errors[0]}")
     return {
         "answers_without_text": kinds or None,
         "ended_early": len(ended),
         "tool_call_failures": failures,
+        "turns_not_sent": unsent,
         "notes": tuple(notes),
     }
 

@@ -96,6 +96,7 @@ FAULTS = (
     "bad-tool-args",
     "unknown-tool",
     "tool-flood",
+    "context-at-turn-3",
 )
 # A server text with everything a terminal or an encoder chokes on: escape sequences, a bell, a
 # lone surrogate (as the JSON escape a server sends) and a carriage return.
@@ -415,6 +416,15 @@ class _Handler(socketserver.BaseRequestHandler):
 
     def fault_tool_flood(self, sock, srv) -> None:  # 3,000 calls in one answer
         self._tools(sock, srv, [("gauge_read", "{}")] * 3000)
+
+    def fault_context_at_turn_3(self, sock, srv) -> None:  # llama-server's 400 from the third turn on
+        messages = (srv.bodies[-1] if srv.bodies else {}).get("messages") or []
+        if sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "user") < 3:
+            return _send_stream(sock, good_events(), srv)
+        refusal = "the request exceeds the available context size, try increasing it"
+        return _send_json(
+            sock, 400, {"error": {"code": 400, "message": refusal, "type": "exceed_context_size_error"}}
+        )
 
     def _tools(self, sock, srv, calls: list[tuple[str, str]]) -> None:
         deltas = [

@@ -81,3 +81,21 @@ def test_thousands_of_calls_in_one_answer_are_one_failure_each_and_end_the_conve
     assert level["completed"] == 2 and level["tool_call_failures"] == 2, level
     assert level["conversations_ended_early"] == 2 and "more than 64 tool calls" in level["workload_note"]
     assert all(b["messages"][-1]["role"] == "user" for b in bodies) and max(sizes) < 20_000
+
+
+@pytest.mark.slow
+def test_a_conversation_refused_for_its_context_ends_there(tmp_path):
+    """Issue 39 item 3: turns 4-6 of a conversation all got 400s, each sending a longer history, and
+    the remedy spoke of the prefix sets' 1,024 tokens per sequence. Now the refused turn ends its
+    conversation (the next request starts a new one), the turns not sent are counted with the
+    reason, and the remedy names the conversation's own knobs."""
+    level, bodies, _, out = _converse("context-at-turn-3", tmp_path / "b.md", "conversations", 6, 6)
+    turns = [sum(1 for m in b["messages"] if m["role"] == "user") for b in bodies]
+    assert turns == [1, 2, 3, 1, 2, 3], turns  # no turn 4 ever sent
+    assert level["completed"] == 4 and level["failed"] == 2, level
+    assert level["conversations_ended_early"] == 2 and level["turns_not_sent"] == 6, level
+    assert (
+        "the server refused turn 3 for its context (HTTP 400: the request exceeds" in level["workload_note"]
+    )
+    assert "3 later turn(s) not sent" in level["workload_note"]
+    assert "--turns" in out and "--message-tokens" in out and "1,024 tokens per sequence" not in out

@@ -234,3 +234,96 @@ def test_the_level_record_with_every_new_note_validates(tmp_path):
     append_record(book, record, "level")
     result = read_records(book, "level")
     assert not result.warnings and result.records[0]["tool_call_failures"] == 2
+
+
+LLAMA_REFUSAL = "HTTP 400: the request exceeds the available context size, try increasing it"
+VLLM_REFUSAL = (
+    "HTTP 400: This model's maximum context length is 2048 tokens. However, you requested 2100 tokens "
+    "(1972 in the messages, 128 in the completion). Please reduce the length of the messages or completion."
+)
+
+
+@pytest.mark.parametrize("error", [LLAMA_REFUSAL, VLLM_REFUSAL, "HTTP 400: context_length_exceeded"])
+def test_a_turn_refused_for_the_context_ends_its_conversation(error):
+    """Issue 39 item 3: turns 4-6 all got 400s, each sending a longer history. Now the refused turn
+    ends its conversation; its sample says how many turns were not sent and why."""
+    conversation = plan(turns=6).start(1, random.Random(1))
+    refused = answer(ok=False, fields=())
+    refused.error = error
+    taken = run(conversation, [answer("one"), answer("two"), refused, answer("four")])
+    assert len(taken) == 3 and conversation.next_request() is None  # turn 4 is never sent
+    note = taken[2].tags["end_note"]
+    assert note.startswith("the server refused turn 3 for its context (HTTP 400: ")
+    assert note.endswith("the conversation ends at turn 3; 3 later turn(s) not sent")
+    assert taken[2].tags["turns_not_sent"] == 3
+    record = workload_stats(taken, "conversations", {}, open_loop=False).to_dict()
+    assert record["turns_not_sent"] == 3 and record["conversations_ended_early"] == 1
+    assert "the first as the server refused turn 3 for its context" in record["workload_note"]
+    assert "3 turn(s) not sent in all" in record["workload_note"]
+
+
+def test_other_failures_and_the_last_turn_refused_leave_nothing_unsent():
+    conversation = plan(turns=3).start(1, random.Random(1))
+    failed = answer(ok=False, fields=())
+    failed.error = "HTTP 500: boom"  # not the context: the conversation goes on, as before
+    last = answer(ok=False, fields=())
+    last.error = LLAMA_REFUSAL
+    taken = run(conversation, [answer("one"), failed, last])
+    assert len(taken) == 3 and "end_note" not in taken[1].tags
+    assert "turns_not_sent" not in taken[2].tags and "ends at turn 3" in taken[2].tags["end_note"]
+    assert not conv_mod.context_refusal("HTTP 500: context window full")  # a 400 only
+    assert not conv_mod.context_refusal("HTTP 400: bad JSON") and not conv_mod.context_refusal(None)
+
+
+def test_an_agent_session_refused_for_the_context_ends_too():
+    session = plan(turns=4, agent=True).start(1, random.Random(1))
+    refused = answer(ok=False, fields=())
+    refused.error = VLLM_REFUSAL
+    taken = run(session, [answer(calls=[call()]), refused, answer("x")])
+    assert len(taken) == 2 and taken[1].tags["turns_not_sent"] == 2
+
+
+def test_the_context_remedy_names_the_conversations_knobs():
+    """The remedy printed beside a conversation level's refusal names --turns, --message-tokens, the
+    history bound and the server's context, not the prefix sets' 1,024 tokens per sequence; a
+    prompts level keeps the lab's row."""
+    from harness.core import troubleshooting as ts
+    from harness.report.troubleshooting import load_errors
+
+    rules = list(load_errors())
+    row = ts.error_remedy(LLAMA_REFUSAL, rules, "conversations")
+    assert row is not None and row["id"] == "conversation-past-context"
+    for words in ("--turns", "--message-tokens", "history bound", "context per sequence"):
+        assert words in row["cause"] + row["remedy"], words
+    assert "1,024" not in row["cause"] + row["remedy"]
+    assert ts.error_remedy(LLAMA_REFUSAL, rules, "agent")["id"] == "conversation-past-context"
+    assert ts.error_remedy(LLAMA_REFUSAL, rules)["id"] == "prompt-past-context"
+    level = {"first_error": LLAMA_REFUSAL, "workload": {"kind": "conversations"}}
+    (found,) = ts.error_rules("chat", {4: level}, rules)
+    assert "--turns" in found[1] and "prefix set" not in found[1]
+
+
+def test_a_record_with_turns_not_sent_validates(tmp_path):
+    from harness.core.level_records import LevelContext
+    from harness.core.levels import level_record
+    from harness.core.records import now_stamp
+    from harness.io.notebook import append_record, read_records
+
+    conversation = plan(turns=5).start(1, random.Random(1))
+    answers = []
+    for i in range(3):
+        s = answer("fine" if i < 2 else "", ok=i < 2, fields=("content",) if i < 2 else ())
+        s.t_sent, s.t_first, s.t_end, s.output_tokens, s.token_times = i, i + 0.1, i + 0.5, 3, [i + 0.1]
+        s.prompt_tokens = 10
+        if i == 2:
+            s.error, s.t_first, s.token_times, s.output_tokens = LLAMA_REFUSAL, None, [], None
+        answers.append(s)
+    taken = run(conversation, answers)
+    stats = workload_stats(taken, "conversations", {}, open_loop=False)
+    context = LevelContext("t", "fake", "m", "http://x/v1", "conversations", 16, 0.0)
+    record = level_record(taken, 1, 3.0, context, now_stamp(), workload=stats).to_dict()
+    assert record["turns_not_sent"] == 2 and record["failed"] == 1
+    book = tmp_path / "b.md"
+    append_record(book, record, "level")
+    result = read_records(book, "level")
+    assert not result.warnings and result.records[0]["turns_not_sent"] == 2

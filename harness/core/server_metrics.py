@@ -23,6 +23,14 @@ Pure: level records in, numbers, words and (verdict, finding) pairs out."""
 
 from __future__ import annotations
 
+from harness.core.batch_per_decode import (  # noqa: F401  (re-exported: the sampler and tests read them here)
+    BATCH,
+    DECODES,
+    NO_DECODES,
+    OLD_RECORD,
+    batch_absent,
+    level_per_decode,
+)
 from harness.core.troubleshooting import VARY
 
 PEAKS = (  # (key, metric, words) in the order they are printed
@@ -32,47 +40,12 @@ PEAKS = (  # (key, metric, words) in the order they are printed
     ("waiting", "vllm:num_requests_waiting", "waiting"),
 )
 PREEMPTIONS = "vllm:num_preemptions_total"
-BATCH = "llamacpp:n_busy_slots_per_decode"  # a gauge over llama-server's whole life, not the level's
-DECODES = "llamacpp:n_decode_total"  # llama_decode() calls since it started (a counter)
 # What the batch and the pool did: llama.cpp's batch achieved per decode call during the level
 # (``level_per_decode``: the batching task's figure) and vLLM's share of the KV pool in use (its peak).
 USE = (  # (key, metric, statistic, words)
     ("batch", BATCH, "level", "batch per decode"),
     ("kv_used", "vllm:kv_cache_usage_perc", "max", "KV pool used peak"),
 )
-NO_DECODES = (
-    "llama-server exposed no llamacpp:n_decode_total, and its n_busy_slots_per_decode is an average "
-    "over its whole life, not this level's"
-)
-OLD_RECORD = (
-    "recorded without llamacpp:n_decode_total: the gauge's mean is llama-server's average over its "
-    "whole life, not this level's"
-)
-
-
-def level_per_decode(samples: list[tuple[float, float | None]]) -> tuple[float | None, str | None]:
-    """llama.cpp's busy slots per decode call during a level, from its /metrics samples in order,
-    each (the gauge ``n_busy_slots_per_decode``, the counter ``n_decode_total`` or None where it was
-    not exposed): the gauge is busy slots over decode calls since the server started, so the busy
-    slots in all are g x d and the level's figure, from the first and last samples, is
-    (g1 x d1 - g0 x d0) / (d1 - d0). (figure, None), or (None, why not): no decode counter, one
-    sample only, no decode call between them, the counter gone back (a restart). The gauge is
-    printed to about six digits, so a figure a hair below 0 is 0."""
-    if not samples:
-        return None, "llama-server's n_busy_slots_per_decode was never sampled"
-    (g0, d0), (g1, d1) = samples[0], samples[-1]
-    if d0 is None or d1 is None:
-        return None, NO_DECODES
-    if len(samples) < 2:
-        return None, "one /metrics sample only: no decode calls to count between two"
-    if d1 < d0:
-        return None, "llamacpp:n_decode_total went back during the level (the server restarted)"
-    if d1 == d0:
-        return None, "no decode call during the level (llamacpp:n_decode_total did not rise)"
-    value = (g1 * d1 - g0 * d0) / (d1 - d0)
-    return round(max(value, 0.0), 3), None
-
-
 IDLE_POOL = 0.5  # a pool under half used while requests wait: admission, not memory, is the limit
 
 SATURATION = (
@@ -148,16 +121,6 @@ def admission_text(rec: dict) -> str | None:
         f"c={rec.get('concurrency')}: running at the cap of {cap} with up to {_n(got['waiting'])} waiting "
         f"and {got['kv_used']:.1%} of the KV pool used: admission is the limit, the pool is mostly idle"
     )
-
-
-def batch_absent(rec: dict) -> str | None:
-    """Why a level that sampled llama.cpp's batch gauge has no figure of its own (the sampler's
-    ``level_note``; a record from before the level's figure was taken says so); None when it has
-    one or sampled no such gauge."""
-    gauge = (rec.get("server_metrics") or {}).get(BATCH)
-    if not isinstance(gauge, dict) or gauge.get("level") is not None:
-        return None
-    return str(gauge.get("level_note") or OLD_RECORD)
 
 
 def batch_text(rec: dict) -> str | None:

@@ -14,7 +14,7 @@ import threading
 from prometheus_client.parser import text_string_to_metric_families
 
 from harness.core.bounds import Bounds
-from harness.core.server_metrics import BATCH, DECODES, level_per_decode
+from harness.core.batch_per_decode import BATCH, DECODES, level_per_decode
 from harness.errors import HarnessError
 from harness.io import http
 

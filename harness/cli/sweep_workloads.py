@@ -186,6 +186,26 @@ def _fmt(value, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
+def backlog_lines(r: dict) -> list[str]:
+    """An open loop's arrivals against the server's finishes, and the server-limited warning (or,
+    where the client was the limit too, the note that its verdict wins)."""
+    found = r.get("backlog")
+    if not isinstance(found, dict):
+        return []
+    if found.get("judged"):
+        line = (
+            f"         arrivals {found['offered_rps']:.3g}/s, finished {found['finished_rps']:.3g}/s "
+            f"over the last {found['window_s']:.3g} s of the schedule, in flight "
+            f"{found['in_flight_rise']:+d} (peak {found['peak_in_flight']})"
+        )
+    else:
+        line = f"         whether the server kept up: not judged, {found.get('reason')}"
+    out = [line]
+    if r.get("server_note"):
+        out.append(f"         {'warning' if r.get('server_limited') else 'note'}: {r['server_note']}")
+    return out
+
+
 def level_lines(r: dict) -> list[str]:
     """Under a level's figures: the open loop's schedule error and spread, the agent's note, and
     one line per turn of a conversation workload."""
@@ -199,6 +219,7 @@ def level_lines(r: dict) -> list[str]:
         )
     if r.get("schedule_note"):
         out.append(f"         warning: {r['schedule_note']}")
+    out += backlog_lines(r)
     for name in ("workload_note", "cached_note"):
         if r.get(name):
             out.append(f"         note: {r[name]}")

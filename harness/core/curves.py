@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from harness.core import server_metrics, troubleshooting  # the engine's /metrics; the lab's rows
+# open loops' backlog; the engine's /metrics; the lab's rows
+from harness.core import backlog, server_metrics, troubleshooting
 
 BASELINE_LEVELS = (1, 5, 10, 20)
 DEFAULT_SLO_TTFT, DEFAULT_SLO_TPOT = 2.0, 0.1
@@ -391,6 +392,7 @@ def check(
     return (
         _baseline_rules(labels, lab_sweeps)
         + _client_rules(labels)
+        + backlog.rules(labels)
         + _prefix_rules(labels, lab_sweeps)
         + server_metrics.rules(labels)
         + troubleshooting.rules(labels, load_errors)

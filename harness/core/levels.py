@@ -8,6 +8,7 @@ None, never 0.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import statistics
@@ -174,6 +175,9 @@ def level_record(
             # an open loop that could not keep its schedule was the client's limit, whatever its CPU
             limited = limited or bool(workload is not None and workload.schedule_note)
             client = ClientCheck(client_cpu, limited, server_metrics)
+            if limited and workload is not None and workload.backlog is not None:
+                # the client's verdict wins over the server's (harness.core.backlog)
+                workload = dataclasses.replace(workload, client_limited=True)
     return LevelRecord(context, stats, recorded_at, arrival, client, run, workload)
 
 

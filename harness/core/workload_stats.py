@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from harness.core.backlog import Backlog, Flight, backlog, server_note
 from harness.core.levels import spread as _spread
 from harness.core.level_records import Distribution
 from harness.core.schedules import coefficient_of_variation, gaps
@@ -97,6 +98,18 @@ class WorkloadStats:
     notes: tuple[str, ...] = ()  # the first reason of each of those, for workload_note
     schedule_note: str | None = None  # open loop: the client could not send at the schedule's pace
     cached_note: str | None = None  # requests whose cached count passed their prompt: no count taken
+    backlog: Backlog | None = None  # open loop: arrivals against the server's finishes (core.backlog)
+    client_limited: bool = False  # the level's client check found the client the limit (it wins)
+
+    @property
+    def server_limited(self) -> bool:
+        """The server could not keep up with the arrivals and the client kept its schedule (the
+        client-limited verdict wins when both apply)."""
+        return bool(self.backlog and self.backlog.server_limited and not self._client_late)
+
+    @property
+    def _client_late(self) -> bool:
+        return bool(self.schedule_note) or self.client_limited
 
     def to_dict(self) -> dict:
         out: dict = {"workload": {"kind": self.kind, **self.params}}
@@ -129,6 +142,12 @@ class WorkloadStats:
             )
             if value  # each only when it happened
         )
+        if self.backlog is not None:
+            out["backlog"] = self.backlog.to_dict()
+            out["server_limited"] = self.server_limited
+            note = server_note(self.backlog, self._client_late)
+            if note:
+                out["server_note"] = note
         return out
 
 
@@ -245,4 +264,5 @@ def workload_stats(samples: list[Sample], kind: str, params: dict, open_loop: bo
         if open_loop
         else None,
         cached_note=cached_note(samples),
+        backlog=backlog([Flight(s.t_departed, s.t_end) for s in departed]) if open_loop else None,
     )

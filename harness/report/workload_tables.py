@@ -37,9 +37,26 @@ def _params(wl: dict) -> str:
     return ", ".join(f"{k} {v}" for k, v in wl.items() if k != "kind") or "—"
 
 
+def _level(r: dict) -> str:
+    return f"{r['rate_rps']:g}/s" if r.get("rate_rps") else f"c = {r['concurrency']}"
+
+
+def limit(r: dict) -> str:
+    """An open loop's verdict: who could not keep the schedule (``client`` wins when both applied:
+    harness.core.backlog), ``kept up``, or ``too short to tell``; ``—`` for a closed loop."""
+    found = r.get("backlog")
+    if not isinstance(found, dict):
+        return "client" if r.get("schedule_note") else "—"
+    if r.get("client_limited") or r.get("schedule_note"):
+        return "client" + (" (server behind too)" if r.get("server_note") else "")
+    if r.get("server_limited"):
+        return f"server ({found.get('finished_rps', 0):.3g} of {found.get('offered_rps', 0):.3g}/s finished)"
+    return "kept up" if found.get("judged") else "too short to tell"
+
+
 def workload_rows(records: list[dict]) -> list[list[str]]:
     """One row per level: label, level, workload and parameters, lengths asked and sent (means),
-    lateness p50 and p99, departure gaps' CV."""
+    lateness p50 and p99, departure gaps' CV, and an open loop's limit (``limit``)."""
     rows = []
     for r in records:
         if not has_workload(r):
@@ -59,6 +76,7 @@ def workload_rows(records: list[dict]) -> list[list[str]]:
                 f"{_mean(r.get('output_tokens_asked'))} / {_mean(r.get('output_tokens_dist'))}",
                 f"{_ms(late.get('p50'))} / {_ms(late.get('p99'))}",
                 "—" if cv is None else f"{cv:.2f}",
+                limit(r),
             ]
         )
     return rows
@@ -74,6 +92,7 @@ WORKLOAD_HEADERS = [
     "output tok asked / received (mean)",
     "lateness p50 / p99 ms",
     "gap CV",
+    "limited by",
 ]
 
 
@@ -106,6 +125,13 @@ def markdown(records: list[dict]) -> list[str]:
     if not rows:
         return []
     lines = [table(WORKLOAD_HEADERS, rows), ""]
+    said = [
+        f"- {r['label']} at {_level(r)}: {note}"
+        for r in records
+        for note in (r.get("schedule_note"), r.get("server_note"))
+        if note
+    ]
+    lines += [*said, ""] if said else []
     for r in records:
         if r.get("per_turn"):
             lines += [

@@ -779,3 +779,54 @@ def test_batch_per_decode_is_the_levels_not_the_servers_lifetime(practice, tmp_p
             cwd=ROOT,
         ).stdout
     )
+
+
+def _open_level(server, book: Path, rate: str, requests: str) -> tuple[dict, str]:
+    out = sweep(
+        *("--base-url", server.base_url, "--model", "local-chat", "--rate", rate, "--requests", requests),
+        *("--max-tokens", "20", "--label", f"open-{rate}", "--labbook", str(book), "--warmup", "0"),
+        *("--telemetry", "none", "--metrics-url", "none"),
+    )
+    assert out.returncode == 0, out.stderr
+    return levels(book)[-1], out.stdout
+
+
+def test_an_arrival_rate_the_server_cannot_serve_is_server_limited(practice, tmp_path):
+    """Issue 39 items 1 and 4: 2 seats of 20 tokens at 20 ms a step serve 5 requests/s at most (each
+    0.4 s); 20/s offered for 40 requests piles them up in flight while the client keeps its
+    schedule. The record says server-limited, with the rates and the peak; the sweep prints it and
+    summarise --check names it."""
+    server = linear_server(practice, "two-seats", seats=2, tokens=20, a=0.02, b=0.0, prefill=100000)
+    book = tmp_path / "labbook.md"
+    rec, out = _open_level(server, book, "20", "40")
+    assert rec["server_limited"] is True and rec["client_limited"] is False, rec.get("backlog")
+    found = rec["backlog"]
+    assert found["judged"] and found["finished_rps"] < 0.5 * found["offered_rps"], found
+    assert found["peak_in_flight"] >= 15 and found["in_flight_rise"] >= 8, found
+    assert rec["server_note"].startswith("server-limited: the server did not keep up with the arrivals")
+    assert "warning: server-limited" in out and "in flight +" in out
+    check = subprocess.run(
+        [sys.executable, "-m", "harness", "summarise", "--labbook", str(book), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    ).stdout
+    assert "open-20: the server did not keep up with the arrivals at 20/s" in check
+    table = subprocess.run(
+        [sys.executable, "-m", "harness", "summarise", "--labbook", str(book), "--label", "open-20"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    ).stdout
+    assert "server (" in table and "open-20 at 20/s: server-limited" in table
+
+
+def test_an_easy_arrival_rate_is_not_server_limited(practice, tmp_path):
+    """The same server at 2 requests/s (two fifths of what it serves): it keeps up."""
+    server = linear_server(practice, "two-seats", seats=2, tokens=20, a=0.02, b=0.0, prefill=100000)
+    rec, out = _open_level(server, tmp_path / "labbook.md", "2", "12")
+    assert rec["backlog"]["judged"] is True, rec["backlog"]
+    assert rec["server_limited"] is False and "server_note" not in rec, rec["backlog"]
+    assert "server-limited" not in out

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from dataclasses import dataclass
+from typing import Iterable
 
 KEPT = 0.8  # a server finishing at most this share of the window's arrivals did not keep up
 HALF_KEPT = 0.9  # and at most this share in each half of the window (a pile-up all through)
@@ -91,17 +92,25 @@ class Backlog:
         return out
 
 
-def peak_in_flight(flights: list[Flight]) -> int:
-    """The most requests in flight at one moment (a request that never ended stays in flight)."""
-    events = sorted(
-        [(f.departed, 1) for f in flights] + [(f.ended, -1) for f in flights if f.ended is not None],
-        key=lambda e: (e[0], e[1]),
-    )
+def most_at_once(spans: Iterable[tuple[float, float | None]]) -> int:
+    """The most spans open at one moment, each ``(start, end)`` on one clock; an end of None never
+    closes (a request that never ended stays in flight). An end at the moment of another's start
+    closes first."""
+    events: list[tuple[float, int]] = []
+    for start, end in spans:
+        events.append((start, 1))
+        if end is not None:
+            events.append((end, -1))
     now = peak = 0
-    for _, step in events:
+    for _, step in sorted(events):
         now += step
         peak = max(peak, now)
     return peak
+
+
+def peak_in_flight(flights: list[Flight]) -> int:
+    """The most requests in flight at one moment (a request that never ended stays in flight)."""
+    return most_at_once((f.departed, f.ended) for f in flights)
 
 
 def backlog(flights: list[Flight]) -> Backlog:

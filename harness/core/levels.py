@@ -26,6 +26,7 @@ from harness.core.level_records import (
     RunMark,
 )
 from harness.core.records import Objectives
+from harness.core.backlog import most_at_once
 from harness.core.stats import percentile
 from harness.core.sample import MAX_DECODE_RATE, Sample, decode_rate
 
@@ -273,17 +274,9 @@ def _clock(samples: list[Sample]) -> str | None:
 
 
 def peak_in_flight(samples: list[Sample]) -> int:
-    """The most requests that were in flight at one moment (sends and ends as a sweep line)."""
-    events = sorted(
-        [(s.t_send, 1) for s in samples if s.t_end is not None]
-        + [(s.t_end, -1) for s in samples if s.t_end is not None],
-        key=lambda e: (e[0], e[1]),
-    )
-    now = peak = 0
-    for _, step in events:
-        now += step
-        peak = max(peak, now)
-    return peak
+    """The most requests that were in flight at one moment, of those that ended (sends and ends as
+    a sweep line)."""
+    return most_at_once((s.t_send, s.t_end) for s in samples if s.t_end is not None)
 
 
 def sample_record(s: Sample, label: str, concurrency: int) -> dict:

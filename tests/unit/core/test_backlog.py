@@ -172,3 +172,18 @@ def test_the_check_and_the_tables_name_the_server(capsys):
     print_level(rec)
     out = capsys.readouterr().out
     assert "warning: server-limited: the server did not keep up" in out and "in flight +" in out
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(st.tuples(st.integers(0, 50), st.one_of(st.none(), st.integers(0, 30))), min_size=0, max_size=40)
+)
+def test_most_at_once_is_the_most_spans_open_at_any_moment(raw):
+    """The sweep-line count (harness.core.backlog.most_at_once, which the level's peak in flight
+    and the backlog's both use) against a count at every start: an end at a start closes first,
+    an end of None never closes."""
+    from harness.core.backlog import most_at_once
+
+    spans = [(float(a), None if d is None else float(a + d)) for a, d in raw]
+    brute = max((sum(1 for s, e in spans if s <= t and (e is None or e > t)) for t, _ in spans), default=0)
+    assert most_at_once(spans) == brute

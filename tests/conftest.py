@@ -255,3 +255,29 @@ def install_fake(tmp_path: Path, monkeypatch, name: str, script: str) -> None:
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     monkeypatch.setenv("TMPDIR_FOR_FAKE", str(tmp_path))
     monkeypatch.setenv("PYTHONPATH", root)
+
+
+def fake_measurement(monkeypatch, **extra) -> None:
+    """``harness measure`` without a server: every request answers as a server of 54.2 tok/s
+    whose long prompt (over 500 characters) takes 1.0 s to its first token and the short 0.4 s,
+    with ``extra`` added to each answer (the server's own timings, for instance)."""
+    from harness.cli import measure
+
+    def one(args, key, prompt):
+        long = len(prompt) > 500
+        return {
+            "ttft_s": 1.0 if long else 0.4,
+            "decode_tokens_per_s": 54.2,
+            "decode_note": None,
+            "prompt_tokens": 1504 if long else 100,
+            "completion_tokens": 128,
+            "token_source": "usage",
+            "cached_tokens": 4,
+            "finish_reason": "length",
+            "fields": ["content"],
+            **extra,
+        }
+
+    monkeypatch.setattr(measure, "one", one)
+    monkeypatch.setattr(measure, "wait_for", lambda *a, **k: None)
+    monkeypatch.setattr(measure, "server_version", lambda *a, **k: None)

@@ -769,16 +769,15 @@ def test_batch_per_decode_is_the_levels_not_the_servers_lifetime(practice, tmp_p
     gauge = one["server_metrics"]["llamacpp:n_busy_slots_per_decode"]
     assert gauge["mean"] > 1.5 and gauge["level"] == pytest.approx(1.0, abs=0.01), gauge
     assert four["server_metrics"]["llamacpp:n_busy_slots_per_decode"]["level"] > 3.0
-    assert (
-        "c=1: llama-server batched 1.00 sequences per decode call during the level"
-        in subprocess.run(
-            [sys.executable, "-m", "harness", "summarise", "--labbook", str(book), "--label", "batch"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            cwd=ROOT,
-        ).stdout
+    assert "c=1: llama-server batched 1.00 sequences per decode call during the level" in summarise(
+        book, "--label", "batch"
     )
+
+
+def summarise(book: Path, *args: str) -> str:
+    """What ``harness summarise --labbook BOOK ARGS`` prints."""
+    run = [sys.executable, "-m", "harness", "summarise", "--labbook", str(book), *args]
+    return subprocess.run(run, capture_output=True, text=True, timeout=60, cwd=ROOT).stdout
 
 
 def _open_level(server, book: Path, rate: str, requests: str) -> tuple[dict, str]:
@@ -805,21 +804,9 @@ def test_an_arrival_rate_the_server_cannot_serve_is_server_limited(practice, tmp
     assert found["peak_in_flight"] >= 15 and found["in_flight_rise"] >= 8, found
     assert rec["server_note"].startswith("server-limited: the server did not keep up with the arrivals")
     assert "warning: server-limited" in out and "in flight +" in out
-    check = subprocess.run(
-        [sys.executable, "-m", "harness", "summarise", "--labbook", str(book), "--check"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-    ).stdout
+    check = summarise(book, "--check")
     assert "open-20: the server did not keep up with the arrivals at 20/s" in check
-    table = subprocess.run(
-        [sys.executable, "-m", "harness", "summarise", "--labbook", str(book), "--label", "open-20"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-    ).stdout
+    table = summarise(book, "--label", "open-20")
     assert "server (" in table and "open-20 at 20/s: server-limited" in table
 
 

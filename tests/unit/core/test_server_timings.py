@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from harness.core import server_timings as st
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, fake_measurement
 
 LONG = {
     "test": "long",
@@ -58,27 +58,8 @@ def test_engines_check_and_tables_name_the_disagreement(capsys):
 
 def test_measure_records_the_comparison_on_the_long_test(tmp_path, monkeypatch, capsys):
     from harness.cli import main
-    from harness.cli import measure
 
-    def one(args, key, prompt):
-        long = len(prompt) > 500
-        return {
-            "ttft_s": 1.0 if long else 0.4,
-            "decode_tokens_per_s": 54.2,
-            "decode_note": None,
-            "prompt_tokens": 1504 if long else 100,
-            "completion_tokens": 128,
-            "token_source": "usage",
-            "cached_tokens": 4,
-            "finish_reason": "length",
-            "fields": ["content"],
-            "server_prefill": 2300.0,
-            "server_decode": 55.5,
-        }
-
-    monkeypatch.setattr(measure, "one", one)
-    monkeypatch.setattr(measure, "wait_for", lambda *a, **k: None)
-    monkeypatch.setattr(measure, "server_version", lambda *a, **k: None)
+    fake_measurement(monkeypatch, server_prefill=2300.0, server_decode=55.5)
     book = tmp_path / "labbook.md"
     argv = ["measure", "--engine", "llama.cpp", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"]
     assert main([*argv, "--backend", "CUDA", "--quant", "Q4_K_M", "--labbook", str(book)]) == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from harness.report.identity import HEAD, identity_rows
 from harness.run.plans import load_plan
+from tests.conftest import fake_measurement
 
 
 def test_vllm_single_user_record_carries_the_labs_awq_label():
@@ -119,25 +120,9 @@ def test_identity_row_compares_recorded_template_fingerprints_not_names():
 def test_measure_records_the_checkpoints_template_and_the_plan_passes_it(tmp_path, monkeypatch, capsys):
     import json
 
-    from harness.cli import main, measure
+    from harness.cli import main
 
-    def one(args, key, prompt):
-        long = len(prompt) > 500
-        return {
-            "ttft_s": 1.0 if long else 0.4,
-            "decode_tokens_per_s": 54.2,
-            "decode_note": None,
-            "prompt_tokens": 1504 if long else 100,
-            "completion_tokens": 128,
-            "token_source": "usage",
-            "cached_tokens": 4,
-            "finish_reason": "length",
-            "fields": ["content"],
-        }
-
-    monkeypatch.setattr(measure, "one", one)
-    monkeypatch.setattr(measure, "wait_for", lambda *a, **k: None)
-    monkeypatch.setattr(measure, "server_version", lambda *a, **k: None)
+    fake_measurement(monkeypatch)
     folder = tmp_path / "Qwen3-8B-AWQ"
     folder.mkdir()
     (folder / "chat_template.jinja").write_text("{{ messages }}")

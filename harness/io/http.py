@@ -25,7 +25,8 @@ from urllib.parse import SplitResult, urlsplit
 from harness.core.bounds import Bounds
 from harness.core.server_text import REDACTED, keep_secret, safe_text
 from harness.core.sample import Sample
-from harness.core.stream import LineSplitter, StreamParser, error_message, whole_body_error
+from harness.core.sse_lines import LineSplitter
+from harness.core.stream import StreamParser, error_message, whole_body_error
 from harness.errors import ConfigError, TargetError, TargetTimeout, TargetUnreachable
 
 MAX_BODY = 4 << 20  # a whole (non-streamed) answer larger than this is cut here

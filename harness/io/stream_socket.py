@@ -28,6 +28,7 @@ from typing import Iterator
 
 from geventhttpclient.response import HTTPParseError, HTTPResponse
 
+from harness.core.sse_lines import take_lines
 from harness.core.stream import StreamParser
 from harness.io.arrival_stamps import ANC_SIZE, StreamCut, enable, kernel_time
 from harness.io.http import split_url
@@ -316,6 +317,35 @@ def whole_body(reads: Iterator[Read], head: Head, limit: int) -> bytes:
     return bytes(head.body[:limit])
 
 
+def body_reads(reads: Iterator[Read], head: Head, first: Read) -> Iterator[tuple[list[bytes], Read, int]]:
+    """``body_lines`` a read at a time: the lines each read completed (the bytes that came with the
+    headers carry that read), the read and its number. The same lines, times and errors."""
+    read, n = first, 0
+    buf = head.body
+    while True:
+        lines = take_lines(buf)
+        if lines:
+            yield lines, read, n
+        if len(buf) > MAX_LINE:
+            raise LineTooLong(f"a line of the stream passed {MAX_LINE >> 20} MiB without ending")
+        if head.message_complete:
+            if buf:
+                line = bytes(buf)
+                del buf[:]
+                yield [line], read, n
+            return
+        read = next(reads, (b"", time.perf_counter(), False, None, 0.0))
+        data, n = read[0], n + 1
+        try:
+            head.feed(data)  # b"": the peer closed, which ends a close-delimited body
+        except HTTPParseError:
+            if data:
+                raise
+            head.message_complete = False
+        if not data and not head.message_complete:
+            raise StreamCut("the server closed the connection mid-response")
+
+
 def read_stream(reads: Iterator[Read], head: Head, first: Read, parser: StreamParser) -> int:
     """Feed the body's lines to ``parser``, each with the arrival of the read that brought it (the
     kernel's stamp where it gives one), and keep per stamped token how long it waited in the socket
@@ -326,22 +356,27 @@ def read_stream(reads: Iterator[Read], head: Head, first: Read, parser: StreamPa
     s = parser.s
     stamped, tokens, size = False, s.token_times, 0
     last_n, last_wait = -1, None  # the read that brought the latest token, and that token's wait
-    for line, read, n in body_lines(reads, head, first):
-        size += len(line)
-        before = len(tokens)
-        parser.feed(line, read[1])
-        if s.saw_done:  # the stream's true end, even on a connection the server holds open
+    feed, lags = parser.feed, s.read_lags
+    for lines, read, n in body_reads(reads, head, first):  # the hot path: a read's lines at once
+        t, lag, kernel = read[1], read[3], read[2]
+        for line in lines:
+            size += len(line)
+            before = len(tokens)
+            feed(line, t)
+            if s.saw_done:  # the stream's true end, even on a connection the server holds open
+                break
+            stamped = stamped or kernel
+            if len(tokens) == before or lag is None:
+                continue
+            if n == last_n:  # the previous token came in this read too: merged, its wait bounded
+                s.merged_tokens += 1
+                s.first_merged = s.first_merged or before == 1
+                last_wait = read[4]
+            if last_wait is not None:
+                lags.append(last_wait)
+            last_n, last_wait = n, lag
+        if s.saw_done:
             break
-        stamped = stamped or read[2]
-        if len(tokens) == before or read[3] is None:
-            continue
-        if n == last_n:  # the previous token came in this read too: merged, its wait bounded
-            s.merged_tokens += 1
-            s.first_merged = s.first_merged or before == 1
-            last_wait = read[4]
-        if last_wait is not None:
-            s.read_lags.append(last_wait)
-        last_n, last_wait = n, read[3]
     if last_wait is not None:
         s.read_lags.append(last_wait)
     s.clock = "kernel" if stamped else "read"

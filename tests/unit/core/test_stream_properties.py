@@ -8,7 +8,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.core.stream import LineSplitter, StreamParser
+from harness.core.sse_lines import LineSplitter
+from harness.core.stream import StreamParser
 from tests.unit.properties import examples
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12)

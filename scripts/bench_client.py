@@ -8,7 +8,13 @@ concurrent streams the client runs a closed loop for a fixed time; then every re
 measured token times are compared with the times the server wrote those tokens (its ground
 truth, on the same monotonic clock). Error = client time - server write time.
 
-    .venv/bin/python scripts/bench_client.py [--seconds 8] [--streams 1,16,64,256,512] [--strict]
+    .venv/bin/python scripts/bench_client.py [--seconds 8] [--streams 1,16,64,256,512,1024] [--strict]
+
+The client's CPU is stated per token (``client µs/token``: CPU seconds of this process over the
+tokens it read, in microseconds), so rows compare even where the server fell behind its schedule;
+the server's own CPU and lateness (its writes against its schedule) say whether it kept up. The
+soft limit on open files is raised to the hard one (1,024 streams need more than 1,024 sockets on
+systems whose soft limit is 1,024), for this process and the server it starts.
 
 Exit status 1 for a negative TTFT (the departure stamp followed a first token: a defect). Each
 row's client-limit verdict is checked against the truth and a disagreement is reported with the
@@ -23,9 +29,11 @@ monkey.patch_all()
 
 import argparse  # noqa: E402
 import os  # noqa: E402
+import resource  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+from contextlib import suppress  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import psutil  # noqa: E402
@@ -66,7 +74,23 @@ def ms(v):
     return None if v is None else round(v * 1000, 2)
 
 
-def run_case(root: str, streams: int, seconds: float, distributed=None, burst: bool = False) -> dict:
+def raise_open_files() -> int:
+    """The soft limit on open files raised to the hard one (the server started after inherits it)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        want = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+        with suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def run_case(
+    root: str, streams: int, seconds: float, distributed=None, burst: bool = False, server_pid: int = 0
+) -> dict:
+    requests.post(f"{root}/practice/reset", timeout=10)  # the server's lateness from this row on
+    server = psutil.Process(server_pid) if server_pid else None
+    s0 = server.cpu_times() if server else None
+    t0 = time.monotonic()
     wl = {"path": "/v1/chat/completions", "model": None, "prompts": ["benchmark"], "max_tokens": 128}
     if burst:  # every user starts at once, as `harness sweep` starts a level: equal streams in lockstep
         result = loadgen.run_timed_level(
@@ -79,6 +103,11 @@ def run_case(root: str, streams: int, seconds: float, distributed=None, burst: b
         result = loadgen.run_timed_level(
             root, wl, streams, seconds, timeout=60, spawn_rate=max(streams, 1), ramp_s=1.0
         )
+    server_cpu = None
+    if server is not None and s0 is not None:
+        s1 = server.cpu_times()
+        server_cpu = (s1.user + s1.system - s0.user - s0.system) / (time.monotonic() - t0)
+    late = requests.get(f"{root}/practice/timing", timeout=10).json().get("lateness_p99_s")
     ok = [s for s in result.samples if s.ok]
     ttft_err, itl_err, send_gap, ttft_vs_server, send_delay = [], [], [], [], []
     ttfts = [s.ttft for s in ok if s.ttft is not None]
@@ -117,6 +146,9 @@ def run_case(root: str, streams: int, seconds: float, distributed=None, burst: b
         "ok": len(ok),
         "tokens/s": round(tokens / result.wall_s),
         "client CPU": f"{result.client_cpu:.0%}",
+        "client µs/token": round(result.client_cpu * result.wall_s / tokens * 1e6, 1) if tokens else None,
+        "server CPU": "-" if server_cpu is None else f"{server_cpu:.0%}",
+        "server late p99 ms": ms(late),
         "TTFT err p50 ms": ms(percentile(ttft_err, 50)),
         "TTFT err p99 ms": ms(percentile(ttft_err, 99)),
         "ITL err p50 ms": ms(percentile(itl_err, 50)),
@@ -160,7 +192,7 @@ def ruler_variant(name: str, changes: dict[str, str]) -> Path:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.strip().split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=8.0)
-    parser.add_argument("--streams", default="1,16,64,256,512", help="rows with users spread over 1 s")
+    parser.add_argument("--streams", default="1,16,64,256,512,1024", help="rows with users spread over 1 s")
     parser.add_argument("--burst", default="16,64,256", help="rows with every user starting at once")
     parser.add_argument("--no-ceiling", action="store_true", help="skip the zero-delay ceiling row")
     parser.add_argument(
@@ -176,6 +208,7 @@ def main() -> int:
     )
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
+    open_files = raise_open_files()
     cores = sorted(os.sched_getaffinity(0))
     server_core, client_core = cores[0], cores[-1]
     psutil.Process().cpu_affinity([client_core])
@@ -188,9 +221,10 @@ def main() -> int:
     proc, root = start_server(str(ruler), server_core, [])
     try:
         for n in (int(x) for x in args.streams.split(",") if x):
-            rows.append(run_case(root, n, args.seconds))
+            rows.append(run_case(root, n, args.seconds, server_pid=proc.pid))
             print(
-                f"  {n} streams: {rows[-1]['tokens/s']} tok/s, client CPU {rows[-1]['client CPU']}",
+                f"  {n} streams: {rows[-1]['tokens/s']} tok/s, client CPU {rows[-1]['client CPU']} "
+                f"({rows[-1]['client µs/token']} µs/token), load average {os.getloadavg()[0]:.2f}",
                 file=sys.stderr,
             )
         for n in (int(x) for x in args.burst.split(",") if x):
@@ -198,7 +232,9 @@ def main() -> int:
                 {
                     "streams": f"{n} burst",
                     **{
-                        k: v for k, v in run_case(root, n, args.seconds, burst=True).items() if k != "streams"
+                        k: v
+                        for k, v in run_case(root, n, args.seconds, burst=True, server_pid=proc.pid).items()
+                        if k != "streams"
                     },
                 }
             )
@@ -217,7 +253,7 @@ def main() -> int:
                             "streams": f"{n} ({args.processes} processes)",
                             **{
                                 k: v
-                                for k, v in run_case(root, n, args.seconds, dist).items()
+                                for k, v in run_case(root, n, args.seconds, dist, server_pid=proc.pid).items()
                                 if k != "streams"
                             },
                         }
@@ -252,7 +288,11 @@ def main() -> int:
     )
     print(
         f"server on core {server_core}, client on core {client_core}; {args.seconds:g} s closed loop per "
-        f"row; "
+        f"row; open files allowed {open_files}; load average {load_before:.2f} before, "
+        f"{os.getloadavg()[0]:.2f} after; "
+        "'client µs/token' = this process's CPU over the tokens it read (µs per token); 'server CPU' and "
+        "'server late p99' = the server's own CPU and its writes' lateness against its schedule (a late "
+        "server offers fewer tokens, but every error is against its actual write times); "
         "TTFT error = client's first-token time - server's write time; ITL error = client gap - server gap "
         "(same monotonic clock); 'TTFT - server's' = the reported TTFT minus the server's own (its first "
         "write - its read of the request); 'send delay' = the client's own time before the request left; "

@@ -41,7 +41,8 @@ import requests  # noqa: E402
 from tabulate import tabulate  # noqa: E402
 
 from harness.load import distributed, runner as loadgen  # noqa: E402
-from harness.core.levels import aggregate, client_limited  # noqa: E402
+from harness.core.levels import aggregate, client_limit_note, client_limited, level_stats  # noqa: E402
+from harness.core.records import Objectives  # noqa: E402
 from harness.core.stats import percentile  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -167,6 +168,14 @@ def run_case(
         "read lag p99 ms": ms(level["client_read_lag_s"]["p99"]),
         "read a gap late": "-" if level["client_late_share"] is None else f"{level['client_late_share']:.2%}",
         "client is the limit": "yes" if limited else "no",
+        # the record's words when it is: which signs, and the read lag p99 it gives as the error bound
+        "limit note": client_limit_note(
+            result.client_cpu,
+            level_stats(result.samples, streams, result.wall_s, Objectives(2.0, 0.1)),
+            streams,
+        )
+        if limited
+        else "",
         # the verdict (from what the client alone sees) against the truth: the client's error is
         # real when its first-token or gap error reaches 1 ms at the p99
         "verdict agrees": "yes" if limited == _client_error(ttft_err, itl_err) else "NO",
@@ -262,7 +271,11 @@ def main() -> int:
                 dist.close()
     finally:
         proc.terminate()
+    notes = {r["streams"]: r.pop("limit note") for r in rows}
     print(tabulate(rows, headers="keys", tablefmt="github"))
+    for streams, note in notes.items():
+        if note:
+            print(f"client-limit verdict at {streams}: {note}")
     disagree = [str(r["streams"]) for r in rows if r["verdict agrees"] != "yes"]
     if disagree:
         print(_disagreement(disagree, load_before, args.strict))

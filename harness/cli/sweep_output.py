@@ -59,6 +59,20 @@ def _fmt(value, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _client_warning(r: dict, lag: str) -> None:
+    """The client-limit verdict's lines: the signs in brief, then the record's words (by how much)."""
+    gap = r["itl_s"]["p50"]
+    print(
+        f"         warning: the client may be the limit (CPU {r['client_cpu']:.0%}, in flight "
+        f"{r['mean_in_flight']:.1f} of {r['concurrency']}"
+        f"{'' if gap is None else f', token gap p50 {gap * 1000:.1f} ms'}{lag}); "
+        "run the load from another machine or with more processes",
+        flush=True,
+    )
+    if r.get("client_limit_note"):
+        print(f"         the client's limit: {r['client_limit_note']}", flush=True)
+
+
 def print_level(r: dict, previous: dict | None = None) -> None:
     t, p = r["ttft_s"], r["tpot_s"]
     worst, late = (r.get("client_read_lag_s") or {}).get("p99"), r.get("client_late_share")
@@ -97,14 +111,7 @@ def print_level(r: dict, previous: dict | None = None) -> None:
     if held:
         print(f"         note: throughput held: {held}", flush=True)
     if r.get("client_limited"):
-        gap = r["itl_s"]["p50"]
-        print(
-            f"         warning: the client may be the limit (CPU {r['client_cpu']:.0%}, in flight "
-            f"{r['mean_in_flight']:.1f} of {r['concurrency']}"
-            f"{'' if gap is None else f', token gap p50 {gap * 1000:.1f} ms'}{lag}); "
-            "run the load from another machine or with more processes",
-            flush=True,
-        )
+        _client_warning(r, lag)
     if r.get("decode_note"):
         print(f"         warning: {r['decode_note']}", flush=True)
     for line in [*sweep_workloads.level_lines(r), *sweep_energy.level_lines(r)]:

@@ -82,11 +82,14 @@ class ClientCheck:
     client_cpu: float | None  # None: the level was too short for a CPU share to mean anything
     client_limited: bool
     server_metrics: dict | None = None
+    limit_note: str | None = None  # when limited: which signs, and by how much (levels.client_limit_note)
 
     def to_dict(self) -> dict:
         out: dict = {}
         if self.client_cpu is not None:
             out.update(client_cpu=round(self.client_cpu, 3), client_limited=self.client_limited)
+        if self.limit_note:
+            out["client_limit_note"] = self.limit_note
         if self.server_metrics:
             out["server_metrics"] = self.server_metrics
         return out

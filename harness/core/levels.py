@@ -175,7 +175,8 @@ def level_record(
             )
             # an open loop that could not keep its schedule was the client's limit, whatever its CPU
             limited = limited or bool(workload is not None and workload.schedule_note)
-            client = ClientCheck(client_cpu, limited, server_metrics)
+            note = client_limit_note(client_cpu, stats, concurrency) if limited else None
+            client = ClientCheck(client_cpu, limited, server_metrics, note)
             if limited and workload is not None and workload.backlog is not None:
                 # the client's verdict wins over the server's (harness.core.backlog)
                 workload = dataclasses.replace(workload, client_limited=True)
@@ -265,6 +266,27 @@ def client_limited(
     if first_late is not None and first_late > 0.005:
         return True
     return client_cpu > 0.9 and mean_in_flight < 0.8 * concurrency
+
+
+def client_limit_note(client_cpu: float, stats: LevelStats, concurrency: int) -> str:
+    """What ``client_limited`` saw, and by how much: each sign past its bound, and how late the
+    client read at the p99 (``client_read_lag_s``): a late token carries the newer packet's stamp or
+    its read's time, so its TTFT or gap is off by up to about that much."""
+    late, first = stats.client_late_share, stats.client_first_late_share
+    signs = []
+    if late is not None and late > 0.0025:
+        signs.append(f"{late:.2%} of tokens read a token gap late (bound 0.25 %)")
+    if first is not None and first > 0.005:
+        signs.append(f"{first:.2%} of first tokens read late (bound 0.5 %)")
+    if client_cpu > 0.9 and stats.mean_in_flight < 0.8 * concurrency:
+        signs.append(
+            f"a full core ({client_cpu:.0%}) with {stats.mean_in_flight:g} of {concurrency} in flight"
+        )
+    words = "; ".join(signs) or "the open loop did not keep its schedule (schedule_note)"
+    lag = stats.client_read_lag_s.p99
+    if lag is not None:
+        words += f"; read lag p99 {lag * 1000:.1f} ms: late tokens' times are off by up to about that"
+    return words
 
 
 def _clock(samples: list[Sample]) -> str | None:

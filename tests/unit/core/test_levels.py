@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.core.levels import aggregate, client_limited
+from harness.core.levels import aggregate, client_limited, level_record
 from harness.core.sample import Sample
 
 
@@ -100,3 +100,23 @@ def test_a_client_far_behind_is_named_even_when_most_gaps_are_merged_to_zero():
     row = aggregate(late, 1000, 1.0, 2.0, 0.1)
     assert row["itl_s"]["p50"] == 0.0  # the plain median gap: zero, so it cannot be the yardstick
     assert row["client_late_share"] == 1.0 and row["client_first_late_share"] == 1.0
+
+
+def test_the_record_of_a_client_limited_level_says_by_how_much():
+    from harness.core.level_records import LevelContext
+    from harness.core.records import DEFAULT_OBJECTIVES
+
+    context = LevelContext("t", "e", "m", "http://x", "mixed", 128, 0.0, DEFAULT_OBJECTIVES)
+    lags = [0.0005] * 95 + [0.012] * 5  # 5 % of tokens read after the next had come
+    late = [_sample(lags[10 * r : 10 * r + 10]) for r in range(10)]
+    record = level_record(late, 4, 1.0, context, "now", client_cpu=0.97).to_dict()
+    assert record["client_limited"]
+    note = record["client_limit_note"]
+    assert "5.00% of tokens read a token gap late (bound 0.25 %)" in note
+    assert "read lag p99 12.0 ms" in note
+    in_time = [_sample([0.0005] * 10) for _ in range(10)]
+    record = level_record(in_time, 4, 1.0, context, "now", client_cpu=0.5).to_dict()
+    assert not record["client_limited"] and "client_limit_note" not in record
+    full = [_sample([], clock="read") for _ in range(10)]  # no stamps (TLS): the full core alone
+    record = level_record(full, 400, 1.0, context, "now", client_cpu=0.97).to_dict()
+    assert record["client_limit_note"] == "a full core (97%) with 1.4 of 400 in flight"

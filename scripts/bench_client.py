@@ -41,7 +41,13 @@ import requests  # noqa: E402
 from tabulate import tabulate  # noqa: E402
 
 from harness.load import distributed, runner as loadgen  # noqa: E402
-from harness.core.levels import aggregate, client_limit_note, client_limited, level_stats  # noqa: E402
+from harness.core.levels import (  # noqa: E402
+    aggregate,
+    client_limit_note,
+    client_limited,
+    first_read_lags,
+    level_stats,
+)
 from harness.core.records import Objectives  # noqa: E402
 from harness.core.stats import percentile  # noqa: E402
 
@@ -173,7 +179,10 @@ def run_case(
             result.client_cpu,
             level_stats(result.samples, streams, result.wall_s, Objectives(2.0, 0.1)),
             streams,
+            percentile(first_read_lags(result.samples), 99),
         )
+        + f" (the truth: TTFT error p99 {ms(percentile(ttft_err, 99))} ms, ITL error p99 "
+        f"{ms(percentile(itl_err, 99))} ms)"
         if limited
         else "",
         # the verdict (from what the client alone sees) against the truth: the client's error is

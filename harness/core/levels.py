@@ -175,7 +175,10 @@ def level_record(
             )
             # an open loop that could not keep its schedule was the client's limit, whatever its CPU
             limited = limited or bool(workload is not None and workload.schedule_note)
-            note = client_limit_note(client_cpu, stats, concurrency) if limited else None
+            first = first_read_lags(samples)
+            note = (
+                client_limit_note(client_cpu, stats, concurrency, percentile(first, 99)) if limited else None
+            )
             client = ClientCheck(client_cpu, limited, server_metrics, note)
             if limited and workload is not None and workload.backlog is not None:
                 # the client's verdict wins over the server's (harness.core.backlog)
@@ -268,10 +271,18 @@ def client_limited(
     return client_cpu > 0.9 and mean_in_flight < 0.8 * concurrency
 
 
-def client_limit_note(client_cpu: float, stats: LevelStats, concurrency: int) -> str:
+def first_read_lags(samples: list[Sample]) -> list[float]:
+    """How long each completed kernel-stamped request's first token waited for the client."""
+    return [s.read_lags[0] for s in samples if s.ok and s.clock == "kernel" and s.read_lags]
+
+
+def client_limit_note(
+    client_cpu: float, stats: LevelStats, concurrency: int, first_lag_p99: float | None = None
+) -> str:
     """What ``client_limited`` saw, and by how much: each sign past its bound, and how late the
-    client read at the p99 (``client_read_lag_s``): a late token carries the newer packet's stamp or
-    its read's time, so its TTFT or gap is off by up to about that much."""
+    client read at the p99, every token's (``client_read_lag_s``) and the first tokens': a late
+    token carries a newer packet's stamp or its read's time, so its gap or TTFT is off by up to
+    about that much."""
     late, first = stats.client_late_share, stats.client_first_late_share
     signs = []
     if late is not None and late > 0.0025:
@@ -285,7 +296,10 @@ def client_limit_note(client_cpu: float, stats: LevelStats, concurrency: int) ->
     words = "; ".join(signs) or "the open loop did not keep its schedule (schedule_note)"
     lag = stats.client_read_lag_s.p99
     if lag is not None:
-        words += f"; read lag p99 {lag * 1000:.1f} ms: late tokens' times are off by up to about that"
+        words += f"; read lag p99 {lag * 1000:.1f} ms"
+        if first_lag_p99 is not None:
+            words += f" (first tokens {first_lag_p99 * 1000:.1f} ms)"
+        words += ": late tokens' times are off by up to about that"
     return words
 
 

@@ -113,7 +113,7 @@ def test_the_record_of_a_client_limited_level_says_by_how_much():
     assert record["client_limited"]
     note = record["client_limit_note"]
     assert "5.00% of tokens read a token gap late (bound 0.25 %)" in note
-    assert "read lag p99 12.0 ms" in note
+    assert "read lag p99 12.0 ms (first tokens 0.5 ms)" in note
     in_time = [_sample([0.0005] * 10) for _ in range(10)]
     record = level_record(in_time, 4, 1.0, context, "now", client_cpu=0.5).to_dict()
     assert not record["client_limited"] and "client_limit_note" not in record

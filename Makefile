@@ -159,6 +159,8 @@ track-cpu: $(STAMP) $(if $(DRY_RUN),,$(LLAMA_STAMP) $(if $(COMPOSE),images))
 # written from SHIM_PLAN's engine definitions first. SHIM_LIBRARY is the model library every path
 # must be under (the checkout's models/ for the CPU plan, ~/models for Track M); SHIM_BIND=auto
 # listens where the containers reach it (127.0.0.1 when the harness runs on the host).
+# SHIM_POWERMETRICS=1 allow-lists macOS's powermetrics (GET /v1/power); it answers only when the
+# shim runs as root: `sudo make shim SHIM_POWERMETRICS=1` (docs/telemetry.md).
 # Without .venv (a Mac with Docker and python3 only) the allow-list is written by the harness image
 # (this checkout's harness/ mounted over its package, as compose/shim.yaml does), with this user's
 # HOME so that the plan's ${HOME} paths are the host's.
@@ -172,7 +174,8 @@ SHIM_ALLOW = $(if $(wildcard $(HARNESS)),$(HARNESS),docker run --rm -u $$(id -u)
              $(HARNESS_IMAGE) harness)
 shim:
 	@mkdir -p runs/shim
-	$(SHIM_ALLOW) shim-allow $(SHIM_PLAN) --via-shim --out runs/shim/allow.json --library $(SHIM_LIBRARY)
+	$(SHIM_ALLOW) shim-allow $(SHIM_PLAN) --via-shim --out runs/shim/allow.json --library $(SHIM_LIBRARY) \
+	  $(if $(SHIM_POWERMETRICS),--powermetrics)
 	$(PYTHON) shim/harness_shim.py serve --allow runs/shim/allow.json --library $(SHIM_LIBRARY) \
 	  --port $(SHIM_PORT) --bind $(SHIM_BIND) --state-dir runs/shim
 

@@ -14,6 +14,12 @@ words, a yes/no, a path under the model library, a plain word). A request names 
 values for its declared settings, nothing else; every value is checked and the command line is
 an argument list, never a shell.
 
+It also answers one macOS ``powermetrics`` sample a request (``GET /v1/power``) when the
+allow-list names ``powermetrics`` and the shim runs as root (``sudo``): powermetrics needs root, and
+the shim is the host-side process that can have it. The argument list is the shim's own (the CPU
+and GPU power samplers, one property-list sample of a bounded window); a request gives only the
+window's length. Otherwise the route refuses with the reason, never a figure.
+
 It binds the address the containers reach (``--bind auto``: the Docker bridge's gateway on Linux,
 127.0.0.1 on macOS, where Docker Desktop's host.docker.internal reaches the host's loopback),
 never 0.0.0.0 unless ``--allow-any-address``. Every request needs the bearer token that it writes
@@ -34,6 +40,8 @@ The API (JSON; every route needs ``Authorization: Bearer <token>``):
     GET  /v1/host                    the host's facts for a harness in a container: system, machine,
                                      name, memory and swap, and the answers of a fixed list of
                                      read-only commands (vm_stat, sysctl hw.memsize ...; HOST_COMMANDS)
+    GET  /v1/power?interval_ms=500   one powermetrics sample of that window (100..5000 ms) as its
+                                     property-list output; 403 when not allow-listed or not root
 
 An engine not in the allow-list answers 403; a missing or wrong token 401.
 """
@@ -54,6 +62,7 @@ import socket
 import string
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -72,6 +81,7 @@ OFFSET = re.compile(r"^[0-9]{1,19}$")
 WORD = re.compile(r"^[A-Za-z0-9._:@+=,-]{0,200}$")
 # A path value: the same, plus / and spaces; its '..' parts are refused before it is resolved.
 PATH = re.compile(r"^[A-Za-z0-9._:@+=,/ -]{1,1000}$")
+INTERVAL = re.compile(r"^[0-9]{1,5}$")
 KINDS = ("int", "choice", "bool", "path", "word")
 FILLS = ("bind", "log", "log_dir")  # what the shim itself puts in a setting
 _FORMATTER = string.Formatter()
@@ -122,7 +132,23 @@ def load_allow_list(path):
         if problem:
             raise SystemExit("harness_shim: {}: engine {}: {}".format(path, name, problem))
         _find_program(spec)
+    power = data.get("powermetrics")
+    if power is not None:
+        problem = _power_problem(power)
+        if problem:
+            raise SystemExit("harness_shim: {}: powermetrics: {}".format(path, problem))
+        _find_program(power)
     return data
+
+
+def _power_problem(spec):
+    """The allow-list's ``powermetrics`` entry names its program only: the shim sets the arguments."""
+    head = spec.get("argv_head") if isinstance(spec, dict) else None
+    if not isinstance(head, list) or len(head) != 1 or not isinstance(head[0], str):
+        return 'must be {"argv_head": ["powermetrics"]} (the program only; the shim sets its arguments)'
+    if os.path.basename(head[0]) != "powermetrics" or (not os.path.isabs(head[0]) and "/" in head[0]):
+        return "its program {!r} must be powermetrics, by an absolute path or on PATH".format(head[0])
+    return None
 
 
 def _find_program(spec):
@@ -465,6 +491,125 @@ def host_facts():
     }
 
 
+# -- power: macOS's powermetrics, one sample a request -----------------------------------------
+
+# The arguments are the shim's: the CPU and GPU power samplers, one sample, as a property list
+# (the harness's harness/io/telemetry/powermetrics.py parses it). A request gives the window only.
+POWER_ARGS = ("--samplers", "cpu_power,gpu_power", "--sample-count", "1", "--format", "plist")
+POWER_WINDOW_MS = (100, 5000)  # the window a request may ask for (default 500 ms)
+POWER_OUTPUT = 1 << 20  # one sample of two samplers is a few kB; past this it is cut off, refused
+POWER_GRACE_S = 10.0  # powermetrics' own start-up, on top of the window, before it is killed
+
+
+def _sudo_owner():
+    """(uid, gid) of the user who ran ``sudo`` to start this root shim, or None: the token file is
+    given to them, so a harness running as that user (or a container as them) can read it."""
+    uid, gid = os.environ.get("SUDO_UID", ""), os.environ.get("SUDO_GID", "")
+    if os.geteuid() != 0 or not (uid.isdigit() and gid.isdigit()) or uid == "0":
+        return None
+    return int(uid), int(gid)
+
+
+def _last_line(f, limit=200):
+    f.seek(0, os.SEEK_END)
+    f.seek(max(0, f.tell() - 4096))
+    lines = [x.strip() for x in f.read().decode("utf-8", "replace").splitlines() if x.strip()]
+    return lines[-1][:limit] if lines else ""
+
+
+def run_bounded(argv, seconds, limit):
+    """Run ``argv`` (no shell): (its output up to ``limit`` bytes, its exit status, its error
+    output's last line, why it was stopped or None). It is killed past ``seconds`` or ``limit``."""
+    with tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL)
+        except OSError as exc:
+            return b"", None, "", "cannot run {}: {}".format(argv[0], exc.strerror)
+        stopped = []
+
+        def kill(why):
+            stopped.append(why)
+            with contextlib.suppress(OSError):
+                proc.kill()
+
+        timer = threading.Timer(seconds, kill, ["it gave no sample within {:g} s".format(seconds)])
+        timer.start()
+        try:
+            out = proc.stdout.read(limit + 1)
+            if len(out) > limit:
+                kill("it wrote more than {} bytes for one sample".format(limit))
+                out = out[:limit]
+            proc.stdout.close()
+            code = proc.wait()
+        finally:
+            timer.cancel()
+        return out, code, _last_line(err), (stopped[0] if stopped else None)
+
+
+class Power:
+    """``GET /v1/power``: one powermetrics sample a request, one at a time, when the allow-list
+    names powermetrics (``spec``; its program found on PATH at start) and the shim runs as root."""
+
+    def __init__(self, spec):
+        self.spec, self.lock = spec, threading.Lock()
+
+    def refusal(self):
+        """(status, the one line why) when this shim may not run powermetrics, else None."""
+        if self.spec is None:
+            return 403, (
+                "powermetrics is not in this shim's allow-list; write it with `harness shim-allow PLAN "
+                "--powermetrics` (make shim SHIM_POWERMETRICS=1) and start the shim again"
+            )
+        if self.spec.get("missing"):
+            return (
+                503,
+                "powermetrics is not on this host's PATH (macOS has it in /usr/bin; this is {})".format(
+                    platform.system()
+                ),
+            )
+        if os.geteuid() != 0:
+            return 403, (
+                "powermetrics needs root and this shim runs as uid {}; start the shim with sudo "
+                "(docs/telemetry.md)".format(os.geteuid())
+            )
+        return None
+
+    def sample(self, window_ms):
+        refused = self.refusal()
+        if refused:
+            raise ShimError(*refused)
+        argv = [self.spec["argv_head"][0], *POWER_ARGS, "--sample-rate", str(window_ms)]
+        seconds = window_ms / 1000.0 + POWER_GRACE_S
+        if not self.lock.acquire(timeout=seconds):
+            raise ShimError(503, "another powermetrics sample is still being taken; ask again")
+        try:
+            t0 = time.monotonic()
+            out, code, err, stopped = run_bounded(argv, seconds, POWER_OUTPUT)
+            took = time.monotonic() - t0
+        finally:
+            self.lock.release()
+        if stopped or code != 0 or not out.strip(b"\0 \n"):
+            exited = "it exited {}{}".format(code, ": " + err if err else "")
+            why = stopped or (exited if code != 0 else "it printed nothing")
+            raise ShimError(502, "powermetrics gave no sample: {}".format(why))
+        return {
+            "source": "powermetrics",
+            "argv": argv,
+            "interval_ms": window_ms,
+            "seconds": round(took, 3),
+            "output": out.decode("utf-8", "replace"),
+        }
+
+
+def power_window(query):
+    """The window a ``/v1/power`` query asks for (``interval_ms``, default 500); Refused else."""
+    given = parse_qs(query, keep_blank_values=True).get("interval_ms", ["500"])
+    lo, hi = POWER_WINDOW_MS
+    if len(given) != 1 or not INTERVAL.match(given[0]) or not lo <= int(given[0]) <= hi:
+        raise Refused("interval_ms must be one whole number of milliseconds, {} to {}".format(lo, hi))
+    return int(given[0])
+
+
 # -- the engines it runs -------------------------------------------------------------------------
 
 
@@ -759,6 +904,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._json(200, host_memory())
         if method == "GET" and parts == ["host"]:
             return self._json(200, host_facts())
+        if method == "GET" and parts == ["power"]:
+            return self._json(200, self.server.power.sample(power_window(url.query)))
         if len(parts) >= 2 and parts[0] == "engines":
             return self._engine_route(method, parts[1], parts[2:], url)
         raise ShimError(404, "no such route: {} {}".format(method, url.path))
@@ -899,6 +1046,7 @@ class ShimServer(ThreadingHTTPServer):
         self.address_family = family
         super().__init__(address, Handler)
         self.engines, self.token, self.log_path = engines, token, log_path
+        self.power = Power(engines.allow.get("powermetrics"))
         self.limits = dict(LIMITS, **(limits or {}))
         self._slots = threading.BoundedSemaphore(self.limits["connections"])
         self._log_lock = threading.Lock()
@@ -1011,13 +1159,17 @@ def choose_bind(asked, allow_any, system=None, gateway=docker_gateway):
 
 
 def write_token(path):
-    """A new random token in a file only this user can read or write (0600), made at each start."""
+    """A new random token in a file only this user can read or write (0600), made at each start
+    (under sudo: the user who ran sudo, as ``_sudo_owner`` says)."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     token = secrets.token_urlsafe(32)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         os.fchmod(fd, 0o600)  # an older file keeps its mode through O_CREAT; set it again
+        owner = _sudo_owner()
+        if owner:  # a root shim (for powermetrics) started by sudo: the token is its user's
+            os.fchown(fd, *owner)
         os.write(fd, (token + "\n").encode())
     finally:
         os.close(fd)
@@ -1063,6 +1215,9 @@ def serve(args):
         ),
         flush=True,
     )
+    if "powermetrics" in allow:
+        refused = server.power.refusal()
+        print("harness_shim: powermetrics: {}".format(refused[1] if refused else "GET /v1/power"), flush=True)
     try:
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:

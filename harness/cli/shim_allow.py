@@ -31,6 +31,11 @@ def add_parser(sub) -> None:
         action="store_true",
         help="as harness track --via-shim: every engine with a shim section",
     )
+    p.add_argument(
+        "--powermetrics",
+        action="store_true",
+        help="let the shim answer GET /v1/power with macOS's powermetrics (it must run as root)",
+    )
     p.set_defaults(func=run)
 
 
@@ -44,9 +49,10 @@ def run(args) -> int:
     if args.via_shim:
         via_shim(plan)
     library = str(Path(args.library).expanduser().absolute()) if args.library else None
-    data = allow_list(plan, library)
+    data = allow_list(plan, library, args.powermetrics)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    print(f"==> {out}: the shim may start {', '.join(sorted(data['engines']))}")
+    power = " and read powermetrics (as root)" if args.powermetrics else ""
+    print(f"==> {out}: the shim may start {', '.join(sorted(data['engines']))}{power}")
     return 0

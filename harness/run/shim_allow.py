@@ -65,8 +65,10 @@ def _entry(plan: Plan, block: Block) -> dict:
     }
 
 
-def allow_list(plan: Plan, library: str | None = None) -> dict:
-    """The allow-list for every shim block of ``plan`` (a ConfigError when it has none)."""
+def allow_list(plan: Plan, library: str | None = None, powermetrics: bool = False) -> dict:
+    """The allow-list for every shim block of ``plan`` (a ConfigError when it has none); with
+    ``powermetrics``, macOS's powermetrics too, found on the shim's PATH when it starts (the shim
+    sets its arguments and answers ``GET /v1/power`` only when it runs as root)."""
     engines: dict[str, dict] = {}
     for block in plan.blocks.values():
         if block.launcher != "shim":
@@ -85,6 +87,8 @@ def allow_list(plan: Plan, library: str | None = None) -> dict:
     data: dict = {"schema_version": ALLOW_SCHEMA, "plan": plan.name, "engines": engines}
     if library:
         data["library"] = library
+    if powermetrics:
+        data["powermetrics"] = {"argv_head": ["powermetrics"]}
     return data
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -205,3 +206,59 @@ def test_via_shim_moves_every_engine_with_a_shim_section(tmp_path, monkeypatch):
     }
     with pytest.raises(ConfigError, match="no engine with a shim section"):
         via_shim(load_plan("cpu"))
+
+
+def test_powermetrics_is_allowed_only_when_asked_and_by_its_program_only(tmp_path, monkeypatch):
+    plan = load_plan(str(_plan(tmp_path, [LLAMA])))
+    assert "powermetrics" not in allow_list(plan)
+    data = allow_list(plan, powermetrics=True)
+    assert data["powermetrics"] == {"argv_head": ["powermetrics"]}  # the shim finds it on its PATH
+    assert shim._power_problem(data["powermetrics"]) is None
+    assert shim._power_problem({"argv_head": ["/usr/bin/powermetrics"]}) is None
+    for bad in (["powermetrics"], {"argv_head": ["/bin/sh"]}, {"argv_head": ["powermetrics", "-i", "9"]}):
+        assert shim._power_problem(bad)
+    path = tmp_path / "allow.json"
+    path.write_text(json.dumps({**data, "powermetrics": {"argv_head": ["sh"]}}))
+    with pytest.raises(SystemExit, match="powermetrics: its program 'sh' must be powermetrics"):
+        shim.load_allow_list(str(path))
+    monkeypatch.setenv("PATH", str(tmp_path))  # no powermetrics on it
+    path.write_text(json.dumps(data))
+    missing = shim.Power(shim.load_allow_list(str(path))["powermetrics"])
+    assert missing.refusal()[0] == 503 and "not on this host's PATH" in missing.refusal()[1]
+
+
+def test_the_power_route_refuses_in_order_not_allowed_then_not_root(monkeypatch):
+    assert shim.Power(None).refusal()[0] == 403
+    assert "not in this shim's allow-list" in shim.Power(None).refusal()[1]
+    allowed = shim.Power({"argv_head": ["/usr/bin/powermetrics"]})
+    monkeypatch.setattr(shim.os, "geteuid", lambda: 501)
+    assert allowed.refusal() == (
+        403,
+        "powermetrics needs root and this shim runs as uid 501; start the shim with sudo (docs/telemetry.md)",
+    )
+    with pytest.raises(shim.ShimError, match="needs root") as refused:
+        allowed.sample(500)
+    assert refused.value.status == 403
+    assert shim._sudo_owner() is None  # not root: the token stays its own user's
+    monkeypatch.setattr(shim.os, "geteuid", lambda: 0)
+    assert allowed.refusal() is None
+    monkeypatch.setenv("SUDO_UID", "501")
+    monkeypatch.setenv("SUDO_GID", "20")
+    assert shim._sudo_owner() == (501, 20)
+
+
+@pytest.mark.parametrize(
+    "query, window",
+    [("", 500), ("interval_ms=100", 100), ("interval_ms=5000", 5000), ("interval_ms=250&x=1", 250)],
+)
+def test_the_power_window_is_bounded(query, window):
+    assert shim.power_window(query) == window
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["interval_ms=99", "interval_ms=5001", "interval_ms=", "interval_ms=-5", "interval_ms=1&interval_ms=2"],
+)
+def test_a_power_window_out_of_bounds_is_refused(query):
+    with pytest.raises(shim.Refused, match="100 to 5000"):
+        shim.power_window(query)

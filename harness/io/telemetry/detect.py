@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.errors import ConfigError, TelemetryUnavailable
+from harness.io import shim_host
 from harness.io.telemetry import amd_smi, hwmon, nvml, powermetrics, practice, rapl
 from harness.io.telemetry.base import Source
 
@@ -33,7 +34,9 @@ class Where:
     powercap_root: Path = rapl.ROOT
     nvml_bindings: Any = None  # None: import pynvml
     amdsmi_bindings: Any = None  # None: import amdsmi
-    run: Callable[[list[str]], bytes | None] | None = None  # powermetrics' runner (the shim's)
+    run: Callable[[list[str]], bytes | None] | None = None  # powermetrics' runner; None: as below
+    # The host-side shim that runs powermetrics (HARNESS_SHIM_URL); None: powermetrics runs here.
+    shim_url: str | None = field(default_factory=shim_host.shim_url)
     clock: Callable[[], float] = time.monotonic
     practice_url: str | None = None  # the practice server's /practice/power (the sweep's server)
 
@@ -42,7 +45,7 @@ OPENERS: dict[str, Callable[[Where], tuple[list, str | None]]] = {
     "nvml": lambda w: nvml.open_sources(w.nvml_bindings, w.clock),
     "amdsmi": lambda w: amd_smi.open_sources(w.amdsmi_bindings, w.clock),
     "hwmon": lambda w: hwmon.open_sources(w.drm_root, w.clock),
-    "powermetrics": lambda w: powermetrics.open_sources(w.run, clock=w.clock),
+    "powermetrics": lambda w: powermetrics.open_sources(w.run, clock=w.clock, shim_url=w.shim_url),
     "rapl": lambda w: rapl.open_sources(w.powercap_root, w.clock),
     "practice": lambda w: practice.open_sources(w.practice_url, w.clock),
 }

@@ -1,7 +1,9 @@
 """Apple silicon through macOS's ``powermetrics``: the command line that asks it for one sample
-as a property list, and the parser of that output. ``powermetrics`` needs root, so on a Mac whose
-harness runs as a user (or in a container) the host-side shim is to start it (phase two of issue
-38); here it runs only where this process is root.
+as a property list, and the parser of that output. ``powermetrics`` needs root. Where the harness
+is given the host-side shim (``HARNESS_SHIM_URL``, harness/io/shim_host.py), each sample comes
+from the shim's ``GET /v1/power``, which runs it on the shim's host when its allow-list names it
+and it runs as root (a harness in a container, or as a user, on a Mac); else it runs here, only
+where this process is root on macOS.
 
 What a sample gives (the options are ``man powermetrics``'s; the keys are those its property-list
 output carries for the samplers ``cpu_power`` and ``gpu_power``, not listed in the manual):
@@ -32,6 +34,7 @@ from xml.parsers.expat import ExpatError
 
 from harness.core.telemetry import Reading, make_reading
 from harness.errors import TelemetryUnavailable
+from harness.io import shim_host
 
 MAX_OUTPUT = 1 << 20  # one sample of two samplers is a few kB
 NOT_GIVEN = {
@@ -161,22 +164,54 @@ class PowermetricsSource:
         pass
 
 
+def through_shim(url: str) -> Callable[[list[str]], bytes]:
+    """A runner that asks the shim at ``url`` for the sample ``command()`` describes: the shim runs
+    its own, identical argument list with the window (``--sample-rate``) asked for."""
+
+    def run(argv: list[str]) -> bytes:
+        return shim_host.power_sample(url, int(argv[argv.index("--sample-rate") + 1]))
+
+    return run
+
+
+PROBE_MS = 100  # the shim is asked once, briefly, when the source opens: a refusal is said then
+
+
+def _open_through_shim(url: str, clock: Callable[[], float]) -> tuple[list, str | None]:
+    run = through_shim(url)
+    try:
+        if not parse(run(command(PROBE_MS, 1))):
+            return [], f"powermetrics: the shim at {url} answered no sample"
+    except TelemetryUnavailable as exc:
+        return [], str(exc)
+    except ValueError as exc:
+        return [], f"powermetrics: the shim at {url} answered: {exc}"
+    return [PowermetricsSource(run, clock=clock, device="Apple silicon (the shim's host)")], None
+
+
 def open_sources(
     run: Callable[[list[str]], bytes | None] | None = None,
     system: str | None = None,
     is_root: bool | None = None,
     clock: Callable[[], float] = time.monotonic,
+    shim_url: str | None = None,
 ) -> tuple[list, str | None]:
-    """The Mac's source, or none and the one line why. ``run`` answers an argument list's output
-    (the shim's, in phase two); without it powermetrics runs here, which needs macOS and root."""
+    """The Mac's source, or none and the one line why. ``run`` answers an argument list's output;
+    without it the shim at ``shim_url`` is asked (once now, so that its refusal is said at the
+    start), and without a shim powermetrics runs here, which needs macOS and root."""
+    if run is None and shim_url:
+        return _open_through_shim(shim_url, clock)
     if run is None:
         system = system or platform.system()
         if system != "Darwin":
-            return [], f"powermetrics: macOS only (this is {system})"
+            return [], (
+                f"powermetrics: macOS only (this is {system}); a harness in a container on a Mac reads "
+                "it through the host-side shim (HARNESS_SHIM_URL; docs/telemetry.md)"
+            )
         if not (os.geteuid() == 0 if is_root is None else is_root):
-            return (
-                [],
-                "powermetrics: needs root (on a Mac the host-side shim is to run it: issue 38, phase two)",
+            return [], (
+                "powermetrics: needs root; run the harness as root, or start the host-side shim as root "
+                "with powermetrics allowed (sudo make shim SHIM_POWERMETRICS=1) and set HARNESS_SHIM_URL"
             )
         if not shutil.which("powermetrics"):
             return [], "powermetrics: not on PATH"

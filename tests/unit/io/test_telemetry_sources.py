@@ -82,9 +82,57 @@ def test_the_source_runs_the_command_through_its_runner():
         silent.read()
 
 
-def test_without_a_runner_it_needs_a_mac_and_root():
-    assert powermetrics.open_sources(system="Linux") == ([], "powermetrics: macOS only (this is Linux)")
-    assert "needs root" in powermetrics.open_sources(system="Darwin", is_root=False)[1]
+def test_without_a_runner_or_a_shim_it_needs_a_mac_and_root_and_says_the_remedy():
+    [], linux = powermetrics.open_sources(system="Linux")
+    assert linux.startswith("powermetrics: macOS only (this is Linux); a harness in a container on a Mac")
+    assert "HARNESS_SHIM_URL" in linux
+    [], user = powermetrics.open_sources(system="Darwin", is_root=False)
+    assert user == (
+        "powermetrics: needs root; run the harness as root, or start the host-side shim as root with "
+        "powermetrics allowed (sudo make shim SHIM_POWERMETRICS=1) and set HARNESS_SHIM_URL"
+    )
+
+
+def test_through_the_shim_each_read_asks_it_for_the_window(monkeypatch):
+    asked = []
+
+    def power_sample(url, interval_ms):
+        asked.append((url, interval_ms))
+        return PLIST
+
+    monkeypatch.setattr(powermetrics.shim_host, "power_sample", power_sample)
+    [source], why = powermetrics.open_sources(clock=lambda: 3.0, shim_url="http://mac:8790")
+    assert why is None and source.device == "Apple silicon (the shim's host)"
+    assert source.read().power_w == pytest.approx(45.095)
+    assert asked == [("http://mac:8790", 100), ("http://mac:8790", 500)]  # the probe, then a read
+
+
+def test_the_shims_refusal_is_the_sources_one_line(monkeypatch, tmp_path):
+    def refused(url, interval_ms):
+        raise TelemetryUnavailable(f"powermetrics: the shim at {url} answered HTTP 403: not root")
+
+    monkeypatch.setattr(powermetrics.shim_host, "power_sample", refused)
+    assert powermetrics.open_sources(shim_url="http://mac:8790") == (
+        [],
+        "powermetrics: the shim at http://mac:8790 answered HTTP 403: not root",
+    )
+    monkeypatch.setattr(powermetrics.shim_host, "power_sample", lambda url, ms: b"<plist>broken")
+    [], broken = powermetrics.open_sources(shim_url="http://mac:8790")
+    assert broken.startswith("powermetrics: the shim at http://mac:8790 answered: powermetrics output is no")
+
+
+def test_without_the_shims_token_it_is_one_line_and_nothing_is_sent(monkeypatch, tmp_path):
+    monkeypatch.setenv("HARNESS_SHIM_TOKEN_FILE", str(tmp_path / "token"))
+    [], why = powermetrics.open_sources(shim_url="http://127.0.0.1:9")
+    assert why.startswith(f"powermetrics: cannot read the shim's token file {tmp_path / 'token'}")
+    assert "\n" not in why
+
+
+def test_detection_reads_through_the_shim_the_environment_names(monkeypatch):
+    monkeypatch.setenv("HARNESS_SHIM_URL", "http://mac:8790")
+    assert Where().shim_url == "http://mac:8790"
+    monkeypatch.delenv("HARNESS_SHIM_URL")
+    assert Where().shim_url is None
 
 
 # -- amdsmi --------------------------------------------------------------------------------------------

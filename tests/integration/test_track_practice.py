@@ -1,18 +1,24 @@
-"""`harness track practice`: the practice-only plan on a free port, a first report with no engine
-to build, at smaller sizes than the plan's own. How long it takes is a measurement, not asserted:
-a wall time of a dozen commands' starts and their load on shared cores is the machine's, and a
-step that hangs is caught by its own bounds (the plan's) or by the whole command's deadline below."""
+"""`harness track practice`: the practice-only plan on a free port, interrupted inside a step and
+resumed, then a first report with no engine to build, at smaller sizes than the plan's own. How long
+it takes is a measurement, not asserted: a wall time of a dozen commands' starts and their load on
+shared cores is the machine's, and a step that hangs is caught by its own bounds (the plan's) or by
+the whole command's deadline below. The interruption and the resume are tested here, on the cheap
+engine: the CPU plan's test (tests/e2e/test_track_cpu.py) runs only its llama-server blocks."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
+from collections import Counter
 
 import pytest
 
-from harness.io.notebook import problems
+from harness.io.notebook import problems, read_records
 from harness.io.ports import port_open
 from tests.conftest import ROOT
 from tests.seeds import SEEDS, seeds_summarise_load
@@ -26,12 +32,49 @@ SMALL = [
     for k, v in {"REQUESTS": 8, "MIN_ROUNDS": 1, "MAX_TOKENS": 16, "PAIR_REQUESTS": 4}.items()
     for arg in ("--set", f"{k}={v}")
 ]
+TARGET = "practice/sweep:practice-prefix-unique"  # the step interrupted
 
 
-def test_track_practice_writes_a_report_on_a_free_port(tmp_path):
+def manifest(run_dir) -> dict:
+    try:
+        return json.loads((run_dir / "manifest.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def status(run_dir, step_id: str) -> str | None:
+    return next((s["status"] for s in manifest(run_dir).get("steps", []) if s["id"] == step_id), None)
+
+
+def interrupt_inside(cmd: list[str], run_dir, log) -> dict:
+    """Start the plan, SIGINT it once TARGET has run for a second, and return its manifest then."""
+    with open(log, "w") as out:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 300
+    while status(run_dir, TARGET) != "running":
+        assert proc.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, "the plan never reached the step to interrupt"
+        time.sleep(0.2)
+    time.sleep(1.0)  # inside the sweep
+    os.kill(proc.pid, signal.SIGINT)
+    assert proc.wait(90) == 130, log.read_text()
+    return manifest(run_dir)
+
+
+def test_track_practice_interrupted_resumed_writes_a_report_on_a_free_port(tmp_path):
     run_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "harness.cli", "track", "practice", "--run-dir", str(run_dir), *SMALL]
+    first = interrupt_inside(cmd, run_dir, tmp_path / "first.txt")
+    port = int(
+        re.search(r"==> PRACTICE_PORT: free port (\d+)", (tmp_path / "first.txt").read_text()).group(1)
+    )
+    assert first["status"] == "interrupted" and status(run_dir, TARGET) == "interrupted"
+    finished_before = [s["id"] for s in first["steps"] if s["status"] == "passed"]
+    assert "practice/sweep:practice-baseline" in finished_before
+    assert not port_open("127.0.0.1", port), "the practice server was left running after the interruption"
+
     done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "track", "practice", "--run-dir", str(run_dir), *SMALL],
+        [*cmd, "--resume"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -45,6 +88,16 @@ def test_track_practice_writes_a_report_on_a_free_port(tmp_path):
     assert not port_open("127.0.0.1", port)  # stopped, the port proven free
     statuses = {s["id"]: s["status"] for s in manifest["steps"]}
     assert set(statuses.values()) == {"passed"}, statuses
+    by_id = {s["id"]: s for s in manifest["steps"]}
+    for step_id in finished_before:  # what had finished is not run again; the engine is restarted
+        if not step_id.endswith("/start"):
+            assert by_id[step_id]["attempts"] == 1, f"{step_id} was repeated on --resume"
+    assert by_id[TARGET]["attempts"] == 2 and by_id["practice/start"]["attempts"] == 2
+    levels = read_records(
+        run_dir / "labbook.md", "level", select=lambda o: "concurrency" in o and "label" in o
+    ).records
+    counts = Counter((r["label"], r["concurrency"]) for r in levels)
+    assert [counts[("practice-baseline", c)] for c in (1, 5, 10, 20)] == [1, 1, 1, 1]  # not repeated
     kinds = {"sweep:practice-baseline", "prefix", "probe", "measure", "admission", "recovery", "report"}
     assert all(any(k in sid for sid in statuses) for k in kinds), statuses
     html = (run_dir / "report.html").read_text()

@@ -67,6 +67,31 @@ def lateness(due: float, departed: float) -> float:
     return departed - due
 
 
+# How the open loop waits for a departure (``harness.load.departures``): the event loop's timers
+# wake up to about a millisecond late (libev's epoll waits whole milliseconds, and the loop may be
+# busy with other streams when the timer is due), so it sleeps to SLEEP_MARGIN_S short of the due
+# time, then yields to the other greenlets (their reads go on) until SPIN_S short of it, then spins.
+SLEEP_MARGIN_S = 0.002
+SPIN_S = 0.0002
+
+
+def wait_step(
+    now: float, due: float, sleep_margin: float = SLEEP_MARGIN_S, spin: float = SPIN_S
+) -> tuple[str, float]:
+    """What to do next to leave at ``due``: ("go", 0) once it has come; ("sleep", s) while it is
+    more than ``sleep_margin`` away (s: to that margin); ("yield", 0) while more than ``spin``
+    away (let other greenlets run, then look again); ("spin", 0) for the last ``spin`` seconds
+    (nothing else runs, so no one else's work makes the departure late)."""
+    left = due - now
+    if left <= 0:
+        return "go", 0.0
+    if left > sleep_margin:
+        return "sleep", left - sleep_margin
+    if left > spin:
+        return "yield", 0.0
+    return "spin", 0.0
+
+
 def shares(count: int, users: dict[str, int]) -> dict[str, int]:
     """Split a level's ``count`` requests over workers in proportion to their users (exact total)."""
     total = sum(users.values())

@@ -103,3 +103,30 @@ def test_a_level_whose_client_fell_behind_its_schedule_is_client_limited_and_val
     assert record["client_limited"] is True and record["schedule_note"].startswith("client-limited")
     append_record(tmp_path / "b.md", record, "level")
     assert not read_records(tmp_path / "b.md", "level").warnings
+
+
+def test_the_wait_for_a_departure_sleeps_then_yields_then_spins():
+    from harness.core.schedules import wait_step
+
+    # 10 ms ahead: sleep to 2 ms short of it; 1 ms ahead: let the others run; 0.1 ms: spin
+    step, seconds = wait_step(0.0, 0.010, sleep_margin=0.002, spin=0.0002)
+    assert step == "sleep" and seconds == pytest.approx(0.008)
+    assert wait_step(0.009, 0.010, sleep_margin=0.002, spin=0.0002) == ("yield", 0.0)
+    assert wait_step(0.0099, 0.010, sleep_margin=0.002, spin=0.0002) == ("spin", 0.0)
+    assert wait_step(0.010, 0.010) == ("go", 0.0) and wait_step(0.5, 0.010) == ("go", 0.0)  # late: at once
+
+
+@settings(max_examples=examples(200))
+@given(st.floats(0, 1e6), st.floats(-10, 10), st.floats(1e-4, 0.05), st.floats(0, 1e-3))
+def test_a_wait_never_sleeps_past_its_margin_and_goes_only_when_due(now, ahead, margin, spin):
+    from harness.core.schedules import wait_step
+
+    due = now + ahead
+    ahead = due - now  # as the floats have it
+    step, seconds = wait_step(now, due, margin, spin)
+    assert (step == "go") == (ahead <= 0)
+    if step == "sleep":  # a timer woken even a margin late still leaves time to yield and spin
+        assert seconds > 0 and seconds + margin == pytest.approx(ahead)
+    else:
+        assert seconds == 0.0
+    assert step != "spin" or ahead <= max(spin, margin)

@@ -26,43 +26,91 @@ from harness.core.server_text import safe_text
 from harness.core.sample import Sample
 from harness.core.stream import StreamParser, error_message, whole_body_error
 from harness.io.http import MAX_BODY, stream_problem
-from harness.io.stream_socket import Head, Pool, Stale, read_head, read_stream, whole_body
+from harness.io.stream_socket import Connection, Head, Pool, Stale, read_head, read_stream, whole_body
 
 if TYPE_CHECKING:
     from harness.core.workloads import Request
     from harness.load.workload import Workload
 
 
-def stream_once(pool: Pool, workload: Workload, job: Request) -> Sample:
-    """One streamed request; never raises for HTTP or stream problems.
+class Departure:
+    """One request up to its departure: a connection (an idle one of the pool, else one opened
+    now) and the request's bytes, then the write. The open loop makes it ready ahead of the
+    request's due time and writes it at that time (``go``), so neither the connecting nor the
+    building is in its lateness; the closed loop does both at once. A failure on the way (refused,
+    reset) is kept and recorded by the request as if it had come there."""
+
+    def __init__(self, pool: Pool, workload: Workload, job: Request) -> None:
+        self.job = job
+        self.t_send = time.perf_counter()  # when the client set out to send it
+        self.conn: Connection | None = None
+        self.data = b""
+        self.reused = False
+        self.error: Exception | None = None
+        self.t_sent: float | None = None
+        self.t_written: float | None = None
+        try:
+            self.conn = pool.acquire()
+            self.reused = self.conn.used > 0
+            self.data = pool.request_bytes(workload.path, workload.body(job), workload.headers())
+        except Exception as exc:  # recorded by the request (``_attempt``), as every failure is
+            self.error = exc
+
+    def go(self, restart: bool = False) -> Departure:
+        """Write the request now. ``restart``: made ready ahead of time, so the request starts
+        now (its ``t_send``), and its send delay is the write's own."""
+        if restart:
+            self.t_send = time.perf_counter()
+        if self.error is None and self.conn is not None:
+            try:
+                self.t_sent, self.t_written = self.conn.send(self.data)
+            except Exception as exc:
+                self.error = exc
+        return self
+
+    def drop(self) -> None:
+        """Never sent (the level was stopped first): its connection closed."""
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+def stream_once(pool: Pool, workload: Workload, job: Request, departed: Departure | None = None) -> Sample:
+    """One streamed request; never raises for HTTP or stream problems. ``departed``: already
+    written (the open loop's scheduler wrote it at its due time); else it is sent now.
 
     Some servers (llama-server, observed) close the connection after every streamed response
     although they advertise keep-alive; a request sent on such a connection never reached the
     server (nothing came back, not even a status line), so it is sent once more on a fresh
     connection; any other failure is recorded."""
-    sample = _attempt(pool, workload, job, fresh=False)
+    sample = _attempt(pool, workload, job, fresh=False, departed=departed)
     return sample if sample is not None else _attempt(pool, workload, job, fresh=True)
 
 
 # Complexity allowed: one request's whole life (connect, send, head, body, each way to fail), flat.
-def _attempt(pool: Pool, workload: Workload, job: Request, fresh: bool) -> Sample | None:  # noqa: C901
+def _attempt(  # noqa: C901
+    pool: Pool, workload: Workload, job: Request, fresh: bool, departed: Departure | None = None
+) -> Sample | None:
     """One try under both bounds: the whole request ends at ``workload.timeout`` (a gevent timer
     around it, so a server that never sends headers or trickles bytes ends there too), and each
     gap at ``workload.idle_timeout``. None: a stale kept-alive connection, to try again."""
-    t_send = time.perf_counter()
-    parser = StreamParser(t_send, workload.text_limit)
+    parser = StreamParser(departed.t_send if departed else time.perf_counter(), workload.text_limit)
     parser.s.tags = dict(job.tags)
     timer = gevent.Timeout(workload.timeout)
     timer.start()
     conn, reusable, size = None, False, 0
     try:
-        if fresh:
-            pool.close()
-        conn = pool.acquire()
-        data = pool.request_bytes(workload.path, workload.body(job), workload.headers())
-        reused = conn.used > 0
+        if departed is None:
+            if fresh:
+                pool.close()
+            departed = Departure(pool, workload, job)
+            parser.s.t_send = departed.t_send
+            departed.go()
+        conn, reused = departed.conn, departed.reused
         try:
-            parser.s.t_sent, parser.s.t_written = conn.send(data)
+            if departed.error is not None:
+                raise departed.error
+            parser.s.t_sent, parser.s.t_written = departed.t_sent, departed.t_written
             reads = conn.reads(workload.idle_timeout)
             head = Head()
             first = read_head(reads, head)

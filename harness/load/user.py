@@ -17,7 +17,6 @@ request left, and every read, the headers' included, is stamped by the kernel on
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 
@@ -31,7 +30,7 @@ from harness.core.workloads import Request
 from harness.io.stream_socket import Pool
 from harness.load import headless, locust_energy, sweep_worker, urls
 from harness.load import options  # noqa: F401  (registers the Locust command-line options)
-from harness.load.request import stream_once
+from harness.load.request import Departure, stream_once
 from harness.load.workload import Workload  # noqa: F401  (re-exported: the runner builds user.Workload)
 
 
@@ -125,12 +124,10 @@ class ChatUser(_BoundedUser):
         gevent.sleep(0.05)
 
 
-ARRIVAL_SPIN_S = 0.0015  # the open loop sleeps to this short of each departure, then spins to it
-
-
 class ArrivalUser(_BoundedUser):
-    """Open loop: one user sends each request at its scheduled arrival time on a greenlet of its
-    own, whatever the server's speed, so offered load does not fall when the server slows."""
+    """Open loop: one user sends each request at its scheduled arrival time and reads it on a
+    greenlet of its own, whatever the server's speed, so offered load does not fall when the
+    server slows (``harness.load.departures``: the scheduler and how it keeps the time)."""
 
     wait_time = constant(0)
     fixed_count = 1
@@ -142,32 +139,20 @@ class ArrivalUser(_BoundedUser):
 
     @task
     def dispatch(self) -> None:
-        import gevent
+        from harness.load.departures import send_on_schedule
 
         if self.done or not self.workload.arrivals:
             gevent.sleep(0.05)
             return
-        start = time.perf_counter()
-        greenlets = []
-        for offset in self.workload.arrivals:
-            due = start + offset
-            self.workload.prepare_next()
-            delay = due - time.perf_counter()
-            if delay > ARRIVAL_SPIN_S:
-                gevent.sleep(delay - ARRIVAL_SPIN_S)
-            while time.perf_counter() < due:  # the event loop's timers wake up to a millisecond late
-                pass
-            job = self.workload.take()
-            if job is None:
-                break
-            # its schedule, so the sample keeps how late it left (schedule_lateness_s)
-            job = dataclasses.replace(job, due=start + offset)
-            greenlets.append(gevent.spawn(self._one, job))
-        gevent.joinall(greenlets)
+
+        def ready(job: Request) -> Departure:
+            return Departure(self.pool, self.workload, job)
+
+        gevent.joinall(send_on_schedule(self.workload, self.workload.arrivals, ready, self._one))
         self.done = True
 
-    def _one(self, job: Request) -> None:
-        _metric_rows(self.environment, stream_once(self.pool, self.workload, job))
+    def _one(self, departed: Departure) -> None:
+        _metric_rows(self.environment, stream_once(self.pool, self.workload, departed.job, departed))
 
 
 # -- standalone use (web UI, headless): options and thresholds ---------------------------------------

@@ -69,12 +69,6 @@ class Workload:
         self.issued += 1
         return True
 
-    def prepare_next(self) -> None:
-        """Build the trace's next request now (its prompt synthesised), before its departure is
-        waited for, so the time it takes is not the request's lateness."""
-        if self.trace is not None and len(self.trace) and (self.budget is None or self.budget > 0):
-            self.trace[self.issued % len(self.trace)]
-
     def take(self) -> Request | None:
         """The next request of a single-request workload (a prompt of the set, or one of drawn
         lengths, or the trace's next), or None when the level's budget is spent."""

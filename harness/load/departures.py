@@ -1,0 +1,67 @@
+"""The open loop's scheduler: one greenlet that sends every request of a level at its due time.
+
+Each request is made ready ahead of its time (its bytes built, a connection taken from the pool
+or opened: ``harness.load.request.Departure``); the scheduler waits for the due time
+(``harness.core.schedules.wait_step``: sleep, then yield to the other greenlets, then spin the
+last fraction of a millisecond), writes the request itself and hands the stream to a greenlet of
+its own to read. Nothing that can be done before the due time is in the departure's lateness,
+and no greenlet has to be started at the due time (a spawned greenlet starts only once the loop
+comes round to it, after every stream read that was ready: measured up to milliseconds late).
+The lateness is taken as before: the departure (just before the write) minus the due time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import gevent
+
+from harness.core.schedules import wait_step
+
+if TYPE_CHECKING:
+    from harness.core.workloads import Request
+    from harness.load.request import Departure
+    from harness.load.workload import Workload
+
+
+def wait_until(due: float, clock: Callable[[], float] = time.perf_counter) -> None:
+    """Return at ``due`` (on ``clock``), as close after it as the event loop allows."""
+    while True:
+        step, seconds = wait_step(clock(), due)
+        if step == "go":
+            return
+        if step == "sleep":
+            gevent.sleep(seconds)
+        elif step == "yield":
+            gevent.sleep(0)
+
+
+def send_on_schedule(
+    workload: Workload,
+    offsets: Sequence[float],
+    ready: Callable[[Request], Departure],
+    read: Callable[[Departure], None],
+) -> list[gevent.Greenlet]:
+    """Send the workload's requests at ``offsets`` (seconds from now), until its budget is spent:
+    each made ready (``ready(request)``: a ``Departure``) as soon as the one before has left,
+    written at its time, then read by ``read(departure)`` on a greenlet of its own (returned, to
+    be joined). No Locust here (its import patches the standard library): the user passes both."""
+    start = time.perf_counter()
+    readers: list[gevent.Greenlet] = []
+    for offset in offsets:
+        job = workload.take()
+        if job is None:
+            break
+        due = start + offset
+        # its due time rides with it, so the sample keeps how late it left (schedule_lateness_s)
+        departure = ready(dataclasses.replace(job, due=due))
+        try:
+            wait_until(due)
+        except BaseException:  # the level was stopped while it waited: never sent
+            departure.drop()
+            raise
+        readers.append(gevent.spawn(read, departure.go(restart=True)))
+    return readers

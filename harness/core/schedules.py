@@ -67,11 +67,14 @@ def lateness(due: float, departed: float) -> float:
     return departed - due
 
 
-# How the open loop waits for a departure (``harness.load.departures``): the event loop's timers
-# wake up to about a millisecond late (libev's epoll waits whole milliseconds, and the loop may be
-# busy with other streams when the timer is due), so it sleeps to SLEEP_MARGIN_S short of the due
-# time, then yields to the other greenlets (their reads go on) until SPIN_S short of it, then spins.
+# How the open loop waits for a departure (``harness.load.departures``): it sleeps to a margin
+# short of the due time, then yields to the other greenlets (their reads go on) until SPIN_S short
+# of it, then spins. The margin is what the sleep may wake up late by: gevent's own timers wake up
+# to about a millisecond late (libev's epoll waits whole milliseconds), so SLEEP_MARGIN_S with
+# them; a timerfd (``harness.io.wakeup``, Linux) wakes up within tens of microseconds, less the
+# loop's own delays (another stream's read running), so PRECISE_MARGIN_S with it.
 SLEEP_MARGIN_S = 0.002
+PRECISE_MARGIN_S = 0.0005
 SPIN_S = 0.0002
 
 

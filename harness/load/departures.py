@@ -2,8 +2,9 @@
 
 Each request is made ready ahead of its time (its bytes built, a connection taken from the pool
 or opened: ``harness.load.request.Departure``); the scheduler waits for the due time
-(``harness.core.schedules.wait_step``: sleep, then yield to the other greenlets, then spin the
-last fraction of a millisecond), writes the request itself and hands the stream to a greenlet of
+(``harness.core.schedules.wait_step``: sleep, on a timerfd where there is one
+(``harness.io.wakeup``), then yield to the other greenlets, then spin the last fraction of a
+millisecond), writes the request itself and hands the stream to a greenlet of
 its own to read. Nothing that can be done before the due time is in the departure's lateness,
 and no greenlet has to be started at the due time (a spawned greenlet starts only once the loop
 comes round to it, after every stream read that was ready: measured up to milliseconds late).
@@ -19,7 +20,8 @@ from typing import TYPE_CHECKING
 
 import gevent
 
-from harness.core.schedules import wait_step
+from harness.core.schedules import PRECISE_MARGIN_S, SLEEP_MARGIN_S, wait_step
+from harness.io.wakeup import Wakeup
 
 if TYPE_CHECKING:
     from harness.core.workloads import Request
@@ -27,14 +29,16 @@ if TYPE_CHECKING:
     from harness.load.workload import Workload
 
 
-def wait_until(due: float, clock: Callable[[], float] = time.perf_counter) -> None:
-    """Return at ``due`` (on ``clock``), as close after it as the event loop allows."""
+def wait_until(due: float, wake: Wakeup, clock: Callable[[], float] = time.perf_counter) -> None:
+    """Return at ``due`` (on ``clock``), as close after it as the event loop allows: ``wake``
+    sleeps, to a margin short of it that depends on how precise ``wake`` is."""
+    margin = PRECISE_MARGIN_S if wake.precise else SLEEP_MARGIN_S
     while True:
-        step, seconds = wait_step(clock(), due)
+        step, seconds = wait_step(clock(), due, margin)
         if step == "go":
             return
         if step == "sleep":
-            gevent.sleep(seconds)
+            wake.until(due - margin)
         elif step == "yield":
             gevent.sleep(0)
 
@@ -49,19 +53,23 @@ def send_on_schedule(
     each made ready (``ready(request)``: a ``Departure``) as soon as the one before has left,
     written at its time, then read by ``read(departure)`` on a greenlet of its own (returned, to
     be joined). No Locust here (its import patches the standard library): the user passes both."""
+    wake = Wakeup()
     start = time.perf_counter()
     readers: list[gevent.Greenlet] = []
-    for offset in offsets:
-        job = workload.take()
-        if job is None:
-            break
-        due = start + offset
-        # its due time rides with it, so the sample keeps how late it left (schedule_lateness_s)
-        departure = ready(dataclasses.replace(job, due=due))
-        try:
-            wait_until(due)
-        except BaseException:  # the level was stopped while it waited: never sent
-            departure.drop()
-            raise
-        readers.append(gevent.spawn(read, departure.go(restart=True)))
+    try:
+        for offset in offsets:
+            job = workload.take()
+            if job is None:
+                break
+            due = start + offset
+            # its due time rides with it, so the sample keeps how late it left (schedule_lateness_s)
+            departure = ready(dataclasses.replace(job, due=due))
+            try:
+                wait_until(due, wake)
+            except BaseException:  # the level was stopped while it waited: never sent
+                departure.drop()
+                raise
+            readers.append(gevent.spawn(read, departure.go(restart=True)))
+    finally:
+        wake.close()
     return readers

@@ -7,8 +7,10 @@ from __future__ import annotations
 import time
 
 import gevent
+import pytest
 
 from harness.core.schedules import lateness
+from harness.io.wakeup import Wakeup
 from harness.load.departures import send_on_schedule, wait_until
 from harness.load.workload import Workload
 
@@ -66,8 +68,13 @@ def test_a_spent_budget_ends_the_schedule_and_a_stopped_level_drops_the_ready_on
     assert len(made) == 2 and made[1].dropped and made[1].t_sent is None and not made[0].dropped
 
 
-def test_wait_until_returns_at_its_time_not_before():
-    for ahead in (0.0, 0.0005, 0.003, 0.012):
-        due = time.perf_counter() + ahead
-        wait_until(due)
-        assert time.perf_counter() >= due
+@pytest.mark.parametrize("timerfd", [True, False])
+def test_wait_until_returns_at_its_time_not_before(timerfd):
+    wake = Wakeup(timerfd)
+    try:
+        for ahead in (0.0, 0.0003, 0.001, 0.003, 0.012):
+            due = time.perf_counter() + ahead
+            wait_until(due, wake)
+            assert time.perf_counter() >= due
+    finally:
+        wake.close()

@@ -139,16 +139,22 @@ class ArrivalUser(_BoundedUser):
 
     @task
     def dispatch(self) -> None:
-        from harness.load.departures import send_on_schedule
+        from harness.load.departures import Spares, send_on_schedule
 
         if self.done or not self.workload.arrivals:
             gevent.sleep(0.05)
             return
+        spares = Spares(self.pool)
 
         def ready(job: Request) -> Departure:
-            return Departure(self.pool, self.workload, job)
+            departure = Departure(self.pool, self.workload, job)
+            spares.top_up()  # the next request's connection opened while this one waits
+            return departure
 
-        gevent.joinall(send_on_schedule(self.workload, self.workload.arrivals, ready, self._one))
+        try:
+            gevent.joinall(send_on_schedule(self.workload, self.workload.arrivals, ready, self._one))
+        finally:
+            spares.close()
         self.done = True
 
     def _one(self, departed: Departure) -> None:

@@ -78,3 +78,35 @@ def test_wait_until_returns_at_its_time_not_before(timerfd):
             assert time.perf_counter() >= due
     finally:
         wake.close()
+
+
+def test_spares_keep_connections_open_ahead_and_a_refused_one_is_left_to_the_request():
+    import socket
+
+    from harness.io.stream_socket import Pool
+    from harness.load.departures import Spares
+
+    with socket.socket() as listener:  # the kernel completes each handshake; nothing need accept
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        pool = Pool(f"http://127.0.0.1:{listener.getsockname()[1]}", 2.0)
+        spares = Spares(pool, keep=2)
+        spares.top_up()
+        spares.opening.join(timeout=5)
+        assert len(pool.idle) == 2
+        spares.top_up()  # enough idle: nothing more opened
+        assert len(spares.opening) == 0 and len(pool.idle) == 2
+        taken = pool.acquire()  # a departure takes one: the next top-up opens one in its place
+        spares.top_up()
+        spares.opening.join(timeout=5)
+        assert len(pool.idle) == 2 and taken not in pool.idle
+        taken.close()
+        pool.close()
+    with socket.socket() as free:  # a port nothing listens on: refused, nothing kept, nothing raised
+        free.bind(("127.0.0.1", 0))
+        pool = Pool(f"http://127.0.0.1:{free.getsockname()[1]}", 2.0)
+        spares = Spares(pool, keep=1)
+        spares.top_up()
+        spares.opening.join(timeout=5)
+        assert pool.idle == []
+        spares.close()

@@ -61,6 +61,10 @@ class Wakeup:
         if self.precise:
             self._libc = libc
             self._watcher = get_hub().loop.io(self.fd, 1)  # readable: the timer expired
+            # first among the watchers a poll found ready (libev's highest priority), so the
+            # streams' reads that came in the same poll run after the wake-up, not before it
+            with suppress(AttributeError, ValueError):
+                self._watcher.priority = 2
 
     def until(self, moment: float) -> None:
         """Return at ``moment`` or just after (other greenlets run meanwhile)."""

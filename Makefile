@@ -28,7 +28,7 @@ BUILD_JOBS  ?= $(shell nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || ech
 PROFILE     ?= kit
 
 .PHONY: help setup gguf test test-fast test-vllm lint mock check llama-cpu vllm-cpu demo practice-demo track-cpu \
-        track-s track-n track-x track-m shim bench-server bench-client side-by-side ui clean clean-servers compose-config models \
+        track-s track-n track-x track-m shim bench-server bench-client bench-trace side-by-side ui clean clean-servers compose-config models \
         docker-engine images image-vllm-cpu test-docker
 
 help:
@@ -53,6 +53,7 @@ help:
 	@echo "make test-vllm     the real-vLLM tests (marker vllm): one vLLM session and the CPU plan's vLLM blocks (~6 min)"
 	@echo "make bench-server  the practice server's own timing benchmark (prints a table)"
 	@echo "make bench-client  how precisely the load generator measures, against the practice server's truth"
+	@echo "make bench-trace   trace replay's departure lateness at 50 and 100 requests/s (RATES=50,100 REQUESTS=1000)"
 	@echo "make side-by-side  our client and a minimal asyncio reference client on one server: the TTFT each adds"
 	@echo "make compose-config TRACK=track-s SERVICE=vllm   a profile resolved with a track's pinned env file"
 	@echo "make models TRACK=track-s   the model in each format that track uses (DRY_RUN=1: list and sizes only)"
@@ -207,6 +208,11 @@ ui: $(STAMP)
 
 bench-client: $(STAMP)
 	$(BIN)/python scripts/bench_client.py
+
+bench-trace: RATES ?= 50,100
+bench-trace: REQUESTS ?= 1000
+bench-trace: $(STAMP)
+	$(BIN)/python scripts/bench_trace.py --rates $(RATES) --requests $(REQUESTS)
 
 side-by-side: $(STAMP)
 	$(BIN)/python scripts/side_by_side.py

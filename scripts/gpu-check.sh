@@ -239,7 +239,7 @@ cuda_cmake_args() {
 }
 
 build() {
-  local src_dir=$1 bdir=$WORK/build jobs=${JOBS:-$(nproc)} gen=() args=() argtext
+  local src_dir=$1 bdir=$WORK/build jobs=${JOBS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)} gen=() args=() argtext
   command -v cmake >/dev/null || die "cmake not found; install CMake 3.18 or later"
   if command -v ninja >/dev/null; then gen=(-G Ninja); fi
   argtext=$(cuda_cmake_args)

@@ -41,6 +41,18 @@ VLLM_REQUIRED = os.environ.get("HARNESS_VLLM_REQUIRED") == "1"
 # output would depend on the machine running it. The sources' own tests name them.
 os.environ.setdefault("HARNESS_TELEMETRY", "none")
 
+# The CPU engines run one thread each in the tests. vLLM's CPU build binds one OpenMP thread to
+# each core and llama.cpp starts one per core, and both spin at their barriers: beside a busy
+# process (the other pytest worker's practice servers) they crawl. Measured with one busy process
+# beside them (docs/measurements.md#engines-one-thread): the vLLM queueing block's test 242 s with
+# vLLM's own binding, 72.6 s unbound on one thread (61 s alone, bound); a llama-server sweep (c=1
+# and 4, 8 requests each) 43.4 s on 2 threads, 23.2 s on 1. A user's engines keep their defaults;
+# a test that names --threads itself names 1. (nproc obeys OMP_NUM_THREADS: the Makefile's build
+# jobs do not read it.)
+os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("LLAMA_ARG_THREADS", "1")
+
 
 # `make test` runs the suite on two pytest-xdist workers: the engines' unit on one, the rest on the
 # other (the files outside the engines' unit took 28 min 48 s on one worker with 13 min of CPU,

@@ -100,7 +100,7 @@ def test_tiny_model_loads_and_answers_in_the_cpu_llama_server(tiny_model, tmp_pa
     port = free_port()
     log = tmp_path / "server.log"
     argv = [str(server), "--model", str(tiny_model), "--host", "127.0.0.1", "--port", str(port)]
-    argv += ["--ctx-size", "2048", "--parallel", "1", "--threads", "2", "--jinja", "--log-file", str(log)]
+    argv += ["--ctx-size", "2048", "--parallel", "1", "--threads", "1", "--jinja", "--log-file", str(log)]
     with open(tmp_path / "server.out", "wb") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
     try:

@@ -103,7 +103,7 @@ def test_the_cpu_llama_server_gives_its_memory_back(tmp_path):
     from harness.run import llama_cpu
 
     port = free_port()
-    engine = llama_cpu.launcher(port, tmp_path / "llama.log", slots=2, ctx_per_slot=1024, threads=2)
+    engine = llama_cpu.launcher(port, tmp_path / "llama.log", slots=2, ctx_per_slot=1024, threads=1)
     found = HandOver.started("host", engine, port)
     engine.start(timeout=120)
     held = engine.memory_mb()

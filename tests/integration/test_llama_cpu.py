@@ -26,7 +26,7 @@ PREAMBLE = " ".join(f"Step {i}: check the log before measuring anything." for i 
 def llama(tmp_path_factory):
     port = free_port()
     log = tmp_path_factory.mktemp("llama") / "llama-server.log"
-    launcher = llama_cpu.launcher(port, log, slots=4, ctx_per_slot=2048, cache_type="f16", threads=2)
+    launcher = llama_cpu.launcher(port, log, slots=4, ctx_per_slot=2048, cache_type="f16", threads=1)
     launcher.start(timeout=120)
     yield launcher
     launcher.stop()

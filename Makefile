@@ -113,14 +113,15 @@ test-vllm: $(STAMP) $(VLLM_STAMP)
 $(COMPOSE_SCHEMA): $(STAMP)
 	$(BIN)/python scripts/fetch_compose_schema.py $@
 
-# Two workers (pytest-xdist): the files that run engines are one unit of work on one of them, one
-# test at a time (tests/conftest.py); the other runs the rest. A third worker made it slower here
-# (30 min 27 s against 26 min 37 s: the engines' tests share the 2 cores with more practice-server
-# load; the CPU plan's test took 611 s against 280 s). TEST_WORKERS=0 runs it in this one process.
-# The package is compiled first: each of the suite's hundreds of `harness` processes then reads its
-# bytecode instead of compiling what it imports (0.13 s a start here where PYTHONDONTWRITEBYTECODE
-# is set, as on this machine: a CLI start 0.62 s against 0.49 s).
-TEST_WORKERS ?= 2
+# Three workers (pytest-xdist): the files that run engines are one unit of work on one of them, one
+# test at a time (tests/conftest.py); the other two share the rest. The engines the tests start run
+# one thread each (tests/conftest.py): with llama.cpp and vLLM spinning on a thread per core, a third
+# worker had made the suite slower (30 min 27 s against 26 min 37 s on 2026-12-03); on one thread
+# each, 703 s on three workers against 957 s on two (2026-12-05, docs/measurements.md). TEST_WORKERS=0
+# runs it in this one process. The package is compiled first: each of the suite's hundreds of
+# `harness` processes then reads its bytecode instead of compiling what it imports (where
+# PYTHONDONTWRITEBYTECODE is set, as on this machine: a CLI start 0.62 s against 0.49 s).
+TEST_WORKERS ?= 3
 test: $(STAMP) $(LLAMA_STAMP) $(COMPOSE_SCHEMA)
 	$(BIN)/python -m compileall -q -j 0 harness locustfiles >/dev/null
 	$(BIN)/pytest -q -n $(TEST_WORKERS)

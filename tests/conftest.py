@@ -54,9 +54,10 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("LLAMA_ARG_THREADS", "1")
 
 
-# `make test` runs the suite on two pytest-xdist workers: the engines' unit on one, the rest on the
-# other (the files outside the engines' unit took 28 min 48 s on one worker with 13 min of CPU,
-# 2026-12-03, on loaded cores). A third worker made the whole slower (Makefile). Each
+# `make test` runs the suite on three pytest-xdist workers: the engines' unit on one, the rest on the
+# other two (the files outside the engines' unit took 28 min 48 s on one worker with 13 min of CPU,
+# 2026-12-03, on loaded cores; the third worker pays since the engines run one thread each, below,
+# Makefile). Each
 # file runs whole on one worker, in order (its module fixtures start once); the files that run
 # real engines (llama-server, vLLM, containers, whole tracks, the shim's engines) form one unit
 # of work, run first and one test at a time, as before: no two engines compete for the cores or

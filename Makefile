@@ -54,7 +54,7 @@ help:
 	@echo "make test-vllm     the real-vLLM tests (marker vllm): one vLLM session and the CPU plan's vLLM blocks (~6 min)"
 	@echo "make bench-server  the practice server's own timing benchmark (prints a table)"
 	@echo "make bench-client  how precisely the load generator measures, against the practice server's truth"
-	@echo "make bench-trace   trace replay's departure lateness at 50 and 100 requests/s (RATES=50,100 REQUESTS=1000)"
+	@echo "make bench-trace   trace replay's departure lateness at 50 and 100 requests/s, cores shared and apart (RATES=50,100 REQUESTS=1000)"
 	@echo "make side-by-side  our client and a minimal asyncio reference client on one server: the TTFT each adds"
 	@echo "make compose-config TRACK=track-s SERVICE=vllm   a profile resolved with a track's pinned env file"
 	@echo "make models TRACK=track-s   the model in each format that track uses (DRY_RUN=1: list and sizes only)"
@@ -217,8 +217,9 @@ bench-client: $(STAMP)
 
 bench-trace: RATES ?= 50,100
 bench-trace: REQUESTS ?= 1000
+bench-trace: LAYOUTS ?= shared,apart
 bench-trace: $(STAMP)
-	$(BIN)/python scripts/bench_trace.py --rates $(RATES) --requests $(REQUESTS)
+	$(BIN)/python scripts/bench_trace.py --rates $(RATES) --requests $(REQUESTS) --layouts $(LAYOUTS)
 
 side-by-side: $(STAMP)
 	$(BIN)/python scripts/side_by_side.py

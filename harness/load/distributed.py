@@ -104,7 +104,7 @@ class DistributedLoad:
         self.names: dict[str, str] = {}  # Locust's client id -> the name the worker gave itself
         self.parts: dict[str, parts_of.WorkerPart] = {}  # this level's workers by client id
         self.last_receipt = 0.0
-        self.runner.register_message("harness_sample", self._on_sample)
+        self.runner.register_message("harness_samples", self._on_samples)
         self.runner.register_message("harness_hello", self._on_hello)
         self.runner.register_message("harness_drained", self._on_drained)
         self.logs: list = []  # each worker's last words (closed in ``close``)
@@ -151,14 +151,16 @@ class DistributedLoad:
         # client that started it (same arguments) is left out.
         self.cpu_pids = [p.pid for p in self.procs] if launch is None else self._container_workers(port)
 
-    def _on_sample(self, environment, msg, **_) -> None:
-        sample = Sample(**msg.data)
-        sample.tags = {**sample.tags, "worker": self.names.get(msg.node_id, msg.node_id)}
+    def _on_samples(self, environment, msg, **_) -> None:
         part = self.parts.get(msg.node_id)
         if part is None:  # not one of this level's workers (a straggler of an ended level)
             return
-        part.samples.append(sample)
-        self.samples.append(sample)
+        worker = self.names.get(msg.node_id, msg.node_id)
+        for data in msg.data:
+            sample = Sample(**data)
+            sample.tags = {**sample.tags, "worker": worker}
+            part.samples.append(sample)
+            self.samples.append(sample)
         self.last_receipt = time.perf_counter()
 
     def _on_hello(self, environment, msg, **_) -> None:

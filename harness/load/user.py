@@ -221,7 +221,7 @@ def _master_collects(environment, **_kw) -> None:
 
     if isinstance(environment.runner, MasterRunner):
         environment.runner.register_message(
-            "harness_sample", lambda environment, msg, **_: SAMPLES.append(Sample(**msg.data))
+            "harness_samples", lambda environment, msg, **_: SAMPLES.extend(Sample(**d) for d in msg.data)
         )
 
 

@@ -29,7 +29,7 @@ BUILD_JOBS  ?= $(shell env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/n
 PROFILE     ?= kit
 
 .PHONY: help setup gguf test test-fast test-vllm lint mock check llama-cpu vllm-cpu demo practice-demo track-cpu \
-        track-s track-n track-x track-m shim bench-server bench-client bench-trace side-by-side ui clean clean-servers compose-config models \
+        track-s track-n track-x track-m shim bench-server bench-client bench-workers bench-trace side-by-side ui clean clean-servers compose-config models \
         docker-engine images image-vllm-cpu test-docker
 
 help:
@@ -54,6 +54,7 @@ help:
 	@echo "make test-vllm     the real-vLLM tests (marker vllm): one vLLM session and the CPU plan's vLLM blocks (~6 min)"
 	@echo "make bench-server  the practice server's own timing benchmark (prints a table)"
 	@echo "make bench-client  how precisely the load generator measures, against the practice server's truth"
+	@echo "make bench-workers the streams held within 1 ms by this process and by 1 and 2 Locust workers (WORKERS=1,2)"
 	@echo "make bench-trace   trace replay's departure lateness at 50 and 100 requests/s, cores shared and apart (RATES=50,100 REQUESTS=1000)"
 	@echo "make side-by-side  our client and a minimal asyncio reference client on one server: the TTFT each adds"
 	@echo "make compose-config TRACK=track-s SERVICE=vllm   a profile resolved with a track's pinned env file"
@@ -214,6 +215,11 @@ ui: $(STAMP)
 
 bench-client: $(STAMP)
 	$(BIN)/python scripts/bench_client.py
+
+bench-workers: WORKERS ?= 1,2
+bench-workers: STREAMS ?= 64,128,256,512
+bench-workers: $(STAMP)
+	$(BIN)/python scripts/bench_client.py --streams "" --burst "" --no-ceiling --workers $(WORKERS) --worker-streams $(STREAMS)
 
 bench-trace: RATES ?= 50,100
 bench-trace: REQUESTS ?= 1000

@@ -2,13 +2,17 @@
 """How precisely the load generator measures (a benchmark, not a test): prints a table.
 
 The practice server's ``ruler`` profile (first token 50 ms after a request arrives, then one
-token every 10 ms, 128 tokens, one SSE event per write) runs pinned to one core; this process,
-the Locust client as ``harness sweep`` drives it, runs pinned to the other. For each number of
+token every 10 ms, 128 tokens, one SSE event per write) runs pinned to the first core; this
+process, the Locust client as ``harness sweep`` drives it, runs pinned to the others (one on a
+2-core machine; its Locust worker processes, where asked for, share them). For each number of
 concurrent streams the client runs a closed loop for a fixed time; then every request's
 measured token times are compared with the times the server wrote those tokens (its ground
 truth, on the same monotonic clock). Error = client time - server write time.
 
     .venv/bin/python scripts/bench_client.py [--seconds 8] [--streams 1,16,64,256,512,1024] [--strict]
+    .venv/bin/python scripts/bench_client.py --streams "" --burst "" --no-ceiling --workers 1,2
+        (make bench-workers: the same rows from this process and from 1 and 2 Locust worker
+        processes, and the streams each held within 1 ms)
 
 The client's CPU is stated per token (``client µs/token``: CPU seconds of this process over the
 tokens it read, in microseconds), so rows compare even where the server fell behind its schedule;
@@ -97,6 +101,9 @@ def run_case(
     requests.post(f"{root}/practice/reset", timeout=10)  # the server's lateness from this row on
     server = psutil.Process(server_pid) if server_pid else None
     s0 = server.cpu_times() if server else None
+    # with Locust workers, the client is this process (the master) and every worker process
+    clients = [psutil.Process(), *(psutil.Process(p.pid) for p in distributed.procs)] if distributed else []
+    c0, m0 = _cpu_s(clients), _cpu_s(clients[:1])
     t0 = time.monotonic()
     wl = {"path": "/v1/chat/completions", "model": None, "prompts": ["benchmark"], "max_tokens": 128}
     if burst:  # every user starts at once, as `harness sweep` starts a level: equal streams in lockstep
@@ -110,6 +117,11 @@ def run_case(
         result = loadgen.run_timed_level(
             root, wl, streams, seconds, timeout=60, spawn_rate=max(streams, 1), ramp_s=1.0
         )
+    # the client's CPU seconds over the level: the master's and the workers' together, or the
+    # in-process level's own figure (its share times its wall)
+    client_s = _cpu_s(clients) - c0 if clients else result.client_cpu * result.wall_s
+    client_share = client_s / (time.monotonic() - t0) if clients else result.client_cpu
+    master_share = (_cpu_s(clients[:1]) - m0) / (time.monotonic() - t0) if clients else None
     server_cpu = None
     if server is not None and s0 is not None:
         s1 = server.cpu_times()
@@ -152,8 +164,9 @@ def run_case(
         "requests": len(result.samples),
         "ok": len(ok),
         "tokens/s": round(tokens / result.wall_s),
-        "client CPU": f"{result.client_cpu:.0%}",
-        "client µs/token": round(result.client_cpu * result.wall_s / tokens * 1e6, 1) if tokens else None,
+        "client CPU": f"{client_share:.0%}",
+        "client µs/token": round(client_s / tokens * 1e6, 1) if tokens else None,
+        "master CPU": "-" if master_share is None else f"{master_share:.0%}",
         "server CPU": "-" if server_cpu is None else f"{server_cpu:.0%}",
         "server late p99 ms": ms(late),
         "TTFT err p50 ms": ms(percentile(ttft_err, 50)),
@@ -191,6 +204,70 @@ def run_case(
     }
 
 
+def by_workers(root: str, args, server_pid: int, rows: list[dict]) -> list[dict]:
+    """The --worker-streams rows from this process (every user at once, as a sweep level starts
+    them) and again for each count of --workers Locust worker processes (a master here, every
+    exact sample sent to it); each row appended to ``rows``; returns the summary: per client, the
+    most streams held within 1 ms and where it was first lost."""
+    ladder = sorted({int(x) for x in args.worker_streams.split(",") if x.strip()})
+    summary = []
+    for workers in [0, *(int(x) for x in args.workers.split(",") if x.strip())]:
+        label = "this process" if workers == 0 else f"{workers} worker{'s' * (workers > 1)}"
+        dist = None
+        if workers:
+            dist = distributed.DistributedLoad(
+                root, workers, ["--max-tokens", "128", "--prompt-set", "mixed"]
+            )
+        mine = []
+        try:
+            for n in ladder:
+                case = run_case(root, n, args.seconds, dist, burst=not workers, server_pid=server_pid)
+                mine.append({**case, "streams": f"{n} ({label})"})
+                print(f"  {n} streams, {label}: {_errors(case)}", file=sys.stderr)
+        finally:
+            if dist is not None:
+                dist.close()
+        rows.extend(mine)
+        summary.append(held_row(label, ladder, mine))
+    return summary
+
+
+def _errors(case: dict) -> str:
+    return f"TTFT error p99 {case['TTFT err p99 ms']} ms, ITL error p99 {case['ITL err p99 ms']} ms"
+
+
+def held_row(label: str, ladder: list[int], cases: list[dict]) -> dict:
+    """One client's line of the summary: the most streams with every row up to it within 1 ms."""
+    held, lost = None, None
+    for n, case in zip(ladder, cases, strict=True):
+        within = all(
+            case[k] is not None and abs(case[k]) < 1.0 for k in ("TTFT err p99 ms", "ITL err p99 ms")
+        )
+        if not within:
+            lost = (n, case)
+            break
+        held = (n, case)
+    return {
+        "client": label,
+        "streams held within 1 ms": held[0] if held else f"none of {ladder[0]}+",
+        "tokens/s there": held[1]["tokens/s"] if held else None,
+        "client CPU there": held[1]["client CPU"] if held else None,
+        "first past 1 ms": f"{lost[0]}: {_errors(lost[1])}" if lost else f"none up to {ladder[-1]}",
+    }
+
+
+def _cores_text(cores: list[int]) -> str:
+    """1, or 1-15 for a run of cores, or 1,3,5."""
+    if len(cores) > 1 and cores == list(range(cores[0], cores[-1] + 1)):
+        return f"{cores[0]}-{cores[-1]}"
+    return ",".join(str(c) for c in cores)
+
+
+def _cpu_s(procs: list[psutil.Process]) -> float:
+    """CPU seconds (user and system) of these processes so far."""
+    return sum(t.user + t.system for t in (p.cpu_times() for p in procs))
+
+
 def _client_error(ttft_err: list[float], itl_err: list[float]) -> bool:
     worst = [abs(v) for v in (percentile(ttft_err, 99), percentile(itl_err, 99)) if v is not None]
     return bool(worst) and max(worst) >= 0.001
@@ -214,11 +291,12 @@ def main() -> int:
     parser.add_argument("--burst", default="16,64,256", help="rows with every user starting at once")
     parser.add_argument("--no-ceiling", action="store_true", help="skip the zero-delay ceiling row")
     parser.add_argument(
-        "--processes",
-        type=int,
-        default=0,
-        help="also run each row with the client spread over this many Locust worker processes",
+        "--workers",
+        default="",
+        help="comma-separated counts of Locust worker processes (e.g. 1,2): the --worker-streams rows "
+        "again for each, beside the same rows from this process, and the streams each held within 1 ms",
     )
+    parser.add_argument("--worker-streams", default="64,128,256,512", help="the rows of --workers")
     parser.add_argument(
         "--strict",
         action="store_true",
@@ -228,8 +306,10 @@ def main() -> int:
     load_before = os.getloadavg()[0]
     open_files = raise_open_files()
     cores = sorted(os.sched_getaffinity(0))
-    server_core, client_core = cores[0], cores[-1]
-    psutil.Process().cpu_affinity([client_core])
+    # the server on the first core, the client on every other (its Locust workers too, which inherit it)
+    server_core, client_cores = cores[0], cores[1:] or cores
+    psutil.Process().cpu_affinity(client_cores)
+    client_core = _cores_text(client_cores)
     rows = []
     # The ruler without spinning to its deadlines: the errors are measured against the server's
     # actual write times, so its schedule need not be exact, and a server core kept busy spinning
@@ -260,24 +340,7 @@ def main() -> int:
                 f"  {n} streams at once: {rows[-1]['tokens/s']} tok/s, client CPU {rows[-1]['client CPU']}",
                 file=sys.stderr,
             )
-        if args.processes:
-            dist = distributed.DistributedLoad(
-                root, args.processes, ["--max-tokens", "128", "--prompt-set", "mixed"]
-            )
-            try:
-                for n in (int(x) for x in args.streams.split(",")):
-                    rows.append(
-                        {
-                            "streams": f"{n} ({args.processes} processes)",
-                            **{
-                                k: v
-                                for k, v in run_case(root, n, args.seconds, dist, server_pid=proc.pid).items()
-                                if k != "streams"
-                            },
-                        }
-                    )
-            finally:
-                dist.close()
+        held = by_workers(root, args, proc.pid, rows) if args.workers else []
     finally:
         proc.terminate()
     notes = {r["streams"]: r.pop("limit note") for r in rows}
@@ -285,6 +348,13 @@ def main() -> int:
     for streams, note in notes.items():
         if note:
             print(f"client-limit verdict at {streams}: {note}")
+    if held:
+        print("\nstreams held within 1 ms (TTFT and ITL error p99 under 1 ms in every row up to it):")
+        print(tabulate(held, headers="keys", tablefmt="github"))
+        print(
+            f"every client here runs on core(s) {client_core} (the server on core {server_core}): "
+            f"{len(client_cores)} core(s) for the master (this process) and its worker processes together"
+        )
     disagree = [str(r["streams"]) for r in rows if r["verdict agrees"] != "yes"]
     if disagree:
         print(_disagreement(disagree, load_before, args.strict))
@@ -309,10 +379,12 @@ def main() -> int:
         f"the request's write {row['write p50/p99 µs']} µs (p50/p99)"
     )
     print(
-        f"server on core {server_core}, client on core {client_core}; {args.seconds:g} s closed loop per "
+        f"server on core {server_core}, client on core(s) {client_core}; {args.seconds:g} s closed loop per "
         f"row; open files allowed {open_files}; load average {load_before:.2f} before, "
         f"{os.getloadavg()[0]:.2f} after; "
-        "'client µs/token' = this process's CPU over the tokens it read (µs per token); 'server CPU' and "
+        "'client CPU' and 'client µs/token' = this process's CPU (with its Locust worker processes' in "
+        "the workers' rows) as a share of the row's time and over the tokens it read; 'master CPU' = this "
+        "process's own share in the workers' rows (the Locust master, taking every sample); 'server CPU' and "
         "'server late p99' = the server's own CPU and its writes' lateness against its schedule (a late "
         "server offers fewer tokens, but every error is against its actual write times); "
         "TTFT error = client's first-token time - server's write time; ITL error = client gap - server gap "

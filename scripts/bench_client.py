@@ -407,7 +407,7 @@ def main() -> int:
 
 def _disagreement(rows: list[str], load_before: float, strict: bool) -> str:
     """The disagreement, said honestly: where, under what load, and whether it fails the run."""
-    cores = len(os.sched_getaffinity(0))
+    cores = os.cpu_count()
     after = os.getloadavg()[0]
     load = f"load average {load_before:.1f} before the run and {after:.1f} after, on {cores} cores"
     verdict = (

@@ -34,6 +34,11 @@
 #                      --telemetry: auto, none, nvml, rapl, ...); named and absent: one line, the run goes on
 #   --energy RUN_DIR   only write OUT/energy.txt from a run directory's records (nothing started;
 #                      exit 1 when no record there has an energy part)
+#   --bench-workers LIST  only the client's scale on this machine's cores (no GPU, no build):
+#                      scripts/bench_client.py --workers LIST (e.g. 1,2,4,8) with rows of
+#                      WORKER_STREAMS (default 256,512,1024) streams of BENCH_SECONDS (default 6) s
+#                      each, the ruler server on the first core and the client on the others;
+#                      OUT/bench-workers.txt (issue 37: streams held within 1 ms against workers)
 # Environment: CUDA_ARCH (default 90: Hopper, H100/H200; an RTX 4090 is 89), JOBS (default: nproc),
 #   CUBLAS_LIB (libcublas.so's path, where neither the toolkit nor pip's nvidia-cublas holds it),
 #   PYTHON (the interpreter that runs the harness; default: the working tree's .venv where it
@@ -72,6 +77,7 @@ PORT=18580
 PREP_SRC=
 TELEMETRY=${TELEMETRY:-nvml}
 ENERGY_RUN=
+BENCH_WORKERS=
 
 die() { echo "gpu-check: error: $*" >&2; exit 2; }
 say() { echo "==> $*"; }
@@ -96,6 +102,7 @@ while [ $# -gt 0 ]; do
     --port) need_value "$@"; PORT=$2; shift ;;
     --telemetry) need_value "$@"; TELEMETRY=$2; shift ;;
     --energy) need_value "$@"; MODE=energy; ENERGY_RUN=$2; shift ;;
+    --bench-workers) need_value "$@"; MODE=workers; BENCH_WORKERS=$2; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1; see $0 --help" ;;
   esac
@@ -105,6 +112,9 @@ done
 case $REQUESTS in ''|*[!0-9]*) die "--requests takes a whole number, not '$REQUESTS'" ;; esac
 case $PORT in ''|*[!0-9]*) die "--port takes a port number, not '$PORT'" ;; esac
 case $LEVELS in *[!0-9,]*|,*|*,|'') die "--levels takes concurrency levels like 1,2,4, not '$LEVELS'" ;; esac
+case $BENCH_WORKERS in *[!0-9,]*|,*|*,) die "--bench-workers takes worker counts like 1,2,4,8, not '$BENCH_WORKERS'" ;; esac
+case ${WORKER_STREAMS:-256} in *[!0-9,]*|,*|*,|'') die "WORKER_STREAMS takes stream counts like 256,512, not '$WORKER_STREAMS'" ;; esac
+case ${BENCH_SECONDS:-6} in ''|*[!0-9.]*) die "BENCH_SECONDS takes seconds, not '$BENCH_SECONDS'" ;; esac
 case $TELEMETRY in *[!a-z,]*|,*|*,|'') die "--telemetry takes harness's words like nvml or auto, not '$TELEMETRY'" ;; esac
 if [ "$CPU" = 1 ] && [ "$MODE" = build ]; then die "--cpu and --build-only exclude each other: --build-only builds the CUDA llama-server"; fi
 
@@ -335,6 +345,17 @@ energy() {
   cat "$OUTDIR/energy.txt"
 }
 
+# The client's scale on this machine's cores (issue 37): the same rows from one process and from
+# each count of Locust worker processes, and the streams each held within 1 ms.
+bench_workers() {
+  harness_python
+  say "streams held within 1 ms on $(nproc) cores: one process and ${BENCH_WORKERS} worker processes"
+  "$PY" "$REPO/scripts/bench_client.py" --streams "" --burst "" --no-ceiling --workers "$BENCH_WORKERS" \
+    --worker-streams "${WORKER_STREAMS:-256,512,1024}" --seconds "${BENCH_SECONDS:-6}" > "$OUTDIR/bench-workers.txt" 2>&1 \
+    || { cat "$OUTDIR/bench-workers.txt"; die "scripts/bench_client.py failed (its output above)"; }
+  cat "$OUTDIR/bench-workers.txt"
+}
+
 main() {
   if [ "$MODE" = prepare ]; then prepare; return; fi
   [ -n "$OUTDIR" ] || OUTDIR=$REPO/runs/gpu-check-$(date -u +%Y%m%dT%H%M%SZ)
@@ -346,6 +367,10 @@ main() {
     [ -f "$ENERGY_RUN/labbook.md" ] || die "--energy: no labbook.md in $ENERGY_RUN"
     harness_python
     energy "$ENERGY_RUN"
+    return
+  fi
+  if [ "$MODE" = workers ]; then
+    bench_workers
     return
   fi
   say "gpu-check $(date -u +%FT%TZ): mode $MODE$([ "$CPU" = 1 ] && echo ', CPU path')$([ "$DRY" = 1 ] && echo ', dry run'); results in $OUTDIR"

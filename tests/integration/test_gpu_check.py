@@ -137,6 +137,7 @@ def test_tiny_model_loads_and_answers_in_the_cpu_llama_server(tiny_model, tmp_pa
         (["--port", "80a"], "--port takes a port number"),
         (["--levels", "1,,x"], "--levels takes concurrency levels like 1,2,4"),
         (["--cpu", "--build-only"], "--cpu and --build-only exclude each other"),
+        (["--bench-workers", "1,two"], "--bench-workers takes worker counts like 1,2,4,8"),
         (
             ["--src", "/nonexistent/llama.tar.xz", "--build-only"],
             "llama.cpp source /nonexistent/llama.tar.xz not found",
@@ -450,3 +451,25 @@ def test_energy_of_a_run_without_telemetry_says_why(tmp_path):
     assert "no measure or sweep record" in (tmp_path / "out" / "energy.txt").read_text()
     done = gpu_check("--energy", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o2"))
     assert done.returncode == 2 and "--energy: no labbook.md in" in done.stderr
+
+
+def test_bench_workers_runs_the_clients_scale_rows_into_its_file(tmp_path):
+    """The device's scale check (issue 37) without a GPU: one process and one Locust worker, a row
+    of 4 streams each, against the ruler server; the summary says how many each held."""
+    out = tmp_path / "out"
+    done = gpu_check(
+        "--bench-workers",
+        "1",
+        "--out",
+        str(out),
+        "--work",
+        str(tmp_path / "work"),
+        env={"WORKER_STREAMS": "4", "BENCH_SECONDS": "1"},
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = (out / "bench-workers.txt").read_text()
+    assert "| 4 (this process)" in text and "| 4 (1 worker)" in text
+    summary = text.split("streams held within 1 ms (TTFT and ITL error p99")[1]
+    rows = [line for line in summary.splitlines() if line.startswith(("| this process", "| 1 worker"))]
+    assert len(rows) == 2, summary

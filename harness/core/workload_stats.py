@@ -212,7 +212,8 @@ def schedule_note(
     return (
         f"client-limited: the client could not send at the schedule's pace (p99 of departures "
         f"{p99:.3g} s late, worst {max(late):.3g} s; it kept {kept}): the load offered was less "
-        "than asked; send from another machine or with more --processes, or ask for a lower rate"
+        "than asked; keep the client off the server's cores (taskset -c on Linux), send from another "
+        "machine or with more --processes, or ask for a lower rate"
     )
 
 

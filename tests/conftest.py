@@ -56,7 +56,7 @@ os.environ.setdefault("LLAMA_ARG_THREADS", "1")
 
 # `make test` runs the suite on three pytest-xdist workers: the engines' unit on one, the rest on the
 # other two (the files outside the engines' unit took 28 min 48 s on one worker with 13 min of CPU,
-# 2026-12-03, on loaded cores; the third worker pays since the engines run one thread each, below,
+# 2026-12-03, on loaded cores; the third worker pays since the engines run one thread each, above;
 # Makefile). Each
 # file runs whole on one worker, in order (its module fixtures start once); the files that run
 # real engines (llama-server, vLLM, containers, whole tracks, the shim's engines) form one unit

@@ -54,16 +54,13 @@ from harness.core.levels import (  # noqa: E402
 )
 from harness.core.records import Objectives  # noqa: E402
 from harness.core.stats import percentile  # noqa: E402
+from harness.io.ports import free_port  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def start_server(profile: str, core: int, extra: list[str]) -> tuple[subprocess.Popen, str]:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "harness.cli", "practice", "--profile", profile, "--port", str(port), *extra],
         cwd=ROOT,

@@ -17,7 +17,6 @@ import json
 import os
 import platform
 import random
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,8 @@ from pathlib import Path
 import psutil
 import requests
 from tabulate import tabulate
+
+from harness.io.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -93,12 +94,6 @@ async def drive(
         raise SystemExit("the run ended before its steady window; raise --seconds above --stagger")
     # the role chunk carries no token: one event per finished request is subtracted
     return marks[1] - marks[0], counts[1], seconds - stagger
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run_case(

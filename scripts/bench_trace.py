@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -42,16 +41,11 @@ from tabulate import tabulate
 
 from harness.core.records import LAB_ID
 from harness.core.stats import percentile
+from harness.io.ports import free_port
 from harness.io.notebook import read_records
 
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS = [sys.executable, "-m", "harness.cli"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def on_core(core: int | None):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,8 @@ import pytest
 import requests
 import yaml
 from urllib3.exceptions import InsecureRequestWarning
+
+from harness.io.ports import free_port  # noqa: F401 (the tests take it from here)
 
 # A test run started in the background by a non-interactive shell (`cmd &`) has SIGINT ignored,
 # and every command a test starts would inherit that: the interrupt tests would then wait on a
@@ -129,12 +130,6 @@ def pytest_runtest_setup(item):
         pytest.fail(f"vLLM CPU is required here (HARNESS_VLLM_REQUIRED=1), but {reason}", pytrace=False)
     if reason:
         pytest.skip(f"vLLM CPU: {reason}")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def assert_nothing_left(runs: Path, models: Path, ports: tuple[int, ...]) -> None:

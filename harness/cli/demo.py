@@ -11,13 +11,13 @@ the copies a peak crowd needs, draws the crowd chart, and stops the server.
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 from harness.core import bounds, curves
 from harness.errors import HarnessError
+from harness.io.ports import free_port
 from harness.report import curve_tables as tables
 from harness.report.markdown import table
 from harness.run.child import harness_argv
@@ -40,17 +40,11 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run(args) -> int:
     bounds.sizing(args.promise, args.peak, 0.2)  # before the server starts, not after the sweep
     log_dir = Path(args.log_dir)
     notebook = log_dir / "labbook.md"
-    port = _free_port()
+    port = free_port()
     launcher = _practice_launcher(port, log_dir)
     launcher.start(timeout=30)
     base = f"http://127.0.0.1:{port}/v1"

@@ -6,12 +6,12 @@ every command the plan would run, and starts nothing."""
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 
 import yaml
 
 from harness.errors import ConfigError
+from harness.io.ports import free_port
 from harness.run.plans import find_plan, load_plan
 
 FREE = "free"  # a plan variable with this value is given a port no one holds (tracks/practice.yaml)
@@ -74,13 +74,6 @@ def parse_sets(items: list[str]) -> dict[str, str]:
             raise ConfigError(f"--set takes NAME=VALUE, got {item!r}")
         out[name.strip()] = value
     return out
-
-
-def free_port() -> int:
-    """A port on 127.0.0.1 that nothing holds now (the system's pick)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def free_ports(plan: str, sets: dict[str, str]) -> dict[str, str]:

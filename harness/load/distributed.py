@@ -14,7 +14,6 @@ import contextlib
 import functools
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,7 @@ from harness.core.server_text import safe_text
 from harness.core.sample import Sample
 from harness.errors import EngineError
 from harness.io.metrics_sampler import MetricsSampler
+from harness.io.ports import free_port
 from harness.load.runner import LOCUSTFILE, LevelRun, _Interrupts, _load_user_module, _Teller
 from harness.load.sweep_worker import NAME_ENV
 
@@ -86,7 +86,7 @@ class DistributedLoad:
     ) -> None:
         user = _load_user_module()
         bind = remote.bind if remote else launch.master_host if launch else "127.0.0.1"
-        port = remote.port if remote and remote.port else _free_port(bind)
+        port = remote.port if remote and remote.port else free_port(bind)
         # The master's host is what its spawn messages hand the workers: the URL they reach.
         url = remote.url if remote else launch.url if launch else root_url
         self.env = Environment(user_classes=[user.ChatUser], events=locust_events, host=url)
@@ -356,12 +356,6 @@ def _cpu_seconds(procs: list[psutil.Process]) -> dict[int, float]:
         with contextlib.suppress(psutil.Error):
             seconds[p.pid] = sum(p.cpu_times()[:2])
     return seconds
-
-
-def _free_port(bind: str) -> int:
-    with socket.socket() as s:
-        s.bind((bind, 0))
-        return s.getsockname()[1]
 
 
 def _stop_all(procs: list[subprocess.Popen], grace_s: float = 10.0) -> None:

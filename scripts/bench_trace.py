@@ -41,8 +41,8 @@ from tabulate import tabulate
 
 from harness.core.records import LAB_ID
 from harness.core.stats import percentile
-from harness.io.ports import free_port
 from harness.io.notebook import read_records
+from harness.io.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS = [sys.executable, "-m", "harness.cli"]

@@ -1,9 +1,10 @@
-"""Is a port free, and if not, who holds it."""
+"""A port for a server to listen on; is a port free, and if not, who holds it."""
 
 from __future__ import annotations
 
 import random
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -45,8 +46,6 @@ def ephemeral_range() -> tuple[int, int]:
             low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
             return int(low), int(high)
         if sys.platform == "darwin":
-            import subprocess
-
             out = subprocess.run(
                 ["sysctl", "-n", "net.inet.ip.portrange.first", "net.inet.ip.portrange.last"],
                 capture_output=True,
@@ -54,7 +53,7 @@ def ephemeral_range() -> tuple[int, int]:
                 timeout=5,
             ).stdout.split()
             return int(out[0]), int(out[1])
-    except (OSError, ValueError, IndexError):
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         pass
     return EPHEMERAL_DEFAULT
 

@@ -18,15 +18,19 @@ def test_the_port_is_below_the_kernels_ephemeral_range_and_can_be_listened_on():
             s.listen()
 
 
+def offer_first(monkeypatch, port: int) -> None:
+    """free_port's first candidate is ``port``, the rest above it (room above the ephemeral range)."""
+    monkeypatch.setattr(ports, "ephemeral_range", lambda: (65000, 65535))
+    monkeypatch.setattr(ports, "LOWEST", port)
+    monkeypatch.setattr(ports.random, "sample", lambda population, k: [port, *population[1:k]])
+
+
 def test_a_port_held_by_a_listener_is_passed_over(monkeypatch):
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
         held.listen()
         taken = held.getsockname()[1]
-        monkeypatch.setattr(ports, "ephemeral_range", lambda: (65000, 65535))
-        monkeypatch.setattr(ports, "LOWEST", taken)
-        # The first candidate is the held port; the pick is another one.
-        monkeypatch.setattr(ports.random, "sample", lambda population, k: [taken, *population[1:k]])
+        offer_first(monkeypatch, taken)
         assert ports.free_port() not in (taken, 0)
 
 
@@ -42,9 +46,7 @@ def test_a_port_in_time_wait_is_passed_over(monkeypatch):
         conn.close()  # the server closes first: its end goes to TIME_WAIT
         client.recv(1)
         client.close()
-    monkeypatch.setattr(ports, "ephemeral_range", lambda: (65000, 65535))
-    monkeypatch.setattr(ports, "LOWEST", port)
-    monkeypatch.setattr(ports.random, "sample", lambda population, k: [port, *population[1:k]])
+    offer_first(monkeypatch, port)
     assert ports.free_port() != port
 
 

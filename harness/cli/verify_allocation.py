@@ -21,7 +21,7 @@ def add_parser(sub) -> None:
         "verify-allocation", help="check an engine's load log against the predicted KV allocation"
     )
     p.add_argument("--log", help="the engine's load log")
-    p.add_argument("--engine", default="auto", choices=["auto", "llama-server", "vllm"])
+    p.add_argument("--engine", default="auto", choices=["auto", *engine_logs.ENGINES])
     p.add_argument(
         "--model", default="qwen3-8b", help=".gguf file, Hugging Face directory or model-table name"
     )
@@ -29,6 +29,17 @@ def add_parser(sub) -> None:
     p.add_argument("--ctx-per-slot", type=int, default=4096)
     p.add_argument("--cache-type", default="f16", choices=["f16", "bf16", "f32", "q8_0", "q4_0", "fp8"])
     p.add_argument("--swa-full", action="store_true")
+    p.add_argument(
+        "--kv-unified",
+        action="store_true",
+        help="llama-server: predict one KV stream shared by every slot (its default when --parallel is not "
+        "given, or with -kvu) instead of one per slot",
+    )
+    p.add_argument(
+        "--kv-max-tokens",
+        type=int,
+        help="TensorRT-LLM: the kv_cache_config.max_tokens cap the log's paged KV cache must not exceed",
+    )
     p.add_argument("--kv-bytes", type=int, help="vLLM --kv-cache-memory-bytes")
     add_vllm_pool_args(p)
     p.add_argument("--labbook", help="append the allocation record to this notebook")
@@ -75,7 +86,8 @@ def _engine_of(text: str, wanted: str, path: str) -> str:
     found = engine_logs.detect_engine(text)
     if found is None:
         raise ConfigError(
-            f"{path} has no llama-server or vLLM allocation lines; is it the engine's load log?"
+            f"{path} has no llama-server, vLLM or TensorRT-LLM lines this harness knows; is it the engine's "
+            "load log?"
         )
     if wanted != "auto" and wanted != found:
         raise ConfigError(
@@ -92,7 +104,56 @@ def gguf_format(model) -> dict | None:
 
 
 def facts(engine: str, text: str) -> dict:
-    return engine_logs.parse_llama_server(text) if engine == "llama-server" else engine_logs.parse_vllm(text)
+    return engine_logs.facts(engine, text)
+
+
+def observed_line(path: str, engine: str, observed: dict, block_size: int) -> str:
+    """What the log holds, in one line: its pool in tokens (saying when a block size was assumed), or
+    the one line naming what it does not state."""
+    pool = engine_logs.pool_tokens(engine, observed)
+    assumed = ""
+    if pool is None and engine == "vllm":
+        pool = engine_logs.pool_tokens(engine, observed, block_size)
+        if pool is not None:
+            blocks = observed.get("gpu_blocks") or observed.get("cpu_blocks")
+            assumed = (
+                f" ({blocks:,} blocks x {block_size} tokens, the --block-size assumed: the log does "
+                "not state it)"
+            )
+    if pool is None:
+        return f"observed: {path}: {engine_logs.unread(engine, observed)}; {json.dumps(observed)}"
+    return f"observed: {path} holds {pool:,} tokens of KV{assumed}; {json.dumps(observed)}"
+
+
+def trtllm(args, observed: dict) -> int:
+    """A TensorRT-LLM log: its paged KV pool read and, with ``--kv-max-tokens``, held to the lab's cap
+    (it allocates the lesser of the cap and its free-memory fraction, in whole blocks)."""
+    print(observed_line(args.log, "trtllm", observed, args.block_size))
+    pool, cap, problems = engine_logs.pool_tokens("trtllm", observed), args.kv_max_tokens, []
+    if cap is not None and pool is None:
+        problems.append(engine_logs.unread("trtllm", observed))
+    elif cap is not None and pool is not None and pool > cap:
+        problems.append(
+            f"paged KV cache: log says {pool:,} tokens, over the kv_cache_config.max_tokens cap of {cap:,}"
+        )
+    elif cap is not None and pool is not None and pool < cap - (observed.get("tokens_per_block") or 0):
+        print(
+            f"note: the pool is {pool:,} tokens, under the {cap:,} cap: the free-memory fraction decided "
+            "it, not max_tokens"
+        )
+    for problem in problems:
+        print(f"MISMATCH: {problem}")
+    return 1 if problems else 0
+
+
+def llama_checks(args, engine: str, observed: dict, model) -> list[str]:
+    """The accelerator checks a llama-server load log must pass besides its pool, even when the pool
+    is only observed."""
+    if engine != "llama-server":
+        return []
+    return engine_logs.accelerator_problems(
+        observed, args.expect_offload, args.expect_device, args.expect_prompt_cache_off
+    ) + engine_logs.buffer_problems(observed, gguf_format(model))
 
 
 def run(args) -> int:
@@ -102,33 +163,36 @@ def run(args) -> int:
         raise ConfigError("pass --log FILE (or --equal-pool LOG_A LOG_B)")
     text = _read(args.log)
     engine = _engine_of(text, args.engine, args.log)
-    model = load_model(args.model)
     observed = facts(engine, text)
-    pool = vllm_pool_kwargs(args)
-    pool["device"] = observed.get("kv_device", args.device)
-    pred = predict_allocation(
-        model, engine, args.slots, args.ctx_per_slot, args.cache_type, args.swa_full, args.kv_bytes, **pool
-    )
-    problems = [] if args.observe_only else engine_logs.compare(engine, observed, pred)
     if engine != "llama-server" and any(getattr(args, k) for k in EXPECT):
         raise ConfigError(
             f"{args.log} is a {engine} log: --expect-offload, --expect-device and --expect-prompt-cache-off "
             "check llama-server's load log; leave them out"
         )
-    if engine == "llama-server":  # the accelerator checks hold even when the pool is only observed
-        problems += engine_logs.accelerator_problems(
-            observed, args.expect_offload, args.expect_device, args.expect_prompt_cache_off
-        )
-        problems += engine_logs.buffer_problems(observed, gguf_format(model))
+    if engine == "trtllm":
+        return trtllm(args, observed)
+    model = load_model(args.model)
+    pool = vllm_pool_kwargs(args)
+    pool["device"] = observed.get("kv_device", args.device)
+    pred = predict_allocation(
+        model,
+        engine,
+        args.slots,
+        args.ctx_per_slot,
+        args.cache_type,
+        args.swa_full,
+        args.kv_bytes,
+        unified=args.kv_unified,
+        **pool,
+    )
+    problems = [] if args.observe_only else engine_logs.compare(engine, observed, pred, args.block_size)
+    if args.observe_only and observed.get("failure"):
+        problems.append(engine_logs.unread(engine, observed))
+    problems += llama_checks(args, engine, observed, model)
     for line in [] if args.observe_only else pred.log_lines:
         print(f"predicted: {line}")
     if args.observe_only:
-        pool = engine_logs.pool_tokens(engine, observed)
-        print(
-            f"observed: {args.log} holds {f'{pool:,}' if pool is not None else 'an unreadable number of'} "
-            "tokens "
-            f"of KV; {json.dumps(observed)}"
-        )
+        print(observed_line(args.log, engine, observed, args.block_size))
         problems += _fraction(args, model, observed)
     if problems:
         for problem in problems:
@@ -172,7 +236,9 @@ def equal_pool(paths: list[str]) -> int:
     for path in paths:
         text = _read(path)
         engine = _engine_of(text, "auto", path)
-        pools.append((path, engine, engine_logs.pool_tokens(engine, facts(engine, text))))
+        pools.append(
+            (path, engine, engine_logs.pool_tokens(engine, facts(engine, text)))
+        )  # no block size assumed
     (pa, ea, a), (pb, eb, b) = pools
     if a is None or b is None or a != b:
         print(
@@ -196,6 +262,7 @@ def record_allocation(args, engine: str, model, observed: dict, pred, problems: 
             "ctx_per_slot": args.ctx_per_slot,
             "cache_type": args.cache_type,
             "swa_full": args.swa_full,
+            "kv_unified": args.kv_unified,
             "kv_bytes": args.kv_bytes,
             **{k: v for k in EXPECT if (v := getattr(args, k, None))},
             **({"block_size": args.block_size} if engine == "vllm" else {}),

@@ -34,37 +34,41 @@ def llama_kv_caches(
     swa_window: int = 0,
     ubatch: int = 512,
     swa_full: bool = False,
+    unified: bool = False,
 ) -> list[dict]:
-    """The KV caches llama-server allocates with explicit slots and no unified cache.
+    """The KV caches llama-server allocates for ``slots`` sequences of ``ctx_per_slot`` tokens.
 
-    One entry per cache it logs: the full-attention layers hold ``ctx_per_slot`` cells per slot;
-    sliding-window layers (Gemma 3) hold the window plus one micro-batch, padded to 256 cells,
-    but never more than the slot's context; ``--swa-full`` gives them the whole context, which
-    llama-server needs to reuse a cached prefix longer than the window. Sizes are in bytes.
+    One entry per cache it logs. Per slot (explicit ``--parallel``, no ``--kv-unified``): one
+    stream per slot, the full-attention layers holding ``ctx_per_slot`` cells each. Unified (the
+    default when ``--parallel`` is not given): one stream of ``slots x ctx_per_slot`` cells that
+    every sequence shares. Sliding-window layers (Gemma 3) hold the window (one per sequence when
+    unified) plus one micro-batch, padded to 256 cells, never more than the full cache;
+    ``--swa-full`` gives them the whole context, which llama-server needs to reuse a cached prefix
+    longer than the window. Sizes are in bytes.
     """
     caches = []
     full_layers = layers - swa_layers
     per_cell_layer = 2 * kv_heads * head_dim * BYTES_PER_VALUE[cache_type]
+    streams = 1 if unified else slots
+    base = slots * ctx_per_slot if unified else ctx_per_slot
     if full_layers > 0:
-        caches.append(
-            {
-                "cells": ctx_per_slot,
-                "layers": full_layers,
-                "seqs": slots,
-                "bytes": ctx_per_slot * full_layers * per_cell_layer * slots,
-            }
-        )
+        caches.append(_cache(base, full_layers, slots, streams, per_cell_layer))
     if swa_layers > 0:
-        cells = ctx_per_slot if swa_full else min(ctx_per_slot, pad_to(swa_window + ubatch, 256))
-        caches.append(
-            {
-                "cells": cells,
-                "layers": swa_layers,
-                "seqs": slots,
-                "bytes": cells * swa_layers * per_cell_layer * slots,
-            }
-        )
+        window = swa_window * (slots if unified else 1)
+        cells = base if swa_full else min(base, pad_to(window + ubatch, 256))
+        caches.append(_cache(cells, swa_layers, slots, streams, per_cell_layer))
     return caches
+
+
+def _cache(cells: int, layers: int, seqs: int, streams: int, per_cell_layer: float) -> dict:
+    """One logged cache: ``cells`` per stream, ``streams`` of them."""
+    return {
+        "cells": cells,
+        "layers": layers,
+        "seqs": seqs,
+        "streams": streams,
+        "bytes": cells * layers * per_cell_layer * streams,
+    }
 
 
 def llama_kv_log_line(cache: dict, cache_type: str = "f16") -> str:
@@ -73,8 +77,8 @@ def llama_kv_log_line(cache: dict, cache_type: str = "f16") -> str:
     half = total / 2
     return (
         f"llama_kv_cache: size = {total:7.2f} MiB ({cache['cells']:6d} cells, {cache['layers']:3d} layers, "
-        f"{cache['seqs']:2d}/{cache['seqs']} seqs), K ({cache_type}): {half:7.2f} MiB, V ({cache_type}): "
-        f"{half:7.2f} MiB"
+        f"{cache['seqs']:2d}/{cache.get('streams', cache['seqs'])} seqs), K ({cache_type}): {half:7.2f} MiB, "
+        f"V ({cache_type}): {half:7.2f} MiB"
     )
 
 

@@ -1,5 +1,6 @@
-"""Read what an engine says it allocated, from its own load log. Pure: text in, facts out.
-Both shapes of llama-server's slot lines are understood (older builds print them apart)."""
+"""Read what an engine says it allocated, from its own load log, and set it against the
+prediction. Pure: text in, facts out. Each engine's spellings live in its own reader
+(llama_log, vllm_log, trtllm_log); this module picks the reader and compares."""
 
 from __future__ import annotations
 
@@ -9,147 +10,138 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from harness.core.predictions import Prediction
 
-_KV = re.compile(
-    r"llama_kv_cache: size =\s*([\d.]+) MiB \(\s*(\d+) cells,\s*(\d+) layers,\s*(\d+)/(\d+) seqs\), "
-    r"K \((\w+)\):\s*([\d.]+) MiB, V \((\w+)\):\s*([\d.]+) MiB"
-)
-_SLOTS_NEW = re.compile(r"n_slots = (\d+), n_ctx_slot = (\d+)")
-_SLOTS_COUNT = re.compile(r"initializing slots, n_slots = (\d+)")
-_SLOT_CTX = re.compile(r"new slot,? n_ctx(?:_slot)? = (\d+)")
-_OFFLOAD = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
-_DEVICE = re.compile(r"using device (\S+)")
-_MODEL_BUF = re.compile(r"(\S+) model buffer size =\s*([\d.]+) MiB")
-_COMPUTE_BUF = re.compile(r"(\S+) compute buffer size =\s*([\d.]+) MiB")
-_VLLM_TOKENS = re.compile(r"([GC]PU) KV cache size: ([\d,]+) tokens")  # vLLM's CPU build says CPU
-_VLLM_CONC = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
-_VLLM_AVAIL = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
-_VLLM_LOAD = re.compile(r"Model loading took ([\d.]+) GiB")
-# vLLM's CPU build sizes its pool from --gpu-memory-utilization x the memory it counts on the NUMA node,
-# and says both: "Auto set (0.85/17.84) GiB for KV cache on node 0, with 2.68 GiB requested memory ..."
-_VLLM_CPU_AUTO = re.compile(r"Auto set \(([\d.]+)/([\d.]+)\) GiB for KV cache")
+from harness.core import llama_log, trtllm_log, vllm_log
 
-
-def _num(text: str) -> int:
-    return int(text.replace(",", ""))
+ENGINES = ("llama-server", "vllm", "trtllm")
 
 
 def parse_llama_server(text: str) -> dict:
-    caches = [
-        {
-            "mib": float(m[1]),
-            "cells": int(m[2]),
-            "layers": int(m[3]),
-            "seqs": int(m[4]),
-            "k_type": m[6],
-            "v_type": m[8],
-        }
-        for m in _KV.finditer(text)
-    ]
-    out: dict = {"kv_caches": caches}
-    if m := _SLOTS_NEW.search(text):
-        out["n_slots"], out["n_ctx_slot"] = int(m[1]), int(m[2])
-    else:
-        if m := _SLOTS_COUNT.search(text):
-            out["n_slots"] = int(m[1])
-        if m := _SLOT_CTX.search(text):
-            out["n_ctx_slot"] = int(m[1])
-    if m := _OFFLOAD.search(text):
-        out["offloaded_layers"] = [int(m[1]), int(m[2])]
-    out["devices"] = list(dict.fromkeys(_DEVICE.findall(text)))
-    out["model_buffers_mib"] = {k: float(v) for k, v in _MODEL_BUF.findall(text)}
-    out["compute_buffers_mib"] = {k: float(v) for k, v in _COMPUTE_BUF.findall(text)}
-    out["prompt_cache_disabled"] = "prompt cache is disabled" in text
-    return out
+    return llama_log.parse(text)
 
 
 def parse_vllm(text: str) -> dict:
-    out: dict = {}
-    if m := _VLLM_TOKENS.search(text):
-        out["kv_tokens"], out["kv_device"] = _num(m[2]), m[1]
-    if m := _VLLM_CONC.search(text):
-        out["max_model_len"], out["max_concurrency"] = _num(m[1]), float(m[2])
-    if m := _VLLM_AVAIL.search(text):
-        out["available_kv_gib"] = float(m[1])
-    if m := _VLLM_LOAD.search(text):
-        out["model_loading_gib"] = float(m[1])
-    if m := _VLLM_CPU_AUTO.search(text):  # the CPU build: the pool and the total it took a share of
-        out["cpu_kv_gib"], out["memory_total_gib"] = float(m[1]), float(m[2])
-    return out
+    return vllm_log.parse(text)
+
+
+def parse_trtllm(text: str) -> dict:
+    return trtllm_log.parse(text)
+
+
+PARSERS = {"llama-server": llama_log.parse, "vllm": vllm_log.parse, "trtllm": trtllm_log.parse}
+
+
+def facts(engine: str, text: str) -> dict:
+    """What ``engine``'s load log states about its allocation."""
+    return PARSERS[engine](text)
 
 
 def detect_engine(text: str) -> str | None:
-    if _KV.search(text) or _SLOTS_NEW.search(text) or _SLOTS_COUNT.search(text):
-        return "llama-server"
-    if _VLLM_TOKENS.search(text):
-        return "vllm"
+    """Whose load log this is: first by an allocation line, then by lines only that engine prints."""
+    readers = (("llama-server", llama_log), ("vllm", vllm_log), ("trtllm", trtllm_log))
+    for engine, reader in readers:
+        if reader.states_allocation(text):
+            return engine
+    for engine, reader in (readers[2], readers[0], readers[1]):  # vLLM's marker ("vllm") is the loosest
+        if reader.looks_like(text):
+            return engine
     return None
 
 
-def pool_tokens(engine: str, facts: dict) -> int | None:
-    """Tokens of KV the engine holds for all sequences together (full-attention cache for llama-server)."""
+def pool_tokens(engine: str, facts: dict, block_size: int | None = None) -> int | None:
+    """Tokens of KV the engine holds for all sequences together (full-attention cache for llama-server);
+    ``block_size``: vLLM's tokens per block where a V0 log gives blocks but not their size."""
     if engine == "vllm":
-        tokens = facts.get("kv_tokens")
-        return int(tokens) if tokens is not None else None
-    caches = facts.get("kv_caches") or []
-    if not caches:
-        return None
-    full = max(caches, key=lambda c: c["cells"])
-    return int(full["cells"] * full["seqs"])
+        return vllm_log.pool_tokens(facts, block_size)
+    if engine == "trtllm":
+        return trtllm_log.pool_tokens(facts)
+    return llama_log.pool_tokens(facts)
 
 
-def compare(engine: str, observed: dict, predicted: Prediction) -> list[str]:
-    """Every way the log disagrees with the prediction, each naming both figures and a likely cause."""
-    problems: list[str] = []
+def unread(engine: str, facts: dict) -> str:
+    """One line naming the engine (and version) whose pool this log does not state in a way read here."""
+    return {"vllm": vllm_log.unread, "trtllm": trtllm_log.unread}.get(engine, llama_log.unread)(facts)
+
+
+def compare(engine: str, observed: dict, predicted: Prediction, block_size: int | None = None) -> list[str]:
+    """Every way the log disagrees with the prediction, each naming both figures and a likely cause.
+    ``block_size``: vLLM's tokens per block, for a V0 log that counts its pool in blocks only."""
     if engine == "llama-server":
-        want = predicted.caches
-        got = observed.get("kv_caches") or []
-        if not got:
-            return [
-                "the log has no 'llama_kv_cache: size = ...' line; start llama-server with --verbosity 4 "
-                "(or a build that logs it) and pass that log"
-            ]
-        if len(got) != len(want):
-            problems.append(
-                f"the log shows {len(got)} KV cache(s), the prediction {len(want)}: a sliding-window model "
-                "logs one cache per attention kind; check the model file"
-            )
-        for w, g in zip(want, got, strict=False):  # a count mismatch is reported above
-            mib = w["bytes"] / 2**20
-            if abs(g["mib"] - mib) > 0.01 or g["cells"] != w["cells"] or g["seqs"] != w["seqs"]:
-                cause = []
-                if g["cells"] != w["cells"]:
-                    cause.append(
-                        f"context per slot (log {g['cells']} cells, predicted {w['cells']}; "
-                        f"n_ctx_slot = {observed.get('n_ctx_slot', '?')})"
-                    )
-                if g["seqs"] != w["seqs"]:
-                    cause.append(f"slots (log {g['seqs']} seqs, predicted {w['seqs']})")
-                if g["layers"] != w["layers"]:
-                    cause.append(f"layers (log {g['layers']}, predicted {w['layers']})")
-                if g["k_type"] != predicted_type(predicted):
-                    cause.append(f"cache type (log {g['k_type']}, predicted {predicted_type(predicted)})")
-                problems.append(
-                    f"KV cache: log says {g['mib']:.2f} MiB ({g['cells']} cells, {g['layers']} layers, "
-                    f"{g['seqs']} seqs) but the prediction is {mib:.2f} MiB ({w['cells']} cells, "
-                    f"{w['layers']} layers, {w['seqs']} seqs); likely cause: "
-                    + ("; ".join(cause) or "bytes per value differ: check the cache type")
-                )
-    else:
-        got = observed.get("kv_tokens")
-        if got is None:
-            return [
-                "the log has no 'GPU KV cache size: N tokens' (or CPU) line; pass the vLLM server's startup "
-                "log"
-            ]
-        if got != predicted.vllm_tokens:
-            problems.append(
-                f"KV pool: log says {got:,} tokens but the prediction is {predicted.vllm_tokens:,} tokens; "
-                "likely cause: another block size (16 on GPUs, 128 on the CPU build), a different KV dtype, "
-                "sliding-window layers the model description lacks, or the memory fraction deciding the pool "
-                "instead of --kv-cache-memory-bytes"
-            )
-        problems += _vllm_concurrency(observed, predicted)
+        return _llama_compare(observed, predicted)
+    got = vllm_log.pool_tokens(observed, block_size)
+    if got is None:
+        return [unread("vllm", observed)]
+    problems: list[str] = []
+    if got != predicted.vllm_tokens:
+        problems.append(
+            f"KV pool: log says {got:,} tokens but the prediction is {predicted.vllm_tokens:,} tokens; "
+            "likely cause: another block size (16 on GPUs, 128 on the CPU build), a different KV dtype, "
+            "sliding-window layers the model description lacks, or the memory fraction deciding the pool "
+            "instead of --kv-cache-memory-bytes"
+        )
+    return problems + _vllm_concurrency(observed, predicted)
+
+
+def _llama_compare(observed: dict, predicted: Prediction) -> list[str]:
+    want, got = predicted.caches, observed.get("kv_caches") or []
+    if not got:
+        return [unread("llama-server", observed)]
+    problems: list[str] = []
+    if len(got) != len(want):
+        problems.append(
+            f"the log shows {len(got)} KV cache(s), the prediction {len(want)}: a sliding-window model "
+            "logs one cache per attention kind; check the model file"
+        )
+    for w, g in zip(want, got, strict=False):  # a count mismatch is reported above
+        mib = w["bytes"] / 2**20
+        w_streams = w.get("streams", w["seqs"])
+        differs = [
+            k for k in ("cells", "layers", "seqs", "streams") if k in g and g[k] != w.get(k, w_streams)
+        ]
+        if abs(g["mib"] - mib) <= 0.01 and not differs:
+            continue
+        cause = _causes(g, w, w_streams, observed, predicted)
+        problems.append(
+            f"KV cache: log says {_shape(g)} but the prediction is "
+            f"{_shape({**w, 'mib': mib, 'streams': w_streams})}; likely cause: "
+            + ("; ".join(cause) or "bytes per value differ: check the cache type")
+        )
     return problems
+
+
+def _shape(cache: dict) -> str:
+    """``320.00 MiB (2048 cells, 40 layers, 4 seqs in 1 stream)``, with what the line stated."""
+    parts = [f"{cache[k]} {k}" for k in ("cells", "layers") if k in cache]
+    if "seqs" in cache:
+        streams = cache.get("streams", 1)
+        parts.append(f"{cache['seqs']} seqs in {streams} stream{'s' if streams != 1 else ''}")
+    return f"{cache['mib']:.2f} MiB" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def _causes(g: dict, w: dict, w_streams: int, observed: dict, predicted: Prediction) -> list[str]:
+    cause = []
+    if "streams" in g and "seqs" in g and g["streams"] != w_streams:
+        if g["streams"] == 1:
+            cause.append(
+                f"the log's cache is unified ({g['seqs']} sequences share one stream of {g['cells']:,} "
+                "cells, the default when --parallel is not given); the prediction gives each slot its own: "
+                "pass --kv-unified here, or start the server with --parallel N and no --kv-unified"
+            )
+        else:
+            cause.append(
+                f"streams (log {g['streams']}, predicted {w_streams}): per-slot against unified caches"
+            )
+    if "cells" in g and g["cells"] != w["cells"]:
+        cause.append(
+            f"context per slot (log {g['cells']} cells, predicted {w['cells']}; "
+            f"n_ctx_slot = {observed.get('n_ctx_slot', '?')})"
+        )
+    if "seqs" in g and g["seqs"] != w["seqs"]:
+        cause.append(f"slots (log {g['seqs']} seqs, predicted {w['seqs']})")
+    if "layers" in g and g["layers"] != w["layers"]:
+        cause.append(f"layers (log {g['layers']}, predicted {w['layers']})")
+    if g.get("k_type", predicted_type(predicted)) != predicted_type(predicted):
+        cause.append(f"cache type (log {g['k_type']}, predicted {predicted_type(predicted)})")
+    return cause
 
 
 def _vllm_concurrency(observed: dict, predicted: Prediction) -> list[str]:
@@ -194,7 +186,7 @@ def accelerator_problems(
     elif offload and layers is not None and layers[0] < layers[1]:
         done, total = layers
         problems.append(f"offloaded {done}/{total} layers to GPU, not {total}/{total}; {CPU_ADVICE}")
-    found = observed.get("devices") or []
+    found = observed.get("devices") or llama_log.buffer_devices(observed)  # older builds: the buffers
     if device == "CPU":  # a CPU build names no device: its model buffers are the CPU's, none a GPU's
         others = [k for k in observed.get("model_buffers_mib") or {} if not k.upper().startswith("CPU")]
         if found or others or not observed.get("model_buffers_mib"):

@@ -148,10 +148,12 @@ def predict_allocation(
     block_size: int = VLLM_BLOCK,
     in_flight_tokens: int = 2048,
     device: str = "GPU",
+    unified: bool = False,
 ) -> Prediction:
     """What the engine should allocate and print for these settings.
 
-    llama-server: one cache per attention kind, every slot whole at load. vLLM: a pool of
+    llama-server: one cache per attention kind, every slot whole at load (one shared stream when
+    ``unified``). vLLM: a pool of
     ``kv_bytes`` (default: slots x context) cut into blocks shared by its KV cache groups
     (:func:`~harness.core.arithmetic.vllm_kv_pool`); ``ctx_per_slot`` is its max_model_len."""
     per = kv_bytes_per_token(model.layers, model.kv_heads, model.head_dim, cache_type)
@@ -166,6 +168,7 @@ def predict_allocation(
             model.swa_layers,
             model.swa_window,
             swa_full=swa_full,
+            unified=unified,
         )
         return Prediction(
             per, sum(c["bytes"] for c in caches), [llama_kv_log_line(c, cache_type) for c in caches], caches

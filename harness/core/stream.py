@@ -180,6 +180,8 @@ class StreamParser:
                     self.s.fields.append(name)
                 if name == "content":
                     self._keep(value)
+        if not delta and self._completion_text(choice):
+            carried = True
         if delta.get("tool_calls"):
             carried = True
             if "tool_calls" not in self.s.fields:
@@ -193,6 +195,16 @@ class StreamParser:
                 self.s.t_first = t
         if isinstance(choice.get("finish_reason"), str) and choice["finish_reason"]:
             self.s.finish_reason = choice["finish_reason"]
+
+    def _completion_text(self, choice: dict) -> bool:
+        """A text completion (/v1/completions) carries its piece in ``text``, not in a delta."""
+        text = choice.get("text")
+        if not isinstance(text, str) or not text:
+            return False
+        if "text" not in self.s.fields:
+            self.s.fields.append("text")
+        self._keep(text)
+        return True
 
     def finish(self, t_end: float, error: str | None = None) -> Sample:
         s = self.s

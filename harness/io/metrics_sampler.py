@@ -9,6 +9,7 @@ parser refuses is counted as an error."""
 from __future__ import annotations
 
 import math
+import re
 import threading
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -48,12 +49,22 @@ def _plausible(value: float) -> bool:
     return math.isfinite(value) and abs(value) <= MAX_VALUE
 
 
+# A line of the text format: a comment, or a sample (a name, labels maybe, a value). Anything else
+# (a shell prompt pasted above the page, a Markdown-escaped "\# HELP") is left out before parsing,
+# so one stray line does not cost the page's every figure.
+_EXPOSITION = re.compile(r"^(?:#|[a-zA-Z_:][a-zA-Z0-9_:]*(?:\{.*\})?\s+\S)")
+
+
 def parse_metrics(text: str) -> dict[str, float]:
     """Sample name -> value, summed over label sets, for the families we watch. NaN, infinities
-    and values past ``MAX_VALUE`` are skipped. Raises ValueError for text that is no exposition."""
+    and values past ``MAX_VALUE`` are skipped, and so are lines that are no part of the text format.
+    Raises ValueError for text with no line of the format at all, or that the parser refuses."""
     wanted = set(GAUGES) | set(COUNTERS)
     out: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
+    lines = [line for line in text.splitlines() if _EXPOSITION.match(line)]
+    if text.strip() and not lines:
+        raise ValueError("no line of Prometheus's text format in the answer")
+    for family in text_string_to_metric_families("\n".join(lines) + "\n"):
         for sample in family.samples:
             if sample.name in wanted and _plausible(float(sample.value)):
                 out[sample.name] = out.get(sample.name, 0.0) + float(sample.value)

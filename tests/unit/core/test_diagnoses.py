@@ -98,6 +98,12 @@ SAMPLES = {
         "vllm",
         "NotImplementedError: FlashAttention V1 with FP8 KV cache not yet supported",
     ),
+    "vllm-max-len-over-pool": (
+        "vllm",
+        "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can "
+        "be stored in KV cache (25616). Try increasing `gpu_memory_utilization` or decreasing "
+        "`max_model_len` when initializing the engine.",
+    ),
     "vllm-out-of-memory": (
         "vllm-compose",
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",

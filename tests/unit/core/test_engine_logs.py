@@ -23,8 +23,8 @@ def log(name: str) -> str:
 def test_real_llama_server_log_gives_both_caches_slots_and_buffers():
     facts = engine_logs.parse_llama_server(log("llama-server-gemma3-cpu.log"))
     assert facts["kv_caches"] == [
-        {"mib": 24.0, "cells": 2048, "layers": 3, "seqs": 4, "k_type": "f16", "v_type": "f16"},
-        {"mib": 60.0, "cells": 1024, "layers": 15, "seqs": 4, "k_type": "f16", "v_type": "f16"},
+        {"mib": 24.0, "cells": 2048, "layers": 3, "seqs": 4, "streams": 4, "k_type": "f16", "v_type": "f16"},
+        {"mib": 60.0, "cells": 1024, "layers": 15, "seqs": 4, "streams": 4, "k_type": "f16", "v_type": "f16"},
     ]
     assert (facts["n_slots"], facts["n_ctx_slot"]) == (4, 2048)
     assert facts["model_buffers_mib"] == {"CPU_Mapped": 235.16}
@@ -66,8 +66,9 @@ def test_vllm_pool_mismatch_names_both_figures():
     assert engine_logs.compare("vllm", facts, SimpleNamespace(vllm_tokens=81_920)) == []
     (problem,) = engine_logs.compare("vllm", facts, SimpleNamespace(vllm_tokens=40_000))
     assert "log says 81,920 tokens but the prediction is 40,000 tokens" in problem
-    assert engine_logs.compare("vllm", {}, SimpleNamespace(vllm_tokens=1))[0].startswith(
-        "the log has no 'GPU KV cache size"
+    assert (
+        "has no KV pool line the harness knows ('GPU KV cache size: N tokens'"
+        in (engine_logs.compare("vllm", {}, SimpleNamespace(vllm_tokens=1))[0])
     )
 
 

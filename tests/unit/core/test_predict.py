@@ -45,7 +45,7 @@ def test_bad_inputs_are_clear(tmp_path, capsys):
     other = tmp_path / "other.log"
     other.write_text("INFO: some other program started\n")
     assert main(["verify-allocation", "--log", str(other)]) == 2
-    assert "no llama-server or vLLM allocation lines" in capsys.readouterr().err
+    assert "no llama-server, vLLM or TensorRT-LLM lines this harness knows" in capsys.readouterr().err
     assert main(["verify-allocation", "--log", str(tmp_path / "missing.log")]) == 2
 
 

@@ -36,16 +36,28 @@ def _float(text) -> float | None:
         return None
 
 
+# What nvidia-smi prints in a number's place when the device does not report it (a GB10 says both).
+NOT_REPORTED = ("[N/A]", "N/A", "[Not Supported]", "Not Supported")
+
+
 def nvidia_readings(gpu: str | None, apps: str | None) -> dict:
     """Device used/total (MiB as nvidia-smi prints them) and the per-process sum, from
     ``--query-gpu=memory.used,memory.total`` and ``--query-compute-apps=pid,used_memory`` (csv,
-    noheader, nounits). A GB10 prints ``[N/A]`` for the device: None. WSL2 and some devices list no
-    process: no per-process figure rather than 0."""
+    noheader, nounits). A GB10 prints ``[N/A]`` for the device: None, and a note saying why. An
+    answer that is not two figures is no figure, and a note quoting it. WSL2 and some devices list
+    no process: no per-process figure rather than 0."""
     if not gpu:
         return {}
-    used, _, total = gpu.splitlines()[0].partition(",")
+    used, _, total = (cell.strip() for cell in gpu.splitlines()[0].partition(","))
     out: dict = {"gpu_used_mb": _float(used), "gpu_total_mb": _float(total)}
-    per_process = [_float(line.split(",")[1]) for line in (apps or "").splitlines() if "," in line]
+    if used in NOT_REPORTED or total in NOT_REPORTED:
+        out["unread"] = [
+            f"nvidia-smi reports no device memory ({used}, {total}): a unified-memory GPU such as GB10 "
+            "takes it from the host, so mem_available_mb is the figure"
+        ]
+    elif None in (out["gpu_used_mb"], out["gpu_total_mb"]):
+        return {"unread": [f"nvidia-smi's memory.used,memory.total was not two figures: {gpu[:80]!r}"]}
+    per_process = [_float(line.split(",")[-1]) for line in (apps or "").splitlines() if "," in line]
     known = [v for v in per_process if v is not None]
     if known:
         out["gpu_process_mb"] = sum(known)
@@ -59,7 +71,7 @@ def rocm_readings(text: str | None) -> dict:
     try:
         cards = json.loads(text)
     except json.JSONDecodeError:
-        return {}
+        return {"unread": [f"rocm-smi --showmeminfo vram gtt --json gave no JSON: {text[:80]!r}"]}
     cards = [c for c in cards.values() if isinstance(c, dict)] if isinstance(cards, dict) else []
     return {
         "rocm_vram_used_mb": sum(_float(c.get("VRAM Total Used Memory (B)")) or 0 for c in cards) / MB,
@@ -99,11 +111,18 @@ def snapshot(run: Callable[[list[str]], str | None] | None = None, host: dict | 
     facts = host or _here()
     taken_at = utc_stamp()
     snap: dict = {"swap_used_mb": round((facts["swap_used_bytes"] or 0) / MB, 1)}  # then each source
+    unread: list[str] = []
     gpu = run(["nvidia-smi", "--query-gpu=memory.used,memory.total", "--format=csv,noheader,nounits"])
     if gpu:
         apps = run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"])
-        snap.update(nvidia_readings(gpu, apps))
-    snap.update(rocm_readings(run(["rocm-smi", "--showmeminfo", "vram", "gtt", "--json"])))
+        found = nvidia_readings(gpu, apps)
+        unread += found.pop("unread", [])
+        snap.update(found)
+    found = rocm_readings(run(["rocm-smi", "--showmeminfo", "vram", "gtt", "--json"]))
+    unread += found.pop("unread", [])
+    snap.update(found)
+    if unread:
+        snap["unread"] = unread
     vmstat = run(["vm_stat"])
     if vmstat:  # a Mac: the lab reads its pages, and its swap from sysctl
         snap.update(mac_pages(vmstat))

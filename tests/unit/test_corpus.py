@@ -11,6 +11,9 @@ import pytest
 
 from harness.core import engine_logs, llama_log, trtllm_log, vllm_log
 from harness.core.stream import StreamParser
+from harness.io import memory
+from harness.io.telemetry import powermetrics
+from harness.io.engine_table import load_engine
 from harness.io.metrics_sampler import COUNTERS, GAUGES, parse_metrics
 from tests.corpus_samples import samples
 
@@ -166,3 +169,96 @@ def test_stream(sample):
         assert s.saw_done, sample.id
     if "error" in want:
         assert s.error, sample.id
+
+
+# -- the accelerator and memory tools, as the harness invokes them --------------------------------------
+# A sample of another form (nvidia-smi's table, rocm-smi's text) is what a user pastes; the harness
+# never asks for it, and its reader must give no figure from it rather than a wrong one.
+
+NA = "na"
+
+
+def mib(value):
+    return None if value == NA else value
+
+
+@pytest.mark.parametrize("sample", samples("nvidia-smi"), ids=ids(samples("nvidia-smi")))
+def test_nvidia_smi(sample):
+    command = sample.expect.get("command") or ""
+    if "--query-compute-apps" in command:  # used_memory is the last column whatever comes before it
+        got = memory.nvidia_readings("0, 0", sample.body)
+        assert got["gpu_process_mb"] == sum(p["used_mib"] for p in sample.expect["processes"])
+        return
+    got = memory.nvidia_readings(sample.body, None)
+    if "--query-gpu=memory.used,memory.total" in command:
+        (gpu,) = sample.expect["gpus"]
+        assert (got["gpu_used_mb"], got["gpu_total_mb"]) == (
+            mib(gpu["memory_used_mib"]),
+            mib(gpu["memory_total_mib"]),
+        )
+        if NA in (gpu["memory_used_mib"], gpu["memory_total_mib"]):
+            assert "reports no device memory" in got["unread"][0]
+    else:  # a table or other columns: no figure, and one line saying so
+        assert got.get("gpu_used_mb") is None and got.get("gpu_total_mb") is None, (sample.id, got)
+        assert len(got["unread"]) == 1, (sample.id, got)
+
+
+@pytest.mark.parametrize("sample", samples("rocm-smi"), ids=ids(samples("rocm-smi")))
+def test_rocm_smi(sample):
+    got = memory.rocm_readings(sample.body)
+    if sample.body.lstrip().startswith("{"):
+        cards = sample.expect["cards"].values()
+        used = sum(c.get("vram_used_bytes", 0) for c in cards) / 1e6
+        assert got["rocm_vram_used_mb"] == pytest.approx(used)
+    else:
+        assert set(got) == {"unread"} and "gave no JSON" in got["unread"][0], sample.id
+
+
+@pytest.mark.parametrize("sample", samples("vm_stat"), ids=ids(samples("vm_stat")))
+def test_vm_stat(sample):
+    want, got = sample.expect, memory.mac_pages(sample.body)
+    page = want["page_size"] / 1e6
+    assert got["mac_free_mb"] == pytest.approx(want["free"] * page)
+    assert got["mac_wired_mb"] == pytest.approx(want["wired"] * page)
+    assert got["mac_compressed_mb"] == pytest.approx(want["compressor"] * page)
+    assert got["mac_used_mb"] == pytest.approx((want["active"] + want["wired"] + want["compressor"]) * page)
+
+
+@pytest.mark.parametrize("sample", samples("list-devices"), ids=ids(samples("list-devices")))
+def test_list_devices(sample):
+    got = engine_logs.device_memory(sample.body)
+    assert got == [
+        {k: d[k] for k in ("device", "name", "total_mib", "free_mib")} for d in sample.expect["devices"]
+    ]
+
+
+@pytest.mark.parametrize("sample", samples("powermetrics"), ids=ids(samples("powermetrics")))
+def test_powermetrics(sample):
+    if (
+        sample.expect.get("format") == "text"
+    ):  # the harness asks for --format plist; text is refused in one line
+        with pytest.raises(ValueError, match="no property list"):
+            powermetrics.parse(sample.body.encode())
+        return
+    (first, *_) = powermetrics.parse(sample.body.encode())
+    assert first.get("hw_model") == sample.expect["hw_model"]
+
+
+# -- mlx_lm.server's console output -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sample", samples("mlx-log"), ids=ids(samples("mlx-log")))
+def test_mlx_log(sample):
+    ((found, _, line),) = engine_logs.expected_lines(sample.body, load_engine("mlx-lm")["log_expect"])
+    assert found is sample.expect.get("ready", False), sample.id
+    assert f"at {sample.expect['host']} on port {sample.expect['port']}" in line
+
+
+def test_every_reader_of_the_corpus_has_its_test():
+    tested = {
+        name.removeprefix("test_").replace("_", "-")
+        for name in globals()
+        if name.startswith("test_") and name != "test_every_reader_of_the_corpus_has_its_test"
+    }
+    readers = {s.reader.replace("_", "-") for s in samples()}
+    assert readers <= tested, readers - tested

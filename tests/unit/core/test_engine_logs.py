@@ -10,6 +10,7 @@ import pytest
 from harness.core import engine_logs
 from harness.core.arithmetic import llama_kv_caches, llama_kv_log_line
 from tests.conftest import FIXTURES
+from tests.corpus_samples import CORPUS
 
 LOGS = FIXTURES / "logs"
 # Gemma 3 270M as the server reported it: 18 layers, 15 of them on a 512-token sliding window.
@@ -100,3 +101,22 @@ def test_a_log_without_cache_lines_asks_for_verbosity():
         "llama-server", {"kv_caches": []}, SimpleNamespace(caches=[{}], log_lines=[])
     )
     assert "--verbosity 4" in problem
+
+
+def test_a_unified_cache_matches_a_unified_prediction_and_a_per_slot_one_names_the_cause():
+    # A real ROCm log (tests/corpus): 4 sequences in 1 stream of 128,000 cells, 62 layers, 8 x 128 f16
+    text = (CORPUS / "llama" / "llama-gh17086-rocm-mi50-vega7-unified-4of1-128k.log").read_text()
+    facts = engine_logs.parse_llama_server(text)
+    shape = dict(layers=62, kv_heads=8, head_dim=128, slots=4, ctx_per_slot=32_000, cache_type="f16")
+
+    def prediction(unified: bool) -> SimpleNamespace:
+        caches = llama_kv_caches(unified=unified, **shape)
+        return SimpleNamespace(caches=caches, log_lines=[llama_kv_log_line(c, "f16") for c in caches])
+
+    assert engine_logs.pool_tokens("llama-server", facts) == 128_000
+    unified = prediction(True)
+    assert "(128000 cells,  62 layers,  4/1 seqs)" in unified.log_lines[0]
+    assert engine_logs.compare("llama-server", facts, unified) == []
+    (problem,) = engine_logs.compare("llama-server", facts, prediction(False))
+    assert "the log's cache is unified (4 sequences share one stream of 128,000 cells" in problem
+    assert "context per slot (log 128000 cells, predicted 32000" in problem

@@ -64,7 +64,9 @@ def test_discrete_nvidia_per_process_and_device():
 
 def test_gb10_device_figure_is_absent_not_zero():
     readings = memory.nvidia_readings(text("nvidia-smi-gpu-gb10.txt"), "")
-    assert readings == {"gpu_used_mb": None, "gpu_total_mb": None}
+    assert (readings["gpu_used_mb"], readings["gpu_total_mb"]) == (None, None)
+    (note,) = readings["unread"]
+    assert "reports no device memory ([N/A], [N/A])" in note and "mem_available_mb is the figure" in note
     rec = {"memory": readings, "memory_delta_mb": {"mem_available_mb": 17900}}
     assert memory_added(rec) == (17900, "MemAvailable")  # a DGX Spark: the lab reads MemAvailable
 
@@ -73,7 +75,9 @@ def test_rocm_vram_plus_gtt():
     snap = memory.snapshot(runner({("rocm-smi",): "rocm-smi-meminfo.json"}))
     assert snap["rocm_vram_used_mb"] == pytest.approx(412.090368)
     assert snap["rocm_gtt_used_mb"] == pytest.approx(6012.33408)
-    assert memory.rocm_readings("not json") == {}
+    assert memory.rocm_readings("not json") == {
+        "unread": ["rocm-smi --showmeminfo vram gtt --json gave no JSON: 'not json'"]
+    }
 
 
 def test_a_container_engine_is_measured_inside_its_container():

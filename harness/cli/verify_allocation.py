@@ -143,6 +143,23 @@ def trtllm(args, observed: dict) -> int:
         )
     for problem in problems:
         print(f"MISMATCH: {problem}")
+    if args.labbook:
+        record = Allocation(
+            label=args.label,
+            engine="trtllm",
+            model=args.model,
+            log=str(args.log),
+            settings={"kv_max_tokens": cap},
+            observed=observed,
+            predicted={
+                "log_lines": [f"a paged KV cache of at most {cap:,} tokens"] if cap else [],
+                "kv_max_tokens": cap,
+            },
+            verdict="mismatch" if problems else "match" if cap else "observed",
+            problems=problems,
+            recorded_at=now_stamp(),
+        )
+        append_record(args.labbook, record.to_dict(), "allocation")
     return 1 if problems else 0
 
 

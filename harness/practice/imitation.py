@@ -190,17 +190,35 @@ def _trtllm(argv: list[str]) -> Imitation:
 GUIDED_LINE = "[TRT-LLM] [I] Guided decoder initialized with backend: GuidedDecodingBackend.{backend}"
 
 
+# What it logs of the paged KV cache (tests/corpus/trtllm: 32 tokens a block by default); the
+# imitation's pool is the options file's cap, as a real engine's is when memory is ample.
+KV_LINES = (
+    "[TensorRT-LLM][INFO] Number of blocks in KV cache primary pool: {blocks}",
+    "[TensorRT-LLM][INFO] Number of tokens per block: {per_block}.",
+)
+TOKENS_PER_BLOCK = 32
+
+
 def _trtllm_config_lines(path: str | None) -> list[str]:
-    """The options file's lines the engine logs: guided decoding's backend, when the file sets it
-    (none when there is no file or it cannot be read: the real engine would not start either)."""
+    """The options file's lines the engine logs: guided decoding's backend, and the paged KV cache
+    its ``kv_cache_config.max_tokens`` caps, when the file sets them (none when there is no file or
+    it cannot be read: the real engine would not start either)."""
     if not path:
         return []
     try:
         options = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError):
         return []
-    backend = options.get("guided_decoding_backend") if isinstance(options, dict) else None
-    return [GUIDED_LINE.format(backend=str(backend).upper())] if backend else []
+    options = options if isinstance(options, dict) else {}
+    lines = []
+    if backend := options.get("guided_decoding_backend"):
+        lines.append(GUIDED_LINE.format(backend=str(backend).upper()))
+    kv = options.get("kv_cache_config")
+    cap = kv.get("max_tokens") if isinstance(kv, dict) else None
+    if isinstance(cap, int) and cap > 0:
+        blocks = -(-cap // TOKENS_PER_BLOCK)
+        lines += [line.format(blocks=blocks, per_block=TOKENS_PER_BLOCK) for line in KV_LINES]
+    return lines
 
 
 def _mlx(argv: list[str]) -> Imitation:

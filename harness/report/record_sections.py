@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harness.core.names import file_label
-from harness.core import curves
+from harness.core import curves, trtllm_log
 from harness.core.records import is_engine_speed, is_features
 from harness.report import curve_tables as ct
 from harness.report import engine_energy, engine_tables, server_counters
@@ -37,9 +37,14 @@ def allocation(r: RunInputs) -> list[str]:
             f"{slots} x {ctx:,} tokens" if slots and ctx else None,
             st.get("cache_type"),
             f"KV {kv / 2**30:.2f} GiB" if kv else None,
+            f"KV cap {st['kv_max_tokens']:,} tokens" if st.get("kv_max_tokens") else None,
         ]
         settings = ", ".join(x for x in stated if x)
-        if pred.get("vllm_tokens") is not None:
+        if a["engine"] == "trtllm":
+            cap, got = pred.get("kv_max_tokens"), trtllm_log.pool_tokens(seen)
+            want = "—" if cap is None else f"at most {cap:,} tokens"
+            got = "—" if got is None else f"{got:,} tokens"
+        elif pred.get("vllm_tokens") is not None:
             want, got = f"{pred['vllm_tokens']:,} tokens", seen.get("kv_tokens")
             got = "—" if got is None else f"{got:,} tokens"
         else:

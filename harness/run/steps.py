@@ -378,6 +378,8 @@ def allocation_options(block: Block, settings: dict, options: dict) -> dict:
             if settings.get(key) not in (None, ""):
                 found[name] = settings[key]
                 break
+    if alloc == "trtllm" and settings.get("kv_tokens") not in (None, ""):
+        found["kv_max_tokens"] = settings["kv_tokens"]  # the options file's kv_cache_config.max_tokens
     if found.get("cache_type") == "auto":
         found["cache_type"] = "f16"
     checks = block.engine.get("log_checks", {})

@@ -49,3 +49,21 @@ def test_a_failed_start_is_named_in_one_line(capsys):
         "MISMATCH: this vLLM start-up failed before allocating: the model's max seq len (8,192) is larger "
         in out
     )
+
+
+def test_the_imitated_trtllm_states_the_labs_cap_and_verify_allocation_confirms_it(tmp_path, capsys):
+    # Track S's TensorRT-LLM block in a rehearsal: the options file caps the pool at 8,192 tokens
+    from harness.practice.imitation import read_command
+
+    options = tmp_path / "trtllm-lab.yml"
+    options.write_text("guided_decoding_backend: xgrammar\nkv_cache_config:\n  max_tokens: 8192\n")
+    argv = ["trtllm-serve", "/models/Qwen3-8B", "--port", "8082", "--extra_llm_api_options", str(options)]
+    log = tmp_path / "trtllm.out"
+    log.write_text("\n".join(read_command(argv).start_lines()) + "\n")
+    notebook = tmp_path / "labbook.md"
+    code = main(
+        ["verify-allocation", "--log", str(log), "--kv-max-tokens", "8192", "--labbook", str(notebook)]
+    )
+    assert code == 0, capsys.readouterr().out
+    assert "holds 8,192 tokens of KV" in capsys.readouterr().out
+    assert '"verdict": "match"' in notebook.read_text()

@@ -45,6 +45,12 @@ _FAILURES = (
     ),
     ("oom", re.compile(r"CUDA out of memory|OutOfMemoryError|HIP out of memory")),
 )
+# V1's form of the same failure, with the memory both sides and the length that would fit
+_NEEDS = re.compile(
+    r"max seq len \(([\d,]+)\), \(([\d.]+) GiB KV cache is needed, which is larger than the available KV "
+    r"cache memory \((-?[\d.]+) GiB\)\.(?: Based on the available memory, the estimated maximum model length "
+    r"is ([\d,]+))?"
+)
 _MARKERS = re.compile(r"\bvllm\b|vLLM|EngineCore|RayWorkerWrapper|[\s\[]\w+\.py:\d+\]")
 
 
@@ -82,13 +88,7 @@ def parse(text: str) -> dict:
         out["model_loading_gib"] = float(m[1]) / (1024 if m[2] == "MB" else 1)
     if m := _VERSION.search(text):
         out["version"] = m[1] or m[2]
-    if m := _TOO_LONG.search(text):
-        out["failure"] = {
-            "kind": "max_seq_len_exceeds_kv",
-            "max_seq_len": _num(m[1]),
-            "kv_tokens": _num(m[2]),
-        }
-    elif failure := _failure(text):
+    if failure := _failure(text):
         out["failure"] = failure
     return out
 
@@ -107,7 +107,18 @@ def _blocks(text: str) -> dict:
 
 
 def _failure(text: str) -> dict | None:
-    """The first known start-up failure in the log, with the line that says it."""
+    """The start-up failure in the log: a request longer than the pool (with its figures, in V0's or
+    V1's wording), else the first known failure, with the line that says it."""
+    if m := _TOO_LONG.search(text):
+        return {"kind": "max_seq_len_exceeds_kv", "max_seq_len": _num(m[1]), "kv_tokens": _num(m[2])}
+    if m := _NEEDS.search(text):
+        return {
+            "kind": "max_seq_len_exceeds_kv",
+            "max_seq_len": _num(m[1]),
+            "needed_gib": float(m[2]),
+            "available_gib": float(m[3]),
+            **({"estimated_max_len": _num(m[4])} if m[4] else {}),
+        }
     for kind, pattern in _FAILURES:
         for line in text.splitlines():
             if pattern.search(line):
@@ -166,10 +177,17 @@ def unread(facts: dict) -> str:
         return f"this vLLM{version} start-up failed before allocating its pool ({f['kind']}): " + str(
             f["line"]
         )
-    if f:
+    if f and "kv_tokens" in f:
         return (
             f"this vLLM{version} start-up failed before allocating: the model's max seq len "
             f"({f['max_seq_len']:,}) is larger than the {f['kv_tokens']:,} tokens its KV cache could hold"
+        )
+    if f:
+        fits = f" (about {f['estimated_max_len']:,} would fit)" if "estimated_max_len" in f else ""
+        return (
+            f"this vLLM{version} start-up failed before allocating: one request of the model's max seq len "
+            f"({f['max_seq_len']:,}) needs {f['needed_gib']} GiB of KV cache, {f['available_gib']} GiB was "
+            f"left{fits}"
         )
     return (
         f"this vLLM{version} log has no KV pool line the harness knows ('GPU KV cache size: N tokens' or "

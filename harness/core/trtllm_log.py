@@ -53,9 +53,9 @@ def parse(text: str) -> dict:
         out.setdefault("kv_blocks", int(primary))
         if secondary:
             out.setdefault("secondary_blocks", int(secondary))
-    for key, pattern in _SETTINGS.items():
-        if m := pattern.search(text):
-            out[key] = int(m[1])
+    for key, pattern in _SETTINGS.items():  # the last: the PyTorch backend sizes twice, then adjusts
+        if hits := pattern.findall(text):
+            out[key] = int(hits[-1])
     if m := _VERSION.search(text):
         out["version"] = m[1] or m[2]
     return out

@@ -215,9 +215,13 @@ def test_nvidia_smi(sample):
 def test_rocm_smi(sample):
     got = memory.rocm_readings(sample.body)
     if sample.body.lstrip().startswith("{"):
-        cards = sample.expect["cards"].values()
+        cards = sample.expect["cards"]
+        cards = cards.values() if isinstance(cards, dict) else cards
         used = sum(c.get("vram_used_bytes", 0) for c in cards) / 1e6
         assert got["rocm_vram_used_mb"] == pytest.approx(used)
+        gtt = [c["gtt_used_bytes"] for c in cards if "gtt_used_bytes" in c]
+        if gtt:
+            assert got["rocm_gtt_used_mb"] == pytest.approx(sum(gtt) / 1e6)
     else:
         assert set(got) == {"unread"} and "gave no JSON" in got["unread"][0], sample.id
 

@@ -44,6 +44,8 @@ KINDS = (
     *PRECISION_KINDS,
     "models-dir",
     "stand-ins-dir",
+    "mlx-cpu-server",
+    "mlx-cpu-model",
 )
 _PLACEHOLDERS = {"llama-cpu-bin-dir": "<folder of the CPU llama-server from make llama-cpu>"}
 
@@ -63,6 +65,8 @@ class Rehearsal:
     skips: dict[str, str] = field(default_factory=dict)  # step kind -> why a rehearsal skips it
     models: dict[str, str] = field(default_factory=dict)  # the track's model -> the stand-in's (predict)
     left_out: dict[str, str] = field(default_factory=dict)  # block id -> why this size leaves it out
+    # engine -> why its stand-in gave way to the overlay's ``otherwise`` one (an install not here)
+    fallbacks: dict[str, str] = field(default_factory=dict)
 
     def step_notes(self, step_id: str) -> list[str]:
         """The overlay's changes to one step (``control/verify-allocation: expect_device CUDA0 -> CPU``)."""
@@ -86,6 +90,7 @@ class Rehearsal:
             "notes": self.notes,
             "skips": self.skips,
             "left_out": self.left_out,
+            "fallbacks": self.fallbacks,
         }
 
 
@@ -136,6 +141,10 @@ def resolve(kind: str) -> str:
         return str(vllm_cpu.venv_dir())
     if kind == "models-dir":
         return str(paths.models_dir())
+    if kind in ("mlx-cpu-server", "mlx-cpu-model"):  # where make mlx-cpu puts them, there or not yet
+        from harness.run import mlx_cpu
+
+        return str(mlx_cpu.server_bin() if kind == "mlx-cpu-server" else mlx_cpu.model_dir())
     if kind == "stand-ins-dir":  # an imitated engine's own folder (TabbyAPI's checkout)
         return str(paths.workdir() / "runs" / ".stand-ins")
     raise ConfigError(f"rehearsal overlay: unknown stand-in location @{kind}; known: {', '.join(KINDS)}")
@@ -320,10 +329,46 @@ def apply(raw: dict, overlay: dict, quick: bool | str, resolver=resolve) -> tupl
     return out, notes
 
 
+def install_state(name: str) -> tuple[str | None, dict]:
+    """An install a stand-in ``requires``: None when it is here, else why not (one line); and the
+    environment its server runs with, declared once in its module."""
+    if name == "mlx-cpu":
+        from harness.run import mlx_cpu
+
+        return mlx_cpu.install_status(), mlx_cpu.server_env()
+    raise ConfigError(f"rehearsal overlay: unknown install {name!r} in requires; known: mlx-cpu")
+
+
+def choose_stand_ins(engines: dict, state=install_state) -> tuple[dict, dict[str, str]]:
+    """Each engine's stand-in as this machine has it: one whose ``requires`` install is here runs
+    with that install's environment; one whose install is not gives way to its ``otherwise`` entry,
+    and why is kept (engine -> one line). Pure apart from ``state``."""
+    chosen: dict = {}
+    why_not: dict[str, str] = {}
+    for name, entry in engines.items():
+        need = entry.get("requires")
+        if not need:
+            chosen[name] = entry
+            continue
+        why, env = state(need)
+        if why is None:
+            own = {k: v for k, v in entry.items() if k not in ("requires", "otherwise")}
+            chosen[name] = {**own, "env": {**env, **entry.get("env", {})}}
+        else:
+            other = entry["otherwise"]
+            who = "the practice server imitates it" if other.get("imitates") else other["stand_in"]
+            why_not[name] = f"{who}: {why}"
+            chosen[name] = {**other, "stand_in": f"{other['stand_in']} ({why})"}
+    return chosen, why_not
+
+
 def rehearse(raw: dict, plan_name: str, quick: bool | str) -> tuple[dict, Rehearsal]:
     """Read the plan's overlay and apply it: the rehearsed plan and what was done."""
     overlay, path, sha = read_overlay(plan_name)
+    chosen, fallbacks = choose_stand_ins(overlay.get("engines", {}))
+    overlay = {**overlay, "engines": chosen}
     plan, notes = apply(raw, overlay, quick, resolve)
+    notes = [f"{name}: {why}" for name, why in fallbacks.items()] + notes
     engines = _fill(overlay.get("engines", {}), resolve)
     info = Rehearsal(
         track=plan_name,
@@ -339,5 +384,6 @@ def rehearse(raw: dict, plan_name: str, quick: bool | str) -> tuple[dict, Rehear
             model: str(swap["model"]) for model, swap in _fill(overlay.get("predict", {}), resolve).items()
         },
         left_out=left_out(overlay, quick),
+        fallbacks=fallbacks,
     )
     return plan, info

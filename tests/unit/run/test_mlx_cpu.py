@@ -1,0 +1,104 @@
+"""mlx_lm.server on MLX's CPU backend (harness/run/mlx_cpu.py) and Track M's rehearsal choosing it
+when `make mlx-cpu` has run, the imitation when it has not (harness/run/rehearsal.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.run import mlx_cpu, rehearsal
+from harness.run.plans import load_plan
+
+REAL = {
+    "stand_in": "mlx_lm.server itself: a rehearsal on MLX's CPU backend",
+    "real": "mlx_lm.server on Metal",
+    "requires": "mlx-cpu",
+    "launcher": "mlx-cpu",
+    "env": {"EXTRA": "1"},
+    "otherwise": {"stand_in": "the practice server imitating it", "real": "x", "imitates": "mlx-lm"},
+}
+
+
+def test_a_stand_in_whose_install_is_here_runs_with_its_environment() -> None:
+    chosen, why = rehearsal.choose_stand_ins({"mlx-lm": REAL}, lambda name: (None, {"HF_HUB_OFFLINE": "1"}))
+    entry = chosen["mlx-lm"]
+    assert why == {}
+    assert entry["launcher"] == "mlx-cpu" and "requires" not in entry and "otherwise" not in entry
+    assert entry["env"] == {"HF_HUB_OFFLINE": "1", "EXTRA": "1"}  # the overlay's own env wins
+
+
+def test_a_stand_in_whose_install_is_missing_gives_way_and_says_why_in_one_line() -> None:
+    chosen, why = rehearsal.choose_stand_ins(
+        {"mlx-lm": REAL, "other": {"stand_in": "s", "real": "r"}},
+        lambda name: ("mlx_lm.server is not installed; run `make mlx-cpu`", {}),
+    )
+    assert chosen["other"] == {"stand_in": "s", "real": "r"}  # no requires: untouched
+    assert chosen["mlx-lm"]["imitates"] == "mlx-lm" and "launcher" not in chosen["mlx-lm"]
+    assert chosen["mlx-lm"]["stand_in"].endswith("(mlx_lm.server is not installed; run `make mlx-cpu`)")
+    assert why == {
+        "mlx-lm": "the practice server imitates it: mlx_lm.server is not installed; run `make mlx-cpu`"
+    }
+    assert "\n" not in why["mlx-lm"]
+
+
+def test_track_m_rehearsed_without_make_mlx_cpu_keeps_the_imitation(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("MLX_VENV", str(tmp_path / "absent"))
+    plan = load_plan("m", rehearse_it=True, quick="smoke")
+    block = plan.blocks["mlx"]
+    assert block.stand_in["imitates"] == "mlx-lm" and block.launcher == "host"
+    assert "make mlx-cpu" in plan.rehearsal.fallbacks["mlx-lm"]
+    assert plan.rehearsal.notes[0].startswith("mlx-lm: the practice server imitates it: ")
+
+
+def test_track_m_rehearsed_after_make_mlx_cpu_runs_the_real_server(monkeypatch, tmp_path) -> None:
+    venv = tmp_path / ".venv-mlx"
+    (venv / "lib").mkdir(parents=True)
+    (venv / "lib" / "libmkl_rt.so.3").write_bytes(b"")
+    monkeypatch.setenv("MLX_VENV", str(venv))
+    monkeypatch.setattr(mlx_cpu, "install_status", lambda: None)
+    plan = load_plan("m", rehearse_it=True, quick="smoke")
+    assert plan.rehearsal.fallbacks == {}
+    for block_id in ("mlx", "mlx-single"):
+        block = plan.blocks[block_id]
+        assert block.launcher == "mlx-cpu" and "imitates" not in block.stand_in
+        assert "a rehearsal on MLX's CPU backend" in block.stand_in["stand_in"]
+        assert block.stand_in["guards"] == ["absolute-model"]  # no darwin guard on Linux
+        assert block.stand_in["env"]["LD_PRELOAD"] == str(venv / "lib" / "libmkl_rt.so.3")
+        assert block.stand_in["env"]["HF_HUB_CACHE"] == str(venv / "hf-hub-cache")
+        assert block.settings["server"] == str(venv / "bin" / "mlx_lm.server")
+        assert block.record["backend"] == "CPU" and "MLX's CPU backend" in block.record["quant"]
+    assert plan.variables["MLX_MODEL"] == str(mlx_cpu.model_dir())
+
+
+def test_the_server_environment_is_offline_with_a_cache_folder_and_mkl_where_installed(tmp_path) -> None:
+    env = mlx_cpu.server_env(tmp_path)
+    assert env["HF_HUB_OFFLINE"] == "1" and env["HF_HUB_CACHE"] == str(tmp_path / "hf-hub-cache")
+    assert "LD_PRELOAD" not in env and "reference BLAS" in mlx_cpu.blas_note(tmp_path)
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "libmkl_rt.so.3").write_bytes(b"")
+    env = mlx_cpu.server_env(tmp_path)
+    assert env["LD_PRELOAD"].endswith("libmkl_rt.so.3") and env["MKL_THREADING_LAYER"] == "SEQUENTIAL"
+
+
+def test_the_command_line_is_the_engine_definitions(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("MLX_VENV", str(tmp_path))
+    argv = mlx_cpu.server_argv(8123, prompt_cache_size=3, model=Path("/m/gemma"))
+    assert argv[0] == str(tmp_path / "bin" / "mlx_lm.server")
+    joined = " ".join(argv)
+    assert "--model /m/gemma" in joined and "--port 8123" in joined and "--prompt-cache-size 3" in joined
+
+
+@pytest.mark.parametrize(
+    ("system", "machine", "fits"),
+    [
+        ("Linux", "x86_64", True),
+        ("Linux", "aarch64", True),
+        ("Darwin", "arm64", False),
+        ("Linux", "riscv64", False),
+    ],
+)
+def test_where_mlx_cpu_can_run(system, machine, fits) -> None:
+    reason = mlx_cpu.unsupported_reason(machine=machine, system=system)
+    assert (reason is None) == fits
+    assert mlx_cpu.wants_blas(machine) == (machine == "x86_64")

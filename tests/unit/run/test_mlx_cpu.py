@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import paths
 from harness.run import mlx_cpu, rehearsal
 from harness.run.plans import load_plan
 
@@ -47,6 +48,9 @@ def test_track_m_rehearsed_without_make_mlx_cpu_keeps_the_imitation(monkeypatch,
     plan = load_plan("m", rehearse_it=True, quick="smoke")
     block = plan.blocks["mlx"]
     assert block.stand_in["imitates"] == "mlx-lm" and block.launcher == "host"
+    assert (
+        block.settings["model"] == plan.variables["MLX_MODEL"] == str(paths.models_dir())
+    )  # the shim finds it
     assert "make mlx-cpu" in plan.rehearsal.fallbacks["mlx-lm"]
     assert plan.rehearsal.notes[0].startswith("mlx-lm: the practice server imitates it: ")
 
@@ -67,8 +71,8 @@ def test_track_m_rehearsed_after_make_mlx_cpu_runs_the_real_server(monkeypatch, 
         assert block.stand_in["env"]["LD_PRELOAD"] == str(venv / "lib" / "libmkl_rt.so.3")
         assert block.stand_in["env"]["HF_HUB_CACHE"] == str(venv / "hf-hub-cache")
         assert block.settings["server"] == str(venv / "bin" / "mlx_lm.server")
+        assert block.settings["model"] == str(mlx_cpu.model_dir())
         assert block.record["backend"] == "CPU" and "MLX's CPU backend" in block.record["quant"]
-    assert plan.variables["MLX_MODEL"] == str(mlx_cpu.model_dir())
 
 
 def test_the_server_environment_is_offline_with_a_cache_folder_and_mkl_where_installed(tmp_path) -> None:
@@ -102,3 +106,13 @@ def test_where_mlx_cpu_can_run(system, machine, fits) -> None:
     reason = mlx_cpu.unsupported_reason(machine=machine, system=system)
     assert (reason is None) == fits
     assert mlx_cpu.wants_blas(machine) == (machine == "x86_64")
+
+
+def test_through_the_shim_the_imitation_stands_in_on_both_sides(monkeypatch) -> None:
+    # the harness in its container and the shim's allow-list on the host must agree on the stand-in;
+    # the container cannot see .venv-mlx, so both take the imitation, and the run says why
+    monkeypatch.setattr(mlx_cpu, "install_status", lambda: None)
+    plan = load_plan("m", rehearse_it=True, quick="smoke", via_shim=True)
+    assert plan.blocks["mlx"].stand_in["imitates"] == "mlx-lm"
+    assert "host-side shim" in plan.rehearsal.fallbacks["mlx-lm"]
+    assert load_plan("m", rehearse_it=True, quick="smoke").blocks["mlx"].launcher == "mlx-cpu"

@@ -31,6 +31,7 @@ from harness.run.installed import resolve_auto
 from harness.run.vllm_precision import PRECISION_KINDS
 from harness.run.plan_syntax import split_step
 from harness.run.rehearsal_cuts import cut_stages, left_out
+from harness.run.rehearsal_installs import choose_stand_ins, install_state
 
 REHEARSAL_DIR = paths.PACKAGE / "data" / "rehearsals"
 REHEARSAL_ENV = "HARNESS_REHEARSAL"  # what a rehearsal's step commands stamp on every record
@@ -67,6 +68,7 @@ class Rehearsal:
     left_out: dict[str, str] = field(default_factory=dict)  # block id -> why this size leaves it out
     # engine -> why its stand-in gave way to the overlay's ``otherwise`` one (an install not here)
     fallbacks: dict[str, str] = field(default_factory=dict)
+    known: dict[str, str] = field(default_factory=dict)  # label -> why its check FAIL is this stand-in's
 
     def step_notes(self, step_id: str) -> list[str]:
         """The overlay's changes to one step (``control/verify-allocation: expect_device CUDA0 -> CPU``)."""
@@ -91,6 +93,7 @@ class Rehearsal:
             "skips": self.skips,
             "left_out": self.left_out,
             "fallbacks": self.fallbacks,
+            "known": self.known,
         }
 
 
@@ -329,48 +332,6 @@ def apply(raw: dict, overlay: dict, quick: bool | str, resolver=resolve) -> tupl
     return out, notes
 
 
-VIA_SHIM = (
-    "the engines start through the host-side shim, and the harness's container does not see {name}'s "
-    "environment: run the rehearsal natively (without COMPOSE=1) for the real server"
-)
-
-
-def install_state(name: str, via_shim: bool = False) -> tuple[str | None, dict]:
-    """An install a stand-in ``requires``: None when it is here, else why not (one line); and the
-    environment its server runs with, declared once in its module. Through the shim the harness
-    and the shim's host could judge it differently, so the fallback stands in there."""
-    if via_shim:
-        return VIA_SHIM.format(name=f"make {name}"), {}
-    if name == "mlx-cpu":
-        from harness.run import mlx_cpu
-
-        return mlx_cpu.install_status(), mlx_cpu.server_env()
-    raise ConfigError(f"rehearsal overlay: unknown install {name!r} in requires; known: mlx-cpu")
-
-
-def choose_stand_ins(engines: dict, state=install_state) -> tuple[dict, dict[str, str]]:
-    """Each engine's stand-in as this machine has it: one whose ``requires`` install is here runs
-    with that install's environment; one whose install is not gives way to its ``otherwise`` entry,
-    and why is kept (engine -> one line). Pure apart from ``state``."""
-    chosen: dict = {}
-    why_not: dict[str, str] = {}
-    for name, entry in engines.items():
-        need = entry.get("requires")
-        if not need:
-            chosen[name] = entry
-            continue
-        why, env = state(need)
-        if why is None:
-            own = {k: v for k, v in entry.items() if k not in ("requires", "otherwise")}
-            chosen[name] = {**own, "env": {**env, **entry.get("env", {})}}
-        else:
-            other = entry["otherwise"]
-            who = "the practice server imitates it" if other.get("imitates") else other["stand_in"]
-            why_not[name] = f"{who}: {why}"
-            chosen[name] = {**other, "stand_in": f"{other['stand_in']} ({why})"}
-    return chosen, why_not
-
-
 def rehearse(raw: dict, plan_name: str, quick: bool | str, via_shim: bool = False) -> tuple[dict, Rehearsal]:
     """Read the plan's overlay and apply it: the rehearsed plan and what was done."""
     overlay, path, sha = read_overlay(plan_name)
@@ -396,5 +357,6 @@ def rehearse(raw: dict, plan_name: str, quick: bool | str, via_shim: bool = Fals
         },
         left_out=left_out(overlay, quick),
         fallbacks=fallbacks,
+        known={label: why for entry in chosen.values() for label, why in entry.get("known", {}).items()},
     )
     return plan, info

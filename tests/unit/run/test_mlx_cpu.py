@@ -1,5 +1,5 @@
 """mlx_lm.server on MLX's CPU backend (harness/run/mlx_cpu.py) and Track M's rehearsal choosing it
-when `make mlx-cpu` has run, the imitation when it has not (harness/run/rehearsal.py)."""
+when `make mlx-cpu` has run, the imitation when it has not (harness/run/rehearsal_installs.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness import paths
-from harness.run import mlx_cpu, rehearsal
+from harness.run import mlx_cpu, rehearsal_installs
 from harness.run.plans import load_plan
 
 REAL = {
@@ -22,7 +22,9 @@ REAL = {
 
 
 def test_a_stand_in_whose_install_is_here_runs_with_its_environment() -> None:
-    chosen, why = rehearsal.choose_stand_ins({"mlx-lm": REAL}, lambda name: (None, {"HF_HUB_OFFLINE": "1"}))
+    chosen, why = rehearsal_installs.choose_stand_ins(
+        {"mlx-lm": REAL}, lambda name: (None, {"HF_HUB_OFFLINE": "1"})
+    )
     entry = chosen["mlx-lm"]
     assert why == {}
     assert entry["launcher"] == "mlx-cpu" and "requires" not in entry and "otherwise" not in entry
@@ -30,7 +32,7 @@ def test_a_stand_in_whose_install_is_here_runs_with_its_environment() -> None:
 
 
 def test_a_stand_in_whose_install_is_missing_gives_way_and_says_why_in_one_line() -> None:
-    chosen, why = rehearsal.choose_stand_ins(
+    chosen, why = rehearsal_installs.choose_stand_ins(
         {"mlx-lm": REAL, "other": {"stand_in": "s", "real": "r"}},
         lambda name: ("mlx_lm.server is not installed; run `make mlx-cpu`", {}),
     )
@@ -116,3 +118,38 @@ def test_through_the_shim_the_imitation_stands_in_on_both_sides(monkeypatch) -> 
     assert plan.blocks["mlx"].stand_in["imitates"] == "mlx-lm"
     assert "host-side shim" in plan.rehearsal.fallbacks["mlx-lm"]
     assert load_plan("m", rehearse_it=True, quick="smoke").blocks["mlx"].launcher == "mlx-cpu"
+
+
+def test_a_known_finding_of_the_stand_in_is_a_warn_that_says_why() -> None:
+    from harness.core import known_findings
+
+    known = known_findings.parse(["mlx-prefix-shared=a rotating cache"])
+    results = [
+        ("FAIL", "mlx-prefix-shared at c=1: 0% of the prompt was served from cache (needs > 50 %)"),
+        ("FAIL", "llama-prefix-shared at c=1: 0% of the prompt was served from cache (needs > 50 %)"),
+        ("FAIL", "mlx-prefix-shared-2 at c=1: 0%"),  # another label that starts the same: untouched
+        ("PASS", "mlx-prefix-shared: the client kept up at every level"),
+    ]
+    out = known_findings.apply(results, known)
+    assert out[0] == ("WARN", results[0][1] + " (known for this stand-in: a rotating cache)")
+    assert out[1:] == results[1:]
+    for bad in ("no-equals", "=why", "label="):
+        with pytest.raises(ValueError, match="LABEL=WHY"):
+            known_findings.parse([bad])
+
+
+def test_the_real_stand_ins_known_finding_reaches_the_check_step_and_the_imitations_does_not(
+    monkeypatch, tmp_path
+) -> None:
+    monkeypatch.setattr(mlx_cpu, "install_status", lambda: None)
+    plan = load_plan("m", rehearse_it=True, quick="smoke")
+    assert "sliding-window" in plan.rehearsal.known["mlx-prefix-shared"]
+    (check,) = [s for s in plan.steps if s.kind == "check"]
+    from harness.run.steps import PLAN_STEPS, Where
+
+    where = Where(plan, tmp_path, "labbook.md")
+    lines = [c.line() for c in PLAN_STEPS["check"](where, check.options)]
+    assert "--known-failure 'mlx-prefix-shared=Gemma 3" in lines[0]
+    monkeypatch.undo()  # the install as it is not: the imitation, which reuses the preamble
+    monkeypatch.setenv("MLX_VENV", str(tmp_path / "absent"))
+    assert load_plan("m", rehearse_it=True, quick="smoke").rehearsal.known == {}

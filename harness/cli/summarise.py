@@ -31,6 +31,14 @@ def add_parser(sub) -> None:
     what.add_argument(
         "--check", action="store_true", help="run the lab's validation rules (exit 1 on any FAIL)"
     )
+    p.add_argument(
+        "--known-failure",
+        action="append",
+        default=[],
+        metavar="LABEL=WHY",
+        help="with --check: a FAIL about this label is a WARN saying why (a rehearsal stand-in's, "
+        "stated in its overlay)",
+    )
     p.add_argument("--markdown", action="store_true", help="print the curve table as Markdown")
     p.add_argument("--record", action="store_true", help="with --label, append a curve-summary record")
     p.add_argument("--promise", type=float, default=None, help="p95 first-token promise, seconds (capacity)")
@@ -122,7 +130,7 @@ def _run(args) -> int:
         print_admissions(args.labbook)
         return code
     if args.check:
-        return print_check(labels, admission_records(args.labbook))
+        return print_check(labels, admission_records(args.labbook), args.known_failure)
     if args.compare:
         return run_compare(args, labels)
     if args.label not in labels:
@@ -370,9 +378,15 @@ def print_admissions(path: str, label: str | None = None) -> None:
         print(f"    {admission.line(rec)}")
 
 
-def print_check(labels: dict, admissions: list[dict] | None = None) -> int:
+def print_check(labels: dict, admissions: list[dict] | None = None, known: list[str] | None = None) -> int:
+    from harness.core import known_findings
+
     print("==> the lab's validation rules, applied to the notebook")
     results = curves.check(labels, list(load_errors())) + admission.rules(admissions or [])
+    try:
+        results = known_findings.apply(results, known_findings.parse(known or []))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     for verdict, text in results:
         print(f"    {verdict:<4}  {text}")
     counts = {v: sum(1 for r, _ in results if r == v) for v in ("PASS", "WARN", "FAIL")}

@@ -104,7 +104,9 @@ def run(args) -> int:
     chosen = free_ports(args.plan, sets)
     for name, port in chosen.items():
         print(f"==> {name}: free port {port} (--set {name}=PORT to choose one)", flush=True)
-    plan = load_plan(args.plan, args.tier, {**sets, **chosen}, args.rehearse, size(args))
+    plan = load_plan(args.plan, args.tier, {**sets, **chosen}, args.rehearse, size(args), args.via_shim)
+    for engine, why in (plan.rehearsal.fallbacks if plan.rehearsal else {}).items():
+        print(f"==> {engine}: {why}", flush=True)
     if args.via_shim:
         from harness.run.shim_allow import via_shim
 

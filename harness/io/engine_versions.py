@@ -4,7 +4,7 @@ commit with the ExLlamaV3 version of its virtual environment. Runnable as a vers
 
     python -m harness.io.engine_versions trtllm http://127.0.0.1:8082
     python -m harness.io.engine_versions tabbyapi ~/tabbyAPI
-    python -m harness.io.engine_versions mlx
+    python -m harness.io.engine_versions mlx [PATH-TO-mlx_lm.server]
 
 mlx_lm.server's version is read as the lab reads it: from the interpreter named on the first line
 of the ``mlx_lm.server`` script, whose packages are the ones the server runs (another ``python3``
@@ -96,13 +96,18 @@ def shebang_interpreter(first_line: str) -> list[str] | None:
     return words or None
 
 
-def mlx_version(which: Callable[[str], str | None] = shutil.which, run: Runner | None = None) -> str:
-    """``mlx-lm <version> / mlx <version>`` from the Python that runs ``mlx_lm.server`` (the lab's
-    MLX_PY, read from the script's first line); ConfigError when the script or that Python is missing."""
+def mlx_version(
+    which: Callable[[str], str | None] = shutil.which,
+    run: Runner | None = None,
+    server: str = "mlx_lm.server",
+) -> str:
+    """``mlx-lm <version> / mlx <version>`` from the Python that runs ``server`` (the lab's MLX_PY,
+    read from the script's first line; ``server`` is found on the PATH, or is a path); ConfigError
+    when the script or that Python is missing."""
     run = run or _run
-    script = which("mlx_lm.server")
+    script = which(server)
     if not script:
-        raise ConfigError("mlx_lm.server is not on the PATH; install mlx-lm as the MLX lesson describes")
+        raise ConfigError(f"{server} is not on the PATH; install mlx-lm as the MLX lesson describes")
     try:
         with open(script, encoding="utf-8", errors="replace") as f:
             first = f.readline().strip()
@@ -118,15 +123,15 @@ def mlx_version(which: Callable[[str], str | None] = shutil.which, run: Runner |
 
 
 def main(argv: list[str]) -> int:
-    if not ((len(argv) == 2 and argv[0] in ("trtllm", "tabbyapi")) or argv == ["mlx"]):
+    if not ((len(argv) == 2 and argv[0] in ("trtllm", "tabbyapi")) or argv[:1] == ["mlx"] and len(argv) <= 2):
         print(
-            "usage: python -m harness.io.engine_versions trtllm BASE_URL | tabbyapi TABBY_DIR | mlx",
+            "usage: python -m harness.io.engine_versions trtllm BASE_URL | tabbyapi TABBY_DIR | mlx [SERVER]",
             file=sys.stderr,
         )
         return 2
     try:
         if argv[0] == "mlx":
-            print(mlx_version())
+            print(mlx_version(server=argv[1] if len(argv) == 2 else "mlx_lm.server"))
         else:
             print(trtllm_version(argv[1]) if argv[0] == "trtllm" else tabby_version(argv[1]))
     except ConfigError as exc:

@@ -175,6 +175,7 @@ def load_plan(  # noqa: C901
     overrides: dict | None = None,
     rehearse_it: bool = False,
     quick: bool | str = False,
+    via_shim: bool = False,
 ) -> Plan:
     """Read, validate and flatten a plan. ``overrides`` replace variables (``--set NAME=VALUE``);
     ``rehearse_it`` applies the plan's rehearsal overlay (``quick``: its quick sizes, "smoke": its
@@ -190,7 +191,7 @@ def load_plan(  # noqa: C901
         raise ConfigError(f"{path}: the plan does not match schemas/track.schema.json at {found[0]}")
     rehearsal = None
     if rehearse_it:
-        raw, rehearsal = rehearse(raw, raw["name"], quick)
+        raw, rehearsal = rehearse(raw, raw["name"], quick, via_shim)
     elif quick:
         flag = "--smoke" if quick == "smoke" else "--quick"
         raise ConfigError(f"{flag} sizes a rehearsal; add --rehearse (or leave {flag} out)")

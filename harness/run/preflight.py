@@ -127,12 +127,11 @@ def _target_findings(t: Target, allow_cpu: bool, run: Callable, seen: _Seen) -> 
     ):
         seen.models.add(model)
         own.append(model_file(model))
-    if t.block.engine.get("guards") and not imitation:
+    kept = (t.block.stand_in or {}).get("guards", t.block.engine.get("guards"))  # a stand-in's own
+    if kept and not imitation:
         from harness.io.shim_host import host_system  # a shim engine's host is the shim's
 
-        own += guards.engine_guards(
-            t.block.engine["guards"], str(model or ""), host_system() if kind == "shim" else None
-        )
+        own += guards.engine_guards(kept, str(model or ""), host_system() if kind == "shim" else None)
     before = t.block.engine.get("service", {}).get("before", [])
     if kind == "service" and (t.block.stand_in or {}).get("daemon"):
         # a rehearsal: the stand-in service is started by its block, so there is none to ask yet

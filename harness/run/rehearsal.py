@@ -31,6 +31,7 @@ from harness.run.installed import resolve_auto
 from harness.run.vllm_precision import PRECISION_KINDS
 from harness.run.plan_syntax import split_step
 from harness.run.rehearsal_cuts import cut_stages, left_out
+from harness.run.rehearsal_installs import choose_stand_ins, install_state
 
 REHEARSAL_DIR = paths.PACKAGE / "data" / "rehearsals"
 REHEARSAL_ENV = "HARNESS_REHEARSAL"  # what a rehearsal's step commands stamp on every record
@@ -44,6 +45,8 @@ KINDS = (
     *PRECISION_KINDS,
     "models-dir",
     "stand-ins-dir",
+    "mlx-cpu-server",
+    "mlx-cpu-model",
 )
 _PLACEHOLDERS = {"llama-cpu-bin-dir": "<folder of the CPU llama-server from make llama-cpu>"}
 
@@ -63,6 +66,9 @@ class Rehearsal:
     skips: dict[str, str] = field(default_factory=dict)  # step kind -> why a rehearsal skips it
     models: dict[str, str] = field(default_factory=dict)  # the track's model -> the stand-in's (predict)
     left_out: dict[str, str] = field(default_factory=dict)  # block id -> why this size leaves it out
+    # engine -> why its stand-in gave way to the overlay's ``otherwise`` one (an install not here)
+    fallbacks: dict[str, str] = field(default_factory=dict)
+    known: dict[str, str] = field(default_factory=dict)  # label -> why its check FAIL is this stand-in's
 
     def step_notes(self, step_id: str) -> list[str]:
         """The overlay's changes to one step (``control/verify-allocation: expect_device CUDA0 -> CPU``)."""
@@ -86,6 +92,8 @@ class Rehearsal:
             "notes": self.notes,
             "skips": self.skips,
             "left_out": self.left_out,
+            "fallbacks": self.fallbacks,
+            "known": self.known,
         }
 
 
@@ -136,6 +144,10 @@ def resolve(kind: str) -> str:
         return str(vllm_cpu.venv_dir())
     if kind == "models-dir":
         return str(paths.models_dir())
+    if kind in ("mlx-cpu-server", "mlx-cpu-model"):  # where make mlx-cpu puts them, there or not yet
+        from harness.run import mlx_cpu
+
+        return str(mlx_cpu.server_bin() if kind == "mlx-cpu-server" else mlx_cpu.model_dir())
     if kind == "stand-ins-dir":  # an imitated engine's own folder (TabbyAPI's checkout)
         return str(paths.workdir() / "runs" / ".stand-ins")
     raise ConfigError(f"rehearsal overlay: unknown stand-in location @{kind}; known: {', '.join(KINDS)}")
@@ -320,10 +332,15 @@ def apply(raw: dict, overlay: dict, quick: bool | str, resolver=resolve) -> tupl
     return out, notes
 
 
-def rehearse(raw: dict, plan_name: str, quick: bool | str) -> tuple[dict, Rehearsal]:
+def rehearse(raw: dict, plan_name: str, quick: bool | str, via_shim: bool = False) -> tuple[dict, Rehearsal]:
     """Read the plan's overlay and apply it: the rehearsed plan and what was done."""
     overlay, path, sha = read_overlay(plan_name)
+    chosen, fallbacks = choose_stand_ins(
+        overlay.get("engines", {}), lambda name: install_state(name, via_shim)
+    )
+    overlay = {**overlay, "engines": chosen}
     plan, notes = apply(raw, overlay, quick, resolve)
+    notes = [f"{name}: {why}" for name, why in fallbacks.items()] + notes
     engines = _fill(overlay.get("engines", {}), resolve)
     info = Rehearsal(
         track=plan_name,
@@ -339,5 +356,7 @@ def rehearse(raw: dict, plan_name: str, quick: bool | str) -> tuple[dict, Rehear
             model: str(swap["model"]) for model, swap in _fill(overlay.get("predict", {}), resolve).items()
         },
         left_out=left_out(overlay, quick),
+        fallbacks=fallbacks,
+        known={label: why for entry in chosen.values() for label, why in entry.get("known", {}).items()},
     )
     return plan, info

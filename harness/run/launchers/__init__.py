@@ -83,22 +83,28 @@ def _process(cls: type[HostLauncher]) -> Callable[[BlockContext], Launcher]:
     return make
 
 
-def _vllm_cpu(ctx: BlockContext) -> Launcher:
-    """vLLM's CPU build: a host process that is ready only after a real completion, and whose stop
-    proves its engine-core and worker processes gone (harness/run/vllm_cpu.py)."""
-    from harness.run.launchers import vllm_cpu  # only needed for this engine
+def _ready_on_completion(kind: str) -> Callable[[BlockContext], Launcher]:
+    """vLLM's CPU build, or mlx_lm.server on MLX's CPU backend: a host process that is ready only
+    after a real completion (each answers ``/health`` before it can serve), and whose stop proves
+    its child processes gone (harness/run/vllm_cpu.py, harness/run/mlx_cpu.py)."""
 
-    engine = ctx.block.engine  # whether it can run here is checked when its binary is resolved
-    return vllm_cpu.VllmLauncher(
-        argv=stand_in_argv(ctx, launch_argv(engine, ctx.settings)),
-        host=ctx.host,
-        port=ctx.port,
-        health_url=ctx.health_url,
-        log_path=ctx.out,
-        env=stand_in_env(ctx),
-        ready_body=vllm_cpu.ready_body(ctx.model),
-        **_version(ctx),
-    )
+    def make(ctx: BlockContext) -> Launcher:
+        from harness.run.launchers import vllm_cpu  # only needed for these engines
+
+        cls = vllm_cpu.MlxCpuLauncher if kind == "mlx-cpu" else vllm_cpu.VllmLauncher
+        engine = ctx.block.engine  # whether it can run here is checked when its binary is resolved
+        return cls(
+            argv=stand_in_argv(ctx, launch_argv(engine, ctx.settings)),
+            host=ctx.host,
+            port=ctx.port,
+            health_url=ctx.health_url,
+            log_path=ctx.out,
+            env=stand_in_env(ctx),
+            ready_body=vllm_cpu.ready_body(ctx.model),
+            **_version(ctx),
+        )
+
+    return make
 
 
 def _compose(ctx: BlockContext) -> Launcher:
@@ -207,7 +213,8 @@ def _external(ctx: BlockContext) -> Launcher:
 
 LAUNCHERS: dict[str, Callable[[BlockContext], Launcher]] = {
     "host": _process(HostLauncher),
-    "vllm-cpu": _vllm_cpu,
+    "vllm-cpu": _ready_on_completion("vllm-cpu"),
+    "mlx-cpu": _ready_on_completion("mlx-cpu"),
     "container": _process(ContainerLauncher),
     "compose": _compose,
     "service": _service,

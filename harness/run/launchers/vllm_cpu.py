@@ -37,6 +37,7 @@ class VllmLauncher(HostLauncher):
     answers before the engine can serve), and whose stop proves no child process is left."""
 
     ready_body: dict = field(default_factory=lambda: ready_body("default"))
+    title: str = "vLLM"  # the engine's name in what the launcher says
     started_at: float | None = None
     ready_after_s: float | None = None
     children: list[int] = field(default_factory=list)
@@ -51,7 +52,7 @@ class VllmLauncher(HostLauncher):
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
                 raise EngineError(
-                    f"vllm exited with status {self.proc.returncode} while starting; read "
+                    f"{self.title} exited with status {self.proc.returncode} while starting; read "
                     f"{self.log_path}: {self.last_log_line()}"
                 )
             left = deadline - time.monotonic()  # every request below is cut to the time left
@@ -68,7 +69,8 @@ class VllmLauncher(HostLauncher):
             time.sleep(0.5)
         self.stop()
         raise EngineError(
-            f"vLLM did not complete a request within {timeout:.0f} s (last: {last}); read {self.log_path}"
+            f"{self.title} did not complete a request within {timeout:.0f} s (last: {last}); "
+            f"read {self.log_path}"
         )
 
     def version(self) -> str:
@@ -104,7 +106,7 @@ class VllmLauncher(HostLauncher):
                 psutil.Process(pid).kill()
         still = [pid for pid in left if _alive(pid, wait=5)]
         if still:
-            raise EngineError(f"vLLM child process(es) {still} still running after stop")
+            raise EngineError(f"{self.title} child process(es) {still} still running after stop")
 
 
 def tree_memory_mb(pid: int | None) -> dict:
@@ -122,3 +124,15 @@ def _alive(pid: int, wait: float = 0.0) -> bool:
         if not alive or time.monotonic() >= deadline:
             return alive
         time.sleep(0.1)
+
+
+@dataclass
+class MlxCpuLauncher(VllmLauncher):
+    """mlx_lm.server on MLX's CPU backend (harness/run/mlx_cpu.py): ``/health`` answers before the
+    model is loaded, so it too is ready only after a real completion; its version is the engine
+    definition's own command (``mlx-lm <version> / mlx <version>``)."""
+
+    title: str = "mlx_lm.server"
+
+    def version(self) -> str:
+        return HostLauncher.version(self)

@@ -35,11 +35,16 @@ def test_mlx_version_from_the_interpreter_on_the_scripts_first_line(tmp_path):
         ev.mlx_version(which=lambda name: None, run=run)
     with pytest.raises(Exception, match="cannot import mlx_lm"):
         ev.mlx_version(which=lambda name: str(script), run=lambda argv: None)
+    # a rehearsal names the script by its path (.venv-mlx/bin/mlx_lm.server): that one is asked
+    looked = []
+    ev.mlx_version(which=lambda name: looked.append(name) or str(script), run=run, server="/x/mlx_lm.server")
+    assert looked == ["/x/mlx_lm.server"]
 
 
 def test_mlx_engine_asks_the_lab_interpreter_and_carries_the_guards():
     spec = yaml.safe_load((paths.engines_dir() / "mlx-lm.yaml").read_text())
-    assert spec["version_command"][1:] == ["-m", "harness.io.engine_versions", "mlx"]
+    assert spec["version_command"][1:] == ["-m", "harness.io.engine_versions", "mlx", "{server}"]
+    assert spec["binary"] == "{server}" and spec["settings"]["server"] == "mlx_lm.server"
     assert spec["guards"] == ["darwin", "absolute-model", "quantization-block"]
 
 

@@ -1,0 +1,85 @@
+"""``harness mlx-cpu``: mlx_lm.server on MLX's Linux CPU backend in its own environment with Gemma 3
+270M converted to MLX float32 (install), and serving it in the foreground (serve). A rehearsal on
+MLX's CPU backend: never a Mac figure."""
+
+from __future__ import annotations
+
+import shlex
+import time
+from pathlib import Path
+
+from harness.run import mlx_cpu
+from harness.run.launchers.vllm_cpu import tree_memory_mb
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "mlx-cpu", help="mlx_lm.server on MLX's CPU backend with Gemma 3 270M (install, serve)"
+    )
+    sub2 = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    inst = sub2.add_parser(
+        "install",
+        help="mlx[cpu] and mlx-lm in .venv-mlx with the pitfalls handled; convert + check the model",
+    )
+    inst.add_argument(
+        "--reconvert", action="store_true", help="convert the model again even when its hashes match"
+    )
+    inst.set_defaults(func=install)
+    serve = sub2.add_parser(
+        "serve",
+        help="start mlx_lm.server, wait for a real completion, serve until Ctrl-C, prove the port free",
+    )
+    serve.add_argument("--port", type=int, default=8081)
+    serve.add_argument("--prompt-cache-size", type=int, default=10)
+    serve.add_argument("--log-file", default="runs/mlx-cpu.log")
+    serve.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds to wait for the first completion"
+    )
+    serve.add_argument("--dry-run", action="store_true", help="print the command and exit")
+    serve.set_defaults(func=serve_fg)
+
+
+def install(args) -> int:
+    if reason := mlx_cpu.unsupported_reason():
+        print(f"mlx-cpu: skipped: {reason}")
+        return 0
+    t0 = time.monotonic()
+    timings = mlx_cpu.ensure_environment()
+    print(f"MLX:    {mlx_cpu.check_environment()}; {mlx_cpu.blas_note()}")
+    env_s = time.monotonic() - t0
+    folder, facts = mlx_cpu.ensure_model(force=args.reconvert)
+    what = (
+        "reused: every file matches the SHA-256 in its manifest"
+        if facts["reused"]
+        else f"{facts['source']}; mlx_lm.convert {facts['mlx_convert_s']:.0f} s, all {facts['wall_s']:.0f} s"
+    )
+    size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+    print(f"model:  {folder} ({size / 1e6:.0f} MB MLX {mlx_cpu.DTYPE}; {what})")
+    pip_s = f"pip install {timings['pip_install_s']} s, " if "pip_install_s" in timings else ""
+    print(f"env:    {mlx_cpu.venv_dir()} ({pip_s}environment ready in {env_s:.0f} s)")
+    print(f"label:  every figure from it is {mlx_cpu.LABEL}, not a Mac's")
+    return 0
+
+
+def serve_fg(args) -> int:
+    if args.dry_run:
+        env = " ".join(f"{k}={v}" for k, v in mlx_cpu.server_env().items())
+        print(f"{env} {shlex.join(mlx_cpu.server_argv(args.port, args.prompt_cache_size))}")
+        return 0
+    launcher = mlx_cpu.launcher(args.port, Path(args.log_file), args.prompt_cache_size)
+    launcher.start(timeout=args.timeout)
+    mem = tree_memory_mb(launcher.pid)
+    print(
+        f"mlx_lm.server served a first completion {launcher.ready_after_s:.0f} s after start on "
+        f"http://127.0.0.1:{args.port}/v1 (model {mlx_cpu.model_dir()}, log {args.log_file}, "
+        f"{mem.get('rss_mb', '?')} MB resident; {mlx_cpu.LABEL}); Ctrl-C or SIGTERM stops it",
+        flush=True,
+    )
+    try:
+        while launcher.proc is not None and launcher.proc.poll() is None:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    launcher.stop()
+    print(f"stopped; port {args.port} is free")
+    return 0

@@ -40,6 +40,9 @@ _SLOT_CTX = re.compile(r"""new slot"?,?\s*(?:"id_slot":\d+,)?\s*"?n_ctx(?:_slot)
 _UNIFIED = re.compile(r"kv_unified\s*=\s*'?(true|false)'?")
 _OFFLOAD = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
 _DEVICE = re.compile(r"using device (\S+)")
+# "using device Vulkan0 (llvmpipe (LLVM 15.0.6, 256 bits)) (unknown id) - 2048 MiB free": the name
+# may hold parentheses; newer builds add the PCI id in its own.
+_DEVICE_LINE = re.compile(r"using device (\S+) \((.*?)\)(?: \([^()]*\))? - (\d+) MiB free")
 # ``load_tensors: CUDA0 model buffer size`` and the older ``llm_load_tensors: CUDA0 buffer size``
 _MODEL_BUF = re.compile(
     r"(?:^|\s)(?:llm_)?load_tensors:\s+(\S+) (?:model )?buffer size\s*=\s*" + _NUM + " MiB"
@@ -118,6 +121,9 @@ def parse(text: str) -> dict:
     if m := _OFFLOAD.search(text):
         out["offloaded_layers"] = [int(m[1]), int(m[2])]
     out["devices"] = list(dict.fromkeys(_DEVICE.findall(text)))
+    described = {m[0]: {"name": m[1], "free_mib": int(m[2])} for m in _DEVICE_LINE.findall(text)}
+    if described:
+        out["device_names"] = described
     out["model_buffers_mib"] = _buffers(_MODEL_BUF, text)
     out["kv_buffers_mib"] = _buffers(_KV_BUF, text)
     out["compute_buffers_mib"] = _buffers(_COMPUTE_BUF, text)

@@ -120,3 +120,36 @@ def test_a_unified_cache_matches_a_unified_prediction_and_a_per_slot_one_names_t
     (problem,) = engine_logs.compare("llama-server", facts, prediction(False))
     assert "the log's cache is unified (4 sequences share one stream of 128,000 cells" in problem
     assert "context per slot (log 128000 cells, predicted 32000" in problem
+
+
+@pytest.mark.parametrize(
+    "line,device,name,free",
+    [
+        # tests/corpus/llama: llama.cpp's CI on a T4 over Vulkan, a new CUDA build with its PCI id
+        (
+            "0.00.000.547 I llama_model_load_from_file: using device Vulkan0 (Tesla T4) - 16384 MiB free",
+            "Vulkan0",
+            "Tesla T4",
+            16384,
+        ),
+        (
+            "llama_model_load_from_file_impl: using device CUDA0 (NVIDIA A100-PCIE-40GB) (0000:00:0c.0) "
+            "- 39903 MiB free",
+            "CUDA0",
+            "NVIDIA A100-PCIE-40GB",
+            39903,
+        ),
+        # this machine's software Vulkan device: its name holds parentheses, its id is unknown
+        (
+            "llama_model_load_from_file_impl: using device Vulkan0 (llvmpipe (LLVM 15.0.6, 256 bits)) "
+            "(unknown id) - 2048 MiB free",
+            "Vulkan0",
+            "llvmpipe (LLVM 15.0.6, 256 bits)",
+            2048,
+        ),
+    ],
+)
+def test_the_device_line_gives_the_devices_name_and_free_memory(line, device, name, free):
+    facts = engine_logs.parse_llama_server(line)
+    assert facts["devices"] == [device]
+    assert facts["device_names"] == {device: {"name": name, "free_mib": free}}

@@ -65,20 +65,25 @@ def stand_in_env(ctx: BlockContext) -> dict[str, str]:
     return {**engine_env(ctx.block.engine, ctx.settings), **(ctx.block.stand_in or {}).get("env", {})}
 
 
+def _process_args(ctx: BlockContext) -> dict:
+    """What every launcher of a local process takes: the command line with the stand-in's
+    additions, where it listens and logs, its environment and how its version is read."""
+    return {
+        "argv": stand_in_argv(ctx, launch_argv(ctx.block.engine, ctx.settings)),
+        "host": ctx.host,
+        "port": ctx.port,
+        "health_url": ctx.health_url,
+        "log_path": ctx.out,
+        "env": stand_in_env(ctx),
+        **_version(ctx),
+    }
+
+
 def _process(cls: type[HostLauncher]) -> Callable[[BlockContext], Launcher]:
     """A factory for a launcher that runs the engine's command line as a local process."""
 
     def make(ctx: BlockContext) -> Launcher:
-        engine = ctx.block.engine
-        return cls(
-            argv=stand_in_argv(ctx, launch_argv(engine, ctx.settings)),
-            host=ctx.host,
-            port=ctx.port,
-            health_url=ctx.health_url,
-            log_path=ctx.out,
-            env=stand_in_env(ctx),
-            **_version(ctx),
-        )
+        return cls(**_process_args(ctx))
 
     return make
 
@@ -86,23 +91,14 @@ def _process(cls: type[HostLauncher]) -> Callable[[BlockContext], Launcher]:
 def _ready_on_completion(kind: str) -> Callable[[BlockContext], Launcher]:
     """vLLM's CPU build, or mlx_lm.server on MLX's CPU backend: a host process that is ready only
     after a real completion (each answers ``/health`` before it can serve), and whose stop proves
-    its child processes gone (harness/run/vllm_cpu.py, harness/run/mlx_cpu.py)."""
+    its child processes gone (harness/run/vllm_cpu.py, harness/run/mlx_cpu.py). Whether it can run
+    here is checked when its binary is resolved."""
 
     def make(ctx: BlockContext) -> Launcher:
         from harness.run.launchers import vllm_cpu  # only needed for these engines
 
         cls = vllm_cpu.MlxCpuLauncher if kind == "mlx-cpu" else vllm_cpu.VllmLauncher
-        engine = ctx.block.engine  # whether it can run here is checked when its binary is resolved
-        return cls(
-            argv=stand_in_argv(ctx, launch_argv(engine, ctx.settings)),
-            host=ctx.host,
-            port=ctx.port,
-            health_url=ctx.health_url,
-            log_path=ctx.out,
-            env=stand_in_env(ctx),
-            ready_body=vllm_cpu.ready_body(ctx.model),
-            **_version(ctx),
-        )
+        return cls(**_process_args(ctx), ready_body=vllm_cpu.ready_body(ctx.model))
 
     return make
 

@@ -50,7 +50,7 @@ def test_with_the_vulkan_build_the_control_block_runs_it_and_keeps_the_tracks_ch
     control = block(out, "control")
     assert control["settings"]["llama_bin"] == "/stand-in/llama-vulkan-bin-dir"
     assert control["settings"]["flash_attn"] == llama_vulkan.LLVMPIPE_FLASH_ATTN
-    assert control["record"]["backend"].startswith("Vulkan") and "llvmpipe" in control["record"]["backend"]
+    assert control["record"]["backend"] == f"Vulkan on {llama_vulkan.SOFTWARE_DEVICE}"
     # the track's own verify-allocation: Vulkan0 expected, every layer offloaded (the engine's check)
     assert verify_options(control) == {"expect_device": "Vulkan0"}
     # the HIP control and the serving blocks keep the CPU stand-in
@@ -141,7 +141,7 @@ def test_the_plan_the_records_and_the_report_name_the_software_device(tmp_path, 
     monkeypatch.setenv(rehearsal.REHEARSAL_ENV, json.dumps(stamp))
     record = notebook.rehearsal_stamp({"record": "engine-speed", "backend": control.record["backend"]})
     assert record["rehearsal"] is True and "llvmpipe" in record["stand_in"]
-    assert "llvmpipe" in record["backend"]
+    assert record["backend"] == "Vulkan on a software Vulkan device (llvmpipe)"
     shown = r.to_dict()["stand_ins"]
     assert llama_vulkan.SOFTWARE_DEVICE in shown["llama-server-control, block control"]["stand_in"]
     assert "llama-server-control" in shown  # the HIP control's stand-in is still listed

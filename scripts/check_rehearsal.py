@@ -35,6 +35,16 @@ def notebook_records(path: Path) -> list[dict]:
     return out
 
 
+def record_kind(rec: dict) -> str:
+    """A record's kind: its "record" field, else the seed's shapes (an engine speed, a probe's
+    features) that have none, else a level."""
+    if rec.get("record"):
+        return rec["record"]
+    if "decode_tokens_per_s" in rec:
+        return "engine-speed"
+    return "features" if rec.get("probe") == "features" else "level"
+
+
 def own_stand_in_problems(manifest: dict, records: list[dict], block: str) -> list[str]:
     """The block ran on its own stand-in: the manifest lists it, its allocation record (labelled
     with the block's id) and its engine-speed records name it, and so does every record labelled
@@ -45,14 +55,14 @@ def own_stand_in_problems(manifest: dict, records: list[dict], block: str) -> li
         start = next((s for s in manifest["steps"] if s["id"] == f"{block}/start"), {})
         return [f"block {block} did not run on its own stand-in (its start: {start.get('reason')})"]
     mine = [r for r in records if r.get("stand_in") == own[0]]
-    kinds = {r.get("record", "level") for r in mine}
+    kinds = {record_kind(r) for r in mine}
     found = [
         f"block {block} wrote no {k} record naming its stand-in"
         for k in ("allocation", "engine-speed")
         if k not in kinds
     ]
     found += [
-        f"a {r.get('record', 'level')} record labelled {block} names the stand-in {r.get('stand_in')!r}"
+        f"a {record_kind(r)} record labelled {block} names the stand-in {r.get('stand_in')!r}"
         for r in records
         if r.get("label") == block and r.get("stand_in") != own[0]
     ]

@@ -156,6 +156,8 @@ class Runner(EngineControl):
         self.ctx = ctx
         start, stop = steps[0], steps[-1]
         self.out(f"\n==> {block.id}: {block.engine['title']}")
+        for note in self.plan.rehearsal.step_notes(start.id) if self.plan.rehearsal else []:
+            self.out(f"    rehearsal: {note}")  # which stand-in serves this block, where it has its own
         entry = self._begin(start)
         if not self.start_engine(ctx, entry):
             if block.optional:  # the lab's "if it does not start, skip it and record that it did not"

@@ -35,6 +35,8 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Iterable
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 KEPT = 0.8  # a server finishing at most this share of the window's arrivals did not keep up
 HALF_KEPT = 0.9  # and at most this share in each half of the window (a pile-up all through)
 GROWTH = 1.5  # and the last quarter's requests spent this much longer in the system than the first's

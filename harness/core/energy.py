@@ -24,6 +24,8 @@ from typing import Sequence
 
 from harness.errors import ConfigError
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 COUNTER = "counter"
 INTEGRATED = "power-integrated"
 JOULES_PER_KWH = 3.6e6

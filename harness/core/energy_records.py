@@ -18,6 +18,8 @@ from __future__ import annotations
 from harness.core import energy
 from harness.core.telemetry import level_energy
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 HEADLINE_ORDER = ("practice", "nvml", "amdsmi", "hwmon", "powermetrics", "rapl")
 RAPL_WHOLE = "psys"  # the platform zone of a laptop: it includes package-0
 

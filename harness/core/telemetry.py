@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 
 from harness.core import energy
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 FIGURES = ("power_w", "energy_j", "utilisation_pct", "memory_used_mb", "temperature_c")
 
 

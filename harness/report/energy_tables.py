@@ -10,6 +10,8 @@ from __future__ import annotations
 from harness.core import curves
 from harness.core.energy_records import energy_words
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 ENERGY_HEAD = [
     "c",
     "out tok/s",

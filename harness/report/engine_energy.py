@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from harness.report.energy_tables import cost_text
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 ENERGY_HEAD = [
     "Engine",
     "Mean W short",

@@ -15,7 +15,7 @@ from typing import Callable
 from harness import signals
 from harness.core.bounds import crowd_timeout
 from harness.core.levels import level_record, peak_in_flight, sample_record
-from harness.core.prompts import load_prompt_file, make_prompts
+from harness.core.prompts import make_prompts
 from harness.core.traces import TracePlan
 from harness.core.workload_stats import workload_stats
 from harness.core.conversations import ConversationPlan
@@ -24,6 +24,7 @@ from harness.core.level_records import Arrival, LevelContext, LevelRecord, RunMa
 from harness.core.energy_records import cost_part, energy_part
 from harness.core.records import EndpointCheck, now_stamp
 from harness.errors import EngineError, HarnessError, TargetError, TargetUnreachable
+from harness.io.input_files import load_prompt_file
 from harness.io.notebook import append_level, append_record
 from harness.io.telemetry.meter import Meter, TelemetryPlan
 

@@ -23,9 +23,10 @@ from dataclasses import dataclass, field, replace
 from harness.core import bounds, sizing
 from harness.core.curves import copies_for
 from harness.core.level_records import RunMark
-from harness.core.records import Capacity, now_stamp
+from harness.core.records import Capacity
 from harness.core.sample import Sample
 from harness.errors import ConfigError
+from harness.io.clock import now_stamp
 from harness.io.notebook import append_record, check_writable
 from harness.cli import sweep as sweep_cli, sweep_energy
 from harness.core.energy_records import energy_words

@@ -16,7 +16,8 @@ import psutil
 from harness.core.names import file_label
 from harness.core import crosscheck
 from harness.errors import ConfigError, InstallError, TargetError
-from harness.core.records import CrossCheck, iso_utc_stamp
+from harness.core.records import CrossCheck
+from harness.io.clock import now_stamp
 from harness.io.notebook import append_record
 
 
@@ -236,7 +237,7 @@ def run(args) -> int:
         ours=ours,
         theirs=their_view,
         comparison=cmp,
-        checked_at=iso_utc_stamp(),
+        checked_at=now_stamp(),
     ).to_dict()
     append_record(args.labbook, rec, "cross-check")
 

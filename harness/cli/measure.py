@@ -25,7 +25,7 @@ from harness.io.engine_versions import server_version
 from harness.io.http import get_models, stream_chat
 from harness.errors import ConfigError, TargetError, TargetUnreachable
 from harness.core.engine_records import EngineSpeed
-from harness.core.records import utc_stamp
+from harness.io.clock import now_stamp
 from harness.io.notebook import append_record, check_writable, validate
 
 SHORT = "Two sentences, please: what is a KV cache, and why does it grow with the context?"
@@ -201,7 +201,7 @@ def measure_test(args, key, name: str, prompt: str, meter=None) -> EngineSpeed:
         prompt_tag=not args.reuse_prompt,
         server_prefill_tokens_per_s=_median(runs, "server_prefill"),
         server_decode_tokens_per_s=_median(runs, "server_decode"),
-        measured_on=utc_stamp(),
+        measured_on=now_stamp(),
         extra={**_decode_note(runs), **energy},
     )
 

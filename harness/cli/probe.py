@@ -23,7 +23,7 @@ from harness.io.http import (
     request,
 )
 from harness.core.engine_records import Features
-from harness.core.records import utc_stamp
+from harness.io.clock import now_stamp
 from harness.io.notebook import append_record, check_writable
 
 
@@ -226,7 +226,7 @@ def run(args) -> int:
         tool_calling=probe_tools(client, args),
         streaming_tool_calling=probe_streaming_tools(client, args),
         structured_output=probe_schema(client, args),
-        measured_on=utc_stamp(),
+        measured_on=now_stamp(),
     ).to_dict()
     record = redact_tree(record)  # a key a server echoed, in any field or split over deltas: never shown
     shown = {

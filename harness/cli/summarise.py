@@ -13,7 +13,8 @@ from tabulate import tabulate
 from harness.core import admission, bounds, curves, sizing
 from harness.core.server_text import printable
 from harness.errors import ConfigError
-from harness.core.records import CurveSummary, is_admission, is_level, now_stamp
+from harness.core.records import CurveSummary, is_admission, is_level
+from harness.io.clock import now_stamp
 from harness.io.notebook import append_record, read_records
 from harness.report import curve_tables as tables
 from harness.report.troubleshooting import load_errors

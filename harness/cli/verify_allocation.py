@@ -11,7 +11,7 @@ from harness.errors import ConfigError
 from harness.io.model_info import load_model
 from harness.core.predictions import fraction_check, fraction_pool, predict_allocation
 from harness.core.engine_records import Allocation
-from harness.core.records import now_stamp
+from harness.io.clock import now_stamp
 from harness.io.notebook import append_record
 from harness.cli.predict import add_vllm_pool_args, vllm_pool_kwargs
 

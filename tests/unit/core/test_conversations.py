@@ -210,7 +210,6 @@ def test_the_level_record_with_every_new_note_validates(tmp_path):
     """A level record carrying each of the new fields is written and read back valid."""
     from harness.core.level_records import LevelContext
     from harness.core.levels import level_record
-    from harness.core.records import now_stamp
     from harness.io.notebook import append_record, read_records
 
     samples = []
@@ -227,7 +226,7 @@ def test_the_level_record_with_every_new_note_validates(tmp_path):
         samples.append(s)
     stats = workload_stats(samples, "agent", {}, open_loop=False)
     context = LevelContext("t", "fake", "m", "http://x/v1", "conversations", 16, 0.0)
-    record = level_record(samples, 1, 3.0, context, now_stamp(), workload=stats).to_dict()
+    record = level_record(samples, 1, 3.0, context, "2026-01-01T00:00:00Z", workload=stats).to_dict()
     assert record["conversations_ended_early"] == 1 and record["tool_call_failures"] == 2
     assert record["answers_without_text"] == {"reasoning-only": 1} and record["cached_note"]
     book = tmp_path / "b.md"
@@ -306,7 +305,6 @@ def test_the_context_remedy_names_the_conversations_knobs():
 def test_a_record_with_turns_not_sent_validates(tmp_path):
     from harness.core.level_records import LevelContext
     from harness.core.levels import level_record
-    from harness.core.records import now_stamp
     from harness.io.notebook import append_record, read_records
 
     conversation = plan(turns=5).start(1, random.Random(1))
@@ -321,7 +319,7 @@ def test_a_record_with_turns_not_sent_validates(tmp_path):
     taken = run(conversation, answers)
     stats = workload_stats(taken, "conversations", {}, open_loop=False)
     context = LevelContext("t", "fake", "m", "http://x/v1", "conversations", 16, 0.0)
-    record = level_record(taken, 1, 3.0, context, now_stamp(), workload=stats).to_dict()
+    record = level_record(taken, 1, 3.0, context, "2026-01-01T00:00:00Z", workload=stats).to_dict()
     assert record["turns_not_sent"] == 2 and record["failed"] == 1
     book = tmp_path / "b.md"
     append_record(book, record, "level")

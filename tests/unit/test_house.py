@@ -235,6 +235,16 @@ def test_a_module_marked_pure_touches_no_outside_world():
     assert not found, "modules marked PURE = True that are not:\n" + "\n".join(found)
 
 
+def test_every_module_of_core_is_marked_pure():
+    """core/ is the pure package: a module added there is checked like the rest, not by luck."""
+    unmarked = [
+        name
+        for name, path in modules().items()
+        if layer(name) == "core" and not marked_pure(ast.parse(path.read_text(encoding="utf-8")))
+    ]
+    assert unmarked == [], f"mark these PURE = True (or move them out of core): {unmarked}"
+
+
 def test_no_import_circle_between_the_modules_of_run():
     inside = [
         e for e in imports() if e.source.startswith("harness.run.") and e.target.startswith("harness.run.")

@@ -1,6 +1,6 @@
 """``harness measure``: single-user prefill, decode and memory for one server, a drop-in for the
 lab's compare-engines.py (same options, same record fields), and the power and energy of each
-test's repetitions (issue 38: the sweep's ``--telemetry`` options; the engine tables' energy)."""
+test's repetitions (the sweep's ``--telemetry`` options; the engine tables' energy)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Whether the server kept up with an open loop's arrivals (pure): the server half of issue 39's
+"""Whether the server kept up with an open loop's arrivals (pure): the server half of the rule
 "a schedule the server cannot keep is reported as lateness and as client- or server-limited,
 never silently stretched".
 

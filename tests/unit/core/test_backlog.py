@@ -1,4 +1,4 @@
-"""Server-limited open loops (issue 39 items 1 and 4): a schedule the server cannot keep is said to
+"""Server-limited open loops: a schedule the server cannot keep is said to
 be the server's limit, with its figures, distinct from the client's; the client-limited verdict
 wins when both apply. The rule (harness.core.backlog) on simulated servers: seats and a service
 time, requests beyond the seats waiting in arrival order."""

@@ -1,4 +1,4 @@
-"""Conversations and agent loops bounded (issue 39 items 3 and 5): a history never grows past its
+"""Conversations and agent loops bounded: a history never grows past its
 bound, answers without text are turns of their own with their kind, tool calls that cannot be run
 are failures with their reason, a server asking for tools forever ends at --turns; and the level
 record's notes (ended early, tool failures, cached counts past the prompt) validate against the
@@ -244,7 +244,7 @@ VLLM_REFUSAL = (
 
 @pytest.mark.parametrize("error", [LLAMA_REFUSAL, VLLM_REFUSAL, "HTTP 400: context_length_exceeded"])
 def test_a_turn_refused_for_the_context_ends_its_conversation(error):
-    """Issue 39 item 3: turns 4-6 all got 400s, each sending a longer history. Now the refused turn
+    """Once, turns 4-6 all got 400s, each sending a longer history. Now the refused turn
     ends its conversation; its sample says how many turns were not sent and why."""
     conversation = plan(turns=6).start(1, random.Random(1))
     refused = answer(ok=False, fields=())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -268,6 +269,20 @@ def test_report_never_imports_run():
 def test_the_layers_import_only_downwards():
     broken = broken_rules(imports())
     assert not broken, "imports against docs/architecture.md's layers:\n" + "\n".join(broken)
+
+
+def test_the_code_cites_no_tracker_issue():
+    """A comment or message says what it means; which issue asked for it is the commit's history."""
+    cited = re.compile(r"\b[Ii]ssue [0-9]+")
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for folder in ("harness", "scripts", "locustfiles")
+        for path in sorted((ROOT / folder).rglob("*"))
+        if path.is_file() and path.suffix in (".py", ".json", ".yaml", ".sh", ".js", ".html", ".md", ".txt")
+        for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+        if cited.search(line)
+    ]
+    assert found == [], "say what these mean instead of citing an issue: " + ", ".join(found)
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ def main() -> int:
         if name in pure:
             state = "PURE (marked)" if name in marked else "PURE (not marked)"
         elif touches[name]:
-            state = "impure: " + ", ".join(u.split(" (line")[0] for u in touches[name])
+            state = "impure: " + ", ".join(dict.fromkeys(u.split(" (line")[0] for u in touches[name]))
         else:
             state = "impure via " + ", ".join(sorted(deps[name] - pure))
         print(f"{name:45s} {len(path.read_text(encoding='utf-8').splitlines()):4d}  {state}")

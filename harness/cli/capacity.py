@@ -28,7 +28,7 @@ from harness.core.sample import Sample
 from harness.errors import ConfigError
 from harness.io.notebook import append_record, check_writable
 from harness.cli import sweep as sweep_cli, sweep_energy
-from harness.core.energy_records import energy_words
+from harness.energy.record_part import energy_words
 from harness.load import sweep as sweeping
 
 SEARCH_ENDED = 1  # the server failed a run, or a level's runs contradict each other (module docstring)

@@ -10,13 +10,14 @@ from __future__ import annotations
 import os
 import sys
 
-from harness.core import bounds, energy
-from harness.core.energy_records import cost_part, energy_lines, energy_part
-from harness.io.telemetry import KINDS
-from harness.io.telemetry.detect import IMITATIONS, parse_spec
-from harness.io.telemetry.meter import DEFAULT_IDLE_S, Meter, TelemetryPlan, idle_text, open_meter
-from harness.io.telemetry.practice import ROUTE as PRACTICE_ROUTE
-from harness.io.telemetry.sampler import DEFAULT_INTERVAL
+from harness.core import bounds
+from harness.energy import arithmetic as energy
+from harness.energy.record_part import cost_part, energy_lines, energy_part
+from harness.energy import KINDS
+from harness.energy.detect import IMITATIONS, parse_spec
+from harness.energy.meter import DEFAULT_IDLE_S, Meter, TelemetryPlan, idle_text, open_meter
+from harness.energy.sources.practice import ROUTE as PRACTICE_ROUTE
+from harness.energy.sampler import DEFAULT_INTERVAL
 
 
 def add_options(p) -> None:
@@ -103,7 +104,7 @@ def start(telemetry: TelemetryPlan | None) -> Meter | None:
 
 
 def level_lines(r: dict) -> list[str]:
-    """A level's energy and cost lines (``core.energy_records.energy_lines``: headless Locust prints
+    """A level's energy and cost lines (``energy.record_part.energy_lines``: headless Locust prints
     the same)."""
     return energy_lines(r)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from harness.io.telemetry import DEFAULT_INTERVAL, KINDS, detect, idle_baseline
+from harness.energy import DEFAULT_INTERVAL, KINDS, detect, idle_baseline
 
 
 def add_parser(sub) -> None:

@@ -9,7 +9,7 @@ the shim is), with the token from ``HARNESS_SHIM_TOKEN_FILE``; else this machine
 The shim answers a fixed list of read-only commands (its HOST_COMMANDS); ``host_run`` gives their
 answers to the callers that take a ``run`` function, and None for any other command.
 ``power_sample`` asks its ``GET /v1/power`` for one powermetrics sample (the telemetry source
-harness/io/telemetry/powermetrics.py reads through it).
+harness/energy/sources/powermetrics.py reads through it).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Telemetry around Locust's own runs (issue 38): ``locust --headless`` and the web UI read the
 sources ``harness sweep`` reads, with the same options (``--telemetry``, ``--telemetry-interval``,
 ``--idle-seconds``, ``--subtract-idle``, the prices; ``harness.load.options``), and each level
-record they write carries the same ``energy`` and ``cost`` parts (``core.energy_records``).
+record they write carries the same ``energy`` and ``cost`` parts (``energy.record_part``).
 
 * The meter is opened once per Locust process that runs the users or collects their samples
   (local or master; a worker reads nothing): at init, after the endpoint proof, where ``--host``
@@ -9,7 +9,7 @@ record they write carries the same ``energy`` and ``cost`` parts (``core.energy_
   named and absent is one line on stderr; the load runs all the same. The idle baseline is read
   then, before any user starts.
 * A sampler runs from each test's start to its stop, on its own native thread (off the gevent
-  loop that stamps the tokens; ``io.telemetry.sampler``). In the web UI a change of user count
+  loop that stamps the tokens; ``energy.sampler``). In the web UI a change of user count
   starts a new phase, and so a new span (``Meter.split``: no device read on the loop), so each
   phase's record has its own energy.
 * Nothing here runs inside ``harness sweep`` (its runner sets ``harness_workload_external`` and
@@ -21,12 +21,12 @@ import sys
 from dataclasses import replace
 from urllib.parse import urlsplit
 
-from harness.core.energy import check_price
-from harness.core.energy_records import cost_part, energy_lines, energy_part
+from harness.energy.arithmetic import check_price
+from harness.energy.record_part import cost_part, energy_lines, energy_part
 from harness.errors import ConfigError
-from harness.io.telemetry.detect import IMITATIONS
-from harness.io.telemetry.meter import Meter, TelemetryPlan, idle_text, open_meter
-from harness.io.telemetry.practice import ROUTE as PRACTICE_ROUTE
+from harness.energy.detect import IMITATIONS
+from harness.energy.meter import Meter, TelemetryPlan, idle_text, open_meter
+from harness.energy.sources.practice import ROUTE as PRACTICE_ROUTE
 
 # this process's meter and the host it was opened for; "spans": the finished phases' summaries
 STATE: dict = {"meter": None, "root": None, "spans": []}

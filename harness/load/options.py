@@ -120,7 +120,7 @@ def _options(parser) -> None:
 
 def _telemetry_words(text: str) -> str:
     """``--telemetry`` checked as it is parsed (argparse's one line for a word that is no source)."""
-    from harness.io.telemetry.detect import parse_spec
+    from harness.energy.detect import parse_spec
 
     try:
         parse_spec(text)

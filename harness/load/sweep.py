@@ -21,11 +21,11 @@ from harness.core.workload_stats import workload_stats
 from harness.core.conversations import ConversationPlan
 from harness.core.workloads import LengthPlan, largest_output, largest_request
 from harness.core.level_records import Arrival, LevelContext, LevelRecord, RunMark, new_run_id
-from harness.core.energy_records import cost_part, energy_part
+from harness.energy.record_part import cost_part, energy_part
 from harness.core.records import EndpointCheck, now_stamp
 from harness.errors import EngineError, HarnessError, TargetError, TargetUnreachable
 from harness.io.notebook import append_level, append_record
-from harness.io.telemetry.meter import Meter, TelemetryPlan
+from harness.energy.meter import Meter, TelemetryPlan
 
 WARMUP_PROMPT = "Answer with a single word: ok"
 

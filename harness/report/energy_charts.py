@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.report.charts import _save, conditions, plt
-from harness.report.energy_tables import labels
+from harness.energy.tables import labels
 
 IMITATION_MARK = "IMITATION: the practice server's made-up power figure, not a measurement"
 

@@ -6,7 +6,7 @@ table and the chart."""
 
 from __future__ import annotations
 
-from harness.report import energy_tables as et
+from harness.energy import tables as et
 from harness.report.markdown import absent, table
 from harness.report.run_inputs import RunInputs
 

@@ -8,7 +8,7 @@ import json
 from tabulate import tabulate
 
 from harness.core import server_timings
-from harness.report import engine_energy
+from harness.energy import engine_tables as engine_energy
 
 CACHE_LIMIT = 64  # more reused prompt tokens than this: the run measured the prefix cache, not prefill
 

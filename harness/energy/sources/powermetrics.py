@@ -32,7 +32,7 @@ import time
 from typing import Any, Callable
 from xml.parsers.expat import ExpatError
 
-from harness.core.telemetry import Reading, make_reading
+from harness.energy.readings import Reading, make_reading
 from harness.errors import TelemetryUnavailable
 from harness.io import shim_host
 

@@ -11,18 +11,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.core.energy import COUNTER, INTEGRATED
-from harness.core.telemetry import Reading
+from harness.energy.arithmetic import COUNTER, INTEGRATED
+from harness.energy.readings import Reading
 from harness.errors import ConfigError, HarnessError, TelemetryUnavailable
-from harness.io.telemetry import (
-    TelemetrySampler,
-    Where,
-    amd_smi,
-    detect,
-    idle_baseline,
-    parse_spec,
-    powermetrics,
-)
+from harness.energy import TelemetrySampler, Where, detect, idle_baseline, parse_spec
+from harness.energy.sources import amd_smi, powermetrics
 from tests.conftest import FIXTURES, ROOT
 
 PLIST = (FIXTURES / "telemetry" / "powermetrics-two-samples.plist").read_bytes()

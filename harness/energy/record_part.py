@@ -15,8 +15,8 @@ headline device is not a real one, so no reader takes it for a measurement.
 
 from __future__ import annotations
 
-from harness.core import energy
-from harness.core.telemetry import level_energy
+from harness.energy import arithmetic as energy
+from harness.energy.readings import level_energy
 
 HEADLINE_ORDER = ("practice", "nvml", "amdsmi", "hwmon", "powermetrics", "rapl")
 RAPL_WHOLE = "psys"  # the platform zone of a laptop: it includes package-0

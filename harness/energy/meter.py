@@ -2,7 +2,7 @@
 an idle baseline read once before the first level, and one ``TelemetrySampler`` around each
 level, started before its first request and stopped after its last (the sampler's reads run on
 their own native thread, off the load loop). What a level's record carries of it is
-``harness.core.energy_records.energy_part``'s; this module only reads.
+``harness.energy.record_part.energy_part``'s; this module only reads.
 
 A source asked for by name that is absent here is one line (``Detection.lines``) and the level
 records say so (``absent``, a null with its reason); the load is measured all the same."""
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from harness.io.telemetry.detect import Detection, Where, detect
-from harness.io.telemetry.sampler import DEFAULT_INTERVAL, TelemetrySampler, idle_baseline
+from harness.energy.detect import Detection, Where, detect
+from harness.energy.sampler import DEFAULT_INTERVAL, TelemetrySampler, idle_baseline
 
 DEFAULT_IDLE_S = 2.0
 

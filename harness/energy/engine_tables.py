@@ -7,7 +7,7 @@ stand-in says so in its row and in the section's first line."""
 
 from __future__ import annotations
 
-from harness.report.energy_tables import cost_text
+from harness.energy.tables import cost_text
 
 ENERGY_HEAD = [
     "Engine",

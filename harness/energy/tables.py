@@ -8,7 +8,7 @@ imitation (the practice server's) says IMITATION beside it."""
 from __future__ import annotations
 
 from harness.core import curves
-from harness.core.energy_records import energy_words
+from harness.energy.record_part import energy_words
 
 ENERGY_HEAD = [
     "c",

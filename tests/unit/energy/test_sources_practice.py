@@ -12,12 +12,13 @@ import json
 import pytest
 
 from harness.cli import sweep_energy
-from harness.core.energy import INTEGRATED
-from harness.core.energy_records import energy_part
+from harness.energy.arithmetic import INTEGRATED
+from harness.energy.record_part import energy_part
 from harness.errors import TelemetryUnavailable
 from harness.io.http import Reply
-from harness.io.telemetry import Where, detect, practice
-from harness.io.telemetry.meter import TelemetryPlan, open_meter
+from harness.energy import Where, detect
+from harness.energy.sources import practice
+from harness.energy.meter import TelemetryPlan, open_meter
 from harness.practice.app import PracticeApp
 from harness.practice.profile import load_profile
 from tests.conftest import ROOT
@@ -100,7 +101,7 @@ def test_the_meter_reads_the_idle_baseline_then_each_level(monkeypatch):
 
 
 def test_a_named_source_absent_here_is_one_line_and_the_sweep_goes_on(capsys, monkeypatch):
-    monkeypatch.setattr("harness.io.telemetry.meter.Where", lambda: Where(**NOWHERE))
+    monkeypatch.setattr("harness.energy.meter.Where", lambda: Where(**NOWHERE))
     meter = sweep_energy.start(TelemetryPlan("rapl", idle_s=0))
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1

@@ -27,7 +27,8 @@ from harness.core.records import Capacity, now_stamp
 from harness.core.sample import Sample
 from harness.errors import ConfigError
 from harness.io.notebook import append_record, check_writable
-from harness.cli import sweep as sweep_cli, sweep_energy
+from harness.cli import sweep as sweep_cli
+from harness.energy import meter as telemetry
 from harness.energy.record_part import energy_words
 from harness.load import sweep as sweeping
 
@@ -200,7 +201,7 @@ def run(args) -> int:
     )
     if not args.no_endpoint_check:
         sweep_cli.print_endpoint(sweeping.prove_endpoint(plan, listed))
-    meter = sweep_energy.start(plan.telemetry)  # absent sources in one line each; the idle baseline
+    meter = telemetry.start(plan.telemetry)  # absent sources in one line each; the idle baseline
     try:
         sweeping.warm_up(plan)
         started = time.monotonic()

@@ -14,7 +14,8 @@ from pathlib import Path
 from harness.core import curves, words
 from harness.core.records import is_level
 from harness.io.notebook import read_records
-from harness.report import energy_report, measured
+from harness.energy import report_section as energy_report
+from harness.report import measured
 from harness.report import lab_records
 from harness.report import record_sections as rs
 from harness.report import workload_tables

@@ -8,7 +8,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from harness.energy import tables as et
-from harness.report import curve_tables, energy_report, run_report
+from harness.energy import report_section as energy_report
+from harness.report import curve_tables, run_report
 from harness.report.energy_charts import energy_chart
 from tests.conftest import FIXTURES
 from tests.unit.report.test_charts import png_size

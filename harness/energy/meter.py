@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, replace
-from typing import TextIO
 from urllib.parse import urlsplit
 
 from harness.core import bounds
@@ -135,18 +134,18 @@ def plan_options(args, root: str) -> dict:
 @dataclass(frozen=True)
 class Voice:
     """How a meter's opening lines are said: ``lead`` before each, ``warn`` before the line of a
-    source asked for by name and absent (on stderr, ending with ``without``), ``out`` for the
-    others (None: stdout), and whether "no source here" is said (``say_none``)."""
+    source asked for by name and absent (on stderr, ending with ``without``), the others on stderr
+    or stdout, and whether "no source here" is said (``say_none``)."""
 
     lead: str
     warn: str
-    out: TextIO | None
+    to_stderr: bool
     without: str
     say_none: bool
 
 
-SWEEP = Voice("    ", "warning: ", None, "the levels are measured without it", True)  # capacity, measure too
-LOCUST = Voice("harness: ", "harness: warning: ", sys.stderr, "the load is measured without it", False)
+SWEEP = Voice("    ", "warning: ", False, "the levels are measured without it", True)  # capacity, measure too
+LOCUST = Voice("harness: ", "harness: warning: ", True, "the load is measured without it", False)
 
 
 def announce(meter: Meter, voice: Voice = SWEEP) -> None:
@@ -155,7 +154,7 @@ def announce(meter: Meter, voice: Voice = SWEEP) -> None:
     if meter.asked.strip().lower() == "none":
         return
     named = meter.found.by_name
-    out = voice.out or sys.stdout
+    out = sys.stderr if voice.to_stderr else sys.stdout
     for line in meter.lines():
         if named:
             print(f"{voice.warn}telemetry: {line}; {voice.without}", file=sys.stderr)
@@ -164,9 +163,8 @@ def announce(meter: Meter, voice: Voice = SWEEP) -> None:
     found = meter.found.sources
     if not found:
         if voice.say_none and not named:  # asked by name: its one line above says it all
-            print(
-                f"{voice.lead}telemetry: no source here; no energy figure (a null with its reason)", file=out
-            )
+            why = "the levels carry no energy figure (a null with its reason)"
+            print(f"{voice.lead}telemetry: no source here; {why}")
         return
     names = ", ".join(
         f"{s.kind} {s.device}" + (" [IMITATION]" if s.kind in IMITATIONS else "") for s in found

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import os
 
-from harness.energy import KINDS
-from harness.energy.detect import IMITATIONS
+from harness.energy import IMITATIONS, KINDS
 from harness.energy.meter import DEFAULT_IDLE_S
 from harness.energy.sampler import DEFAULT_INTERVAL
 

@@ -1,24 +1,17 @@
-"""Energy and the accelerator's own readings (issue 38): one module per source, one interface.
+"""Power and energy, each source behind one interface, and the words ``--telemetry`` takes.
 
-    detect(spec, where) -> Detection     which sources read this machine; one line for each absent
-    Source.read() -> Reading             one device read once (harness.energy.readings.Reading)
-    TelemetrySampler(sources, interval)  every source read off the load loop while a level runs
-    idle_baseline(sources, seconds)      a short reading before the first level
+    detect.detect(spec, where) -> Detection     which sources read this machine; one line for each absent
+    sources.base.Source.read() -> Reading       one device read once (readings.Reading)
+    sampler.TelemetrySampler(sources, interval) every source read off the load loop while a level runs
+    sampler.idle_baseline(sources, seconds)     a short reading before the first level
+    meter                                       the above for one sweep, search, measurement or Locust run
 
 Sources: ``nvml`` (nvidia-ml-py), ``amdsmi`` (AMD's bindings), ``hwmon`` (amdgpu's sysfs files),
-``rapl`` (powercap), ``powermetrics`` (Apple silicon). The arithmetic is harness.energy.arithmetic's."""
+``rapl`` (powercap), ``powermetrics`` (Apple silicon); ``practice`` is the practice server's
+imitation, read only when named. The arithmetic (``arithmetic``), a record's parts
+(``record_part``) and the tables are pure; this package's face is pure too, so importing them
+loads no source."""
 
-from harness.energy.detect import KINDS, WORDS, Detection, Where, detect, parse_spec
-from harness.energy.sampler import DEFAULT_INTERVAL, TelemetrySampler, idle_baseline
-
-__all__ = [
-    "DEFAULT_INTERVAL",
-    "KINDS",
-    "WORDS",
-    "Detection",
-    "TelemetrySampler",
-    "Where",
-    "detect",
-    "idle_baseline",
-    "parse_spec",
-]
+KINDS = ("nvml", "amdsmi", "hwmon", "powermetrics", "rapl")
+IMITATIONS = ("practice",)  # read only when named: never by auto
+WORDS = ("auto", "none", *KINDS, *IMITATIONS)

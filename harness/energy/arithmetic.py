@@ -1,4 +1,4 @@
-"""Energy arithmetic (issue 38): joules over an interval, mean power, joules per output token and
+"""Energy arithmetic: joules over an interval, mean power, joules per output token and
 per request, output tokens per joule, an idle baseline taken off only when asked, and the cost of
 a million output tokens. Pure: numbers in, numbers out, no clocks and no devices.
 

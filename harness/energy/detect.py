@@ -18,12 +18,9 @@ from typing import Any, Callable
 
 from harness.errors import ConfigError, TelemetryUnavailable
 from harness.io import shim_host
+from harness.energy import IMITATIONS, KINDS, WORDS
 from harness.energy.sources import amd_smi, hwmon, nvml, powermetrics, practice, rapl
 from harness.energy.sources.base import Source
-
-KINDS = ("nvml", "amdsmi", "hwmon", "powermetrics", "rapl")
-IMITATIONS = ("practice",)  # read only when named: never by auto
-WORDS = ("auto", "none", *KINDS, *IMITATIONS)
 
 
 @dataclass(frozen=True)

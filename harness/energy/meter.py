@@ -21,7 +21,8 @@ from urllib.parse import urlsplit
 
 from harness.core import bounds
 from harness.energy.arithmetic import check_price
-from harness.energy.detect import IMITATIONS, Detection, Where, detect, parse_spec
+from harness.energy import IMITATIONS
+from harness.energy.detect import Detection, Where, detect, parse_spec
 from harness.energy.record_part import cost_part, energy_lines, energy_part
 from harness.energy.sampler import DEFAULT_INTERVAL, TelemetrySampler, idle_baseline
 from harness.energy.sources.practice import ROUTE as PRACTICE_ROUTE

@@ -1,4 +1,4 @@
-"""What a telemetry source reads (issue 38) and what a level's readings add up to. Pure: the
+"""What a telemetry source reads and what a level's readings add up to. Pure: the
 readers in harness/energy/ make the ``Reading``s; this module only counts.
 
 A ``Reading`` is one device read once: power (W), the device's own energy counter (J) where it has

@@ -1,4 +1,4 @@
-"""A level's energy and cost as its record carries them (issue 38): the ``energy`` and ``cost``
+"""A level's energy and cost as its record carries them: the ``energy`` and ``cost``
 parts of a level record, from the sampler's summary of the level, the idle baseline and the
 level's own counts. Pure: plain dicts in, plain dicts out.
 

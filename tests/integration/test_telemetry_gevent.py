@@ -17,7 +17,7 @@ monkey.patch_all()
 import json, time
 from gevent.monkey import get_original
 from harness.energy.readings import Reading
-from harness.energy import TelemetrySampler
+from harness.energy.sampler import TelemetrySampler
 native_ident = get_original("_thread", "get_ident")
 seen = []
 

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.energy import Where
+from harness.energy.detect import Where
 from harness.energy import meter as m
 from harness.energy.meter import LOCUST, SWEEP, LocustRun, TelemetryPlan, announce, open_meter, record_parts
 from harness.errors import ConfigError

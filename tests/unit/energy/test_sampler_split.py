@@ -8,7 +8,7 @@ import pytest
 
 from harness.energy.arithmetic import COUNTER, INTEGRATED
 from harness.energy.readings import Reading
-from harness.energy import TelemetrySampler
+from harness.energy.sampler import TelemetrySampler
 from harness.energy.meter import Meter, TelemetryPlan
 from tests.unit.energy.test_sources import Steady
 

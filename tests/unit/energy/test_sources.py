@@ -14,7 +14,8 @@ import pytest
 from harness.energy.arithmetic import COUNTER, INTEGRATED
 from harness.energy.readings import Reading
 from harness.errors import ConfigError, HarnessError, TelemetryUnavailable
-from harness.energy import TelemetrySampler, Where, detect, idle_baseline, parse_spec
+from harness.energy.detect import Where, detect, parse_spec
+from harness.energy.sampler import TelemetrySampler, idle_baseline
 from harness.energy.sources import amd_smi, powermetrics
 from tests.conftest import FIXTURES, ROOT
 

@@ -15,7 +15,7 @@ from harness.energy.arithmetic import INTEGRATED
 from harness.energy.record_part import energy_lines, energy_part
 from harness.errors import TelemetryUnavailable
 from harness.io.http import Reply
-from harness.energy import Where, detect
+from harness.energy.detect import Where, detect
 from harness.energy.sources import practice
 from harness.energy.meter import TelemetryPlan, open_meter, start
 from harness.practice.app import PracticeApp

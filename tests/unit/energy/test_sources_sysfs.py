@@ -10,7 +10,8 @@ import pytest
 
 from harness.energy.arithmetic import COUNTER, INTEGRATED
 from harness.errors import TelemetryUnavailable
-from harness.energy import TelemetrySampler, Where, detect
+from harness.energy.detect import Where, detect
+from harness.energy.sampler import TelemetrySampler
 from harness.energy.sources import hwmon, rapl
 from harness.energy.sources import base as telemetry_base
 

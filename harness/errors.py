@@ -58,4 +58,4 @@ class InstallError(HarnessError):
 
 class TelemetryUnavailable(HarnessError):
     """``--telemetry nvml`` (or another source by name) where that source is absent or refused:
-    the message is the one line saying which and why (harness/io/telemetry/detect.py)."""
+    the message is the one line saying which and why (harness/energy/detect.py)."""

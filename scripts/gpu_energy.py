@@ -2,7 +2,7 @@
 the telemetry read during Track N's control block: each measure test (short, long: over its
 repetitions) and each sweep level, its mean power, joules with their method and source, J per
 output token, J per request and output tokens per J, in the words ``harness sweep`` prints
-(``core.energy_records.energy_lines``). A figure from the tests' stand-in NVML library says
+(``energy.record_part.energy_lines``). A figure from the tests' stand-in NVML library says
 STAND-IN, the practice server's IMITATION; a record read without telemetry says why. The run's
 own report.md has the same figures in its tables (its "Energy and cost" section for the sweep, the
 single-user section's energy table for the measure tests); this is the check's short answer.
@@ -16,7 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.core.energy_records import energy_lines, energy_words
+from harness.energy.record_part import energy_lines, energy_words
 from harness.core.records import is_engine_speed, is_level
 from harness.io.notebook import read_records
 

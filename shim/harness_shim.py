@@ -494,7 +494,7 @@ def host_facts():
 # -- power: macOS's powermetrics, one sample a request -----------------------------------------
 
 # The arguments are the shim's: the CPU and GPU power samplers, one sample, as a property list
-# (the harness's harness/io/telemetry/powermetrics.py parses it). A request gives the window only.
+# (the harness's harness/energy/sources/powermetrics.py parses it). A request gives the window only.
 POWER_ARGS = ("--samplers", "cpu_power,gpu_power", "--sample-count", "1", "--format", "plist")
 POWER_WINDOW_MS = (100, 5000)  # the window a request may ask for (default 500 ms)
 POWER_OUTPUT = 1 << 20  # one sample of two samplers is a few kB; past this it is cut off, refused

@@ -28,8 +28,9 @@ from harness.core.sample import Sample
 from harness.errors import ConfigError
 from harness.io.clock import now_stamp
 from harness.io.notebook import append_record, check_writable
-from harness.cli import sweep as sweep_cli, sweep_energy
-from harness.core.energy_records import energy_words
+from harness.cli import sweep as sweep_cli
+from harness.energy import meter as telemetry
+from harness.energy.record_part import energy_words
 from harness.load import sweep as sweeping
 
 SEARCH_ENDED = 1  # the server failed a run, or a level's runs contradict each other (module docstring)
@@ -201,7 +202,7 @@ def run(args) -> int:
     )
     if not args.no_endpoint_check:
         sweep_cli.print_endpoint(sweeping.prove_endpoint(plan, listed))
-    meter = sweep_energy.start(plan.telemetry)  # absent sources in one line each; the idle baseline
+    meter = telemetry.start(plan.telemetry)  # absent sources in one line each; the idle baseline
     try:
         sweeping.warm_up(plan)
         started = time.monotonic()

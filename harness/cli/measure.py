@@ -1,6 +1,5 @@
 """``harness measure``: single-user prefill, decode and memory for one server, a drop-in for the
-lab's compare-engines.py (same options, same record fields), and the power and energy of each
-test's repetitions (the sweep's ``--telemetry`` options; the engine tables' energy)."""
+lab's compare-engines.py (same options, same record fields), and each test's energy (harness.energy)."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ from urllib.parse import urlsplit
 
 from harness.cli import sweep_energy
 from harness.core import bounds, server_timings
+from harness.energy import meter as metering, record_part
 from harness.core.arithmetic import speed_limit, speed_share
 from harness.io import chat_template
 from harness.io.machines import lookup
@@ -174,7 +174,7 @@ def measure_test(args, key, name: str, prompt: str, meter=None) -> EngineSpeed:
     finally:
         summary = meter.stop() if meter is not None else None
     tokens = sum(int(r["completion_tokens"] or 0) for r in runs)
-    energy = sweep_energy.record_parts(
+    energy = metering.record_parts(
         meter, summary, tokens, len(runs), time.monotonic() - started, args.price_per_hour, args.price_per_kwh
     )
     reused = [run["cached_tokens"] for run in runs if isinstance(run["cached_tokens"], int)]
@@ -290,10 +290,10 @@ def run(args) -> int:
     idle = _idle_snapshot(args)
     key = (os.environ.get(args.api_key_env) if args.api_key_env else None) or args.api_key or None
     parts = urlsplit(args.base_url)
-    telemetry = sweep_energy.plan_options(args, f"{parts.scheme}://{parts.netloc}")["telemetry"]
+    telemetry = metering.plan_options(args, f"{parts.scheme}://{parts.netloc}")["telemetry"]
     wait_for(args.base_url, key, args.wait_seconds)
     long_prompt = PARAGRAPH * args.long_repeats + "\n\n" + ASK
-    meter = sweep_energy.start(telemetry)  # absent sources in one line each; the idle baseline
+    meter = metering.start(telemetry)  # absent sources in one line each; the idle baseline
     try:
         tests = [measure_test(args, key, n, p, meter) for n, p in (("short", SHORT), ("long", long_prompt))]
     finally:
@@ -386,7 +386,7 @@ def print_results(engine: str, short: dict, long: dict, prefill, added: dict, tr
     if agreement:
         print(f"    {engine:>14} {agreement}")
     for rec in (short, long):
-        for line in sweep_energy.level_lines(rec):
+        for line in record_part.energy_lines(rec):
             print(f"    {engine:>14} {rec['test']:>5} {line.strip()}")
     mem = ", ".join(f"{k} {v}" for k, v in added.items()) if added else "no idle snapshot given"
     resident = (

@@ -184,7 +184,7 @@ def print_falls(label: str, levels: dict[int, dict]) -> None:
 def print_energy(levels: dict[int, dict]) -> None:
     """Per level, its power, J per output token, output tokens per J and cost; then the operating
     point's (nothing for a curve whose sweeps read no telemetry and had no price)."""
-    from harness.report import energy_tables
+    from harness.energy import tables as energy_tables
 
     if not energy_tables.measured(levels):
         return

@@ -22,6 +22,7 @@ from harness.io.input_files import load_prompt_file
 from harness.io.progress import LevelProgress
 from harness.io.notebook import check_writable, read_records
 from harness.cli import sweep_energy, sweep_workers, sweep_workloads
+from harness.energy import meter as telemetry
 from harness.cli.sweep_output import print_endpoint, print_level, print_plan
 from harness.load import sweep as sweeping  # no Locust yet: harness.load.runner is imported when load runs
 from harness.load.sweep import SweepPlan
@@ -251,7 +252,7 @@ def plan_from(args) -> SweepPlan:
         idle_timeout=args.idle_timeout,
         repeat=getattr(args, "repeat", 1),
         **workload,
-        **sweep_energy.plan_options(args, root),
+        **telemetry.plan_options(args, root),
     )
 
 
@@ -297,7 +298,7 @@ def run(args) -> int:
     print_plan(args, plan)
     if not args.no_endpoint_check:
         print_endpoint(sweeping.prove_endpoint(plan, listed))
-    meter = sweep_energy.start(plan.telemetry)  # absent sources in one line each; the idle baseline
+    meter = telemetry.start(plan.telemetry)  # absent sources in one line each; the idle baseline
     try:
         return _measure(args, plan, meter)
     finally:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import sys
 
-from harness.cli import sweep_energy, sweep_workloads
+from harness.cli import sweep_workloads
+from harness.energy.record_part import energy_lines
 from harness.core import server_metrics, troubleshooting, words
 from harness.core.records import EndpointCheck
 from harness.core.server_text import keep_secret, redact
@@ -114,7 +115,7 @@ def print_level(r: dict, previous: dict | None = None) -> None:
         _client_warning(r, lag)
     if r.get("decode_note"):
         print(f"         warning: {r['decode_note']}", flush=True)
-    for line in [*sweep_workloads.level_lines(r), *sweep_energy.level_lines(r)]:
+    for line in [*sweep_workloads.level_lines(r), *energy_lines(r)]:
         print(line, flush=True)
     if r["first_error"]:
         print(f"         first error: {r['first_error']}", flush=True)

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import json
 
-from harness.io.telemetry import DEFAULT_INTERVAL, KINDS, detect, idle_baseline
+from harness.energy import KINDS
+
+from harness.energy.detect import detect
+
+from harness.energy.sampler import DEFAULT_INTERVAL, idle_baseline
 
 
 def add_parser(sub) -> None:

@@ -2,7 +2,7 @@
 level measured (``LevelStats``, its latencies as ``Distribution``s), who was measured with what
 requests and objectives (``LevelContext``, ``ServerInfo``), how the requests arrived (``Arrival``),
 which run wrote it (``RunMark``), the client's own check (``ClientCheck``) and, where telemetry
-or a price was asked for, its energy and cost (``harness.core.energy_records``). The sweep and the
+or a price was asked for, its energy and cost (``harness.energy.record_part``). The sweep and the
 headless or web-UI Locust run all build it here; what every record shares (schema version, lab
 id, objectives, the stamp) is ``harness.core.records``'s.
 """
@@ -177,8 +177,8 @@ class LevelRecord:
     client: ClientCheck | None = None
     run: RunMark | None = None
     workload: Any = None  # harness.core.workload_stats.WorkloadStats (docs/workloads.md)
-    energy: dict | None = None  # added: harness.core.energy_records.energy_part (docs/telemetry.md)
-    cost: dict | None = None  # added: harness.core.energy_records.cost_part, when a price was given
+    energy: dict | None = None  # added: harness.energy.record_part.energy_part (docs/telemetry.md)
+    cost: dict | None = None  # added: harness.energy.record_part.cost_part, when a price was given
 
     def to_dict(self) -> dict:
         c = self.context

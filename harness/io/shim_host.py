@@ -8,8 +8,7 @@ The shim is asked when ``HARNESS_SHIM_URL`` is set (as ``harness track --via-shi
 the shim is), with the token from ``HARNESS_SHIM_TOKEN_FILE``; else this machine is read, as before.
 The shim answers a fixed list of read-only commands (its HOST_COMMANDS); ``host_run`` gives their
 answers to the callers that take a ``run`` function, and None for any other command.
-``power_sample`` asks its ``GET /v1/power`` for one powermetrics sample (the telemetry source
-harness/io/telemetry/powermetrics.py reads through it).
+(Its ``GET /v1/power``, one powermetrics sample, is read by harness/energy/sources/powermetrics.py.)
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from typing import Callable
 
 from harness import paths
 from harness.core.bounds import Bounds
-from harness.errors import ConfigError, EngineError, TargetError, TelemetryUnavailable
+from harness.errors import ConfigError, EngineError, TargetError
 
 URL_ENV = "HARNESS_SHIM_URL"
 TOKEN_ENV = "HARNESS_SHIM_TOKEN_FILE"
@@ -110,29 +109,3 @@ def host_system() -> str:
     """The engines' host's system (``Darwin`` for a Mac behind the shim), else this machine's."""
     found = facts()
     return platform.system() if found is None else str(found["system"])
-
-
-def power_sample(url: str, interval_ms: int) -> bytes:
-    """One powermetrics sample of an ``interval_ms`` window from the shim's ``GET /v1/power``: the
-    property-list output it ran. TelemetryUnavailable, one line, with the shim's reason when it
-    refuses (not allow-listed, not root), when it does not answer, or without its token."""
-    from harness.io import http
-
-    url = url.rstrip("/")
-    try:
-        headers = auth()
-    except ConfigError as exc:
-        raise TelemetryUnavailable(f"powermetrics: {exc}") from None
-    try:
-        bounds = Bounds.of(interval_ms / 1000 + 30)
-        reply = http.request("GET", f"{url}/v1/power?interval_ms={interval_ms}", bounds, None, headers)
-        answer = reply.json()
-    except (TargetError, ValueError) as exc:
-        raise TelemetryUnavailable(
-            f"powermetrics: the shim at {url} did not answer /v1/power ({exc}); is it running? (make shim)"
-        ) from None
-    answer = answer if isinstance(answer, dict) else {}
-    if reply.status != 200 or not isinstance(answer.get("output"), str):
-        why = str(answer.get("error") or "no sample in its answer").splitlines()[0][:300]
-        raise TelemetryUnavailable(f"powermetrics: the shim at {url} answered HTTP {reply.status}: {why}")
-    return answer["output"].encode("utf-8")

@@ -8,7 +8,7 @@ finished level. Locust is imported (through ``harness.load.runner``) only when l
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -21,13 +21,12 @@ from harness.core.workload_stats import workload_stats
 from harness.core.conversations import ConversationPlan
 from harness.core.workloads import LengthPlan, largest_output, largest_request
 from harness.core.level_records import Arrival, LevelContext, LevelRecord, RunMark
-from harness.core.energy_records import cost_part, energy_part
 from harness.core.records import EndpointCheck
 from harness.errors import EngineError, HarnessError, TargetError, TargetUnreachable
 from harness.io.clock import new_run_id, now_stamp
 from harness.io.input_files import load_prompt_file
 from harness.io.notebook import append_level, append_record
-from harness.io.telemetry.meter import Meter, TelemetryPlan
+from harness.energy.meter import Meter, TelemetryPlan, with_parts
 
 WARMUP_PROMPT = "Answer with a single word: ok"
 
@@ -313,26 +312,6 @@ def _run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None
     return result, level, Arrival()
 
 
-def energy_and_cost(plan: SweepPlan, record: LevelRecord, result, meter: Meter | None) -> LevelRecord:
-    """The record with its ``energy`` part (where telemetry was asked for) and its ``cost`` part
-    (where a price was given)."""
-    stats, part = record.stats, None
-    if meter is not None:
-        tokens, completed = stats.output_tokens, stats.completed
-        part = energy_part(
-            getattr(result, "telemetry", None),
-            meter.idle,
-            meter.asked,
-            meter.absent,
-            tokens,
-            completed,
-            meter.plan.subtract_idle,
-        )
-    joules = None if part is None else part["energy_j"]
-    cost = cost_part(stats.output_tokens, stats.wall_s, joules, plan.price_per_hour, plan.price_per_kwh)
-    return replace(record, energy=part, cost=cost) if part is not None or cost is not None else record
-
-
 def record_level(
     plan: SweepPlan,
     result,
@@ -358,7 +337,9 @@ def record_level(
             result.samples, plan.workload_kind, plan.workload_params(), plan.open_loop or bool(plan.trace)
         ),
     )
-    record = energy_and_cost(plan, record, result, meter)
+    record = with_parts(
+        record, meter, getattr(result, "telemetry", None), plan.price_per_hour, plan.price_per_kwh
+    )
     mark = {"run_id": plan.run_id, "repeat": (run or RunMark(plan.run_id)).repeat}
     rows = [{**sample_record(s, plan.context.label, concurrency), **mark} for s in result.samples]
     append_level(plan.labbook, record.to_dict(), plan.samples_path, rows)  # both whole, or neither

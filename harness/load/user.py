@@ -28,7 +28,8 @@ from harness.core.prompts import make_prompts
 from harness.core.sample import Sample
 from harness.core.workloads import Request
 from harness.io.stream_socket import Pool
-from harness.load import headless, locust_energy, sweep_worker, urls
+from harness.energy.meter import LOCUST_RUN
+from harness.load import headless, sweep_worker, urls
 from harness.load import options  # noqa: F401  (registers the Locust command-line options)
 from harness.load.request import Departure, stream_once
 from harness.load.workload import Workload  # noqa: F401  (re-exported: the runner builds user.Workload)
@@ -237,27 +238,27 @@ def _prove_endpoint(environment, **_kw) -> None:
     """Headless: the endpoint proof before any user starts (harness.load.headless)."""
     o = getattr(environment, "parsed_options", None)
     if o is not None:
-        locust_energy.check(environment)  # both prices: one line, exit 2
+        LOCUST_RUN.check(environment)  # both prices: one line, exit 2
         headless.prove_or_exit(environment, os.environ.get(o.api_key_env) or None)
-        locust_energy.open_for(environment)  # the telemetry's sources and idle baseline, before any test
+        LOCUST_RUN.open_for(environment)  # the telemetry's sources and idle baseline, before any test
 
 
 @events.test_start.add_listener
 def _started(environment, **_kw) -> None:
-    locust_energy.test_started(environment)  # the idle baseline, where read here, before the window
+    LOCUST_RUN.test_started(environment)  # the idle baseline, where read here, before the window
     _new_window()
 
 
 @events.reset_stats.add_listener
 def _reset(**_kw) -> None:
-    locust_energy.reset()
+    LOCUST_RUN.reset()
     _new_window()
 
 
 @events.test_stop.add_listener
 def _stopped(environment, **_kw) -> None:
     RUN_WINDOW["stop"] = time.perf_counter()
-    locust_energy.test_stopped()
+    LOCUST_RUN.test_stopped()
     o = getattr(environment, "parsed_options", None)
     # the web UI writes one record per phase of the test (a change of user count starts one: the
     # web UI's phases), against its host; headless, one at quitting
@@ -309,9 +310,9 @@ def _thresholds(environment, **_kw) -> None:
     if getattr(o, "labbook", "") and SAMPLES and not _is_worker(environment) and environment.web_ui is None:
         _write_record(environment, o)
     elif not _is_worker(environment) and environment.web_ui is None:  # no record: the figures said here
-        for line in locust_energy.run_lines(environment, samples, wall):
+        for line in LOCUST_RUN.run_lines(environment, samples, wall):
             print(f"harness: {line}")
-    locust_energy.close()
+    LOCUST_RUN.close()
     if problems:
         print("harness thresholds FAILED: " + "; ".join(problems))
         environment.process_exit_code = 1
@@ -358,12 +359,12 @@ def _write_record(environment, o, phases: list[dict] | None = None) -> None:
         users = max(users, 1)
         stats = workload_stats(samples, kind, params, open_loop=False)
         record = level_record(samples, users, max(wall, 1e-6), context, now_stamp(), workload=stats)
-        record = locust_energy.with_energy(environment, record, n, len(spans))
+        record = LOCUST_RUN.with_energy(environment, record, n, len(spans))
         rows = [sample_record(s, o.label, users) for s in samples]
         append_level(o.labbook, record.to_dict(), samples_path, rows)  # both whole, or neither
         print(
             f"harness: appended a level record for {o.label} at {users} user(s) "
             f"({len(samples)} exact samples) to {o.labbook}"
         )
-        for line in locust_energy.lines(record):
+        for line in LOCUST_RUN.lines(record):
             print(f"harness: {line}")

@@ -38,7 +38,8 @@ from locust.stats import RequestStats
 
 from harness.core.live import COLUMNS, TIMELINE_FIELDS, csv_text, failing_streak, phase_rows, timeline_point
 from harness.errors import ConfigError, TargetError, TargetUnreachable
-from harness.load import headless, locust_energy, user
+from harness.energy.meter import LOCUST_RUN
+from harness.load import headless, user
 from harness.load.urls import chat_url
 from harness.paths import PACKAGE
 
@@ -204,7 +205,7 @@ def _phase(user_count: int, **_kw) -> None:
         PHASES[-1]["users"] = user_count  # the first spawn of the test names its phase
         return
     PHASES.append({"start": time.perf_counter(), "users": user_count})
-    locust_energy.new_phase()  # the telemetry's span too: each phase's record has its own energy
+    LOCUST_RUN.new_phase()  # the telemetry's span too: each phase's record has its own energy
 
 
 @events.test_stop.add_listener

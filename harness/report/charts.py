@@ -7,6 +7,7 @@ from pathlib import Path
 import matplotlib
 
 from harness.core.curves import completed_levels, spread_of
+from harness.energy import report_section as energy_section
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -195,4 +196,26 @@ def requests_over_time(label: str, samples: list[dict], path: str | Path, mark: 
     ax.set_title(f"{mark}\n{title}" if mark else title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def energy_chart(levels_by_label: dict[str, dict[int, dict]], path: str | Path) -> Path:
+    """The energy section's chart (harness.energy.report_section.chart) drawn: two panels, the
+    test conditions above them and, for an imitation's figures, its mark first in dark red."""
+    drawn = energy_section.chart(levels_by_label)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    for ax, panel in zip(axes, drawn.panels, strict=True):
+        for s in panel.series:
+            ax.plot(s.x, s.y, marker="o", label=s.name)
+            for x, y, note in zip(s.x, s.y, s.notes, strict=False):
+                ax.annotate(note, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        ax.set_xlabel(panel.x_label)
+        ax.set_ylabel(panel.y_label)
+        ax.set_title(panel.title, fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    title = conditions(levels_by_label, None)
+    fig.suptitle(
+        f"{drawn.mark}\n{title}" if drawn.mark else title, fontsize=9, color="darkred" if drawn.mark else None
+    )
     return _save(fig, path)

@@ -239,7 +239,7 @@ def operating_line(d: curves.Curve) -> str:
 
 def capacity_line(levels: dict[int, dict], promise_s: float) -> str:
     """Capacity within the promise as the levels show it: exact, at least, or none."""
-    from harness.report.energy_tables import capacity_words
+    from harness.energy.tables import capacity_words
 
     found = curves.capacity_reading(levels, promise_s)
     watts = capacity_words(levels, found.capacity)  # "8 at once at 210 W, 0.9 J per output token"

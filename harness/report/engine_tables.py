@@ -8,7 +8,7 @@ import json
 from tabulate import tabulate
 
 from harness.core import server_timings
-from harness.report import engine_energy
+from harness.energy import engine_tables as engine_energy
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 

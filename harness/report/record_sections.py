@@ -13,7 +13,8 @@ from harness.core.names import file_label
 from harness.core import curves, trtllm_log
 from harness.core.records import is_engine_speed, is_features
 from harness.report import curve_tables as ct
-from harness.report import engine_energy, engine_tables, server_counters
+from harness.energy import engine_tables as engine_energy
+from harness.report import engine_tables, server_counters
 from harness.report.troubleshooting import load_errors
 from harness.report.markdown import absent, table
 from harness.report.run_inputs import RunInputs

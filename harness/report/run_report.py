@@ -14,7 +14,8 @@ from pathlib import Path
 from harness.core import curves, words
 from harness.core.records import is_level
 from harness.io.notebook import read_records
-from harness.report import energy_report, measured
+from harness.energy import report_section as energy_section
+from harness.report import markdown, measured
 from harness.report import lab_records
 from harness.report import record_sections as rs
 from harness.report import workload_tables
@@ -212,6 +213,18 @@ def charts(r: RunInputs) -> list[str]:
     ]
 
 
+def energy(r: RunInputs) -> list[str]:
+    """The energy section of the summarised curves (harness.energy.report_section), its chart drawn here."""
+    shown = {label: r.levels[label] for label in r.curve_labels if r.levels.get(label)}
+
+    def draw(measured: dict) -> str:
+        from harness.report.charts import energy_chart  # matplotlib only where a chart is drawn
+
+        return str(energy_chart(measured, r.run_dir / "charts" / "energy.png").relative_to(r.run_dir))
+
+    return energy_section.section(shown, draw, markdown)
+
+
 def conditions(r: RunInputs) -> list[str]:
     plan, host = r.plan, r.manifest.get("host") or {}
     sweep = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in plan.sweep.items())
@@ -287,7 +300,7 @@ def steps(r: RunInputs) -> list[str]:
 SECTIONS = (
     headline,
     charts,
-    energy_report.section,  # power, J per token and cost per level; imitation labelled
+    energy,  # power, J per token and cost per level; an imitation's labelled
     conditions,
     engines,
     rs.allocation,

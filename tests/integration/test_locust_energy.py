@@ -15,7 +15,7 @@ import requests
 
 from harness.core.records import is_level
 from harness.io.notebook import problems, read_records
-from harness.io.telemetry import detect
+from harness.energy.detect import detect
 from tests.conftest import ROOT, free_port, kit_profile
 from tests.integration.deadlines import START_S
 

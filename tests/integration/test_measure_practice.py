@@ -82,7 +82,7 @@ def test_each_test_carries_the_imitation_energy_of_its_repetitions(practice, tmp
     """`--telemetry nvml,practice`: NVML absent here is one line; each speed record's energy is the
     practice server's IMITATION power over its repetitions (one seat busy), with its cost, valid."""
     from harness.io.notebook import problems
-    from harness.io.telemetry import detect
+    from harness.energy.detect import detect
 
     server = practice(kit_profile(name="watts", imitation_power={"idle_w": 30, "per_busy_seat_w": 10}))
     book = tmp_path / "labbook.md"

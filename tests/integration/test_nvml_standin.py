@@ -17,8 +17,9 @@ import time
 
 import pytest
 
-from harness.core.energy import COUNTER, INTEGRATED
-from harness.io.telemetry import TelemetrySampler, Where, detect
+from harness.energy.arithmetic import COUNTER, INTEGRATED
+from harness.energy.detect import Where, detect
+from harness.energy.sampler import TelemetrySampler
 from tests.conftest import FIXTURES, ROOT
 
 pynvml = pytest.importorskip("pynvml", reason="nvidia-ml-py is not installed")
@@ -100,7 +101,7 @@ def test_the_sampler_thread_reads_two_cards_off_the_caller(standin):
 def test_pynvml_finds_the_library_by_its_own_name(library):
     """pynvml's own loader (dlopen of libnvidia-ml.so.1, found on LD_LIBRARY_PATH) in a fresh process."""
     env = {**os.environ, "LD_LIBRARY_PATH": str(library.parent), "PYTHONPATH": str(ROOT)}
-    code = "import json; from harness.io.telemetry import detect; print(json.dumps(detect('nvml').record()))"
+    code = "import json; from harness.energy.detect import detect; print(json.dumps(detect('nvml').record()))"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     record = json.loads(out.stdout)

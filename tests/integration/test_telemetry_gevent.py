@@ -16,8 +16,8 @@ from gevent import monkey
 monkey.patch_all()
 import json, time
 from gevent.monkey import get_original
-from harness.core.telemetry import Reading
-from harness.io.telemetry import TelemetrySampler
+from harness.energy.readings import Reading
+from harness.energy.sampler import TelemetrySampler
 native_ident = get_original("_thread", "get_ident")
 seen = []
 

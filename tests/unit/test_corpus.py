@@ -12,7 +12,7 @@ import pytest
 from harness.core import engine_logs, llama_log, trtllm_log, vllm_log
 from harness.core.stream import StreamParser
 from harness.io import memory
-from harness.io.telemetry import powermetrics
+from harness.energy.sources import powermetrics
 from harness.io.engine_table import load_engine
 from harness.io.metrics_sampler import COUNTERS, GAUGES, parse_metrics
 from tests.corpus_samples import samples

@@ -21,12 +21,22 @@ WARN_LINES = 600  # past this a module is likely two concepts: named in a warnin
 MAX_LINES = 1000  # a ceiling far above, so a module cannot grow unseen while its warning scrolls by
 # Which packages of the harness a layer must never import (docs/architecture.md, "Packages").
 NEVER = {
-    "io": ("load", "run", "report", "cli", "practice"),
+    "io": ("energy", "load", "run", "report", "cli", "practice"),
+    "energy": ("load", "run", "report", "cli", "practice"),
     "load": ("run", "report", "cli", "practice"),
     "run": ("load", "cli", "practice"),
     "report": ("run", "load", "cli", "practice"),
-    "practice": ("load", "run", "report", "cli"),
+    "practice": ("energy", "load", "run", "report", "cli"),
 }
+# energy's pure modules: numbers and records in, figures and lines out. They import only core, errors
+# and each other, and they are all of energy that the report may import (it reads no device).
+ENERGY_PURE = frozenset(
+    ["harness.energy"]  # the package's face: the words --telemetry takes
+    + [
+        f"harness.energy.{m}"
+        for m in ("arithmetic", "readings", "record_part", "tables", "engine_tables", "report_section")
+    ]
+)
 # The one import across the run/report line that is left: the plan's report step writes the report
 # in the runner's own process (there is no `harness report` command to run it as a step).
 RUN_TO_REPORT = {("harness.run.runner", "harness.report.run_report")}
@@ -154,6 +164,14 @@ def broken_rules(edges: tuple[Import, ...]) -> list[str]:
             found.append(f"{e.source} imports {e.target} (line {e.line}): {source} never imports {target}")
         if (source, target) == ("run", "report") and (e.source, e.target) not in RUN_TO_REPORT:
             found.append(f"{e.source} imports {e.target} (line {e.line}): run does not import report")
+        if e.source in ENERGY_PURE and target not in ("core", "errors") and e.target not in ENERGY_PURE:
+            found.append(
+                f"{e.source} imports {e.target} (line {e.line}): energy's pure parts import no outside world"
+            )
+        if (source, target) == ("report", "energy") and e.target not in ENERGY_PURE:
+            found.append(
+                f"{e.source} imports {e.target} (line {e.line}): report imports only energy's pure parts"
+            )
     return found
 
 
@@ -309,6 +327,15 @@ def test_the_code_cites_no_tracker_issue():
         ),
         ({"report/a.py": "PURE = True\ndef f(p):\n    return p.read_text()\n"}, "uses .read_text (line 3)"),
         ({"report/a.py": "from datetime import datetime\nPURE = True\nx = datetime.now()\n"}, "uses .now"),
+        (
+            {"energy/tables.py": "from harness.energy import meter\n", "energy/meter.py": ""},
+            "import no outside world",
+        ),
+        ({"energy/meter.py": "import harness.load.user\n", "load/user.py": ""}, "energy never imports load"),
+        (
+            {"report/a.py": "from harness.energy.sampler import x\n", "energy/sampler.py": ""},
+            "only energy's pure",
+        ),
     ],
 )
 def test_the_checks_catch_what_they_are_for(tmp_path, files, broken):

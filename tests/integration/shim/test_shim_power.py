@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.io.telemetry import powermetrics
+from harness.energy.sources import powermetrics
 from tests.conftest import FIXTURES, ROOT
 from tests.integration.shim.conftest import SHIM, start_shim, write_allow, write_plan
 

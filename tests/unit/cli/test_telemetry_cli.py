@@ -10,7 +10,7 @@ import pytest
 
 from harness.cli import main
 from harness.cli import telemetry as telemetry_cli
-from harness.io.telemetry import Where, detect
+from harness.energy.detect import Where, detect
 from tests.conftest import ROOT
 
 

@@ -32,9 +32,10 @@ import time
 from typing import Any, Callable
 from xml.parsers.expat import ExpatError
 
-from harness.core.telemetry import Reading, make_reading
-from harness.errors import TelemetryUnavailable
-from harness.io import shim_host
+from harness.energy.readings import Reading, make_reading
+from harness.core.bounds import Bounds
+from harness.errors import ConfigError, TargetError, TelemetryUnavailable
+from harness.io import http, shim_host
 
 MAX_OUTPUT = 1 << 20  # one sample of two samplers is a few kB
 NOT_GIVEN = {
@@ -164,12 +165,36 @@ class PowermetricsSource:
         pass
 
 
+def shim_sample(url: str, interval_ms: int) -> bytes:
+    """One powermetrics sample of an ``interval_ms`` window from the shim's ``GET /v1/power``: the
+    property-list output it ran. TelemetryUnavailable, one line, with the shim's reason when it
+    refuses (not allow-listed, not root), when it does not answer, or without its token."""
+    url = url.rstrip("/")
+    try:
+        headers = shim_host.auth()
+    except ConfigError as exc:
+        raise TelemetryUnavailable(f"powermetrics: {exc}") from None
+    try:
+        bounds = Bounds.of(interval_ms / 1000 + 30)
+        reply = http.request("GET", f"{url}/v1/power?interval_ms={interval_ms}", bounds, None, headers)
+        answer = reply.json()
+    except (TargetError, ValueError) as exc:
+        raise TelemetryUnavailable(
+            f"powermetrics: the shim at {url} did not answer /v1/power ({exc}); is it running? (make shim)"
+        ) from None
+    answer = answer if isinstance(answer, dict) else {}
+    if reply.status != 200 or not isinstance(answer.get("output"), str):
+        why = str(answer.get("error") or "no sample in its answer").splitlines()[0][:300]
+        raise TelemetryUnavailable(f"powermetrics: the shim at {url} answered HTTP {reply.status}: {why}")
+    return answer["output"].encode("utf-8")
+
+
 def through_shim(url: str) -> Callable[[list[str]], bytes]:
     """A runner that asks the shim at ``url`` for the sample ``command()`` describes: the shim runs
     its own, identical argument list with the window (``--sample-rate``) asked for."""
 
     def run(argv: list[str]) -> bytes:
-        return shim_host.power_sample(url, int(argv[argv.index("--sample-rate") + 1]))
+        return shim_sample(url, int(argv[argv.index("--sample-rate") + 1]))
 
     return run
 

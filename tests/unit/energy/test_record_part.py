@@ -1,4 +1,4 @@
-"""A level record's energy and cost parts (harness/core/energy_records.py): hand-computed figures
+"""A level record's energy and cost parts (harness/energy/record_part.py): hand-computed figures
 from a sampler's summary, the headline devices chosen, nulls with their reasons, the imitation's
 label carried to the answer line, and a level record with them valid for its schema."""
 
@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from harness.core import level_records as lr, records as r
-from harness.core.energy_records import cost_part, energy_part, energy_words, headline_sources
+from harness.energy.record_part import cost_part, energy_part, energy_words, headline_sources
 from harness.core.levels import level_record
 from harness.core.sample import Sample
 from harness.io.notebook import problems

@@ -10,7 +10,7 @@ import json
 from harness.cli import main
 from harness.io.notebook import append_record, problems
 from harness.paths import PACKAGE
-from harness.report import engine_energy
+from harness.energy import engine_tables as engine_energy
 from harness.report.engine_tables import latest_per_engine, render
 from harness.report.markdown import table
 from tests.unit.report.test_engine_tables import speed

@@ -1,14 +1,17 @@
-"""The energy tables, chart and report section from level records: a real device's
-figures as they are, an imitation's marked IMITATION in the table, the chart and the section, the
-capacity answer gaining "at N W, X J per output token", and a curve recorded without telemetry as
-one line saying why."""
+"""The energy tables, chart and report section from level records: a real device's figures as
+they are, an imitation's marked IMITATION in the table, the chart and the section, the capacity
+answer gaining "at N W, X J per output token", and a curve recorded without telemetry as one line
+saying why. The section and the chart's contents are energy's (pure); the report draws and renders
+them."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from harness.report import curve_tables, energy_report, energy_tables as et, run_report
-from harness.report.energy_charts import energy_chart
+from harness.energy import tables as et
+from harness.energy import report_section
+from harness.report import curve_tables, run_report
+from harness.report.charts import energy_chart
 from tests.conftest import FIXTURES
 from tests.unit.report.test_charts import png_size
 
@@ -59,7 +62,7 @@ def test_the_section_draws_the_chart_and_marks_the_imitation(tmp_path):
     r = SimpleNamespace(
         run_dir=tmp_path, levels={"practice-baseline": levels}, curve_labels=["practice-baseline"]
     )
-    text = "\n".join(energy_report.section(r))
+    text = "\n".join(run_report.energy(r))
     assert text.startswith("## Energy and cost\n\n**IMITATION**: these watts and joules are made up")
     assert (
         "![output tokens/s against watts, J per output token against crowd size](charts/energy.png)" in text
@@ -72,7 +75,7 @@ def test_the_section_draws_the_chart_and_marks_the_imitation(tmp_path):
 def test_a_curve_without_telemetry_is_one_line_saying_why(tmp_path):
     levels = run_report.levels_in(NOTEBOOK)
     r = SimpleNamespace(run_dir=tmp_path, levels=levels, curve_labels=["practice-baseline"])
-    text = "\n".join(energy_report.section(r))
+    text = "\n".join(run_report.energy(r))
     assert "No energy figure" in text and "read no telemetry" in text and "charts" not in text
 
 
@@ -81,3 +84,34 @@ def test_the_chart_of_a_real_device_carries_no_imitation_mark(tmp_path):
     real = energy_chart({"real": levels}, tmp_path / "real.png")
     fake = energy_chart({"real": _with_energy(levels)}, tmp_path / "fake.png")
     assert real.read_bytes() != fake.read_bytes()  # the title and legend differ by the mark alone
+
+
+def test_the_chart_holds_each_curves_points_and_marks_an_imitation():
+    plain = run_report.levels_in(NOTEBOOK)["practice-baseline"]
+    fake = report_section.chart({"fake": _with_energy(plain)})
+    real = report_section.chart({"real": _with_energy(plain, label=None)})
+    assert fake.mark == report_section.IMITATION_MARK and real.mark == ""
+    (power,), (per_token,) = (panel.series for panel in fake.panels)
+    assert power.name == "fake (IMITATION)" and real.panels[0].series[0].name == "real"
+    crowds = sorted(c for c, rec in plain.items() if rec.get("output_tokens_per_s") is not None)
+    assert power.notes == [f"c={c}" for c in crowds] and power.x == [35.0 + 15 * min(c, 8) for c in crowds]
+    assert per_token.x == crowds and per_token.y == [0.1 * c for c in crowds] and per_token.notes == []
+
+
+def test_the_section_is_rendered_by_what_the_report_passes_in():
+    """energy renders nothing itself: the table, the absent line and the chart's path are the caller's."""
+    plain = run_report.levels_in(NOTEBOOK)["practice-baseline"]
+    md = SimpleNamespace(
+        table=lambda head, rows: f"TABLE {len(rows)} rows", absent=lambda what, why: [f"NONE {what}"]
+    )
+    drawn = []
+    lines = report_section.section(
+        {"a": _with_energy(plain), "b": plain}, lambda m: drawn.append(m) or "e.png", md
+    )
+    assert f"![{report_section.ALT}](e.png)" in lines and drawn == [{"a": _with_energy(plain)}]
+    assert f"TABLE {len(plain)} rows" in lines and "NONE No energy figure for b" in lines
+    assert report_section.section({"b": plain}, lambda m: "x", md) == [
+        "## Energy and cost",
+        "",
+        "NONE No energy figure",
+    ]

@@ -7,7 +7,9 @@ stand-in says so in its row and in the section's first line."""
 
 from __future__ import annotations
 
-from harness.report.energy_tables import cost_text
+from typing import Callable
+
+from harness.energy.tables import cost_text
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -26,7 +28,7 @@ ENERGY_HEAD = [
 TITLE = "Energy (single user, over each test's repetitions)"
 
 
-def _f(value, spec: str) -> str:
+def _f(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
@@ -50,7 +52,7 @@ def measured(order: list[str], speed: dict) -> bool:
 
 def labels(order: list[str], speed: dict) -> list[str]:
     """The labels (imitation, stand-in) of the figures shown: none for a real device."""
-    return sorted({_energy(rec).get("label") for e in order for rec in _pair(speed, e)} - {None})
+    return sorted({str(x) for e in order for rec in _pair(speed, e) if (x := _energy(rec).get("label"))})
 
 
 def _source(short: dict, long: dict) -> str:
@@ -108,7 +110,7 @@ def first_line(order: list[str], speed: dict) -> str:
     return "Each engine's headline devices over its test's repetitions, the warm-up left out."
 
 
-def section(order: list[str], speed: dict, table) -> list[str]:
+def section(order: list[str], speed: dict, table: Callable[[list[str], list[list[str]]], str]) -> list[str]:
     """The energy section's lines (``table(head, rows)`` renders the table): the first line and
     the table, or one line saying why there is none."""
     if not measured(order, speed):

@@ -11,18 +11,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.core.energy import COUNTER, INTEGRATED
-from harness.core.telemetry import Reading
+from harness.energy.arithmetic import COUNTER, INTEGRATED
+from harness.energy.readings import Reading
 from harness.errors import ConfigError, HarnessError, TelemetryUnavailable
-from harness.io.telemetry import (
-    TelemetrySampler,
-    Where,
-    amd_smi,
-    detect,
-    idle_baseline,
-    parse_spec,
-    powermetrics,
-)
+from harness.energy.detect import Where, detect, parse_spec
+from harness.energy.sampler import TelemetrySampler, idle_baseline
+from harness.energy.sources import amd_smi, powermetrics
 from tests.conftest import FIXTURES, ROOT
 
 PLIST = (FIXTURES / "telemetry" / "powermetrics-two-samples.plist").read_bytes()
@@ -100,7 +94,7 @@ def test_through_the_shim_each_read_asks_it_for_the_window(monkeypatch):
         asked.append((url, interval_ms))
         return PLIST
 
-    monkeypatch.setattr(powermetrics.shim_host, "power_sample", power_sample)
+    monkeypatch.setattr(powermetrics, "shim_sample", power_sample)
     [source], why = powermetrics.open_sources(clock=lambda: 3.0, shim_url="http://mac:8790")
     assert why is None and source.device == "Apple silicon (the shim's host)"
     assert source.read().power_w == pytest.approx(45.095)
@@ -111,12 +105,12 @@ def test_the_shims_refusal_is_the_sources_one_line(monkeypatch, tmp_path):
     def refused(url, interval_ms):
         raise TelemetryUnavailable(f"powermetrics: the shim at {url} answered HTTP 403: not root")
 
-    monkeypatch.setattr(powermetrics.shim_host, "power_sample", refused)
+    monkeypatch.setattr(powermetrics, "shim_sample", refused)
     assert powermetrics.open_sources(shim_url="http://mac:8790") == (
         [],
         "powermetrics: the shim at http://mac:8790 answered HTTP 403: not root",
     )
-    monkeypatch.setattr(powermetrics.shim_host, "power_sample", lambda url, ms: b"<plist>broken")
+    monkeypatch.setattr(powermetrics, "shim_sample", lambda url, ms: b"<plist>broken")
     [], broken = powermetrics.open_sources(shim_url="http://mac:8790")
     assert broken.startswith("powermetrics: the shim at http://mac:8790 answered: powermetrics output is no")
 

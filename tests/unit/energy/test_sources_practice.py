@@ -11,13 +11,13 @@ import json
 
 import pytest
 
-from harness.cli import sweep_energy
-from harness.core.energy import INTEGRATED
-from harness.core.energy_records import energy_part
+from harness.energy.arithmetic import INTEGRATED
+from harness.energy.record_part import energy_lines, energy_part
 from harness.errors import TelemetryUnavailable
 from harness.io.http import Reply
-from harness.io.telemetry import Where, detect, practice
-from harness.io.telemetry.meter import TelemetryPlan, open_meter
+from harness.energy.detect import Where, detect
+from harness.energy.sources import practice
+from harness.energy.meter import TelemetryPlan, open_meter, start
 from harness.practice.app import PracticeApp
 from harness.practice.profile import load_profile
 from tests.conftest import ROOT
@@ -100,8 +100,8 @@ def test_the_meter_reads_the_idle_baseline_then_each_level(monkeypatch):
 
 
 def test_a_named_source_absent_here_is_one_line_and_the_sweep_goes_on(capsys, monkeypatch):
-    monkeypatch.setattr("harness.io.telemetry.meter.Where", lambda: Where(**NOWHERE))
-    meter = sweep_energy.start(TelemetryPlan("rapl", idle_s=0))
+    monkeypatch.setattr("harness.energy.meter.Where", lambda: Where(**NOWHERE))
+    meter = start(TelemetryPlan("rapl", idle_s=0))
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1
     assert err.startswith("warning: telemetry: rapl: ") and err.rstrip().endswith(
@@ -117,14 +117,10 @@ def test_each_level_prints_its_energy_and_cost_and_says_imitation():
         "j_per_request": 65.0, "output_tokens_per_j": 2.0, "idle_power_w": 35.0, "sources": [{}],
     }  # fmt: skip
     cost = {"basis": "per-kwh", "price": 0.3, "per_million_output_tokens": 0.0417}
-    energy, priced = sweep_energy.level_lines({"energy": e, "cost": cost})
+    energy, priced = energy_lines({"energy": e, "cost": cost})
     assert energy.strip().startswith("energy [IMITATION]: 65.0 W mean, 650.0 J (power-integrated, practice")
     assert "0.5000 J per output token" in energy and "2.000 output tokens per J; idle 35.0 W" in energy
     assert priced.strip() == "cost per million output tokens: 0.0417 (at 0.3 per kWh)"
     unread = {**e, "energy_j": None, "reason": "no source gave energy: x"}
-    assert sweep_energy.level_lines({"energy": unread}) == [
-        "         energy: none (no source gave energy: x)"
-    ]
-    assert (
-        sweep_energy.level_lines({"energy": {**unread, "sources": []}}) == []
-    )  # said once, before the levels
+    assert energy_lines({"energy": unread}) == ["         energy: none (no source gave energy: x)"]
+    assert energy_lines({"energy": {**unread, "sources": []}}) == []  # said once, before the levels

@@ -18,7 +18,7 @@ import contextlib
 import time
 from typing import Any, Callable
 
-from harness.core.telemetry import Reading, make_reading
+from harness.energy.readings import Reading, make_reading
 from harness.errors import TelemetryUnavailable
 
 NOT_INSTALLED = "amdsmi: AMD's amdsmi bindings are not installed here (ROCm's share/amd_smi)"

@@ -19,7 +19,7 @@ import contextlib
 import time
 from typing import Any, Callable
 
-from harness.core.telemetry import Reading, make_reading
+from harness.energy.readings import Reading, make_reading
 from harness.errors import TelemetryUnavailable
 
 NOT_INSTALLED = "nvml: nvidia-ml-py is not installed (pip install nvidia-ml-py)"

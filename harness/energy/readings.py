@@ -1,5 +1,5 @@
 """What a telemetry source reads and what a level's readings add up to. Pure: the
-readers in harness/io/telemetry/ make the ``Reading``s; this module only counts.
+readers in harness/energy/ make the ``Reading``s; this module only counts.
 
 A ``Reading`` is one device read once: power (W), the device's own energy counter (J) where it has
 one, utilisation (%), memory used (MB, 1 MB = 1e6 bytes), clocks (MHz, by name) and temperature
@@ -7,7 +7,7 @@ one, utilisation (%), memory used (MB, 1 MB = 1e6 bytes), clocks (MHz, by name) 
 Spark's GB10 answers "Not Supported" for memory: a stated null, never a 0).
 
 ``Accumulator`` takes one source's readings as they come, in constant memory, and gives the same
-energy as ``harness.core.energy.interval_energy`` over the whole list (a property test holds it to
+energy as ``harness.energy.arithmetic.interval_energy`` over the whole list (a property test holds it to
 that): the counter's steps with its wraps, the trapezoid over power, and the mean and max of each
 gauge.
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from harness.core import energy
+from harness.energy import arithmetic as energy
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 

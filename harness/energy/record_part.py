@@ -15,8 +15,8 @@ headline device is not a real one, so no reader takes it for a measurement.
 
 from __future__ import annotations
 
-from harness.core import energy
-from harness.core.telemetry import level_energy
+from harness.energy import arithmetic as energy
+from harness.energy.readings import level_energy
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 

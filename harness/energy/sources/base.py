@@ -1,6 +1,6 @@
 """The one interface every telemetry source meets, and the bounded file read the sysfs sources
 share. A source is one device (a GPU, an APU's card, a RAPL zone, a Mac): ``read()`` gives one
-``harness.core.telemetry.Reading`` (each figure the device does not give is None with its reason)
+``harness.energy.readings.Reading`` (each figure the device does not give is None with its reason)
 and ``close()`` lets the device's library go. A read that fails as a whole raises
 ``TelemetryUnavailable`` with one line saying why; the sampler counts it and goes on."""
 
@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Protocol
 
-from harness.core.telemetry import Reading
+from harness.energy.readings import Reading
 
 MAX_FILE = 64  # a sysfs number is a few bytes; nothing past this is read
 

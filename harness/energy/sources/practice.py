@@ -14,7 +14,7 @@ import time
 from typing import Callable
 
 from harness.core.bounds import Bounds
-from harness.core.telemetry import Reading, make_reading
+from harness.energy.readings import Reading, make_reading
 from harness.errors import HarnessError, TelemetryUnavailable
 from harness.io import http
 

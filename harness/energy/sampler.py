@@ -6,7 +6,7 @@ waits on a device's library or a sysfs file): gevent patches ``threading`` so th
 a greenlet, so the sampler starts its thread and makes its locks with ``_thread``'s original
 functions (gevent's ``get_original``), patched or not.
 
-Each source's readings go into a ``core.telemetry.Accumulator`` (constant memory, exact energy),
+Each source's readings go into a ``energy.readings.Accumulator`` (constant memory, exact energy),
 and at most ``keep`` of them are kept for charts: past that every other one is dropped and the
 stride of those kept doubles, so a long level keeps an even spread. A read that fails is counted
 with its one line, never a figure."""
@@ -17,9 +17,9 @@ import _thread
 import time
 from typing import Callable, Sequence
 
-from harness.core.telemetry import Accumulator, Reading
+from harness.energy.readings import Accumulator, Reading
 from harness.errors import HarnessError
-from harness.io.telemetry.base import Source
+from harness.energy.sources.base import Source
 
 DEFAULT_INTERVAL = 0.5
 KEEP = 2048
@@ -149,7 +149,7 @@ class TelemetrySampler:
             return [list(t.kept) for t in self.tracks]
 
     def summary(self) -> dict:
-        """The level's telemetry: the interval and, per source, its figures (core.telemetry's
+        """The level's telemetry: the interval and, per source, its figures (energy.readings's
         ``Accumulator.summary``) with its failed reads."""
         with self._lock:
             return self._summary()

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from harness.core.energy import COUNTER, INTEGRATED
-from harness.core.telemetry import Reading
-from harness.io.telemetry import TelemetrySampler
-from harness.io.telemetry.meter import Meter, TelemetryPlan
-from tests.unit.io.test_telemetry_sources import Steady
+from harness.energy.arithmetic import COUNTER, INTEGRATED
+from harness.energy.readings import Reading
+from harness.energy.sampler import TelemetrySampler
+from harness.energy.meter import Meter, TelemetryPlan
+from tests.unit.energy.test_sources import Steady
 
 
 def ramp(counter: bool):

@@ -8,7 +8,7 @@ imitation (the practice server's) says IMITATION beside it."""
 from __future__ import annotations
 
 from harness.core import curves
-from harness.core.energy_records import energy_words
+from harness.energy.record_part import energy_words
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -27,7 +27,7 @@ ENERGY_HEAD = [
 ]
 
 
-def _f(value, spec: str) -> str:
+def _f(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
@@ -38,7 +38,7 @@ def measured(levels: dict[int, dict]) -> bool:
 
 def labels(levels: dict[int, dict]) -> list[str]:
     """The labels (imitation, stand-in) of the curve's energy figures: none for a real device."""
-    return sorted({(r.get("energy") or {}).get("label") for r in levels.values()} - {None})
+    return sorted({str(x) for r in levels.values() if (x := (r.get("energy") or {}).get("label"))})
 
 
 def _source(e: dict) -> str:
@@ -110,7 +110,7 @@ def why_none(levels: dict[int, dict]) -> str:
     reasons = [(r.get("energy") or {}).get("reason") for r in levels.values()]
     said = [x for x in reasons if x]
     if said:
-        return said[0]
+        return str(said[0])
     if any("energy" in r for r in levels.values()):
         return "no level has an energy figure"
     return "its sweeps read no telemetry (recorded before --telemetry, or with a harness without it)"

@@ -8,10 +8,12 @@ import os
 
 import pytest
 
-from harness.core.energy import COUNTER, INTEGRATED
+from harness.energy.arithmetic import COUNTER, INTEGRATED
 from harness.errors import TelemetryUnavailable
-from harness.io.telemetry import TelemetrySampler, Where, detect, hwmon, rapl
-from harness.io.telemetry import base as telemetry_base
+from harness.energy.detect import Where, detect
+from harness.energy.sampler import TelemetrySampler
+from harness.energy.sources import hwmon, rapl
+from harness.energy.sources import base as telemetry_base
 
 
 def write(path, text) -> None:

@@ -1,5 +1,5 @@
-"""The energy arithmetic (harness/core/energy.py) and a level's readings added up
-(harness/core/telemetry.py): hand-computed figures, then properties: a wrapped counter gives the
+"""The energy arithmetic (harness/energy/arithmetic.py) and a level's readings added up
+(harness/energy/readings.py): hand-computed figures, then properties: a wrapped counter gives the
 energy of the unwrapped one, energy is never below 0 and grows as readings are added, the
 streaming accumulator equals the whole-list answer, and non-finite figures are refused."""
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.core import energy
-from harness.core.telemetry import Accumulator, Reading, level_energy, make_reading
+from harness.energy import arithmetic as energy
+from harness.energy.readings import Accumulator, Reading, level_energy, make_reading
 from harness.errors import ConfigError
 from tests.unit.properties import examples
 

@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from harness.core.telemetry import Reading, make_reading
+from harness.energy.readings import Reading, make_reading
 from harness.errors import TelemetryUnavailable
-from harness.io.telemetry.base import read_number, read_text
+from harness.energy.sources.base import read_number, read_text
 
 ROOT = Path("/sys/class/powercap")
 UJ = 1e-6

@@ -6,7 +6,7 @@ are not read as well); a source asked for by name that is absent gives, through
 ``Detection.refusal()``, a ``TelemetryUnavailable`` whose message is that line. Nothing here
 makes up a figure: a machine with no source is an empty list and its reasons.
 
-``practice`` (the practice server's imitation power, harness/io/telemetry/practice.py) is a word of
+``practice`` (the practice server's imitation power, harness/energy/sources/practice.py) is a word of
 its own, never part of ``auto``: an imitation is read only when asked for by name."""
 
 from __future__ import annotations
@@ -18,12 +18,9 @@ from typing import Any, Callable
 
 from harness.errors import ConfigError, TelemetryUnavailable
 from harness.io import shim_host
-from harness.io.telemetry import amd_smi, hwmon, nvml, powermetrics, practice, rapl
-from harness.io.telemetry.base import Source
-
-KINDS = ("nvml", "amdsmi", "hwmon", "powermetrics", "rapl")
-IMITATIONS = ("practice",)  # read only when named: never by auto
-WORDS = ("auto", "none", *KINDS, *IMITATIONS)
+from harness.energy import IMITATIONS, KINDS, WORDS
+from harness.energy.sources import amd_smi, hwmon, nvml, powermetrics, practice, rapl
+from harness.energy.sources.base import Source
 
 
 @dataclass(frozen=True)

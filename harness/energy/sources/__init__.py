@@ -1,0 +1,3 @@
+"""One module per power and energy source, each behind ``base.Source``: ``read()`` gives one
+``Reading`` of one device, and an absent or refused source raises ``TelemetryUnavailable`` with
+its one line (``harness.energy.detect`` chooses which of them read this machine)."""

@@ -162,6 +162,7 @@ class LevelContext:
     temperature: float
     objectives: Objectives = DEFAULT_OBJECTIVES
     server: ServerInfo | None = None
+    endpoint: str = "chat"  # the endpoint kind loaded (harness.endpoints)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """One request -> one sample (docs/architecture.md, "Definitions"): what the client saw of one
 request, its times on one monotonic clock, and what is read from them (TTFT from the departure,
 TPOT as ``vllm bench serve`` defines it, the gaps between tokens, the decode rate where a true one
-exists). ``harness.core.stream`` fills it from the bytes of a stream."""
+exists). An endpoint kind's answer parser (``harness.endpoints``) fills it."""
 
 from __future__ import annotations
 

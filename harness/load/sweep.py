@@ -23,6 +23,7 @@ from harness.core.workloads import LengthPlan, largest_output, largest_request
 from harness.core.level_records import Arrival, LevelContext, LevelRecord, RunMark, new_run_id
 from harness.core.energy_records import cost_part, energy_part
 from harness.core.records import EndpointCheck, now_stamp
+from harness.endpoints import api_path, kind_named
 from harness.errors import EngineError, HarnessError, TargetError, TargetUnreachable
 from harness.io.notebook import append_level, append_record
 from harness.io.telemetry.meter import Meter, TelemetryPlan
@@ -35,7 +36,7 @@ class SweepPlan:
     """Everything one sweep needs, already checked: where, what to send, which levels, where to write."""
 
     root: str  # scheme://host:port of the endpoint
-    base_path: str  # the API path before /chat/completions, usually /v1
+    base_path: str  # the API path before the endpoint kind's own (/chat/completions), usually /v1
     context: LevelContext  # what each level record says of the run (label, engine, objectives, ...)
     levels: list[float]  # concurrencies, or arrival rates when ``open_loop``
     open_loop: bool
@@ -132,6 +133,7 @@ def prove_endpoint(plan: SweepPlan, listed: list[str]) -> EndpointCheck:
         plan.api_key,
         timeout=plan.timeout,
         idle_timeout=plan.idle_timeout,
+        endpoint=plan.context.endpoint,
     )
     longest = max(endpoint_proof.estimate_tokens(p) for p in prompts_for(plan, 64))
     try:
@@ -156,7 +158,8 @@ def prove_endpoint(plan: SweepPlan, listed: list[str]) -> EndpointCheck:
 def _workload(plan: SweepPlan, timeout: float | None = None) -> dict:
     c = plan.context
     return {
-        "path": plan.base_path + "/chat/completions",
+        "path": api_path(plan.base_path, kind_named(c.endpoint)),
+        "endpoint": c.endpoint,
         "model": c.model,
         "max_tokens": c.max_tokens,
         "temperature": c.temperature,
@@ -180,8 +183,7 @@ def warm_up(plan: SweepPlan) -> None:
 
 
 def worker_timeout(plan: SweepPlan) -> float:
-    """The total bound of every request of a ``processes`` sweep: its workers start once for all
-    levels, so it is the largest level's (``crowd_timeout``)."""
+    """Every request's total bound in a ``processes`` sweep: the largest level's (workers start once)."""
     return max(crowd_timeout(plan.timeout, plan.timeout_per_user, int(c)) for c in plan.levels)
 
 
@@ -206,6 +208,7 @@ def start_workers(plan: SweepPlan):
         f"{worker_timeout(plan):g}",
         "--idle-timeout",
         f"{plan.idle_timeout or 0:g}",
+        f"--endpoint={plan.context.endpoint}",
     ]
     if plan.expect_workers:
         url = plan.worker_url or plan.root
@@ -312,8 +315,7 @@ def _run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None
 
 
 def energy_and_cost(plan: SweepPlan, record: LevelRecord, result, meter: Meter | None) -> LevelRecord:
-    """The record with its ``energy`` part (where telemetry was asked for) and its ``cost`` part
-    (where a price was given)."""
+    """The record with its ``energy`` part (telemetry asked for) and its ``cost`` (a price given)."""
     stats, part = record.stats, None
     if meter is not None:
         tokens, completed = stats.output_tokens, stats.completed

@@ -41,6 +41,7 @@ from harness.errors import ConfigError, TargetError, TargetUnreachable
 from harness.load import headless, locust_energy, user
 from harness.load.urls import chat_url
 from harness.paths import PACKAGE
+from harness.endpoints import KINDS
 
 NOT_REQUESTS = {"METRIC"}  # request types that are measurements, not requests
 NOT_REQUEST_NAMES = {"stale-connection (resent)"}  # never reached the server
@@ -142,7 +143,7 @@ def _guard(environment) -> None:
 def _failed_request(request_type, name, exception=None, context=None, **_kw) -> None:
     """The check at each failed chat request here, so a refusing port stops within a few hundred."""
     environment = getattr(_failed_request, "environment", None)
-    if exception is not None and name == "chat" and environment is not None and environment.web_ui:
+    if exception is not None and name in KINDS and environment is not None and environment.web_ui:
         _stop_if_failing(environment)
 
 

@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 from harness.core import engine_logs, llama_log, trtllm_log, vllm_log
-from harness.core.stream import StreamParser
+from harness.endpoints.chat import chat_parser
 from harness.io import memory
 from harness.io.telemetry import powermetrics
 from harness.io.engine_table import load_engine
@@ -157,7 +157,7 @@ def test_metrics(sample):
 
 
 def replay(body: str):
-    parser = StreamParser(0.0)
+    parser = chat_parser(0.0)
     for i, line in enumerate(body.split("\n")):
         parser.feed(line.encode() + b"\n", 0.01 * (i + 1))
     return parser.finish(1.0)

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from harness.core.stream import StreamParser
+from harness.endpoints import chat
 from tests.conftest import FIXTURES, ROOT
 
 EXPECTED = FIXTURES / "expected" / "stream-samples.json"
@@ -29,7 +29,7 @@ def recorded() -> dict[str, bytes]:
 
 def replay(body: bytes, text_limit: int) -> dict:
     """The sample of ``body`` read line by line, one line each 10 ms, as a plain dict."""
-    parser = StreamParser(0.0, text_limit)
+    parser = chat.KIND.parser(0.0, text_limit)
     lines = body.split(b"\n")
     for i, line in enumerate(lines):
         parser.feed(line + b"\n", 0.01 * (i + 1))

@@ -46,6 +46,9 @@ class Sample:
     # the tool calls the answer made, joined from their deltas: {"id", "name", "arguments"} each
     tool_calls: list[dict] = field(default_factory=list)
     tool_calls_dropped: int = 0  # pieces of calls past tool_calls.MAX_CALLS in one answer, not kept
+    # why the answer has no first token (an endpoint kind that does not stream), so no TTFT, TPOT
+    # or token gaps: absent with its reason, never a zero
+    ttft_absent: str | None = None
 
     @property
     def t_departed(self) -> float:

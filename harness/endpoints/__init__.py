@@ -13,7 +13,16 @@ from harness.core.workloads import Request
 from harness.endpoints import chat
 from harness.endpoints.base import BodySettings
 
-__all__ = ["KINDS", "BodySettings", "EndpointKind", "api_path", "body_of", "kind_named", "names"]
+__all__ = [
+    "ENDPOINT_HELP",
+    "KINDS",
+    "BodySettings",
+    "EndpointKind",
+    "api_path",
+    "body_of",
+    "kind_named",
+    "names",
+]
 
 
 class EndpointKind(Protocol):
@@ -35,6 +44,10 @@ class EndpointKind(Protocol):
 
 KINDS: dict[str, EndpointKind] = {k.name: k for k in (chat.KIND,)}
 DEFAULT = "chat"
+ENDPOINT_HELP = (
+    "the kind of request each user sends (default: chat, streamed chat completions); a kind that "
+    "does not stream has no TTFT, and its records say why"
+)
 
 
 def names() -> tuple[str, ...]:

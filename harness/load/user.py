@@ -349,6 +349,7 @@ def _write_record(environment, o, phases: list[dict] | None = None) -> None:
         max_tokens=o.max_tokens,
         temperature=o.temperature,
         objectives=DEFAULT_OBJECTIVES,
+        endpoint=getattr(o, "endpoint", None) or "chat",
     )
     wl = workload_for(environment)
     kind = ("agent" if wl.conversations.agent else "conversations") if wl.conversations else "prompts"

@@ -330,7 +330,7 @@ def start_problem(environment, form) -> str | None:
         return f"nothing answers at {host}; start the server or fix the Host field (no load was sent)"
     except (TargetError, ConfigError) as exc:  # the server's answer, or a key no header carries
         return f"{exc} (no load was sent)"
-    STATUS["url"] = chat_url(host, o.api_base_path)
+    STATUS["url"] = chat_url(host, o.api_base_path, getattr(o, "endpoint", None))
     print(f"harness: endpoint proved; loading {STATUS['url']}", file=sys.stderr, flush=True)
     for warning in warnings:
         print(f"harness: warning: {warning}", file=sys.stderr, flush=True)

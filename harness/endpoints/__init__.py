@@ -10,7 +10,7 @@ from typing import Protocol
 
 from harness.core.stream import StreamParser
 from harness.core.workloads import Request
-from harness.endpoints import chat, completions
+from harness.endpoints import chat, chat_nostream, completions
 from harness.endpoints.base import BodySettings
 
 __all__ = [
@@ -42,7 +42,7 @@ class EndpointKind(Protocol):
         ...
 
 
-KINDS: dict[str, EndpointKind] = {k.name: k for k in (chat.KIND, completions.KIND)}
+KINDS: dict[str, EndpointKind] = {k.name: k for k in (chat.KIND, completions.KIND, chat_nostream.KIND)}
 DEFAULT = "chat"
 ENDPOINT_HELP = (
     "the kind of request each user sends (default: chat, streamed chat completions); a kind that "

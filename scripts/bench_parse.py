@@ -18,6 +18,7 @@ import json
 import time
 
 from harness.core.stream import StreamParser
+from harness.endpoints.chat import ChatAnswer, chat_parser
 from harness.io.stream_socket import Head, body_lines, read_head, read_stream
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -40,12 +41,14 @@ def writes(tokens: int = 128) -> list[bytes]:
     return out
 
 
+class GeneralAnswer(ChatAnswer):
+    def _choice(self, choice, t):
+        self.choice(choice, t)
+
+
 class GeneralParser(StreamParser):
     def feed(self, line, t):
         self.line(line, t)
-
-    def _choice(self, choice, t):
-        self.choice(choice, t)
 
 
 def general_read_stream(reads, head, first, parser) -> None:
@@ -57,7 +60,7 @@ def general_read_stream(reads, head, first, parser) -> None:
 
 def one(pieces: list[bytes], general: bool) -> int:
     reads = iter([(p, 1.0, True, 1e-4, 1e-4) for p in pieces])
-    head, parser = Head(), (GeneralParser if general else StreamParser)(0.0)
+    head, parser = Head(), GeneralParser(GeneralAnswer(0.0)) if general else chat_parser(0.0)
     first = read_head(reads, head)
     (general_read_stream if general else read_stream)(reads, head, first, parser)
     return len(parser.finish(2.0).token_times)

@@ -17,6 +17,7 @@ from harness.core import bounds
 from harness.core.prompts import PROMPT_SETS
 from harness.core.level_records import LevelContext, LevelRecord, ServerInfo
 from harness.core.records import DEFAULT_SLO_TPOT_S, DEFAULT_SLO_TTFT_S, UNKNOWN, Objectives, is_level
+from harness.endpoints import ENDPOINT_HELP, KINDS
 from harness.errors import ConfigError, TargetError
 from harness.io.input_files import load_prompt_file
 from harness.io.progress import LevelProgress
@@ -64,6 +65,7 @@ def add_options(p, levels: bool = True) -> None:
     )
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--temperature", type=float, default=0.0)
+    p.add_argument("--endpoint", default="chat", choices=list(KINDS), help=ENDPOINT_HELP)
     p.add_argument(
         "--timeout",
         type=float,
@@ -221,6 +223,7 @@ def plan_from(args) -> SweepPlan:
         temperature=args.temperature,
         objectives=Objectives(args.slo_ttft, args.slo_tpot),
         server=server,
+        endpoint=args.endpoint,
     )
     return SweepPlan(
         root=root,

@@ -12,6 +12,7 @@ from harness.energy.record_part import energy_lines
 from harness.core import server_metrics, troubleshooting, words
 from harness.core.records import EndpointCheck
 from harness.core.server_text import keep_secret, redact
+from harness.endpoints import api_path, kind_named
 from harness.load.sweep import SweepPlan
 from harness.report.troubleshooting import load_errors
 
@@ -30,7 +31,7 @@ def print_endpoint(check: EndpointCheck) -> None:
 
 def print_plan(args, plan: SweepPlan) -> None:
     keep_secret(plan.api_key)  # a key in the URL's path is not printed either
-    url = f"{plan.root}{plan.base_path}/chat/completions"
+    url = plan.root + api_path(plan.base_path, kind_named(plan.context.endpoint))
     print(redact(f"==> {args.label}: {args.model} at {url}", anyone=False))
     print(
         f"    prompt set {args.prompt_file or args.prompt_set}, at least {args.requests} request(s) per level"

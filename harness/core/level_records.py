@@ -66,13 +66,14 @@ class LevelStats:
     client_send_delay_s: Distribution
     e2e_s: Distribution = Distribution()  # added: request sent -> last byte, per completed request
     decode_note: str | None = None  # added, only when set: streams faster than any decode (a flood)
+    ttft_absent: str | None = None  # added, only when set: why no request had a TTFT (not streamed)
 
     def to_dict(self) -> dict:
         """The measured fields in the notebook's order (distributions as plain objects)."""
         return {
             name: value.to_dict() if isinstance(value, Distribution) else value
             for name, value in self.__dict__.items()
-            if not (name == "decode_note" and value is None)
+            if not (name in ("decode_note", "ttft_absent") and value is None)
         }
 
 
@@ -163,6 +164,7 @@ class LevelContext:
     temperature: float
     objectives: Objectives = DEFAULT_OBJECTIVES
     server: ServerInfo | None = None
+    endpoint: str = "chat"  # the endpoint kind loaded (harness.endpoints)
 
 
 @dataclass(frozen=True)
@@ -191,9 +193,10 @@ class LevelRecord:
                 context_length=c.server.context_length,
                 server_slots=c.server.server_slots,
             )
+        out.update(model=c.model, base_url=c.base_url)
+        if c.endpoint != "chat":  # added only for another kind: a chat run's record is as it always was
+            out["endpoint"] = c.endpoint
         out.update(
-            model=c.model,
-            base_url=c.base_url,
             prompt_set=c.prompt_set,
             max_tokens=c.max_tokens,
             temperature=c.temperature,

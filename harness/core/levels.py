@@ -111,6 +111,7 @@ def level_stats(samples: list[Sample], concurrency: int, wall_s: float, objectiv
         and (s.tpot if s.tpot is not None else 0.0) <= objectives.tpot_s
     ]
     busy = sum((s.t_end - s.t_send) for s in ok if s.t_end is not None)
+    ttfts = [s.ttft for s in ok if s.ttft is not None]
     per_s = (lambda n: round(n / wall_s, 3)) if wall_s > 0 else (lambda n: 0.0)
     return LevelStats(
         concurrency=concurrency,
@@ -126,7 +127,7 @@ def level_stats(samples: list[Sample], concurrency: int, wall_s: float, objectiv
         goodput_requests_per_s=per_s(len(good)),
         within_slo=len(good),
         mean_in_flight=round(busy / wall_s, 2) if wall_s > 0 else 0.0,
-        ttft_s=spread([s.ttft for s in ok if s.ttft is not None], 4),
+        ttft_s=spread(ttfts, 4),
         tpot_s=spread([s.tpot for s in ok if s.tpot is not None], 5),
         itl_s=spread(itls, 5),  # added: every inter-token gap, for tails
         prompt_tokens_mean=_mean(s.prompt_tokens for s in ok),
@@ -144,6 +145,7 @@ def level_stats(samples: list[Sample], concurrency: int, wall_s: float, objectiv
         client_send_delay_s=spread([s.send_delay for s in ok if s.send_delay is not None], 5),
         e2e_s=spread([s.t_end - s.t_departed for s in ok if s.t_end is not None], 4),
         decode_note=flood_note(ok),
+        ttft_absent=next((s.ttft_absent for s in ok if s.ttft_absent), None) if not ttfts else None,
     )
 
 
@@ -347,5 +349,6 @@ def sample_record(s: Sample, label: str, concurrency: int) -> dict:
         # the departure on the monotonic clock, to line a request up with a server's own log
         "departed_monotonic_s": round(s.t_departed, 6),
         "request_id": s.request_id,
+        **({"ttft_absent": s.ttft_absent} if s.ttft_absent else {}),
         **s.tags,  # conversation, turn, lengths asked for, schedule_lateness_s (workloads)
     }

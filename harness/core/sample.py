@@ -1,7 +1,7 @@
 """One request -> one sample (docs/architecture.md, "Definitions"): what the client saw of one
 request, its times on one monotonic clock, and what is read from them (TTFT from the departure,
 TPOT as ``vllm bench serve`` defines it, the gaps between tokens, the decode rate where a true one
-exists). ``harness.core.stream`` fills it from the bytes of a stream."""
+exists). An endpoint kind's answer parser (``harness.endpoints``) fills it."""
 
 from __future__ import annotations
 
@@ -48,6 +48,9 @@ class Sample:
     # the tool calls the answer made, joined from their deltas: {"id", "name", "arguments"} each
     tool_calls: list[dict] = field(default_factory=list)
     tool_calls_dropped: int = 0  # pieces of calls past tool_calls.MAX_CALLS in one answer, not kept
+    # why the answer has no first token (an endpoint kind that does not stream), so no TTFT, TPOT
+    # or token gaps: absent with its reason, never a zero
+    ttft_absent: str | None = None
 
     @property
     def t_departed(self) -> float:

@@ -67,9 +67,11 @@ def observe(
     api_key: str | None,
     timeout: float = 120.0,
     idle_timeout: float | None = None,
+    endpoint: str | None = None,
 ) -> dict:
     """The proof request, sent to the same URL with the same headers as the load
-    (``harness.io.http.chat_url`` and ``chat_headers``), under the same bounds. The whole proof
+    (``harness.io.http.chat_url`` and ``chat_headers``), of the load's endpoint kind (None:
+    streamed chat), under the same bounds. The whole proof
     (its tries and the context requests) ends within ``timeout``: a server that floods or trickles
     is cut at that bound, never kept reading past it."""
     deadline = time.monotonic() + timeout
@@ -86,7 +88,9 @@ def observe(
             break  # the bound is spent: the last try's answer is the proof's
         idle = None if idle_timeout is None else min(idle_timeout, left)
         # Certificates are not verified, as by the load client: local endpoints often use self-signed ones.
-        s = stream_chat(base_url, body, api_key=api_key, timeout=left, idle_timeout=idle, verify=False)
+        s = stream_chat(
+            base_url, body, api_key=api_key, timeout=left, idle_timeout=idle, verify=False, endpoint=endpoint
+        )
         if (s.ok and s.fields and s.finish_reason) or (s.error or "").startswith("Timeout"):
             break  # a timed-out proof is not sent again: the bound stated is the bound kept
     return {

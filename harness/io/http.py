@@ -4,9 +4,9 @@ through here, under its two bounds (``harness.core.bounds.Bounds``): the whole r
 (``idle_s``, the socket's timeout, the wait for the headers included). So a server that never
 sends headers, or trickles a byte at a time, ends at the stated bound with a reason.
 
-The URL and headers of a chat request are built here once (``chat_url``, ``chat_headers``), for
-the endpoint proof and the load alike. Streams are read line by line as they arrive (chunked or
-close-delimited), never in fixed blocks.
+The URL and headers of a request are built here once (``chat_url``, ``chat_headers``), for the
+endpoint proof and the load alike, for any endpoint kind (``harness.endpoints``). Streams are
+read line by line as they arrive (chunked or close-delimited), never in fixed blocks.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from harness.core.server_text import REDACTED, keep_secret, safe_text
 from harness.core.sample import Sample
 from harness.core.sse_lines import LineSplitter
 from harness.core.stream import StreamParser, error_message, whole_body_error
+from harness.endpoints import body_of, kind_named
 from harness.errors import ConfigError, TargetError, TargetTimeout, TargetUnreachable
 
 MAX_BODY = 4 << 20  # a whole (non-streamed) answer larger than this is cut here
@@ -36,12 +37,13 @@ MAX_LINE = 4 << 20  # one line of a stream longer than this ends the request
 READ_ERRORS = (OSError, http.client.HTTPException, ValueError, OverflowError)
 
 
-def chat_url(base_url: str) -> str:
-    """The chat completions URL under an OpenAI-style base URL (``.../v1``; ``/v1`` when the base
-    URL has no path), the same for the proof, the load and the probes."""
+def chat_url(base_url: str, endpoint: str | None = None) -> str:
+    """The URL of an endpoint kind (None: streamed chat, ``/chat/completions``) under an
+    OpenAI-style base URL (``.../v1``; ``/v1`` when the base URL has no path), the same for the
+    proof, the load and the probes."""
     parts = urlsplit(base_url)
     path = parts.path.rstrip("/") or "/v1"
-    return f"{parts.scheme}://{parts.netloc}{path}/chat/completions"
+    return f"{parts.scheme}://{parts.netloc}{path}{kind_named(endpoint).path}"
 
 
 def auth_headers(api_key: str | None) -> dict[str, str]:
@@ -302,23 +304,25 @@ def stream_chat(
     headers: dict | None = None,
     verify: bool = True,
     idle_timeout: float | None = None,
+    endpoint: str | None = None,
 ) -> Sample:
-    """Send one streamed chat completion and return what the client saw. Never raises for what the
-    server does: every way it can fail ends in the sample's ``error`` (the server's own message
-    where it sent one). ``timeout`` bounds the whole request, ``idle_timeout`` each gap."""
+    """Send one request of an endpoint kind (None: streamed chat) and return what the client saw.
+    ``body`` is chat-shaped (``messages`` and the sampling fields); the kind makes its own of it.
+    Never raises for what the server does: every way it can fail ends in the sample's ``error``
+    (the server's own message where it sent one). ``timeout`` bounds the whole request,
+    ``idle_timeout`` each gap."""
     bounds = Bounds.of(timeout, idle_timeout)
-    payload = json.dumps({**body, "stream": True, "stream_options": {"include_usage": True}}).encode()
+    kind = kind_named(endpoint)
+    payload = json.dumps(body_of(kind, body)).encode()
     t_send = time.perf_counter()
-    parser = StreamParser(t_send)
+    parser = kind.parser(t_send)
     fired = False
+    url = chat_url(base_url, endpoint)
     try:
-        with opened("POST", chat_url(base_url), bounds, payload, chat_headers(api_key, headers), verify) as (
-            resp,
-            dog,
-        ):
+        with opened("POST", url, bounds, payload, chat_headers(api_key, headers), verify) as (resp, dog):
             parser.s.t_sent, parser.s.t_written = dog.sent, dog.written  # the TTFT runs from the departure
             try:
-                error = _read_stream(resp, parser, dog)
+                error = _read_stream(resp, parser, dog, kind.streamed)
             finally:
                 fired = dog.fired
         if fired:  # the watchdog's shutdown reads as the end of the stream: say what it was
@@ -330,10 +334,14 @@ def stream_chat(
         return parser.finish(time.perf_counter(), failure(exc, bounds, fired))
 
 
-def _read_stream(resp: http.client.HTTPResponse, parser: StreamParser, dog: _Watchdog) -> str | None:
-    """Feed the response's lines to ``parser`` as they arrive; the error when it is no stream. The
-    watchdog's flag is looked at after every read: a server that floods bytes keeps the socket
-    readable after its shutdown, so the total bound ends the loop, not the end of the flood."""
+# Complexity allowed: each way an answer is no stream to read, then the read loop, flat.
+def _read_stream(  # noqa: C901
+    resp: http.client.HTTPResponse, parser: StreamParser, dog: _Watchdog, streamed: bool = True
+) -> str | None:
+    """Feed the response's lines to ``parser`` as they arrive (``streamed`` False: its whole body
+    at its end); the error when it is no answer to read. The watchdog's flag is looked at after
+    every read: a server that floods bytes keeps the socket readable after its shutdown, so the
+    total bound ends the loop, not the end of the flood."""
     if resp.status != 200:
         data = resp.read(MAX_BODY)
         try:
@@ -344,6 +352,11 @@ def _read_stream(resp: http.client.HTTPResponse, parser: StreamParser, dog: _Wat
     problem = stream_problem(resp.status, all_values(resp.headers, "Content-Encoding"))
     if problem:
         return problem
+    if not streamed:
+        data = resp.read(MAX_BODY)
+        if not dog.fired:
+            parser.feed_body(data, time.perf_counter())
+        return None
     ctype = all_values(resp.headers, "Content-Type").lower()
     if "text/event-stream" not in ctype and ctype:
         return whole_body_error(ctype, resp.read(MAX_BODY))

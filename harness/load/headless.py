@@ -115,6 +115,7 @@ def prove(host: str, base_path: str, model: str, api_key: str | None, o) -> list
         api_key,
         timeout=bound,
         idle_timeout=o.idle_timeout or None,
+        endpoint=getattr(o, "endpoint", None),
     )
     longest = max(endpoint_proof.estimate_tokens(p) for p in make_prompts(o.prompt_set, 64))
     return endpoint_proof.verdict(seen, longest, o.max_tokens)
@@ -166,4 +167,5 @@ def prove_or_exit(environment, api_key: str | None) -> None:
         raise SystemExit(2) from None
     for warning in warnings:
         print(f"harness: warning: {warning}", file=sys.stderr)
-    print(f"harness: endpoint proved; loading {chat_url(environment.host, o.api_base_path)}", file=sys.stderr)
+    url = chat_url(environment.host, o.api_base_path, getattr(o, "endpoint", None))
+    print(f"harness: endpoint proved; loading {url}", file=sys.stderr)

@@ -11,6 +11,7 @@ import os
 from locust import events
 
 from harness.core.prompts import PROMPT_SETS
+from harness.endpoints import ENDPOINT_HELP, KINDS
 from harness.errors import ConfigError
 
 
@@ -26,6 +27,7 @@ def _options(parser) -> None:
     option("--temperature", type=float, default=0.0, include_in_web_ui=True)
     option("--prompt-set", default="mixed", choices=list(PROMPT_SETS), include_in_web_ui=True)
     option("--api-base-path", default="/v1", include_in_web_ui=True, help="path before /chat/completions")
+    option("--endpoint", default="chat", choices=list(KINDS), include_in_web_ui=True, help=ENDPOINT_HELP)
     # the workloads beyond the prompt sets (docs/workloads.md), as harness sweep has them
     option(
         "--workload",

@@ -1,5 +1,6 @@
-"""One streamed chat request from a Locust user, under the workload's two bounds, never raising
-for what the server does (``harness.load.user`` runs it; see its module docstring).
+"""One request of the workload's endpoint kind from a Locust user, under the workload's two
+bounds, never raising for what the server does (``harness.load.user`` runs it; see its module
+docstring).
 
 The request goes out on a connection of the user's own pool (``harness.io.stream_socket``), so
 both ends are timed exactly: the TTFT runs from the moment just before the request is written
@@ -94,7 +95,7 @@ def _attempt(  # noqa: C901
     """One try under both bounds: the whole request ends at ``workload.timeout`` (a gevent timer
     around it, so a server that never sends headers or trickles bytes ends there too), and each
     gap at ``workload.idle_timeout``. None: a stale kept-alive connection, to try again."""
-    parser = StreamParser(departed.t_send if departed else time.perf_counter(), workload.text_limit)
+    parser = workload.kind.parser(departed.t_send if departed else time.perf_counter(), workload.text_limit)
     parser.s.tags = dict(job.tags)
     timer = gevent.Timeout(workload.timeout)
     timer.start()
@@ -118,9 +119,14 @@ def _attempt(  # noqa: C901
             if reused and not fresh:
                 return None
             raise
-        error = _problem(head, reads)
-        if error is None:
+        error = _problem(head, reads, workload.kind.streamed)
+        if error is None and workload.kind.streamed:
             size = read_stream(reads, head, first, parser)
+        elif error is None:  # one whole answer, timed at its end
+            body = whole_body(reads, head, MAX_BODY)
+            size = len(body)
+            parser.feed_body(body, time.perf_counter())
+        if error is None:
             reusable = head.message_complete and head.should_keep_alive()
         return _done(parser, workload, size, error, job)
     except gevent.Timeout as exc:
@@ -148,8 +154,8 @@ def _attempt(  # noqa: C901
             pool.release(conn, reusable)
 
 
-def _problem(head: Head, reads) -> str | None:
-    """Why the answer is not a stream to read (an HTTP error, compressed, a whole JSON body), or None."""
+def _problem(head: Head, reads, streamed: bool = True) -> str | None:
+    """Why the answer cannot be read (an HTTP error, compressed; streamed: a whole JSON body), or None."""
     status = head.get_code()
     if status != 200:
         body = whole_body(reads, head, MAX_BODY)
@@ -162,7 +168,7 @@ def _problem(head: Head, reads) -> str | None:
     if problem:
         return problem
     ctype = head.header("content-type").lower()
-    if ctype and "text/event-stream" not in ctype:
+    if streamed and ctype and "text/event-stream" not in ctype:
         return whole_body_error(ctype, whole_body(reads, head, MAX_BODY))
     return None
 
@@ -175,7 +181,7 @@ def _done(parser: StreamParser, workload: Workload, size: int, error: str | None
         sample.tags["schedule_lateness_s"] = round(lateness(due, sample.t_departed), 6)
     events.request.fire(
         request_type="POST",
-        name="chat",
+        name=workload.kind.name,
         response_time=(sample.t_end - sample.t_send) * 1000,
         response_length=size,
         exception=None if sample.ok else CatchResponseError(sample.error),

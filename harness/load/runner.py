@@ -27,6 +27,7 @@ from harness.core.levels import LEVEL_SLACK_S, account, level_bound
 from harness.core.schedules import arrival_offsets
 from harness.io.metrics_sampler import MetricsSampler
 from harness.core.sample import Sample
+from harness.endpoints import KINDS
 
 LOCUSTFILE = Path(__file__).resolve().parent / "locustfile.py"
 urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
@@ -147,7 +148,7 @@ def _drive(  # noqa: C901
     collected: list[Sample] = []
 
     def listener(request_type, name, context=None, **_kw):
-        if name == "chat" and context and "sample" in context:
+        if name in KINDS and context and "sample" in context:
             collected.append(context["sample"])
 
     env.events.request.add_listener(listener)

@@ -22,6 +22,7 @@ from harness.core.conversations import ConversationPlan
 from harness.core.workloads import LengthPlan, largest_output, largest_request
 from harness.core.level_records import Arrival, LevelContext, LevelRecord, RunMark
 from harness.core.records import EndpointCheck
+from harness.endpoints import api_path, kind_named
 from harness.errors import EngineError, HarnessError, TargetError, TargetUnreachable
 from harness.io.clock import new_run_id, now_stamp
 from harness.io.input_files import load_prompt_file
@@ -36,7 +37,7 @@ class SweepPlan:
     """Everything one sweep needs, already checked: where, what to send, which levels, where to write."""
 
     root: str  # scheme://host:port of the endpoint
-    base_path: str  # the API path before /chat/completions, usually /v1
+    base_path: str  # the API path before the endpoint kind's own (/chat/completions), usually /v1
     context: LevelContext  # what each level record says of the run (label, engine, objectives, ...)
     levels: list[float]  # concurrencies, or arrival rates when ``open_loop``
     open_loop: bool
@@ -133,6 +134,7 @@ def prove_endpoint(plan: SweepPlan, listed: list[str]) -> EndpointCheck:
         plan.api_key,
         timeout=plan.timeout,
         idle_timeout=plan.idle_timeout,
+        endpoint=plan.context.endpoint,
     )
     longest = max(endpoint_proof.estimate_tokens(p) for p in prompts_for(plan, 64))
     try:
@@ -157,7 +159,8 @@ def prove_endpoint(plan: SweepPlan, listed: list[str]) -> EndpointCheck:
 def _workload(plan: SweepPlan, timeout: float | None = None) -> dict:
     c = plan.context
     return {
-        "path": plan.base_path + "/chat/completions",
+        "path": api_path(plan.base_path, kind_named(c.endpoint)),
+        "endpoint": c.endpoint,
         "model": c.model,
         "max_tokens": c.max_tokens,
         "temperature": c.temperature,
@@ -181,8 +184,7 @@ def warm_up(plan: SweepPlan) -> None:
 
 
 def worker_timeout(plan: SweepPlan) -> float:
-    """The total bound of every request of a ``processes`` sweep: its workers start once for all
-    levels, so it is the largest level's (``crowd_timeout``)."""
+    """Every request's total bound in a ``processes`` sweep: the largest level's (workers start once)."""
     return max(crowd_timeout(plan.timeout, plan.timeout_per_user, int(c)) for c in plan.levels)
 
 
@@ -207,6 +209,7 @@ def start_workers(plan: SweepPlan):
         f"{worker_timeout(plan):g}",
         "--idle-timeout",
         f"{plan.idle_timeout or 0:g}",
+        f"--endpoint={plan.context.endpoint}",
     ]
     if plan.expect_workers:
         url = plan.worker_url or plan.root

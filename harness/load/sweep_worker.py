@@ -13,6 +13,7 @@ import socket
 import gevent
 
 from harness.core.sample import as_message
+from harness.endpoints import KINDS
 
 SWEEP_ENV = "HARNESS_SWEEP_WORKER"  # set for a sweep's workers: each level's share comes from the master
 NAME_ENV = "HARNESS_WORKER_NAME"  # the name this worker gives itself (default: host name and pid)
@@ -54,7 +55,7 @@ def attach(environment, workload_for) -> None:
     runner.register_message("harness_drain", on_drain)
 
     def forward(request_type, name, context=None, **_):
-        if name == "chat" and context and "sample" in context:
+        if name in KINDS and context and "sample" in context:
             if not pending:
                 gevent.spawn_later(BATCH_S, send_pending)
             pending.append(as_message(context["sample"]))

@@ -33,6 +33,7 @@ from harness.load import headless, sweep_worker, urls
 from harness.load import options  # noqa: F401  (registers the Locust command-line options)
 from harness.load.request import Departure, stream_once
 from harness.load.workload import Workload  # noqa: F401  (re-exported: the runner builds user.Workload)
+from harness.endpoints import KINDS
 
 
 def _metric_rows(environment, sample: Sample) -> None:
@@ -176,7 +177,8 @@ def workload_for(environment) -> Workload:
     if existing is not None:
         return existing
     o = environment.parsed_options
-    path = urls.chat_path(environment.host or "", o.api_base_path)  # --host with or without /v1
+    endpoint = getattr(o, "endpoint", None)  # the kind of request (harness.endpoints)
+    path = urls.chat_path(environment.host or "", o.api_base_path, endpoint)  # --host with or without /v1
     wl = Workload(
         path,
         o.model or None,
@@ -186,6 +188,7 @@ def workload_for(environment) -> Workload:
         api_key=os.environ.get(o.api_key_env) or None,
         timeout=o.request_timeout,
         idle_timeout=o.idle_timeout or None,
+        endpoint=endpoint,
         **standalone_workload(o),
     )
     if _is_worker(environment) and os.environ.get(SWEEP_WORKER_ENV):
@@ -278,7 +281,7 @@ def _sweep_worker(environment, **_kw) -> None:
 
 @events.request.add_listener
 def _collect(request_type, name, context=None, **_kw) -> None:
-    if name == "chat" and context and "sample" in context and getattr(_collect, "enabled", True):
+    if name in KINDS and context and "sample" in context and getattr(_collect, "enabled", True):
         sample = context["sample"]
         if sample.t_send >= RUN_WINDOW.get("start", float("-inf")):  # sent before a reset: not this test's
             SAMPLES.append(sample)
@@ -348,6 +351,7 @@ def _write_record(environment, o, phases: list[dict] | None = None) -> None:
         max_tokens=o.max_tokens,
         temperature=o.temperature,
         objectives=DEFAULT_OBJECTIVES,
+        endpoint=getattr(o, "endpoint", None) or "chat",
     )
     wl = workload_for(environment)
     kind = ("agent" if wl.conversations.agent else "conversations") if wl.conversations else "prompts"

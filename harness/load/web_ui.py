@@ -42,6 +42,7 @@ from harness.energy.meter import LOCUST_RUN
 from harness.load import headless, user
 from harness.load.urls import chat_url
 from harness.paths import PACKAGE
+from harness.endpoints import KINDS
 
 NOT_REQUESTS = {"METRIC"}  # request types that are measurements, not requests
 NOT_REQUEST_NAMES = {"stale-connection (resent)"}  # never reached the server
@@ -143,7 +144,7 @@ def _guard(environment) -> None:
 def _failed_request(request_type, name, exception=None, context=None, **_kw) -> None:
     """The check at each failed chat request here, so a refusing port stops within a few hundred."""
     environment = getattr(_failed_request, "environment", None)
-    if exception is not None and name == "chat" and environment is not None and environment.web_ui:
+    if exception is not None and name in KINDS and environment is not None and environment.web_ui:
         _stop_if_failing(environment)
 
 
@@ -330,7 +331,7 @@ def start_problem(environment, form) -> str | None:
         return f"nothing answers at {host}; start the server or fix the Host field (no load was sent)"
     except (TargetError, ConfigError) as exc:  # the server's answer, or a key no header carries
         return f"{exc} (no load was sent)"
-    STATUS["url"] = chat_url(host, o.api_base_path)
+    STATUS["url"] = chat_url(host, o.api_base_path, getattr(o, "endpoint", None))
     print(f"harness: endpoint proved; loading {STATUS['url']}", file=sys.stderr, flush=True)
     for warning in warnings:
         print(f"harness: warning: {warning}", file=sys.stderr, flush=True)

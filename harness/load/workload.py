@@ -11,12 +11,14 @@ import secrets
 
 from harness.core.conversations import Conversation, ConversationPlan
 from harness.core.stream import MAX_KEPT_TEXT
-from harness.core.workloads import LengthPlan, Request, forced_fields
+from harness.core.workloads import LengthPlan, Request
+from harness.endpoints import BodySettings, kind_named
 from harness.io.http import chat_headers
 
 
 class Workload:
-    """What each request sends; a ``budget`` (requests left) ends a closed-loop level."""
+    """What each request sends; a ``budget`` (requests left) ends a closed-loop level. ``path`` is
+    the endpoint kind's path under the API base (``harness.endpoints.api_path``)."""
 
     def __init__(
         self,
@@ -32,8 +34,10 @@ class Workload:
         lengths: LengthPlan | None = None,
         conversations: ConversationPlan | None = None,
         seed: int = 1,
+        endpoint: str | None = None,
     ) -> None:
         self.path, self.model, self.max_tokens = path, model, max_tokens
+        self.kind = kind_named(endpoint)  # how each body is built and each answer read
         self.temperature, self.api_key, self.timeout = temperature, api_key, timeout
         # the two bounds of every request: ``timeout`` the whole of it, ``idle_timeout`` each gap
         self.idle_timeout = min(idle_timeout or timeout, timeout)
@@ -93,19 +97,8 @@ class Workload:
     def body(self, job: Request | str) -> bytes:
         if isinstance(job, str):
             job = Request([{"role": "user", "content": job}])
-        body = {
-            "messages": job.messages,
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            **job.extra,
-        }
-        if job.max_tokens is not None:
-            body.update(forced_fields(job.max_tokens) if job.force_length else {"max_tokens": job.max_tokens})
-        if self.model:
-            body["model"] = self.model
-        return json.dumps(body).encode()
+        settings = BodySettings(self.model, self.max_tokens, self.temperature)
+        return json.dumps(self.kind.body(job, settings)).encode()
 
     def headers(self) -> dict:
         return chat_headers(self.api_key)  # the endpoint proof's headers too

@@ -31,6 +31,7 @@ from harness.practice.chat_request import (
     max_tokens_of,
     messages_of,
     parse_body,
+    prompt_of,
     unknown_model,
 )
 from harness.practice.engine import PreciseTimer, Sequence, clock, make_engine
@@ -38,8 +39,8 @@ from harness.practice.faults import Faults, draw_faults, parse_fault_header
 from harness.practice.http import Request, Responder
 from harness.practice.profile import Profile
 from harness.practice.replies import plan_reply
-from harness.practice.sinks import StreamSink, WholeSink
-from harness.practice.tokenizer import encode_chat
+from harness.practice.sinks import StreamSink, TextStreamSink, TextWholeSink, WholeSink
+from harness.practice.tokenizer import encode, encode_chat
 from harness.practice.truth import TRUTH_KEEP, Truth
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_.:-]")
@@ -131,11 +132,11 @@ class PracticeApp:
             return
         if path in ("/v1/models", "/models"):
             res.send_json(200, self.models())
-        elif path in ("/v1/chat/completions", "/chat/completions"):
+        elif path in ("/v1/chat/completions", "/chat/completions", "/v1/completions", "/completions"):
             if req.method != "POST":
-                self._error(res, 405, "use POST for chat completions", "invalid_request_error")
+                self._error(res, 405, "use POST for completions", "invalid_request_error")
             else:
-                self.chat(req, res)
+                self.chat(req, res, text=not path.endswith("/chat/completions"))
         elif path == "/slots" and self.mode == "llama":
             res.send_json(200, self.slots())
         elif path == "/props" and self.mode == "llama":
@@ -261,20 +262,21 @@ class PracticeApp:
         }
 
     # -- chat completions -----------------------------------------------------------------------
-    def chat(self, req: Request, res: Responder) -> None:
+    def chat(self, req: Request, res: Responder, text: bool = False) -> None:
+        """A chat completion, or a text completion (``text``: a ``prompt``, no chat template)."""
         received = clock()
         self.requests_total += 1
         try:
-            call = self._admit(req)
+            call = self._admit(req, text)
         except Rejected as no:
             self._error(res, no.status, no.message, no.kind, **no.extra)
             return
-        self._schedule(req, res, call, received)
+        self._schedule(req, res, call, received, text)
 
-    def _admit(self, req: Request) -> ChatCall:
+    def _admit(self, req: Request, text: bool = False) -> ChatCall:
         """Every check a request must pass, in the order its errors are reported; raises Rejected."""
         body = parse_body(req)
-        messages = messages_of(body)
+        messages = [{"role": "user", "content": prompt_of(body)}] if text else messages_of(body)
         model = body.get("model")
         if self.p["check_model"] and model is not None and model not in self.profile.model_ids:
             raise unknown_model(model, self.mode)
@@ -284,7 +286,7 @@ class PracticeApp:
         except ValueError as exc:
             raise Rejected(400, f"X-Practice-Fault: {exc}", "invalid_request_error") from exc
         check_size(self.mode, self.p["ctx_per_seat"], messages, body.get("tools"))
-        prompt = encode_chat(messages, body.get("tools"))
+        prompt = encode(messages[0]["content"]) if text else encode_chat(messages, body.get("tools"))
         check_context(self.mode, self.p["ctx_per_seat"], len(prompt), max_tokens)
         if faults.error_500:
             raise Rejected(500, "injected fault: internal server error", "server_error")
@@ -297,8 +299,9 @@ class PracticeApp:
             )
         return ChatCall(body, prompt, max_tokens, faults)
 
-    def _schedule(self, req: Request, res: Responder, call: ChatCall, received: float) -> None:
-        """Plan the reply, keep its ground truth, open its sink and hand it to the engine."""
+    def _schedule(self, req: Request, res: Responder, call: ChatCall, received: float, text: bool) -> None:
+        """Plan the reply, keep its ground truth, open its sink and hand it to the engine (a text
+        completion's reply is prose only: no thinking, no tool call)."""
         body, prompt, max_tokens, faults = call.body, call.prompt, call.max_tokens, call.faults
         self._n += 1
         rid = (
@@ -307,7 +310,8 @@ class PracticeApp:
         )
         budget = max_tokens if max_tokens is not None else self.p["ctx_per_seat"] - len(prompt)
         rng = random.Random(hash((self.p["seed"], self._n)))
-        plan = plan_reply(body, self.p, rng, budget)
+        plain = {**body, "tools": None, "chat_template_kwargs": {"enable_thinking": False}}
+        plan = plan_reply(plain if text else body, self.p, rng, budget)
         truth = Truth(
             rid,
             received,
@@ -320,7 +324,7 @@ class PracticeApp:
         self._keep_truth(truth)
         stream = bool(body.get("stream", False))
         include_usage = bool((body.get("stream_options") or {}).get("include_usage", False))
-        sink_cls = StreamSink if stream else WholeSink
+        sink_cls = ((TextStreamSink, TextWholeSink) if text else (StreamSink, WholeSink))[not stream]
         sink = sink_cls(
             self, res, rid, body.get("model") or self.p["model"]["id"], truth, faults, include_usage
         )

@@ -163,6 +163,14 @@ def messages_of(body: dict) -> list:
     return messages
 
 
+def prompt_of(body: dict) -> str:
+    """A text completion's ``prompt``: one non-empty string (no list of prompts, no token ids)."""
+    prompt = body.get("prompt")
+    if not isinstance(prompt, str) or not prompt:
+        raise Rejected(400, "'prompt' is required: a non-empty string", "invalid_request_error")
+    return prompt
+
+
 CHARS_PER_TOKEN = 8  # the practice tokeniser makes at least one token of every 7 non-space characters
 
 

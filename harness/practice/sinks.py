@@ -1,5 +1,7 @@
 """Where a request's tokens go: an SSE stream (one event and one socket write per token) or one
-whole JSON reply when the last token is due; both record the ground truth as they send."""
+whole JSON reply when the last token is due; both record the ground truth as they send. A chat
+completion's pieces go in ``delta``s or a ``message``; a text completion's (``/v1/completions``)
+in ``choices[].text``."""
 
 from __future__ import annotations
 
@@ -62,18 +64,33 @@ class _SinkBase:
 class StreamSink(_SinkBase):
     """Writes SSE chunks as tokens come due; each token is one event and one socket write."""
 
-    def start(self) -> None:
-        head = (
-            f'data: {{"id":"{self.rid}","object":"chat.completion.chunk","created":{self.created},'
-            f'"model":{json.dumps(self.model)},"choices":[{{"index":0,"delta":{{'
-        )
-        self._head = head.encode()
-        self._tail = b'},"logprobs":null,"finish_reason":null}]}\n\n'
+    OBJECT = "chat.completion.chunk"
+
+    def final_choice(self, finish_reason: str) -> dict:
+        return {"index": 0, "delta": {}, "logprobs": None, "finish_reason": finish_reason}
+
+    def _open(self, head: str, tail: bytes) -> None:
+        """Start the stream; every event is ``head``, its piece, then ``tail``."""
+        self._head, self._tail = head.encode(), tail
         imitation = self.app.imitation
         close = imitation is not None and imitation.persona.close_delimited
         self.res.start_stream(headers=[("X-Request-Id", self.rid)], close_delimited=close)
         self._write = self.res.raw_writer()
         self._chunked = not close
+
+    def start_text(self) -> None:
+        self._open(
+            f'data: {{"id":"{self.rid}","object":"{self.OBJECT}","created":{self.created},'
+            f'"model":{json.dumps(self.model)},"choices":[{{"index":0,',
+            b',"logprobs":null,"finish_reason":null}]}\n\n',
+        )
+
+    def start(self) -> None:
+        self._open(
+            f'data: {{"id":"{self.rid}","object":"{self.OBJECT}","created":{self.created},'
+            f'"model":{json.dumps(self.model)},"choices":[{{"index":0,"delta":{{',
+            b'},"logprobs":null,"finish_reason":null}]}\n\n',
+        )
         role = (
             '"role":"assistant","content":null'
             if self.app.mode == "llama"
@@ -129,10 +146,10 @@ class StreamSink(_SinkBase):
         t.finish_reason, t.outcome = seq.plan.finish_reason, "ok"
         final = {
             "id": self.rid,
-            "object": "chat.completion.chunk",
+            "object": self.OBJECT,
             "created": self.created,
             "model": self.model,
-            "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": seq.plan.finish_reason}],
+            "choices": [self.final_choice(seq.plan.finish_reason)],
         }
         # As llama-server does: timings ride the usage chunk when there is one, else the last chunk.
         llama_timings = self.app.mode == "llama" and not self.faults.no_usage
@@ -143,7 +160,7 @@ class StreamSink(_SinkBase):
         if with_usage:
             usage = {
                 "id": self.rid,
-                "object": "chat.completion.chunk",
+                "object": self.OBJECT,
                 "created": self.created,
                 "model": self.model,
                 "choices": [],
@@ -159,6 +176,11 @@ class StreamSink(_SinkBase):
 
 class WholeSink(_SinkBase):
     """Collects the reply and sends one JSON body when the last token is due."""
+
+    OBJECT = "chat.completion"
+
+    def choice(self, message: dict, finish_reason: str) -> dict:
+        return {"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}
 
     def start(self) -> None:
         pass
@@ -190,15 +212,45 @@ class WholeSink(_SinkBase):
             ]
         body = {
             "id": self.rid,
-            "object": "chat.completion",
+            "object": self.OBJECT,
             "created": self.created,
             "model": self.model,
-            "choices": [
-                {"index": 0, "message": message, "logprobs": None, "finish_reason": seq.plan.finish_reason}
-            ],
+            "choices": [self.choice(message, seq.plan.finish_reason)],
         }
         if not self.faults.no_usage:
             body["usage"] = self.app.usage(seq)
             if self.app.mode == "llama":
                 body["timings"] = self.app.timings(seq, clock())
         self.res.send_json(200, body, headers=[("X-Request-Id", self.rid)])
+
+
+class TextStreamSink(StreamSink):
+    """A text completion's stream: every piece in ``choices[].text``, no role chunk first."""
+
+    OBJECT = "text_completion"
+
+    def final_choice(self, finish_reason: str) -> dict:
+        return {"index": 0, "text": "", "logprobs": None, "finish_reason": finish_reason}
+
+    def start(self) -> None:
+        self.start_text()
+
+    def token(self, seq: Sequence, index: int, scheduled: float) -> None:
+        if not self.res.closed:
+            text = seq.plan.pieces[index][1]
+            payload = self._head + _delta_bytes("text", text) + self._tail
+            self._write(b"%x\r\n%s\r\n" % (len(payload), payload) if self._chunked else payload)
+        self._record(seq, scheduled)
+        if self.faults.cut_after is not None and seq.emitted >= self.faults.cut_after:
+            self.truth.outcome = "cut"
+            self.res.abort()
+
+
+class TextWholeSink(WholeSink):
+    """A text completion's whole answer: the text in ``choices[0].text``."""
+
+    OBJECT = "text_completion"
+
+    def choice(self, message: dict, finish_reason: str) -> dict:
+        text = message.get("content") or ""
+        return {"index": 0, "text": text, "logprobs": None, "finish_reason": finish_reason}

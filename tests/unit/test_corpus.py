@@ -10,7 +10,8 @@ from collections import Counter
 import pytest
 
 from harness.core import engine_logs, llama_log, trtllm_log, vllm_log
-from harness.core.stream import StreamParser
+from harness.core.stream import whole_body_error
+from harness.endpoints.chat import chat_parser
 from harness.io import memory
 from harness.energy.sources import powermetrics
 from harness.io.engine_table import load_engine
@@ -28,7 +29,8 @@ def test_the_corpus_is_large_enough_and_every_sample_names_its_public_source():
     found = samples()
     assert len(found) >= MIN_SAMPLES, Counter(s.reader for s in found)
     for s in found:
-        assert str(s.header.get("source", "")).startswith("https://"), s.id
+        # a public page, or a recording made here that names the server, its build, the date and the command
+        assert str(s.header.get("source", "")).startswith(("https://", "recorded here, ")), s.id
         assert s.header.get("what"), s.id
         assert s.body.strip(), s.id
 
@@ -157,7 +159,7 @@ def test_metrics(sample):
 
 
 def replay(body: str):
-    parser = StreamParser(0.0)
+    parser = chat_parser(0.0)
     for i, line in enumerate(body.split("\n")):
         parser.feed(line.encode() + b"\n", 0.01 * (i + 1))
     return parser.finish(1.0)
@@ -177,6 +179,12 @@ def test_stream(sample):
         assert s.saw_done, sample.id
     if "error" in want:
         assert s.error, sample.id
+
+
+@pytest.mark.parametrize("sample", samples("whole-answer"), ids=ids(samples("whole-answer")))
+def test_whole_answer(sample):
+    """A whole (not streamed) JSON answer read where a stream was asked for is called what it is."""
+    assert whole_body_error("application/json", sample.body.encode()).startswith("NotStreamed"), sample.id
 
 
 # -- the accelerator and memory tools, as the harness invokes them --------------------------------------

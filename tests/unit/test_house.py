@@ -160,6 +160,8 @@ def broken_rules(edges: tuple[Import, ...]) -> list[str]:
         source, target = layer(e.source), layer(e.target)
         if source == "core" and target not in ("core", "errors"):
             found.append(f"{e.source} imports {e.target} (line {e.line}): core imports only core and errors")
+        if source == "endpoints" and target not in ("core", "errors", "endpoints"):
+            found.append(f"{e.source} imports {e.target} (line {e.line}): endpoints (pure) imports only core")
         if target in NEVER.get(source, ()):
             found.append(f"{e.source} imports {e.target} (line {e.line}): {source} never imports {target}")
         if (source, target) == ("run", "report") and (e.source, e.target) not in RUN_TO_REPORT:
@@ -335,6 +337,10 @@ def test_the_code_cites_no_tracker_issue():
         (
             {"report/a.py": "from harness.energy.sampler import x\n", "energy/sampler.py": ""},
             "only energy's pure",
+        ),
+        (
+            {"endpoints/a.py": "from harness.io import x\n", "io/x.py": ""},
+            "endpoints (pure) imports only core",
         ),
     ],
 )

@@ -18,7 +18,7 @@ from harness.core.conversations import ConversationPlan, answer_kind, tool_probl
 from harness.core.lengths import parse_lengths
 from harness.core.prompts import PREAMBLE
 from harness.core.sample import Sample
-from harness.core.stream import StreamParser
+from harness.endpoints.chat import chat_parser
 from harness.core.tool_calls import MAX_CALLS, join_tool_deltas
 from harness.core.workload_stats import workload_stats
 from tests.unit.properties import examples
@@ -158,7 +158,7 @@ def test_tool_problem_by_hand():
 
 
 def test_a_huge_answer_is_kept_to_its_limit_and_counted_past_it():
-    p = StreamParser(0.0, text_limit=1_000)
+    p = chat_parser(0.0, text_limit=1_000)
     for i in range(50):
         p.feed("data: " + json.dumps({"choices": [{"delta": {"content": "z" * 64}}]}), float(i))
     p.feed("data: " + json.dumps({"choices": [{"delta": {}, "finish_reason": "stop"}]}), 60.0)
@@ -168,7 +168,7 @@ def test_a_huge_answer_is_kept_to_its_limit_and_counted_past_it():
 
 
 def test_cached_tokens_past_the_prompt_are_flagged_and_never_a_share_past_one():
-    p = StreamParser(0.0)
+    p = chat_parser(0.0)
     p.feed("data: " + json.dumps({"choices": [{"delta": {"content": "a"}, "finish_reason": "stop"}]}), 1.0)
     usage = {"prompt_tokens": 5, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 9000}}
     p.feed("data: " + json.dumps({"choices": [], "usage": usage}), 1.0)
@@ -194,7 +194,7 @@ def test_cached_tokens_past_the_prompt_are_flagged_and_never_a_share_past_one():
 def test_a_count_that_is_no_count_is_flagged_not_silently_dropped(usage, note):
     """A negative, fractional or string cached count, or a completion count of 1e308, was dropped
     without a word; each is now no count, said in the sample (and so in the level's note)."""
-    p = StreamParser(0.0)
+    p = chat_parser(0.0)
     p.feed("data: " + json.dumps({"choices": [{"delta": {"content": "a"}, "finish_reason": "stop"}]}), 1.0)
     p.feed("data: " + json.dumps({"choices": [], "usage": {"prompt_tokens": 5, **usage}}), 1.0)
     p.feed("data: [DONE]", 2.0)

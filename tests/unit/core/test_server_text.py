@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.core.server_text import REDACTED, keep_secret, redact, safe_text
-from harness.core.stream import StreamParser, error_message
+from harness.core.stream import error_message
+from harness.endpoints.chat import chat_parser
 from harness.io.http import auth_headers
 
 KEY = "sk-test-9f8e7d6c5b4a"
@@ -24,7 +25,7 @@ def test_a_key_echoed_by_the_server_is_redacted_from_the_error():
 
 def test_a_key_in_a_stream_error_never_reaches_the_sample():
     keep_secret(KEY)
-    p = StreamParser(0.0)
+    p = chat_parser(0.0)
     p.feed(b"error: token " + KEY.encode() + b" rejected", 0.1)
     s = p.finish(0.2)
     assert not s.ok and KEY not in s.error and REDACTED in s.error

@@ -2,14 +2,14 @@
 
 import pytest
 
-from harness.core.stream import StreamParser
+from harness.endpoints.chat import chat_parser
 from tests.conftest import FIXTURES
 
 STREAMS = FIXTURES / "streams"
 
 
 def parse(lines, t0=0.0, step=0.01):
-    p = StreamParser(t0)
+    p = chat_parser(t0)
     for i, line in enumerate(lines):
         p.feed(line, t0 + (i + 1) * step)
     return p.finish(t0 + (len(lines) + 1) * step)

@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.core.levels import aggregate, sample_record
-from harness.core.stream import MAX_COUNT, StreamParser, usage_disagreement
+from harness.endpoints.base import MAX_COUNT, usage_disagreement
+from harness.endpoints.chat import chat_parser
 
 
 def _data(obj) -> bytes:
@@ -29,7 +30,7 @@ def _usage(n) -> bytes:
 
 
 def _run(lines: list[bytes], times: list[float] | None = None):
-    p = StreamParser(0.0)
+    p = chat_parser(0.0)
     for i, line in enumerate(lines):
         p.feed(line, times[i] if times else 0.01 * (i + 1))
         p.feed(b"", times[i] if times else 0.01 * (i + 1))
@@ -106,7 +107,7 @@ def test_usage_equal_to_the_deltas_is_always_taken(deltas):
 def test_a_late_done_is_no_part_of_the_tpot():
     """Reliability round two, second sweep: a [DONE] (and the usage chunk) 0.2 s after the last of 11 tokens
     10 ms apart made TPOT 0.03 s, not 0.01 s: TPOT runs from the first token to the last."""
-    p = StreamParser(0.0)
+    p = chat_parser(0.0)
     for i in range(11):
         p.feed(_tok(f"t{i} "), 0.1 + 0.01 * i)
     p.feed(FINISH, 0.2)
@@ -123,7 +124,7 @@ def test_a_flood_of_deltas_has_no_decode_rate_only_the_reason():
     decode rate; no engine decodes one stream that fast, so it is flagged, never a figure."""
     from harness.core.sample import MAX_DECODE_RATE, decode_rate
 
-    p = StreamParser(0.0)
+    p = chat_parser(0.0)
     for i in range(1500):
         p.feed(_tok("x"), 0.1 + i * (0.01 / 1500))
     p.feed(FINISH, 0.111)
@@ -132,7 +133,7 @@ def test_a_flood_of_deltas_has_no_decode_rate_only_the_reason():
     assert (
         rate is None and why.startswith("implausible: 150,000 tokens/s") and f"{MAX_DECODE_RATE:,.0f}" in why
     )
-    q = StreamParser(0.0)  # a fast but real stream keeps its rate: 100 tokens in 0.1 s
+    q = chat_parser(0.0)  # a fast but real stream keeps its rate: 100 tokens in 0.1 s
     for i in range(100):
         q.feed(_tok("x"), 0.1 + i * 0.001)
     q.feed(FINISH, 0.2)
@@ -142,7 +143,7 @@ def test_a_flood_of_deltas_has_no_decode_rate_only_the_reason():
 
 
 def _streamed(tokens: int, spread_s: float):
-    p = StreamParser(0.0)
+    p = chat_parser(0.0)
     for i in range(tokens):
         p.feed(_tok("x"), 0.1 + i * (spread_s / tokens))
     p.feed(FINISH, 0.1 + spread_s)
@@ -170,7 +171,7 @@ def test_a_level_of_flooded_streams_says_so_in_its_record():
 def test_more_cached_tokens_than_the_prompt_is_no_count():
     """Third sweep: 9,000 cached of a 5-token prompt was recorded; a count past the prompt is none."""
     for cached, kept in ((9000, None), (5, 5), (3, 3)):
-        p = StreamParser(0.0)
+        p = chat_parser(0.0)
         p.feed(_tok("a"), 0.1)
         p.feed(_tok("b"), 0.2)
         p.feed(FINISH, 0.2)

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.core.sse_lines import LineSplitter
-from harness.core.stream import StreamParser
+from harness.endpoints.chat import chat_parser
 from tests.unit.properties import examples
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=12)
@@ -35,7 +35,7 @@ def stream_bytes(tokens: list[str], multiline: bool, crlf: bool) -> bytes:
 
 
 def parse(chunks: list[bytes]):
-    parser, splitter = StreamParser(0.0), LineSplitter()
+    parser, splitter = chat_parser(0.0), LineSplitter()
     t = 0.0
     for chunk in chunks:
         t += 1.0
@@ -110,7 +110,7 @@ JSONISH = st.recursive(
     st.lists(st.binary(max_size=200) | JSONISH.map(lambda o: b"data: " + json.dumps(o).encode()), max_size=20)
 )
 def test_garbage_never_raises_out_of_the_parser(lines):
-    parser = StreamParser(0.0)
+    parser = chat_parser(0.0)
     for i, line in enumerate(lines):
         parser.feed(line, float(i))
     sample = parser.finish(float(len(lines)))

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from harness.core.engine_logs import detect_engine, parse_vllm, pool_tokens
-from harness.core.stream import StreamParser
+from harness.endpoints.chat import chat_parser
 from tests.conftest import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -24,7 +24,7 @@ def replay(name: str):
     lines = STREAMS.joinpath(f"{name}.sse").read_bytes().split(b"\n")
     times = json.loads(STREAMS.joinpath(f"{name}.times.json").read_text())
     assert len(times) == len(lines) - 1  # the file ends with a newline
-    p = StreamParser(0.0)
+    p = chat_parser(0.0)
     for line, t in zip(lines, times, strict=False):
         p.feed(line, t)
     return p.finish(times[-1])

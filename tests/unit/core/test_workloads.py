@@ -228,9 +228,9 @@ def test_the_agent_loop_answers_a_tool_call_with_a_tool_result():
 
 
 def test_tool_call_deltas_are_joined():
-    from harness.core.stream import StreamParser
+    from harness.endpoints.chat import chat_parser
 
-    p = StreamParser(0.0)
+    p = chat_parser(0.0)
     chunks = [
         {
             "choices": [

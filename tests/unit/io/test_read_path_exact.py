@@ -3,7 +3,7 @@
 ``read_stream`` takes a read's lines at once (``take_lines``) and the parser takes the common
 lines (``data: {...}`` and the blank line after it) and the common delta (one content piece) by
 short cuts. The reference here is the general path they stand in for: ``body_lines`` one line at a
-time, every line through ``StreamParser.line`` and every choice through ``StreamParser.choice``,
+time, every line through ``StreamParser.line`` and every choice through ``ChatAnswer.choice``,
 with the per-line loop ``read_stream`` had. Both read the same bytes split into reads at every
 boundary (and at random sets of boundaries), each read with its own time, stamp flag, lag and
 bound; every field of the sample, the size, the error and what is left unread must be equal (after
@@ -21,18 +21,27 @@ from hypothesis import strategies as st
 from harness.core import stream
 from harness.core.sse_lines import take_lines
 from harness.core.stream import StreamParser
+from harness.endpoints.chat import ChatAnswer, chat_parser
 from harness.io.stream_socket import Head, body_lines, read_head, read_stream
 from tests.unit.properties import examples
 
 
+class GeneralAnswer(ChatAnswer):
+    """Every choice through ``choice``: no short cut."""
+
+    def _choice(self, choice, t):
+        self.choice(choice, t)
+
+
 class GeneralParser(StreamParser):
-    """Every line through ``line`` and every choice through ``choice``: no short cut."""
+    """Every line through ``line``: no short cut."""
 
     def feed(self, line, t):
         self.line(line, t)
 
-    def _choice(self, choice, t):
-        self.choice(choice, t)
+
+def general_parser(t_send, text_limit):
+    return GeneralParser(GeneralAnswer(t_send, text_limit))
 
 
 def general_read_stream(reads, head, first, parser) -> int:
@@ -121,7 +130,7 @@ def run(path: str, pieces: list[bytes], text_limit: int) -> tuple:
         for k, p in enumerate(pieces)
     ]
     reads = iter([*reads_list, (b"", 9.0, False, None, 0.0)])
-    parser = (GeneralParser if path == "general" else StreamParser)(0.0, text_limit)
+    parser = (general_parser if path == "general" else chat_parser)(0.0, text_limit)
     head = Head()
     size, error = None, None
     try:

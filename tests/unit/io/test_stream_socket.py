@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from harness.core.stream import StreamParser
+from harness.endpoints.chat import chat_parser
 from harness.io.stream_socket import Head, Pool, Stale, read_head, read_stream
 from tests.unit.io.kernel_stamps import stamping_on
 
@@ -79,7 +79,7 @@ def request(port: int, seen: dict, busy_s: float = 0.0, after_write: bool = Fals
     own time); then, with ``after_write``, wait until the server has written what it scripted
     first; sleep ``busy_s`` (a busy client) and read."""
     pool = Pool(f"http://127.0.0.1:{port}", connect_timeout=5)
-    parser = StreamParser(time.perf_counter())
+    parser = chat_parser(time.perf_counter())
     conn = pool.acquire()
     time.sleep(before_s)
     parser.s.t_sent, parser.s.t_written = conn.send(

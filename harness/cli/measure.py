@@ -13,7 +13,21 @@ import uuid
 from dataclasses import replace
 from urllib.parse import urlsplit
 
+from harness import options
 from harness.cli import sweep_energy
+from harness.options.load import BASE_URL, IDLE_TIMEOUT, MAX_TOKENS, TIMEOUT
+from harness.options.record import CONTEXT_LENGTH, ENGINE, ENGINE_VERSION, QUANT
+from harness.options.shared import (
+    API_KEY,
+    API_KEY_ENV,
+    LABBOOK,
+    MACHINE,
+    MACHINE_DESC,
+    MODEL,
+    MODEL_GB,
+    PRINT_ONLY,
+)
+from harness.options.telemetry import TELEMETRY_SET
 from harness.core import bounds, server_timings
 from harness.core.arithmetic import speed_limit, speed_share
 from harness.io import chat_template
@@ -47,16 +61,9 @@ def add_parser(sub) -> None:
         metavar="FILE",
         help="write an idle memory snapshot to FILE and exit (with no model server running)",
     )
-    p.add_argument("--engine")
-    p.add_argument("--base-url", default="http://127.0.0.1:8080/v1")
-    p.add_argument("--model")
-    p.add_argument("--api-key", default="", help="bearer token (prefer --api-key-env; never recorded)")
-    p.add_argument("--api-key-env")
-    p.add_argument("--engine-version", default="")
+    options.to_argparse(p, ENGINE, BASE_URL, MODEL, API_KEY, API_KEY_ENV, ENGINE_VERSION, command="measure")
     p.add_argument("--backend", default="", help="CUDA, Metal, Vulkan, ROCm, CPU, ...")
-    p.add_argument("--host", default="")
-    p.add_argument("--quant", default="")
-    p.add_argument("--context-length", type=int, default=0)
+    options.to_argparse(p, MACHINE_DESC, QUANT, CONTEXT_LENGTH, command="measure")
     p.add_argument(
         "--checkpoint",
         default="",
@@ -70,13 +77,10 @@ def add_parser(sub) -> None:
         help="the engine's container: its resident set from docker stats/top, not the docker client's",
     )
     p.add_argument("--idle-snapshot", default="", help="the file --snapshot-only wrote")
-    p.add_argument("--max-tokens", type=int, default=128)
+    options.to_argparse(p, MAX_TOKENS, command="measure")
     p.add_argument("--long-repeats", type=int, default=16, help="paragraph repeats in the long prompt")
     p.add_argument("--repetitions", type=int, default=3)
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds one request may take in all")
-    p.add_argument(
-        "--idle-timeout", type=float, help="seconds a request may go without a byte (default: --timeout)"
-    )
+    options.to_argparse(p, TIMEOUT, IDLE_TIMEOUT, command="measure")
     p.add_argument("--wait-seconds", type=int, default=120)
     p.add_argument("--no-warmup", action="store_true")
     p.add_argument(
@@ -84,13 +88,9 @@ def add_parser(sub) -> None:
         action="store_true",
         help="drop the run tag so repeats hit the prefix cache: a demonstration, nothing is recorded",
     )
-    p.add_argument(
-        "--machine", help="machine-table key: the short test's decode as a share of the speed limit"
-    )
-    p.add_argument("--model-gb", type=float, help="with --machine: model size in GB for the speed limit")
-    p.add_argument("--labbook", default="labbook.md")
-    p.add_argument("--print-only", action="store_true")
-    sweep_energy.add_options(p)  # the power and energy of each test's repetitions (docs/telemetry.md)
+    # with --machine: the short test's decode as a share of the speed limit; the power and energy
+    # of each test's repetitions (docs/telemetry.md)
+    options.to_argparse(p, MACHINE, MODEL_GB, LABBOOK, PRINT_ONLY, TELEMETRY_SET, command="measure")
     p.set_defaults(func=run)
 
 
@@ -150,11 +150,10 @@ def one(args, key: str | None, prompt: str) -> dict:
 def check_numbers(args) -> None:
     """Every numeric option in its range before anything is sent (ConfigError, one line each)."""
     bounds.number("--repetitions", args.repetitions, 1, bounds.MAX_REPETITIONS, whole=True)
-    bounds.number("--max-tokens", args.max_tokens, 2, bounds.MAX_TOKENS, whole=True)
     bounds.number("--long-repeats", args.long_repeats, 1, 10_000, whole=True)
     bounds.number("--wait-seconds", args.wait_seconds, 0, bounds.MAX_SECONDS, whole=True)
-    bounds.number("--context-length", args.context_length, 0, 100_000_000, whole=True)
-    bounds.Bounds.of(args.timeout, args.idle_timeout)
+    options.check(args, MAX_TOKENS, CONTEXT_LENGTH, TIMEOUT, IDLE_TIMEOUT, MODEL_GB)
+    args.idle_timeout = args.idle_timeout or None  # 0: no bound of its own (the total one)
 
 
 def _median(runs: list[dict], key: str):

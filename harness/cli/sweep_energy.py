@@ -1,68 +1,26 @@
-"""The sweep's energy options (``--telemetry``, ``--subtract-idle``, the prices) and what it prints
-of them: the sources found and one line for each absent one before the first level, the idle
-baseline, and each level's energy and cost line. ``harness sweep``, ``harness capacity`` and
+"""The sweep's energy options (``--telemetry``, ``--subtract-idle``, the prices; declared in
+``harness.options.telemetry``) read into its plan, and what it prints of them: the sources found
+and one line for each absent one before the first level, the idle baseline, and each level's energy and cost line. ``harness sweep``, ``harness capacity`` and
 ``harness measure`` (each speed test's repetitions; the engine tables' energy) share them. A
 source asked for by name that is absent is one line, and the levels are measured without it
 (issue 38: "says so in one line and measures the rest")."""
 
 from __future__ import annotations
 
-import os
 import sys
 
-from harness.core import bounds, energy
+from harness import options
 from harness.core.energy_records import cost_part, energy_lines, energy_part
-from harness.io.telemetry import KINDS
 from harness.io.telemetry.detect import IMITATIONS, parse_spec
-from harness.io.telemetry.meter import DEFAULT_IDLE_S, Meter, TelemetryPlan, idle_text, open_meter
+from harness.io.telemetry.meter import Meter, TelemetryPlan, idle_text, open_meter
 from harness.io.telemetry.practice import ROUTE as PRACTICE_ROUTE
-from harness.io.telemetry.sampler import DEFAULT_INTERVAL
-
-
-def add_options(p) -> None:
-    p.add_argument(
-        "--telemetry",
-        default=os.environ.get("HARNESS_TELEMETRY") or "auto",
-        help="power and energy during each level: auto (every source present here; the default, or "
-        "HARNESS_TELEMETRY's), none, or any of "
-        f"{', '.join(KINDS + IMITATIONS)} comma-separated (practice: the practice server's IMITATION "
-        "figure, never read by auto); an absent source is one line and a null with its reason",
-    )
-    p.add_argument(
-        "--telemetry-interval",
-        type=float,
-        default=DEFAULT_INTERVAL,
-        help="seconds between telemetry readings",
-    )
-    p.add_argument(
-        "--idle-seconds",
-        type=float,
-        default=DEFAULT_IDLE_S,
-        help="the idle baseline: seconds of telemetry read before the first level (0: none)",
-    )
-    p.add_argument(
-        "--subtract-idle",
-        action="store_true",
-        help="take the idle baseline's power off each level's energy before the per-token figures",
-    )
-    p.add_argument(
-        "--price-per-hour",
-        type=float,
-        help="the machine's price per hour: each level's cost per million output tokens from its wall clock",
-    )
-    p.add_argument(
-        "--price-per-kwh",
-        type=float,
-        help="the price of a kWh: each level's cost per million output tokens from its measured energy",
-    )
+from harness.options.telemetry import TELEMETRY_SET
 
 
 def plan_options(args, root: str) -> dict:
     """The SweepPlan fields of these options, checked (ConfigError, one line)."""
     parse_spec(args.telemetry)  # a word that is none of them: one line before anything starts
-    bounds.number("--telemetry-interval", args.telemetry_interval, 0.05, 60)
-    bounds.number("--idle-seconds", args.idle_seconds, 0, 600)
-    energy.check_price(args.price_per_hour, args.price_per_kwh)
+    options.check(args, TELEMETRY_SET)  # in range, one price at most
     plan = TelemetryPlan(
         spec=args.telemetry,
         interval=args.telemetry_interval,

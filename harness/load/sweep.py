@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from harness import signals
+from harness import options, signals
 from harness.core.bounds import crowd_timeout
 from harness.core.levels import level_record, peak_in_flight, sample_record
 from harness.core.prompts import load_prompt_file, make_prompts
@@ -26,6 +26,7 @@ from harness.core.records import EndpointCheck, now_stamp
 from harness.errors import EngineError, HarnessError, TargetError, TargetUnreachable
 from harness.io.notebook import append_level, append_record
 from harness.io.telemetry.meter import Meter, TelemetryPlan
+from harness.options import load as load_options
 
 WARMUP_PROMPT = "Answer with a single word: ok"
 
@@ -189,24 +190,19 @@ def start_workers(plan: SweepPlan):
     """The Locust worker processes (and the master here) of a ``processes`` sweep."""
     from harness.load import distributed  # imports Locust: only now
 
-    worker_args = [
-        "--model",
-        plan.model,
-        "--max-tokens",
-        str(plan.context.max_tokens),
-        "--temperature",
-        str(plan.context.temperature),
-        "--prompt-set",
-        plan.context.prompt_set,
-        "--api-base-path",
-        plan.base_path,
-        "--api-key-env",
-        plan.api_key_env,
-        "--request-timeout",  # the workers' users run under the sweep's two bounds too
-        f"{worker_timeout(plan):g}",
-        "--idle-timeout",
-        f"{plan.idle_timeout or 0:g}",
-    ]
+    worker_args = options.to_argv(  # the workers' users run under the sweep's two bounds too
+        {
+            "model": plan.model,
+            "max_tokens": plan.context.max_tokens,
+            "temperature": plan.context.temperature,
+            "prompt_set": plan.context.prompt_set,
+            "api_base_path": plan.base_path,
+            "api_key_env": plan.api_key_env,
+            "timeout": worker_timeout(plan),
+            "idle_timeout": plan.idle_timeout,
+        },
+        load_options.LOCUST,
+    )
     if plan.expect_workers:
         url = plan.worker_url or plan.root
         remote = distributed.RemoteWorkers(

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 
 from harness.run import track_installs as ti
+from harness import options
+from harness.options.shared import DRY_RUN
 
 
 def add_parser(sub) -> None:
@@ -18,7 +20,7 @@ def add_parser(sub) -> None:
     p.add_argument("--vllm", default=ti.VLLM_PIN, help="the pinned vLLM requirement")
     p.add_argument("--tabby-dir", help="clone TabbyAPI here")
     p.add_argument("--tabby-repo", default=ti.TABBY_REPO, help="TabbyAPI's repository")
-    p.add_argument("--dry-run", action="store_true", help="print what would run, and why the rest would not")
+    options.to_argparse(p, DRY_RUN, command="install")
     p.set_defaults(func=run)
 
 

@@ -41,6 +41,7 @@ from harness.errors import ConfigError, TargetError, TargetUnreachable
 from harness.core.engine_records import EngineSpeed
 from harness.core.records import utc_stamp
 from harness.io.notebook import append_record, check_writable, validate
+from harness.options.shared import CHECKPOINT
 
 SHORT = "Two sentences, please: what is a KV cache, and why does it grow with the context?"
 PARAGRAPH = (
@@ -64,12 +65,7 @@ def add_parser(sub) -> None:
     options.to_argparse(p, ENGINE, BASE_URL, MODEL, API_KEY, API_KEY_ENV, ENGINE_VERSION, command="measure")
     p.add_argument("--backend", default="", help="CUDA, Metal, Vulkan, ROCm, CPU, ...")
     options.to_argparse(p, MACHINE_DESC, QUANT, CONTEXT_LENGTH, command="measure")
-    p.add_argument(
-        "--checkpoint",
-        default="",
-        help="the GGUF file or model folder the server loaded: its chat template's SHA-256 is recorded "
-        "(the identity row's template column)",
-    )
+    options.to_argparse(p, CHECKPOINT, command="measure")
     p.add_argument("--server-pid", type=int, default=0, help="server process id, for its resident set")
     p.add_argument(
         "--container",

@@ -1,9 +1,10 @@
 """The sweep's energy options (``--telemetry``, ``--subtract-idle``, the prices; declared in
 ``harness.options.telemetry``) read into its plan, and what it prints of them: the sources found
-and one line for each absent one before the first level, the idle baseline, and each level's energy and cost line. ``harness sweep``, ``harness capacity`` and
-``harness measure`` (each speed test's repetitions; the engine tables' energy) share them. A
-source asked for by name that is absent is one line, and the levels are measured without it
-(issue 38: "says so in one line and measures the rest")."""
+and one line for each absent one before the first level, the idle baseline, and each level's
+energy and cost line. ``harness sweep``, ``harness capacity`` and ``harness measure`` (each speed
+test's repetitions; the engine tables' energy) share them. A source asked for by name that is
+absent is one line, and the levels are measured without it (issue 38: "says so in one line and
+measures the rest")."""
 
 from __future__ import annotations
 

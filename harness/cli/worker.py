@@ -17,6 +17,7 @@ from importlib.util import find_spec
 from harness import options
 from harness.core import bounds
 from harness.options.workers import MASTER_HOST, MASTER_PORT
+from harness.options.shared import DRY_RUN
 
 
 def add_parser(sub) -> None:
@@ -31,7 +32,7 @@ def add_parser(sub) -> None:
         "--name",
         help="the name this worker has in the sweep's output and records (default: host name:pid)",
     )
-    p.add_argument("--dry-run", action="store_true", help="print the command it would run, and run nothing")
+    options.to_argparse(p, DRY_RUN, command="worker")
     p.set_defaults(func=run)
 
 

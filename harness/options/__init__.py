@@ -6,6 +6,7 @@
     to_locust         Locust's arguments (numbers checked as parsed, ``LOCUST_*`` variables too)
     retype            Locust's own options (``--users``) given a declared range
     check             every option on a parsed namespace in range, then each set's rules
+    check_parsed      every declared option of the command that parsed a namespace, in range
     check_form        the web UI's start form: its first field out of range, as one line
     from_namespace    one set's values, typed and frozen, for a plan or a worker's command line
     to_argv           those values as a command line again (a Locust worker's)
@@ -16,6 +17,8 @@ The sets live beside this module (``load``, ``workload``, ``slo``, ``telemetry``
 
 from __future__ import annotations
 
+import argparse
+import builtins
 import os
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -29,6 +32,7 @@ __all__ = [
     "Values",
     "check",
     "check_form",
+    "check_parsed",
     "from_namespace",
     "retype",
     "to_argparse",
@@ -50,13 +54,13 @@ class Option:
     spec, a telemetry word) and raises ConfigError for one that does not read."""
 
     name: str
-    type: type = str
+    type: builtins.type = str
     default: Any = None
     help: str = ""
     low: float | None = None
     high: float | None = None
     positive: bool = False
-    each: type | None = None
+    each: builtins.type | None = None
     choices: tuple[str, ...] | None = None
     aliases: tuple[str, ...] = ()
     web_form: bool = False
@@ -65,6 +69,7 @@ class Option:
     reader: str | None = None
     env_default: str | None = None  # an environment variable that, when set, gives the default
     metavar: str | None = None
+    many: bool = False  # repeatable: each use adds one value to a list
 
     @property
     def flag(self) -> str:
@@ -83,10 +88,15 @@ class Option:
         return (self.each or self.type) in (int, float)
 
     def default_in(self, command: str) -> Any:
-        """The default this command gives it (the environment's, where ``env_default`` is set)."""
-        if self.env_default and os.environ.get(self.env_default):
-            return os.environ[self.env_default]
-        return self.defaults.get(command, self.default)
+        """The default this command gives it: its own, else the environment's (``env_default``),
+        else the common one."""
+        if command in self.defaults:
+            value = self.defaults[command]
+        elif self.env_default and os.environ.get(self.env_default):
+            value = os.environ[self.env_default]
+        else:
+            value = self.default
+        return list(value or ()) if self.many else value
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,7 +131,7 @@ def _options(given: tuple[Given, ...]) -> list[Option]:
     return out
 
 
-def to_argparse(parser, *given: Given, command: str) -> list:
+def to_argparse(parser: Any, *given: Given, command: str) -> list:
     """Each option on ``parser`` (a ``harness`` subcommand's) with its default for ``command``;
     numbers take their plain type here and are range-checked by ``check`` after parsing, so a
     bad one is the command's one ConfigError line. Each action carries its ``option``."""
@@ -132,6 +142,8 @@ def to_argparse(parser, *given: Given, command: str) -> list:
             kw["action"] = "store_true"
         else:
             kw["type"] = None if o.type is str else o.type
+            if o.many:
+                kw["action"] = "append"
             if o.choices:
                 kw["choices"] = list(o.choices)
             if command in o.required:
@@ -145,7 +157,7 @@ def to_argparse(parser, *given: Given, command: str) -> list:
     return actions
 
 
-def to_locust(parser, *given: Given) -> list:
+def to_locust(parser: Any, *given: Given) -> list:
     """Each option on Locust's parser: its ``LOCUST_*`` variable, its place on the web UI's form,
     and a type that checks its range (or reads it) as it is parsed, so a bad value is argparse's
     one line before any process forks or user starts."""
@@ -170,7 +182,7 @@ def to_locust(parser, *given: Given) -> list:
     return actions
 
 
-def retype(parser, *given: Given) -> None:
+def retype(parser: Any, *given: Given) -> None:
     """Options another program already put on ``parser`` (Locust's ``--users``) made to check the
     range declared for them as they are parsed."""
     by_flag = {o.flag: o for o in _options(given)}
@@ -181,7 +193,7 @@ def retype(parser, *given: Given) -> None:
                 action.option = by_flag[flag]
 
 
-def check(namespace, *given: Given) -> None:
+def check(namespace: Any, *given: Given) -> None:
     """Every given option found on ``namespace`` in its range, then each set's rules (ConfigError,
     one line, for the first that does not fit)."""
     for o in _options(given):
@@ -190,6 +202,20 @@ def check(namespace, *given: Given) -> None:
     for g in given:
         for rule in g.rules if isinstance(g, OptionSet) else ():
             rule(namespace)
+
+
+def check_parsed(parser: Any, namespace: Any) -> None:
+    """Every declared option of the command that parsed ``namespace`` (its subcommand's, down the
+    chosen path) in its range: ConfigError, one line, for the first that is not."""
+    while parser is not None:
+        chosen = None
+        for action in parser._actions:
+            option = getattr(action, "option", None)
+            if option is not None and hasattr(namespace, action.dest):
+                ranges.check(option, getattr(namespace, action.dest))
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(str(getattr(namespace, action.dest, "")))
+        parser = chosen
 
 
 def check_form(form: Mapping[str, str], *given: Given, fields: Mapping[str, str] | None = None) -> str | None:
@@ -235,7 +261,7 @@ class Values(Mapping[str, Any]):
         return self._set
 
 
-def from_namespace(namespace, options: OptionSet) -> Values:
+def from_namespace(namespace: Any, options: OptionSet) -> Values:
     """The set's options as parsed (those the parser has), checked, as a frozen ``Values``."""
     check(namespace, options)
     return Values(

@@ -33,7 +33,8 @@ def check(option: Option, value: Any) -> Any:
 
 def _reader(option: Option) -> Callable[[str, str], Any]:
     module, _, name = (option.reader or "").partition(":")
-    return getattr(importlib.import_module(module), name)
+    reader: Callable[[str, str], Any] = getattr(importlib.import_module(module), name)
+    return reader
 
 
 def read(option: Option, text: str) -> Any:

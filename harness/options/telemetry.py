@@ -3,6 +3,9 @@ output tokens. Shared by ``harness sweep``, ``harness capacity``, ``harness meas
 
 from __future__ import annotations
 
+from types import MappingProxyType
+from typing import Any
+
 from harness.core.energy import MAX_PRICE, check_price
 from harness.options import Option, OptionSet
 
@@ -12,7 +15,7 @@ DEFAULT_INTERVAL_S = 0.5
 DEFAULT_IDLE_S = 2.0
 
 
-def _one_price(ns) -> None:
+def _one_price(ns: Any) -> None:
     check_price(getattr(ns, "price_per_hour", None), getattr(ns, "price_per_kwh", None))
 
 
@@ -25,6 +28,7 @@ TELEMETRY = Option(
     "practice server's IMITATION figure, never read by auto); an absent source is one line and a "
     "null with its reason",
     reader="harness.load.options:telemetry_words",
+    defaults=MappingProxyType({"telemetry": "auto"}),  # the detection command: every source
 )
 TELEMETRY_INTERVAL = Option(
     "telemetry-interval", float, DEFAULT_INTERVAL_S, "seconds between telemetry readings", low=0.05, high=60

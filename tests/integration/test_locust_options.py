@@ -1,6 +1,7 @@
 """Every numeric option of the Locust path (declared in harness/options, made into Locust's options
-by harness/load/options.py) is checked before anything starts: on Locust's command line and its LOCUST_* variables (argparse's one line, status 2, no
-request sent, no process forked) and on the web UI's start form (the same line, nothing started)."""
+by harness/load/options.py) is checked before anything starts: on Locust's command line and its
+LOCUST_* variables (argparse's one line, status 2, no request sent, no process forked) and on the
+web UI's start form (the same line, nothing started)."""
 
 from __future__ import annotations
 

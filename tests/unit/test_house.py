@@ -146,6 +146,9 @@ def broken_rules(edges: tuple[Import, ...]) -> list[str]:
         source, target = layer(e.source), layer(e.target)
         if source == "core" and target not in ("core", "errors"):
             found.append(f"{e.source} imports {e.target} (line {e.line}): core imports only core and errors")
+        if source == "options" and target not in ("core", "errors", "options"):
+            rule = "options imports only core, errors and options"
+            found.append(f"{e.source} imports {e.target} (line {e.line}): {rule}")
         if target in NEVER.get(source, ()):
             found.append(f"{e.source} imports {e.target} (line {e.line}): {source} never imports {target}")
         if (source, target) == ("run", "report") and (e.source, e.target) not in RUN_TO_REPORT:
@@ -201,6 +204,10 @@ def test_the_layers_import_only_downwards():
         ),
         ({"core/a.py": "import harness.io.x\n", "io/x.py": ""}, "core imports only core and errors"),
         ({"report/a.py": "from harness.run.b import c\n", "run/b.py": ""}, "report never imports run"),
+        (
+            {"options/a.py": "def f():\n    from harness.load import b\n", "load/b.py": ""},
+            "options imports only core, errors and options",
+        ),
     ],
 )
 def test_the_checks_catch_what_they_are_for(tmp_path, files, broken):

@@ -23,6 +23,7 @@ from harness.options.load import MAX_TOKENS
 from harness.options.record import LABEL
 from harness.options.shared import CHECKPOINT, LABBOOK
 from harness.options.compare import AGREEMENT, ROW
+from harness.options.compare import VLLM_COMMAND
 
 
 def add_parser(sub) -> None:
@@ -47,7 +48,7 @@ def add_parser(sub) -> None:
         help="exit 1 when the verdict is 'client suspect' or 'above bound' (default: record and report it)",
     )
     v = p.add_argument_group("vllm-bench")
-    v.add_argument("--vllm", default="vllm", help="the vllm command (default: vllm on PATH)")
+    options.to_argparse(v, VLLM_COMMAND, command="crosscheck")
     v.add_argument(
         "--exec",
         dest="exec_prefix",

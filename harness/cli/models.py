@@ -8,18 +8,13 @@ from harness.errors import HarnessError
 from harness.io.notebook import append_record
 from harness import options
 from harness.options.shared import DRY_RUN, LABBOOK, LIBRARY
+from harness.options.shared import FORMATS
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("models", help="download the model in each format a track uses, verify it, record it")
     p.add_argument("--track", help="s, n, x or m: the formats that track needs (default: every format)")
-    p.add_argument(
-        "--format",
-        action="append",
-        dest="formats",
-        metavar="KEY",
-        help="only this format (repeatable): gguf, awq, bf16, mlx, exl3, lemonade",
-    )
+    options.to_argparse(p, FORMATS, command="models")
     options.to_argparse(p, LIBRARY, command="models")
     options.to_argparse(p, DRY_RUN, command="models")
     p.add_argument(
@@ -39,7 +34,7 @@ def run(args) -> int:
 
     table = download_table.load_table()
     chosen = download_table.formats_for(
-        table, args.track and args.track.lower().removeprefix("track-"), args.formats
+        table, args.track and args.track.lower().removeprefix("track-"), args.format
     )
     library = Path(args.library).expanduser()
     track = args.track.lower().removeprefix("track-") if args.track else None

@@ -24,6 +24,7 @@ from harness import options
 from harness.options.allocation import ARITHMETIC_ENGINE, KV_BYTES, SWA_FULL
 from harness.options.serve import CACHE_TYPE, CTX_PER_SLOT, SLOTS
 from harness.options.shared import MACHINE, MODEL_FILES
+from harness.options.shared import WEIGHT_FORMAT
 
 LAB_ENGINES = {
     "llama-server, Q4_K_M GGUF": ("GGUF Q4_K_M", ["f16", "q8_0"]),
@@ -45,9 +46,7 @@ def add_parser(sub) -> None:
         "(a .gguf file, a Hugging Face directory, or a model-table name such as qwen3-8b).",
     )
     options.to_argparse(p, MODEL_FILES, command="predict")
-    p.add_argument(
-        "--format", help="weight format from the model table (default: the file's own, or GGUF Q4_K_M)"
-    )
+    options.to_argparse(p, WEIGHT_FORMAT, command="predict")
     options.to_argparse(p, ARITHMETIC_ENGINE, command="predict")
     options.to_argparse(p, SLOTS, command="predict")
     options.to_argparse(p, CTX_PER_SLOT, command="predict")

@@ -96,7 +96,7 @@ class Option:
             value = os.environ[self.env_default]
         else:
             value = self.default
-        return list(value or ()) if self.many else value
+        return list(value) if self.many and value is not None else value
 
 
 @dataclass(frozen=True, eq=False)

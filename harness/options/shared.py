@@ -68,3 +68,12 @@ LIBRARY = Option(
     "HARNESS_MODEL_LIBRARY, else ~/models)",
     defaults=MappingProxyType({"shim-allow": None}),
 )
+WEIGHT_FORMAT = Option(
+    "format", help="weight format from the model table (default: the file's own, or GGUF Q4_K_M)"
+)
+FORMATS = Option(
+    "format",
+    many=True,
+    metavar="KEY",
+    help="only this format (repeatable): gguf, awq, bf16, mlx, exl3, lemonade",
+)

@@ -8,7 +8,13 @@ from types import MappingProxyType
 from harness.options import Option
 
 TIER = Option("tier", help="memory tier of the plan (its tiers: see the plan file)")
-SET = Option("set", many=True, default=(), metavar="NAME=VALUE", help="override a plan variable")
+SET = Option(
+    "set",
+    many=True,
+    default=(),
+    metavar="NAME=VALUE",
+    help="override one of the plan's variables (repeatable), e.g. --set REQUESTS=8",
+)
 RUN_DIR = Option(
     "run-dir",
     help="the run directory (track: default runs/<date>-<plan>; preflight: where the run will write, "
@@ -38,3 +44,4 @@ VIA_SHIM = Option(
     "(docs/shim.md); HARNESS_SHIM_URL, HARNESS_SHIM_TOKEN_FILE and HARNESS_SHIM_HOST say where",
 )
 FINDINGS_FILE = Option("json", metavar="FILE", help="also write the findings as JSON")
+VLLM_REQUIREMENT = Option("vllm", help="the pinned vLLM requirement (default: the harness's own pin)")

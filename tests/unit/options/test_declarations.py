@@ -33,15 +33,14 @@ HOMONYMS = {
     "--processes": "the sweep's worker processes (0: this one) vs Locust's own (-1: one per core)",
     "--tolerance": "gate's regression allowance (5% or 0.05) vs crosscheck's agreement share",
     "--json": "a flag (print as JSON) vs preflight's file to write the findings to",
+    "--vllm": "crosscheck's vllm command vs install's pinned requirement",
+    "--format": "predict's one weight format vs models' repeatable filter of formats",
 }
 # Modules that imitate another program's command line (the practice server's stand-ins for
 # Lemonade's CLI): their options are that program's, spelled as it spells them.
 FOREIGN = {"harness/practice/imitation.py", "harness/practice/lemonade_cli.py"}
 # Names still declared by hand in more than one module: work left, each to become one declaration.
-NOT_YET = {
-    "--vllm",  # install's pinned requirement (its default is harness.run's) vs crosscheck's command
-    "--format",  # models' repeatable filter vs predict's one weight format
-}
+NOT_YET: set[str] = set()
 
 
 @lru_cache(maxsize=1)

@@ -42,6 +42,19 @@ from harness.core.engine_records import EngineSpeed
 from harness.core.records import utc_stamp
 from harness.io.notebook import append_record, check_writable, validate
 from harness.options.shared import CHECKPOINT
+from harness.options.single_user import (
+    MEASURE,
+    BACKEND,
+    CONTAINER,
+    IDLE_SNAPSHOT,
+    LONG_REPEATS,
+    NO_WARMUP,
+    REPETITIONS,
+    REUSE_PROMPT,
+    SERVER_PID,
+    SNAPSHOT_ONLY,
+    WAIT_SECONDS,
+)
 
 SHORT = "Two sentences, please: what is a KV cache, and why does it grow with the context?"
 PARAGRAPH = (
@@ -57,33 +70,21 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "measure", help="single-user prefill, decode and memory (drop-in for compare-engines.py)"
     )
-    p.add_argument(
-        "--snapshot-only",
-        metavar="FILE",
-        help="write an idle memory snapshot to FILE and exit (with no model server running)",
-    )
+    options.to_argparse(p, SNAPSHOT_ONLY, command="measure")
     options.to_argparse(p, ENGINE, BASE_URL, MODEL, API_KEY, API_KEY_ENV, ENGINE_VERSION, command="measure")
-    p.add_argument("--backend", default="", help="CUDA, Metal, Vulkan, ROCm, CPU, ...")
+    options.to_argparse(p, BACKEND, command="measure")
     options.to_argparse(p, MACHINE_DESC, QUANT, CONTEXT_LENGTH, command="measure")
     options.to_argparse(p, CHECKPOINT, command="measure")
-    p.add_argument("--server-pid", type=int, default=0, help="server process id, for its resident set")
-    p.add_argument(
-        "--container",
-        default="",
-        help="the engine's container: its resident set from docker stats/top, not the docker client's",
-    )
-    p.add_argument("--idle-snapshot", default="", help="the file --snapshot-only wrote")
+    options.to_argparse(p, SERVER_PID, command="measure")
+    options.to_argparse(p, CONTAINER, command="measure")
+    options.to_argparse(p, IDLE_SNAPSHOT, command="measure")
     options.to_argparse(p, MAX_TOKENS, command="measure")
-    p.add_argument("--long-repeats", type=int, default=16, help="paragraph repeats in the long prompt")
-    p.add_argument("--repetitions", type=int, default=3)
+    options.to_argparse(p, LONG_REPEATS, command="measure")
+    options.to_argparse(p, REPETITIONS, command="measure")
     options.to_argparse(p, TIMEOUT, IDLE_TIMEOUT, command="measure")
-    p.add_argument("--wait-seconds", type=int, default=120)
-    p.add_argument("--no-warmup", action="store_true")
-    p.add_argument(
-        "--reuse-prompt",
-        action="store_true",
-        help="drop the run tag so repeats hit the prefix cache: a demonstration, nothing is recorded",
-    )
+    options.to_argparse(p, WAIT_SECONDS, command="measure")
+    options.to_argparse(p, NO_WARMUP, command="measure")
+    options.to_argparse(p, REUSE_PROMPT, command="measure")
     # with --machine: the short test's decode as a share of the speed limit; the power and energy
     # of each test's repetitions (docs/telemetry.md)
     options.to_argparse(p, MACHINE, MODEL_GB, LABBOOK, PRINT_ONLY, TELEMETRY_SET, command="measure")
@@ -144,11 +145,8 @@ def one(args, key: str | None, prompt: str) -> dict:
 
 
 def check_numbers(args) -> None:
-    """Every numeric option in its range before anything is sent (ConfigError, one line each)."""
-    bounds.number("--repetitions", args.repetitions, 1, bounds.MAX_REPETITIONS, whole=True)
-    bounds.number("--long-repeats", args.long_repeats, 1, 10_000, whole=True)
-    bounds.number("--wait-seconds", args.wait_seconds, 0, bounds.MAX_SECONDS, whole=True)
-    options.check(args, MAX_TOKENS, CONTEXT_LENGTH, TIMEOUT, IDLE_TIMEOUT, MODEL_GB)
+    """Every numeric option in its declared range before anything is sent (ConfigError, one line)."""
+    options.check(args, MEASURE, MAX_TOKENS, CONTEXT_LENGTH, TIMEOUT, IDLE_TIMEOUT, MODEL_GB)
     args.idle_timeout = args.idle_timeout or None  # 0: no bound of its own (the total one)
 
 

@@ -29,6 +29,7 @@ from harness.io.notebook import append_record, check_writable
 from harness.options.load import BASE_URL, IDLE_TIMEOUT, MAX_TOKENS, TIMEOUT
 from harness.options.record import ENGINE, ENGINE_VERSION
 from harness.options.shared import API_KEY, API_KEY_ENV, LABBOOK, MACHINE_DESC, MODEL, PRINT_ONLY
+from harness.options.single_user import PROMPT_SUFFIX
 
 
 def add_parser(sub) -> None:
@@ -38,7 +39,7 @@ def add_parser(sub) -> None:
     options.to_argparse(
         p, ENGINE, BASE_URL, MODEL, API_KEY, API_KEY_ENV, ENGINE_VERSION, MACHINE_DESC, command="probe"
     )
-    p.add_argument("--prompt-suffix", default=" /no_think", help="appended to the probe prompts")
+    options.to_argparse(p, PROMPT_SUFFIX, command="probe")
     options.to_argparse(p, MAX_TOKENS, TIMEOUT, IDLE_TIMEOUT, LABBOOK, PRINT_ONLY, command="probe")
     p.set_defaults(func=run)
 

@@ -7,7 +7,7 @@ The users live in the package (``harness.load.user``) so the sweep, headless run
 an installed wheel share one implementation; this file only exposes them to Locust.
 """
 
-from harness.load import option_checks  # noqa: F401  (every numeric option range-checked before a start)
+from harness.load import options  # noqa: F401  (every option of ours declared, and checked before a start)
 from harness.load import web_ui  # noqa: F401  (the Exact tab, live charts, chat-only request statistics)
 from harness.load.user import ArrivalUser, ChatUser
 

@@ -29,8 +29,11 @@ from harness.errors import ConfigError
 from harness.io.clock import now_stamp
 from harness.io.notebook import append_record, check_writable
 from harness.cli import sweep as sweep_cli
+from harness import options
 from harness.energy import meter as telemetry
 from harness.energy.record_part import energy_words
+from harness.options.search import SEARCH
+from harness.options.sizing import SIZING
 from harness.load import sweep as sweeping
 
 SEARCH_ENDED = 1  # the server failed a run, or a level's runs contradict each other (module docstring)
@@ -44,46 +47,9 @@ def add_parser(sub) -> None:
         "promise: doubling, then halving the gap to one user, then repeating the boundary levels "
         "until each verdict is stable. Prints the path, appends every level and one capacity record.",
     )
-    p.add_argument("--promise", type=float, required=True, help="the limit, seconds (a share for goodput)")
-    p.add_argument(
-        "--criterion",
-        default="ttft-p95",
-        help="METRIC-PCT (ttft, tpot, itl, e2e; p50, p90, p95, p99) or goodput (the share of requests "
-        "within the goodput objective --slo-ttft/--slo-tpot, at least --promise)",
-    )
-    p.add_argument(
-        "--max-users",
-        type=int,
-        default=64,
-        help="the largest crowd the search may try (with --rate-step: steps)",
-    )
-    p.add_argument(
-        "--rate-step",
-        type=float,
-        help="search over arrival rate instead (open loop): levels of k x this many requests/s, each "
-        "at least --requests and 10 s of arrivals",
-    )
-    p.add_argument("--poisson", action="store_true", help="with --rate-step: Poisson arrivals")
-    p.add_argument("--start", type=int, default=1, help="the first crowd tried (doubling from there)")
-    p.add_argument("--confidence", type=float, default=0.9, help="of the bootstrap interval per verdict")
-    p.add_argument("--confirm", type=int, default=2, help="runs each boundary level needs at least")
-    p.add_argument(
-        "--max-runs", type=int, default=4, help="runs of an unsure level before it counts as failing"
-    )
-    p.add_argument("--time-budget", type=float, default=240.0, help="seconds the search may take")
-    p.add_argument("--peak", type=int, help="peak crowd to size for: copies of the server it needs")
-    p.add_argument("--spares", type=float, default=0.2, help="spare share added to the copies")
-    sweep_cli.add_options(p, levels=False)
-    p.set_defaults(
-        func=run,
-        label="capacity",
-        concurrency="1",
-        rate=None,
-        poisson=False,
-        duration=None,
-        requests=8,
-        min_rounds=3,
-    )
+    options.to_argparse(p, SEARCH, SIZING, command="capacity")
+    sweep_cli.add_options(p, levels=False, command="capacity")
+    p.set_defaults(func=run, concurrency="1", rate=None, duration=None)  # the plan's levels: the search's
 
 
 def check(args) -> sizing.Criterion:
@@ -95,17 +61,11 @@ def check(args) -> sizing.Criterion:
         criterion = sizing.Criterion.parse(args.criterion, args.promise)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    bounds.number("--max-users", args.max_users, 1, bounds.MAX_CONCURRENCY, whole=True)
-    bounds.number("--start", args.start, 1, args.max_users, whole=True)
-    bounds.number("--confidence", args.confidence, 0.5, 0.999)
-    bounds.number("--confirm", args.confirm, 1, 20, whole=True)
+    options.check(args, SEARCH, SIZING.without("promise"))  # the promise is the criterion's, above
+    bounds.number("--start", args.start, 1, args.max_users, whole=True)  # the bounds other options set
     bounds.number("--max-runs", args.max_runs, args.confirm, 50, whole=True)
-    bounds.seconds("--time-budget", args.time_budget)
-    if args.rate_step is not None:
-        bounds.number("--rate-step", args.rate_step, 1e-3, bounds.MAX_RATE_RPS)
-    elif args.poisson:
+    if args.rate_step is None and args.poisson:
         raise ConfigError("--poisson needs --rate-step (the open-loop search)")
-    bounds.sizing(None, args.peak, args.spares)  # the promise is the criterion's, checked above
     cut = _cut_at(args, criterion.metric)
     if cut is not None and criterion.limit >= cut:
         raise ConfigError(

@@ -19,8 +19,10 @@ from harness.io.engine_table import load_engine
 from harness.io.machines import identify, lookup, measure_bandwidth
 from harness.io.model_info import load_model
 from harness.io.notebook import read_records
-from harness.practice.server import DEFAULT_PORT
 from harness.run.engine_defs import api_model
+from harness import options
+from harness.options.load import BASE_URL
+from harness.options.shared import LABBOOK, MACHINE, MODEL_GB
 
 SEED_MODEL_GB = 4.9  # the course's Llama 3.1 8B at 4 bits (Day 3), when nothing else says
 
@@ -29,20 +31,10 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "check", help="print memory bandwidth, the speed limit, and whether the practice server is up"
     )
-    p.add_argument(
-        "--base-url", default=f"http://127.0.0.1:{DEFAULT_PORT}/v1", help="practice server base URL"
-    )
-    p.add_argument(
-        "--machine",
-        help="machine-table key (spark, strix, m4-max, ...): its bandwidth figure (default: recognised "
-        "from the CPU or GPU name, else measured)",
-    )
-    p.add_argument(
-        "--model-gb", type=float, help=f"model size in GB (default {SEED_MODEL_GB}, Day 3's model)"
-    )
-    p.add_argument(
-        "--labbook", default="labbook.md", help="notebook whose single-user speeds to set against the limit"
-    )
+    options.to_argparse(p, BASE_URL, command="check")
+    options.to_argparse(p, MACHINE, command="check")
+    options.to_argparse(p, MODEL_GB, command="check")
+    options.to_argparse(p, LABBOOK, command="check")
     p.set_defaults(func=run)
 
 

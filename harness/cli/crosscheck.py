@@ -19,15 +19,19 @@ from harness.errors import ConfigError, InstallError, TargetError
 from harness.core.records import CrossCheck
 from harness.io.clock import now_stamp
 from harness.io.notebook import append_record
+from harness import options
+from harness.options.load import MAX_TOKENS
+from harness.options.record import LABEL
+from harness.options.shared import CHECKPOINT, LABBOOK
+from harness.options.compare import AGREEMENT, ROW
+from harness.options.compare import VLLM_COMMAND
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("crosscheck", help="the engine's own benchmark at our c=20 row's conditions, compared")
-    p.add_argument("--labbook", default="labbook.md")
-    p.add_argument("--label", required=True, help="the sweep label whose row is checked")
-    p.add_argument(
-        "--concurrency", type=int, default=20, help="the row (concurrency cap) to match (default 20)"
-    )
+    options.to_argparse(p, LABBOOK, command="crosscheck")
+    options.to_argparse(p, LABEL, command="crosscheck")
+    options.to_argparse(p, ROW, command="crosscheck")
     p.add_argument(
         "--tool",
         choices=["vllm-bench", "batched-bench"],
@@ -37,24 +41,22 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--output", metavar="FILE", help="read the tool's saved output instead of running it")
     p.add_argument("--prompt-tokens", type=int, help="prompt length (default: the row's mean prompt tokens)")
-    p.add_argument("--max-tokens", type=int, help="output length (default: the row's max_tokens)")
-    p.add_argument(
-        "--tolerance", type=float, default=0.05, help="agreement asked of vllm-bench (default 0.05)"
-    )
+    options.to_argparse(p, MAX_TOKENS, command="crosscheck")
+    options.to_argparse(p, AGREEMENT, command="crosscheck")
     p.add_argument(
         "--strict",
         action="store_true",
         help="exit 1 when the verdict is 'client suspect' or 'above bound' (default: record and report it)",
     )
     v = p.add_argument_group("vllm-bench")
-    v.add_argument("--vllm", default="vllm", help="the vllm command (default: vllm on PATH)")
+    options.to_argparse(v, VLLM_COMMAND, command="crosscheck")
     v.add_argument(
         "--exec",
         dest="exec_prefix",
         default="",
         help="run it inside the engine's container, e.g. 'docker exec vllm-lab'",
     )
-    v.add_argument("--checkpoint", help="--model for the tool: the checkpoint it loads its tokeniser from")
+    options.to_argparse(v, CHECKPOINT, command="crosscheck")
     v.add_argument("--num-prompts", type=int, help="requests (default: the row's request count)")
     v.add_argument("--goodput", default=None, help="e.g. 'ttft:2000 tpot:100' (default: the row's SLOs)")
     b = p.add_argument_group("batched-bench")

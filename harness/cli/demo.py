@@ -22,6 +22,9 @@ from harness.report import curve_tables as tables
 from harness.report.markdown import table
 from harness.run.child import harness_argv
 from harness.run.launchers.host import HostLauncher
+from harness import options
+from harness.options.load import MAX_TOKENS, REQUESTS
+from harness.options.sizing import PEAK, PROMISE
 
 LABEL = "practice-demo"
 
@@ -29,13 +32,11 @@ LABEL = "practice-demo"
 def add_parser(sub) -> None:
     p = sub.add_parser("demo", help="practice server + crowd-size sweep, printed as a table (no GPU needed)")
     p.add_argument("--crowds", default="1,2,4,8,16", help="crowd sizes (comma-separated)")
-    p.add_argument(
-        "--requests", type=int, default=24, help="requests per crowd size at least (the p95 needs about 20)"
-    )
+    options.to_argparse(p, REQUESTS, command="demo")
     p.add_argument("--rounds", type=int, default=2, help="requests each person sends per crowd size at least")
-    p.add_argument("--max-tokens", type=int, default=32)
-    p.add_argument("--promise", type=float, default=0.5, help="p95 first-token wait promised, seconds")
-    p.add_argument("--peak", type=int, default=120, help="peak crowd to size copies for")
+    options.to_argparse(p, MAX_TOKENS, command="demo")
+    options.to_argparse(p, PROMISE, command="demo")
+    options.to_argparse(p, PEAK, command="demo")
     p.add_argument("--log-dir", default="runs/demo", help="where the notebook, chart and server log go")
     p.set_defaults(func=run)
 

@@ -9,7 +9,7 @@ import os
 import sys
 from urllib.parse import urlsplit
 
-from harness import __version__, signals
+from harness import __version__, options, signals
 from harness.cli import (
     capacity,
     check,
@@ -207,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:  # the real command line, not a call from Python (a test, another tool)
         stop_on_sigterm()
     try:
+        options.check_parsed(parser, args)  # every declared option in its range, one line
         if isinstance(getattr(args, "api_key", None), str) and args.api_key:
             keep_secret(args.api_key)
             print(

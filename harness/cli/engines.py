@@ -11,17 +11,17 @@ from harness.io.machines import feature_settings, lookup, visible_memory_rules
 from harness.io.model_info import load_model
 from harness.io.notebook import read_records
 from harness.report import engine_tables, engine_verdicts
+from harness import options
+from harness.options.shared import LAB_CHECK, LABBOOK, MACHINE, MODEL_FILES
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("engines", help="single-user tables and check (drop-in for summarise-engines.py)")
-    p.add_argument("--labbook", default="labbook.md")
-    p.add_argument("--check", action="store_true", help="apply the lab's rules; exit 1 on any FAIL")
+    options.to_argparse(p, LABBOOK, command="engines")
+    options.to_argparse(p, LAB_CHECK, command="engines")
     p.add_argument("--allow-cpu", action="store_true", help="accept backend CPU (the CPU track and tests)")
-    p.add_argument(
-        "--machine", help="machine-table key: each engine's decode against the ceiling of its own format"
-    )
-    p.add_argument("--model", default="qwen3-8b", help="model (table name, GGUF or dir) setting the ceilings")
+    options.to_argparse(p, MACHINE, command="engines")
+    options.to_argparse(p, MODEL_FILES, command="engines")
     p.set_defaults(func=run)
 
 

@@ -15,6 +15,9 @@ from harness.core.records import is_level
 from harness.core.stats import all_worse_chance
 from harness.errors import ConfigError
 from harness.io.notebook import read_records, special_file
+from harness import options
+from harness.options.shared import LABBOOK
+from harness.options.compare import REGRESSION
 
 CANNOT_DECIDE = 2
 
@@ -32,8 +35,8 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--baseline", required=True, metavar="LABEL_OR_RUN", help=_WHAT)
     p.add_argument("--candidate", required=True, metavar="LABEL_OR_RUN", help=_WHAT)
-    p.add_argument("--tolerance", default="5%", help="how much worse is tolerated: 5%% or 0.05")
-    p.add_argument("--labbook", default="labbook.md", help="the notebook a plain LABEL is read from")
+    options.to_argparse(p, REGRESSION, command="gate")
+    options.to_argparse(p, LABBOOK, command="gate")
     p.set_defaults(func=run)
 
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 import os
 
 from harness.run import track_installs as ti
+from harness import options
+from harness.options.shared import DRY_RUN
+from harness.options.track import VLLM_REQUIREMENT
 
 
 def add_parser(sub) -> None:
@@ -15,15 +18,15 @@ def add_parser(sub) -> None:
         help="Track N's installs: vLLM's uv environment and TabbyAPI's git clone, where they can run",
     )
     p.add_argument("--vllm-venv", help="make vLLM's environment here (uv venv, then uv pip install)")
-    p.add_argument("--vllm", default=ti.VLLM_PIN, help="the pinned vLLM requirement")
+    options.to_argparse(p, VLLM_REQUIREMENT, command="install")
     p.add_argument("--tabby-dir", help="clone TabbyAPI here")
     p.add_argument("--tabby-repo", default=ti.TABBY_REPO, help="TabbyAPI's repository")
-    p.add_argument("--dry-run", action="store_true", help="print what would run, and why the rest would not")
+    options.to_argparse(p, DRY_RUN, command="install")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    todo = ti.installs(args.vllm_venv, args.tabby_dir, args.vllm, args.tabby_repo)
+    todo = ti.installs(args.vllm_venv, args.tabby_dir, args.vllm or ti.VLLM_PIN, args.tabby_repo)
     if not todo:
         print("==> nothing to install: give --vllm-venv, --tabby-dir or both")
         return 0

@@ -6,6 +6,9 @@ import time
 from pathlib import Path
 
 from harness.run import llama_cpu
+from harness import options
+from harness.options.serve import CACHE_TYPE, CTX_PER_SLOT, LOG_FILE, PORT, SLOTS
+from harness.options.shared import DRY_RUN
 
 
 def add_parser(sub) -> None:
@@ -16,12 +19,12 @@ def add_parser(sub) -> None:
     serve = sub2.add_parser(
         "serve", help="start llama-server, wait until healthy, serve until Ctrl-C, prove the port free"
     )
-    serve.add_argument("--port", type=int, default=8080)
-    serve.add_argument("--slots", type=int, default=4)
-    serve.add_argument("--ctx-per-slot", type=int, default=2048)
-    serve.add_argument("--cache-type", default="f16", choices=["f16", "q8_0", "q4_0"])
-    serve.add_argument("--log-file", default="runs/llama-server.log")
-    serve.add_argument("--dry-run", action="store_true", help="print the command and exit")
+    options.to_argparse(serve, PORT, command="llama-cpu serve")
+    options.to_argparse(serve, SLOTS, command="llama-cpu serve")
+    options.to_argparse(serve, CTX_PER_SLOT, command="llama-cpu serve")
+    options.to_argparse(serve, CACHE_TYPE, command="llama-cpu serve")
+    options.to_argparse(serve, LOG_FILE, command="llama-cpu serve")
+    options.to_argparse(serve, DRY_RUN, command="llama-cpu serve")
     serve.set_defaults(func=serve_fg)
 
 

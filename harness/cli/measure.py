@@ -12,7 +12,20 @@ import uuid
 from dataclasses import replace
 from urllib.parse import urlsplit
 
-from harness.cli import sweep_energy
+from harness import options
+from harness.options.load import BASE_URL, IDLE_TIMEOUT, MAX_TOKENS, TIMEOUT
+from harness.options.record import CONTEXT_LENGTH, ENGINE, ENGINE_VERSION, QUANT
+from harness.options.shared import (
+    API_KEY,
+    API_KEY_ENV,
+    LABBOOK,
+    MACHINE,
+    MACHINE_DESC,
+    MODEL,
+    MODEL_GB,
+    PRINT_ONLY,
+)
+from harness.options.telemetry import TELEMETRY_SET
 from harness.core import bounds, server_timings
 from harness.energy import meter as metering, record_part
 from harness.core.arithmetic import speed_limit, speed_share
@@ -27,6 +40,20 @@ from harness.errors import ConfigError, TargetError, TargetUnreachable
 from harness.core.engine_records import EngineSpeed
 from harness.io.clock import now_stamp
 from harness.io.notebook import append_record, check_writable, validate
+from harness.options.shared import CHECKPOINT
+from harness.options.single_user import (
+    MEASURE,
+    BACKEND,
+    CONTAINER,
+    IDLE_SNAPSHOT,
+    LONG_REPEATS,
+    NO_WARMUP,
+    REPETITIONS,
+    REUSE_PROMPT,
+    SERVER_PID,
+    SNAPSHOT_ONLY,
+    WAIT_SECONDS,
+)
 
 SHORT = "Two sentences, please: what is a KV cache, and why does it grow with the context?"
 PARAGRAPH = (
@@ -42,55 +69,24 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "measure", help="single-user prefill, decode and memory (drop-in for compare-engines.py)"
     )
-    p.add_argument(
-        "--snapshot-only",
-        metavar="FILE",
-        help="write an idle memory snapshot to FILE and exit (with no model server running)",
-    )
-    p.add_argument("--engine")
-    p.add_argument("--base-url", default="http://127.0.0.1:8080/v1")
-    p.add_argument("--model")
-    p.add_argument("--api-key", default="", help="bearer token (prefer --api-key-env; never recorded)")
-    p.add_argument("--api-key-env")
-    p.add_argument("--engine-version", default="")
-    p.add_argument("--backend", default="", help="CUDA, Metal, Vulkan, ROCm, CPU, ...")
-    p.add_argument("--host", default="")
-    p.add_argument("--quant", default="")
-    p.add_argument("--context-length", type=int, default=0)
-    p.add_argument(
-        "--checkpoint",
-        default="",
-        help="the GGUF file or model folder the server loaded: its chat template's SHA-256 is recorded "
-        "(the identity row's template column)",
-    )
-    p.add_argument("--server-pid", type=int, default=0, help="server process id, for its resident set")
-    p.add_argument(
-        "--container",
-        default="",
-        help="the engine's container: its resident set from docker stats/top, not the docker client's",
-    )
-    p.add_argument("--idle-snapshot", default="", help="the file --snapshot-only wrote")
-    p.add_argument("--max-tokens", type=int, default=128)
-    p.add_argument("--long-repeats", type=int, default=16, help="paragraph repeats in the long prompt")
-    p.add_argument("--repetitions", type=int, default=3)
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds one request may take in all")
-    p.add_argument(
-        "--idle-timeout", type=float, help="seconds a request may go without a byte (default: --timeout)"
-    )
-    p.add_argument("--wait-seconds", type=int, default=120)
-    p.add_argument("--no-warmup", action="store_true")
-    p.add_argument(
-        "--reuse-prompt",
-        action="store_true",
-        help="drop the run tag so repeats hit the prefix cache: a demonstration, nothing is recorded",
-    )
-    p.add_argument(
-        "--machine", help="machine-table key: the short test's decode as a share of the speed limit"
-    )
-    p.add_argument("--model-gb", type=float, help="with --machine: model size in GB for the speed limit")
-    p.add_argument("--labbook", default="labbook.md")
-    p.add_argument("--print-only", action="store_true")
-    sweep_energy.add_options(p)  # the power and energy of each test's repetitions (docs/telemetry.md)
+    options.to_argparse(p, SNAPSHOT_ONLY, command="measure")
+    options.to_argparse(p, ENGINE, BASE_URL, MODEL, API_KEY, API_KEY_ENV, ENGINE_VERSION, command="measure")
+    options.to_argparse(p, BACKEND, command="measure")
+    options.to_argparse(p, MACHINE_DESC, QUANT, CONTEXT_LENGTH, command="measure")
+    options.to_argparse(p, CHECKPOINT, command="measure")
+    options.to_argparse(p, SERVER_PID, command="measure")
+    options.to_argparse(p, CONTAINER, command="measure")
+    options.to_argparse(p, IDLE_SNAPSHOT, command="measure")
+    options.to_argparse(p, MAX_TOKENS, command="measure")
+    options.to_argparse(p, LONG_REPEATS, command="measure")
+    options.to_argparse(p, REPETITIONS, command="measure")
+    options.to_argparse(p, TIMEOUT, IDLE_TIMEOUT, command="measure")
+    options.to_argparse(p, WAIT_SECONDS, command="measure")
+    options.to_argparse(p, NO_WARMUP, command="measure")
+    options.to_argparse(p, REUSE_PROMPT, command="measure")
+    # with --machine: the short test's decode as a share of the speed limit; the power and energy
+    # of each test's repetitions (docs/telemetry.md)
+    options.to_argparse(p, MACHINE, MODEL_GB, LABBOOK, PRINT_ONLY, TELEMETRY_SET, command="measure")
     p.set_defaults(func=run)
 
 
@@ -148,13 +144,9 @@ def one(args, key: str | None, prompt: str) -> dict:
 
 
 def check_numbers(args) -> None:
-    """Every numeric option in its range before anything is sent (ConfigError, one line each)."""
-    bounds.number("--repetitions", args.repetitions, 1, bounds.MAX_REPETITIONS, whole=True)
-    bounds.number("--max-tokens", args.max_tokens, 2, bounds.MAX_TOKENS, whole=True)
-    bounds.number("--long-repeats", args.long_repeats, 1, 10_000, whole=True)
-    bounds.number("--wait-seconds", args.wait_seconds, 0, bounds.MAX_SECONDS, whole=True)
-    bounds.number("--context-length", args.context_length, 0, 100_000_000, whole=True)
-    bounds.Bounds.of(args.timeout, args.idle_timeout)
+    """Every numeric option in its declared range before anything is sent (ConfigError, one line)."""
+    options.check(args, MEASURE, MAX_TOKENS, CONTEXT_LENGTH, TIMEOUT, IDLE_TIMEOUT, MODEL_GB)
+    args.idle_timeout = args.idle_timeout or None  # 0: no bound of its own (the total one)
 
 
 def _median(runs: list[dict], key: str):

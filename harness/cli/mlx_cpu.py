@@ -10,6 +10,9 @@ from pathlib import Path
 
 from harness.run import mlx_cpu
 from harness.run.launchers.vllm_cpu import tree_memory_mb
+from harness import options
+from harness.options.serve import LOG_FILE, PORT, RECONVERT, START_TIMEOUT
+from harness.options.shared import DRY_RUN
 
 
 def add_parser(sub) -> None:
@@ -21,21 +24,17 @@ def add_parser(sub) -> None:
         "install",
         help="mlx[cpu] and mlx-lm in .venv-mlx with the pitfalls handled; convert + check the model",
     )
-    inst.add_argument(
-        "--reconvert", action="store_true", help="convert the model again even when its hashes match"
-    )
+    options.to_argparse(inst, RECONVERT, command="mlx-cpu install")
     inst.set_defaults(func=install)
     serve = sub2.add_parser(
         "serve",
         help="start mlx_lm.server, wait for a real completion, serve until Ctrl-C, prove the port free",
     )
-    serve.add_argument("--port", type=int, default=8081)
+    options.to_argparse(serve, PORT, command="mlx-cpu serve")
     serve.add_argument("--prompt-cache-size", type=int, default=10)
-    serve.add_argument("--log-file", default="runs/mlx-cpu.log")
-    serve.add_argument(
-        "--timeout", type=float, default=300.0, help="seconds to wait for the first completion"
-    )
-    serve.add_argument("--dry-run", action="store_true", help="print the command and exit")
+    options.to_argparse(serve, LOG_FILE, command="mlx-cpu serve")
+    options.to_argparse(serve, START_TIMEOUT, command="mlx-cpu serve")
+    options.to_argparse(serve, DRY_RUN, command="mlx-cpu serve")
     serve.set_defaults(func=serve_fg)
 
 

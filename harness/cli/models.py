@@ -2,39 +2,27 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from harness.errors import HarnessError
 from harness.io.notebook import append_record
+from harness import options
+from harness.options.shared import DRY_RUN, LABBOOK, LIBRARY
+from harness.options.shared import FORMATS
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("models", help="download the model in each format a track uses, verify it, record it")
     p.add_argument("--track", help="s, n, x or m: the formats that track needs (default: every format)")
-    p.add_argument(
-        "--format",
-        action="append",
-        dest="formats",
-        metavar="KEY",
-        help="only this format (repeatable): gguf, awq, bf16, mlx, exl3, lemonade",
-    )
-    p.add_argument(
-        "--library",
-        default=os.environ.get("HARNESS_MODEL_LIBRARY", os.path.expanduser("~/models")),
-        help="the model library, laid out <owner>/<repo> as the course pages do (default ~/models)",
-    )
-    p.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print what would be downloaded, with the sizes the hub listed; download nothing",
-    )
+    options.to_argparse(p, FORMATS, command="models")
+    options.to_argparse(p, LIBRARY, command="models")
+    options.to_argparse(p, DRY_RUN, command="models")
     p.add_argument(
         "--ask-hub",
         action="store_true",
         help="with --dry-run: also run `hf download … --dry-run` for today's file count and total",
     )
-    p.add_argument("--labbook", help="append a model-fetch record per format to this notebook")
+    options.to_argparse(p, LABBOOK, command="models")
     p.add_argument(
         "--hub", dest="endpoint", help="hub address for checksums (default $HF_ENDPOINT or huggingface.co)"
     )
@@ -46,7 +34,7 @@ def run(args) -> int:
 
     table = download_table.load_table()
     chosen = download_table.formats_for(
-        table, args.track and args.track.lower().removeprefix("track-"), args.formats
+        table, args.track and args.track.lower().removeprefix("track-"), args.format
     )
     library = Path(args.library).expanduser()
     track = args.track.lower().removeprefix("track-") if args.track else None

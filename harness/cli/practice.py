@@ -6,12 +6,14 @@ from harness.core import bounds
 from harness.practice import profile as profiles
 from harness.practice.http import HEADER_TIMEOUT_S
 from harness.practice.server import (
-    DEFAULT_PORT,
     api_key_from_env,
     resolve_log,
     run as run_server,
     tls_context,
 )
+from harness import options
+from harness.options.serve import BIND_HOST, CTX_PER_SLOT, LOG_FILE, PORT, PROFILE_SEED, SLOTS
+from harness.options.shared import API_KEY_ENV
 
 
 def add_parser(sub) -> None:
@@ -23,15 +25,13 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--profile", default=profiles.DEFAULT_PROFILE, help="profile name or YAML path (default: kit)"
     )
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
-    p.add_argument("--slots", type=int, help="override the profile's seats")
-    p.add_argument("--ctx-per-slot", type=int, help="override the profile's context per seat")
-    p.add_argument(
-        "--api-key-env", metavar="VAR", help="require the API key held in this environment variable"
-    )
-    p.add_argument("--log-file", help="write the engine-style load log here")
-    p.add_argument("--seed", type=int, help="override the profile's random seed")
+    options.to_argparse(p, BIND_HOST, command="practice")
+    options.to_argparse(p, PORT, command="practice")
+    options.to_argparse(p, SLOTS, command="practice")
+    options.to_argparse(p, CTX_PER_SLOT, command="practice")
+    options.to_argparse(p, API_KEY_ENV, command="practice")
+    options.to_argparse(p, LOG_FILE, command="practice")
+    options.to_argparse(p, PROFILE_SEED, command="practice")
     p.add_argument("--no-uvloop", action="store_true", help="use the standard asyncio loop")
     p.add_argument("--tls-cert", help="serve HTTPS with this PEM certificate (and --tls-key)")
     p.add_argument("--tls-key", help="PEM private key for --tls-cert")

@@ -20,6 +20,11 @@ from harness.core.predictions import (
     predict_allocation,
     serving_table,
 )
+from harness import options
+from harness.options.allocation import ARITHMETIC_ENGINE, KV_BYTES, SWA_FULL
+from harness.options.serve import CACHE_TYPE, CTX_PER_SLOT, SLOTS
+from harness.options.shared import MACHINE, MODEL_FILES
+from harness.options.shared import WEIGHT_FORMAT
 
 LAB_ENGINES = {
     "llama-server, Q4_K_M GGUF": ("GGUF Q4_K_M", ["f16", "q8_0"]),
@@ -40,20 +45,16 @@ def add_parser(sub) -> None:
         description="Predict what an engine allocates and how fast it can decode, from the model "
         "(a .gguf file, a Hugging Face directory, or a model-table name such as qwen3-8b).",
     )
-    p.add_argument("--model", default="qwen3-8b")
-    p.add_argument(
-        "--format", help="weight format from the model table (default: the file's own, or GGUF Q4_K_M)"
-    )
-    p.add_argument("--engine", default="llama-server", choices=["llama-server", "vllm"])
-    p.add_argument("--slots", type=int, default=20)
-    p.add_argument("--ctx-per-slot", type=int, default=4096)
-    p.add_argument("--cache-type", default="f16", choices=["f16", "q8_0", "q4_0", "fp8"])
-    p.add_argument(
-        "--swa-full", action="store_true", help="llama-server --swa-full (full-size sliding-window cache)"
-    )
-    p.add_argument("--kv-bytes", type=int, help="vLLM --kv-cache-memory-bytes (default: slots x context)")
+    options.to_argparse(p, MODEL_FILES, command="predict")
+    options.to_argparse(p, WEIGHT_FORMAT, command="predict")
+    options.to_argparse(p, ARITHMETIC_ENGINE, command="predict")
+    options.to_argparse(p, SLOTS, command="predict")
+    options.to_argparse(p, CTX_PER_SLOT, command="predict")
+    options.to_argparse(p, CACHE_TYPE, command="predict")
+    options.to_argparse(p, SWA_FULL, command="predict")
+    options.to_argparse(p, KV_BYTES, command="predict")
     add_vllm_pool_args(p)
-    p.add_argument("--machine", help="machine-table key for ceilings and fit (e.g. spark)")
+    options.to_argparse(p, MACHINE, command="predict")
     p.add_argument(
         "--usable-gb", type=float, help="memory the engine may use, GB (default: the machine's memory)"
     )

@@ -8,6 +8,9 @@ from pathlib import Path
 
 from harness.cli.track import parse_sets
 from harness.run.plans import load_plan
+from harness import options
+from harness.options.track import RUN_DIR, SET, TIER
+from harness.options.track import FINDINGS_FILE
 
 
 def add_parser(sub) -> None:
@@ -15,12 +18,10 @@ def add_parser(sub) -> None:
         "preflight", help="check what a track plan needs before anything starts (exit 1 on FAIL)"
     )
     p.add_argument("plan", help="plan file, or a name in tracks/ (cpu, s, n, x, m)")
-    p.add_argument("--tier", help="memory tier of the plan")
-    p.add_argument(
-        "--set", action="append", default=[], metavar="NAME=VALUE", help="override a plan variable"
-    )
-    p.add_argument("--run-dir", default="runs", help="where the run will write (its free disk is checked)")
-    p.add_argument("--json", metavar="FILE", help="also write the findings as JSON")
+    options.to_argparse(p, TIER, command="preflight")
+    options.to_argparse(p, SET, command="preflight")
+    options.to_argparse(p, RUN_DIR, command="preflight")
+    options.to_argparse(p, FINDINGS_FILE, command="preflight")
     p.set_defaults(func=run)
 
 

@@ -7,7 +7,8 @@ import json
 import os
 from contextlib import suppress
 
-from harness.core import bounds, probes
+from harness import options
+from harness.core import probes
 from harness.core.bounds import Bounds
 from harness.core.server_text import redact, redact_tree, safe_text
 from harness.core.stream import error_message
@@ -25,27 +26,21 @@ from harness.io.http import (
 from harness.core.engine_records import Features
 from harness.io.clock import now_stamp
 from harness.io.notebook import append_record, check_writable
+from harness.options.load import BASE_URL, IDLE_TIMEOUT, MAX_TOKENS, TIMEOUT
+from harness.options.record import ENGINE, ENGINE_VERSION
+from harness.options.shared import API_KEY, API_KEY_ENV, LABBOOK, MACHINE_DESC, MODEL, PRINT_ONLY
+from harness.options.single_user import PROMPT_SUFFIX
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "probe", help="which API features a server really delivers (drop-in for feature-probe.py)"
     )
-    p.add_argument("--engine", required=True, help="engine name for the notebook")
-    p.add_argument("--base-url", default="http://127.0.0.1:8080/v1")
-    p.add_argument("--model", required=True, help="model name to send")
-    p.add_argument("--api-key", default="", help="bearer token (prefer --api-key-env; never recorded)")
-    p.add_argument("--api-key-env", help="environment variable holding the bearer token")
-    p.add_argument("--engine-version", default="")
-    p.add_argument("--host", default="", help="short description of the machine")
-    p.add_argument("--prompt-suffix", default=" /no_think", help="appended to the probe prompts")
-    p.add_argument("--max-tokens", type=int, default=1024)
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds one request may take in all")
-    p.add_argument(
-        "--idle-timeout", type=float, help="seconds a request may go without a byte (default: --timeout)"
+    options.to_argparse(
+        p, ENGINE, BASE_URL, MODEL, API_KEY, API_KEY_ENV, ENGINE_VERSION, MACHINE_DESC, command="probe"
     )
-    p.add_argument("--labbook", default="labbook.md")
-    p.add_argument("--print-only", action="store_true", help="print the verdicts, record nothing")
+    options.to_argparse(p, PROMPT_SUFFIX, command="probe")
+    options.to_argparse(p, MAX_TOKENS, TIMEOUT, IDLE_TIMEOUT, LABBOOK, PRINT_ONLY, command="probe")
     p.set_defaults(func=run)
 
 
@@ -212,8 +207,8 @@ def probe_schema(client: _Client, args) -> dict:
 
 def run(args) -> int:
     key = (os.environ.get(args.api_key_env) if args.api_key_env else None) or args.api_key or None
-    client = _Client(args.base_url, key, args.timeout, args.idle_timeout)
-    bounds.number("--max-tokens", args.max_tokens, 1, bounds.MAX_TOKENS, whole=True)
+    options.check(args, MAX_TOKENS, TIMEOUT, IDLE_TIMEOUT)
+    client = _Client(args.base_url, key, args.timeout, args.idle_timeout or None)
     if not args.print_only:
         check_writable(args.labbook)
     record = Features(

@@ -7,6 +7,9 @@ import json
 from pathlib import Path
 
 from harness.cli.track import parse_sets
+from harness import options
+from harness.options.shared import LIBRARY
+from harness.options.track import QUICK, REHEARSE, SET, SMOKE, TIER, VIA_SHIM
 
 
 def add_parser(sub) -> None:
@@ -18,19 +21,13 @@ def add_parser(sub) -> None:
     )
     p.add_argument("plan", help="plan file, or a name in tracks/ (cpu-shim)")
     p.add_argument("--out", default="runs/shim/allow.json", help="where to write it")
-    p.add_argument("--library", help="the model library the shim checks paths against (default ~/models)")
-    p.add_argument("--tier", help="memory tier of the plan")
-    p.add_argument("--rehearse", action="store_true", help="the plan with its rehearsal overlay")
-    p.add_argument("--quick", action="store_true", help="with --rehearse: the overlay's quick sizes")
-    p.add_argument("--smoke", action="store_true", help="with --rehearse: the overlay's smoke sizes")
-    p.add_argument(
-        "--set", action="append", default=[], metavar="NAME=VALUE", help="override a plan variable"
-    )
-    p.add_argument(
-        "--via-shim",
-        action="store_true",
-        help="as harness track --via-shim: every engine with a shim section",
-    )
+    options.to_argparse(p, LIBRARY, command="shim-allow")
+    options.to_argparse(p, TIER, command="shim-allow")
+    options.to_argparse(p, REHEARSE, command="shim-allow")
+    options.to_argparse(p, QUICK, command="shim-allow")
+    options.to_argparse(p, SMOKE, command="shim-allow")
+    options.to_argparse(p, SET, command="shim-allow")
+    options.to_argparse(p, VIA_SHIM, command="shim-allow")
     p.add_argument(
         "--powermetrics",
         action="store_true",

@@ -18,20 +18,22 @@ from harness.io.clock import now_stamp
 from harness.io.notebook import append_record, read_records
 from harness.report import curve_tables as tables
 from harness.report.troubleshooting import load_errors
+from harness import options
+from harness.options.record import LABEL
+from harness.options.shared import LAB_CHECK, LABBOOK
+from harness.options.sizing import PEAK, PROMISE, SPARES
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "summarise", help="curves, comparisons and checks from the notebook (drop-in for summarise-load.py)"
     )
-    p.add_argument("--labbook", default="labbook.md")
+    options.to_argparse(p, LABBOOK, command="summarise")
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--list", action="store_true", help="list the labels in the notebook")
-    what.add_argument("--label", help="print the curve for one label")
+    options.to_argparse(what, LABEL, command="summarise")
     what.add_argument("--compare", nargs=2, metavar=("A", "B"), help="compare two labels level by level")
-    what.add_argument(
-        "--check", action="store_true", help="run the lab's validation rules (exit 1 on any FAIL)"
-    )
+    options.to_argparse(what, LAB_CHECK, command="summarise")
     p.add_argument(
         "--known-failure",
         action="append",
@@ -42,9 +44,9 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--markdown", action="store_true", help="print the curve table as Markdown")
     p.add_argument("--record", action="store_true", help="with --label, append a curve-summary record")
-    p.add_argument("--promise", type=float, default=None, help="p95 first-token promise, seconds (capacity)")
-    p.add_argument("--peak", type=int, default=None, help="peak crowd to size for (needs --promise)")
-    p.add_argument("--spares", type=float, default=0.2, help="spare share added to the copies (default 0.2)")
+    options.to_argparse(p, PROMISE, command="summarise")
+    options.to_argparse(p, PEAK, command="summarise")
+    options.to_argparse(p, SPARES, command="summarise")
     p.add_argument(
         "--chart",
         metavar="PNG",

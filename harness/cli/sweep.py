@@ -13,20 +13,25 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from harness.core import bounds
-from harness.core.prompts import PROMPT_SETS
+from harness import options
 from harness.core.level_records import LevelContext, LevelRecord, ServerInfo
-from harness.core.records import DEFAULT_SLO_TPOT_S, DEFAULT_SLO_TTFT_S, UNKNOWN, Objectives, is_level
-from harness.endpoints import ENDPOINT_HELP, KINDS
+from harness.core.records import Objectives, is_level
 from harness.errors import ConfigError, TargetError
 from harness.io.input_files import load_prompt_file
 from harness.io.progress import LevelProgress
 from harness.io.notebook import check_writable, read_records
-from harness.cli import sweep_energy, sweep_workers, sweep_workloads
+from harness.cli import sweep_workers, sweep_workloads
 from harness.energy import meter as telemetry
 from harness.cli.sweep_output import print_endpoint, print_level, print_plan
 from harness.load import sweep as sweeping  # no Locust yet: harness.load.runner is imported when load runs
 from harness.load.sweep import SweepPlan
+from harness.options import OptionSet, load as load_options, ranges, workload
+from harness.options.load import LOAD
+from harness.options.record import RECORD
+from harness.options.slo import SLO
+from harness.options.telemetry import TELEMETRY_SET
+from harness.options.workers import WORKERS
+from harness.options.workload import WORKLOADS
 
 
 def add_parser(sub) -> None:
@@ -37,141 +42,34 @@ def add_parser(sub) -> None:
         "JSON line per level to the notebook.",
     )
     add_options(p)
-    p.add_argument(
-        "--repeat",
-        type=int,
-        default=1,
-        help="run each level this many times in a row (each run its own record, marked repeat i of R); "
-        "summarise and the report then show each figure with the range of the R runs",
-    )
     p.set_defaults(func=run)
 
 
-# Long by nature: one declaration per option, in the order of the lab's load-test.py.
-def add_options(p, levels: bool = True) -> None:
-    """The sweep's options on ``p``; without ``levels`` (``harness capacity`` chooses its own) no
-    --concurrency, --rate, --poisson or --duration."""
-    p.add_argument(
-        "--base-url",
-        default="http://127.0.0.1:8000/v1",
-        help="the server, with or without /v1 (http://HOST:PORT means http://HOST:PORT/v1)",
-    )
-    p.add_argument("--model", required=True, help="model name the server reports at /v1/models")
+def option_sets(levels: bool = True) -> tuple[OptionSet, ...]:
+    """The sweep's option sets; without ``levels`` (``harness capacity`` chooses its own levels) no
+    --concurrency, --rate, --duration, --repeat, --burstiness or trace."""
     if levels:
-        p.add_argument("--concurrency", default="1,5,10,20", help="comma-separated levels, run in order")
-    p.add_argument("--requests", type=int, default=40, help="requests per level (at least)")
-    p.add_argument(
-        "--min-rounds", type=int, default=0, help="at least this many requests per worker per level"
-    )
-    p.add_argument("--max-tokens", type=int, default=128)
-    p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--endpoint", default="chat", choices=list(KINDS), help=ENDPOINT_HELP)
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=300.0,
-        help="seconds one request may take in all (headers and stream)",
-    )
-    p.add_argument(
-        "--idle-timeout",
-        type=float,
-        help="seconds a request may go without a byte from the server (default: --timeout)",
-    )
-    p.add_argument(
-        "--timeout-per-user",
-        type=float,
-        default=0.0,
-        help="closed loop: each request's total bound at c users is the larger of --timeout and "
-        "c x this many seconds (a request may wait for a seat behind the others; 0: --timeout only)",
-    )
-    p.add_argument("--prompt-set", default="mixed", choices=list(PROMPT_SETS))
-    p.add_argument(
-        "--prompt-file", help="JSONL prompts ({'prompt': ...} or {'messages': [...]}) instead of a set"
-    )
-    p.add_argument("--warmup", type=int, default=1, help="discarded short requests before the first level")
-    p.add_argument(
-        "--slo-ttft", type=float, default=DEFAULT_SLO_TTFT_S, help="goodput objective for TTFT, seconds"
-    )
-    p.add_argument(
-        "--slo-tpot", type=float, default=DEFAULT_SLO_TPOT_S, help="goodput objective for TPOT, seconds"
-    )
-    p.add_argument("--label", default="run")
-    p.add_argument(
-        "--append",
-        action="store_true",
-        help="add this run's levels to a label that already has levels in the notebook, without "
-        "the warning (summarise then shows the levels of both runs)",
-    )
-    p.add_argument("--engine", default=UNKNOWN)
-    p.add_argument("--engine-version", default=UNKNOWN)
-    p.add_argument("--host-desc", default=UNKNOWN, help="machine description for the record")
-    p.add_argument("--quant", default=UNKNOWN)
-    p.add_argument(
-        "--context-length", type=int, default=0, help="context per sequence the server was started with"
-    )
-    p.add_argument("--server-slots", type=int, default=0, help="sequences the server runs at once")
-    p.add_argument(
-        "--api-key-env", default="LOADTEST_API_KEY", help="environment variable holding the API key"
-    )
-    p.add_argument("--labbook", default="labbook.md", help="notebook to append one JSON line per level to")
-    p.add_argument("--samples", help="file for per-request samples (default: beside the notebook)")
-    if levels:
-        p.add_argument(
-            "--rate",
-            help="open loop: comma-separated arrival rates (requests/s), one level each, instead of "
-            "--concurrency",
-        )
-        p.add_argument(
-            "--poisson", action="store_true", help="with --rate: Poisson arrivals instead of evenly spaced"
-        )
-        p.add_argument(
-            "--duration",
-            type=float,
-            help="closed loop for this many seconds per level (then drain) instead of a request count",
-        )
-    p.add_argument("--seed", type=int, default=1, help="seed for arrivals and drawn lengths")
-    sweep_workloads.add_options(p, levels)
-    sweep_workers.add_options(p)
-    p.add_argument(
-        "--no-endpoint-check",
-        action="store_true",
-        help="skip the proof before the first level (model listed, one request with text, finish "
-        "reason and usage, the server's context fits the prompts)",
-    )
-    p.add_argument(
-        "--metrics-url",
-        help="engine /metrics URL to sample during each level (default: derived from "
-        "--base-url; 'none' to skip)",
-    )
-    sweep_energy.add_options(p)
+        return (LOAD, SLO, RECORD, WORKLOADS, WORKERS, TELEMETRY_SET)
+    less_load, less_workload = LOAD.without(*load_options.LEVELS), WORKLOADS.without(*workload.LEVELS)
+    return (less_load, SLO, RECORD, less_workload, WORKERS, TELEMETRY_SET)
+
+
+def add_options(p, levels: bool = True, command: str = "sweep") -> None:
+    """The sweep's options on ``p``, made from their declarations (``harness.options``)."""
+    options.to_argparse(p, *option_sets(levels), command=command)
 
 
 def parse_rates(text: str) -> list[float]:
-    return bounds.number_list("--rate", text, 1e-3, bounds.MAX_RATE_RPS)
+    return ranges.check(load_options.RATE, text)
 
 
 def parse_levels(text: str) -> list[int]:
-    return bounds.whole_list("--concurrency", text, 1, bounds.MAX_CONCURRENCY)
+    return ranges.check(load_options.CONCURRENCY, text)
 
 
 def check_numbers(args) -> None:
-    """Every numeric option in its range before anything starts (ConfigError, one line each)."""
-    whole = lambda name, value, low, high: bounds.number(name, value, low, high, whole=True)  # noqa: E731
-    whole("--requests", args.requests, 1, bounds.MAX_REQUESTS)
-    whole("--min-rounds", args.min_rounds, 0, bounds.MAX_REQUESTS)
-    whole("--max-tokens", args.max_tokens, 2, bounds.MAX_TOKENS)
-    whole("--warmup", args.warmup, 0, 1000)
-    whole("--repeat", getattr(args, "repeat", 1), 1, 100)
-    whole("--processes", args.processes, 0, 4 * (os.cpu_count() or 1))
-    whole("--context-length", args.context_length, 0, 100_000_000)
-    whole("--server-slots", args.server_slots, 0, bounds.MAX_CONCURRENCY)
-    bounds.number("--temperature", args.temperature, 0, 10)
-    bounds.Bounds.of(args.timeout, args.idle_timeout)
-    bounds.number("--timeout-per-user", args.timeout_per_user, 0, bounds.MAX_SECONDS)
-    bounds.seconds("--slo-ttft", args.slo_ttft)
-    bounds.seconds("--slo-tpot", args.slo_tpot)
-    if args.duration is not None:
-        bounds.seconds("--duration", args.duration)
+    """Every option in its declared range, and one price at most (ConfigError, one line each)."""
+    options.check(args, *option_sets(hasattr(args, "repeat")))
 
 
 def _root(base_url: str) -> tuple[str, str]:
@@ -252,7 +150,7 @@ def plan_from(args) -> SweepPlan:
         worker_wait_s=args.worker_wait,
         worker_url=args.worker_url,
         metrics_url=None if args.metrics_url == "none" else (args.metrics_url or root + "/metrics"),
-        idle_timeout=args.idle_timeout,
+        idle_timeout=args.idle_timeout or None,  # 0: no bound of its own (the total one)
         repeat=getattr(args, "repeat", 1),
         **workload,
         **telemetry.plan_options(args, root),

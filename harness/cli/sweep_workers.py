@@ -6,73 +6,18 @@ worker's part of a level as printed."""
 
 from __future__ import annotations
 
-
 from typing import TYPE_CHECKING
 
-from harness.core import bounds
 from harness.errors import ConfigError
+from harness.options.workers import LOCUST_MASTER_PORT
 
 if TYPE_CHECKING:
     from harness.load.sweep import SweepPlan
 
-LOCUST_MASTER_PORT = 5557  # Locust's own default: what a worker's --master-port assumes
-
-
-def add_options(p) -> None:
-    p.add_argument(
-        "--processes",
-        type=int,
-        default=0,
-        help="closed loop: run the load in N Locust worker processes "
-        "(a master here) when one client process is the limit",
-    )
-    p.add_argument(
-        "--worker-command",
-        help="with --processes: start each Locust worker with this command line instead of a "
-        "local process (the compose launcher's one-off worker container beside the engine)",
-    )
-    p.add_argument(
-        "--expect-workers",
-        type=int,
-        default=0,
-        help="closed loop: run the load in N Locust workers on other hosts, each started there with "
-        "`harness worker --master-host THIS-HOST --master-port PORT` (docs/measuring.md); the master "
-        "here waits for them, listening on --master-host and --master-port",
-    )
-    p.add_argument(
-        "--master-host",
-        default="127.0.0.1",
-        help="with --processes or --expect-workers: the address the Locust master listens on for "
-        "its workers (with --expect-workers, this machine's address on the network the workers "
-        "share; 0.0.0.0 is every interface)",
-    )
-    p.add_argument(
-        "--master-port",
-        type=int,
-        default=None,
-        help="the Locust master's port (default: 5557, Locust's own, with --expect-workers; a free one "
-        "the system picks with --processes)",
-    )
-    p.add_argument(
-        "--worker-wait",
-        type=float,
-        default=300.0,
-        help="with --expect-workers: seconds to wait for them all to connect before the first level",
-    )
-    p.add_argument(
-        "--worker-url",
-        help="with --worker-command or --expect-workers: the server's root URL as the workers reach "
-        "it (its compose service name, or its address from the worker hosts); the master still "
-        "checks and warms it at --base-url",
-    )
-
 
 def check(args, open_loop: bool) -> None:
-    """The workers' options in range and together (ConfigError, one line)."""
-    bounds.number("--expect-workers", args.expect_workers, 0, 1000, whole=True)
-    if args.master_port is not None:
-        bounds.port("--master-port", args.master_port)
-    bounds.seconds("--worker-wait", args.worker_wait)
+    """The workers' options together (ConfigError, one line); their ranges are declared
+    (``harness.options.workers``)."""
     if (args.processes or args.expect_workers) and (open_loop or args.duration or args.prompt_file):
         raise ConfigError(
             "--processes and --expect-workers work with the closed loop and the built-in prompt sets only"

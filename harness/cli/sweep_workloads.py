@@ -1,13 +1,12 @@
-"""The sweep's workload options (docs/workloads.md): bursts, trace replay, length distributions,
-conversations, the agent loop and ShareGPT files, declared on its parser and read into
-``SweepPlan`` fields (ConfigError, one line, for what does not fit). ``harness capacity`` shares
-them without the level-only ones."""
+"""The sweep's workload options (docs/workloads.md; declared in ``harness.options.workload``):
+bursts, trace replay, length distributions, conversations, the agent loop and ShareGPT files,
+read into ``SweepPlan`` fields (ConfigError, one line, for what does not fit). ``harness
+capacity`` shares them without the level-only ones."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from harness.core import bounds
 from harness.core.workloads import largest_output, largest_request
 from harness.core.traces import MAX_TRACE_S, TracePlan, parse_trace, span_words
 from harness.errors import ConfigError
@@ -15,69 +14,10 @@ from harness.io import input_files
 from harness.load import specs
 
 
-def add_options(p, levels: bool = True) -> None:
-    """The workload options on the sweep's parser; without ``levels`` no --burstiness or --trace."""
-    if levels:
-        p.add_argument(
-            "--burstiness",
-            type=float,
-            help="with --rate: gamma inter-arrival gaps of shape K (1 is Poisson, below 1 burstier; "
-            "vllm bench serve's and AIPerf's meaning)",
-        )
-        p.add_argument(
-            "--trace",
-            help="replay this trace once, each request at its timestamp (Mooncake JSONL or plain "
-            "'SECONDS INPUT OUTPUT' lines; docs/workloads.md), instead of levels",
-        )
-        p.add_argument(
-            "--trace-time-scale",
-            type=float,
-            default=1.0,
-            help="multiply the trace's times (0.5: twice as fast)",
-        )
-        p.add_argument(
-            "--trace-block-tokens",
-            type=int,
-            default=512,
-            help="prompt tokens each of the trace's hash ids stands for (Mooncake: 512)",
-        )
-    p.add_argument(
-        "--workload",
-        default="prompts",
-        choices=["prompts", "conversations", "agent"],
-        help="prompts: one request each (the prompt set, or --input-tokens); conversations: each "
-        "user holds a conversation of --turns turns, sending the whole history every turn; agent: "
-        "the same over the labs' preamble and tools, each tool call answered by a tool result",
-    )
-    p.add_argument(
-        "--sharegpt",
-        help="a ShareGPT file: with --workload conversations, each conversation sends its user "
-        "messages; with prompts, each request is a conversation's first user message",
-    )
-    p.add_argument(
-        "--input-tokens",
-        help="prompt lengths drawn from fixed:N, uniform:LO-HI, normal:MEAN,SD or file:PATH "
-        "(synthesised prompts instead of the prompt set)",
-    )
-    p.add_argument(
-        "--output-tokens",
-        help="output lengths drawn the same way, each forced (max_tokens, min_tokens, ignore_eos)",
-    )
-    p.add_argument("--turns", default="uniform:3-5", help="conversations: turns per conversation")
-    p.add_argument(
-        "--message-tokens", default="uniform:40-80", help="conversations: tokens of each new user message"
-    )
-    p.add_argument(
-        "--think-time", type=float, default=0.0, help="conversations: seconds a user waits between turns"
-    )
-
-
 MAX_TRACE_BYTES = 256 << 20  # a trace file read whole (Mooncake's public traces are a few MB)
 
 
 def _trace(args) -> TracePlan:
-    bounds.number("--trace-time-scale", args.trace_time_scale, 1e-3, 1000)
-    bounds.number("--trace-block-tokens", args.trace_block_tokens, 1, 100_000, whole=True)
     what = "a trace file (Mooncake JSONL or 'SECONDS INPUT OUTPUT' lines)"
     text = input_files.read_text("--trace", args.trace, MAX_TRACE_BYTES, what)
     fmt, rows = parse_trace(text, str(args.trace), args.trace_block_tokens)
@@ -97,10 +37,8 @@ def workload_options(args, open_loop: bool) -> dict:
     """The workload options as SweepPlan fields (ConfigError, one line, for what does not fit)."""
     burst = getattr(args, "burstiness", None)
     trace = getattr(args, "trace", None)
-    if burst is not None:
-        if not open_loop:
-            raise ConfigError("--burstiness needs --rate (it shapes the open loop's arrival gaps)")
-        bounds.number("--burstiness", burst, 1e-3, 1000)
+    if burst is not None and not open_loop:
+        raise ConfigError("--burstiness needs --rate (it shapes the open loop's arrival gaps)")
     if getattr(args, "poisson", False) and burst is not None:
         raise ConfigError("--poisson and --burstiness are one choice: --burstiness 1 is Poisson")
     out: dict = {"burstiness": burst}

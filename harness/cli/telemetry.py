@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 
-from harness.energy import KINDS
-
+from harness import options
 from harness.energy.detect import detect
-
 from harness.energy.sampler import DEFAULT_INTERVAL, idle_baseline
+from harness.options.shared import AS_JSON
+from harness.options.telemetry import TELEMETRY
 
 
 def add_parser(sub) -> None:
@@ -21,14 +21,10 @@ def add_parser(sub) -> None:
         description="Detect the telemetry sources (NVML, amdsmi, amdgpu hwmon, powermetrics, RAPL), say in "
         "one line why each absent one is absent, and read the present ones for a few seconds.",
     )
-    p.add_argument(
-        "--telemetry",
-        default="auto",
-        help=f"auto, none, or any of {', '.join(KINDS)} comma-separated (one named and absent: exit 2)",
-    )
+    options.to_argparse(p, TELEMETRY, command="telemetry")
     p.add_argument("--seconds", type=float, default=2.0, help="how long to read (0: detect only)")
     p.add_argument("--interval", type=float, default=DEFAULT_INTERVAL, help="seconds between readings")
-    p.add_argument("--json", action="store_true", help="print the detection and the reading as JSON")
+    options.to_argparse(p, AS_JSON, command="telemetry")
     p.set_defaults(func=run)
 
 

@@ -13,6 +13,9 @@ import yaml
 from harness.errors import ConfigError
 from harness.io.ports import free_port
 from harness.run.plans import find_plan, load_plan
+from harness import options
+from harness.options.shared import DRY_RUN
+from harness.options.track import QUICK, REHEARSE, RUN_DIR, SET, SMOKE, TIER, VIA_SHIM
 
 FREE = "free"  # a plan variable with this value is given a port no one holds (tracks/practice.yaml)
 
@@ -24,45 +27,20 @@ def add_parser(sub) -> None:
         description="Run a track plan (tracks/*.yaml) into a run directory.",
     )
     p.add_argument("plan", help="plan file, or a name in tracks/ (practice, cpu, s, n, x, m)")
-    p.add_argument("--dry-run", action="store_true", help="print every command in order; start nothing")
+    options.to_argparse(p, DRY_RUN, command="track")
     p.add_argument(
         "--resume",
         action="store_true",
         help="continue the run in --run-dir (default: the latest run "
         "of this plan) without repeating finished steps",
     )
-    p.add_argument("--run-dir", help="run directory (default: runs/<date>-<plan>)")
-    p.add_argument("--tier", help="memory tier of the plan (its tiers: see the plan file)")
-    p.add_argument(
-        "--rehearse",
-        action="store_true",
-        help="run a GPU track's own plan on this machine's CPU stand-ins (harness/data/rehearsals/); "
-        "its records say rehearsal, its run directory is runs/<date>-rehearsal-<plan>",
-    )
-    p.add_argument(
-        "--quick",
-        action="store_true",
-        help="with --rehearse: the overlay's quick sizes (a few minutes a track)",
-    )
-    p.add_argument(
-        "--smoke",
-        action="store_true",
-        help="with --rehearse: the overlay's smoke sizes, smaller than --quick (every step once at "
-        "the least size that passes it; what CI runs)",
-    )
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="override one of the plan's variables (repeatable), e.g. --set REQUESTS=8",
-    )
-    p.add_argument(
-        "--via-shim",
-        action="store_true",
-        help="start every engine whose definition has a shim section through the host-side shim "
-        "(docs/shim.md); HARNESS_SHIM_URL, HARNESS_SHIM_TOKEN_FILE and HARNESS_SHIM_HOST say where",
-    )
+    options.to_argparse(p, RUN_DIR, command="track")
+    options.to_argparse(p, TIER, command="track")
+    options.to_argparse(p, REHEARSE, command="track")
+    options.to_argparse(p, QUICK, command="track")
+    options.to_argparse(p, SMOKE, command="track")
+    options.to_argparse(p, SET, command="track")
+    options.to_argparse(p, VIA_SHIM, command="track")
     p.set_defaults(func=run)
 
 

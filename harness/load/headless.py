@@ -103,7 +103,7 @@ def prove(host: str, base_path: str, model: str, api_key: str | None, o) -> list
     from harness.io import endpoint_proof, http
 
     base_url = chat_url(host, base_path).removesuffix("/chat/completions")  # --host with or without /v1
-    bound = min(o.request_timeout, 30.0)
+    bound = min(o.timeout, 30.0)
     mismatch = endpoint_proof.plain_http_behind_https(base_url)  # said at once, not at the bound
     if mismatch:
         raise TargetError(mismatch)

@@ -1,131 +1,51 @@
-"""The Locust command-line options of the harness's user (also the web UI's form fields where
-``include_in_web_ui``): what to send, the two bounds of every request, and the headless-only
-thresholds and notebook, and the telemetry (``harness.energy.meter``). Registered
-on import by ``harness.load.user``."""
+"""The Locust command-line options of the harness's user, made from their declarations
+(``harness.options``): what to send, the two bounds of every request, the headless-only
+thresholds, the notebook and the telemetry. Those marked ``web_form`` are the web UI's form
+fields too. Every number and length text is checked as it is parsed (argparse's one line, exit
+status 2, before ``--processes`` forks or any user starts; the ``LOCUST_*`` variables as well),
+and on the web UI's form when a test is started (the same words, and nothing starts).
+
+Registered on import by ``harness.load.user``; both locustfiles import it."""
 
 from __future__ import annotations
 
-import argparse
-import os
-
 from locust import events
 
-from harness.core.prompts import PROMPT_SETS
-from harness.endpoints import ENDPOINT_HELP, KINDS
-from harness.errors import ConfigError
+from harness import options
+from harness.energy.detect import parse_spec
+from harness.options import load, record, slo, telemetry, workload
+
+SETS = (load.LOCUST, workload.LOCUST, slo.LOCUST, record.LOCUST, telemetry.TELEMETRY_SET)
+# the web UI form's field that is no option's dest: Locust's form calls --users "user_count"
+FORM_FIELDS = {"user_count": "--users"}
+
+
+def telemetry_words(flag: str, text: str) -> None:
+    """``--telemetry``'s words read (ConfigError, one line, for one that names no source)."""
+    parse_spec(text)
 
 
 @events.init_command_line_parser.add_listener
 def _options(parser) -> None:
-    # include_in_web_ui works on the parser itself, not on argument groups; every option can also be
-    # set through its LOCUST_* environment variable (the compose services are configured that way).
-    def option(name: str, **kw) -> None:
-        parser.add_argument(name, env_var="LOCUST_" + name[2:].upper().replace("-", "_"), **kw)
-
-    option("--model", default="", include_in_web_ui=True, help="model name the server reports (empty: omit)")
-    option("--max-tokens", type=int, default=128, include_in_web_ui=True)
-    option("--temperature", type=float, default=0.0, include_in_web_ui=True)
-    option("--prompt-set", default="mixed", choices=list(PROMPT_SETS), include_in_web_ui=True)
-    option("--api-base-path", default="/v1", include_in_web_ui=True, help="path before /chat/completions")
-    option("--endpoint", default="chat", choices=list(KINDS), include_in_web_ui=True, help=ENDPOINT_HELP)
-    # the workloads beyond the prompt sets (docs/workloads.md), as harness sweep has them
-    option(
-        "--workload",
-        default="prompts",
-        choices=["prompts", "conversations", "agent"],
-        include_in_web_ui=True,
-        help="prompts: one request each; conversations: each user holds a conversation; agent: the "
-        "labs' preamble and tools, tool calls answered by tool results",
-    )
-    option(
-        "--input-tokens",
-        default="",
-        include_in_web_ui=True,
-        help="prompt lengths: fixed:N, uniform:LO-HI, ...",
-    )
-    option("--output-tokens", default="", include_in_web_ui=True, help="output lengths, each forced")
-    option(
-        "--turns", default="uniform:3-5", include_in_web_ui=True, help="conversations: turns per conversation"
-    )
-    option(
-        "--message-tokens", default="uniform:40-80", include_in_web_ui=True, help="conversations: new message"
-    )
-    option(
-        "--think-time", type=float, default=0.0, include_in_web_ui=True, help="conversations: s between turns"
-    )
-    option(
-        "--api-key-env",
-        default="LOADTEST_API_KEY",
-        include_in_web_ui=False,
-        help="environment variable holding the API key",
-    )
-    # command-line only (not on the web UI's form): thresholds are for headless runs, and the
-    # notebook is chosen when the UI starts (one record per test)
-    headless = {"include_in_web_ui": False}
-    option(
-        "--ttft-p95-max",
-        type=float,
-        default=0.0,
-        help="headless: fail when TTFT p95 exceeds this (s)",
-        **headless,
-    )
-    option(
-        "--fail-ratio-max",
-        type=float,
-        default=-1.0,
-        help="headless: fail above this failure ratio",
-        **headless,
-    )
-    option(
-        "--labbook",
-        default="",
-        help="append one level record per test (headless: the run; web UI: each test, at its "
-        "stop) to this notebook, and its exact samples beside it",
-        **headless,
-    )
-    option("--label", default="locust", help="label of that record", **headless)
-    option(
-        "--proof-wait",
-        type=float,
-        default=0.0,
-        help="headless: seconds to wait for an endpoint that refuses connections before the proof fails",
-        **headless,
-    )
-    option("--request-timeout", type=float, default=300.0, help="seconds one request may take in all")
-    option("--idle-timeout", type=float, default=0.0, help="seconds without a byte (0: the request timeout)")
-    # telemetry (harness.energy.meter): as harness sweep's, command-line only (the
-    # sources are opened and the idle baseline read when Locust starts, before any test)
-    option(
-        "--telemetry",
-        default=os.environ.get("HARNESS_TELEMETRY") or "auto",
-        type=_telemetry_words,
-        help="power and energy during each test (web UI: each phase): auto, none, or sources by name "
-        "comma-separated (practice: the practice server's IMITATION figure); an absent one is one line",
-        **headless,
-    )
-    option(
-        "--telemetry-interval", type=float, default=0.5, help="seconds between telemetry readings", **headless
-    )
-    option(
-        "--idle-seconds", type=float, default=2.0, help="the idle baseline's seconds (0: none)", **headless
-    )
-    option(
-        "--subtract-idle",
-        action="store_true",
-        default=False,
-        help="take the idle power off each record's energy before the per-token figures",
-        **headless,
-    )
-    option("--price-per-hour", type=float, default=None, help="cost per million output tokens", **headless)
-    option("--price-per-kwh", type=float, default=None, help="cost per million output tokens", **headless)
+    options.to_locust(parser, *SETS)
+    options.retype(parser, load.LOCUST_OWN)
 
 
-def _telemetry_words(text: str) -> str:
-    """``--telemetry`` checked as it is parsed (argparse's one line for a word that is no source)."""
-    from harness.energy.detect import parse_spec
+def form_problem(form) -> str | None:
+    """The first field of a web UI start form that does not read as its option, as one line, or None."""
+    return options.check_form(form, *SETS, load.LOCUST_OWN, fields=FORM_FIELDS)
 
-    try:
-        parse_spec(text)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--telemetry ")) from None
-    return text
+
+@events.init.add_listener
+def _check_web_form(environment, web_ui=None, **_kw) -> None:
+    if web_ui is None:
+        return
+    from flask import jsonify, request
+
+    @web_ui.app.before_request
+    def check_swarm_form():
+        if request.method == "POST" and request.path.endswith("/swarm"):
+            problem = form_problem(request.form)
+            if problem:
+                return jsonify({"success": False, "message": problem, "host": environment.host})
+        return None

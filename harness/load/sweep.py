@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from harness import signals
+from harness import options, signals
 from harness.core.bounds import crowd_timeout
 from harness.core.levels import level_record, peak_in_flight, sample_record
 from harness.core.prompts import make_prompts
@@ -28,6 +28,7 @@ from harness.io.clock import new_run_id, now_stamp
 from harness.io.input_files import load_prompt_file
 from harness.io.notebook import append_level, append_record
 from harness.energy.meter import Meter, TelemetryPlan, with_parts
+from harness.options import load as load_options
 
 WARMUP_PROMPT = "Answer with a single word: ok"
 
@@ -192,25 +193,20 @@ def start_workers(plan: SweepPlan):
     """The Locust worker processes (and the master here) of a ``processes`` sweep."""
     from harness.load import distributed  # imports Locust: only now
 
-    worker_args = [
-        "--model",
-        plan.model,
-        "--max-tokens",
-        str(plan.context.max_tokens),
-        "--temperature",
-        str(plan.context.temperature),
-        "--prompt-set",
-        plan.context.prompt_set,
-        "--api-base-path",
-        plan.base_path,
-        "--api-key-env",
-        plan.api_key_env,
-        "--request-timeout",  # the workers' users run under the sweep's two bounds too
-        f"{worker_timeout(plan):g}",
-        "--idle-timeout",
-        f"{plan.idle_timeout or 0:g}",
-        f"--endpoint={plan.context.endpoint}",
-    ]
+    worker_args = options.to_argv(  # the workers' users run under the sweep's two bounds too
+        {
+            "model": plan.model,
+            "max_tokens": plan.context.max_tokens,
+            "temperature": plan.context.temperature,
+            "prompt_set": plan.context.prompt_set,
+            "api_base_path": plan.base_path,
+            "api_key_env": plan.api_key_env,
+            "timeout": worker_timeout(plan),
+            "idle_timeout": plan.idle_timeout,
+            "endpoint": plan.context.endpoint,
+        },
+        load_options.LOCUST,
+    )
     if plan.expect_workers:
         url = plan.worker_url or plan.root
         remote = distributed.RemoteWorkers(

@@ -186,7 +186,7 @@ def workload_for(environment) -> Workload:
         o.max_tokens,
         temperature=o.temperature,
         api_key=os.environ.get(o.api_key_env) or None,
-        timeout=o.request_timeout,
+        timeout=o.timeout,
         idle_timeout=o.idle_timeout or None,
         endpoint=endpoint,
         **standalone_workload(o),
@@ -199,7 +199,7 @@ def workload_for(environment) -> Workload:
 
 def standalone_workload(o) -> dict:
     """The workload options of a headless or web-UI run as Workload arguments (checked already
-    by their option types: ``harness.load.option_checks``)."""
+    by their option types: ``harness.load.options``)."""
     from harness.load import specs
 
     kind = getattr(o, "workload", "prompts")

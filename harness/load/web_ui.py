@@ -59,7 +59,7 @@ PROOF_FIELDS = (
     "temperature",
     "prompt_set",
     "api_base_path",
-    "request_timeout",
+    "timeout",
     "idle_timeout",
 )
 

@@ -1,6 +1,7 @@
-"""Every numeric option of the Locust path (harness/load/option_checks.py) is checked before anything
-starts: on Locust's command line and its LOCUST_* variables (argparse's one line, status 2, no
-request sent, no process forked) and on the web UI's start form (the same line, nothing started)."""
+"""Every numeric option of the Locust path (declared in harness/options, made into Locust's options
+by harness/load/options.py) is checked before anything starts: on Locust's command line and its
+LOCUST_* variables (argparse's one line, status 2, no request sent, no process forked) and on the
+web UI's start form (the same line, nothing started)."""
 
 from __future__ import annotations
 
@@ -23,11 +24,13 @@ LOCUST = [sys.executable, "-m", "locust", "-f", str(ROOT / "locustfiles" / "llm_
     "args, line",
     [
         (
-            ["--request-timeout", "0"],
-            "argument --request-timeout: takes a number from 0.001 to 604800, got 0.0",
+            ["--timeout", "0"],
+            "argument --timeout/--request-timeout: takes a positive number of seconds, got 0.0",
         ),
-        (["--request-timeout", "nan"], "argument --request-timeout: takes a number from 0.001"),
+        (["--request-timeout", "nan"], "argument --timeout/--request-timeout: takes a number from 0.001"),
         (["--idle-timeout", "-1"], "argument --idle-timeout: takes a number from 0 to 604800, got -1.0"),
+        (["--telemetry", "nvml,bogus"], "argument --telemetry: 'nvml,bogus': give auto, none or any of"),
+        (["--turns", "uniform:5-2"], "argument --turns: "),
         (["--max-tokens", "1"], "argument --max-tokens: takes a whole number from 2 to 1000000, got 1"),
         (["--max-tokens", "1.5"], "argument --max-tokens: takes a whole number from 2"),
         (["--temperature", "inf"], "argument --temperature: takes a number from 0 to 10, got inf"),
@@ -60,10 +63,10 @@ def test_a_bad_number_stops_the_headless_run_in_one_line(args, line, tmp_path):
 
 
 def test_no_numeric_option_of_ours_goes_unchecked():
-    # What is left with a plain int or float type after option_checks ran is Locust's own ports and
-    # waits; an option the harness adds without a limit in option_checks.LIMITS shows up here.
+    # What is left with a plain int or float type after harness.load.options ran is Locust's own
+    # ports and waits; an option the harness adds without a declared range shows up here.
     code = (
-        "import harness.load.option_checks\n"
+        "import harness.load.options\n"
         "from locust.argument_parser import get_parser\n"
         "acts = get_parser()._actions\n"
         "print(' '.join(sorted(max(a.option_strings, key=len) for a in acts if a.type in (int, float))))"
@@ -77,13 +80,13 @@ def test_no_numeric_option_of_ours_goes_unchecked():
 
 
 def test_the_locust_variables_are_checked_too():
-    env = {**os.environ, "LOCUST_REQUEST_TIMEOUT": "0", "LOCUST_HOST": "http://127.0.0.1:9"}
+    env = {**os.environ, "LOCUST_TIMEOUT": "0", "LOCUST_HOST": "http://127.0.0.1:9"}
     done = subprocess.run(
         [*LOCUST, "--headless", "-t", "5s"], capture_output=True, text=True, env=env, timeout=60
     )
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().endswith(
-        ": error: argument --request-timeout: takes a number from 0.001 to 604800, got 0.0"
+        ": error: argument --timeout/--request-timeout: takes a positive number of seconds, got 0.0"
     ), done.stderr
 
 

@@ -162,6 +162,9 @@ def broken_rules(edges: tuple[Import, ...]) -> list[str]:
             found.append(f"{e.source} imports {e.target} (line {e.line}): core imports only core and errors")
         if source == "endpoints" and target not in ("core", "errors", "endpoints"):
             found.append(f"{e.source} imports {e.target} (line {e.line}): endpoints (pure) imports only core")
+        if source == "options" and target not in ("core", "errors", "options", "energy", "endpoints"):
+            rule = "options imports only core, errors, options and the pure energy and endpoints"
+            found.append(f"{e.source} imports {e.target} (line {e.line}): {rule}")
         if target in NEVER.get(source, ()):
             found.append(f"{e.source} imports {e.target} (line {e.line}): {source} never imports {target}")
         if (source, target) == ("run", "report") and (e.source, e.target) not in RUN_TO_REPORT:
@@ -341,6 +344,10 @@ def test_the_code_cites_no_tracker_issue():
         (
             {"endpoints/a.py": "from harness.io import x\n", "io/x.py": ""},
             "endpoints (pure) imports only core",
+        ),
+        (
+            {"options/a.py": "def f():\n    from harness.load import b\n", "load/b.py": ""},
+            "options imports only core, errors, options and the pure energy and endpoints",
         ),
     ],
 )

@@ -175,7 +175,7 @@ import sys
 from types import SimpleNamespace
 from harness.load.web_ui import start_problem  # imports Locust, which patches the process
 opts = SimpleNamespace(model="fake-model", max_tokens=8, temperature=0.0, prompt_set="mixed",
-    api_base_path="/v1", request_timeout=3.0, idle_timeout=3.0, api_key_env="THIRD_SWEEP_BAD_KEY")
+    api_base_path="/v1", timeout=3.0, idle_timeout=3.0, api_key_env="THIRD_SWEEP_BAD_KEY")
 print(start_problem(SimpleNamespace(runner=None, host=sys.argv[1], parsed_options=opts), {}))
 """
 

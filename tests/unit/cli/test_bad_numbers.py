@@ -18,7 +18,7 @@ SWEEP = ["sweep", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--no-e
         (["--timeout", "0"], "--timeout takes a positive number of seconds"),
         (["--timeout", "nan"], "--timeout takes a number"),
         (["--timeout", "inf"], "--timeout takes a number"),
-        (["--idle-timeout", "-3"], "--idle-timeout takes a positive number of seconds"),
+        (["--idle-timeout", "-3"], "--idle-timeout takes a number from 0 to 604800"),  # 0: --timeout
         (["--timeout-per-user", "-1"], "--timeout-per-user takes a number from 0 to 604800"),
         (["--timeout-per-user", "nan"], "--timeout-per-user takes a number"),
         (["--rate", "2", "--timeout-per-user", "5"], "--timeout-per-user works with --concurrency"),

@@ -66,4 +66,4 @@ def test_sizing_options_are_refused_before_anything_is_read_or_sent(args, tmp_pa
 def test_a_price_past_any_real_one_is_refused_before_the_level_is_run(price, capsys):
     """--price-per-hour 1e308 ran the level, then refused its record (cost inf): the level lost."""
     err = _refused([price], capsys)
-    assert "must be a number from 0 to 1,000,000" in err, err
+    assert "takes a number from 0 to 1000000, got" in err, err  # the declared range (options/telemetry)

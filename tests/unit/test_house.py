@@ -22,6 +22,8 @@ NEVER = {
     "run": ("load", "cli", "practice"),
     "report": ("run", "load", "cli", "practice"),
     "practice": ("load", "run", "report", "cli"),
+    "sizing": ("load", "report", "cli", "practice"),
+    "engines": ("load", "report", "cli", "practice"),
 }
 # The one import across the run/report line that is left: the plan's report step writes the report
 # in the runner's own process (there is no `harness report` command to run it as a step).
@@ -148,6 +150,8 @@ def broken_rules(edges: tuple[Import, ...]) -> list[str]:
             found.append(f"{e.source} imports {e.target} (line {e.line}): core imports only core and errors")
         if target in NEVER.get(source, ()):
             found.append(f"{e.source} imports {e.target} (line {e.line}): {source} never imports {target}")
+        if target == "cli" and source not in ("cli", "entry"):
+            found.append(f"{e.source} imports {e.target} (line {e.line}): only the entry point imports cli")
         if (source, target) == ("run", "report") and (e.source, e.target) not in RUN_TO_REPORT:
             found.append(f"{e.source} imports {e.target} (line {e.line}): run does not import report")
     return found
@@ -201,6 +205,9 @@ def test_the_layers_import_only_downwards():
         ),
         ({"core/a.py": "import harness.io.x\n", "io/x.py": ""}, "core imports only core and errors"),
         ({"report/a.py": "from harness.run.b import c\n", "run/b.py": ""}, "report never imports run"),
+        ({"sizing/a.py": "from harness.load import b\n", "load/b.py": ""}, "sizing never imports load"),
+        ({"engines/a.py": "import harness.cli.b\n", "cli/b.py": ""}, "engines never imports cli"),
+        ({"io/a.py": "from harness.cli.b import c\n", "cli/b.py": ""}, "only the entry point imports cli"),
     ],
 )
 def test_the_checks_catch_what_they_are_for(tmp_path, files, broken):

@@ -4,13 +4,14 @@ mismatch, naming both figures and the likely cause."""
 
 from __future__ import annotations
 
-from harness.cli.predict import add_vllm_pool_args, vllm_pool_kwargs
+from harness.cli.predict import add_vllm_pool_args
 from harness.core import engine_logs
 from harness.core.predictions import predict_allocation
 from harness.engines import allocation
 from harness.errors import ConfigError
 from harness.io.model_info import load_model
 from harness.io.notebook import append_record
+from harness.sizing.predictions_shown import vllm_pool_kwargs
 
 
 def add_parser(sub) -> None:

@@ -10,12 +10,11 @@ import sys
 from urllib.parse import urlsplit
 
 from harness.cli import sweep_energy
-from harness.core import server_timings
-from harness.core.arithmetic import speed_limit, speed_share
 from harness.engines import single_user
 from harness.errors import ConfigError
 from harness.io.machines import lookup
 from harness.io.notebook import append_record, check_writable, validate
+from harness.report.single_user_lines import limit_share, result_lines
 
 
 def add_parser(sub) -> None:
@@ -74,11 +73,6 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _rate(rec: dict) -> str:
-    value = rec["decode_tokens_per_s"]
-    return f"{value:.2f}" if value is not None else f"- ({rec.get('decode_note', 'not measured')})"
-
-
 def run(args) -> int:
     if args.snapshot_only:
         snap = single_user.write_snapshot(args.snapshot_only)
@@ -109,13 +103,13 @@ def run(args) -> int:
     finally:
         if meter is not None:
             meter.close()
-    short, long, template = got.short, got.long, got.template
-    print_results(args.engine, short, long, got.prefill, got.added, got.tree)
-    if template:
-        said = f"{template['sha256']} ({template['source']})" if template["sha256"] else template["note"]
-        print(f"    {args.engine:>14} chat template: {said}")
+    short, long = got.short, got.long
+    for line in result_lines(args.engine, short, long, got.prefill, got.added, got.tree, got.template):
+        print(line)
     if bandwidth and short["decode_tokens_per_s"]:
-        short["speed_limit"] = limit_share(args, bandwidth, short["decode_tokens_per_s"])
+        rate = short["decode_tokens_per_s"]
+        short["speed_limit"], line = limit_share(args.engine, args.machine, bandwidth, args.model_gb, rate)
+        print(line)
     if args.reuse_prompt:
         print(
             "    --reuse-prompt: these runs measured the prefix cache, not prefill; nothing recorded",
@@ -134,62 +128,3 @@ def _record(labbook: str, short: dict, long: dict) -> None:
     for rec in (short, long):
         append_record(labbook, rec, "engine-speed")
     print(f"    recorded 2 line(s) in {labbook}")
-
-
-def limit_share(args, bandwidth: float, rate: float) -> dict:
-    """Seed 002's sanity check: the short test's decode over bandwidth / model size, printed and kept."""
-    limit = speed_limit(bandwidth, args.model_gb)
-    share, reading = speed_share(rate, limit)
-    print(
-        f"    {args.engine:>14} speed limit {bandwidth:g} GB/s / {args.model_gb:g} GB = {limit:.1f} tok/s; "
-        f"short decode {rate:.2f} tok/s is {share:.0%} of it: {reading}"
-    )
-    return {
-        "machine": args.machine,
-        "bandwidth_gb_s": bandwidth,
-        "model_gb": args.model_gb,
-        "tok_s": round(limit, 2),
-        "share": round(share, 3),
-    }
-
-
-def print_results(engine: str, short: dict, long: dict, prefill, added: dict, tree: dict) -> None:
-    rss = tree.get("rss_mb")
-    for rec in (short, long):
-        print(
-            f"    {engine:>14} {rec['test']:>5}  prompt {rec['prompt_tokens']} tok  "
-            f"ttft {rec['ttft_s']:.3f} s  "
-            f"decode {_rate(rec)} tok/s  {rec['completion_tokens']} tok ({rec['finish_reason']}), "
-            f"counts from {rec['token_source']}, cached {rec['max_cached_prompt_tokens']}"
-        )
-    print(
-        f"    {engine:>14} prefill from the difference: "
-        + (
-            f"{prefill:.1f} tok/s over {long['prompt_tokens'] - short['prompt_tokens']:.0f} more prompt "
-            "tokens"
-            if prefill
-            else f"not computable: {long.get('prefill_note')}"
-        )
-    )
-    if long["server_prefill_tokens_per_s"] is not None:
-        print(
-            f"    {engine:>14} server's own timings (long): prefill "
-            f"{long['server_prefill_tokens_per_s']:.1f} "
-            f"tok/s, decode {long['server_decode_tokens_per_s']:.2f} tok/s"
-        )
-    agreement = server_timings.words(long.get("server_timings_check"))
-    if agreement:
-        print(f"    {engine:>14} {agreement}")
-    for rec in (short, long):
-        for line in sweep_energy.level_lines(rec):
-            print(f"    {engine:>14} {rec['test']:>5} {line.strip()}")
-    mem = ", ".join(f"{k} {v}" for k, v in added.items()) if added else "no idle snapshot given"
-    resident = (
-        "not read (give --server-pid)"
-        if rss is None
-        else f"{rss}, PSS {tree.get('pss_mb', '-')} ({tree.get('processes', 0)} process(es) summed)"
-    )
-    print(
-        f"    {engine:>14} memory added since the idle snapshot (MB): {mem}; "
-        f"server resident set (MB): {resident}"
-    )

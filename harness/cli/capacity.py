@@ -21,7 +21,6 @@ import time
 from dataclasses import replace
 
 from harness.cli import sweep as sweep_cli, sweep_energy
-from harness.core.curves import copies_for
 from harness.core.level_records import RunMark
 from harness.io.notebook import append_record, check_writable
 from harness.load import sweep as sweeping
@@ -92,7 +91,8 @@ def run(args) -> int:
     if listed and args.model not in listed:
         print(f"warning: the server lists {', '.join(map(str, listed))}, not {args.model!r}", file=sys.stderr)
     found = Search(args.rate_step)
-    _print_head(args, plan, criterion, found)
+    for line in capacity_search.head_lines(args, plan.context, criterion, found):
+        print(line, flush=True)
     if not args.no_endpoint_check:
         sweep_cli.print_endpoint(sweeping.prove_endpoint(plan, listed))
     meter = sweep_energy.start(plan.telemetry)  # absent sources in one line each; the idle baseline
@@ -108,43 +108,13 @@ def run(args) -> int:
             meter.close()
     context = {**plan.context.__dict__, "server_slots": args.server_slots or None}
     got = capacity_search.answer(args, context, plan.run_id, criterion, found, time.monotonic() - started)
-    rec = got.record
-    print(
-        f"    capacity with {criterion.text}: {rec.answer}; {rec.levels_measured} level(s) measured in "
-        f"{rec.runs} run(s), {rec.elapsed_s:.0f} s"
-    )
-    if got.kept:
-        print(f"    kept the promise: {', '.join(found.name(k) for k in got.kept)}")
-    append_record(plan.labbook, rec.to_dict(), "capacity")
-    print(f"    appended {rec.runs} level line(s) and a capacity record to {plan.labbook}")
-    if args.peak and rec.capacity and found.step is None:
-        need, spare = copies_for(args.peak, rec.capacity, args.spares)
-        bound = " (capacity is a lower bound, so this is an upper bound)" if rec.reading != "exact" else ""
-        print(
-            f"    a peak of {args.peak} needs {args.peak} / {rec.capacity} -> {need} copies, {spare} with "
-            f"{args.spares:.0%} spares{bound}"
-        )
+    append_record(plan.labbook, got.record.to_dict(), "capacity")
+    for line in capacity_search.answer_lines(args, criterion, found, got, plan.labbook):
+        print(line)
     if found.ended:
         print(f"harness capacity: the search ended without an answer: {found.ended}", file=sys.stderr)
         return SEARCH_ENDED
     return 0
-
-
-def _print_head(args, plan, criterion, found: Search) -> None:
-    over = "crowd" if found.step is None else f"arrival rate (steps of {found.step:g} requests/s)"
-    loop = (
-        "closed loop"
-        if found.step is None
-        else f"open loop ({'Poisson' if args.poisson else 'evenly spaced'} arrivals)"
-    )
-    print(f"==> capacity of {args.model} at {args.base_url}: the largest {over} with {criterion.text}")
-    print(
-        f"    each verdict from a {args.confidence:.0%} bootstrap interval over the pooled requests; "
-        f"boundary levels run at least {args.confirm} times, an unsure level up to {args.max_runs}; "
-        f"at most {args.time_budget:g} s; {loop}, prompt set {plan.context.prompt_set}, "
-        f"max_tokens {plan.context.max_tokens}, at least {args.requests} request(s) per level",
-        flush=True,
-    )
 
 
 def _measure(plan, meter) -> capacity_search.Measure:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from harness.core import bounds, sizing
+from harness.core.curves import copies_for
 from harness.core.energy_records import energy_words
 from harness.core.records import Capacity, now_stamp
 from harness.core.sample import Sample
@@ -123,6 +124,23 @@ class Search:
 
     def rate(self, k: int) -> float | None:
         return None if self.step is None else round(k * self.step, 6)
+
+
+def head_lines(args, context, criterion: sizing.Criterion, found: Search) -> list[str]:
+    """What the search is about to do, in two lines: over what, the promise, and how sure."""
+    over = "crowd" if found.step is None else f"arrival rate (steps of {found.step:g} requests/s)"
+    loop = (
+        "closed loop"
+        if found.step is None
+        else f"open loop ({'Poisson' if args.poisson else 'evenly spaced'} arrivals)"
+    )
+    return [
+        f"==> capacity of {args.model} at {args.base_url}: the largest {over} with {criterion.text}",
+        f"    each verdict from a {args.confidence:.0%} bootstrap interval over the pooled requests; "
+        f"boundary levels run at least {args.confirm} times, an unsure level up to {args.max_runs}; "
+        f"at most {args.time_budget:g} s; {loop}, prompt set {context.prompt_set}, "
+        f"max_tokens {context.max_tokens}, at least {args.requests} request(s) per level",
+    ]
 
 
 def search(
@@ -262,3 +280,24 @@ def answer(
         end_reason=found.ended,
     )
     return Answer(record, sorted(k for k, v in state.verdicts.items() if v.outcome == "pass"))
+
+
+def answer_lines(args, criterion: sizing.Criterion, found: Search, got: Answer, labbook) -> list[str]:
+    """The answer in words: the capacity and how it was found, the levels that kept the promise,
+    where the records went, and the copies a ``--peak`` crowd needs."""
+    rec = got.record
+    out = [
+        f"    capacity with {criterion.text}: {rec.answer}; {rec.levels_measured} level(s) measured in "
+        f"{rec.runs} run(s), {rec.elapsed_s:.0f} s"
+    ]
+    if got.kept:
+        out.append(f"    kept the promise: {', '.join(found.name(k) for k in got.kept)}")
+    out.append(f"    appended {rec.runs} level line(s) and a capacity record to {labbook}")
+    if args.peak and rec.capacity and found.step is None:
+        need, spare = copies_for(args.peak, rec.capacity, args.spares)
+        bound = " (capacity is a lower bound, so this is an upper bound)" if rec.reading != "exact" else ""
+        out.append(
+            f"    a peak of {args.peak} needs {args.peak} / {rec.capacity} -> {need} copies, {spare} with "
+            f"{args.spares:.0%} spares{bound}"
+        )
+    return out

@@ -110,17 +110,11 @@ def _run(args) -> int:
     if args.label not in labels:
         raise summary.missing(args.label, labels)
     levels = labels[args.label]
-    d, lines = summary.curve_lines(args.label, levels, args.markdown)
+    d, capacity, lines, warnings = summary.label_lines(
+        args.labbook, args.label, levels, args.markdown, args.promise, args.peak, args.spares
+    )
     _show(lines)
-    _show(summary.admission_lines(_admissions(args.labbook), args.label))
-    _show(summary.server_metrics_lines(levels))
-    _show(summary.falls_lines(args.label, levels))
-    _show(summary.workload_lines(levels))
-    _show(summary.energy_lines(levels))
-    capacity = None
-    if args.promise is not None:
-        capacity, lines = summary.capacity_lines(levels, args.promise, args.peak, args.spares)
-        _show(lines)
+    _warn(warnings)
     if args.chart:
         _show(summary.chart_lines({args.label: levels}, args.chart, args.promise))
     if args.tpot_chart:

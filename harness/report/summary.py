@@ -283,3 +283,20 @@ def check_lines(
         *(f"    {verdict:<4}  {text}" for verdict, text in results),
         f"    {counts['PASS']} pass, {counts['WARN']} warn, {counts['FAIL']} fail",
     ]
+
+
+def label_lines(
+    labbook: str, label: str, levels: dict[int, dict], markdown: bool, promise, peak, spares
+) -> tuple[curves.Curve, int | None, list[str], list[str]]:
+    """One label's whole summary: its curve, the capacity within ``promise`` (None without one),
+    the lines in order (curve, admissions, the engine's metrics, falls, workloads, energy,
+    capacity) and the warnings of the admission records not read."""
+    d, out = curve_lines(label, levels, markdown)
+    records, warnings = admission_records(labbook)
+    out += admission_lines(records, label) + server_metrics_lines(levels) + falls_lines(label, levels)
+    out += workload_lines(levels) + energy_lines(levels)
+    capacity = None
+    if promise is not None:
+        capacity, more = capacity_lines(levels, promise, peak, spares)
+        out += more
+    return d, capacity, out, warnings

@@ -36,6 +36,7 @@ ASK = "Give the gist of the text above in three sentences."
 
 
 def wait_for(base_url: str, api_key: str | None, seconds: int) -> None:
+    """Return once ``/models`` answers 200; TargetUnreachable, with the last answer, after ``seconds``."""
     deadline, last = time.monotonic() + seconds, "no answer"
     while time.monotonic() < deadline:
         left = max(deadline - time.monotonic(), 0.1)
@@ -54,6 +55,8 @@ def wait_for(base_url: str, api_key: str | None, seconds: int) -> None:
 
 
 def one(args, key: str | None, prompt: str) -> dict:
+    """One streamed request's figures (TTFT, decode rate, token counts, the server's own timings),
+    its prompt tagged with a fresh run id unless ``--reuse-prompt``; TargetError when it failed."""
     text = prompt if args.reuse_prompt else f"[run {uuid.uuid4().hex[:12]}]\n{prompt}"
     s = stream_chat(
         args.base_url,

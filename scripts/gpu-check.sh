@@ -4,8 +4,8 @@
 # with it, and run Track N's llama.cpp control block there (scripts/gpu-check.yaml through
 # `harness track`: verify-allocation with --expect-device CUDA0 --expect-offload, measure with the
 # nvidia-smi memory readings, probe, one short sweep), the run directory written under $OUT. The
-# measure tests and the sweep's levels read NVML's power and energy counter (--telemetry nvml,
-# issue 38): J per output token in the run's report and in energy.txt.
+# measure tests and the sweep's levels read NVML's power and energy counter (--telemetry nvml):
+# J per output token in the run's report and in energy.txt.
 #
 # Two halves, because the GPU machine has no network:
 #   scripts/gpu-check.sh --prepare [BUNDLE]   here, with PyPI reachable: writes BUNDLE (default
@@ -38,7 +38,7 @@
 #                      scripts/bench_client.py --workers LIST (e.g. 1,2,4,8) with rows of
 #                      WORKER_STREAMS (default 256,512,1024) streams of BENCH_SECONDS (default 6) s
 #                      each, the ruler server on the first core and the client on the others;
-#                      OUT/bench-workers.txt (issue 37: streams held within 1 ms against workers)
+#                      OUT/bench-workers.txt (streams held within 1 ms against workers)
 # Environment: CUDA_ARCH (default 90: Hopper, H100/H200; an RTX 4090 is 89), JOBS (default: nproc),
 #   CUBLAS_LIB (libcublas.so's path, where neither the toolkit nor pip's nvidia-cublas holds it),
 #   PYTHON (the interpreter that runs the harness; default: the working tree's .venv where it
@@ -345,7 +345,7 @@ energy() {
   cat "$OUTDIR/energy.txt"
 }
 
-# The client's scale on this machine's cores (issue 37): the same rows from one process and from
+# The client's scale on this machine's cores: the same rows from one process and from
 # each count of Locust worker processes, and the streams each held within 1 ms.
 bench_workers() {
   harness_python

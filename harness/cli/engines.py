@@ -21,7 +21,7 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--machine", help="machine-table key: each engine's decode against the ceiling of its own format"
     )
-    p.add_argument("--model", default="qwen3-8b", help="model (table name, GGUF or directory) for Task 9")
+    p.add_argument("--model", default="qwen3-8b", help="model (table name, GGUF or dir) setting the ceilings")
     p.set_defaults(func=run)
 
 

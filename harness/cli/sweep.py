@@ -14,10 +14,11 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from harness.core import bounds
-from harness.core.prompts import PROMPT_SETS, load_prompt_file
+from harness.core.prompts import PROMPT_SETS
 from harness.core.level_records import LevelContext, LevelRecord, ServerInfo
 from harness.core.records import DEFAULT_SLO_TPOT_S, DEFAULT_SLO_TTFT_S, UNKNOWN, Objectives, is_level
 from harness.errors import ConfigError, TargetError
+from harness.io.input_files import load_prompt_file
 from harness.io.progress import LevelProgress
 from harness.io.notebook import check_writable, read_records
 from harness.cli import sweep_energy, sweep_workers, sweep_workloads

@@ -3,7 +3,7 @@ of them: the sources found and one line for each absent one before the first lev
 baseline, and each level's energy and cost line. ``harness sweep``, ``harness capacity`` and
 ``harness measure`` (each speed test's repetitions; the engine tables' energy) share them. A
 source asked for by name that is absent is one line, and the levels are measured without it
-(issue 38: "says so in one line and measures the rest")."""
+(said so in one line, the rest measured)."""
 
 from __future__ import annotations
 

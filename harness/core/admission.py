@@ -16,6 +16,8 @@ from __future__ import annotations
 from harness.core import curves
 from harness.core.records import AdmissionRecommendation
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 PCT_OF = {"ttft": "ttft_s", "tpot": "tpot_s", "itl": "itl_s", "e2e": "e2e_s"}
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 MIB = 1024 * 1024
 
 # Bytes per cached value for each KV cache type: q8_0 stores 32 values in 34 bytes, q4_0 in 18.

@@ -1,4 +1,4 @@
-"""Whether the server kept up with an open loop's arrivals (pure): the server half of issue 39's
+"""Whether the server kept up with an open loop's arrivals (pure): the server half of the rule
 "a schedule the server cannot keep is reported as lateness and as client- or server-limited,
 never silently stretched".
 
@@ -34,6 +34,8 @@ import math
 from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Iterable
+
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 KEPT = 0.8  # a server finishing at most this share of the window's arrivals did not keep up
 HALF_KEPT = 0.9  # and at most this share in each half of the window (a pile-up all through)

@@ -11,6 +11,8 @@ busy slots in all are g x d, and the level's figure from its first and last samp
 
 from __future__ import annotations
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 BATCH = "llamacpp:n_busy_slots_per_decode"  # a gauge over llama-server's whole life, not the level's
 DECODES = "llamacpp:n_decode_total"  # llama_decode() calls since it started (a counter)
 NO_DECODES = (

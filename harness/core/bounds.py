@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 from harness.errors import ConfigError
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 # Limits on options, checked before anything starts. Each is far above any sensible run and low
 # enough that a typo cannot take the machine's memory or hang the start.
 MAX_CONCURRENCY = 10_000  # Locust users in one process (each holds a greenlet and a connection)

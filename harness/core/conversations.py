@@ -33,6 +33,8 @@ from harness.core.stream import MAX_KEPT_TEXT
 from harness.core.tool_calls import MAX_CALLS
 from harness.core.workloads import Request, words_text
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 MAX_HISTORY_CHARS = 2 << 20  # characters of one conversation's history (about 500,000 tokens)
 WORD_CHARS = 7  # the most characters a synthesised word takes (six letters and a space)
 TOOL_RESULT_CHARS = 200  # the most characters one made-up tool result takes (``tool_result``)

@@ -15,6 +15,8 @@ import re
 
 from harness.errors import TargetError
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 _LINE = re.compile(r"^\s*([A-Za-z][^:]*?)\s*:\s*(-?[0-9][0-9.,]*)\s*$")
 
 # vllm bench serve's result labels -> our names. Percentile lines ("P90 TTFT (ms)") are read by pattern.

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 # open loops' backlog; the engine's /metrics; the lab's rows
 from harness.core import backlog, server_metrics, troubleshooting
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 BASELINE_LEVELS = (1, 5, 10, 20)
 DEFAULT_SLO_TTFT, DEFAULT_SLO_TPOT = 2.0, 0.1
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 LINE_LIMIT = 240  # a matching line is quoted up to this many characters
 
 

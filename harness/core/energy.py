@@ -1,4 +1,4 @@
-"""Energy arithmetic (issue 38): joules over an interval, mean power, joules per output token and
+"""Energy arithmetic: joules over an interval, mean power, joules per output token and
 per request, output tokens per joule, an idle baseline taken off only when asked, and the cost of
 a million output tokens. Pure: numbers in, numbers out, no clocks and no devices.
 
@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from harness.errors import ConfigError
+
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 COUNTER = "counter"
 INTEGRATED = "power-integrated"

@@ -1,4 +1,4 @@
-"""A level's energy and cost as its record carries them (issue 38): the ``energy`` and ``cost``
+"""A level's energy and cost as its record carries them: the ``energy`` and ``cost``
 parts of a level record, from the sampler's summary of the level, the idle baseline and the
 level's own counts. Pure: plain dicts in, plain dicts out.
 
@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from harness.core import energy
 from harness.core.telemetry import level_energy
+
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 HEADLINE_ORDER = ("practice", "nvml", "amdsmi", "hwmon", "powermetrics", "rapl")
 RAPL_WHOLE = "psys"  # the platform zone of a laptop: it includes package-0

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import re
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 MB = 1e6
 AS_PREDICTED = 0.05  # a measured ratio within 5 % of the predicted one reads "as predicted"
 

@@ -12,6 +12,8 @@ if TYPE_CHECKING:
 
 from harness.core import llama_log, trtllm_log, vllm_log
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 ENGINES = ("llama-server", "vllm", "trtllm")
 
 

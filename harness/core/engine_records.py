@@ -13,6 +13,8 @@ from typing import Any
 
 from harness.core.records import FEATURES_LAB, SCHEMA_VERSION, own_fields
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 
 @dataclass(frozen=True)
 class Allocation:

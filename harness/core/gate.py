@@ -18,6 +18,8 @@ from typing import Any, Callable
 from harness.core.server_text import safe_text
 from harness.core.stats import all_worse_chance, median
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 OPEN_ARRIVALS = ("fixed-rate", "poisson", "gamma", "trace")  # levels matched by offered rate
 # What must be the same in every record on both sides (what was sent, how it arrived, what
 # counts as good), with the words a reason says it in.

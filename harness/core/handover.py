@@ -18,6 +18,8 @@ shared 2-core machine it moved by up to about 500 MB while a 60 MB practice serv
 
 from __future__ import annotations
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 TOLERANCE_MB = 512.0
 MEM_AVAILABLE_TOLERANCE_MB = 1024.0
 TOLERANCE_SHARE = 0.10

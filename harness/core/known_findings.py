@@ -4,6 +4,8 @@ The overlay states each one beside the stand-in it belongs to; nothing else chan
 
 from __future__ import annotations
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 Finding = tuple[str, str]
 
 

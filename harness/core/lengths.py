@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from harness.core.bounds import MAX_TOKENS
 from harness.errors import ConfigError
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 MAX_FILE_COUNTS = 1_000_000  # counts in one lengths file
 NORMAL_REACH = 3.0  # a normal spec's largest for the context check: MEAN + 3 SD (99.87 % of draws)
 

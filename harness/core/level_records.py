@@ -4,18 +4,19 @@ requests and objectives (``LevelContext``, ``ServerInfo``), how the requests arr
 which run wrote it (``RunMark``), the client's own check (``ClientCheck``) and, where telemetry
 or a price was asked for, its energy and cost (``harness.core.energy_records``). The sweep and the
 headless or web-UI Locust run all build it here; what every record shares (schema version, lab
-id, objectives, stamps) is ``harness.core.records``'s.
+id, objectives, the stamp) is ``harness.core.records``'s.
 """
 
 from __future__ import annotations
 
-import os
-import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from harness.core.records import DEFAULT_OBJECTIVES, LAB_ID, SCHEMA_VERSION, Objectives, non_finite
 from harness.errors import SchemaError
+
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 
 @dataclass(frozen=True)
@@ -143,10 +144,10 @@ class RunMark:
         return {"run_id": self.run_id, "repeat": self.repeat, "repeats": self.repeats}
 
 
-def new_run_id(when: float | None = None, pid: int | None = None) -> str:
-    """A run id: the start time to the second and the process id (unique on one machine)."""
-    t = time.time() if when is None else when
-    return time.strftime("%Y%m%dT%H%M%S", time.localtime(t)) + f"-{os.getpid() if pid is None else pid}"
+def run_id_for(when: datetime, pid: int) -> str:
+    """A run id: the start time in UTC to the second and the process id (unique on one machine),
+    both from the caller (``harness.io.clock.new_run_id``)."""
+    return when.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-{pid}"
 
 
 @dataclass(frozen=True)

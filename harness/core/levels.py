@@ -30,6 +30,8 @@ from harness.core.backlog import most_at_once
 from harness.core.stats import percentile
 from harness.core.sample import MAX_DECODE_RATE, Sample, decode_rate
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 if TYPE_CHECKING:
     from harness.core.workload_stats import WorkloadStats
 

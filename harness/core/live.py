@@ -15,6 +15,8 @@ from harness.core.level_records import Distribution
 from harness.core.records import DEFAULT_OBJECTIVES
 from harness.core.sample import Sample
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 COLUMNS = ("metric", "value", "p50", "p90", "p95", "p99", "mean")
 TIMELINE_FIELDS = (
     "t_s",

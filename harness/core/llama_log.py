@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 _NUM = r"([\d.]+)"
 # Every spelling of the size line: the new one, the mid-2025 one (no streams) and "KV self size".
 _SIZE = re.compile(

@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import re
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 MAX_NAME = 64  # the whole name, its hash included: room left for "-tpot.png" and the like
 _HASH = 8
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

@@ -15,6 +15,8 @@ from harness.core.arithmetic import (
     vllm_kv_pool,
 )
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 GIB = 2**30
 
 

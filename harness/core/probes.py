@@ -10,6 +10,8 @@ import jsonschema
 
 from harness.core.records import FEATURES_LAB  # noqa: F401  (re-exported: defined with the records)
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 TOOL_NAME = "get_current_weather"
 WEATHER_TOOL = {
     "type": "function",

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import json
 import secrets
-from pathlib import Path
 
 from harness.errors import ConfigError
+
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 PROMPT_SETS = ("mixed", "shared-prefix", "unique-prefix", "long", "mixed-long")
 
@@ -211,18 +212,9 @@ def make_prompts(kind: str, count: int) -> list[str]:
     )
 
 
-def load_prompt_file(path: str | Path, count: int) -> list[str]:
-    """Prompts from a JSONL file: one object per line with ``prompt`` (a string) or ``messages``
-    (its last user message is used), cycled to ``count``."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"--prompt-file {path} not found")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (UnicodeDecodeError, OSError) as exc:
-        raise ConfigError(
-            f"--prompt-file {path} is not readable UTF-8 JSONL ({exc}); give one object per line"
-        ) from None
+def prompts_from_jsonl(text: str, source: str, count: int) -> list[str]:
+    """Prompts from JSONL text (``source`` names its file in errors): one object per line with
+    ``prompt`` (a string) or ``messages`` (its last user message is used), cycled to ``count``."""
     prompts = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -230,7 +222,7 @@ def load_prompt_file(path: str | Path, count: int) -> list[str]:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"{path}:{lineno}: not valid JSON ({exc.msg}); one object per line") from exc
+            raise ConfigError(f"{source}:{lineno}: not valid JSON ({exc.msg}); one object per line") from exc
         prompt = obj.get("prompt") if isinstance(obj, dict) else None
         if prompt is None and isinstance(obj, dict) and isinstance(obj.get("messages"), list):
             users = [
@@ -238,8 +230,8 @@ def load_prompt_file(path: str | Path, count: int) -> list[str]:
             ]
             prompt = users[-1] if users else None
         if not isinstance(prompt, str) or not prompt:
-            raise ConfigError(f"{path}:{lineno}: needs a 'prompt' string or 'messages' with a user message")
+            raise ConfigError(f"{source}:{lineno}: needs a 'prompt' string or 'messages' with a user message")
         prompts.append(prompt)
     if not prompts:
-        raise ConfigError(f"--prompt-file {path} holds no prompts")
+        raise ConfigError(f"--prompt-file {source} holds no prompts")
     return [prompts[i % len(prompts)] for i in range(count)]

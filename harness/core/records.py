@@ -1,23 +1,24 @@
 """The records the harness writes, each built in one place (docs/architecture.md, "Contracts").
 
 This module is the one home of what every record shares: the schema version, the lab ids, the
-default goodput objectives and the timestamp formats. Each kind of record the package writes has
+default goodput objectives and the timestamp format. Each kind of record the package writes has
 a frozen dataclass: the level record and its parts in ``harness.core.level_records``, the sweep's
 other kinds here (curve summary, capacity, endpoint check, cross-check, admission
 recommendation), the part-08 lab's in ``harness.core.engine_records``. Its ``to_dict()`` gives the
 exact JSON object that goes on the notebook line, keys in the order the notebook has always had
 them, so the sweep, the headless Locust run and the web UI cannot drift apart. Validation against
-``schemas/`` stays in ``harness.io.notebook``; this module is pure apart from reading the clock in
-the stamp helpers when no time is given.
+``schemas/`` stays in ``harness.io.notebook``; the time a record is stamped with comes from its
+caller (``harness.io.clock`` reads the clock).
 """
 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Mapping
+
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 SCHEMA_VERSION = 1
 LAB_ID = "part-09/lab-serve-twenty-concurrent-users"
@@ -25,23 +26,23 @@ FEATURES_LAB = "part-08/lab-same-model-every-engine"
 DEFAULT_SLO_TTFT_S = 2.0
 DEFAULT_SLO_TPOT_S = 0.1
 UNKNOWN = "unknown"  # what a record says of an engine, host or version nobody named
-STAMP_FORMAT = "%Y-%m-%dT%H:%M:%S%z"  # local time with its offset: level, curve, allocation, endpoint
-UTC_STAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # UTC with a Z: features, engine speed, memory snapshots
+STAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # ISO 8601 in UTC to the second with a Z: every record's stamp
+# What a stamp may read as: today's, and the older lines' local time with its offset (+0000) or
+# ISO 8601 with +00:00 (strptime's %z takes Z, +0000 and +00:00 alike).
+READ_FORMAT = "%Y-%m-%dT%H:%M:%S%z"
 
 
-def now_stamp(when: float | None = None) -> str:
-    """``when`` (seconds since the epoch; now if None) in local time, the level records' format."""
-    return time.strftime(STAMP_FORMAT, time.localtime(when))
+def stamp(when: datetime) -> str:
+    """``when`` (a time with its zone, from the caller) as the records' one stamp format, in UTC."""
+    if when.tzinfo is None:
+        raise ValueError(f"a stamp needs a time with its zone, not {when.isoformat()}")
+    return when.astimezone(timezone.utc).strftime(STAMP_FORMAT)
 
 
-def utc_stamp(when: float | None = None) -> str:
-    """``when`` (now if None) in UTC with a ``Z``, the format of the part-08 lab's records."""
-    return time.strftime(UTC_STAMP_FORMAT, time.gmtime(when))
-
-
-def iso_utc_stamp(when: datetime | None = None) -> str:
-    """``when`` (now if None) as ISO 8601 in UTC to the second (``+00:00``): cross-checks, fetches."""
-    return (when or datetime.now(timezone.utc)).isoformat(timespec="seconds")
+def read_stamp(text: str) -> datetime:
+    """A record's stamp as a time in UTC, in today's format or either older one (a local time
+    with its offset, ``2026-12-01T04:25:10+0100``; ISO 8601 with ``+00:00``)."""
+    return datetime.strptime(text, READ_FORMAT).astimezone(timezone.utc)
 
 
 def is_level(record: Mapping[str, Any]) -> bool:

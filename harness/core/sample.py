@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 
 @dataclass
 class Sample:

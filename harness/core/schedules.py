@@ -14,6 +14,8 @@ import math
 import random
 import statistics
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 
 def arrival_offsets(
     rate: float, count: int, poisson: bool, seed: int = 1, burstiness: float | None = None

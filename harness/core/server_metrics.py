@@ -33,6 +33,8 @@ from harness.core.batch_per_decode import (  # noqa: F401  (re-exported: the sam
 )
 from harness.core.troubleshooting import VARY
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 PEAKS = (  # (key, metric, words) in the order they are printed
     ("processing", "llamacpp:requests_processing", "processing"),
     ("deferred", "llamacpp:requests_deferred", "deferred"),

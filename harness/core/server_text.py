@@ -20,6 +20,8 @@ import base64
 import re
 from typing import Any
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 REDACTED = "[redacted]"
 FRAGMENT = 8  # any run of this many characters of a known secret (or of its encodings) is redacted
 _SECRETS: set[str] = set()

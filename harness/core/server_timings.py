@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from harness.core.troubleshooting import VARY
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 AGREE = VARY  # "to within a few per cent"
 DISAGREE = (
     "the client is timing something other than generation (the HTTP round trip, queueing, a "

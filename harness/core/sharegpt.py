@@ -13,6 +13,8 @@ import json
 
 from harness.errors import ConfigError
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 USER_ROLES = ("human", "user")
 OTHER_ROLES = ("gpt", "chatgpt", "assistant", "bard", "bing", "model", "system", "tool", "function")
 

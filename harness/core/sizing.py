@@ -29,6 +29,8 @@ from harness.core.bounds import MAX_SECONDS
 from harness.core.server_text import safe_text
 from harness.core.stats import bootstrap, percentile
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 METRICS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "end-to-end latency"}
 PERCENTILES = ("p50", "p90", "p95", "p99")
 # How far apart a passing and a failing run of one level must be to contradict each other: one

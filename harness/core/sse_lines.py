@@ -4,6 +4,8 @@ connections (``harness.io.stream_socket``: ``take_lines``, a read's lines at onc
 
 from __future__ import annotations
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 
 def take_lines(buf: bytearray) -> list[bytes]:
     """The complete lines at the front of ``buf``, taken out of it, each with its ending (``\\n``,

@@ -6,6 +6,8 @@ import math
 import random
 from typing import Callable, Iterable, Sequence
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 
 def percentile(values: Iterable[float], p: float) -> float | None:
     """Nearest rank: the smallest value with at least p% of the values at or below it.

@@ -22,6 +22,8 @@ from harness.core.sample import Sample
 from harness.core.server_text import safe_text
 from harness.core.tool_calls import join_tool_deltas
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 TEXT_FIELDS = ("content", "reasoning_content", "reasoning")
 MAX_KEPT_TEXT = 1 << 20  # characters of an answer's content a sample keeps (the rest is counted)
 

@@ -1,4 +1,4 @@
-"""What a telemetry source reads (issue 38) and what a level's readings add up to. Pure: the
+"""What a telemetry source reads and what a level's readings add up to. Pure: the
 readers in harness/io/telemetry/ make the ``Reading``s; this module only counts.
 
 A ``Reading`` is one device read once: power (W), the device's own energy counter (J) where it has
@@ -18,6 +18,8 @@ import math
 from dataclasses import dataclass, field
 
 from harness.core import energy
+
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 FIGURES = ("power_w", "energy_j", "utilisation_pct", "memory_used_mb", "temperature_c")
 

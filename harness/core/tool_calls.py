@@ -3,6 +3,8 @@ its arguments a few characters at a time), keyed by ``index``; joined here into 
 
 from __future__ import annotations
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 MAX_CALLS = 64  # calls one answer may make, past which a delta is no call
 MAX_CHARS = 100_000  # characters kept of one call's field
 

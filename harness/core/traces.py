@@ -33,6 +33,8 @@ from harness.core.bounds import MAX_SECONDS, MAX_TOKENS
 from harness.core.workloads import Request, words_text
 from harness.errors import ConfigError
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 MOONCAKE_BLOCK_TOKENS = 512
 MAX_TRACE_ROWS = 500_000  # requests in one trace (Mooncake's public traces hold about 24,000)
 MAX_LINE_CHARS = 1 << 20  # one line of a trace (a Mooncake row with thousands of hash ids fits)

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 VARY = 0.05  # "more than a few per cent"
 VARY_REMEDY = (
     "something else is using the machine, or it is thermally limited: close everything, plug the "

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 _ALLOCATED = re.compile(r"Allocated ([\d.]+) GiB for max tokens in paged KV cache \((\d+)\)")
 _BLOCKS = re.compile(r"Number of blocks in KV cache primary pool: (\d+)")
 _SECONDARY = re.compile(r"Number of blocks in KV cache secondary pool: (\d+)")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 _TOKENS = re.compile(r"\b(\w+) KV cache size: ([\d,]+) tokens")  # GPU, CPU (the CPU build), XPU, TPU
 _CONC = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
 # "# GPU blocks: 2048, # CPU blocks: 512"; CUDA and ROCm builds name themselves; pastes lose the "#"

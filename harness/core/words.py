@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 
 def setting_value(value: Any) -> str:
     """A setting as stated: its value, or ``not set`` for a setting left out (None or empty)."""

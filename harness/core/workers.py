@@ -17,6 +17,8 @@ from harness.core.levels import late_share, token_gap
 from harness.core.sample import Sample
 from harness.core.stats import percentile
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 # Locust warns when a worker's own process passes this (its heartbeats carry the figure)
 BUSY_CPU_PERCENT = 90.0
 # the share of a worker's tokens read a whole token gap late past which it was the limit, as

@@ -19,6 +19,8 @@ from harness.core.level_records import Distribution
 from harness.core.schedules import coefficient_of_variation, gaps
 from harness.core.sample import Sample
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 
 def cached_share(samples: list[Sample]) -> float | None:
     """Cached prompt tokens over prompt tokens of the samples that reported both; None if none did."""

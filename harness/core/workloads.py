@@ -19,6 +19,8 @@ from typing import Any
 
 from harness.core.lengths import Lengths, file_counts, parse_lengths  # noqa: F401  (re-exported)
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 # One token each, with the leading space, in common BPE vocabularies (and the practice tokeniser).
 _WORD_TEXT = (
     "the of and to in is it that for was on are as with his they at be this from have or by one "

@@ -11,8 +11,8 @@ from pathlib import Path
 from harness.core import engine_logs
 from harness.core.engine_records import Allocation
 from harness.core.predictions import fraction_check, fraction_pool
-from harness.core.records import now_stamp
 from harness.errors import ConfigError
+from harness.io.clock import now_stamp
 
 EXPECT = ("expect_offload", "expect_device", "expect_prompt_cache_off")
 

@@ -15,8 +15,9 @@ import psutil
 
 from harness.core import crosscheck
 from harness.core.names import file_label
-from harness.core.records import CrossCheck, iso_utc_stamp
+from harness.core.records import CrossCheck
 from harness.errors import ConfigError, InstallError, TargetError
+from harness.io.clock import now_stamp
 
 
 def vllm_argv(args, row: dict, prompt_tokens: int, max_tokens: int) -> list[str]:
@@ -180,7 +181,7 @@ def check(args, row: dict, say=print) -> tuple[dict, dict, float]:
         ours=ours,
         theirs=their_view,
         comparison=cmp,
-        checked_at=iso_utc_stamp(),
+        checked_at=now_stamp(),
     ).to_dict()
     return rec, cmp, tolerance
 

@@ -13,10 +13,10 @@ from typing import Callable
 
 from harness.core import bounds, server_timings
 from harness.core.engine_records import EngineSpeed
-from harness.core.records import utc_stamp
 from harness.core.sample import decode_rate
 from harness.errors import ConfigError, TargetError, TargetUnreachable
 from harness.io import chat_template, memory
+from harness.io.clock import now_stamp
 from harness.io.engine_versions import server_version
 from harness.io.http import get_models, stream_chat
 from harness.io.notebook import validate
@@ -145,7 +145,7 @@ def measure_test(
         prompt_tag=not args.reuse_prompt,
         server_prefill_tokens_per_s=_median(runs, "server_prefill"),
         server_decode_tokens_per_s=_median(runs, "server_decode"),
-        measured_on=utc_stamp(),
+        measured_on=now_stamp(),
         extra={**_decode_note(runs), **parts},
     )
 

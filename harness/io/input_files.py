@@ -1,13 +1,16 @@
 """Reading an input file a person names (a trace, a lengths file), bounded: the path must be a
 regular file (``os.stat`` first, so a FIFO, a directory or ``/dev/zero`` is refused before it is
 opened), at most ``limit`` bytes are read, and the text must be UTF-8 without NUL bytes. Every
-refusal is one ConfigError line naming the option and the path."""
+refusal is one ConfigError line naming the option and the path. A prompt file is read whole by
+``load_prompt_file`` and parsed by ``harness.core.prompts``."""
 
 from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 
+from harness.core.prompts import prompts_from_jsonl
 from harness.errors import ConfigError
 
 
@@ -45,3 +48,18 @@ def read_text(flag: str, path: str, limit: int, what: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{flag}: {path} is not UTF-8 text (byte {exc.start}); give {what}") from None
+
+
+def load_prompt_file(path: str | Path, count: int) -> list[str]:
+    """The prompts of a JSONL prompt file (``harness.core.prompts.prompts_from_jsonl``), cycled
+    to ``count``."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"--prompt-file {path} not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError) as exc:
+        raise ConfigError(
+            f"--prompt-file {path} is not readable UTF-8 JSONL ({exc}); give one object per line"
+        ) from None
+    return prompts_from_jsonl(text, str(path), count)

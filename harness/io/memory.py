@@ -14,7 +14,7 @@ from typing import Callable
 import psutil
 
 from harness.core.engine_records import MemorySnapshot
-from harness.core.records import utc_stamp
+from harness.io.clock import now_stamp
 
 MB = 1e6
 
@@ -109,7 +109,7 @@ def snapshot(run: Callable[[list[str]], str | None] | None = None, host: dict | 
     harness in a container whose engines run on the shim's host."""
     run = run or _run
     facts = host or _here()
-    taken_at = utc_stamp()
+    taken_at = now_stamp()
     snap: dict = {"swap_used_mb": round((facts["swap_used_bytes"] or 0) / MB, 1)}  # then each source
     unread: list[str] = []
     gpu = run(["nvidia-smi", "--query-gpu=memory.used,memory.total", "--format=csv,noheader,nounits"])

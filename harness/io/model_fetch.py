@@ -19,7 +19,7 @@ from typing import Callable
 import requests
 
 from harness.core.engine_records import ModelFetch
-from harness.core.records import iso_utc_stamp
+from harness.io.clock import now_stamp
 from harness.errors import InstallError
 from harness.io.download_table import hf_argv, lemonade_argv, listed, target
 from harness.io.model_checks import config_problems, dir_totals, hub_file_info, sha256_of
@@ -63,7 +63,7 @@ def _record(key: str, fmt: dict, **fields) -> dict:
         source="hf" if hub else "lemonade",
         listed=listed(fmt),
         result=fields,
-        fetched_at=iso_utc_stamp(),
+        fetched_at=now_stamp(),
         repo=fmt["repo"] if hub else None,
         revision=fmt.get("revision", "main") if hub else None,
     ).to_dict()

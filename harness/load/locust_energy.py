@@ -1,4 +1,4 @@
-"""Telemetry around Locust's own runs (issue 38): ``locust --headless`` and the web UI read the
+"""Telemetry around Locust's own runs: ``locust --headless`` and the web UI read the
 sources ``harness sweep`` reads, with the same options (``--telemetry``, ``--telemetry-interval``,
 ``--idle-seconds``, ``--subtract-idle``, the prices; ``harness.load.options``), and each level
 record they write carries the same ``energy`` and ``cost`` parts (``core.energy_records``).

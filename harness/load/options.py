@@ -1,6 +1,6 @@
 """The Locust command-line options of the harness's user (also the web UI's form fields where
 ``include_in_web_ui``): what to send, the two bounds of every request, and the headless-only
-thresholds and notebook, and the telemetry (issue 38: ``harness.load.locust_energy``). Registered
+thresholds and notebook, and the telemetry (``harness.load.locust_energy``). Registered
 on import by ``harness.load.user``."""
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def _options(parser) -> None:
     )
     option("--request-timeout", type=float, default=300.0, help="seconds one request may take in all")
     option("--idle-timeout", type=float, default=0.0, help="seconds without a byte (0: the request timeout)")
-    # telemetry (issue 38; harness.load.locust_energy): as harness sweep's, command-line only (the
+    # telemetry (harness.load.locust_energy): as harness sweep's, command-line only (the
     # sources are opened and the idle baseline read when Locust starts, before any test)
     option(
         "--telemetry",

@@ -15,15 +15,17 @@ from typing import Callable
 from harness import signals
 from harness.core.bounds import crowd_timeout
 from harness.core.levels import level_record, peak_in_flight, sample_record
-from harness.core.prompts import load_prompt_file, make_prompts
+from harness.core.prompts import make_prompts
 from harness.core.traces import TracePlan
 from harness.core.workload_stats import workload_stats
 from harness.core.conversations import ConversationPlan
 from harness.core.workloads import LengthPlan, largest_output, largest_request
-from harness.core.level_records import Arrival, LevelContext, LevelRecord, RunMark, new_run_id
+from harness.core.level_records import Arrival, LevelContext, LevelRecord, RunMark
 from harness.core.energy_records import cost_part, energy_part
-from harness.core.records import EndpointCheck, now_stamp
+from harness.core.records import EndpointCheck
 from harness.errors import EngineError, HarnessError, TargetError, TargetUnreachable
+from harness.io.clock import new_run_id, now_stamp
+from harness.io.input_files import load_prompt_file
 from harness.io.notebook import append_level, append_record
 from harness.io.telemetry.meter import Meter, TelemetryPlan
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 
 def chat_path(host: str, api_base_path: str) -> str:
     """The chat path under ``--host``, which may name the server with or without its API base path:

@@ -327,7 +327,8 @@ def _write_record(environment, o, phases: list[dict] | None = None) -> None:
     from harness.core.levels import level_record, sample_record
     from harness.core.live import phase_spans
     from harness.core.level_records import LevelContext
-    from harness.core.records import DEFAULT_OBJECTIVES, UNKNOWN, now_stamp
+    from harness.core.records import DEFAULT_OBJECTIVES, UNKNOWN
+    from harness.io.clock import now_stamp
     from harness.core.workload_stats import workload_stats
     from harness.io.notebook import append_level
 

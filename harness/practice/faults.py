@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 
 @dataclass
 class Faults:

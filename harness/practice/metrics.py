@@ -3,6 +3,8 @@ families (with the ``model_name`` label), from the engine's counters and queues.
 
 from __future__ import annotations
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 
 def metrics_text(mode: str, engine, model_id: str) -> str:
     """The Prometheus text exposition for ``mode`` (``llama`` or ``vllm``)."""

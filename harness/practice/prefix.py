@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 
 def common_prefix(a: list[int], b: list[int]) -> int:
     n = min(len(a), len(b))

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from harness.practice.tokenizer import pieces
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 _PROSE = (
     "the server keeps a seat for each conversation and writes one token per step while the "
     "batch shares every pass over the weights so a second person costs far less than the first "

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 import zlib
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 _PIECE = re.compile(r" ?[A-Za-z]+| ?[0-9]{1,3}| ?[^\sA-Za-z0-9]|\s+")
 _LONG = 6  # words longer than this split into chunks of four characters
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, field
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 TRUTH_KEEP = 50_000
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from harness.core import curves, sizing
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 CURVE_HEAD = [
     "c",
     "ok",

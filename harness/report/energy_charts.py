@@ -1,4 +1,4 @@
-"""The energy chart (issue 38), drawn from level records only: total output tokens/s against mean
+"""The energy chart, drawn from level records only: total output tokens/s against mean
 power (W), one point per level labelled with its crowd, and J per output token against the crowd.
 A curve whose figures are an imitation (the practice server's) says IMITATION in its legend and
 across the chart's title, so the picture is never taken for a measurement."""

@@ -1,4 +1,4 @@
-"""The run report's energy section (issue 38): for the summarised curves whose levels carry energy
+"""The run report's energy section: for the summarised curves whose levels carry energy
 or a cost, the chart (tokens/s against watts, J per output token against the crowd), a table per
 curve and the operating point's figures; for the others, one line saying why there are none. An
 imitation's figures (the practice server's) are marked IMITATION in the heading's first line, the

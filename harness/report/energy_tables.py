@@ -1,4 +1,4 @@
-"""A curve's energy from its level records (issue 38): one row per level (output tokens/s, mean
+"""A curve's energy from its level records: one row per level (output tokens/s, mean
 power, idle power, J per output token, output tokens per J, J per request, the cost of a million
 output tokens), the operating point's figures in a line, and the words the capacity answer gains.
 ``harness summarise`` prints them and the run report writes them, so both say the same. Pure:
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from harness.core import curves
 from harness.core.energy_records import energy_words
+
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 ENERGY_HEAD = [
     "c",

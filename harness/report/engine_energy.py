@@ -1,4 +1,4 @@
-"""The engine comparison's energy (issue 38): per engine, the power and energy of its single-user
+"""The engine comparison's energy: per engine, the power and energy of its single-user
 speed tests (``harness measure``'s short and long tests, each over its repetitions), beside the
 speed and memory tables of ``harness engines`` and the run report. Pure: the engine-speed records
 (newest per engine and test, ``engine_tables.latest_per_engine``) in, cells and lines out; ``-``
@@ -8,6 +8,8 @@ stand-in says so in its row and in the section's first line."""
 from __future__ import annotations
 
 from harness.report.energy_tables import cost_text
+
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 ENERGY_HEAD = [
     "Engine",

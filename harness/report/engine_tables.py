@@ -10,6 +10,8 @@ from tabulate import tabulate
 from harness.core import server_timings
 from harness.report import engine_energy
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 CACHE_LIMIT = 64  # more reused prompt tokens than this: the run measured the prefix cache, not prefill
 
 

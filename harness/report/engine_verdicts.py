@@ -14,6 +14,8 @@ from harness.report import identity
 from harness.core.predictions import decode_ceiling, kv_per_token
 from harness.report.engine_tables import memory_added
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 PORTABLE = ("llama.cpp", "llama-server")  # the portable control every native engine is divided by
 
 

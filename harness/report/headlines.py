@@ -8,6 +8,8 @@ from __future__ import annotations
 from harness.core import curves
 from harness.report.curve_tables import said
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 
 def _p(rec: dict | None, key: str, pct: str) -> float | None:
     return None if rec is None else (rec.get(key) or {}).get(pct)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 PORTABLE = ("llama.cpp", "llama-server")
 TEMPLATE = 2  # the template's cell: a recorded fingerprint is compared, not where it was read
 PROMPT = 3  # the prompt's cell: its token count differs by tokenizer, its tag must match

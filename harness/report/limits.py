@@ -8,6 +8,8 @@ from harness.core import engine_compare as ec
 from harness.core.arithmetic import speed_limit, speed_share
 from harness.core.predictions import aggregate_ceiling, kv_per_token
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 
 def _real(levels: dict[int, dict]) -> bool:
     return any(rec.get("engine") != "practice" for rec in levels.values())

@@ -59,8 +59,8 @@ def rehearsal_absent(model: str, machine_key: str | None) -> str:
         f"_Not computed in a rehearsal: this section's arithmetic is for the track's model ({model}){on}, "
         "and every figure above is a CPU stand-in's serving another model on this machine; side by side "
         "they would say nothing. On the hardware it sets each curve's speed alone against the speed "
-        "limit (bandwidth / model size), its peak against Task 1's aggregate ceiling, and explains the "
-        "engines' single-user differences (Task 9)._"
+        "limit (bandwidth / model size), its peak against the aggregate decode ceiling, and explains the "
+        "engines' single-user differences._"
     )
 
 
@@ -147,7 +147,7 @@ def _curve_lines(levels: dict, model, bandwidth: float | None, plan, why: str) -
         "",
         *(alone or ["- no real curve has a crowd of 1"]),
         "",
-        "Peak output against Task 1's aggregate decode ceiling",
+        "Peak output against the aggregate decode ceiling at the same batch and context",
         "",
         *(peaks or ["- no real curve was measured"]),
         "",

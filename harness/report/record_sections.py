@@ -177,7 +177,7 @@ def lab_heading(r: RunInputs) -> list[str]:
     return [
         "## The course's lab sections",
         "",
-        "What follows is for the course notebook (Task 9's explanations, the labs' rule tables), not "
+        "What follows is for the course notebook (the engines' differences, the labs' rule tables), not "
         "for the customer.",
         "",
     ]

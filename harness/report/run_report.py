@@ -287,7 +287,7 @@ def steps(r: RunInputs) -> list[str]:
 SECTIONS = (
     headline,
     charts,
-    energy_report.section,  # power, J per token and cost per level (issue 38); imitation labelled
+    energy_report.section,  # power, J per token and cost per level; imitation labelled
     conditions,
     engines,
     rs.allocation,

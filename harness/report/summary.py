@@ -9,8 +9,9 @@ from numbers import Real
 from tabulate import tabulate
 
 from harness.core import admission, curves, sizing
-from harness.core.records import CurveSummary, is_admission, is_level, now_stamp
+from harness.core.records import CurveSummary, is_admission, is_level
 from harness.errors import ConfigError
+from harness.io.clock import now_stamp
 from harness.io.notebook import read_records
 from harness.report import curve_tables as tables
 from harness.report.troubleshooting import load_errors

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from harness.core import admission, curves
-from harness.core.records import is_admission, is_level, now_stamp
+from harness.core.records import is_admission, is_level
 from harness.errors import HarnessError
+from harness.io.clock import now_stamp
 from harness.io.notebook import append_record, read_records
 from harness.run.plans import Step
 

@@ -19,7 +19,7 @@ import psutil
 import yaml
 
 from harness import paths
-from harness.core.records import now_stamp
+from harness.io.clock import now_stamp
 from harness.io.ports import holder, wait_port_free
 
 

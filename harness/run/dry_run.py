@@ -101,6 +101,7 @@ def print_dry_run(plan: Plan, run_dir: Path, notebook: Path, out: Callable[[str]
         ctx = block_context(plan, block, run_dir, dry_run=True) if block is not None else None
         if ctx is not None:
             _print_start(ctx, run_dir, out)
+            _rehearsal_lines(plan, steps[0], out)  # which stand-in serves a block that has its own
         for s in steps:
             if s.kind in ("start", "stop"):
                 continue

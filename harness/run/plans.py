@@ -242,7 +242,7 @@ def load_plan(  # noqa: C901
                 stage.get("base"),
                 changed,
                 *_optional(stage, blocks),
-                stand_in=rehearsal.stand_in(stage["engine"]) if rehearsal else None,
+                stand_in=rehearsal.stand_in(stage["engine"], sid) if rehearsal else None,
             )
             blocks[sid] = block
             steps.append(Step(f"{sid}/start", "start", {}, block))

@@ -10,10 +10,10 @@ from contextlib import suppress
 from harness.core import probes
 from harness.core.bounds import Bounds
 from harness.core.engine_records import Features
-from harness.core.records import utc_stamp
 from harness.core.server_text import redact, redact_tree, safe_text
 from harness.core.stream import error_message
 from harness.errors import TargetError, TargetUnreachable
+from harness.io.clock import now_stamp
 from harness.io.http import (
     MAX_BODY,
     READ_ERRORS,
@@ -201,6 +201,6 @@ def features(args, key: str | None) -> dict:
         tool_calling=probe_tools(client, args),
         streaming_tool_calling=probe_streaming_tools(client, args),
         structured_output=probe_schema(client, args),
-        measured_on=utc_stamp(),
+        measured_on=now_stamp(),
     ).to_dict()
     return redact_tree(record)  # a key a server echoed, in any field or split over deltas: never shown

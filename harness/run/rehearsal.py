@@ -31,7 +31,12 @@ from harness.run.installed import resolve_auto
 from harness.run.vllm_precision import PRECISION_KINDS
 from harness.run.plan_syntax import split_step
 from harness.run.rehearsal_cuts import cut_stages, left_out
-from harness.run.rehearsal_installs import choose_stand_ins, install_state
+from harness.run.rehearsal_installs import (
+    block_entry,
+    choose_block_stand_ins,
+    choose_stand_ins,
+    install_state,
+)
 
 REHEARSAL_DIR = paths.PACKAGE / "data" / "rehearsals"
 REHEARSAL_ENV = "HARNESS_REHEARSAL"  # what a rehearsal's step commands stamp on every record
@@ -40,6 +45,7 @@ SWEEP_KINDS = ("sweep", "prefix-pair", "admission")
 KINDS = (
     "llama-cpu-model",
     "llama-cpu-bin-dir",
+    "llama-vulkan-bin-dir",
     "vllm-cpu-model",
     "vllm-cpu-venv",
     *PRECISION_KINDS,
@@ -48,7 +54,10 @@ KINDS = (
     "mlx-cpu-server",
     "mlx-cpu-model",
 )
-_PLACEHOLDERS = {"llama-cpu-bin-dir": "<folder of the CPU llama-server from make llama-cpu>"}
+_PLACEHOLDERS = {
+    "llama-cpu-bin-dir": "<folder of the CPU llama-server from make llama-cpu>",
+    "llama-vulkan-bin-dir": "<folder of the Vulkan llama-server from make llama-vulkan>",
+}
 
 
 @dataclass
@@ -62,6 +71,8 @@ class Rehearsal:
     stands_for: str
     size: str = "full"  # full, quick or smoke: the sizes the steps ran at
     stand_ins: dict[str, dict] = field(default_factory=dict)  # engine name -> its stand-in entry
+    block_stand_ins: dict[str, dict] = field(default_factory=dict)  # block id -> its own stand-in (blocks:)
+    block_engines: dict[str, str] = field(default_factory=dict)  # block id -> its engine, for the above
     notes: list[str] = field(default_factory=list)  # plan-wide changes, in words
     skips: dict[str, str] = field(default_factory=dict)  # step kind -> why a rehearsal skips it
     models: dict[str, str] = field(default_factory=dict)  # the track's model -> the stand-in's (predict)
@@ -75,10 +86,15 @@ class Rehearsal:
         block_kind = step_id.split(":", 1)[0]
         return [n.split(": ", 1)[1] for n in self.notes if n.startswith(block_kind + ": ")]
 
-    def stand_in(self, engine: str) -> dict | None:
-        return self.stand_ins.get(engine)
+    def stand_in(self, engine: str, block_id: str | None = None) -> dict | None:
+        """The block's own stand-in where the overlay has one installed here, else its engine's."""
+        return self.block_stand_ins.get(block_id or "") or self.stand_ins.get(engine)
 
     def to_dict(self) -> dict:
+        entries = {
+            **self.stand_ins,
+            **{f"{self.block_engines[b]}, block {b}": e for b, e in self.block_stand_ins.items()},
+        }
         return {
             "overlay": str(self.path),
             "overlay_sha256": self.sha256,
@@ -87,7 +103,7 @@ class Rehearsal:
             "stands_for": self.stands_for,
             "stand_ins": {
                 name: {k: v for k, v in entry.items() if k in ("stand_in", "real", "imitates", "ignored")}
-                for name, entry in self.stand_ins.items()
+                for name, entry in entries.items()
             },
             "notes": self.notes,
             "skips": self.skips,
@@ -138,6 +154,10 @@ def resolve(kind: str) -> str:
     if kind == "llama-cpu-bin-dir":
         server = resolve_auto("llama-cpu-binary", dry_run=True)
         return _PLACEHOLDERS[kind] if server.startswith("<") else str(Path(server).parent)
+    if kind == "llama-vulkan-bin-dir":
+        from harness.run import llama_vulkan
+
+        return _PLACEHOLDERS[kind] if llama_vulkan.install_status() else str(llama_vulkan.bin_dir())
     if kind == "vllm-cpu-venv":
         from harness.run import vllm_cpu
 
@@ -298,11 +318,19 @@ def _sizes(overlay: dict, quick: bool | str) -> tuple[dict, dict | None]:
     return variables, sizes or None
 
 
-def apply(raw: dict, overlay: dict, quick: bool | str, resolver=resolve) -> tuple[dict, list[str]]:
+def apply(
+    raw: dict, overlay: dict, quick: bool | str, resolver=resolve, state=install_state
+) -> tuple[dict, list[str]]:
     """The plan with the overlay applied (a new dict) and the notes of what changed. Pure apart
-    from ``resolver`` (where the stand-ins live). ``quick``: False (the track's sizes), True (the
-    overlay's quick sizes) or "smoke" (its smoke sizes)."""
+    from ``resolver`` (where the stand-ins live) and ``state`` (whether the install a block's own
+    stand-in requires is here). ``quick``: False (the track's sizes), True (the overlay's quick sizes)
+    or "smoke" (its smoke sizes)."""
     overlay = _fill(overlay, resolver)
+    ids = {s["id"] for s in raw["stages"] if isinstance(s, dict) and "engine" in s}
+    unknown = sorted(set(overlay.get("blocks", {})) - ids)
+    if unknown:
+        raise ConfigError(f"rehearsal overlay: blocks {', '.join(unknown)} are not in the plan {raw['name']}")
+    chosen = choose_block_stand_ins(overlay.get("blocks", {}), state)
     notes: list[str] = []
     out = copy.deepcopy(raw)
     size_variables, q = _sizes(overlay, quick)
@@ -324,7 +352,7 @@ def apply(raw: dict, overlay: dict, quick: bool | str, resolver=resolve) -> tupl
     seen: dict[str, int] = {}  # global steps so far, by kind (their ids)
     for stage in out["stages"]:
         if isinstance(stage, dict) and "engine" in stage:
-            entry = overlay.get("engines", {}).get(stage["engine"])
+            entry = block_entry(stage, overlay.get("engines", {}), chosen, notes)
             stages.append(_block_stage(stage, entry, q, notes))
         else:
             stages.extend(_global_stages(stage, overlay, notes, seen))
@@ -335,13 +363,16 @@ def apply(raw: dict, overlay: dict, quick: bool | str, resolver=resolve) -> tupl
 def rehearse(raw: dict, plan_name: str, quick: bool | str, via_shim: bool = False) -> tuple[dict, Rehearsal]:
     """Read the plan's overlay and apply it: the rehearsed plan and what was done."""
     overlay, path, sha = read_overlay(plan_name)
-    chosen, fallbacks = choose_stand_ins(
-        overlay.get("engines", {}), lambda name: install_state(name, via_shim)
-    )
+
+    def state(name: str) -> tuple[str | None, dict]:
+        return install_state(name, via_shim)
+
+    chosen, fallbacks = choose_stand_ins(overlay.get("engines", {}), state)
     overlay = {**overlay, "engines": chosen}
-    plan, notes = apply(raw, overlay, quick, resolve)
+    plan, notes = apply(raw, overlay, quick, resolve, state)
     notes = [f"{name}: {why}" for name, why in fallbacks.items()] + notes
     engines = _fill(overlay.get("engines", {}), resolve)
+    blocks, _ = choose_block_stand_ins(_fill(overlay.get("blocks", {}), resolve), state)
     info = Rehearsal(
         track=plan_name,
         path=path,
@@ -350,6 +381,10 @@ def rehearse(raw: dict, plan_name: str, quick: bool | str, via_shim: bool = Fals
         size=size_name(quick),
         stands_for=overlay["stands_for"],
         stand_ins=engines,
+        block_stand_ins=blocks,
+        block_engines={
+            s["id"]: s["engine"] for s in raw["stages"] if isinstance(s, dict) and s.get("id") in blocks
+        },
         notes=notes,
         skips=dict(overlay.get("skip", {})),
         models={

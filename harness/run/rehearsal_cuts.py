@@ -16,6 +16,8 @@ from __future__ import annotations
 from harness.errors import ConfigError
 from harness.run.plan_syntax import split_step
 
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
 PREFIX_SIDES = ("unique", "shared")
 
 

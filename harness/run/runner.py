@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from harness.core.records import read_stamp
 from harness.errors import HarnessError, InstallError
 from harness.run.child import run_harness
 from harness.run.context import BlockContext, block_context
@@ -134,7 +135,7 @@ class Runner(EngineControl):
         return entry
 
     def _end(self, entry: dict, status: str, reason: str | None = None, result: dict | None = None) -> bool:
-        started = time.mktime(time.strptime(entry["started"][:19], "%Y-%m-%dT%H:%M:%S"))
+        started = read_stamp(entry["started"]).timestamp()
         duration = round(max(0.0, time.time() - started), 1)
         entry.update(status=status, reason=reason, ended=now(), duration_s=duration)
         if result is not None:
@@ -156,6 +157,8 @@ class Runner(EngineControl):
         self.ctx = ctx
         start, stop = steps[0], steps[-1]
         self.out(f"\n==> {block.id}: {block.engine['title']}")
+        for note in self.plan.rehearsal.step_notes(start.id) if self.plan.rehearsal else []:
+            self.out(f"    rehearsal: {note}")  # which stand-in serves this block, where it has its own
         entry = self._begin(start)
         if not self.start_engine(ctx, entry):
             if block.optional:  # the lab's "if it does not start, skip it and record that it did not"

@@ -2,7 +2,7 @@
 environment, the install pitfalls handled, the model converted once from the project's GGUF to
 bf16 safetensors and checked (the command line and the launcher: ``harness.run.vllm_serve``).
 
-Why each step exists (issue 15, all seen on these machines):
+Why each step exists (all seen on these machines):
 
 - vLLM lives in ``.venv-vllm`` (about 3.5 GB), never in the harness's ``.venv``: it pins its own
   torch, transformers, numpy and setuptools.

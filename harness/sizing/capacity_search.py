@@ -15,9 +15,10 @@ from typing import Protocol
 from harness.core import bounds, sizing
 from harness.core.curves import copies_for
 from harness.core.energy_records import energy_words
-from harness.core.records import Capacity, now_stamp
+from harness.core.records import Capacity
 from harness.core.sample import Sample
 from harness.errors import ConfigError
+from harness.io.clock import now_stamp
 
 
 @dataclass(frozen=True)

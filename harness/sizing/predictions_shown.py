@@ -65,7 +65,7 @@ def weight_format(model: ModelInfo, stated: str | None, engine: str) -> str | No
 
 
 def lab_table(table: str, model: ModelInfo, say: Say) -> None:
-    """One of the labs' Task 1 tables (``lab09`` serving, ``lab08`` decode ceilings)."""
+    """One of the labs' prediction tables (``lab09`` serving, ``lab08`` decode ceilings)."""
     machines = load_machines()
     if table == "lab09":
         say(
@@ -226,7 +226,7 @@ def ceilings(
 
 
 def batches(slots: int) -> list[int]:
-    """Task 1's batch sizes, B = 1, 5, 10 and 20, up to the slots (and the slots themselves)."""
+    """The labs' batch sizes, B = 1, 5, 10 and 20, up to the slots (and the slots themselves)."""
     return sorted({b for b in (1, 5, 10, 20) if b <= slots} | {max(1, slots)})
 
 

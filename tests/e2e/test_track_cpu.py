@@ -162,7 +162,7 @@ def test_cpu_plans_llama_blocks(tmp_path):
     assert report.index("## Headline") < report.index("## Test conditions")
     assert head["llama-baseline"][1] == "llama.cpp"
     assert all(" -> " in r[prefix] and "of the prompt cached" in r[prefix] for r in head.values())
-    # the sizing answers (issue 26): the admission outcome in the headline, ITL and end-to-end columns,
+    # the sizing answers: the admission outcome in the headline, ITL and end-to-end columns,
     # a Pareto chart and each curve's latency histogram
     assert any(name.startswith("admission") for name in rows[0]), rows[0]
     assert "ITL p99 (s)" in report and "e2e p99 (s)" in report

@@ -1,4 +1,4 @@
-"""The CPU plan's vLLM blocks against vLLM's CPU build (issue 15), cut to what no rehearsal runs:
+"""The CPU plan's vLLM blocks against vLLM's CPU build, cut to what no rehearsal runs:
 the queueing block (2 sequences and a pool just over one full-length request, so requests wait)
 with its allocation check, recovery and hand-over, then the report. The plan's
 `vllm` block (baseline sweep, cross-check, prefix pair, probe, measure, admission) runs the same
@@ -64,7 +64,7 @@ def test_the_vllm_queueing_block_of_the_cpu_plan(tmp_path):
     by_id = {s["id"]: s for s in final["steps"]}
     assert {s["status"] for s in final["steps"]} == {"passed"}, log[-3000:]
     assert by_id["vllm-queue/recovery"]["reason"].startswith("idle by /metrics")
-    # The hand-over (issue 29): vLLM's API server, engine core and worker (a tree of at least two,
+    # The hand-over: vLLM's API server, engine core and worker (a tree of at least two,
     # read just before the stop) all gone at the stop.
     own = final["engines"]["vllm-queue"]["memory_release"]["readings"][0]
     assert (own["alive"], own["released"], own["left"]) == (0, True, "no process of it alive"), own

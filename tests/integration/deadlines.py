@@ -1,4 +1,4 @@
-"""How long a test waits on a process it starts (issue 36, item 3).
+"""How long a test waits on a process it starts.
 
 A wall time that includes a process's start measures the machine as much as the process: on a
 loaded 2-core CI machine, Python, the harness's imports, Locust's import and gevent's patching took

@@ -1,4 +1,4 @@
-"""Locust workers on other hosts (issue 37, item 2): the sweep's master, two workers and the
+"""Locust workers on other hosts: the sweep's master, two workers and the
 engine (the practice server) each in a network namespace of its own, with its own address on a
 bridge that lives in a fifth namespace. Nothing has a route out of them, so no packet leaves this
 machine; the namespaces (and every process in them, all started here) are removed whatever

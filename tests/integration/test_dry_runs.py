@@ -71,11 +71,19 @@ def _llama_bin_dir() -> str | None:
         return None
 
 
+def _vulkan_bin_dir() -> str | None:
+    """Where `make llama-vulkan` put the Vulkan llama-server, if it did."""
+    from harness.run import llama_vulkan
+
+    return None if llama_vulkan.install_status() else str(llama_vulkan.bin_dir())
+
+
 def normalise(text: str, cwd: Path, rehearsal: bool = False) -> str:
     """Replace the machine's own paths and today's date by placeholders, longest first, so a path
     inside another (the llama-server inside the checkout's .venv) keeps its own name."""
     places = {
         "<LLAMA_BIN>": _llama_bin_dir(),
+        "<LLAMA_VULKAN_BIN>": _vulkan_bin_dir(),
         "<PYTHON>": sys.executable,
         "<CWD>": str(cwd),
         "<ROOT>": str(ROOT),
@@ -95,9 +103,12 @@ def normalise(text: str, cwd: Path, rehearsal: bool = False) -> str:
     return text.replace(f"runs/{time.strftime('%Y-%m-%d')}-", "runs/<DATE>-")
 
 
-def dry_run(track: str, tier: str | None, cwd: Path, rehearse: bool | None = None) -> str:
+def dry_run(
+    track: str, tier: str | None, cwd: Path, rehearse: bool | None = None, vulkan: bool = False
+) -> str:
     """The dry run as a user sees it: the real CLI, in ``cwd``, default run directory; ``rehearse``
-    True or False: a rehearsal, quick or full size."""
+    True or False: a rehearsal, quick or full size. ``vulkan``: with the Vulkan build this machine
+    has (Track X's control block runs it); without, as on a machine that has none."""
     argv = [
         sys.executable,
         "-m",
@@ -112,6 +123,8 @@ def dry_run(track: str, tier: str | None, cwd: Path, rehearse: bool | None = Non
     # Track M's rehearsal serves mlx_lm.server itself where make mlx-cpu has run, else its imitation:
     # the expected text is the imitation's, whatever this machine has (MLX_VENV names no folder)
     env = {**os.environ, "HARNESS_COMPOSE_CLI": "docker compose", "MLX_VENV": str(cwd / "no-mlx-venv")}
+    if not vulkan:
+        env["LLAMA_VULKAN_DIR"] = str(cwd / "no-vulkan-build")
     done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     return normalise(done.stdout, cwd, rehearsal=rehearse is not None)
@@ -129,6 +142,14 @@ def test_rehearsal_dry_run_is_unchanged(track: str, tier: str | None, quick: boo
     assert dry_run(track, tier, tmp_path, quick) == expected
 
 
+def test_rehearsal_dry_run_with_the_vulkan_build(tmp_path: Path) -> None:
+    """Track X's Vulkan control on the Vulkan build `make llama-vulkan` installed here."""
+    if _vulkan_bin_dir() is None:
+        pytest.skip("the Vulkan build is not installed here (make llama-vulkan)")
+    expected = (EXPECTED / "x-rehearse-quick-vulkan.txt").read_text(encoding="utf-8")
+    assert dry_run("x", None, tmp_path, True, vulkan=True) == expected
+
+
 if __name__ == "__main__":
     import tempfile
 
@@ -138,3 +159,10 @@ if __name__ == "__main__":
             text = dry_run(case[0], case[1], Path(tmp).resolve(), *case[2:])
         (EXPECTED / f"{case_name(*case)}.txt").write_text(text, encoding="utf-8")
         print(f"wrote {case_name(*case)}.txt ({len(text.splitlines())} lines)")
+    if _vulkan_bin_dir() is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            text = dry_run("x", None, Path(tmp).resolve(), True, vulkan=True)
+        (EXPECTED / "x-rehearse-quick-vulkan.txt").write_text(text, encoding="utf-8")
+        print(f"wrote x-rehearse-quick-vulkan.txt ({len(text.splitlines())} lines)")
+    else:
+        print("x-rehearse-quick-vulkan.txt left as it is: the Vulkan build is not installed here")

@@ -366,7 +366,7 @@ def test_cpu_path_runs_every_step_of_the_plan(tiny_model, tmp_path):
     assert not port_open("127.0.0.1", port)
 
 
-# -- the energy during the control block (issue 38), through the stand-in NVML library ---------------
+# -- the energy during the control block, through the stand-in NVML library --------------------------
 @pytest.fixture(scope="module")
 def library(tmp_path_factory) -> Path:
     """The tests' stand-in libnvidia-ml.so.1 (tests/fixtures/telemetry/standin_nvml.c; see
@@ -454,7 +454,7 @@ def test_energy_of_a_run_without_telemetry_says_why(tmp_path):
 
 
 def test_bench_workers_runs_the_clients_scale_rows_into_its_file(tmp_path):
-    """The device's scale check (issue 37) without a GPU: one process and one Locust worker, a row
+    """The device's scale check without a GPU: one process and one Locust worker, a row
     of 4 streams each, against the ruler server; the summary says how many each held."""
     out = tmp_path / "out"
     done = gpu_check(

@@ -1,4 +1,4 @@
-"""Every port the lab uses is checked free before each engine starts (issue 17, point 7): a
+"""Every port the lab uses is checked free before each engine starts: a
 listener on another block's port stops the run before anything starts, in one line naming the
 port, its holder and the block it belongs to. A service's port (Lemonade's, held by its service
 all along) is not one of them."""

@@ -1,4 +1,4 @@
-"""Lemonade through the service launcher (issue 17, point 2). A fake `lemond` (the practice server,
+"""Lemonade through the service launcher. A fake `lemond` (the practice server,
 standing in for Lemonade's API) runs as the service on a free port; a fake `lemonade` CLI answers
 the serve script's steps. A Lemonade plan then runs measure and probe through the launcher: the
 measure step gets the pid of the process listening on the port (never a placeholder), the serve

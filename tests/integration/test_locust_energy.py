@@ -1,4 +1,4 @@
-"""Locust's own runs read telemetry as ``harness sweep`` does (issue 38): ``locust --headless
+"""Locust's own runs read telemetry as ``harness sweep`` does: ``locust --headless
 --telemetry nvml,practice`` against the practice server says NVML's absence in one line (on a
 machine without it, this one) and writes a level record whose ``energy`` part is the practice
 server's IMITATION power, labelled, with its ``cost``; the web UI writes one record per phase (a

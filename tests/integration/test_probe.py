@@ -48,7 +48,7 @@ def test_tool_call_written_as_text_is_a_server_finding(practice, tmp_path, capsy
     for section in ("tool_calling", "streaming_tool_calling"):
         assert not rec[section]["supported"]
         assert rec[section]["detail"].startswith("the model wrote a <tool_call> block as text")
-    # The failed probes keep what the server sent, not only the summary (issue 17, point 8).
+    # The failed probes keep what the server sent, not only the summary.
     assert (
         "<tool_call>" in rec["tool_calling"]["raw_reply"] and '"choices"' in rec["tool_calling"]["raw_reply"]
     )

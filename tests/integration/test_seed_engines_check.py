@@ -1,6 +1,6 @@
 """The engines lab's own checker, summarise-engines.py --check (cut from the seed page), reads the
 lines ``harness measure`` and ``harness probe`` write, with the fields the harness adds (the server's
-own timings set against the client's, issue 40 item 1; the process tree; notes), and the engines
+own timings set against the client's; the process tree; notes), and the engines
 fixture notebook: every engine a PASS and 0 failures. Skipped, saying so, where the seeds are absent."""
 
 from __future__ import annotations

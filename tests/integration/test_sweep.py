@@ -754,7 +754,7 @@ def test_a_stream_that_stalls_past_the_timeout_fails_without_hanging(practice, t
 
 
 def test_batch_per_decode_is_the_levels_not_the_servers_lifetime(practice, tmp_path):
-    """Issue 39 fix 3: the practice server's n_busy_slots_per_decode is, like llama-server's, an
+    """The practice server's n_busy_slots_per_decode is, like llama-server's, an
     average over its whole life. After a level at 4 at once, the level at 1 at once reads a gauge
     above 1 all through; the record's figure for the level is 1."""
     server = linear_server(practice, "batch", seats=4, tokens=20, a=0.004, b=0.001, prefill=50000)
@@ -791,7 +791,7 @@ def _open_level(server, book: Path, rate: str, requests: str) -> tuple[dict, str
 
 
 def test_an_arrival_rate_the_server_cannot_serve_is_server_limited(practice, tmp_path):
-    """Issue 39 items 1 and 4: 2 seats of 20 tokens at 20 ms a step serve 5 requests/s at most (each
+    """Server-limited open loop: 2 seats of 20 tokens at 20 ms a step serve 5 requests/s at most (each
     0.4 s); 20/s offered for 40 requests piles them up in flight while the client keeps its
     schedule. The record says server-limited, with the rates and the peak; the sweep prints it and
     summarise --check names it."""

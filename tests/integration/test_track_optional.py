@@ -1,4 +1,4 @@
-"""Track X's rule (issue 17): if vLLM is missing or does not start, skip its blocks, record why,
+"""Track X's rule: if vLLM is missing or does not start, skip its blocks, record why,
 and go on. A plan shaped like Track X (a server before, vLLM with a variant, a server after, a
 summarise that needs vLLM, the report) runs against the practice server with vLLM missing, and
 with a fake vLLM that dies the way the lab's troubleshooting table describes. Last, a failed step's

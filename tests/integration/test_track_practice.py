@@ -102,7 +102,7 @@ def test_track_practice_interrupted_resumed_writes_a_report_on_a_free_port(tmp_p
     assert all(any(k in sid for sid in statuses) for k in kinds), statuses
     html = (run_dir / "report.html").read_text()
     assert "practice-baseline" in html and "<img" in html
-    # The energy sections, end to end from the practice server's IMITATION power (issue 38): each
+    # The energy sections, end to end from the practice server's IMITATION power: each
     # level record carries it labelled, the report draws and tables it and says IMITATION first.
     book = run_dir / "labbook.md"
     records = [json.loads(line) for line in book.read_text().splitlines() if line.startswith("{")]

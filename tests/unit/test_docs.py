@@ -1,6 +1,6 @@
 """The README stays a few screens long and every page it points to exists and is linked: a new
-user's first hour (issue 27). Every measured time keeps its date and command on one page,
-docs/measurements.md, and every link to a section or row of a page finds it (issue 36)."""
+user's first hour. Every measured time keeps its date and command on one page,
+docs/measurements.md, and every link to a section or row of a page finds it."""
 
 from __future__ import annotations
 

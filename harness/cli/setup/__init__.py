@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import sys
 
-from harness.cli.setup import install, llama_cpu, mlx_cpu, models, shim_allow, vllm_cpu
+from harness.cli.setup import install, llama_cpu, llama_vulkan, mlx_cpu, models, shim_allow, vllm_cpu
 
-THINGS = (llama_cpu, vllm_cpu, mlx_cpu, models, install, shim_allow)
+THINGS = (llama_cpu, llama_vulkan, vllm_cpu, mlx_cpu, models, install, shim_allow)
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "setup",
-        help="set-up: llama-cpu, vllm-cpu, mlx-cpu, models, install, shim-allow",
+        help="set-up: llama-cpu, llama-vulkan, vllm-cpu, mlx-cpu, models, install, shim-allow",
         description="Install and serve the CPU engines, fill the model library, run Track N's installs "
         "or write the shim's allow-list.",
     )

@@ -1,4 +1,4 @@
-"""Energy and the accelerator's own readings (issue 38): one module per source, one interface.
+"""Energy and the accelerator's own readings: one module per source, one interface.
 
     detect(spec, where) -> Detection     which sources read this machine; one line for each absent
     Source.read() -> Reading             one device read once (harness.core.telemetry.Reading)

@@ -1,4 +1,4 @@
-"""The telemetry of one sweep or search (issue 38, phase two): the sources ``--telemetry`` found,
+"""The telemetry of one sweep or search: the sources ``--telemetry`` found,
 an idle baseline read once before the first level, and one ``TelemetrySampler`` around each
 level, started before its first request and stopped after its last (the sampler's reads run on
 their own native thread, off the load loop). What a level's record carries of it is

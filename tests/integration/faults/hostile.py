@@ -58,7 +58,7 @@ FAULTS = (
     "gzip",
     "trickle-headers",
     "short-body",
-    # round two (issue 28): one fake server per class
+    # round two (docs/reliability-round-two.md): one fake server per class
     "endless-headers",
     "after-done",
     "held-open",
@@ -89,7 +89,7 @@ FAULTS = (
     "cached-over-prompt",
     "empty-204",
     "key-in-path",
-    # round three (issue 39): conversations and agent loops
+    # round three (the new inputs): conversations and agent loops
     "huge-answer",
     "reasoning-only",
     "tool-forever",
@@ -394,7 +394,7 @@ class _Handler(socketserver.BaseRequestHandler):
         choice = {"index": 0, "message": message, "finish_reason": key}
         return _send_json(sock, 200, {"id": key, "model": key, "choices": [choice]})
 
-    # -- round three (issue 39) ----------------------------------------------------------------------
+    # -- round three (the new inputs) ----------------------------------------------------------------
     def fault_huge_answer(self, sock, srv) -> None:  # 5 MB of content every answer, in 80 deltas
         piece = event(chunk("x" * 65_536))
         usage = {"prompt_tokens": 7, "completion_tokens": 80, "total_tokens": 87}
@@ -568,7 +568,7 @@ class HostileServer:
         self._thread.join(5)
 
 
-# -- round three (issue 39): servers a capacity search meets -------------------------------------
+# -- round three (the new inputs): servers a capacity search meets -------------------------------
 # Appended as a block (faults, their handlers, their constants) so parallel additions merge.
 DIE_AFTER = 14  # dies-after: answers this many chat requests, then the whole server is gone
 SLOW_WINDOW = (5, 8)  # slow-window: these chat requests (1-based, in order of arrival) are slow

@@ -1,4 +1,4 @@
-"""The departure stamp never follows the first token (issue 28, class 4). Against a server that
+"""The departure stamp never follows the first token (reliability round two, class 4). Against a server that
 answers the moment the request arrives, the first token's kernel arrival stamp came before a
 departure stamped after ``sendall`` returned (82 and 172 of 600 TTFTs negative, to -2.2 ms); the
 departure is now stamped before the write, so no TTFT is negative, and the write's own time (the

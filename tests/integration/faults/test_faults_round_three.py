@@ -1,4 +1,4 @@
-"""The fault matrix, round three (issue 39 items 3 and 5): conversations and agent loops against
+"""The fault matrix, round three: conversations and agent loops against
 hostile servers. A server answering 5 MB a turn never grows the history (the conversation ends,
 the reason in the record); an answer with reasoning and no content is a turn of its own; a server
 asking for tools forever ends at --turns; malformed arguments, unknown functions and thousands of
@@ -85,7 +85,7 @@ def test_thousands_of_calls_in_one_answer_are_one_failure_each_and_end_the_conve
 
 @pytest.mark.slow
 def test_a_conversation_refused_for_its_context_ends_there(tmp_path):
-    """Issue 39 item 3: turns 4-6 of a conversation all got 400s, each sending a longer history, and
+    """Once, turns 4-6 of a conversation all got 400s, each sending a longer history, and
     the remedy spoke of the prefix sets' 1,024 tokens per sequence. Now the refused turn ends its
     conversation (the next request starts a new one), the turns not sent are counted with the
     reason, and the remedy names the conversation's own knobs."""

@@ -1,4 +1,4 @@
-"""The fault matrix, round three (issue 39, items 6 and 7): `harness capacity` against promises it
+"""The fault matrix, round three: `harness capacity` against promises it
 must refuse and servers that fail, die or contradict themselves during its search, and `harness
 gate` against baselines it must refuse and runs unlike each other. Small: a few requests a level,
 the fault matrix's short bounds. No test times a started process (tests/integration/deadlines.py)."""

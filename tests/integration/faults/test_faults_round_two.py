@@ -1,4 +1,4 @@
-"""The fault matrix, round two (issue 28): one fake server per class the second hostile sweep
+"""The fault matrix, round two: one fake server per class the second hostile sweep
 found, through the commands that meet it. For each: no traceback, the level kept and schema-valid,
 no absurd figure, no escape sequence or secret in any output, and the reason where it failed."""
 

@@ -1,4 +1,4 @@
-"""The fault matrix, round two's second sweep (issue 28): the classes a second hostile sweep still
+"""The fault matrix, round two's second sweep: the classes a second hostile sweep still
 found. For each: no traceback, a clear one-line verdict, the record written and valid, the stated
 bound kept, and no piece or encoding of the key in any output."""
 

@@ -1,4 +1,4 @@
-"""The fault matrix, round two's third sweep (issue 28): the cases a third hostile sweep found."""
+"""The fault matrix, round two's third sweep: the cases a third hostile sweep found."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def test_an_error_body_nested_past_any_parser_is_the_servers_status_not_a_recurs
 def test_more_cached_tokens_than_the_prompt_is_no_count(tmp_path):
     """usage said 9,000 cached tokens of a 5-token prompt: the level recorded a cached mean of
     9,000 (a cached share of 1,800). A cached count past the prompt is now no count, and the
-    record's cached_note says how many requests said so (issue 39)."""
+    record's cached_note says how many requests said so."""
     book = tmp_path / "b.md"
     with HostileServer("cached-over-prompt") as srv:
         proc = _sweep(srv, book)

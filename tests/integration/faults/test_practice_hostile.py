@@ -1,4 +1,4 @@
-"""The practice server under hostile input (issue 28, class 8), and its key guard (class 6): every
+"""The practice server under hostile input (round two, class 8), and its key guard (class 6): every
 case answers at once with a one-line 4xx naming what is wrong, and the server still serves.
 
 "At once" is bounded from a server already listening (the fixture waited for its health), by 5 s:
@@ -164,7 +164,7 @@ def test_with_a_key_only_health_is_open(practice):
     ],
 )
 def test_a_lone_surrogate_is_a_400_naming_the_field_never_a_500(practice, where, body):
-    """Issue 28, second sweep: a lone surrogate in the prompt or a tool's name answered 500
+    """Reliability round two, second sweep: a lone surrogate in the prompt or a tool's name answered 500
     UnicodeEncodeError; now a 400 that names the field, and the server serves on. A surrogate
     pair (one character written as two escapes) is whole text and is served."""
     server = practice("kit")

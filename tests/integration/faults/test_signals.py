@@ -56,7 +56,7 @@ def _sweep_cmd(srv, book, levels: str) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_during_start_up_is_one_line_never_an_import_traceback(sig, tmp_path):
-    """Issue 28, class 7: the start-up imports (gevent, Locust) take a second or two; a signal at
+    """Reliability round two, class 7: the start-up imports (gevent, Locust) take a second or two; a signal at
     any moment in them ends the command with no traceback (130, or the signal's own status when it
     came before Python ran a line of ours)."""
     with HostileServer("ok") as srv:
@@ -80,7 +80,7 @@ def test_a_signal_during_start_up_is_one_line_never_an_import_traceback(sig, tmp
 
 @pytest.mark.slow
 def test_no_sigterm_is_lost_between_or_inside_levels(tmp_path):
-    """Issue 28, class 7: one SIGTERM in about 30 used to be lost (the sweep ran every level and
+    """Reliability round two, class 7: one SIGTERM in about 30 used to be lost (the sweep ran every level and
     exited 0). Signals sent at many moments of a sweep of short levels: every one ends it with 130,
     keeping only whole levels."""
     with HostileServer("ok", delay_s=0.02) as srv:

@@ -1,4 +1,4 @@
-"""No Locust worker process outlives a ``--processes`` sweep (issue 28, second sweep): a signal
+"""No Locust worker process outlives a ``--processes`` sweep (reliability round two, second sweep): a signal
 1.0-1.5 s in, while the workers were starting and connecting, left two of them running in five of
 six tries (the master's constructor was interrupted before anything could stop them)."""
 

@@ -1,4 +1,4 @@
-"""The shim against a hostile client (issue 39, class 8), each case by a test that fails without
+"""The shim against a hostile client (round three, class 8), each case by a test that fails without
 its fix: bodies too long or never sent, Content-Length with Transfer-Encoding, headers and bodies
 sent a byte at a time, a thousand connections at once, bad log offsets and encoded names. Each is
 refused in bounded time, nothing starts without the token, and the shim answers afterwards.

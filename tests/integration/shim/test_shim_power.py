@@ -1,4 +1,4 @@
-"""Apple silicon's power through the host-side shim (issue 38): the real shim, started as the
+"""Apple silicon's power through the host-side shim: the real shim, started as the
 learner starts it, runs a fake ``powermetrics`` placed first on its PATH
 (tests/fixtures/telemetry/bin/powermetrics: the manual's options, property-list samples of the
 documented keys, NUL-separated), and the harness reads power through it (``harness telemetry

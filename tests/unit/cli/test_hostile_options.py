@@ -1,4 +1,4 @@
-"""Issue 39, a fourth hostile sweep over the new inputs' options: each case is one line and exit 2
+"""A fourth hostile sweep over the new inputs' options: each case is one line and exit 2
 before any request (no server here: the base URL is a closed port, so a case that got past its
 check would say that nothing answers there instead)."""
 

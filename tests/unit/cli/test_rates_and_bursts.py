@@ -1,4 +1,4 @@
-"""Rates, bursts and think times (issue 39 item 4, and item 3's think time): 0, negative, NaN,
+"""Rates, bursts and think times: 0, negative, NaN,
 infinite or absurd values are one line before any request (no server here: each case fails
 before the first one), in a list as alone. Given as --flag=VALUE, as argparse needs for a value
 starting with a dash."""

@@ -1,5 +1,5 @@
 """``harness summarise`` prints what a notebook holds, and a notebook is a file anyone may edit
-(issue 28, second sweep): escape sequences in a label never reach the terminal raw, and a level
+(reliability round two, second sweep): escape sequences in a label never reach the terminal raw, and a level
 with a negative time (written by hand) is skipped with a warning, never shown as a figure."""
 
 from __future__ import annotations

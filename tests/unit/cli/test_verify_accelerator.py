@@ -1,4 +1,4 @@
-"""A CPU fallback does not pass (issue 17, point 3): the control block's verify-allocation checks
+"""A CPU fallback does not pass: the control block's verify-allocation checks
 its own load log for every layer offloaded, the build's device and the prompt cache off, besides
 the KV size, and FAILs with the lab's advice. Recorded and composed logs in tests/fixtures/logs."""
 

@@ -1,4 +1,4 @@
-"""Server-limited open loops (issue 39 items 1 and 4): a schedule the server cannot keep is said to
+"""Server-limited open loops: a schedule the server cannot keep is said to
 be the server's limit, with its figures, distinct from the client's; the client-limited verdict
 wins when both apply. The rule (harness.core.backlog) on simulated servers: seats and a service
 time, requests beyond the seats waiting in arrival order."""
@@ -15,7 +15,6 @@ from harness.core.backlog import Flight, backlog, peak_in_flight, server_note
 from harness.core.backlog import rules as backlog_rules
 from harness.core.level_records import LevelContext
 from harness.core.levels import level_record
-from harness.core.records import now_stamp
 from harness.core.sample import Sample
 from harness.core.workload_stats import workload_stats
 from tests.unit.properties import examples
@@ -132,7 +131,9 @@ def _record(samples: list[Sample], cpu: float = 0.1) -> dict:
     stats = workload_stats(samples, "prompts", {}, open_loop=True)
     context = LevelContext("open", "fake", "m", "http://x/v1", "mixed", 16, 0.0)
     wall = max(s.t_end for s in samples) - min(s.t_send for s in samples)
-    return level_record(samples, 30, wall, context, now_stamp(), client_cpu=cpu, workload=stats).to_dict()
+    return level_record(
+        samples, 30, wall, context, "2026-01-01T00:00:00Z", client_cpu=cpu, workload=stats
+    ).to_dict()
 
 
 def test_the_level_record_says_server_limited_and_validates(tmp_path):

@@ -1,4 +1,4 @@
-"""Conversations and agent loops bounded (issue 39 items 3 and 5): a history never grows past its
+"""Conversations and agent loops bounded: a history never grows past its
 bound, answers without text are turns of their own with their kind, tool calls that cannot be run
 are failures with their reason, a server asking for tools forever ends at --turns; and the level
 record's notes (ended early, tool failures, cached counts past the prompt) validate against the
@@ -210,7 +210,6 @@ def test_the_level_record_with_every_new_note_validates(tmp_path):
     """A level record carrying each of the new fields is written and read back valid."""
     from harness.core.level_records import LevelContext
     from harness.core.levels import level_record
-    from harness.core.records import now_stamp
     from harness.io.notebook import append_record, read_records
 
     samples = []
@@ -227,7 +226,7 @@ def test_the_level_record_with_every_new_note_validates(tmp_path):
         samples.append(s)
     stats = workload_stats(samples, "agent", {}, open_loop=False)
     context = LevelContext("t", "fake", "m", "http://x/v1", "conversations", 16, 0.0)
-    record = level_record(samples, 1, 3.0, context, now_stamp(), workload=stats).to_dict()
+    record = level_record(samples, 1, 3.0, context, "2026-01-01T00:00:00Z", workload=stats).to_dict()
     assert record["conversations_ended_early"] == 1 and record["tool_call_failures"] == 2
     assert record["answers_without_text"] == {"reasoning-only": 1} and record["cached_note"]
     book = tmp_path / "b.md"
@@ -245,7 +244,7 @@ VLLM_REFUSAL = (
 
 @pytest.mark.parametrize("error", [LLAMA_REFUSAL, VLLM_REFUSAL, "HTTP 400: context_length_exceeded"])
 def test_a_turn_refused_for_the_context_ends_its_conversation(error):
-    """Issue 39 item 3: turns 4-6 all got 400s, each sending a longer history. Now the refused turn
+    """Once, turns 4-6 all got 400s, each sending a longer history. Now the refused turn
     ends its conversation; its sample says how many turns were not sent and why."""
     conversation = plan(turns=6).start(1, random.Random(1))
     refused = answer(ok=False, fields=())
@@ -306,7 +305,6 @@ def test_the_context_remedy_names_the_conversations_knobs():
 def test_a_record_with_turns_not_sent_validates(tmp_path):
     from harness.core.level_records import LevelContext
     from harness.core.levels import level_record
-    from harness.core.records import now_stamp
     from harness.io.notebook import append_record, read_records
 
     conversation = plan(turns=5).start(1, random.Random(1))
@@ -321,7 +319,7 @@ def test_a_record_with_turns_not_sent_validates(tmp_path):
     taken = run(conversation, answers)
     stats = workload_stats(taken, "conversations", {}, open_loop=False)
     context = LevelContext("t", "fake", "m", "http://x/v1", "conversations", 16, 0.0)
-    record = level_record(taken, 1, 3.0, context, now_stamp(), workload=stats).to_dict()
+    record = level_record(taken, 1, 3.0, context, "2026-01-01T00:00:00Z", workload=stats).to_dict()
     assert record["turns_not_sent"] == 2 and record["failed"] == 1
     book = tmp_path / "b.md"
     append_record(book, record, "level")

@@ -1,4 +1,4 @@
-"""Start-up failures explained (issue 17, point 8): each troubleshooting row of the labs, as data,
+"""Start-up failures explained: each troubleshooting row of the labs, as data,
 matched against a log of that failure; the matcher is pure and the rules file is validated."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What each lab records and checks (issue 29 item 4): --expect-device in the serving lab's
+"""What each lab records and checks: --expect-device in the serving lab's
 verify-allocation steps (Task 2: CUDA0 on S and N, Vulkan0 on X, MTL0 on M), and the engines lab's
 two model buffers checked against their sum (Task 4: about 4,789 MiB, about 334 MiB on the host)."""
 
@@ -184,7 +184,7 @@ DEVICE_64 = "Vulkan0: AMD Radeon 8060S Graphics (RADV GFX1151) (32768 MiB, 31500
 
 
 def test_the_fraction_is_a_share_of_the_visible_total_the_device_line_reported():
-    """Issue 40 item 3: the report's (B - A) x total uses the device line's total, not 128 GB."""
+    """The report's (B - A) x total uses the device line's total, not 128 GB."""
     from types import SimpleNamespace
 
     from harness.report import lab_records
@@ -203,7 +203,7 @@ def test_the_fraction_is_a_share_of_the_visible_total_the_device_line_reported()
 
 
 def test_a_fraction_below_the_bf16_weights_fails_with_the_labs_remedy():
-    """Issue 40 item 3: on 64 GB, fraction x the visible total must exceed the 15.26 GiB of bf16
+    """On 64 GB, fraction x the visible total must exceed the 15.26 GiB of bf16
     weights; else raise both by 0.2 and record the values."""
     from harness.run import guards
     from harness.run.preflight_checks import Finding, llama_devices

@@ -36,7 +36,7 @@ def test_a_raw_reply_is_kept_whole_when_short_and_cut_at_4096_characters():
 
 
 def test_replies_of_the_wrong_shape_are_verdicts_never_exceptions():
-    """Issue 28, second sweep: "choices" as an object (AttributeError), a message, delta or tool call
+    """Round two, second sweep: "choices" as an object (AttributeError), a message, delta or tool call
     of the wrong type: each judged unsupported with a reason."""
     from harness.core import probes
 

@@ -8,8 +8,9 @@ import os
 import pytest
 
 from harness.core import prompts
-from harness.core.prompts import PREAMBLE, PROMPT_SETS, QUESTIONS, SHORT, load_prompt_file, make_prompts
+from harness.core.prompts import PREAMBLE, PROMPT_SETS, QUESTIONS, SHORT, make_prompts
 from harness.errors import ConfigError
+from harness.io.input_files import load_prompt_file
 
 
 @pytest.mark.parametrize("kind", PROMPT_SETS)

@@ -4,8 +4,7 @@ same order, same values; and each is valid for its schema."""
 from __future__ import annotations
 
 import json
-import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -13,6 +12,9 @@ from harness.core import engine_records as er, level_records as lr, records as r
 from harness.core.levels import aggregate, level_record, level_stats
 from harness.core.sample import Sample
 from harness.io.notebook import problems
+from tests.conftest import FIXTURES
+
+STAMP_FIELDS = ("recorded_at", "measured_on", "taken_at", "checked_at", "fetched_at")
 
 
 def _samples() -> list[Sample]:
@@ -154,11 +156,38 @@ def test_is_level_picks_level_lines_only():
     assert not r.is_engine_speed({"lab": r.FEATURES_LAB, "test": "other"})
 
 
-def test_stamps_keep_their_formats():
-    when = 1_700_000_000.0
-    assert r.now_stamp(when) == time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(when))
-    assert r.utc_stamp(when) == "2023-11-14T22:13:20Z"
-    assert r.iso_utc_stamp(datetime.fromtimestamp(when, timezone.utc)) == "2023-11-14T22:13:20+00:00"
+def test_one_stamp_format_in_utc_from_the_time_the_caller_gives():
+    when = datetime.fromtimestamp(1_700_000_000, timezone.utc)
+    assert r.stamp(when) == "2023-11-14T22:13:20Z"
+    assert r.stamp(when.astimezone(timezone(timedelta(hours=-5)))) == "2023-11-14T22:13:20Z"
+    with pytest.raises(ValueError, match="needs a time with its zone"):
+        r.stamp(datetime(2023, 11, 14, 22, 13, 20))  # a naive time could be any zone's
+    assert lr.run_id_for(when.astimezone(timezone(timedelta(hours=1))), 42) == "20231114T221320Z-42"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2023-11-14T22:13:20Z",  # today's, and the engines lab's since the first
+        "2023-11-14T23:13:20+0100",  # the load lab's: local time with its offset
+        "2023-11-14T22:13:20+0000",
+        "2023-11-14T22:13:20+00:00",  # ISO 8601 with +00:00: cross-checks, fetches
+    ],
+)
+def test_a_stamp_reads_in_todays_format_and_every_older_one(text):
+    assert r.read_stamp(text) == datetime.fromtimestamp(1_700_000_000, timezone.utc)
+    assert r.stamp(r.read_stamp(text)) == "2023-11-14T22:13:20Z"
+
+
+def test_every_stamp_in_the_fixture_notebooks_reads():
+    seen = []
+    for book in sorted((FIXTURES / "notebooks").glob("*.md")):
+        for line in book.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line) if line.startswith("{") else {}
+            seen += [record[k] for k in STAMP_FIELDS if isinstance(record.get(k), str)]
+    assert len(seen) > 20 and {"Z", "+0000"} <= {s[19:] for s in seen}  # both older formats are there
+    for text in seen:
+        assert r.read_stamp(r.stamp(r.read_stamp(text))) == r.read_stamp(text), text
 
 
 def test_curve_summary_and_endpoint_check():

@@ -1,4 +1,4 @@
-"""Issue 39, round three: the new inputs (trace files, length specs and files) refuse what is out
+"""Round three: the new inputs (trace files, length specs and files) refuse what is out
 of range in one line naming where, and what they accept stays bounded (unit and property tests;
 the fault matrix is tests/integration/faults/test_faults_round_three_inputs.py)."""
 

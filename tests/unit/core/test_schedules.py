@@ -86,7 +86,6 @@ def test_a_schedule_the_client_could_not_keep_is_named():
 def test_a_level_whose_client_fell_behind_its_schedule_is_client_limited_and_valid(tmp_path):
     from harness.core.level_records import LevelContext
     from harness.core.levels import level_record
-    from harness.core.records import now_stamp
     from harness.core.sample import Sample
     from harness.core.workload_stats import workload_stats
     from harness.io.notebook import append_record, read_records
@@ -99,7 +98,9 @@ def test_a_level_whose_client_fell_behind_its_schedule_is_client_limited_and_val
         samples.append(s)
     stats = workload_stats(samples, "prompts", {}, open_loop=True)
     context = LevelContext("t", "fake", "m", "http://x/v1", "prompts", 16, 0.0)
-    record = level_record(samples, 20, 2.0, context, now_stamp(), client_cpu=0.3, workload=stats).to_dict()
+    record = level_record(
+        samples, 20, 2.0, context, "2026-01-01T00:00:00Z", client_cpu=0.3, workload=stats
+    ).to_dict()
     assert record["client_limited"] is True and record["schedule_note"].startswith("client-limited")
     append_record(tmp_path / "b.md", record, "level")
     assert not read_records(tmp_path / "b.md", "level").warnings

@@ -1,4 +1,4 @@
-"""The engine's own /metrics read and judged (issue 29 item 1): the peaks, preemptions and cached share
+"""The engine's own /metrics read and judged: the peaks, preemptions and cached share
 of a level, a throughput drop or preemptions named with the serving lab's explanation and remedy, in
 the check, the per-level line and the report. Fixtures: the CPU llama-server's real level records
 (three levels at 4 slots, c = 8 deferring 4 and falling below c = 4) and the lab's own vLLM lines."""
@@ -69,7 +69,7 @@ def test_vllm_lines_parsed_then_judged():
     }
     assert sm.peaks(rec) == {"running": 8.0, "waiting": 12.0, "preemptions": 3.0}
     assert sm.engine_cached_share(rec) == 2000 / 4000
-    # issue 40 item 2: the pool used beside running at the cap: the lab's "admission is the limit"
+    # the pool used beside running at the cap: the lab's "admission is the limit"
     assert sm.use(rec) == {"kv_used": 0.04}
     assert "KV pool used peak 4.0%" in (sm.peaks_words(rec) or "")
     assert sm.admission_text(rec) == (
@@ -173,7 +173,7 @@ def test_the_report_shows_the_peaks_beside_the_curve(tmp_path):
     curve = text[text.index("### llama-baseline") :]
     assert "The engine's own `/metrics` during each level" in curve
     assert "- llama-baseline c=8: 3.1 tok/s, below c=4's 5.2 (-40%)" in curve
-    # issue 40 item 2: the batch llama-server achieved, per level; these records have only the
+    # the batch llama-server achieved, per level; these records have only the
     # gauge's mean (1.27 at c = 4 on 4 slots: its lifetime average, dragged down by c = 1), so the
     # report says the level's figure is unknown and why, never 1.27
     unknown = "- llama-baseline c=4: llama-server's batch per decode call for this level unknown: "
@@ -191,7 +191,7 @@ def test_the_real_vllm_cpu_metrics_carry_every_gauge_read():
 
 
 def test_a_fall_within_the_labs_few_per_cent_is_noise_not_saturation(capsys):
-    """Issue 40 item 7: c = 8 at 2 % below c = 4, no repeats: within the lab's few per cent."""
+    """c = 8 at 2 % below c = 4, no repeats: within the lab's few per cent."""
     from harness.cli.sweep import print_level
 
     lv = levels()
@@ -211,7 +211,7 @@ def test_a_fall_within_the_labs_few_per_cent_is_noise_not_saturation(capsys):
 
 
 def test_the_noise_is_the_repeats_spread_where_they_measured_it():
-    """Issue 40 item 7: repeats 1 % apart make a 2 % fall real; 4 % apart keep a 3 % fall noise."""
+    """Repeats 1 % apart make a 2 % fall real; 4 % apart keep a 3 % fall noise."""
     lv = levels()
     tight = {**lv[4], "runs": 3, "spread": {"output_tokens_per_s": [5.17, 5.22]}}
     fell = {**lv[8], "output_tokens_per_s": 5.09, "runs": 3, "spread": {"output_tokens_per_s": [5.08, 5.12]}}
@@ -225,7 +225,7 @@ def test_the_noise_is_the_repeats_spread_where_they_measured_it():
 
 
 def test_summarise_prints_the_batch_achieved_per_level(capsys):
-    """Issue 40 item 2: ``harness summarise --label`` shows the batch per decode call per level: the
+    """``harness summarise --label`` shows the batch per decode call per level: the
     level's own figure, and for records without the decode counter why there is none."""
     from harness.cli import main
 
@@ -240,7 +240,7 @@ def test_summarise_prints_the_batch_achieved_per_level(capsys):
     assert f"c=8: llama-server's batch per decode call for this level unknown: {sm.OLD_RECORD}" in out
 
 
-# Issue 39 fix 3: a real CPU llama-server (4 slots, Gemma 3 270M), two levels of harness sweep,
+# A real CPU llama-server (4 slots, Gemma 3 270M), two levels of harness sweep,
 # c = 4 then c = 1, after earlier requests on the same server. Its n_busy_slots_per_decode is an
 # average over its whole life: the c = 1 level's samples of it have a mean of 1.873, above 1.
 LEVEL_BOOK = FIXTURES / "notebooks" / "llama-cpu-batch-level.md"
@@ -297,7 +297,7 @@ def test_sampler_summary_takes_the_level_figure_not_the_lifetime_mean():
 
 
 def test_summarise_names_a_fall_as_noise_or_past_saturation(tmp_path, capsys):
-    """Issue 40 item 7: ``harness summarise --label`` says what the check and the report say of a
+    """``harness summarise --label`` says what the check and the report say of a
     fall: c = 8 at 1.9 % below c = 4 is noise; the fixture's real -40 % is past saturation."""
     from harness.cli import main
 

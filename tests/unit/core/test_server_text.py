@@ -1,4 +1,4 @@
-"""Server text made safe (issue 28, classes 2 and 6): secrets redacted, no control character or
+"""Server text made safe (reliability round two, classes 2 and 6): secrets redacted, no control character or
 escape sequence, always encodable, bounded."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def test_a_known_secret_never_survives_redaction(secret, around):
 
 
 def test_every_encoding_and_every_long_piece_of_a_key_is_redacted():
-    """Issue 28, second sweep: the key echoed as base64 or hex, at any base64 alignment inside a
+    """Reliability round two, second sweep: the key echoed as base64 or hex, at any base64 alignment inside a
     longer encoded text, or split in two (each half at least FRAGMENT characters)."""
     import base64
 

@@ -1,4 +1,4 @@
-"""Issue 40 item 1: llama-server's own timings set against the client's (engines lab, Task 3: they
+"""llama-server's own timings set against the client's (engines lab, Task 3: they
 "should agree with the client-side prefill and decode figures to within a few per cent; a large
 disagreement means the client is timing something other than generation")."""
 

@@ -1,4 +1,4 @@
-"""Property-based tests of the capacity search's ends and the gate (issue 39, items 6, 7 and 9): any
+"""Property-based tests of the capacity search's ends and the gate: any
 promise is refused or a finite time; any server (passing, failing, failing requests, contradicting
 itself) ends the search in bounded steps with an answer no measured level contradicts; a run
 gated against itself passes, and one clearly worse fails."""

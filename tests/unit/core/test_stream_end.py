@@ -1,4 +1,4 @@
-"""The stream's true end and the usage count's sanity (issue 28, classes 2 and 3): pure parsing."""
+"""The stream's true end and the usage count's sanity (round two, classes 2 and 3): pure parsing."""
 
 from __future__ import annotations
 
@@ -104,7 +104,7 @@ def test_usage_equal_to_the_deltas_is_always_taken(deltas):
 
 
 def test_a_late_done_is_no_part_of_the_tpot():
-    """Issue 28, second sweep: a [DONE] (and the usage chunk) 0.2 s after the last of 11 tokens
+    """Reliability round two, second sweep: a [DONE] (and the usage chunk) 0.2 s after the last of 11 tokens
     10 ms apart made TPOT 0.03 s, not 0.01 s: TPOT runs from the first token to the last."""
     p = StreamParser(0.0)
     for i in range(11):
@@ -119,7 +119,7 @@ def test_a_late_done_is_no_part_of_the_tpot():
 
 
 def test_a_flood_of_deltas_has_no_decode_rate_only_the_reason():
-    """Issue 28, second sweep: 1,500 deltas in 10 ms (150k tokens/s for one stream) was taken as a
+    """Round two, second sweep: 1,500 deltas in 10 ms (150k tokens/s for one stream) was taken as a
     decode rate; no engine decodes one stream that fast, so it is flagged, never a figure."""
     from harness.core.sample import MAX_DECODE_RATE, decode_rate
 
@@ -151,7 +151,7 @@ def _streamed(tokens: int, spread_s: float):
 
 
 def test_a_level_of_flooded_streams_says_so_in_its_record():
-    """Issue 28: a flood (150k tokens/s for one stream) was flagged by measure but became a sweep
+    """Reliability round two: a flood (150k tokens/s for one stream) was flagged by measure but became a sweep
     level's TPOT and throughput silently. The level record now carries decode_note, which its
     schema admits; a level of real streams has none."""
     from harness.io.notebook import validate

@@ -1,5 +1,5 @@
 """The serving lab's troubleshooting rows and Task 5's shapes as checks, each with the lab's remedy
-(issue 29 item 2), on the CPU llama-server's real level records and small edits of them."""
+on the CPU llama-server's real level records and small edits of them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""vLLM's KV pool on a sliding-window model (issue 15): Gemma 3 270M on the CPU build logged
+"""vLLM's KV pool on a sliding-window model: Gemma 3 270M on the CPU build logged
 55,356 tokens and 27.03x for 1 GiB, while /metrics said num_gpu_blocks=2730 with block size 128
 (2730 x 128 = 349,440). The arithmetic must give the logged figures and say why."""
 

@@ -1,4 +1,4 @@
-"""Issue 40 item 6: the chat template a checkpoint carries, fingerprinted where each format keeps it
+"""The chat template a checkpoint carries, fingerprinted where each format keeps it
 (a GGUF's metadata, a Hugging Face folder's chat_template.jinja or tokenizer_config.json), so the
 identity row compares template texts, not checkpoint names."""
 

@@ -1,4 +1,4 @@
-"""Files, names, ports and URLs (issue 28, classes 2, 5 and 6): a FIFO notebook refused in one
+"""Files, names, ports and URLs (reliability round two, classes 2, 5 and 6): a FIFO notebook refused in one
 line, absurd numbers and lone surrogates never a traceback, labels made safe as file names,
 ports range-checked, a base URL's password or query string refused, the key warned about."""
 
@@ -226,7 +226,7 @@ def test_nan_and_inf_in_metrics_are_skipped():
 
 
 def test_a_symlinked_notebook_or_samples_file_is_refused_and_never_written_through(tmp_path, capsys):
-    """Issue 28, second sweep: --labbook and --samples given a symbolic link wrote the records
+    """Reliability round two, second sweep: --labbook and --samples given a symbolic link wrote the records
     wherever it pointed. A link (even one to a file not yet there) is refused in one line before
     anything is measured, and a writer never follows one, even one put there after the check."""
     import harness.io.notebook as notebook

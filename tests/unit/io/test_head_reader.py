@@ -1,4 +1,4 @@
-"""The load's header reader (issue 28, classes 1, 2 and 9): bounded in bytes and fields, interim
+"""The load's header reader (reliability round two, classes 1, 2 and 9): bounded in bytes and fields, interim
 1xx answers skipped, a header sent twice read as one string; property-tested with Hypothesis."""
 
 from __future__ import annotations

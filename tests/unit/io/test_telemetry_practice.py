@@ -1,4 +1,4 @@
-"""The practice server's IMITATION power (issue 38, phase two): the profile's figure at
+"""The practice server's IMITATION power: the profile's figure at
 ``/practice/power``, the ``practice`` source reading it labelled imitation, ``auto`` never reading
 it, the sweep's meter around a level, and what the sweep prints of it: a named source that is
 absent is one line and the levels are measured without it. The server's route is read through a

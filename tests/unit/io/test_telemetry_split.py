@@ -1,4 +1,4 @@
-"""The sampler's split (the web UI's phases, issue 38): the span so far and a new one from the
+"""The sampler's split (the web UI's phases): the span so far and a new one from the
 latest reading, with no device read on the caller's thread; the two spans meet at that reading, so
 their energies add up to the whole test's, whichever way it is counted."""
 

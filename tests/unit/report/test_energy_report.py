@@ -1,4 +1,4 @@
-"""The energy tables, chart and report section (issue 38) from level records: a real device's
+"""The energy tables, chart and report section from level records: a real device's
 figures as they are, an imitation's marked IMITATION in the table, the chart and the section, the
 capacity answer gaining "at N W, X J per output token", and a curve recorded without telemetry as
 one line saying why."""

@@ -1,4 +1,4 @@
-"""The engine comparison's energy (issue 38) on a fixture: two engines' speed records, one with
+"""The engine comparison's energy on a fixture: two engines' speed records, one with
 the practice server's IMITATION energy and a cost, one read without telemetry; the section in
 ``harness engines`` and the run report, its rows and its words; a speed record with energy is valid
 for its schema, whose energy and cost parts are the level record's."""

@@ -1,4 +1,4 @@
-"""Seed 001's comparison on the CPU (issue 15): llama.cpp and vLLM on the same model side by side in
+"""Seed 001's comparison on the CPU: llama.cpp and vLLM on the same model side by side in
 the engines tables, with vLLM's memory read over its whole process tree."""
 
 from harness.report import engine_tables

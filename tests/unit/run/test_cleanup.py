@@ -41,7 +41,7 @@ def test_a_compose_engine_left_running_is_removed_with_its_whole_project(monkeyp
 
 
 def test_what_each_install_made_with_its_size_and_its_remover(tmp_path):
-    """harness cleanup's list (issue 29 item 4): each install's products from the table, sized, with
+    """harness cleanup's list: each install's products from the table, sized, with
     the command that removes exactly that; what is absent or cannot be told here said so."""
     home = tmp_path / "home"
     (home / "venv" / "lib").mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""Track N's installs (issue 29 item 6, the preflight part): uv for the vLLM environment and git for
+"""Track N's installs (the preflight part): uv for the vLLM environment and git for
 TabbyAPI are checked before anything runs, each missing one named with what it installs."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def test_environment_sizes_and_the_space_beside_them(tmp_path, monkeypatch):
     assert "ENV_DIRS" in load_plan("track-n").variables
 
 
-# -- the installs themselves (issue 29 item 6) ---------------------------------------------------------
+# -- the installs themselves ---------------------------------------------------------------------------
 def test_the_plan_step_and_the_lab_command_lines(tmp_path):
     """Track N's install step runs `harness install` with the plan's lab.env paths, and the commands
     it builds are the engines lab's, word for word (uv's into the plan's environment)."""

@@ -1,4 +1,4 @@
-"""The CPU track's vLLM block (issue 15): the engine definition starts exactly what `harness vllm-cpu
+"""The CPU track's vLLM block: the engine definition starts exactly what `harness vllm-cpu
 serve` starts, and an optional block whose engine is not installed is skipped with its reason (the
 run still passes), together with the global steps that need it. No server, no subprocess."""
 

@@ -1,4 +1,4 @@
-"""The seven details an audit of the seeds found wrong (issue 29 item 7), each against the seed's own
+"""The seven details an audit of the seeds found wrong, each against the seed's own
 words: mlx_lm.server's version from the interpreter on its script's first line and serve-mlx.sh's
 guards; TensorRT-LLM recorded by its image tag; vLLM's weights counted as AWQ; the pool-did-not-fit
 remedy only naming a tier where the track has one; Track X's Vulkan Lemonade row optional; the EXL3

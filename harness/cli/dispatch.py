@@ -19,23 +19,17 @@ from harness.cli import (
     engines,
     gate,
     imitate,
-    install,
-    llama_cpu,
-    llama_vulkan,
     measure,
-    mlx_cpu,
-    models,
     practice,
     predict,
     preflight,
     probe,
-    shim_allow,
+    setup,
     summarise,
     sweep,
     telemetry,
     track,
     verify_allocation,
-    vllm_cpu,
     worker,
 )
 from harness.core.server_text import keep_secret
@@ -46,8 +40,6 @@ COMMANDS = (
     practice,
     check,
     demo,
-    llama_cpu,
-    llama_vulkan,
     sweep,
     worker,
     capacity,
@@ -61,14 +53,10 @@ COMMANDS = (
     preflight,
     track,
     cleanup,
-    models,
-    install,
     crosscheck,
-    vllm_cpu,
-    mlx_cpu,
     imitate,
-    shim_allow,
     telemetry,
+    setup,
 )
 
 
@@ -129,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMANDS:
         module.add_parser(sub)
+    setup.add_aliases(sub)  # the old spellings: harness llama-cpu ... (a notice, then the same run)
     parser.set_defaults(_subparsers=sub.choices)
     return parser
 
@@ -204,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    setup.notice(args)
     if argv is None:  # the real command line, not a call from Python (a test, another tool)
         stop_on_sigterm()
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.cli.track import parse_sets
+from harness.run.plan_variables import parse_sets
 from harness.run.plans import load_plan
 from harness import options
 from harness.options.track import RUN_DIR, SET, TIER

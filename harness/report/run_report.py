@@ -21,7 +21,7 @@ from harness.report import record_sections as rs
 from harness.report import workload_tables
 from harness.report.curve_tables import said
 from harness.report.markdown import absent, table, to_html
-from harness.report.headlines import headlines, operating_text, peak_text, prefix_text
+from harness.report.headlines import headline_lines, headlines, operating_text, peak_text, prefix_text
 from harness.report.run_inputs import RunInputs
 
 
@@ -318,3 +318,25 @@ SECTIONS = (
     rs.demoted(rs.validation),
     steps,
 )
+
+
+def finished_lines(run_dir: Path, plan) -> list[str]:
+    """What a finished track run prints: its headline numbers and where its report, charts,
+    notebook and manifest are ([] when it wrote no report)."""
+    report = run_dir / "report.md"
+    if not report.is_file():
+        return []
+    curve_labels, pairs = plan_pairs(plan)
+    promise = float(plan.variables.get("PROMISE_S", plan.sweep.get("slo_ttft", 2.0)))
+    notebook = run_dir / "labbook.md"
+    found = headlines(
+        levels_in(notebook), curve_labels, pairs, promise, plan_admissions(plan), searches_in(notebook)
+    )
+    return [
+        "\n==> headline numbers",
+        *(f"    {line}" for line in headline_lines(found, promise)),
+        f"\n    report:   {report} (one file to open or attach: {report.with_suffix('.html')})"
+        f"\n    charts:   {run_dir / 'charts'}"
+        f"\n    notebook: {notebook}"
+        f"\n    manifest: {run_dir / 'manifest.json'}",
+    ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from harness.errors import ConfigError
 from harness.run.plans import Plan
 
 
@@ -35,3 +36,16 @@ def fresh_run_dir(plan: Plan, root: Path = Path("runs")) -> Path:
         path = base.with_name(f"{base.name}-{n}")
         n += 1
     return path
+
+
+def chosen_run_dir(plan: Plan, given: str | None, resume: bool) -> Path:
+    """The run directory ``--run-dir`` names, else the latest run of the plan for ``--resume``
+    (ConfigError when there is none), else a fresh one."""
+    if given:
+        return Path(given)
+    if resume:
+        found = latest_run_dir(plan)
+        if found is None:
+            raise ConfigError(f"no earlier run of {plan.name} under runs/ to resume; run without --resume")
+        return found
+    return fresh_run_dir(plan)

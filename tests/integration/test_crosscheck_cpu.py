@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from harness.cli.crosscheck import run_tool
+from harness.engines.crosscheck_tools import run_tool
 
 # A tool that burns 2 CPU seconds (its own clock, so a loaded machine only makes it take longer):
 # the sampler, every 0.25 s, sees its CPU grow by most of that; 0.3 s is far below on any load,

@@ -77,3 +77,36 @@ def test_every_measurement_keeps_its_date_and_command():
     assert not no_date, no_date
     assert not no_command, no_command
     assert "## CI and make test (issue 36)" in lines, "the section the lead fills with new timings"
+
+
+def test_every_command_and_old_spelling_is_in_the_commands_page():
+    """Each ``harness`` subcommand has a row in docs/commands.md: the set-up things as ``harness
+    setup THING``, and their old top-level spellings named as such."""
+    import argparse
+
+    from harness.cli import build_parser
+
+    page = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
+    rows = [line.split(" | ")[0] for line in page.splitlines() if line.startswith("| `harness ")]
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    (things,) = [a for a in sub.choices["setup"]._actions if isinstance(a, argparse._SubParsersAction)]
+    old = {name for name, p in sub.choices.items() if p.get_default("renamed")}
+    assert old == set(things.choices)
+    missing = (
+        [
+            f"harness {name}"
+            for name in sorted(set(sub.choices) - old)
+            if not any(row.startswith(f"| `harness {name}") for row in rows)
+        ]
+        + [
+            f"harness setup {name}"
+            for name in sorted(things.choices)
+            if not any(row.startswith(f"| `harness setup {name}") for row in rows)
+        ]
+        + [
+            f"harness {name} (old spelling)"
+            for name in sorted(old)
+            if not any(f"`harness {name}`" in r for r in rows)
+        ]
+    )
+    assert missing == [], missing

@@ -27,6 +27,8 @@ NEVER = {
     "run": ("load", "cli", "practice"),
     "report": ("run", "load", "cli", "practice"),
     "practice": ("energy", "load", "run", "report", "cli"),
+    "sizing": ("load", "report", "cli", "practice"),
+    "engines": ("load", "report", "cli", "practice"),
 }
 # energy's pure modules: numbers and records in, figures and lines out. They import only core, errors
 # and each other, and they are all of energy that the report may import (it reads no device).
@@ -167,6 +169,8 @@ def broken_rules(edges: tuple[Import, ...]) -> list[str]:
             found.append(f"{e.source} imports {e.target} (line {e.line}): {rule}")
         if target in NEVER.get(source, ()):
             found.append(f"{e.source} imports {e.target} (line {e.line}): {source} never imports {target}")
+        if target == "cli" and source not in ("cli", "entry"):
+            found.append(f"{e.source} imports {e.target} (line {e.line}): only the entry point imports cli")
         if (source, target) == ("run", "report") and (e.source, e.target) not in RUN_TO_REPORT:
             found.append(f"{e.source} imports {e.target} (line {e.line}): run does not import report")
         if e.source in ENERGY_PURE and target not in ("core", "errors") and e.target not in ENERGY_PURE:
@@ -322,6 +326,9 @@ def test_the_code_cites_no_tracker_issue():
         ),
         ({"core/a.py": "import harness.io.x\n", "io/x.py": ""}, "core imports only core and errors"),
         ({"report/a.py": "from harness.run.b import c\n", "run/b.py": ""}, "report never imports run"),
+        ({"sizing/a.py": "from harness.load import b\n", "load/b.py": ""}, "sizing never imports load"),
+        ({"engines/a.py": "import harness.cli.b\n", "cli/b.py": ""}, "engines never imports cli"),
+        ({"io/a.py": "from harness.cli.b import c\n", "cli/b.py": ""}, "only the entry point imports cli"),
         (
             {"core/a.py": '"""A."""\n\nimport time\n\nPURE = True\n'},
             "harness.core.a is marked pure but imports time",

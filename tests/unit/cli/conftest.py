@@ -14,5 +14,6 @@ from harness.io.machines import Bandwidth
 @pytest.fixture(autouse=True)
 def _bandwidth_not_measured(monkeypatch):
     monkeypatch.setattr(
-        "harness.cli.check.measure_bandwidth", lambda *a, **kw: Bandwidth(100.0, 2, "a test's stand-in")
+        "harness.report.speed_check.measure_bandwidth",
+        lambda *a, **kw: Bandwidth(100.0, 2, "a test's stand-in"),
     )

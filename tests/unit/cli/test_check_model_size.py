@@ -7,7 +7,7 @@ import json
 import struct
 from pathlib import Path
 
-from harness.cli.check import Served, model_gb
+from harness.report.speed_check import Served, model_gb
 from harness.core.probes import FEATURES_LAB
 from harness.io.notebook import append_record
 

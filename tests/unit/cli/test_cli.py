@@ -4,6 +4,7 @@ import pytest
 
 import harness
 from harness.cli import COMMANDS, build_parser, main
+from harness.cli import setup
 
 
 def test_public_api_is_small():
@@ -17,6 +18,26 @@ def test_every_command_has_help(module, capsys):
         build_parser().parse_args([name, "--help"])
     assert exit_info.value.code == 0
     assert len(capsys.readouterr().out) > 100
+
+
+@pytest.mark.parametrize("module", setup.THINGS, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+@pytest.mark.parametrize("spelling", [["setup"], []], ids=["setup", "old"])
+def test_every_set_up_verb_has_help_under_both_spellings(module, spelling, capsys):
+    name = module.__name__.rsplit(".", 1)[-1].replace("_", "-")
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args([*spelling, name, "--help"])
+    assert exit_info.value.code == 0
+    assert len(capsys.readouterr().out) > 100
+
+
+def test_an_old_spelling_says_the_new_one_and_runs(capsys, tmp_path):
+    dry = ["--dry-run", "--format", "gguf", "--library", str(tmp_path)]
+    assert main(["models", *dry]) == 0
+    out, err = capsys.readouterr()
+    assert err == "harness: 'models' is now 'setup models'\n"
+    assert main(["setup", "models", *dry]) == 0
+    again, err = capsys.readouterr()
+    assert again == out and "would run: hf download" in out and err == ""
 
 
 def _subparsers():

@@ -1,8 +1,8 @@
-"""Which notebook and label `harness gate --baseline/--candidate` names (harness.cli.gate._source)."""
+"""Which notebook and label `harness gate --baseline/--candidate` names (gate_runs.notebook_of)."""
 
 import pytest
 
-from harness.cli.gate import _source
+from harness.sizing.gate_runs import notebook_of as _source
 from harness.errors import ConfigError
 
 

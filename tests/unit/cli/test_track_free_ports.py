@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from harness.cli.track import free_ports
+from harness.run.plan_variables import free_ports
 
 
 def test_the_practice_plan_gets_a_free_port_and_set_wins():

@@ -9,7 +9,7 @@ import pytest
 
 from harness.core import crosscheck
 from harness.cli import main
-from harness.cli.crosscheck import vllm_argv
+from harness.engines.crosscheck_tools import vllm_argv
 from harness.errors import TargetError
 from harness.core.levels import LAB_ID
 from harness.io.notebook import append_record, read_records

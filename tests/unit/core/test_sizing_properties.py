@@ -33,7 +33,7 @@ def test_a_promise_is_refused_or_a_positive_finite_limit(limit, text):
 
 
 def search(server, max_users: int, confirm: int = 2, max_runs: int = 4):
-    """The search's loop over the pure steps (harness.cli.capacity.search without the load):
+    """The search's loop over the pure steps (harness.sizing.capacity_search.search without the load):
     ``server(level, run)`` says what each run does."""
     levels: dict[int, sizing.LevelRuns] = {}
     steps, ended = 0, None

@@ -25,9 +25,9 @@ BY_HAND = {
     "harness/cli/dispatch.py": {"--version"},
     "harness/cli/engines.py": {"--allow-cpu"},
     "harness/cli/gate.py": {"--baseline", "--candidate"},
-    "harness/cli/install.py": {"--tabby-dir", "--tabby-repo", "--vllm-venv"},
-    "harness/cli/mlx_cpu.py": {"--prompt-cache-size"},
-    "harness/cli/models.py": {"--ask-hub", "--hub", "--track"},
+    "harness/cli/setup/install.py": {"--tabby-dir", "--tabby-repo", "--vllm-venv"},
+    "harness/cli/setup/mlx_cpu.py": {"--prompt-cache-size"},
+    "harness/cli/setup/models.py": {"--ask-hub", "--hub", "--track"},
     "harness/cli/practice.py": {"--header-timeout", "--no-uvloop", "--profile", "--tls-cert", "--tls-key"},
     "harness/cli/predict.py": {
         "--block-size",
@@ -37,7 +37,7 @@ BY_HAND = {
         "--usable-from",
         "--usable-gb",
     },
-    "harness/cli/shim_allow.py": {"--out", "--powermetrics"},
+    "harness/cli/setup/shim_allow.py": {"--out", "--powermetrics"},
     "harness/cli/summarise.py": {
         "--chart",
         "--compare",
@@ -59,7 +59,7 @@ BY_HAND = {
         "--log",
         "--observe-only",
     },
-    "harness/cli/vllm_cpu.py": {
+    "harness/cli/setup/vllm_cpu.py": {
         "--kv-cache-gib",
         "--max-model-len",
         "--max-num-seqs",

@@ -108,7 +108,8 @@ def test_every_option_of_every_parser_is_its_declaration():
         if name in LOCUST_OWN and r["command"] == "locust":
             continue
         option = declared[r["declared"]]
-        want = expected(option, r["command"])
+        # a set-up verb is declared under its own name (`llama-cpu serve`), the old spelling it keeps
+        want = expected(option, r["command"].removeprefix("setup "))
         got = {k: r[k] for k in want}
         if got != want:
             diff = {k: (got[k], want[k]) for k in want if got[k] != want[k]}

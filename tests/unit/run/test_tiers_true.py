@@ -3,7 +3,7 @@ X's fit against the GPU-visible share its device line reports, Task 1's batches 
 
 from __future__ import annotations
 
-from harness.cli import predict
+from harness.sizing import predictions_shown as predict
 from harness.core.engine_logs import device_memory
 from harness.io.machines import lookup
 from harness.report.measured import plan_machine
@@ -51,9 +51,9 @@ def test_track_x_fits_against_the_visible_share(capsys):
             "free_mib": 97000,
         }
     ]
-    assert predict.visible_gb("llama-server", run=lambda b: text) == 97000 * 2**20 / 1e9
+    assert predict.visible_gb("llama-server", print, run=lambda b: text) == 97000 * 2**20 / 1e9
     assert "Vulkan0 97,000 MiB free of 98,304 MiB" in capsys.readouterr().out
-    assert predict.visible_gb("llama-server", run=lambda b: "Available devices:\n") is None
+    assert predict.visible_gb("llama-server", print, run=lambda b: "Available devices:\n") is None
     (stage,) = [
         s for s in load_plan("track-x").steps if s.kind == "predict" and s.options.get("machine") == "strix"
     ]

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.cli.track import parse_sets
 from harness import options
 from harness.options.shared import LIBRARY
 from harness.options.track import QUICK, REHEARSE, SET, SMOKE, TIER, VIA_SHIM
+from harness.run.plan_variables import parse_sets, plan_size
 
 
 def add_parser(sub) -> None:
@@ -40,9 +40,9 @@ def run(args) -> int:
     from harness.run.plans import load_plan
     from harness.run.shim_allow import allow_list, via_shim
 
-    from harness.cli.track import size
-
-    plan = load_plan(args.plan, args.tier, parse_sets(args.set), args.rehearse, size(args), args.via_shim)
+    plan = load_plan(
+        args.plan, args.tier, parse_sets(args.set), args.rehearse, plan_size(args), args.via_shim
+    )
     if args.via_shim:
         via_shim(plan)
     library = str(Path(args.library).expanduser().absolute()) if args.library else None

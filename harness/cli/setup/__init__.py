@@ -1,0 +1,45 @@
+"""``harness setup THING``: the set-up verbs in one group (engines installed and served, the model
+library, Track N's installs, the shim's allow-list). The old top-level spellings (``harness
+llama-cpu``) stay as aliases: they parse the same options and run after one line naming the new."""
+
+from __future__ import annotations
+
+import sys
+
+from harness.cli.setup import install, llama_cpu, llama_vulkan, mlx_cpu, models, shim_allow, vllm_cpu
+
+THINGS = (llama_cpu, llama_vulkan, vllm_cpu, mlx_cpu, models, install, shim_allow)
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "setup",
+        help="set-up: llama-cpu, llama-vulkan, vllm-cpu, mlx-cpu, models, install, shim-allow",
+        description="Install and serve the CPU engines, fill the model library, run Track N's installs "
+        "or write the shim's allow-list.",
+    )
+    group = p.add_subparsers(dest="thing", metavar="THING", required=True)
+    for module in THINGS:
+        module.add_parser(group)
+
+
+def add_aliases(sub) -> None:
+    """Each set-up verb under its old top-level name too, marked so ``notice`` names the new one,
+    and listed in the top-level help as the old spelling."""
+    old = set()
+    for module in THINGS:
+        before = set(sub.choices)
+        module.add_parser(sub)
+        old |= set(sub.choices) - before
+    for name in old:
+        sub.choices[name].set_defaults(renamed=name)
+    for line in sub._choices_actions:
+        if line.dest in old:
+            line.help = f"the old spelling of 'setup {line.dest}'"
+
+
+def notice(args) -> None:
+    """One line on standard error when a command came by its old spelling."""
+    old = getattr(args, "renamed", None)
+    if old:
+        print(f"harness: {old!r} is now 'setup {old}'", file=sys.stderr)

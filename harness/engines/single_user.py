@@ -1,0 +1,255 @@
+"""One user alone against one server: the short and the long speed test, each a warm-up and its
+repetitions, with prefill read from the difference between them and the server's memory beside them
+(``harness measure``, the lab's compare-engines.py)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+import uuid
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from harness import options
+from harness.options.load import IDLE_TIMEOUT, MAX_TOKENS, TIMEOUT
+from harness.options.record import CONTEXT_LENGTH
+from harness.options.shared import MODEL_GB
+from harness.options.single_user import MEASURE
+from harness.core import bounds, server_timings
+from harness.core.engine_records import EngineSpeed
+from harness.core.sample import decode_rate
+from harness.errors import ConfigError, TargetError, TargetUnreachable
+from harness.io import chat_template, memory
+from harness.io.clock import now_stamp
+from harness.io.engine_versions import server_version
+from harness.io.http import get_models, stream_chat
+from harness.io.notebook import validate
+from harness.io.shim_host import host_name, host_snapshot
+
+# The energy and cost parts of one test's record: (the meter's summary, output tokens, requests, seconds).
+EnergyParts = Callable[[dict | None, int, int, float], dict]
+
+SHORT = "Two sentences, please: what is a KV cache, and why does it grow with the context?"
+PARAGRAPH = (
+    "Reading a prompt happens in one pass over the weights, so each weight that is fetched serves many "
+    "tokens at once and the arithmetic units stay busy. Writing the answer is different: every new token "
+    "needs every weight fetched again, so the speed of memory, not of arithmetic, decides the pace. "
+    "A single number that mixes the two phases hides the one distinction that explains a machine. "
+)
+ASK = "Give the gist of the text above in three sentences."
+
+
+def wait_for(base_url: str, api_key: str | None, seconds: int) -> None:
+    """Return once ``/models`` answers 200; TargetUnreachable, with the last answer, after ``seconds``."""
+    deadline, last = time.monotonic() + seconds, "no answer"
+    while time.monotonic() < deadline:
+        left = max(deadline - time.monotonic(), 0.1)
+        try:
+            resp = get_models(base_url, api_key, bounds.Bounds.of(min(10.0, left)))
+            if resp.status == 200:
+                return
+            last = f"status {resp.status}"
+        except TargetError as exc:
+            last = str(exc).rsplit(": ", 1)[-1]
+        time.sleep(1)
+    raise TargetUnreachable(
+        f"{base_url}/models did not answer 200 within {seconds} s ({last}); start the server, "
+        "or raise --wait-seconds"
+    )
+
+
+def one(args, key: str | None, prompt: str) -> dict:
+    """One streamed request's figures (TTFT, decode rate, token counts, the server's own timings),
+    its prompt tagged with a fresh run id unless ``--reuse-prompt``; TargetError when it failed."""
+    text = prompt if args.reuse_prompt else f"[run {uuid.uuid4().hex[:12]}]\n{prompt}"
+    s = stream_chat(
+        args.base_url,
+        {
+            "model": args.model,
+            "messages": [{"role": "user", "content": text}],
+            "max_tokens": args.max_tokens,
+            "temperature": 0,
+        },
+        api_key=key,
+        timeout=args.timeout,
+        idle_timeout=args.idle_timeout,
+    )
+    if not s.ok:
+        raise TargetError(
+            f"a measured request failed: {s.error}; check --model against /v1/models and the server log"
+        )
+    decode, why = decode_rate(s)
+    timings = s.timings or {}
+    return {
+        "ttft_s": s.ttft,
+        "decode_tokens_per_s": decode,
+        "decode_note": why,
+        "prompt_tokens": s.prompt_tokens,
+        "completion_tokens": s.output_tokens,
+        "token_source": "usage" if s.token_source == "usage" else "chunks",
+        "cached_tokens": s.cached_tokens,
+        "finish_reason": s.finish_reason,
+        "fields": sorted(s.fields),
+        "server_prefill": timings.get("prompt_per_second"),
+        "server_decode": timings.get("predicted_per_second"),
+    }
+
+
+def check_numbers(args) -> None:
+    """Every numeric option in its declared range before anything is sent (ConfigError, one line)."""
+    options.check(args, MEASURE, MAX_TOKENS, CONTEXT_LENGTH, TIMEOUT, IDLE_TIMEOUT, MODEL_GB)
+    args.idle_timeout = args.idle_timeout or None  # 0: no bound of its own (the total one)
+
+
+def _median(runs: list[dict], key: str):
+    values = [r[key] for r in runs if r.get(key) is not None]
+    return statistics.median(values) if values else None
+
+
+def measure_test(
+    args, key, name: str, prompt: str, meter=None, energy: EnergyParts | None = None
+) -> EngineSpeed:
+    """One test: a warm-up, then the repetitions, with ``meter``'s sampler around them only."""
+    if not args.no_warmup:
+        one(args, key, prompt)
+    started = time.monotonic()
+    if meter is not None:
+        meter.start()
+    try:
+        runs = [one(args, key, prompt) for _ in range(args.repetitions)]
+    finally:
+        summary = meter.stop() if meter is not None else None
+    tokens = sum(int(r["completion_tokens"] or 0) for r in runs)
+    parts = energy(summary, tokens, len(runs), time.monotonic() - started) if energy is not None else {}
+    reused = [run["cached_tokens"] for run in runs if isinstance(run["cached_tokens"], int)]
+    r2 = lambda v, d: None if v is None else round(v, d)  # noqa: E731
+    return EngineSpeed(
+        engine=args.engine,
+        engine_version=args.engine_version,
+        backend=args.backend,
+        host=args.host,
+        model=args.model,
+        quant=args.quant,
+        context_length=args.context_length,
+        test=name,
+        repetitions=args.repetitions,
+        max_tokens=args.max_tokens,
+        ttft_s=r2(_median(runs, "ttft_s"), 4),
+        decode_tokens_per_s=r2(_median(runs, "decode_tokens_per_s"), 2),  # None: no true rate (see extra)
+        prompt_tokens=_median(runs, "prompt_tokens"),
+        completion_tokens=_median(runs, "completion_tokens"),
+        token_source=runs[-1]["token_source"],
+        finish_reason=runs[-1]["finish_reason"],
+        text_fields=runs[-1]["fields"],
+        max_cached_prompt_tokens=max(reused, default=None),
+        prompt_tag=not args.reuse_prompt,
+        server_prefill_tokens_per_s=_median(runs, "server_prefill"),
+        server_decode_tokens_per_s=_median(runs, "server_decode"),
+        measured_on=now_stamp(),
+        extra={**_decode_note(runs), **parts},
+    )
+
+
+def _decode_note(runs: list[dict]) -> dict:
+    """Why the record has no decode rate, when no run had one."""
+    notes = [r["decode_note"] for r in runs if r.get("decode_note")]
+    return {"decode_note": notes[0]} if notes and len(notes) == len(runs) else {}
+
+
+def prefill_from_difference(short: dict, long: dict) -> tuple[float | None, str | None]:
+    """(long prompt tokens - short prompt tokens) / (TTFT long - TTFT short): fixed costs cancel.
+
+    Returns the rate, or None with the reason it cannot be read from these two records."""
+    if not (short["prompt_tokens"] and long["prompt_tokens"]):
+        return None, "the server sent no prompt token counts"
+    if long["prompt_tokens"] <= short["prompt_tokens"]:
+        return None, "the long prompt was not longer in tokens than the short one"
+    if long["ttft_s"] <= short["ttft_s"]:
+        return None, (
+            f"the long prompt's TTFT ({long['ttft_s']:.3f} s) was not above the short one's "
+            f"({short['ttft_s']:.3f} s), so a run was disturbed; raise --repetitions for medians"
+        )
+    rate = (long["prompt_tokens"] - short["prompt_tokens"]) / (long["ttft_s"] - short["ttft_s"])
+    return round(rate, 1), None
+
+
+def idle_snapshot(args) -> dict:
+    """The idle memory snapshot given with --idle-snapshot ({} without one)."""
+    idle: dict = {}
+    if args.idle_snapshot:
+        try:
+            with open(args.idle_snapshot, encoding="utf-8") as fh:
+                idle = json.load(fh)
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"cannot read the idle snapshot {args.idle_snapshot}: {exc}") from exc
+        here = host_name()  # the engines' host: the shim's when the harness runs through one
+        if idle.get("hostname") not in (None, here):
+            raise ConfigError(
+                f"{args.idle_snapshot} was taken on {idle.get('hostname')}, not this machine "
+                f"({here}); take a new one with --snapshot-only"
+            )
+    return idle
+
+
+def _extras(args, key: str | None, tests: list, idle: dict) -> tuple[dict, dict, dict, object, dict | None]:
+    """What both speed records carry: memory, prefill from the difference, version, chat template."""
+    loaded = host_snapshot()
+    added = memory.delta(idle, loaded) if idle else {}
+    tree = (  # a container's own processes, else the server's tree (vLLM is four processes)
+        memory.container_memory(args.container) if args.container else memory.process_tree_mb(args.server_pid)
+    )
+    prefill, prefill_note = prefill_from_difference(*(t.to_dict() for t in tests))
+    version_reply = server_version(args.base_url, key)  # TensorRT-LLM's /version, as the lab records it
+    template = chat_template.fingerprint(args.checkpoint) if args.checkpoint else None
+    extra = {
+        "prefill_tokens_per_s": prefill,
+        **({"prefill_note": prefill_note} if prefill_note else {}),
+        "memory": loaded,
+        "memory_delta_mb": added,
+        "process_resident_mb": tree.get("rss_mb"),
+        "process_tree": tree,
+        **({"server_version": version_reply} if version_reply else {}),
+        **({"chat_template": template} if template else {}),
+    }
+    return extra, added, tree, prefill, template
+
+
+@dataclass(frozen=True)
+class Speeds:
+    """Both speed records as dicts (short, long) and what was printed beside them: the memory added
+    since the idle snapshot, the server's process tree, prefill from the difference, its template."""
+
+    short: dict
+    long: dict
+    added: dict
+    tree: dict
+    prefill: float | None
+    template: dict | None
+
+
+def measure(args, key: str | None, idle: dict, meter=None, energy: EnergyParts | None = None) -> Speeds:
+    """The short and the long test against a server that answers (``wait_for`` first), with
+    ``meter``'s sampler around each test's repetitions and ``energy`` turning what it read into
+    the records' parts."""
+    long_prompt = PARAGRAPH * args.long_repeats + "\n\n" + ASK
+    tests = [
+        measure_test(args, key, n, p, meter, energy) for n, p in (("short", SHORT), ("long", long_prompt))
+    ]
+    extra, added, tree, prefill, template = _extras(args, key, tests, idle)
+    recs = [replace(t, extra={**t.extra, **extra}) for t in tests]
+    check = server_timings.compare(recs[1].to_dict())  # the server's own timings, where it sent them
+    if check:
+        recs[1] = replace(recs[1], extra={**recs[1].extra, "server_timings_check": check})
+    short, long = (r.to_dict() for r in recs)
+    return Speeds(short, long, added, tree, prefill, template)
+
+
+def write_snapshot(path: str) -> dict:
+    """The idle memory snapshot (``--snapshot-only``), taken before the server starts and written
+    to ``path``."""
+    snap = host_snapshot()
+    validate(snap, "memory-snapshot", where=path)
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(snap, fh, indent=1)
+    return snap

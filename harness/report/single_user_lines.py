@@ -1,0 +1,86 @@
+"""What ``harness measure`` shows of one server's single-user tests, as lines: each test's figures,
+prefill from the difference, the server's own timings, energy, memory, the chat template, and the
+short test's decode against the machine's speed limit."""
+
+from __future__ import annotations
+
+from harness.core import server_timings
+from harness.core.arithmetic import speed_limit, speed_share
+from harness.energy.record_part import energy_lines
+
+
+def _rate(rec: dict) -> str:
+    value = rec["decode_tokens_per_s"]
+    return f"{value:.2f}" if value is not None else f"- ({rec.get('decode_note', 'not measured')})"
+
+
+def limit_share(
+    engine: str, machine: str, bandwidth: float, model_gb: float, rate: float
+) -> tuple[dict, str]:
+    """The short test's decode over bandwidth / model size: the record's ``speed_limit`` part and
+    its line."""
+    limit = speed_limit(bandwidth, model_gb)
+    share, reading = speed_share(rate, limit)
+    line = (
+        f"    {engine:>14} speed limit {bandwidth:g} GB/s / {model_gb:g} GB = {limit:.1f} tok/s; "
+        f"short decode {rate:.2f} tok/s is {share:.0%} of it: {reading}"
+    )
+    part = {
+        "machine": machine,
+        "bandwidth_gb_s": bandwidth,
+        "model_gb": model_gb,
+        "tok_s": round(limit, 2),
+        "share": round(share, 3),
+    }
+    return part, line
+
+
+def result_lines(
+    engine: str, short: dict, long: dict, prefill, added: dict, tree: dict, template: dict | None
+) -> list[str]:
+    """Each test's figures, prefill from the difference, the server's own timings and whether they
+    agree, the energy of each test, the memory added and the chat template, one line each."""
+    out: list[str] = []
+    rss = tree.get("rss_mb")
+    for rec in (short, long):
+        out.append(
+            f"    {engine:>14} {rec['test']:>5}  prompt {rec['prompt_tokens']} tok  "
+            f"ttft {rec['ttft_s']:.3f} s  "
+            f"decode {_rate(rec)} tok/s  {rec['completion_tokens']} tok ({rec['finish_reason']}), "
+            f"counts from {rec['token_source']}, cached {rec['max_cached_prompt_tokens']}"
+        )
+    out.append(
+        f"    {engine:>14} prefill from the difference: "
+        + (
+            f"{prefill:.1f} tok/s over {long['prompt_tokens'] - short['prompt_tokens']:.0f} more prompt "
+            "tokens"
+            if prefill
+            else f"not computable: {long.get('prefill_note')}"
+        )
+    )
+    if long["server_prefill_tokens_per_s"] is not None:
+        out.append(
+            f"    {engine:>14} server's own timings (long): prefill "
+            f"{long['server_prefill_tokens_per_s']:.1f} "
+            f"tok/s, decode {long['server_decode_tokens_per_s']:.2f} tok/s"
+        )
+    agreement = server_timings.words(long.get("server_timings_check"))
+    if agreement:
+        out.append(f"    {engine:>14} {agreement}")
+    for rec in (short, long):
+        for line in energy_lines(rec):
+            out.append(f"    {engine:>14} {rec['test']:>5} {line.strip()}")
+    mem = ", ".join(f"{k} {v}" for k, v in added.items()) if added else "no idle snapshot given"
+    resident = (
+        "not read (give --server-pid)"
+        if rss is None
+        else f"{rss}, PSS {tree.get('pss_mb', '-')} ({tree.get('processes', 0)} process(es) summed)"
+    )
+    out.append(
+        f"    {engine:>14} memory added since the idle snapshot (MB): {mem}; "
+        f"server resident set (MB): {resident}"
+    )
+    if template:
+        said = f"{template['sha256']} ({template['source']})" if template["sha256"] else template["note"]
+        out.append(f"    {engine:>14} chat template: {said}")
+    return out

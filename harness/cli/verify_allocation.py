@@ -5,7 +5,7 @@ mismatch, naming both figures and the likely cause."""
 from __future__ import annotations
 
 from harness.cli.predict import add_vllm_pool_args
-from harness.core import engine_logs
+from harness.engines import logs as engine_logs
 from harness.core.predictions import predict_allocation
 from harness.engines import allocation
 from harness.errors import ConfigError

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.core import engine_logs
+from harness.engines import logs as engine_logs
 from harness.core.engine_records import Allocation
 from harness.core.predictions import fraction_check, fraction_pool
 from harness.errors import ConfigError

@@ -3,7 +3,7 @@ verify-allocation``): which engine's arithmetic or log, and the KV cache's setti
 
 from __future__ import annotations
 
-from harness.core.engine_logs import ENGINES
+from harness.engines.logs import ENGINES
 from harness.options import Option
 
 ARITHMETIC_ENGINE = Option(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.core import engine_logs
+from harness.engines import logs as engine_logs
 from harness.core.fraction_fit import visible_total_gib
 from harness.core.predictions import fraction_change
 from harness.errors import HarnessError

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harness.core.names import file_label
-from harness.core import curves, trtllm_log
+from harness.core import curves
+from harness.engines import trtllm_log
 from harness.core.records import is_engine_speed, is_features
 from harness.report import curve_tables as ct
 from harness.energy import engine_tables as engine_energy

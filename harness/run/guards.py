@@ -175,7 +175,7 @@ def memory_fractions(plan, findings: list[Finding]) -> list[Finding]:
     accelerator check) against the weights of the format the block serves. Nothing without a device
     line (a CUDA card's fraction is of its own memory, which vLLM reads itself) or a fraction."""
     from harness.core.engine_compare import format_for_quant
-    from harness.core.engine_logs import device_memory
+    from harness.engines.logs import device_memory
     from harness.core.fraction_fit import fraction_findings, visible_total_gib
     from harness.errors import HarnessError
     from harness.io.model_info import load_model

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from harness import paths
-from harness.core.engine_logs import device_memory
+from harness.engines.logs import device_memory
 from harness.errors import InstallError
 from harness.run.llama_cpu import repair_symlinks
 

@@ -193,7 +193,7 @@ def container_gpu(image: str, run: Callable) -> Finding:
 def service_ready(argv: list[str], env: dict, engine: str) -> Finding:
     """A service's own status command (``lemonade status``): PASS when it answers, else FAIL with
     the troubleshooting row its output matches (lemond not running)."""
-    from harness.core.diagnoses import diagnose
+    from harness.engines.diagnoses import diagnose
     from harness.run.startup import rules
 
     line = " ".join(argv)

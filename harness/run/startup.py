@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from harness import paths
-from harness.core.diagnoses import Diagnosis, diagnose
+from harness.engines.diagnoses import Diagnosis, diagnose
 from harness.errors import PortBusy
 from harness.io.notebook import validate
 from harness.io.ports import holder, port_open

@@ -9,7 +9,7 @@ from typing import Callable
 
 from harness.core.arithmetic import kv_bytes_per_token, speed_limit
 from harness.core.engine_compare import format_for_quant
-from harness.core.engine_logs import device_memory
+from harness.engines.logs import device_memory
 from harness.core.predictions import (
     GIB,
     Prediction,

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from harness.core.engine_logs import accelerator_problems, parse_llama_server
+from harness.engines.logs import accelerator_problems, parse_llama_server
 from harness.io.http import stream_chat
 from harness.io.ports import port_open
 from harness.run import llama_cpu, llama_vulkan

@@ -9,7 +9,8 @@ from collections import Counter
 
 import pytest
 
-from harness.core import engine_logs, llama_log, trtllm_log, vllm_log
+from harness.engines import llama_log, trtllm_log, vllm_log
+from harness.engines import logs as engine_logs
 from harness.core.stream import whole_body_error
 from harness.endpoints.chat import chat_parser
 from harness.io import memory

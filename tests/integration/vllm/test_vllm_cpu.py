@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from harness.core.engine_logs import parse_vllm
+from harness.engines.logs import parse_vllm
 from harness.errors import PortBusy
 from harness.io.http import stream_chat
 from harness.run import vllm_cpu, vllm_serve

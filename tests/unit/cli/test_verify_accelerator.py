@@ -9,7 +9,7 @@ import json
 import pytest
 
 from harness.cli import main
-from harness.core import engine_logs
+from harness.engines import logs as engine_logs
 from harness.run.context import block_context
 from harness.run.plans import load_plan
 from harness.run.steps import step_calls

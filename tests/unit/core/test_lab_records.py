@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.core import engine_logs
+from harness.engines import logs as engine_logs
 from harness.io.model_info import load_model
 from harness.run.plans import load_plan
 from tests.conftest import FIXTURES

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from harness.core.engine_logs import detect_engine, parse_vllm, pool_tokens
+from harness.engines.logs import detect_engine, parse_vllm, pool_tokens
 from harness.endpoints.chat import chat_parser
 from tests.conftest import ROOT
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from harness.core.predictions import Prediction
 
-from harness.core import llama_log, trtllm_log, vllm_log
+from harness.engines import llama_log, trtllm_log, vllm_log
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 

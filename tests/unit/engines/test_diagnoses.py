@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.core.diagnoses import diagnose
+from harness.engines.diagnoses import diagnose
 from harness.run.startup import explain, rules
 from tests.conftest import FIXTURES
 

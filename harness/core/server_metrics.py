@@ -1,6 +1,6 @@
-"""The engine's own ``/metrics`` read and judged, level by level (serving lab Task 4 terminal 3,
-Task 6, Task 7, Task 9 and the troubleshooting rows on saturation). A level record's
-``server_metrics`` holds each gauge's mean and max and each counter's change over the level
+"""The engine's own ``/metrics`` read and judged, level by level (the serving lab's checks on
+the engine's queue, slots, cache and memory fraction, and its troubleshooting rows on saturation).
+A level record's ``server_metrics`` holds each gauge's mean and max and each counter's change over the level
 (``io/metrics_sampler.py``); this module turns that into what the lab tells the learner to read:
 
 - the peaks of llama.cpp's ``requests_processing`` and ``requests_deferred`` (deferred should stay
@@ -31,6 +31,7 @@ from harness.core.batch_per_decode import (  # noqa: F401  (re-exported: the sam
     batch_absent,
     level_per_decode,
 )
+from harness.core.lab import remedy
 from harness.core.troubleshooting import VARY
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -67,7 +68,7 @@ PREEMPT_REMEDY = (
 )
 DEFERRED = (
     "requests waited for a slot before their prefill began although the crowd fits the slots; "
-    "more slots if memory allows (Task 7), or accept the queue"
+    + remedy("queued_before_prefill")
 )
 
 

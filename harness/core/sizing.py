@@ -307,7 +307,7 @@ def _times(ratio: float) -> str:
 
 
 def alone_against_capacity(levels: dict[int, dict], capacity: int | None) -> list[str]:
-    """Day 3's numbers 3 and 4 (seed 002) as its sentences: total output alone (a crowd of 1) and at
+    """Day 3's worksheet figures on capacity as its sentences: total output alone (a crowd of 1) and at
     the capacity within the promise, with the ratio; and the speed each person sees (1 / TPOT p50)
     alone and at capacity, with how much slower it is. Nothing without both levels."""
     one, top = levels.get(1), levels.get(capacity) if capacity else None

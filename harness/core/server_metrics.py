@@ -58,14 +58,8 @@ SATURATION = (
 VLLM_CONFIRM = (
     "on vLLM, vllm:num_preemptions_total rising and a Preemptions: field in its stats line confirm it"
 )
-PREEMPTED = (
-    "the KV pool could not hold every running sequence as their caches grew, so the scheduler "
-    "preempted some and their completed prefill is redone"
-)
-PREEMPT_REMEDY = (
-    "record it as past saturation; a larger pool (kv_bytes or the memory fraction) or fewer "
-    "sequences (max_num_seqs) keeps every admitted request running"
-)
+PREEMPTED = remedy("preempted")
+PREEMPT_REMEDY = remedy("preempted_remedy")
 DEFERRED = (
     "requests waited for a slot before their prefill began although the crowd fits the slots; "
     + remedy("queued_before_prefill")

@@ -26,6 +26,15 @@ VARY = lab.threshold("repeats_vary")  # "more than a few per cent"
 VARY_REMEDY = lab.remedy("repeats_vary")
 STOP_REMEDY = lab.remedy("stop_before_budget")
 VLLM_CACHED = lab.remedy("vllm_cached_none")
+# A curve's shapes (the lab's table): how far TTFT, TPOT and throughput moved between the first and
+# the highest level before a shape is named.
+QUEUED_GROWTH = lab.threshold("shape_queued_ttft_growth")
+TPOT_TAIL = lab.threshold("shape_interleaved_tpot_tail")
+BELOW_KNEE = (lab.threshold("shape_below_knee_scaling"), lab.threshold("shape_below_knee_tpot_growth"))
+COMPUTE_BOUND = (
+    lab.threshold("shape_compute_bound_scaling"),
+    lab.threshold("shape_compute_bound_tpot_share"),
+)
 SPREAD_NAMES = {
     "output_tokens_per_s": "output tokens/s",
     "ttft_s.p50": "TTFT p50",
@@ -101,7 +110,7 @@ def shape_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
     t1, tn = _p(first, "tpot_s", "p50"), _p(top, "tpot_s", "p50")
     f1, fn = _p(first, "ttft_s", "p90"), _p(top, "ttft_s", "p90")
     out: list[tuple[str, str]] = []
-    if t1 and tn and f1 and fn and fn / f1 > 2 * (tn / t1) and _queued(top):
+    if t1 and tn and f1 and fn and fn / f1 > QUEUED_GROWTH * (tn / t1) and _queued(top):
         out.append(
             (
                 "WARN",
@@ -111,13 +120,12 @@ def shape_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
             )
         )
     tp90 = _p(top, "tpot_s", "p90")
-    if tn and tp90 and tp90 > 2 * tn:
+    if tn and tp90 and tp90 > TPOT_TAIL * tn:
         out.append(
             (
                 "WARN",
-                f"{label}: TPOT p90 {tp90:.3f} s is {tp90 / tn:.1f}x its p50 at c={cs[-1]}: other requests' "
-                "prefills are interleaved with decode steps; on vLLM a smaller --max-num-batched-tokens, "
-                "or shorter prompts",
+                f"{label}: TPOT p90 {tp90:.3f} s is {tp90 / tn:.1f}x its p50 at c={cs[-1]}: "
+                + lab.remedy("interleaved_prefills"),
             )
         )
     shape = _scaling_shape(label, cs, first, top)
@@ -132,15 +140,11 @@ def _scaling_shape(label: str, cs: list[int], first: dict, top: dict) -> str | N
         return None
     scaling = top["output_tokens_per_s"] / (cs[-1] * per_first)
     at = f"scaling {scaling:.2f} at c={cs[-1]}"
-    if scaling > 0.8 and tn <= 1.2 * t1:
-        return (
-            f"{label}: throughput rises with TPOT p50 nearly flat ({at}): decode is still "
-            "bandwidth-bound, below the knee; the next level is also cheap"
-        )
-    if scaling < 0.5 and tn / t1 >= 0.5 * cs[-1] / cs[0]:
-        return (
-            f"{label}: throughput flattens while TPOT p50 rises in step with c ({at}): compute per "
-            "step is the limit; operate at or below the knee, more slots will not help"
+    if scaling > BELOW_KNEE[0] and tn <= BELOW_KNEE[1] * t1:
+        return f"{label}: throughput rises with TPOT p50 nearly flat ({at}): {lab.remedy('below_knee')}"
+    if scaling < COMPUTE_BOUND[0] and tn / t1 >= COMPUTE_BOUND[1] * cs[-1] / cs[0]:
+        return f"{label}: throughput flattens while TPOT p50 rises in step with c ({at}): " + lab.remedy(
+            "compute_bound"
         )
     return None
 

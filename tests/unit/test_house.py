@@ -335,8 +335,8 @@ def test_the_code_names_what_it_computes_not_the_course():
     id, a task's title, a threshold, a remedy) they read it from the lab profile, data/lab.yaml."""
     found = [
         f"{path.relative_to(ROOT)}:{n}"
-        for folder in ("harness", "scripts", "locustfiles")
-        for path in sorted((ROOT / folder).rglob("*.py"))
+        for folder, pattern in (("harness", "*.py"), ("harness/schemas", "*.json"), ("scripts", "*.py"))
+        for path in sorted((ROOT / folder).rglob(pattern))
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if COURSE_WORDS.search(line)
     ]

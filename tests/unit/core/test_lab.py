@@ -9,7 +9,7 @@ import re
 import pytest
 import yaml
 
-from harness.core import arithmetic, engine_logs, lab, records, server_metrics, troubleshooting
+from harness.core import arithmetic, engine_logs, lab, records, server_metrics, sizing, troubleshooting
 from harness.errors import SchemaError
 from harness.report import engine_tables, engine_verdicts
 from tests.conftest import ROOT
@@ -75,10 +75,37 @@ def test_the_checks_read_the_thresholds_and_remedies_from_the_profile():
     assert arithmetic.SANE_BAND == lab.band("sane_speed_share") == (0.60, 0.85)
     assert troubleshooting.VARY == lab.threshold("repeats_vary") == 0.05
     assert (records.DEFAULT_SLO_TTFT_S, records.DEFAULT_SLO_TPOT_S) == (2.0, 0.1)
-    assert troubleshooting.STOP_REMEDY == lab.remedy("stop_before_budget")
+    assert lab.remedy("stop_before_budget") == troubleshooting.STOP_REMEDY
     assert server_metrics.DEFERRED.endswith(lab.remedy("queued_before_prefill"))
     assert engine_tables.SPEED_SHEET[1][0] == "engine and quant"
     assert "memory MB" in engine_tables.SPEED_SHEET[1]
+
+
+def test_a_curves_shape_is_named_by_the_profiles_thresholds(monkeypatch):
+    """Throughput at 0.85 of linear with TPOT flat is below the knee by the profile's 0.8; with the
+    bar raised past it, the same curve names no shape."""
+    levels = {
+        c: {"completed": 10, "output_tokens_per_s": tok, "tpot_s": {"p50": 0.05, "p90": 0.06}}
+        for c, tok in ((1, 20.0), (10, 170.0))
+    }
+    found = troubleshooting.shape_rules("x", levels)
+    assert found == [
+        (
+            "PASS",
+            f"x: throughput rises with TPOT p50 nearly flat (scaling 0.85 at c=10): "
+            f"{lab.remedy('below_knee')}",
+        )
+    ]
+    monkeypatch.setattr(troubleshooting, "BELOW_KNEE", (0.9, 1.2))
+    assert troubleshooting.shape_rules("x", levels) == []
+
+
+def test_day3s_sentences_name_the_worksheets_figures():
+    levels = {1: {"output_tokens_per_s": 50.0, "tpot_s": {"p50": 0.02}}}
+    levels[8] = {"output_tokens_per_s": 250.0, "tpot_s": {"p50": 0.025}}
+    lines = sizing.alone_against_capacity(levels, 8)
+    figures = lab.worksheet("day3_alone_against_capacity")[1]
+    assert [line.split(":")[0] for line in lines] == figures
 
 
 def test_no_message_names_a_lab_task_by_its_number():

@@ -31,7 +31,7 @@ def _package_data(name: str) -> bytes:
 def parse(text: str | bytes) -> dict[str, Any]:
     """A lab profile's YAML, validated against ``schemas/lab.schema.json``; every task and
     worksheet names a lab or figure the profile declares."""
-    data = yaml.safe_load(text)
+    data: dict[str, Any] = yaml.safe_load(text)
     schema = json.loads(_package_data("schemas/lab.schema.json"))
     errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(data), key=lambda e: list(e.path))
     if errors:

@@ -330,7 +330,6 @@ def alone_against_capacity(levels: dict[int, dict], capacity: int | None) -> lis
         slower = 1 - t1 / tn
         change = f"{slower:.0%} slower" if slower >= 0 else f"{-slower:.0%} faster"
         out.append(
-            f"{EACH_PERSONS_SPEED}: {1 / t1:.1f} tok/s alone, {1 / tn:.1f} at {capacity} "
-            f"people, {change}"
+            f"{EACH_PERSONS_SPEED}: {1 / t1:.1f} tok/s alone, {1 / tn:.1f} at {capacity} people, {change}"
         )
     return out

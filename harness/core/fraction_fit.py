@@ -7,9 +7,11 @@ Pure: fractions, the visible total and the weights in, (level, text) pairs out."
 
 from __future__ import annotations
 
+from harness.core import lab
+
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
-RAISE = 0.2  # the lab's remedy: raise both fractions by 0.2
+RAISE = lab.threshold("fraction_raise")  # the lab's remedy: raise both fractions by this
 GIB = 2**30
 
 

@@ -62,6 +62,11 @@ def band(name: str) -> tuple[float, float]:
     return float(entry["low"]), float(entry["high"])
 
 
+def values(name: str) -> tuple[float, ...]:
+    """A threshold given as a list (``thresholds.<name>.values``), such as the baseline's crowds."""
+    return tuple(float(v) for v in PROFILE["thresholds"][name]["values"])
+
+
 def remedy(name: str) -> str:
     """A troubleshooting row's text: what was found and what the lab says to do."""
     return str(PROFILE["remedies"][name])

@@ -9,7 +9,17 @@ import re
 import pytest
 import yaml
 
-from harness.core import arithmetic, engine_logs, lab, records, server_metrics, sizing, troubleshooting
+from harness.core import (
+    arithmetic,
+    curves,
+    engine_logs,
+    fraction_fit,
+    lab,
+    records,
+    server_metrics,
+    sizing,
+    troubleshooting,
+)
 from harness.errors import SchemaError
 from harness.report import engine_tables, engine_verdicts
 from tests.conftest import ROOT
@@ -62,6 +72,7 @@ def test_a_task_is_quoted_by_the_check_that_answers_it():
         (lambda d: d["labs"]["serving"].update(id="serving"), "labs/serving/id"),
         (lambda d: d["tasks"][0].update(lab="nowhere"), "tasks name labs it does not declare: nowhere"),
         (lambda d: d.update(extra=1), "Additional properties"),
+        (lambda d: d["thresholds"]["baseline_levels"].update(value=1), "thresholds/baseline_levels"),
     ],
 )
 def test_a_broken_profile_is_refused(edit, message):
@@ -72,6 +83,8 @@ def test_a_broken_profile_is_refused(edit, message):
 
 
 def test_the_checks_read_the_thresholds_and_remedies_from_the_profile():
+    assert curves.BASELINE_LEVELS == (1, 5, 10, 20)
+    assert fraction_fit.RAISE == lab.threshold("fraction_raise") == 0.2
     assert arithmetic.SANE_BAND == lab.band("sane_speed_share") == (0.60, 0.85)
     assert troubleshooting.VARY == lab.threshold("repeats_vary") == 0.05
     assert (records.DEFAULT_SLO_TTFT_S, records.DEFAULT_SLO_TPOT_S) == (2.0, 0.1)

@@ -2,7 +2,7 @@
 passing. The run passed (every step passed or was skipped with its reason), its report opens with
 the rehearsal banner, every record in its notebook says rehearsal and, for an engine's record, the
 stand-in that served it, and no container of ours is left. ``--own-stand-in BLOCK``: that block
-ran on its own stand-in from the overlay's ``blocks:`` (Track X's control on the Vulkan build), and
+ran on its own stand-in from the overlay's ``blocks:`` (the Ryzen track's control on the Vulkan build), and
 every record it wrote names that stand-in.
 
     python scripts/check_rehearsal.py track-s [RUN_DIR] [--own-stand-in BLOCK]   (default: the newest run)

@@ -1,5 +1,5 @@
 """The GPU check's energy (scripts/gpu-check.sh): from a run directory's notebook, what
-the telemetry read during Track N's control block: each measure test (short, long: over its
+the telemetry read during the NVIDIA track's control block: each measure test (short, long: over its
 repetitions) and each sweep level, its mean power, joules with their method and source, J per
 output token, J per request and output tokens per J, in the words ``harness sweep`` prints
 (``energy.record_part.energy_lines``). A figure from the tests' stand-in NVML library says

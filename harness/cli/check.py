@@ -1,5 +1,5 @@
 """``harness check`` (``make check``): this machine's memory bandwidth and the speed limit it sets for
-the model (seed 002: bandwidth / model size), measured single-user speeds as a share of that limit,
+the model (bandwidth / model size), measured single-user speeds as a share of that limit,
 the notebook's admission recommendations, and whether the practice server is up (the figures are
 ``harness.report.speed_check``'s)."""
 

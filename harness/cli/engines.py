@@ -1,6 +1,7 @@
 """``harness engines``: the single-user comparison tables and the lab's check (drop-in for
-summarise-engines.py), plus Task 9: each engine's decode rate against the ceiling of its own format,
-the native/portable ratios against the predicted ones, visible memory and overhead, the winner."""
+summarise-engines.py), plus the explanation of the differences: each engine's decode rate against
+the ceiling of its own format, the native/portable ratios against the predicted ones, visible
+memory and overhead, the winner."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def run(args) -> int:
         inputs = engine_verdicts.Inputs(
             model, bandwidth, machine["name"] if machine else "", visible_memory_rules(), feature_settings()
         )
-        print("\nTask 9: explain the differences\n")
+        print(f"\n{engine_verdicts.TITLE}\n")
         print(engine_verdicts.render(order, by_speed, by_feat, inputs))
         return 0
     results = engine_tables.check(order, by_speed, by_feat, args.allow_cpu, ceilings)

@@ -35,10 +35,10 @@ def add_parser(sub) -> None:
         "--usable-from",
         metavar="LLAMA_SERVER",
         help="read the memory the engine may use from this llama-server's --list-devices (the free MiB "
-        "of its first device: on Track X the GPU-visible share, not the machine total)",
+        "of its first device: on a unified-memory machine the GPU-visible share, not the machine total)",
     )
     p.add_argument(
-        "--table", choices=["lab09", "lab08"], help="print a lab page's Task 1 table from its inputs"
+        "--table", choices=["lab09", "lab08"], help="print a lab page's prediction table from its inputs"
     )
     p.set_defaults(func=run)
 

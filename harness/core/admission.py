@@ -1,4 +1,4 @@
-"""The admission recommendation (serving lab, Task 8's last step: "choose an admission level below
+"""The admission recommendation (the serving lab's last sizing step: "choose an admission level below
 the unacceptable region and repeat a mixed short/long request workload ... keep the resulting
 admission recommendation"), pure: from the source curve's levels, the admission run's levels and,
 when the level was found by ``harness capacity``, its record.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from harness.core import lab
+
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 MIB = 1024 * 1024
@@ -148,13 +150,13 @@ def vllm_kv_pool(
 
 
 def speed_limit(bandwidth_gb_s: float, model_gb: float) -> float:
-    """Seed 002: the fastest one person can be served, tokens/s = bandwidth / model size."""
+    """The speed limit: the fastest one person can be served, tokens/s = bandwidth / model size."""
     if model_gb <= 0:
         raise ValueError("model size must be positive")
     return bandwidth_gb_s / model_gb
 
 
-SANE_BAND = (0.60, 0.85)  # seed 002: a sane single-user measurement lands at 60-85 % of the speed limit
+SANE_BAND = lab.band("sane_speed_share")  # where a sane single-user measurement lands, of the speed limit
 
 
 def speed_share(measured_tok_s: float, limit_tok_s: float) -> tuple[float, str]:

@@ -1,4 +1,4 @@
-"""The engine's own generator as a cross-check on our client (the serving lab's Task 8).
+"""The engine's own generator as a cross-check on our client (the serving lab's cross-check).
 
 ``vllm bench serve`` at the same concurrency cap, prompt and output lengths and temperature as our
 c = 20 row should report the same output throughput and median TPOT within a few per cent (both tools

@@ -13,12 +13,13 @@ import math
 from dataclasses import dataclass
 
 # open loops' backlog; the engine's /metrics; the lab's rows
-from harness.core import backlog, server_metrics, troubleshooting
+from harness.core import backlog, lab, server_metrics, troubleshooting
+from harness.core.records import DEFAULT_SLO_TPOT_S, DEFAULT_SLO_TTFT_S
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
-BASELINE_LEVELS = (1, 5, 10, 20)
-DEFAULT_SLO_TTFT, DEFAULT_SLO_TPOT = 2.0, 0.1
+BASELINE_LEVELS = tuple(int(c) for c in lab.values("baseline_levels"))  # the serving lab's baseline
+DEFAULT_SLO_TTFT, DEFAULT_SLO_TPOT = DEFAULT_SLO_TTFT_S, DEFAULT_SLO_TPOT_S
 
 
 def by_label(records: list[dict]) -> dict[str, dict[int, dict]]:

@@ -1,4 +1,4 @@
-"""The engine comparison's Task 9 (seed 001, "Explain the differences"), pure arithmetic: which
+"""The engine comparison's explanation of its differences, pure arithmetic: which
 weight format an engine served, the bytes each format reads per token, the decode ratio the formats
 predict against the one measured, each engine's own ceiling, and the memory its source can see.
 

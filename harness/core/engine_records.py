@@ -1,4 +1,4 @@
-"""The part-08 lab's records (the same model on every engine): what each engine allocated, which
+"""The engines lab's records (the same model on every engine): what each engine allocated, which
 API features it delivers, its single-user speed, memory snapshots and the model files fetched.
 
 Built here, one frozen dataclass per kind, as the sweep's records are in ``harness.core.records``
@@ -37,7 +37,7 @@ class Allocation:
 
 @dataclass(frozen=True)
 class Features:
-    """The part-08 lab's feature probe of one engine: /v1/models, tools, streamed tools, schema."""
+    """The engines lab's feature probe of one engine: /v1/models, tools, streamed tools, schema."""
 
     engine: str
     engine_version: str
@@ -61,7 +61,7 @@ class Features:
 
 @dataclass(frozen=True)
 class EngineSpeed:
-    """One single-user speed test (``short`` or ``long``) of the part-08 lab: medians over the
+    """One single-user speed test (``short`` or ``long``) of the engines lab: medians over the
     repetitions; ``extra`` holds what is known only once both tests ran (prefill, memory)."""
 
     engine: str

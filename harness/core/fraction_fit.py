@@ -1,4 +1,4 @@
-"""The serving lab's memory-fraction rule (Task 9, Track X): lab.env's fractions assume the 128 GB
+"""The serving lab's memory-fraction rule (on a unified-memory machine): lab.env's fractions assume the 128 GB
 machine; on a smaller one, fraction x the GPU-visible total the device line reported (llama-server
 --list-devices) must exceed the weights (15.26 GiB of bf16 for Qwen3-8B) with room for a pool; the
 remedy, where it does not, is to raise both fractions by 0.2 and record the values.
@@ -7,9 +7,11 @@ Pure: fractions, the visible total and the weights in, (level, text) pairs out."
 
 from __future__ import annotations
 
+from harness.core import lab
+
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
-RAISE = 0.2  # the lab's remedy: raise both fractions by 0.2
+RAISE = lab.threshold("fraction_raise")  # the lab's remedy: raise both fractions by this
 GIB = 2**30
 
 

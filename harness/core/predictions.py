@@ -1,4 +1,4 @@
-"""Predictions from stated inputs (docs/architecture.md, "Definitions"; both labs' Task 1). Pure
+"""Predictions from stated inputs (docs/architecture.md, "Definitions"; both labs' prediction tables). Pure
 functions: the arithmetic, and the two tables the lab pages print, reproduced from the same inputs."""
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def serving_table(
     contexts: tuple[int, ...] = (100, 1500),
     batches: tuple[int, ...] = (1, 5, 10, 20),
 ) -> str:
-    """Pool per cache type, weights + pool per engine, and aggregate ceilings (lab 09, Task 1).
+    """Pool per cache type, weights + pool per engine, and aggregate ceilings (the serving lab's table).
     ``engines``: label -> (format name, [cache types])."""
     tokens = slots * ctx
     caches = ["f16", "q8_0", "fp8"]
@@ -105,7 +105,7 @@ def ceiling_table(
     cache_tokens: int = 8192,
     long_context: int = 1500,
 ) -> str:
-    """Decode ceiling per machine and format, short and at ``long_context`` (lab 08, Task 1)."""
+    """Decode ceiling per machine and format, short and at ``long_context`` (the engines lab's table)."""
     per = kv_per_token(model, "f16")
     lines = [
         f"KV cache: {per:,} bytes per token; {cache_tokens:,} tokens = {per * cache_tokens:,} bytes = "
@@ -208,7 +208,7 @@ def fraction_pool(
     in_flight_tokens: int = 2048,
 ) -> dict:
     """What a ``--gpu-memory-utilization`` start should have made of the memory it logged as
-    available for the KV cache (serving lab, Task 9): blocks = available bytes // block bytes,
+    available for the KV cache (the serving lab's memory fraction): blocks = available bytes // block bytes,
     tokens and maximum concurrency per :func:`~harness.core.arithmetic.vllm_kv_pool`, and the range
     of tokens and concurrency the two-decimal GiB figure allows."""
 
@@ -264,7 +264,7 @@ def fraction_check(observed: dict, pool: dict) -> tuple[list[str], list[str]]:
 
 
 def fraction_change(a: dict, b: dict, total_gib: float) -> dict:
-    """The serving lab's Task 9 reading of two memory-fraction starts: moving from fraction A to B
+    """The serving lab's reading of two memory-fraction starts: moving from fraction A to B
     changes the KV pool by about (B - A) x the total memory, because the weights and activations do
     not change. ``a`` and ``b`` carry ``fraction`` and ``available_kv_gib`` (the log's "Available KV
     cache memory"); the result has the measured and the predicted change in GiB and their ratio."""

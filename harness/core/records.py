@@ -4,7 +4,7 @@ This module is the one home of what every record shares: the schema version, the
 default goodput objectives and the timestamp format. Each kind of record the package writes has
 a frozen dataclass: the level record and its parts in ``harness.core.level_records``, the sweep's
 other kinds here (curve summary, capacity, endpoint check, cross-check, admission
-recommendation), the part-08 lab's in ``harness.core.engine_records``. Its ``to_dict()`` gives the
+recommendation), the engines lab's in ``harness.core.engine_records``. Its ``to_dict()`` gives the
 exact JSON object that goes on the notebook line, keys in the order the notebook has always had
 them, so the sweep, the headless Locust run and the web UI cannot drift apart. Validation against
 ``schemas/`` stays in ``harness.io.notebook``; the time a record is stamped with comes from its
@@ -18,13 +18,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
+from harness.core import lab
+
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 SCHEMA_VERSION = 1
-LAB_ID = "part-09/lab-serve-twenty-concurrent-users"
-FEATURES_LAB = "part-08/lab-same-model-every-engine"
-DEFAULT_SLO_TTFT_S = 2.0
-DEFAULT_SLO_TPOT_S = 0.1
+LAB_ID = lab.SERVING_LAB_ID  # the serving lab's records carry it (the lab profile declares it)
+FEATURES_LAB = lab.ENGINES_LAB_ID  # the engines lab's records carry it
+DEFAULT_SLO_TTFT_S = lab.threshold("slo_ttft_s")
+DEFAULT_SLO_TPOT_S = lab.threshold("slo_tpot_s")
 UNKNOWN = "unknown"  # what a record says of an engine, host or version nobody named
 STAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # ISO 8601 in UTC to the second with a Z: every record's stamp
 # What a stamp may read as: today's, and the older lines' local time with its offset (+0000) or
@@ -52,12 +54,12 @@ def is_level(record: Mapping[str, Any]) -> bool:
 
 
 def is_engine_speed(record: Mapping[str, Any]) -> bool:
-    """Whether a notebook object is a part-08 single-user speed test (``short`` or ``long``)."""
+    """Whether a notebook object is the engines lab's single-user speed test (``short`` or ``long``)."""
     return record.get("lab") == FEATURES_LAB and record.get("test") in ("short", "long")
 
 
 def is_features(record: Mapping[str, Any]) -> bool:
-    """Whether a notebook object is a part-08 feature probe."""
+    """Whether a notebook object is the engines lab's feature probe."""
     return record.get("lab") == FEATURES_LAB and record.get("probe") == "features"
 
 

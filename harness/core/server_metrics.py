@@ -1,6 +1,6 @@
-"""The engine's own ``/metrics`` read and judged, level by level (serving lab Task 4 terminal 3,
-Task 6, Task 7, Task 9 and the troubleshooting rows on saturation). A level record's
-``server_metrics`` holds each gauge's mean and max and each counter's change over the level
+"""The engine's own ``/metrics`` read and judged, level by level (the serving lab's checks on
+the engine's queue, slots, cache and memory fraction, and its troubleshooting rows on saturation).
+A level record's ``server_metrics`` holds each gauge's mean and max and each counter's change over the level
 (``io/metrics_sampler.py``); this module turns that into what the lab tells the learner to read:
 
 - the peaks of llama.cpp's ``requests_processing`` and ``requests_deferred`` (deferred should stay
@@ -31,6 +31,7 @@ from harness.core.batch_per_decode import (  # noqa: F401  (re-exported: the sam
     batch_absent,
     level_per_decode,
 )
+from harness.core.lab import remedy
 from harness.core.troubleshooting import VARY
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -57,17 +58,11 @@ SATURATION = (
 VLLM_CONFIRM = (
     "on vLLM, vllm:num_preemptions_total rising and a Preemptions: field in its stats line confirm it"
 )
-PREEMPTED = (
-    "the KV pool could not hold every running sequence as their caches grew, so the scheduler "
-    "preempted some and their completed prefill is redone"
-)
-PREEMPT_REMEDY = (
-    "record it as past saturation; a larger pool (kv_bytes or the memory fraction) or fewer "
-    "sequences (max_num_seqs) keeps every admitted request running"
-)
+PREEMPTED = remedy("preempted")
+PREEMPT_REMEDY = remedy("preempted_remedy")
 DEFERRED = (
     "requests waited for a slot before their prefill began although the crowd fits the slots; "
-    "more slots if memory allows (Task 7), or accept the queue"
+    + remedy("queued_before_prefill")
 )
 
 

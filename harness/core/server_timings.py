@@ -1,4 +1,4 @@
-"""The server's own timings against the client's (engines lab, Task 3's four checks): llama-server
+"""The server's own timings against the client's (the engines lab's four timing checks): llama-server
 sends a ``timings`` block with its prefill and decode rates; the client's prefill (from the
 short/long difference) and the long test's decode should agree with them "to within a few per
 cent", and a large disagreement means the client is timing something other than generation.

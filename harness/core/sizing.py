@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
+from harness.core import lab
 from harness.core.bounds import MAX_SECONDS
 from harness.core.server_text import safe_text
 from harness.core.stats import bootstrap, percentile
@@ -306,8 +307,12 @@ def _times(ratio: float) -> str:
     return f"about {ratio:.0f} times as much" if ratio >= 2 else f"about {ratio:.1f} times as much"
 
 
+# Day 3's worksheet: the figures it wants alone and at the capacity within the promise.
+TOTAL_OUTPUT, EACH_PERSONS_SPEED = lab.worksheet("day3_alone_against_capacity")[1]
+
+
 def alone_against_capacity(levels: dict[int, dict], capacity: int | None) -> list[str]:
-    """Day 3's numbers 3 and 4 (seed 002) as its sentences: total output alone (a crowd of 1) and at
+    """Day 3's worksheet figures on capacity as its sentences: total output alone (a crowd of 1) and at
     the capacity within the promise, with the ratio; and the speed each person sees (1 / TPOT p50)
     alone and at capacity, with how much slower it is. Nothing without both levels."""
     one, top = levels.get(1), levels.get(capacity) if capacity else None
@@ -317,14 +322,14 @@ def alone_against_capacity(levels: dict[int, dict], capacity: int | None) -> lis
     alone, full = one.get("output_tokens_per_s"), top.get("output_tokens_per_s")
     if alone and full:
         out.append(
-            f"total output: {alone:.1f} tok/s alone, {full:.1f} at {capacity} people, {_times(full / alone)}"
+            f"{TOTAL_OUTPUT}: {alone:.1f} tok/s alone, {full:.1f} at {capacity} people, "
+            + _times(full / alone)
         )
     t1, tn = (one.get("tpot_s") or {}).get("p50"), (top.get("tpot_s") or {}).get("p50")
     if t1 and tn:
         slower = 1 - t1 / tn
         change = f"{slower:.0%} slower" if slower >= 0 else f"{-slower:.0%} faster"
         out.append(
-            f"speed each person sees (1 / TPOT p50): {1 / t1:.1f} tok/s alone, {1 / tn:.1f} at {capacity} "
-            f"people, {change}"
+            f"{EACH_PERSONS_SPEED}: {1 / t1:.1f} tok/s alone, {1 / tn:.1f} at {capacity} people, {change}"
         )
     return out

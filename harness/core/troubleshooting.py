@@ -1,10 +1,10 @@
-"""The serving lab's troubleshooting rows and Task 5's shapes table, as checks on level records, each
-with the remedy the lab gives (seed 000, Task 4's "check four things", Task 5 and Troubleshooting).
+"""The serving lab's troubleshooting rows and its table of a curve's shapes, as checks on level
+records, each with the remedy the lab gives (the text in ``data/lab.yaml``'s remedies).
 
 - finish reasons: every request should end on ``length`` (the full answer budget); ``stop`` for some
   means shorter answers, which inflate requests per second;
 - repeats (``--repeat``): a headline figure whose runs differ by more than a few per cent;
-- the shapes of Task 5: below the knee, compute-bound, queueing before prefill, prefills interleaved
+- a curve's shapes: below the knee, compute-bound, queueing before prefill, prefills interleaved
   with decodes (the falling curve and the client-limited rows live in ``server_metrics`` and
   ``curves``);
 - a level's first error matched against the load-error rows (``load_errors`` in
@@ -18,20 +18,22 @@ from __future__ import annotations
 
 import re
 
+from harness.core import lab
+
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
-VARY = 0.05  # "more than a few per cent"
-VARY_REMEDY = (
-    "something else is using the machine, or it is thermally limited: close everything, plug the "
-    "laptop in, re-run; if the variance persists, record it"
-)
-STOP_REMEDY = (
-    "the model finished its answer within the budget; shorter outputs raise requests per second, so "
-    "compare output tokens per second instead, or raise --max-tokens"
-)
-VLLM_CACHED = (
-    "cached shows None on vLLM: the server was started without --enable-prompt-tokens-details; use "
-    "the harness's vLLM engine definitions (the lab's serve scripts), which pass it"
+VARY = lab.threshold("repeats_vary")  # "more than a few per cent"
+VARY_REMEDY = lab.remedy("repeats_vary")
+STOP_REMEDY = lab.remedy("stop_before_budget")
+VLLM_CACHED = lab.remedy("vllm_cached_none")
+# A curve's shapes (the lab's table): how far TTFT, TPOT and throughput moved between the first and
+# the highest level before a shape is named.
+QUEUED_GROWTH = lab.threshold("shape_queued_ttft_growth")
+TPOT_TAIL = lab.threshold("shape_interleaved_tpot_tail")
+BELOW_KNEE = (lab.threshold("shape_below_knee_scaling"), lab.threshold("shape_below_knee_tpot_growth"))
+COMPUTE_BOUND = (
+    lab.threshold("shape_compute_bound_scaling"),
+    lab.threshold("shape_compute_bound_tpot_share"),
 )
 SPREAD_NAMES = {
     "output_tokens_per_s": "output tokens/s",
@@ -46,7 +48,7 @@ def _p(rec: dict, key: str, pct: str) -> float | None:
 
 
 def finish_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
-    """Task 4: every request ended on ``length``; a level where some ended on ``stop`` is named."""
+    """Finish reasons: every request ended on ``length``; a level where some ended on ``stop`` is named."""
     stopped = []
     asked = None
     for c in sorted(levels):
@@ -100,7 +102,7 @@ def _queued(rec: dict) -> bool:
 
 
 def shape_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
-    """Task 5's shapes, read from the first and the highest completed level."""
+    """A curve's shapes, read from the first and the highest completed level."""
     cs = [c for c in sorted(levels) if levels[c].get("completed") and levels[c].get("output_tokens_per_s")]
     if len(cs) < 2:
         return []
@@ -108,23 +110,22 @@ def shape_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
     t1, tn = _p(first, "tpot_s", "p50"), _p(top, "tpot_s", "p50")
     f1, fn = _p(first, "ttft_s", "p90"), _p(top, "ttft_s", "p90")
     out: list[tuple[str, str]] = []
-    if t1 and tn and f1 and fn and fn / f1 > 2 * (tn / t1) and _queued(top):
+    if t1 and tn and f1 and fn and fn / f1 > QUEUED_GROWTH * (tn / t1) and _queued(top):
         out.append(
             (
                 "WARN",
                 f"{label}: TTFT p90 grew {fn / f1:.1f}x from c={cs[0]} to c={cs[-1]} while TPOT p50 grew "
                 f"{tn / t1:.1f}x, and the engine queued requests: they wait for a slot or for the block "
-                "pool before prefill starts; more slots if memory allows (Task 7), or accept the queue",
+                f"pool before prefill starts; {lab.remedy('queued_before_prefill')}",
             )
         )
     tp90 = _p(top, "tpot_s", "p90")
-    if tn and tp90 and tp90 > 2 * tn:
+    if tn and tp90 and tp90 > TPOT_TAIL * tn:
         out.append(
             (
                 "WARN",
-                f"{label}: TPOT p90 {tp90:.3f} s is {tp90 / tn:.1f}x its p50 at c={cs[-1]}: other requests' "
-                "prefills are interleaved with decode steps; on vLLM a smaller --max-num-batched-tokens, "
-                "or shorter prompts",
+                f"{label}: TPOT p90 {tp90:.3f} s is {tp90 / tn:.1f}x its p50 at c={cs[-1]}: "
+                + lab.remedy("interleaved_prefills"),
             )
         )
     shape = _scaling_shape(label, cs, first, top)
@@ -132,22 +133,18 @@ def shape_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
 
 
 def _scaling_shape(label: str, cs: list[int], first: dict, top: dict) -> str | None:
-    """Task 5's first two rows: below the knee, or compute-bound."""
+    """A curve's first two shapes: below the knee, or compute-bound."""
     t1, tn = _p(first, "tpot_s", "p50"), _p(top, "tpot_s", "p50")
     per_first = first["output_tokens_per_s"] / cs[0]
     if not (per_first and t1 and tn):
         return None
     scaling = top["output_tokens_per_s"] / (cs[-1] * per_first)
     at = f"scaling {scaling:.2f} at c={cs[-1]}"
-    if scaling > 0.8 and tn <= 1.2 * t1:
-        return (
-            f"{label}: throughput rises with TPOT p50 nearly flat ({at}): decode is still "
-            "bandwidth-bound, below the knee; the next level is also cheap"
-        )
-    if scaling < 0.5 and tn / t1 >= 0.5 * cs[-1] / cs[0]:
-        return (
-            f"{label}: throughput flattens while TPOT p50 rises in step with c ({at}): compute per "
-            "step is the limit; operate at or below the knee, more slots will not help"
+    if scaling > BELOW_KNEE[0] and tn <= BELOW_KNEE[1] * t1:
+        return f"{label}: throughput rises with TPOT p50 nearly flat ({at}): {lab.remedy('below_knee')}"
+    if scaling < COMPUTE_BOUND[0] and tn / t1 >= COMPUTE_BOUND[1] * cs[-1] / cs[0]:
+        return f"{label}: throughput flattens while TPOT p50 rises in step with c ({at}): " + lab.remedy(
+            "compute_bound"
         )
     return None
 

@@ -168,7 +168,7 @@ def predicted_type(predicted: Prediction) -> str:
 # The lab's advice when the control would be measured on the CPU (both labs' Troubleshooting).
 CPU_ADVICE = (
     "everything after this would measure the CPU: a CPU-only build, or llama_bin points at one; run "
-    "llama-server --list-devices from that directory and rebuild with the GPU backend (Part 6)"
+    "llama-server --list-devices from that directory and rebuild with the GPU backend"
 )
 
 
@@ -216,7 +216,7 @@ _DEVICE_LINE = re.compile(r"^\s*(\S+): (.*?) \((\d+) MiB, (\d+) MiB free\)")
 def device_memory(text: str) -> list[dict]:
     """``llama-server --list-devices``' device lines (``Vulkan0: AMD Radeon ... (98304 MiB, 97000 MiB
     free)``) as name, description, total and free MiB. On a unified machine the free figure is the
-    GPU-visible memory the KV pool comes out of (the serving lab's preflight, Track X)."""
+    GPU-visible memory the KV pool comes out of (the serving lab's preflight on a unified-memory machine)."""
     out = []
     for line in text.splitlines():
         m = _DEVICE_LINE.match(line)
@@ -226,7 +226,7 @@ def device_memory(text: str) -> list[dict]:
 
 
 def buffer_problems(observed: dict, fmt: dict | None, tolerance: float = 0.01) -> list[str]:
-    """The engines lab's Task 4 reading of a GPU load log: the model buffers add up to the file's
+    """The engines lab's reading of a GPU load log: the model buffers add up to the file's
     tensor bytes (about 4,789 MiB for Qwen3-8B Q4_K_M), and the host's ``CPU_Mapped`` buffer is the
     input embedding (about 334 MiB), which stays in host memory. Checked only when a device buffer
     is logged (a CPU build may repack weights into extra buffers) and the format's bytes are known."""

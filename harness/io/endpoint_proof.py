@@ -1,4 +1,4 @@
-"""Prove the endpoint before loading it (the serving lab's Task 3): the model is listed, one short
+"""Prove the endpoint before loading it: the model is listed, one short
 request returns text, a finish reason and a usage block, and the context the server reports fits
 the prompts. ``verdict`` is pure; ``observe`` does the three requests."""
 

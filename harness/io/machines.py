@@ -38,14 +38,14 @@ def lookup(key: str, path: Path = TABLE) -> dict:
 
 
 def visible_memory_rules(path: Path = VISIBLE) -> dict:
-    """Engine name -> what its memory source sees of weights and cache (engine comparison, Task 9)."""
+    """Engine name -> what its memory source sees of weights and cache (the engine comparison)."""
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     validate(data, "visible-memory", where=str(path))
     return data["engines"]
 
 
 def feature_settings(path: Path = FEATURES) -> dict:
-    """Engine name -> the setting that turns each API feature on (engine comparison, Task 9)."""
+    """Engine name -> the setting that turns each API feature on (the engine comparison)."""
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     validate(data, "feature-settings", where=str(path))
     return data["engines"]

@@ -35,7 +35,7 @@ def run_tool(argv: list[str], say: Say) -> tuple[int, str]:
         hint = (
             "install the Hugging Face CLI: pip install -U 'huggingface_hub[cli]'"
             if argv[0] == "hf"
-            else "install Lemonade Server first (the Track X install lesson)"
+            else "install Lemonade Server first (the Ryzen track's install lesson)"
         )
         raise InstallError(f"{argv[0]} is not on PATH: {hint}")
     say("    $ " + " ".join(argv))

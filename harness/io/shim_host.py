@@ -1,5 +1,5 @@
 """The engines' host as the host-side shim reports it (``GET /v1/host``; docs/shim.md), for a
-harness that runs in a container while its engines run natively on the shim's host (Track M on a
+harness that runs in a container while its engines run natively on the shim's host (Apple silicon on a
 Mac: ``make track-m COMPOSE=1``). Inside the container, vm_stat and sysctl are missing and
 /proc/meminfo is Docker Desktop's VM's, so the preflight's memory and Metal checks and the
 ``measure`` step's memory readings ask the shim instead.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from harness.core import bounds
+from harness.core import bounds, lab
 from harness.options import Option, OptionSet
 
 PROMISE = Option(
@@ -29,6 +29,13 @@ PEAK = Option(
     high=bounds.MAX_PEAK,
     defaults=MappingProxyType({"demo": 120}),
 )
-SPARES = Option("spares", float, 0.2, "spare share added to the copies", low=0, high=bounds.MAX_SPARES)
+SPARES = Option(
+    "spares",
+    float,
+    lab.threshold("spare_share"),
+    "spare share added to the copies",
+    low=0,
+    high=bounds.MAX_SPARES,
+)
 
 SIZING = OptionSet("sizing", (PROMISE, PEAK, SPARES))

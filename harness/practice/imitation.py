@@ -186,7 +186,7 @@ def _trtllm(argv: list[str]) -> Imitation:
 
 
 # What trtllm-serve logs when its options file turns guided decoding on (the line the engines lab,
-# Part 8 Task 7, shows from a real start); the imitation reads the same file the engine would.
+# the engines lab shows from a real start); the imitation reads the same file the engine would.
 GUIDED_LINE = "[TRT-LLM] [I] Guided decoder initialized with backend: GuidedDecodingBackend.{backend}"
 
 

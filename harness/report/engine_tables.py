@@ -7,7 +7,7 @@ import json
 
 from tabulate import tabulate
 
-from harness.core import server_timings
+from harness.core import lab, server_timings
 from harness.energy import engine_tables as engine_energy
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -141,6 +141,9 @@ SPEED_HEAD = [
 ]
 
 
+# The engines lab's recording sheet: its title and the figures each row wants, in its order.
+SPEED_SHEET = lab.worksheet("engines_speed")
+FEATURES_SHEET = lab.worksheet("engines_features")
 FEATURE_HEAD = ["Engine", "/v1/models", "Tool calling", "Tool calling, streamed", "JSON schema", "Detail"]
 
 
@@ -220,8 +223,7 @@ def render(order, speed, features, ceilings: dict | None = None) -> str:
             disable_numparse=True,
         ),
         "",
-        "Recording-sheet rows, speed (engine and quant, TTFT short, TTFT long, prefill, decode short, decode "
-        "long, memory MB)",
+        "{} ({})".format(SPEED_SHEET[0], ", ".join(SPEED_SHEET[1])),
     ]
     for engine in order:
         pair = speed.get(engine) or {}
@@ -238,7 +240,7 @@ def render(order, speed, features, ceilings: dict | None = None) -> str:
                 memory_added(rec)[0],
             ]
             parts.append("  [" + ", ".join(as_js(v) for v in values) + "],")
-    parts.append("Recording-sheet rows, features")
+    parts.append(FEATURES_SHEET[0])
     parts += ["  [" + ", ".join(as_js(v) for v in row) + "]," for row in fe]
     return "\n".join(parts)
 

@@ -1,4 +1,4 @@
-"""The engine comparison's Task 9 ("Explain the differences") from records: each engine's decode
+"""The engine comparison's explanation of its differences from records: each engine's decode
 rate against the ceiling of its own format, the native/portable decode ratios against the ratios
 the formats predict, the memory each source can see and the overhead beyond it, prefill, the
 faster engine that can do the task, and the limits of the comparison."""
@@ -10,9 +10,13 @@ from dataclasses import dataclass, field
 from tabulate import tabulate
 
 from harness.core import engine_compare as ec
+from harness.core import lab
 from harness.report import identity
 from harness.core.predictions import decode_ceiling, kv_per_token
 from harness.report.engine_tables import memory_added
+
+# The section's heading: the engines lab's own title of the task this module answers.
+TITLE = lab.task_answered_by("report/engine_verdicts")
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -21,15 +25,15 @@ PORTABLE = ("llama.cpp", "llama-server")  # the portable control every native en
 
 @dataclass(frozen=True)
 class Inputs:
-    """What Task 9 reads besides the records: the model (shape and formats), the machine's bandwidth
-    (None: no ceilings) and the visible-memory rules."""
+    """What the explanation reads besides the records: the model (shape and formats), the
+    machine's bandwidth (None: no ceilings) and the visible-memory rules."""
 
     model: object
     bandwidth_gb_s: float | None
     machine_label: str
     rules: dict
     settings: dict = field(default_factory=dict)  # engine -> what turns each API feature on
-    mapped_mib: float | None = None  # the load log's MTL0_Mapped model buffer (Track M), for vm_stat rows
+    mapped_mib: float | None = None  # the load log's MTL0_Mapped buffer (Apple silicon), for vm_stat rows
 
 
 def formats(order: list[str], speed: dict, model) -> dict[str, str]:
@@ -142,7 +146,7 @@ def memory_rows(
 
 MUCH_MB = 1500  # beyond what a Metal context, compute buffers and the server process add
 MUCH_LARGER = (
-    "much larger than predicted (the engines lab's Track M row): other applications grew during the "
+    "much larger than predicted (the engines lab's Apple silicon row): other applications grew during the "
     "run; close them, take a fresh idle snapshot, re-measure"
 )
 
@@ -250,7 +254,8 @@ def _squash(name: str) -> str:
 
 
 def render(order, speed, features, inputs: Inputs) -> str:
-    """Task 9 as Markdown: ceilings per format, ratios, memory, prefill, winner and limits."""
+    """The explanation of the differences as Markdown: ceilings per format, ratios, memory,
+    prefill, winner and limits."""
     model = inputs.model
     fmts = formats(order, speed, model)
     ceils = ceilings(order, speed, model, inputs.bandwidth_gb_s) if inputs.bandwidth_gb_s else {}

@@ -1,7 +1,7 @@
 """What the labs ask the learner to record beyond the curves, from the records: the vLLM
 memory-fraction change from A to B set against the pool change the fraction predicts (serving lab,
-Task 9), the admission recommendation (Task 8), and the lines the labs read in an engine's log
-after it starts (TensorRT-LLM's guided decoder line, engines lab Task 7)."""
+the comparison), the admission recommendation, and the lines the labs read in an engine's log
+after it starts (TensorRT-LLM's guided decoder line)."""
 
 from __future__ import annotations
 
@@ -134,8 +134,9 @@ def log_lines(started: dict) -> list[str]:
 
 
 def admission_section(r: RunInputs) -> list[str]:
-    """Each admission recommendation the run recorded (serving lab, Task 8): the level, how it was
-    chosen, where the unacceptable region begins, what the mixed short/long run measured there."""
+    """Each admission recommendation the run recorded (the serving lab's admission step): the
+    level, how it was chosen, where the unacceptable region begins, what the mixed short/long run
+    measured there."""
     from harness.core.records import is_admission
 
     latest = {rec["label"]: rec for rec in r.records("admission", is_admission)}
@@ -200,7 +201,7 @@ def release_lines(started: dict) -> list[str]:
 
 
 def environments_section(r: RunInputs) -> list[str]:
-    """The engines lab's Task 7 (Track N): the disk each Python environment takes, as the plan's
+    """The disk each Python environment takes on the NVIDIA track, as the plan's
     ``environments`` step measured it after the installs and the first starts (du -sh), and the space
     left beside them (df -h ~); nothing for a plan without that step."""
     steps = r.steps_of("environments")

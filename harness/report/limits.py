@@ -1,6 +1,6 @@
 """Measured curves against what bandwidth allows: the speed one person sees alone as a share of the
-speed limit (seed 002, 60-85 % is sane), and each curve's peak output against Task 1's aggregate
-decode ceiling at the same batch and context (seed 000). Pure functions of level records."""
+speed limit (the lab profile's sane band), and each curve's peak output against the predicted
+aggregate decode ceiling at the same batch and context. Pure functions of level records."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def speed_alone_lines(
 
 
 def peak_vs_ceiling(levels: dict[int, dict], model, bandwidth_gb_s: float) -> dict | None:
-    """The curve's peak output tokens/s beside Task 1's aggregate ceiling for the same batch (the
+    """The curve's peak output tokens/s beside the predicted aggregate ceiling for the same batch (the
     crowd, capped at the server's slots) and context (mean prompt plus half the answer limit, the
     mean context a sequence reads while it decodes); None when the quant names no format."""
     if not levels:

@@ -1,5 +1,5 @@
 """The run report's section "Measured against what bandwidth allows": each real curve's speed alone
-against the speed limit and its peak against Task 1's ceiling, then the engine comparison's Task 9,
+against the speed limit and its peak against the predicted ceiling, then the engine comparison's explanation,
 each absent with its reason when its inputs are (no machine, no model file, no records).
 
 A rehearsal's stand-ins ran on this machine, not on the track's: where the plan's model is the
@@ -21,7 +21,7 @@ from harness.io.model_info import load_model
 from harness.io.notebook import read_records
 from harness.report import limits
 from harness.report.engine_tables import latest_per_engine
-from harness.report.engine_verdicts import Inputs, render
+from harness.report.engine_verdicts import TITLE, Inputs, render
 
 
 def plan_model(plan) -> str:
@@ -34,8 +34,8 @@ def plan_model(plan) -> str:
 
 
 def mapped_mib(notebook: Path) -> float | None:
-    """The last load log's ``MTL0_Mapped`` model buffer (Track M's Metal llama-server), as verify-allocation
-    recorded it; None on other machines."""
+    """The last load log's ``MTL0_Mapped`` model buffer (Apple silicon's Metal llama-server), as
+    verify-allocation recorded it; None on other machines."""
     found = None
     if not Path(notebook).is_file():
         return None
@@ -46,8 +46,8 @@ def mapped_mib(notebook: Path) -> float | None:
 
 
 def plan_machine(plan) -> str | None:
-    """The plan's machine-table key: its ``MACHINE`` variable (a tier names its own machine: Track N's
-    16 GB tier an RTX 4080, Track M's an M4), else its ``machine``."""
+    """The plan's machine-table key: its ``MACHINE`` variable (a tier names its own machine: the NVIDIA
+    track's 16 GB tier an RTX 4080, the Apple silicon track's an M4), else its ``machine``."""
     return (getattr(plan, "variables", {}) or {}).get("MACHINE") or getattr(plan, "machine", None)
 
 
@@ -65,7 +65,7 @@ def rehearsal_absent(model: str, machine_key: str | None) -> str:
 
 
 def rehearsal_bandwidth(machine: dict | None, measured: Bandwidth) -> tuple[float, str, list[str]]:
-    """A rehearsal's bandwidth (this machine's, measured), its label for Task 9's table, and the
+    """A rehearsal's bandwidth (this machine's, measured), its label for the comparison's table, and the
     lines that open the section saying why it is not the track machine's figure."""
     track = (
         f"{machine['name']}'s {float(machine['bandwidth_gb_s']):g} GB/s, which the hardware run uses"
@@ -86,8 +86,8 @@ def rehearsal_bandwidth(machine: dict | None, measured: Bandwidth) -> tuple[floa
 
 
 def section(notebook: Path, plan, measure: Callable[[], Bandwidth] = measure_bandwidth) -> list[str]:
-    """The run report's measured-against-predicted section: the engine comparison's Task 9 when the
-    notebook holds single-user records, and each real curve against the speed limit and Task 1's
+    """The run report's measured-against-predicted section: the engine comparison's explanation when the
+    notebook holds single-user records, and each real curve against the speed limit and the predicted
     ceiling when it holds levels; each part absent, with its reason, when its inputs are. ``measure``
     times this machine's bandwidth for a rehearsal."""
     if not notebook.is_file():
@@ -119,7 +119,7 @@ def section(notebook: Path, plan, measure: Callable[[], Bandwidth] = measure_ban
     if levels:
         lines += _curve_lines(levels, model, bandwidth, plan, why)
     if speed:
-        lines += ["### Explaining the differences (engine comparison, Task 9)", ""]
+        lines += [f"### {TITLE} (engine comparison)", ""]
         if model is None:
             return lines + [f"Not computed: {why}", ""]
         feats = read_records(notebook, "features", select=is_features).records

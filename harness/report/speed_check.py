@@ -12,6 +12,7 @@ from typing import Callable
 from harness.core import admission
 from harness.core.arithmetic import speed_limit, speed_share
 from harness.core.bounds import Bounds
+from harness.core import lab
 from harness.core.engine_compare import format_for_quant
 from harness.core.records import is_admission, is_engine_speed, is_level
 from harness.errors import HarnessError, TargetError
@@ -21,7 +22,7 @@ from harness.io.machines import identify, lookup, measure_bandwidth
 from harness.io.model_info import load_model
 from harness.io.notebook import read_records
 
-SEED_MODEL_GB = 4.9  # the course's Llama 3.1 8B at 4 bits (Day 3), when nothing else says
+SEED_MODEL_GB = lab.threshold("day3_model_gb")  # the course's model (Day 3), when nothing else says
 
 
 def probe_practice(base_url: str) -> dict | None:

@@ -1,4 +1,4 @@
-"""The admission step's two in-process parts (serving lab, Task 8): before its sweep, the level it
+"""The admission step's two in-process parts (the serving lab's admission): before its sweep, the level it
 runs at (the operating point of the sweep named by ``from``); after it, the admission
 recommendation written to the notebook as its own record (``schemas/admission.schema.json``),
 built by ``harness.core.admission`` from the notebook's level and capacity records."""

@@ -140,7 +140,7 @@ def load_installs(path: Path = INSTALLS) -> list[dict]:
 
 
 def install_variables(models: Path, env: dict | None = None) -> dict:
-    """What the table's paths name: the home folder, this checkout, the model library, and Track N's
+    """What the table's paths name: the home folder, this checkout, the model library, and the NVIDIA track's
     vLLM environment and TabbyAPI checkout (the environment's, else the track plan's lab.env value)."""
     from harness.run.engine_defs import expand_vars
     from harness.run.plans import load_plan

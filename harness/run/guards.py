@@ -1,10 +1,10 @@
 """What an engine definition's ``guards`` require before it starts, as preflight findings: the
-checks serve-mlx.sh makes before it runs mlx_lm.server (Part 8). mlx-lm runs only on macOS; the
+checks serve-mlx.sh makes before it runs mlx_lm.server. mlx-lm runs only on macOS; the
 model must be an absolute path, because mlx_lm.server loads whatever a request's ``model`` names and
 the clients send the path it was started with; a config.json without a ``quantization`` block is
 not the four-bit MLX model the lab compares (a warning, as in the script). Pure: the system's name
 and config.json's text come in. Also the tools a plan's installs use (``INSTALL_TOOLS``: uv and git on
-Track N), found or not."""
+the NVIDIA track), found or not."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def guard_findings(guards: list[str], system: str, model: str, config: str | Non
     return [f for g in guards if (f := GUARDS[g](system, model, config)) is not None]
 
 
-INSTALLS = {  # the engines lab's Track N installs, what each tool is for (001 Task 7)
+INSTALLS = {  # the engines lab's installs on the NVIDIA track, what each tool is for
     "uv": "the vLLM environment: uv venv ~/vllm-env --python 3.12 --seed; uv pip install vllm==0.28.0 "
     "--torch-backend=auto",
     "git": "TabbyAPI: git clone https://github.com/theroyallab/tabbyAPI ~/tabbyAPI (and its version)",
@@ -140,7 +140,7 @@ NOT_YET = "not there yet (its install or first start makes it)"
 def environment_sizes(
     dirs: str, usage=shutil.disk_usage, size=tree_bytes, made: bool = False
 ) -> list[Finding]:
-    """The engines lab's Task 7 on Track N: the disk each Python environment takes (neither installer
+    """The disk each Python environment takes on the NVIDIA track (neither installer
     states it; the lab measures them with du -sh) and the space left beside them (df -h ~). A
     directory not made yet says which start makes it; ``made`` (the plan's step after the installs
     and the first starts) warns instead: by then it should be there."""

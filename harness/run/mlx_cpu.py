@@ -1,7 +1,7 @@
 """mlx_lm.server on MLX's Linux CPU backend (PyPI ``mlx[cpu]`` and ``mlx-lm``) serving the project's
 Gemma 3 270M: its own virtual environment, the pitfalls handled, the model converted once to MLX
-float32 and checked. It stands in for mlx_lm.server on a Mac in Track M's rehearsal: a rehearsal on
-MLX's CPU backend, never a Mac figure.
+float32 and checked. It stands in for mlx_lm.server on a Mac in the Apple silicon track's
+rehearsal: a rehearsal on MLX's CPU backend, never a Mac figure.
 
 Why each step exists (all seen on this machine, 2026-12-06):
 

@@ -1,9 +1,10 @@
 """Blocks a smoke rehearsal leaves out: ``smoke.leave_out: {block_id: reason}`` in an overlay.
 
-CI rehearses all five tracks, and several of them run the same path: Track X's native vLLM blocks
-are Track N's (the same launcher, the same stand-in build), and a variant block is its base engine
-started again with one flag changed. At the smoke size a block whose path another rehearsal
-already runs may be left out, saying why; the quick and full sizes keep every block.
+CI rehearses all five tracks, and several of them run the same path: the Ryzen track's native
+vLLM blocks are the NVIDIA track's (the same launcher, the same stand-in build), and a variant
+block is its base engine started again with one flag changed. At the smoke size a block whose
+path another rehearsal already runs may be left out, saying why; the quick and full sizes keep
+every block.
 
 Leaving a block out also leaves out what reads it: a comparison item naming one of its labels, and
 a global step that ``needs`` it. A summary that reads its labels without ``needs`` is an error in

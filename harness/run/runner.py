@@ -303,7 +303,7 @@ class Runner(EngineControl):
         return None
 
     def _environments(self, entry: dict) -> bool:
-        """The engines lab's Task 7 on Track N: each Python environment's size, measured once the
+        """The disk each engine's Python environment takes on the NVIDIA track: its size, measured once the
         installs and the first starts (TabbyAPI's installs PyTorch and ExLlamaV3) have made them."""
         from harness.run.guards import environment_sizes
         from harness.run.preflight_checks import summary

@@ -69,7 +69,7 @@ READ_AFTER_START = "<read after start>"
 
 def engine_record(plan: Plan, ctx: BlockContext) -> dict:
     """The engine, version and host written into a block's records. A version the plan states
-    (Track S's TensorRT-LLM image tag, as the lab records ``--engine-version "$TRTLLM_IMAGE"``) is
+    (the DGX Spark track's TensorRT-LLM image tag, as the lab records ``--engine-version "$TRTLLM_IMAGE"``) is
     recorded as stated, but by a rehearsal's imitation, which records its own; otherwise what the
     runner read from the engine once it started (a value, never a shell substitution), and before
     that (a dry run) ``<read after start>``."""
@@ -138,7 +138,7 @@ def _check(w: Where, o: dict) -> list[StepCall]:
                 "engines",
                 [("labbook", w.notebook), ("check", True)],
                 [("allow_cpu", True)] if o.get("allow_cpu") else [],
-                # each engine against the ceiling of its own format on the plan's machine (Task 9);
+                # each engine against the ceiling of its own format on the plan's machine;
                 # a rehearsal's stand-ins run on this machine, not the plan's
                 [("machine", machine)] if machine and not w.plan.rehearsal else [],
             )
@@ -147,7 +147,8 @@ def _check(w: Where, o: dict) -> list[StepCall]:
 
 
 def _install(w: Where, o: dict) -> list[StepCall]:
-    """Track N's installs (``harness install``): the plan's vLLM environment and TabbyAPI checkout."""
+    """The NVIDIA track's installs (``harness install``): the plan's vLLM environment and TabbyAPI
+    checkout."""
     return [call("install", flag_options(o))]
 
 

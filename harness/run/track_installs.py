@@ -1,4 +1,4 @@
-"""Track N's installs as the engines lab does them (001 Task 7): vLLM in its own environment made
+"""The NVIDIA track's installs as the engines lab does them: vLLM in its own environment made
 by ``uv`` (``uv venv ... --python 3.12 --seed``, then ``uv pip install vllm==0.28.0
 --torch-backend=auto`` into it) and TabbyAPI cloned by ``git``. Each runs only where it can: its
 tool on the PATH, the host it downloads from reachable (through the proxy the environment names,

@@ -147,7 +147,7 @@ def visible_gb(binary: str, say: Say, run=None) -> float | None:
     if not devices:
         say(
             f"    GPU-visible memory: {binary} --list-devices gave no device line; the fit below is against "
-            "the machine's memory, not the visible share (Part 5's cap)"
+            "the machine's memory, not the visible share (the GPU-visible cap)"
         )
         return None
     d = devices[0]

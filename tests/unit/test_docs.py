@@ -76,7 +76,7 @@ def test_every_measurement_keeps_its_date_and_command():
     no_command = [row[:80] for row in rows if not re.search(r"`[^`]+`", row)]
     assert not no_date, no_date
     assert not no_command, no_command
-    assert "## CI and make test (issue 36)" in lines, "the section the lead fills with new timings"
+    assert "## CI and make test" in lines, "the section the lead fills with new timings"
 
 
 def test_every_command_and_old_spelling_is_in_the_commands_page():

@@ -1,5 +1,5 @@
 """``harness setup THING``: the set-up verbs in one group (engines installed and served, the model
-library, Track N's installs, the shim's allow-list). The old top-level spellings (``harness
+library, the NVIDIA track's installs, the shim's allow-list). The old top-level spellings (``harness
 llama-cpu``) stay as aliases: they parse the same options and run after one line naming the new."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "setup",
         help="set-up: llama-cpu, llama-vulkan, vllm-cpu, mlx-cpu, models, install, shim-allow",
-        description="Install and serve the CPU engines, fill the model library, run Track N's installs "
-        "or write the shim's allow-list.",
+        description="Install and serve the CPU engines, fill the model library, run the NVIDIA track's "
+        "installs or write the shim's allow-list.",
     )
     group = p.add_subparsers(dest="thing", metavar="THING", required=True)
     for module in THINGS:

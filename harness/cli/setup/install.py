@@ -1,4 +1,4 @@
-"""``harness install``: Track N's installs as the engines lab does them (its plan's install step):
+"""``harness install``: the NVIDIA track's installs as the engines lab does them (its plan's install step):
 vLLM in its own ``uv`` environment and TabbyAPI's ``git`` clone, each where the machine has its
 tool and a network, and skipped with the reason where not (``harness/run/track_installs.py``)."""
 
@@ -15,7 +15,7 @@ from harness.options.track import VLLM_REQUIREMENT
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "install",
-        help="Track N's installs: vLLM's uv environment and TabbyAPI's git clone, where they can run",
+        help="the NVIDIA track's installs: vLLM's uv environment and TabbyAPI's git clone, where they run",
     )
     p.add_argument("--vllm-venv", help="make vLLM's environment here (uv venv, then uv pip install)")
     options.to_argparse(p, VLLM_REQUIREMENT, command="install")

@@ -67,7 +67,7 @@ def test_faster_native_engine_wins_and_limits_are_named(tmp_path, capsys):
         append_record(book, rec, "features" if rec.get("probe") else "engine-speed")
     text = "\n".join(measured.section(book, SimpleNamespace(machine="spark", steps=[])))
     assert text.startswith("## Measured against what bandwidth allows")
-    assert "### Explaining the differences (engine comparison, Task 9)" in text
+    assert "### Task 9: Explain the differences (engine comparison)" in text
     assert "Winner for a task needing tool calls and JSON-schema output: tensorrt-llm (60.00 tok/s)" in text
     assert "tensorrt-llm decodes above its own ceiling: the bandwidth figure is wrong" in text
     assert "| 1.50       | 4.67 / 15.14 = 0.31" in text

@@ -12,7 +12,6 @@ import yaml
 from harness.core import (
     arithmetic,
     curves,
-    engine_logs,
     fraction_fit,
     lab,
     records,
@@ -20,6 +19,7 @@ from harness.core import (
     sizing,
     troubleshooting,
 )
+from harness.engines import logs as engine_logs
 from harness.errors import SchemaError
 from harness.report import engine_tables, engine_verdicts
 from tests.conftest import ROOT

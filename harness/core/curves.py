@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 # open loops' backlog; the engine's /metrics; the lab's rows
 from harness.core import backlog, server_metrics, troubleshooting
+from harness.core.level_records import STATS, LevelStats
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -35,9 +36,22 @@ def by_label(records: list[dict]) -> dict[str, dict[int, dict]]:
 
 
 # The headline figures whose spread over repeated runs a merged level carries.
-SPREAD_FIELDS = ("output_tokens_per_s", "requests_per_s", "goodput_requests_per_s", "mean_in_flight")
-SPREAD_DISTS = ("ttft_s", "tpot_s", "itl_s", "e2e_s")
-COUNTED = ("requests", "completed", "failed", "incomplete", "cancelled", "within_slo", "output_tokens")
+SPREAD_FIELDS = (
+    STATS.output_tokens_per_s,
+    STATS.requests_per_s,
+    STATS.goodput_requests_per_s,
+    STATS.mean_in_flight,
+)
+SPREAD_DISTS = (STATS.ttft_s, STATS.tpot_s, STATS.itl_s, STATS.e2e_s)
+COUNTED = (
+    STATS.requests,
+    STATS.completed,
+    STATS.failed,
+    STATS.incomplete,
+    STATS.cancelled,
+    STATS.within_slo,
+    STATS.output_tokens,
+)
 
 
 def _median(values: list[float]) -> float:
@@ -144,7 +158,7 @@ def curve(levels: dict[int, dict]) -> Curve:
         slo_ttft=first.get("slo_ttft_s", DEFAULT_SLO_TTFT),
         slo_tpot=first.get("slo_tpot_s", DEFAULT_SLO_TPOT),
     )
-    tput = [levels[c]["output_tokens_per_s"] for c in cs]
+    tput = [LevelStats.read(levels[c]).output_tokens_per_s for c in cs]
     d.per_request = tput[0] / cs[0]
     d.scaling = {
         c: (t / (c * d.per_request) if d.per_request else None) for c, t in zip(cs, tput, strict=True)
@@ -199,7 +213,7 @@ def infer_slots(levels: dict[int, dict], cs: list[int]) -> tuple[int | None, str
     first level that every later level beats by less than ``PLATEAU_GAIN``), so the TPOT fit never
     reaches past the plateau, where requests queue for a seat instead of sharing decode steps.
     Returns the level (None when throughput grows to the last level) and how it was found."""
-    tput = {c: levels[c]["output_tokens_per_s"] for c in cs}
+    tput = {c: LevelStats.read(levels[c]).output_tokens_per_s for c in cs}
     for i, c in enumerate(cs[:-1]):
         if tput[c] > 0 and all(tput[later] < tput[c] * (1 + PLATEAU_GAIN) for later in cs[i + 1 :]):
             return c, (

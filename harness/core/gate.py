@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from harness.core.level_records import LevelStats
 from harness.core.server_text import safe_text
 from harness.core.stats import all_worse_chance, median
 
@@ -51,11 +52,11 @@ class GateMetric:
     higher_better: bool
 
 
-def _field(key: str, pct: str | None = None) -> Callable[[dict], float | None]:
+def _field(figure: Callable[[LevelStats], Any]) -> Callable[[dict], float | None]:
+    """A gate metric's reader: one figure of the level's typed measured part, None where absent."""
+
     def read(rec: dict) -> float | None:
-        value = rec.get(key)
-        if pct is not None:
-            value = value.get(pct) if isinstance(value, dict) else None
+        value = figure(LevelStats.read(rec))
         return None if value is None else float(value)
 
     return read
@@ -67,13 +68,13 @@ def _failed_share(rec: dict) -> float | None:
 
 
 GATE_METRICS = (
-    GateMetric("output tok/s", _field("output_tokens_per_s"), "tok/s", True),
-    GateMetric("goodput", _field("goodput_requests_per_s"), "req/s", True),
+    GateMetric("output tok/s", _field(lambda s: s.output_tokens_per_s), "tok/s", True),
+    GateMetric("goodput", _field(lambda s: s.goodput_requests_per_s), "req/s", True),
     GateMetric("failed share", _failed_share, "", False),
-    GateMetric("TTFT p95", _field("ttft_s", "p95"), "s", False),
-    GateMetric("TPOT p50", _field("tpot_s", "p50"), "s", False),
-    GateMetric("ITL p50", _field("itl_s", "p50"), "s", False),
-    GateMetric("end-to-end p95", _field("e2e_s", "p95"), "s", False),
+    GateMetric("TTFT p95", _field(lambda s: s.ttft_s.p95), "s", False),
+    GateMetric("TPOT p50", _field(lambda s: s.tpot_s.p50), "s", False),
+    GateMetric("ITL p50", _field(lambda s: s.itl_s.p50), "s", False),
+    GateMetric("end-to-end p95", _field(lambda s: s.e2e_s.p95), "s", False),
 )
 # Tails over every token gap (ITL p99) move with the load machine's own scheduling from one sweep to
 # the next (14.6 % between two sweeps of one practice server on a shared 2-core machine), far more

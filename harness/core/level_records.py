@@ -9,9 +9,9 @@ id, objectives, the stamp) is ``harness.core.records``'s.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, ClassVar, Mapping
 
 from harness.core.records import DEFAULT_OBJECTIVES, LAB_ID, SCHEMA_VERSION, Objectives, non_finite
 from harness.errors import SchemaError
@@ -31,6 +31,29 @@ class Distribution:
 
     def to_dict(self) -> dict:
         return {"p50": self.p50, "p90": self.p90, "p95": self.p95, "p99": self.p99, "mean": self.mean}
+
+    @classmethod
+    def read(cls, value: Any) -> Distribution:
+        """A distribution as a notebook line holds it; a percentile it lacks (the lab's own lines
+        have no p95) reads as None, and so does the whole of one that is absent."""
+        if not isinstance(value, Mapping):
+            return cls()
+        return cls(**{f.name: value.get(f.name) for f in fields(cls)})
+
+
+class FieldNames:
+    """The notebook keys of a record part as attributes: ``STATS.output_tokens_per_s`` is the key
+    ``"output_tokens_per_s"``. The part's dataclass is the one place a key is spelled; a reader
+    that needs the key itself (a table of columns, a spread) takes it from here, and a misspelt
+    one fails where it is used."""
+
+    def __init__(self, part: type) -> None:
+        self._names = frozenset(f.name for f in fields(part))
+
+    def __getattr__(self, name: str) -> str:
+        if name.startswith("_") or name not in self._names:
+            raise AttributeError(f"no record field {name!r}")
+        return name
 
 
 @dataclass(frozen=True)
@@ -67,6 +90,20 @@ class LevelStats:
     e2e_s: Distribution = Distribution()  # added: request sent -> last byte, per completed request
     decode_note: str | None = None  # added, only when set: streams faster than any decode (a flood)
     ttft_absent: str | None = None  # added, only when set: why no request had a TTFT (not streamed)
+
+    @classmethod
+    def read(cls, record: Mapping[str, Any]) -> LevelStats:
+        """The measured part of a level as a notebook line (or a merged level, ``curves.merge_runs``)
+        holds it. Old lines stay readable: a field written only since a later version, or never by
+        the lab's own load generator, reads as None (a distribution as all None)."""
+        return cls(
+            **{
+                f.name: Distribution.read(record.get(f.name))
+                if f.type == "Distribution"
+                else record.get(f.name)
+                for f in fields(cls)
+            }
+        )
 
     def to_dict(self) -> dict:
         """The measured fields in the notebook's order (distributions as plain objects)."""
@@ -182,6 +219,8 @@ class LevelRecord:
     energy: dict | None = None  # added: harness.energy.record_part.energy_part (docs/telemetry.md)
     cost: dict | None = None  # added: harness.energy.record_part.cost_part, when a price was given
 
+    KIND: ClassVar[str] = "level"  # the record's kind: its schema's name (schemas/level.schema.json)
+
     def to_dict(self) -> dict:
         c = self.context
         out: dict = {"lab": LAB_ID, "harness_schema": SCHEMA_VERSION, "label": c.label, "engine": c.engine}
@@ -221,3 +260,7 @@ class LevelRecord:
         if bad:  # a figure that cannot be true is never recorded
             raise SchemaError(f"level record for {c.label!r} has {bad}; nothing written")
         return out
+
+
+STATS = FieldNames(LevelStats)  # the measured fields' keys (a spread's, a table's columns)
+DIST = FieldNames(Distribution)  # a distribution's keys (p50 ... mean)

@@ -31,6 +31,7 @@ from harness.core.batch_per_decode import (  # noqa: F401  (re-exported: the sam
     batch_absent,
     level_per_decode,
 )
+from harness.core.level_records import STATS, LevelStats
 from harness.core.troubleshooting import VARY
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -185,7 +186,9 @@ def peaks_words(rec: dict) -> str | None:
 
 
 def _completed(levels: dict[int, dict]) -> list[int]:
-    return sorted(c for c, r in levels.items() if r.get("completed") and r.get("output_tokens_per_s"))
+    return sorted(
+        c for c, r in levels.items() if (st := LevelStats.read(r)).completed and st.output_tokens_per_s
+    )
 
 
 def _flight_words(flight: float | None, c: int | None) -> str | None:
@@ -203,7 +206,8 @@ def noise(rec: dict, previous: dict) -> tuple[float, str]:
     (``sweep --repeat``) where one was repeated, else the lab's "a few per cent" (``VARY``)."""
     shares = []
     for r in (previous, rec):
-        low_high, mid = (r.get("spread") or {}).get("output_tokens_per_s"), r.get("output_tokens_per_s")
+        low_high = (r.get("spread") or {}).get(STATS.output_tokens_per_s)
+        mid = LevelStats.read(r).output_tokens_per_s
         if low_high and mid:
             shares.append((low_high[1] - low_high[0]) / mid)
     if shares:
@@ -213,7 +217,8 @@ def noise(rec: dict, previous: dict) -> tuple[float, str]:
 
 def _fall(rec: dict, previous: dict) -> tuple[float, float, float] | None:
     """(now, before, share fallen) when this level's output tokens/s is below the previous level's."""
-    now, before = rec.get("output_tokens_per_s") or 0.0, previous.get("output_tokens_per_s") or 0.0
+    now = LevelStats.read(rec).output_tokens_per_s or 0.0
+    before = LevelStats.read(previous).output_tokens_per_s or 0.0
     if not before or now >= before:
         return None
     return now, before, 1 - now / before
@@ -356,7 +361,7 @@ def table_rows(levels: dict[int, dict]) -> list[list[str]]:
                 *_use_cells(used),
                 "—" if engine is None else f"{engine:.1%}",
                 "—" if client is None else f"{client:.1%}",
-                f"{rec.get('output_tokens_per_s') or 0:.1f}",
+                f"{LevelStats.read(rec).output_tokens_per_s or 0:.1f}",
             ]
         )
     return rows

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from harness.core.bounds import MAX_SECONDS
+from harness.core.level_records import LevelStats
 from harness.core.server_text import safe_text
 from harness.core.stats import bootstrap, percentile
 
@@ -314,7 +315,7 @@ def alone_against_capacity(levels: dict[int, dict], capacity: int | None) -> lis
     if not one or not top or capacity == 1:
         return []
     out = []
-    alone, full = one.get("output_tokens_per_s"), top.get("output_tokens_per_s")
+    alone, full = LevelStats.read(one).output_tokens_per_s, LevelStats.read(top).output_tokens_per_s
     if alone and full:
         out.append(
             f"total output: {alone:.1f} tok/s alone, {full:.1f} at {capacity} people, {_times(full / alone)}"

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+from harness.core.level_records import STATS, LevelStats
+
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 VARY = 0.05  # "more than a few per cent"
@@ -34,7 +36,7 @@ VLLM_CACHED = (
     "the harness's vLLM engine definitions (the lab's serve scripts), which pass it"
 )
 SPREAD_NAMES = {
-    "output_tokens_per_s": "output tokens/s",
+    STATS.output_tokens_per_s: "output tokens/s",
     "ttft_s.p50": "TTFT p50",
     "tpot_s.p50": "TPOT p50",
 }
@@ -101,7 +103,9 @@ def _queued(rec: dict) -> bool:
 
 def shape_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
     """Task 5's shapes, read from the first and the highest completed level."""
-    cs = [c for c in sorted(levels) if levels[c].get("completed") and levels[c].get("output_tokens_per_s")]
+    cs = [
+        c for c in sorted(levels) if (st := LevelStats.read(levels[c])).completed and st.output_tokens_per_s
+    ]
     if len(cs) < 2:
         return []
     first, top = levels[cs[0]], levels[cs[-1]]
@@ -134,10 +138,10 @@ def shape_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
 def _scaling_shape(label: str, cs: list[int], first: dict, top: dict) -> str | None:
     """Task 5's first two rows: below the knee, or compute-bound."""
     t1, tn = _p(first, "tpot_s", "p50"), _p(top, "tpot_s", "p50")
-    per_first = first["output_tokens_per_s"] / cs[0]
+    per_first = LevelStats.read(first).output_tokens_per_s / cs[0]
     if not (per_first and t1 and tn):
         return None
-    scaling = top["output_tokens_per_s"] / (cs[-1] * per_first)
+    scaling = LevelStats.read(top).output_tokens_per_s / (cs[-1] * per_first)
     at = f"scaling {scaling:.2f} at c={cs[-1]}"
     if scaling > 0.8 and tn <= 1.2 * t1:
         return (

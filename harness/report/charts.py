@@ -7,6 +7,7 @@ from pathlib import Path
 import matplotlib
 
 from harness.core.curves import completed_levels, spread_of
+from harness.core.level_records import STATS, LevelStats
 from harness.energy import report_section as energy_section
 
 matplotlib.use("Agg")
@@ -65,8 +66,8 @@ def crowd_chart(
     repeated = False
     for label, levels in levels_by_label.items():
         cs = completed_levels(levels)
-        out = [levels[c]["output_tokens_per_s"] for c in cs]
-        err = _errors(levels, cs, "output_tokens_per_s", None, out)
+        out = [LevelStats.read(levels[c]).output_tokens_per_s for c in cs]
+        err = _errors(levels, cs, STATS.output_tokens_per_s, None, out)
         top.errorbar(cs, out, yerr=err, marker="o", capsize=3, label=label)
         p95 = [levels[c]["ttft_s"].get("p95") for c in cs]
         shown = [(c, v) for c, v in zip(cs, p95, strict=True) if v is not None]
@@ -98,7 +99,7 @@ def pareto_chart(levels_by_label: dict[str, dict[int, dict]], path: str | Path) 
     fig, ax = plt.subplots(figsize=(7, 5))
     for label, levels in levels_by_label.items():
         cs = [c for c in completed_levels(levels) if (levels[c]["tpot_s"].get("p50") or 0) > 0]
-        xs = [levels[c]["output_tokens_per_s"] for c in cs]
+        xs = [LevelStats.read(levels[c]).output_tokens_per_s for c in cs]
         ys = [1 / levels[c]["tpot_s"]["p50"] for c in cs]
         ax.plot(xs, ys, marker="o", label=label)
         for c, x, y in zip(cs, xs, ys, strict=True):

@@ -7,6 +7,7 @@ sentences out (``-`` where a figure is absent)."""
 from __future__ import annotations
 
 from harness.core import curves, sizing
+from harness.core.level_records import STATS, LevelStats
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -102,7 +103,7 @@ def curve_rows(d: curves.Curve, levels: dict[int, dict]) -> list[list[str]]:
             [
                 str(c),
                 f"{r['completed']}/{r['requests']}{runs}",
-                with_spread(r, "output_tokens_per_s", None, ".1f"),
+                with_spread(r, STATS.output_tokens_per_s, None, ".1f"),
                 f(d.scaling[c] if d.scaling else None, ".2f"),
                 f(r.get("requests_per_s"), ".3f"),
                 with_spread(r, "goodput_requests_per_s", None, ".3f"),
@@ -132,7 +133,7 @@ def spread_rows(levels: dict[int, dict]) -> list[dict]:
             continue
         row: dict = {"c": c, "runs": r["runs"]}
         for name, key, pct in (
-            ("output_tokens_per_s", "output_tokens_per_s", None),
+            (STATS.output_tokens_per_s, STATS.output_tokens_per_s, None),
             ("goodput_requests_per_s", "goodput_requests_per_s", None),
             ("ttft_p50_s", "ttft_s", "p50"),
             ("ttft_p95_s", "ttft_s", "p95"),
@@ -197,7 +198,7 @@ def fit_lines(d: curves.Curve, levels: dict[int, dict]) -> list[str]:
         f"seats for the fit: {d.fit['slots_source']}",
     ]
     seats = d.fit.get("slots")
-    plateau = max(levels[c]["output_tokens_per_s"] for c in d.levels)
+    plateau = max(LevelStats.read(levels[c]).output_tokens_per_s for c in d.levels)
     if d.fit.get("seat_ceiling"):
         out.append(
             f"ceiling at {seats} seats: seats / (a + b x seats) = {d.fit['seat_ceiling']:.1f} tok/s "
@@ -208,7 +209,7 @@ def fit_lines(d: curves.Curve, levels: dict[int, dict]) -> list[str]:
         bound = f"{c / step:8.1f} tok/s" if step > 0 else "no bound (a + b c <= 0)"
         out.append(
             f"  c={c:<4} c / (a + b c) = {bound} if all {c} were decoding all the time; "
-            f"measured {levels[c]['output_tokens_per_s']:.1f}"
+            f"measured {LevelStats.read(levels[c]).output_tokens_per_s:.1f}"
         )
     if not d.ceiling:
         out.append("ceiling: none can be read off, TPOT does not grow with c at these levels (b <= 0)")
@@ -269,12 +270,13 @@ def compare_rows(a: dict[int, dict], b: dict[int, dict], shared: list[int]) -> l
     rows = []
     for c in shared:
         x, y = a[c], b[c]
-        ratio = y["output_tokens_per_s"] / x["output_tokens_per_s"] if x["output_tokens_per_s"] else None
+        x_tok_s, y_tok_s = LevelStats.read(x).output_tokens_per_s, LevelStats.read(y).output_tokens_per_s
+        ratio = y_tok_s / x_tok_s if x_tok_s else None
         rows.append(
             [
                 str(c),
-                f"{x['output_tokens_per_s']:.1f}",
-                f"{y['output_tokens_per_s']:.1f}",
+                f"{x_tok_s:.1f}",
+                f"{y_tok_s:.1f}",
                 f(ratio, ".2f"),
                 f(x.get("goodput_requests_per_s"), ".3f"),
                 f(y.get("goodput_requests_per_s"), ".3f"),

@@ -6,6 +6,7 @@ them; ``harness track`` prints them at the end of a run)."""
 from __future__ import annotations
 
 from harness.core import curves
+from harness.core.level_records import STATS, LevelStats
 from harness.report.curve_tables import said
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -60,14 +61,14 @@ def headlines(
             if pair
             else None
         )
-        peak_c = max(d.levels, key=lambda c: levels[c]["output_tokens_per_s"])
+        peak_c = max(d.levels, key=lambda c: LevelStats.read(levels[c]).output_tokens_per_s)
         admitted = (admissions or {}).get(label)
         rows.append(
             {
                 "label": label,
                 "engine": first.get("engine"),
-                "peak_tok_s": levels[peak_c]["output_tokens_per_s"],
-                "peak_range": curves.spread_of(levels[peak_c], "output_tokens_per_s"),
+                "peak_tok_s": LevelStats.read(levels[peak_c]).output_tokens_per_s,
+                "peak_range": curves.spread_of(levels[peak_c], STATS.output_tokens_per_s),
                 "knee": f"{d.knee[0]}->{d.knee[1]}" if d.knee else "none",
                 "operating_point": d.operating_point,
                 "operating_is_top": d.operating_point == d.levels[-1],

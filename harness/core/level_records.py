@@ -9,11 +9,11 @@ id, objectives, the stamp) is ``harness.core.records``'s.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from datetime import datetime, timezone
 from typing import Any, ClassVar, Mapping
 
-from harness.core.records import DEFAULT_OBJECTIVES, LAB_ID, SCHEMA_VERSION, Objectives, non_finite
+from harness.core.records import DEFAULT_OBJECTIVES, LAB_ID, SCHEMA_VERSION, UNKNOWN, Objectives, non_finite
 from harness.errors import SchemaError
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -96,14 +96,11 @@ class LevelStats:
         """The measured part of a level as a notebook line (or a merged level, ``curves.merge_runs``)
         holds it. Old lines stay readable: a field written only since a later version, or never by
         the lab's own load generator, reads as None (a distribution as all None)."""
-        return cls(
-            **{
-                f.name: Distribution.read(record.get(f.name))
-                if f.type == "Distribution"
-                else record.get(f.name)
-                for f in fields(cls)
-            }
-        )
+        values: dict[str, Any] = {
+            f.name: Distribution.read(record.get(f.name)) if f.type == "Distribution" else record.get(f.name)
+            for f in fields(cls)
+        }
+        return cls(**values)
 
     def to_dict(self) -> dict:
         """The measured fields in the notebook's order (distributions as plain objects)."""
@@ -132,6 +129,14 @@ class ClientCheck:
         if self.server_metrics:
             out["server_metrics"] = self.server_metrics
         return out
+
+    @classmethod
+    def read(cls, record: Mapping[str, Any]) -> ClientCheck | None:
+        """The client check a level line holds, None when it holds none (the lab's own lines)."""
+        if not any(k in record for k in ("client_cpu", "client_limit_note", "server_metrics")):
+            return None
+        cpu, limited = record.get("client_cpu"), bool(record.get("client_limited"))
+        return cls(cpu, limited, record.get("server_metrics"), record.get("client_limit_note"))
 
 
 @dataclass(frozen=True)
@@ -162,10 +167,20 @@ class Arrival:
 
     def to_dict(self) -> dict:
         out: dict = {"arrival": self.kind}
-        for name in ("rate_rps", "duration_s", "processes", "burstiness", "workers", "wall_clock"):
+        for name in _ARRIVAL_PARTS:
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         return out
+
+    @classmethod
+    def read(cls, record: Mapping[str, Any]) -> Arrival | None:
+        """How a level line says its requests arrived; None on lines that do not say (the lab's)."""
+        if "arrival" not in record:
+            return None
+        return cls(record["arrival"], **{name: record.get(name) for name in _ARRIVAL_PARTS})
+
+
+_ARRIVAL_PARTS = ("rate_rps", "duration_s", "processes", "burstiness", "workers", "wall_clock")
 
 
 @dataclass(frozen=True)
@@ -180,6 +195,13 @@ class RunMark:
 
     def to_dict(self) -> dict:
         return {"run_id": self.run_id, "repeat": self.repeat, "repeats": self.repeats}
+
+    @classmethod
+    def read(cls, record: Mapping[str, Any]) -> RunMark | None:
+        """Which run wrote a level line; None on lines from before run ids."""
+        if "run_id" not in record:
+            return None
+        return cls(record["run_id"], record.get("repeat", 1), record.get("repeats", 1))
 
 
 def run_id_for(when: datetime, pid: int) -> str:
@@ -215,7 +237,7 @@ class LevelRecord:
     arrival: Arrival | None = None
     client: ClientCheck | None = None
     run: RunMark | None = None
-    workload: Any = None  # harness.core.workload_stats.WorkloadStats (docs/workloads.md)
+    workload: Any = None  # harness.core.workload_stats.WorkloadStats (docs/workloads.md); read back: _Rest
     energy: dict | None = None  # added: harness.energy.record_part.energy_part (docs/telemetry.md)
     cost: dict | None = None  # added: harness.energy.record_part.cost_part, when a price was given
 
@@ -260,6 +282,59 @@ class LevelRecord:
         if bad:  # a figure that cannot be true is never recorded
             raise SchemaError(f"level record for {c.label!r} has {bad}; nothing written")
         return out
+
+    @classmethod
+    def read(cls, record: Mapping[str, Any]) -> LevelRecord:
+        """A level notebook line as the typed record; ``to_dict`` gives the line back. It reads the
+        old shapes too: on the lab's own lines, which name no engine, model or server, a name that
+        is absent reads as ``unknown`` and a number as None. The workload's fields stay as written
+        (``_Rest``): its typed part is built from samples, never read back."""
+        server = None
+        if "engine_version" in record:
+            names = ("engine_version", "host", "quant", "context_length", "server_slots")
+            parts: list[Any] = [record.get(k) for k in names]  # as written: the schema checked them
+            server = ServerInfo(*parts)
+        slo = Objectives(
+            record.get("slo_ttft_s", DEFAULT_OBJECTIVES.ttft_s),
+            record.get("slo_tpot_s", DEFAULT_OBJECTIVES.tpot_s),
+        )
+        words = {k: record.get(k, UNKNOWN) for k in ("label", "engine", "model", "base_url", "prompt_set")}
+        context = LevelContext(
+            **words,
+            max_tokens=_as_written(record, "max_tokens"),
+            temperature=_as_written(record, "temperature"),
+            objectives=slo,
+            server=server,
+            endpoint=record.get("endpoint", "chat"),
+        )
+        typed = cls(
+            context=context,
+            stats=LevelStats.read(record),
+            recorded_at=record.get("recorded_at", ""),
+            arrival=Arrival.read(record),
+            client=ClientCheck.read(record),
+            run=RunMark.read(record),
+            energy=record.get("energy"),
+            cost=record.get("cost"),
+        )
+        claimed = typed.to_dict()
+        rest = {k: v for k, v in record.items() if k not in claimed}
+        return replace(typed, workload=_Rest(rest)) if rest else typed
+
+
+def _as_written(record: Mapping[str, Any], key: str) -> Any:
+    """A field as the line holds it (None where absent): its type is the schema's, checked on reading."""
+    return record.get(key)
+
+
+@dataclass(frozen=True)
+class _Rest:
+    """The fields of a level line that no typed part claims (the workload's), in their order."""
+
+    fields: dict
+
+    def to_dict(self) -> dict:
+        return dict(self.fields)
 
 
 STATS = FieldNames(LevelStats)  # the measured fields' keys (a spread's, a table's columns)

@@ -14,7 +14,7 @@ from harness.core.backlog import Backlog
 from harness.core.curves import merge_runs
 from harness.core.levels import level_stats
 from harness.core.workload_stats import TurnRow, WorkloadStats
-from harness.io.notebook import load_schema, read_records
+from harness.io.notebook import load_schema, read_levels, read_records
 from tests.conftest import FIXTURES
 from tests.unit.core.test_records import _context, _samples
 
@@ -131,3 +131,34 @@ def test_every_fixture_level_line_reads_typed_and_its_figures_agree():
         assert st.output_tokens_per_s == rec["output_tokens_per_s"]
         assert st.ttft_s.p90 == rec["ttft_s"]["p90"]
         assert json.dumps(st.tpot_s.to_dict()) == json.dumps({**lr.Distribution().to_dict(), **rec["tpot_s"]})
+
+
+def test_a_whole_record_reads_typed_and_writes_the_same_line():
+    line = _full_record()
+    typed = lr.LevelRecord.read(line)
+    assert typed.stats.output_tokens_per_s == line["output_tokens_per_s"] and typed.run.repeats == 2
+    assert typed.context.server.server_slots == 4 and typed.arrival.kind == "poisson"
+    assert json.dumps(typed.to_dict()) == json.dumps(line)
+
+
+def test_the_notebook_reader_returns_typed_levels_that_give_their_figures_back():
+    for path in sorted((FIXTURES / "notebooks").glob("*")):
+        lines = read_records(path, lr.LevelRecord.KIND, select=r.is_level).records
+        typed, _ = read_levels(path)
+        assert [t.stats.output_tokens_per_s for t in typed] == [x["output_tokens_per_s"] for x in lines]
+        for t, line in zip(typed, lines, strict=True):
+            if "harness_schema" in line:  # the harness's own lines come back as they were
+                back = t.to_dict()
+                assert {k: back[k] for k in line} == line
+                added = {k: v for k, v in back.items() if k not in line}  # fields written since: empty
+                assert all(v in (None, lr.Distribution().to_dict()) for v in added.values()), added
+
+
+def test_the_labs_own_line_reads_with_unknown_names():
+    old = {"lab": r.LAB_ID, "label": "a", "concurrency": 2, "requests": 4, "completed": 4, "failed": 0}
+    old |= {"wall_s": 2.0, "output_tokens": 40, "output_tokens_per_s": 20.0}
+    old |= {"ttft_s": {"p50": 0.1, "p90": 0.2}, "tpot_s": {"p50": 0.01, "p90": 0.02}}
+    typed = lr.LevelRecord.read(old)
+    assert typed.context.engine == r.UNKNOWN and typed.context.server is None and typed.arrival is None
+    assert typed.run is None and typed.client is None and typed.workload is None
+    assert typed.stats.concurrency == 2

@@ -133,18 +133,21 @@ class Curve:
     slo_tpot: float = DEFAULT_SLO_TPOT
 
 
-def _p(rec: dict, key: str, pct: str) -> float | None:
-    return (rec.get(key) or {}).get(pct)
+def _ttft(rec: dict, pct: str) -> float | None:
+    """A level's first-token time at the percentile named (``p90``, ``p95``), None where absent."""
+    value: float | None = getattr(LevelStats.read(rec).ttft_s, pct)
+    return value
 
 
 def completed_levels(levels: dict[int, dict]) -> list[int]:
     """Concurrency values whose record finished at least one request, ascending."""
-    return sorted(level for level, rec in levels.items() if rec.get("completed"))
+    return sorted(level for level, rec in levels.items() if LevelStats.read(rec).completed)
 
 
 def cached_share(rec: dict) -> float | None:
     """Mean cached prompt tokens as a share of the mean prompt, or None when either is unknown."""
-    cached, prompt = rec.get("cached_tokens_mean"), rec.get("prompt_tokens_mean")
+    st = LevelStats.read(rec)
+    cached, prompt = st.cached_tokens_mean, st.prompt_tokens_mean
     return None if cached is None or not prompt else cached / prompt
 
 
@@ -169,22 +172,18 @@ def curve(levels: dict[int, dict]) -> Curve:
             d.knee = (cs[i - 1], cs[i])
             break
     for c in cs:
-        r = levels[c]
-        t90, p90 = _p(r, "ttft_s", "p90"), _p(r, "tpot_s", "p90")
-        if (
-            r["failed"] == 0
-            and t90 is not None
-            and p90 is not None
-            and t90 <= d.slo_ttft
-            and p90 <= d.slo_tpot
-        ):
+        st = LevelStats.read(levels[c])
+        t90, p90 = st.ttft_s.p90, st.tpot_s.p90
+        if st.failed == 0 and t90 is not None and p90 is not None and t90 <= d.slo_ttft and p90 <= d.slo_tpot:
             d.operating_point = c
     slots = first.get("server_slots")
     source = f"given: {slots} server slots"
     if not slots:
         slots, source = infer_slots(levels, cs)
     tpot50 = {
-        c: v for c in cs if (not slots or c <= slots) and (v := _p(levels[c], "tpot_s", "p50")) is not None
+        c: v
+        for c in cs
+        if (not slots or c <= slots) and (v := LevelStats.read(levels[c]).tpot_s.p50) is not None
     }
     line = fit_line([float(c) for c in tpot50], list(tpot50.values()))
     if line and line[0] < 0:
@@ -235,14 +234,14 @@ class CapacityReading:
 
 
 def _kept(rec: dict, promise_s: float, pct: str) -> bool:
-    ttft = _p(rec, "ttft_s", pct)
-    return bool(rec.get("completed")) and rec["failed"] == 0 and ttft is not None and ttft <= promise_s
+    st, ttft = LevelStats.read(rec), _ttft(rec, pct)
+    return bool(st.completed) and st.failed == 0 and ttft is not None and ttft <= promise_s
 
 
 def capacity_reading(levels: dict[int, dict], promise_s: float, pct: str = "p95") -> CapacityReading:
     """The largest level below the first one that breaks the promise (any failure breaks it);
     levels without that percentile (the lab's own records have no p95) are not judged."""
-    cs = sorted(c for c, r in levels.items() if _p(r, "ttft_s", pct) is not None or not r.get("completed"))
+    cs = sorted(c for c, r in levels.items() if _ttft(r, pct) is not None or not LevelStats.read(r).completed)
     if not cs:
         return CapacityReading(None, "none", f"no level has a {pct} first-token time to judge")
     broke = next((c for c in cs if not _kept(levels[c], promise_s, pct)), None)
@@ -273,9 +272,9 @@ def capacity_within(levels: dict[int, dict], promise_s: float, pct: str = "p95")
     ok = [
         c
         for c, r in levels.items()
-        if r.get("completed")
-        and r["failed"] == 0
-        and (ttft := _p(r, "ttft_s", pct)) is not None
+        if (st := LevelStats.read(r)).completed
+        and st.failed == 0
+        and (ttft := _ttft(r, pct)) is not None
         and ttft <= promise_s
     ]
     return max(ok) if ok else None
@@ -303,7 +302,9 @@ def _baseline_rules(labels: dict[str, dict[int, dict]], required: bool = True) -
     baselines = [
         name
         for name, lv in labels.items()
-        if need <= set(lv) and all(lv[c]["completed"] for c in need) and lv[1].get("prompt_set") == "mixed"
+        if need <= set(lv)
+        and all(LevelStats.read(lv[c]).completed for c in need)
+        and lv[1].get("prompt_set") == "mixed"
     ]
     found = [
         _rule(
@@ -314,7 +315,7 @@ def _baseline_rules(labels: dict[str, dict[int, dict]], required: bool = True) -
     ][: 1 if required or baselines else 0]
     for name in baselines:
         recs = labels[name].values()
-        failures = sum(r["failed"] for r in recs)
+        failures = sum(LevelStats.read(r).failed for r in recs)
         absent = [
             k
             for k in ("host", "quant", "context_length", "server_slots")

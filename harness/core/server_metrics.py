@@ -159,7 +159,8 @@ def engine_cached_share(rec: dict) -> float | None:
 
 def client_cached_share(rec: dict) -> float | None:
     """The client's count: mean cached prompt tokens over the mean prompt (None when unknown)."""
-    cached, prompt = rec.get("cached_tokens_mean"), rec.get("prompt_tokens_mean")
+    st = LevelStats.read(rec)
+    cached, prompt = st.cached_tokens_mean, st.prompt_tokens_mean
     return None if cached is None or not prompt else cached / prompt
 
 

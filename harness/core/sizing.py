@@ -320,7 +320,7 @@ def alone_against_capacity(levels: dict[int, dict], capacity: int | None) -> lis
         out.append(
             f"total output: {alone:.1f} tok/s alone, {full:.1f} at {capacity} people, {_times(full / alone)}"
         )
-    t1, tn = (one.get("tpot_s") or {}).get("p50"), (top.get("tpot_s") or {}).get("p50")
+    t1, tn = LevelStats.read(one).tpot_s.p50, LevelStats.read(top).tpot_s.p50
     if t1 and tn:
         slower = 1 - t1 / tn
         change = f"{slower:.0%} slower" if slower >= 0 else f"{-slower:.0%} faster"

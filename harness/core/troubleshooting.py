@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from harness.core.level_records import STATS, LevelStats
+from harness.core.level_records import DIST, STATS, LevelStats
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -42,8 +42,9 @@ SPREAD_NAMES = {
 }
 
 
-def _p(rec: dict, key: str, pct: str) -> float | None:
-    value = (rec.get(key) or {}).get(pct)
+def _p(rec: dict, dist: str, pct: str) -> float | None:
+    """A percentile of one of a level's distributions, through the typed measured part."""
+    value = getattr(getattr(LevelStats.read(rec), dist), pct)
     return None if value is None else float(value)
 
 
@@ -109,8 +110,8 @@ def shape_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
     if len(cs) < 2:
         return []
     first, top = levels[cs[0]], levels[cs[-1]]
-    t1, tn = _p(first, "tpot_s", "p50"), _p(top, "tpot_s", "p50")
-    f1, fn = _p(first, "ttft_s", "p90"), _p(top, "ttft_s", "p90")
+    t1, tn = _p(first, STATS.tpot_s, DIST.p50), _p(top, STATS.tpot_s, DIST.p50)
+    f1, fn = _p(first, STATS.ttft_s, DIST.p90), _p(top, STATS.ttft_s, DIST.p90)
     out: list[tuple[str, str]] = []
     if t1 and tn and f1 and fn and fn / f1 > 2 * (tn / t1) and _queued(top):
         out.append(
@@ -121,7 +122,7 @@ def shape_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
                 "pool before prefill starts; more slots if memory allows (Task 7), or accept the queue",
             )
         )
-    tp90 = _p(top, "tpot_s", "p90")
+    tp90 = _p(top, STATS.tpot_s, DIST.p90)
     if tn and tp90 and tp90 > 2 * tn:
         out.append(
             (
@@ -137,7 +138,7 @@ def shape_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
 
 def _scaling_shape(label: str, cs: list[int], first: dict, top: dict) -> str | None:
     """Task 5's first two rows: below the knee, or compute-bound."""
-    t1, tn = _p(first, "tpot_s", "p50"), _p(top, "tpot_s", "p50")
+    t1, tn = _p(first, STATS.tpot_s, DIST.p50), _p(top, STATS.tpot_s, DIST.p50)
     per_first = LevelStats.read(first).output_tokens_per_s / cs[0]
     if not (per_first and t1 and tn):
         return None
@@ -190,8 +191,8 @@ def cached_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
         c
         for c in sorted(levels)
         if str(levels[c].get("engine", "")).startswith("vllm")
-        and levels[c].get("completed")
-        and levels[c].get("cached_tokens_mean") is None
+        and (st := LevelStats.read(levels[c])).completed
+        and st.cached_tokens_mean is None
     ]
     if not none:
         return []

@@ -30,7 +30,7 @@ def speed_alone_lines(
     ``model_gb`` (else the weight bytes of the format the curve's quant names)."""
     lines = []
     for label, levels in levels_by_label.items():
-        tpot = (levels.get(1, {}).get("tpot_s") or {}).get("p50")
+        tpot = LevelStats.read(levels.get(1, {})).tpot_s.p50
         if not tpot or not _real(levels):
             continue
         size = model_gb or _size_gb(levels, model)
@@ -60,7 +60,7 @@ def peak_vs_ceiling(levels: dict[int, dict], model, bandwidth_gb_s: float) -> di
     if fmt_name is None:
         return None
     batch = min(c, peak.get("server_slots") or c)
-    context = int((peak.get("prompt_tokens_mean") or 0) + (peak.get("max_tokens") or 0) / 2)
+    context = int((LevelStats.read(peak).prompt_tokens_mean or 0) + (peak.get("max_tokens") or 0) / 2)
     fmt = model.formats[fmt_name]
     total, _ = aggregate_ceiling(bandwidth_gb_s, ec.read_bytes(fmt), kv_per_token(model), batch, context)
     return {

@@ -230,7 +230,7 @@ def _table_lines(d: curves.Curve, levels: dict[int, dict], markdown: bool) -> li
         disable_numparse=True,
     )
     peak = max(LevelStats.read(levels[c]).output_tokens_per_s for c in d.levels)
-    worst = max(levels[c]["tpot_s"].get("p90") or 0 for c in d.levels)
+    worst = max(LevelStats.read(levels[c]).tpot_s.p90 or 0 for c in d.levels)
     out = [*text.splitlines(), "", f"    {'c':>5}  {'output tokens/s':<33}{'TPOT p90':<25}"]
     for c in d.levels:
         st = LevelStats.read(levels[c])

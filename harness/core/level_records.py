@@ -9,7 +9,7 @@ id, objectives, the stamp) is ``harness.core.records``'s.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import MISSING, Field, dataclass, fields, replace
 from datetime import datetime, timezone
 from typing import Any, ClassVar, Mapping
 
@@ -290,23 +290,19 @@ class LevelRecord:
         is absent reads as ``unknown`` and a number as None. The workload's fields stay as written
         (``_Rest``): its typed part is built from samples, never read back."""
         server = None
-        if "engine_version" in record:
-            names = ("engine_version", "host", "quant", "context_length", "server_slots")
-            parts: list[Any] = [record.get(k) for k in names]  # as written: the schema checked them
-            server = ServerInfo(*parts)
+        if any(f.name in record for f in fields(ServerInfo)):  # the sweep's lines; the Locust run's lack it
+            written: dict[str, Any] = {f.name: record.get(f.name) for f in fields(ServerInfo)}
+            server = ServerInfo(**written)
         slo = Objectives(
             record.get("slo_ttft_s", DEFAULT_OBJECTIVES.ttft_s),
             record.get("slo_tpot_s", DEFAULT_OBJECTIVES.tpot_s),
         )
-        words = {k: record.get(k, UNKNOWN) for k in ("label", "engine", "model", "base_url", "prompt_set")}
-        context = LevelContext(
-            **words,
-            max_tokens=_as_written(record, "max_tokens"),
-            temperature=_as_written(record, "temperature"),
-            objectives=slo,
-            server=server,
-            endpoint=record.get("endpoint", "chat"),
-        )
+        given: dict[str, Any] = {
+            f.name: record.get(f.name, _absent(f))
+            for f in fields(LevelContext)
+            if f.name not in ("objectives", "server")
+        }
+        context = LevelContext(**given, objectives=slo, server=server)
         typed = cls(
             context=context,
             stats=LevelStats.read(record),
@@ -322,9 +318,12 @@ class LevelRecord:
         return replace(typed, workload=_Rest(rest)) if rest else typed
 
 
-def _as_written(record: Mapping[str, Any], key: str) -> Any:
-    """A field as the line holds it (None where absent): its type is the schema's, checked on reading."""
-    return record.get(key)
+def _absent(part: Field) -> Any:
+    """What a context field a line lacks reads as: its default, else ``unknown`` for a name and None
+    for a number (the lab's own lines name no engine, model or answer limit)."""
+    if part.default is not MISSING:
+        return part.default
+    return UNKNOWN if part.type == "str" else None
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 # open loops' backlog; the engine's /metrics; the lab's rows
 from harness.core import backlog, server_metrics, troubleshooting
-from harness.core.level_records import STATS, LevelStats
+from harness.core.level_records import STATS, LevelStats, RunMark, objectives_of
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -29,7 +29,7 @@ def by_label(records: list[dict]) -> dict[str, dict[int, dict]]:
     runs: dict[str, dict[int, list[dict]]] = {}
     for rec in records:
         level = runs.setdefault(str(rec.get("label")), {}).setdefault(int(rec["concurrency"]), [])
-        if level and (not rec.get("run_id") or level[-1].get("run_id") != rec.get("run_id")):
+        if level and (not run_id(rec) or run_id(level[-1]) != run_id(rec)):
             level.clear()  # a later run of the level replaces the earlier ones
         level.append(rec)
     return {label: {c: merge_runs(rs) for c, rs in lv.items()} for label, lv in runs.items()}
@@ -97,11 +97,17 @@ def spread_of(rec: dict, key: str, pct: str | None = None) -> list[float] | None
     return (rec.get("spread") or {}).get(f"{key}.{pct}" if pct else key)
 
 
+def run_id(rec: dict) -> str | None:
+    """The id of the run that wrote a level, None on lines from before run ids."""
+    mark = RunMark.read(rec)
+    return mark.run_id if mark else None
+
+
 def runs_in(levels: dict[int, dict]) -> dict[str, list[int]]:
     """run id -> the levels of this curve it wrote, for records that carry a run id."""
     out: dict[str, list[int]] = {}
     for c in sorted(levels):
-        rid = levels[c].get("run_id")
+        rid = run_id(levels[c])
         if rid:
             out.setdefault(rid, []).append(c)
     return out
@@ -158,8 +164,8 @@ def curve(levels: dict[int, dict]) -> Curve:
     first = levels[cs[0]]
     d = Curve(
         levels=cs,
-        slo_ttft=first.get("slo_ttft_s", DEFAULT_SLO_TTFT),
-        slo_tpot=first.get("slo_tpot_s", DEFAULT_SLO_TPOT),
+        slo_ttft=objectives_of(first).ttft_s,
+        slo_tpot=objectives_of(first).tpot_s,
     )
     tput = [LevelStats.read(levels[c]).output_tokens_per_s for c in cs]
     d.per_request = tput[0] / cs[0]

@@ -133,7 +133,9 @@ class ClientCheck:
     @classmethod
     def read(cls, record: Mapping[str, Any]) -> ClientCheck | None:
         """The client check a level line holds, None when it holds none (the lab's own lines)."""
-        if not any(k in record for k in ("client_cpu", "client_limit_note", "server_metrics")):
+        if not any(
+            k in record for k in ("client_cpu", "client_limited", "client_limit_note", "server_metrics")
+        ):
             return None
         cpu, limited = record.get("client_cpu"), bool(record.get("client_limited"))
         return cls(cpu, limited, record.get("server_metrics"), record.get("client_limit_note"))
@@ -293,16 +295,12 @@ class LevelRecord:
         if any(f.name in record for f in fields(ServerInfo)):  # the sweep's lines; the Locust run's lack it
             written: dict[str, Any] = {f.name: record.get(f.name) for f in fields(ServerInfo)}
             server = ServerInfo(**written)
-        slo = Objectives(
-            record.get("slo_ttft_s", DEFAULT_OBJECTIVES.ttft_s),
-            record.get("slo_tpot_s", DEFAULT_OBJECTIVES.tpot_s),
-        )
         given: dict[str, Any] = {
             f.name: record.get(f.name, _absent(f))
             for f in fields(LevelContext)
             if f.name not in ("objectives", "server")
         }
-        context = LevelContext(**given, objectives=slo, server=server)
+        context = LevelContext(**given, objectives=objectives_of(record), server=server)
         typed = cls(
             context=context,
             stats=LevelStats.read(record),
@@ -316,6 +314,14 @@ class LevelRecord:
         claimed = typed.to_dict()
         rest = {k: v for k, v in record.items() if k not in claimed}
         return replace(typed, workload=_Rest(rest)) if rest else typed
+
+
+def objectives_of(record: Mapping[str, Any]) -> Objectives:
+    """The goodput objectives a level line was judged against (the defaults on lines without them)."""
+    return Objectives(
+        record.get("slo_ttft_s", DEFAULT_OBJECTIVES.ttft_s),
+        record.get("slo_tpot_s", DEFAULT_OBJECTIVES.tpot_s),
+    )
 
 
 def _absent(part: Field) -> Any:

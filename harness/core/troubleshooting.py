@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from harness.core.level_records import DIST, STATS, LevelStats
+from harness.core.level_records import DIST, STATS, ClientCheck, LevelStats
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -95,7 +95,8 @@ def repeat_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
 
 
 def _queued(rec: dict) -> bool:
-    sm = rec.get("server_metrics") or {}
+    client = ClientCheck.read(rec)
+    sm = (client.server_metrics if client else None) or {}
     return any(
         ((sm.get(m) or {}).get("max") or 0) > 0
         for m in ("llamacpp:requests_deferred", "vllm:num_requests_waiting")

@@ -161,7 +161,7 @@ def spread_note(levels: dict[int, dict]) -> str | None:
 def runs_note(levels: dict[int, dict]) -> str | None:
     """A warning when the curve's levels come from different runs (a rerun appended to the label)."""
     runs = curves.runs_in(levels)
-    unmarked = [c for c in sorted(levels) if not levels[c].get("run_id")]
+    unmarked = [c for c in sorted(levels) if not curves.run_id(levels[c])]
     if len(runs) + (1 if unmarked and runs else 0) < 2:
         return None
     parts = [f"c={', '.join(map(str, cs))} from run {rid}" for rid, cs in runs.items()]

@@ -287,10 +287,11 @@ class LevelRecord:
 
     @classmethod
     def read(cls, record: Mapping[str, Any]) -> LevelRecord:
-        """A level notebook line as the typed record; ``to_dict`` gives the line back. It reads the
-        old shapes too: on the lab's own lines, which name no engine, model or server, a name that
-        is absent reads as ``unknown`` and a number as None. The workload's fields stay as written
-        (``_Rest``): its typed part is built from samples, never read back."""
+        """A level notebook line as the typed record; ``to_dict`` gives the line back (a field added
+        since the line was written comes back empty). It reads the old shapes too: on the lab's own
+        lines, which name no engine, model or server, a name that is absent reads as ``unknown`` and
+        a number as None. The workload's fields stay as written (``_Rest``): its typed part is built
+        from samples, never read back."""
         server = None
         if any(f.name in record for f in fields(ServerInfo)):  # the sweep's lines; the Locust run's lack it
             written: dict[str, Any] = {f.name: record.get(f.name) for f in fields(ServerInfo)}

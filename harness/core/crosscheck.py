@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from harness.core.level_records import STATS, LevelStats
 from harness.errors import TargetError
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -21,15 +22,15 @@ _LINE = re.compile(r"^\s*([A-Za-z][^:]*?)\s*:\s*(-?[0-9][0-9.,]*)\s*$")
 
 # vllm bench serve's result labels -> our names. Percentile lines ("P90 TTFT (ms)") are read by pattern.
 _VLLM_FIELDS = {
-    "successful requests": "completed",
-    "failed requests": "failed",
+    "successful requests": STATS.completed,
+    "failed requests": STATS.failed,
     "maximum request concurrency": "max_concurrency",
     "benchmark duration (s)": "duration_s",
     "total input tokens": "input_tokens",
-    "total generated tokens": "output_tokens",
-    "request throughput (req/s)": "requests_per_s",
-    "request goodput (req/s)": "goodput_requests_per_s",
-    "output token throughput (tok/s)": "output_tokens_per_s",
+    "total generated tokens": STATS.output_tokens,
+    "request throughput (req/s)": STATS.requests_per_s,
+    "request goodput (req/s)": STATS.goodput_requests_per_s,
+    "output token throughput (tok/s)": STATS.output_tokens_per_s,
     "peak output token throughput (tok/s)": "peak_output_tokens_per_s",
     "peak concurrent requests": "peak_concurrent_requests",
     "total token throughput (tok/s)": "total_tokens_per_s",
@@ -73,7 +74,7 @@ def parse_vllm_bench(text: str) -> dict:
         if s:
             stat = "mean" if s[1] == "mean" else "p50" if s[1] == "median" else f"p{s[2]}"
             out[f"{s[3]}_s"][stat] = round(value / 1000.0, 6)
-    if "output_tokens_per_s" not in out:
+    if STATS.output_tokens_per_s not in out:
         raise TargetError("vllm bench serve's result block has no output token throughput line")
     return out
 
@@ -113,7 +114,7 @@ def batched_as_service(row: dict) -> dict:
     """What one batched-bench row implies for a server running B sequences together: every sequence
     gets TG tokens in the row's whole time (prefill included), and one decode step takes T_TG / TG."""
     return {
-        "output_tokens_per_s": round(row["b"] * row["tg"] / row["t_s"], 2),
+        STATS.output_tokens_per_s: round(row["b"] * row["tg"] / row["t_s"], 2),
         "tpot_s": {"p50": round(row["t_tg_s"] / row["tg"], 6)},
         "ttft_s": {"p50": round(row["t_pp_s"], 6)},
         "batch": row["b"],
@@ -184,11 +185,12 @@ def compare(
 
     ``bound`` marks the tool's figures as an upper bound (in-process, no HTTP): then being lower by
     more than the tolerance is expected overhead, and only being clearly above it is suspicious."""
-    tput = (
-        ours["output_tokens_per_s"] / theirs["output_tokens_per_s"]
-        if theirs.get("output_tokens_per_s")
-        else None
+    # the tool's figures are kept in the level record's names, so one typed reader reads both
+    our_tput, their_tput = (
+        LevelStats.read(ours).output_tokens_per_s,
+        LevelStats.read(theirs).output_tokens_per_s,
     )
+    tput = our_tput / their_tput if their_tput else None
     o_tpot, t_tpot = (ours.get("tpot_s") or {}).get("p50"), (theirs.get("tpot_s") or {}).get("p50")
     tpot = o_tpot / t_tpot if o_tpot and t_tpot else None
     notes = []

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 # open loops' backlog; the engine's /metrics; the lab's rows
 from harness.core import backlog, lab, server_metrics, troubleshooting
 from harness.core.records import DEFAULT_SLO_TPOT_S, DEFAULT_SLO_TTFT_S
+from harness.core.level_records import STATS, LevelStats, RunMark, objectives_of
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -29,16 +30,29 @@ def by_label(records: list[dict]) -> dict[str, dict[int, dict]]:
     runs: dict[str, dict[int, list[dict]]] = {}
     for rec in records:
         level = runs.setdefault(str(rec.get("label")), {}).setdefault(int(rec["concurrency"]), [])
-        if level and (not rec.get("run_id") or level[-1].get("run_id") != rec.get("run_id")):
+        if level and (not run_id(rec) or run_id(level[-1]) != run_id(rec)):
             level.clear()  # a later run of the level replaces the earlier ones
         level.append(rec)
     return {label: {c: merge_runs(rs) for c, rs in lv.items()} for label, lv in runs.items()}
 
 
 # The headline figures whose spread over repeated runs a merged level carries.
-SPREAD_FIELDS = ("output_tokens_per_s", "requests_per_s", "goodput_requests_per_s", "mean_in_flight")
-SPREAD_DISTS = ("ttft_s", "tpot_s", "itl_s", "e2e_s")
-COUNTED = ("requests", "completed", "failed", "incomplete", "cancelled", "within_slo", "output_tokens")
+SPREAD_FIELDS = (
+    STATS.output_tokens_per_s,
+    STATS.requests_per_s,
+    STATS.goodput_requests_per_s,
+    STATS.mean_in_flight,
+)
+SPREAD_DISTS = (STATS.ttft_s, STATS.tpot_s, STATS.itl_s, STATS.e2e_s)
+COUNTED = (
+    STATS.requests,
+    STATS.completed,
+    STATS.failed,
+    STATS.incomplete,
+    STATS.cancelled,
+    STATS.within_slo,
+    STATS.output_tokens,
+)
 
 
 def _median(values: list[float]) -> float:
@@ -84,11 +98,17 @@ def spread_of(rec: dict, key: str, pct: str | None = None) -> list[float] | None
     return (rec.get("spread") or {}).get(f"{key}.{pct}" if pct else key)
 
 
+def run_id(rec: dict) -> str | None:
+    """The id of the run that wrote a level, None on lines from before run ids."""
+    mark = RunMark.read(rec)
+    return mark.run_id if mark else None
+
+
 def runs_in(levels: dict[int, dict]) -> dict[str, list[int]]:
     """run id -> the levels of this curve it wrote, for records that carry a run id."""
     out: dict[str, list[int]] = {}
     for c in sorted(levels):
-        rid = levels[c].get("run_id")
+        rid = run_id(levels[c])
         if rid:
             out.setdefault(rid, []).append(c)
     return out
@@ -120,18 +140,21 @@ class Curve:
     slo_tpot: float = DEFAULT_SLO_TPOT
 
 
-def _p(rec: dict, key: str, pct: str) -> float | None:
-    return (rec.get(key) or {}).get(pct)
+def _ttft(rec: dict, pct: str) -> float | None:
+    """A level's first-token time at the percentile named (``p90``, ``p95``), None where absent."""
+    value: float | None = getattr(LevelStats.read(rec).ttft_s, pct)
+    return value
 
 
 def completed_levels(levels: dict[int, dict]) -> list[int]:
     """Concurrency values whose record finished at least one request, ascending."""
-    return sorted(level for level, rec in levels.items() if rec.get("completed"))
+    return sorted(level for level, rec in levels.items() if LevelStats.read(rec).completed)
 
 
 def cached_share(rec: dict) -> float | None:
     """Mean cached prompt tokens as a share of the mean prompt, or None when either is unknown."""
-    cached, prompt = rec.get("cached_tokens_mean"), rec.get("prompt_tokens_mean")
+    st = LevelStats.read(rec)
+    cached, prompt = st.cached_tokens_mean, st.prompt_tokens_mean
     return None if cached is None or not prompt else cached / prompt
 
 
@@ -142,10 +165,10 @@ def curve(levels: dict[int, dict]) -> Curve:
     first = levels[cs[0]]
     d = Curve(
         levels=cs,
-        slo_ttft=first.get("slo_ttft_s", DEFAULT_SLO_TTFT),
-        slo_tpot=first.get("slo_tpot_s", DEFAULT_SLO_TPOT),
+        slo_ttft=objectives_of(first).ttft_s,
+        slo_tpot=objectives_of(first).tpot_s,
     )
-    tput = [levels[c]["output_tokens_per_s"] for c in cs]
+    tput = [LevelStats.read(levels[c]).output_tokens_per_s for c in cs]
     d.per_request = tput[0] / cs[0]
     d.scaling = {
         c: (t / (c * d.per_request) if d.per_request else None) for c, t in zip(cs, tput, strict=True)
@@ -156,22 +179,18 @@ def curve(levels: dict[int, dict]) -> Curve:
             d.knee = (cs[i - 1], cs[i])
             break
     for c in cs:
-        r = levels[c]
-        t90, p90 = _p(r, "ttft_s", "p90"), _p(r, "tpot_s", "p90")
-        if (
-            r["failed"] == 0
-            and t90 is not None
-            and p90 is not None
-            and t90 <= d.slo_ttft
-            and p90 <= d.slo_tpot
-        ):
+        st = LevelStats.read(levels[c])
+        t90, p90 = st.ttft_s.p90, st.tpot_s.p90
+        if st.failed == 0 and t90 is not None and p90 is not None and t90 <= d.slo_ttft and p90 <= d.slo_tpot:
             d.operating_point = c
     slots = first.get("server_slots")
     source = f"given: {slots} server slots"
     if not slots:
         slots, source = infer_slots(levels, cs)
     tpot50 = {
-        c: v for c in cs if (not slots or c <= slots) and (v := _p(levels[c], "tpot_s", "p50")) is not None
+        c: v
+        for c in cs
+        if (not slots or c <= slots) and (v := LevelStats.read(levels[c]).tpot_s.p50) is not None
     }
     line = fit_line([float(c) for c in tpot50], list(tpot50.values()))
     if line and line[0] < 0:
@@ -200,7 +219,7 @@ def infer_slots(levels: dict[int, dict], cs: list[int]) -> tuple[int | None, str
     first level that every later level beats by less than ``PLATEAU_GAIN``), so the TPOT fit never
     reaches past the plateau, where requests queue for a seat instead of sharing decode steps.
     Returns the level (None when throughput grows to the last level) and how it was found."""
-    tput = {c: levels[c]["output_tokens_per_s"] for c in cs}
+    tput = {c: LevelStats.read(levels[c]).output_tokens_per_s for c in cs}
     for i, c in enumerate(cs[:-1]):
         if tput[c] > 0 and all(tput[later] < tput[c] * (1 + PLATEAU_GAIN) for later in cs[i + 1 :]):
             return c, (
@@ -222,14 +241,14 @@ class CapacityReading:
 
 
 def _kept(rec: dict, promise_s: float, pct: str) -> bool:
-    ttft = _p(rec, "ttft_s", pct)
-    return bool(rec.get("completed")) and rec["failed"] == 0 and ttft is not None and ttft <= promise_s
+    st, ttft = LevelStats.read(rec), _ttft(rec, pct)
+    return bool(st.completed) and st.failed == 0 and ttft is not None and ttft <= promise_s
 
 
 def capacity_reading(levels: dict[int, dict], promise_s: float, pct: str = "p95") -> CapacityReading:
     """The largest level below the first one that breaks the promise (any failure breaks it);
     levels without that percentile (the lab's own records have no p95) are not judged."""
-    cs = sorted(c for c, r in levels.items() if _p(r, "ttft_s", pct) is not None or not r.get("completed"))
+    cs = sorted(c for c, r in levels.items() if _ttft(r, pct) is not None or not LevelStats.read(r).completed)
     if not cs:
         return CapacityReading(None, "none", f"no level has a {pct} first-token time to judge")
     broke = next((c for c in cs if not _kept(levels[c], promise_s, pct)), None)
@@ -260,9 +279,9 @@ def capacity_within(levels: dict[int, dict], promise_s: float, pct: str = "p95")
     ok = [
         c
         for c, r in levels.items()
-        if r.get("completed")
-        and r["failed"] == 0
-        and (ttft := _p(r, "ttft_s", pct)) is not None
+        if (st := LevelStats.read(r)).completed
+        and st.failed == 0
+        and (ttft := _ttft(r, pct)) is not None
         and ttft <= promise_s
     ]
     return max(ok) if ok else None
@@ -290,7 +309,9 @@ def _baseline_rules(labels: dict[str, dict[int, dict]], required: bool = True) -
     baselines = [
         name
         for name, lv in labels.items()
-        if need <= set(lv) and all(lv[c]["completed"] for c in need) and lv[1].get("prompt_set") == "mixed"
+        if need <= set(lv)
+        and all(LevelStats.read(lv[c]).completed for c in need)
+        and lv[1].get("prompt_set") == "mixed"
     ]
     found = [
         _rule(
@@ -301,7 +322,7 @@ def _baseline_rules(labels: dict[str, dict[int, dict]], required: bool = True) -
     ][: 1 if required or baselines else 0]
     for name in baselines:
         recs = labels[name].values()
-        failures = sum(r["failed"] for r in recs)
+        failures = sum(LevelStats.read(r).failed for r in recs)
         absent = [
             k
             for k in ("host", "quant", "context_length", "server_slots")

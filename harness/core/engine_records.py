@@ -9,7 +9,7 @@ Built here, one frozen dataclass per kind, as the sweep's records are in ``harne
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from harness.core.records import FEATURES_LAB, SCHEMA_VERSION, own_fields
 
@@ -19,6 +19,8 @@ PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py
 @dataclass(frozen=True)
 class Allocation:
     """What an engine's log says it allocated, against the prediction for the same settings."""
+
+    KIND: ClassVar[str] = "allocation"  # the record's kind: its schema's name
 
     label: str
     engine: str
@@ -32,12 +34,14 @@ class Allocation:
     recorded_at: str
 
     def to_dict(self) -> dict:
-        return {"harness_schema": SCHEMA_VERSION, "record": "allocation", **own_fields(self)}
+        return {"harness_schema": SCHEMA_VERSION, "record": self.KIND, **own_fields(self)}
 
 
 @dataclass(frozen=True)
 class Features:
     """The engines lab's feature probe of one engine: /v1/models, tools, streamed tools, schema."""
+
+    KIND: ClassVar[str] = "features"  # the record's kind: its schema's name
 
     engine: str
     engine_version: str
@@ -63,6 +67,8 @@ class Features:
 class EngineSpeed:
     """One single-user speed test (``short`` or ``long``) of the engines lab: medians over the
     repetitions; ``extra`` holds what is known only once both tests ran (prefill, memory)."""
+
+    KIND: ClassVar[str] = "engine-speed"  # the record's kind: its schema's name
 
     engine: str
     engine_version: str
@@ -102,6 +108,8 @@ class MemorySnapshot:
     """Memory as the machine reported it at one moment; ``readings`` holds the GPU, ROCm
     and macOS figures of whichever sources were present, in the order they were read."""
 
+    KIND: ClassVar[str] = "memory-snapshot"  # the record's kind: its schema's name
+
     taken_at: str
     system: str
     hostname: str
@@ -119,6 +127,8 @@ class ModelFetch:
     """One model format fetched (or found already there) and verified; ``result`` holds the path,
     files, bytes, checksums and checks; ``repo`` and ``revision`` are None for Lemonade's copies."""
 
+    KIND: ClassVar[str] = "model-fetch"  # the record's kind: its schema's name
+
     format: str
     title: str
     source: str
@@ -131,7 +141,7 @@ class ModelFetch:
     def to_dict(self) -> dict:
         out = {
             "harness_schema": SCHEMA_VERSION,
-            "record": "model-fetch",
+            "record": self.KIND,
             "format": self.format,
             "title": self.title,
             "source": self.source,

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from harness.core.level_records import Arrival, LevelStats
 from harness.core.server_text import safe_text
 from harness.core.stats import all_worse_chance, median
 
@@ -51,11 +52,11 @@ class GateMetric:
     higher_better: bool
 
 
-def _field(key: str, pct: str | None = None) -> Callable[[dict], float | None]:
+def _field(figure: Callable[[LevelStats], Any]) -> Callable[[dict], float | None]:
+    """A gate metric's reader: one figure of the level's typed measured part, None where absent."""
+
     def read(rec: dict) -> float | None:
-        value = rec.get(key)
-        if pct is not None:
-            value = value.get(pct) if isinstance(value, dict) else None
+        value = figure(LevelStats.read(rec))
         return None if value is None else float(value)
 
     return read
@@ -67,13 +68,13 @@ def _failed_share(rec: dict) -> float | None:
 
 
 GATE_METRICS = (
-    GateMetric("output tok/s", _field("output_tokens_per_s"), "tok/s", True),
-    GateMetric("goodput", _field("goodput_requests_per_s"), "req/s", True),
+    GateMetric("output tok/s", _field(lambda s: s.output_tokens_per_s), "tok/s", True),
+    GateMetric("goodput", _field(lambda s: s.goodput_requests_per_s), "req/s", True),
     GateMetric("failed share", _failed_share, "", False),
-    GateMetric("TTFT p95", _field("ttft_s", "p95"), "s", False),
-    GateMetric("TPOT p50", _field("tpot_s", "p50"), "s", False),
-    GateMetric("ITL p50", _field("itl_s", "p50"), "s", False),
-    GateMetric("end-to-end p95", _field("e2e_s", "p95"), "s", False),
+    GateMetric("TTFT p95", _field(lambda s: s.ttft_s.p95), "s", False),
+    GateMetric("TPOT p50", _field(lambda s: s.tpot_s.p50), "s", False),
+    GateMetric("ITL p50", _field(lambda s: s.itl_s.p50), "s", False),
+    GateMetric("end-to-end p95", _field(lambda s: s.e2e_s.p95), "s", False),
 )
 # Tails over every token gap (ITL p99) move with the load machine's own scheduling from one sweep to
 # the next (14.6 % between two sweeps of one practice server on a shared 2-core machine), far more
@@ -83,9 +84,18 @@ GATE_METRICS = (
 def level_key(rec: dict) -> float:
     """The offered load a record measured: its crowd (closed loop), or its arrival rate (open loop,
     trace). KeyError for an open-loop record without its rate."""
-    if rec.get("arrival") in OPEN_ARRIVALS:
-        return round(float(rec["rate_rps"]), 6)
-    return int(rec["concurrency"])
+    way = Arrival.read(rec)
+    if way and way.kind in OPEN_ARRIVALS:
+        if way.rate_rps is None:
+            raise KeyError("rate_rps")
+        return round(float(way.rate_rps), 6)
+    return int(LevelStats.read(rec).concurrency)
+
+
+def arrival_of(rec: dict) -> str | None:
+    """How a level's requests arrived (``closed``, ``poisson``, ...), None on lines that do not say."""
+    way = Arrival.read(rec)
+    return way.kind if way else None
 
 
 def level_name(key: float, arrival: str | None) -> str:
@@ -147,7 +157,7 @@ def undecidable(base: dict[float, list[dict]], cand: dict[float, list[dict]]) ->
     if why:
         return why
     if set(base) != set(cand):
-        arrival = flat_b[0].get("arrival")
+        arrival = arrival_of(flat_b[0])
         names = [", ".join(level_name(k, arrival) for k in sorted(side)) for side in (base, cand)]
         return (
             f"the levels differ: the baseline measured {names[0]} and the candidate {names[1]}; gate "
@@ -162,7 +172,7 @@ def too_few(base: dict[float, list[dict]], cand: dict[float, list[dict]]) -> str
     for key in sorted(base):
         m, n = len(base[key]), len(cand[key])
         if all_worse_chance(m, n) > GATE_CHANCE:
-            name = level_name(key, base[key][0].get("arrival"))
+            name = level_name(key, arrival_of(base[key][0]))
             return (
                 f"too few repeats at {name}: {m} baseline and {n} candidate run(s); telling a change from "
                 f"noise at {1 - GATE_CHANCE:.0%} needs at least 3 of each (sweep --repeat 3)"
@@ -229,7 +239,7 @@ def gate_line(
 def lines(base: dict[float, list[dict]], cand: dict[float, list[dict]], tolerance: float) -> list[GateLine]:
     """Every metric at every level (the two sides already comparable: ``undecidable`` is None)."""
     return [
-        gate_line(metric, level_name(key, base[key][0].get("arrival")), base[key], cand[key], tolerance)
+        gate_line(metric, level_name(key, arrival_of(base[key][0])), base[key], cand[key], tolerance)
         for key in sorted(base)
         for metric in GATE_METRICS
     ]

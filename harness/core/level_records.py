@@ -9,11 +9,11 @@ id, objectives, the stamp) is ``harness.core.records``'s.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import MISSING, Field, dataclass, fields, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, ClassVar, Mapping
 
-from harness.core.records import DEFAULT_OBJECTIVES, LAB_ID, SCHEMA_VERSION, Objectives, non_finite
+from harness.core.records import DEFAULT_OBJECTIVES, LAB_ID, SCHEMA_VERSION, UNKNOWN, Objectives, non_finite
 from harness.errors import SchemaError
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -31,6 +31,29 @@ class Distribution:
 
     def to_dict(self) -> dict:
         return {"p50": self.p50, "p90": self.p90, "p95": self.p95, "p99": self.p99, "mean": self.mean}
+
+    @classmethod
+    def read(cls, value: Any) -> Distribution:
+        """A distribution as a notebook line holds it; a percentile it lacks (the lab's own lines
+        have no p95) reads as None, and so does the whole of one that is absent."""
+        if not isinstance(value, Mapping):
+            return cls()
+        return cls(**{f.name: value.get(f.name) for f in fields(cls)})
+
+
+class FieldNames:
+    """The notebook keys of a record part as attributes: ``STATS.output_tokens_per_s`` is the key
+    ``"output_tokens_per_s"``. The part's dataclass is the one place a key is spelled; a reader
+    that needs the key itself (a table of columns, a spread) takes it from here, and a misspelt
+    one fails where it is used."""
+
+    def __init__(self, part: type) -> None:
+        self._names = frozenset(f.name for f in fields(part))
+
+    def __getattr__(self, name: str) -> str:
+        if name.startswith("_") or name not in self._names:
+            raise AttributeError(f"no record field {name!r}")
+        return name
 
 
 @dataclass(frozen=True)
@@ -68,6 +91,17 @@ class LevelStats:
     decode_note: str | None = None  # added, only when set: streams faster than any decode (a flood)
     ttft_absent: str | None = None  # added, only when set: why no request had a TTFT (not streamed)
 
+    @classmethod
+    def read(cls, record: Mapping[str, Any]) -> LevelStats:
+        """The measured part of a level as a notebook line (or a merged level, ``curves.merge_runs``)
+        holds it. Old lines stay readable: a field written only since a later version, or never by
+        the lab's own load generator, reads as None (a distribution as all None)."""
+        values: dict[str, Any] = {
+            f.name: Distribution.read(record.get(f.name)) if f.type == "Distribution" else record.get(f.name)
+            for f in fields(cls)
+        }
+        return cls(**values)
+
     def to_dict(self) -> dict:
         """The measured fields in the notebook's order (distributions as plain objects)."""
         return {
@@ -95,6 +129,16 @@ class ClientCheck:
         if self.server_metrics:
             out["server_metrics"] = self.server_metrics
         return out
+
+    @classmethod
+    def read(cls, record: Mapping[str, Any]) -> ClientCheck | None:
+        """The client check a level line holds, None when it holds none (the lab's own lines)."""
+        if not any(
+            k in record for k in ("client_cpu", "client_limited", "client_limit_note", "server_metrics")
+        ):
+            return None
+        cpu, limited = record.get("client_cpu"), bool(record.get("client_limited"))
+        return cls(cpu, limited, record.get("server_metrics"), record.get("client_limit_note"))
 
 
 @dataclass(frozen=True)
@@ -125,10 +169,20 @@ class Arrival:
 
     def to_dict(self) -> dict:
         out: dict = {"arrival": self.kind}
-        for name in ("rate_rps", "duration_s", "processes", "burstiness", "workers", "wall_clock"):
+        for name in _ARRIVAL_PARTS:
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         return out
+
+    @classmethod
+    def read(cls, record: Mapping[str, Any]) -> Arrival | None:
+        """How a level line says its requests arrived; None on lines that do not say (the lab's)."""
+        if "arrival" not in record:
+            return None
+        return cls(record["arrival"], **{name: record.get(name) for name in _ARRIVAL_PARTS})
+
+
+_ARRIVAL_PARTS = ("rate_rps", "duration_s", "processes", "burstiness", "workers", "wall_clock")
 
 
 @dataclass(frozen=True)
@@ -143,6 +197,13 @@ class RunMark:
 
     def to_dict(self) -> dict:
         return {"run_id": self.run_id, "repeat": self.repeat, "repeats": self.repeats}
+
+    @classmethod
+    def read(cls, record: Mapping[str, Any]) -> RunMark | None:
+        """Which run wrote a level line; None on lines from before run ids."""
+        if "run_id" not in record:
+            return None
+        return cls(record["run_id"], record.get("repeat", 1), record.get("repeats", 1))
 
 
 def run_id_for(when: datetime, pid: int) -> str:
@@ -178,9 +239,11 @@ class LevelRecord:
     arrival: Arrival | None = None
     client: ClientCheck | None = None
     run: RunMark | None = None
-    workload: Any = None  # harness.core.workload_stats.WorkloadStats (docs/workloads.md)
+    workload: Any = None  # harness.core.workload_stats.WorkloadStats (docs/workloads.md); read back: _Rest
     energy: dict | None = None  # added: harness.energy.record_part.energy_part (docs/telemetry.md)
     cost: dict | None = None  # added: harness.energy.record_part.cost_part, when a price was given
+
+    KIND: ClassVar[str] = "level"  # the record's kind: its schema's name (schemas/level.schema.json)
 
     def to_dict(self) -> dict:
         c = self.context
@@ -221,3 +284,64 @@ class LevelRecord:
         if bad:  # a figure that cannot be true is never recorded
             raise SchemaError(f"level record for {c.label!r} has {bad}; nothing written")
         return out
+
+    @classmethod
+    def read(cls, record: Mapping[str, Any]) -> LevelRecord:
+        """A level notebook line as the typed record; ``to_dict`` gives the line back (a field added
+        since the line was written comes back empty). It reads the old shapes too: on the lab's own
+        lines, which name no engine, model or server, a name that is absent reads as ``unknown`` and
+        a number as None. The workload's fields stay as written (``_Rest``): its typed part is built
+        from samples, never read back."""
+        server = None
+        if any(f.name in record for f in fields(ServerInfo)):  # the sweep's lines; the Locust run's lack it
+            written: dict[str, Any] = {f.name: record.get(f.name) for f in fields(ServerInfo)}
+            server = ServerInfo(**written)
+        given: dict[str, Any] = {
+            f.name: record.get(f.name, _absent(f))
+            for f in fields(LevelContext)
+            if f.name not in ("objectives", "server")
+        }
+        context = LevelContext(**given, objectives=objectives_of(record), server=server)
+        typed = cls(
+            context=context,
+            stats=LevelStats.read(record),
+            recorded_at=record.get("recorded_at", ""),
+            arrival=Arrival.read(record),
+            client=ClientCheck.read(record),
+            run=RunMark.read(record),
+            energy=record.get("energy"),
+            cost=record.get("cost"),
+        )
+        claimed = typed.to_dict()
+        rest = {k: v for k, v in record.items() if k not in claimed}
+        return replace(typed, workload=_Rest(rest)) if rest else typed
+
+
+def objectives_of(record: Mapping[str, Any]) -> Objectives:
+    """The goodput objectives a level line was judged against (the defaults on lines without them)."""
+    return Objectives(
+        record.get("slo_ttft_s", DEFAULT_OBJECTIVES.ttft_s),
+        record.get("slo_tpot_s", DEFAULT_OBJECTIVES.tpot_s),
+    )
+
+
+def _absent(part: Field) -> Any:
+    """What a context field a line lacks reads as: its default, else ``unknown`` for a name and None
+    for a number (the lab's own lines name no engine, model or answer limit)."""
+    if part.default is not MISSING:
+        return part.default
+    return UNKNOWN if part.type == "str" else None
+
+
+@dataclass(frozen=True)
+class _Rest:
+    """The fields of a level line that no typed part claims (the workload's), in their order."""
+
+    fields: dict
+
+    def to_dict(self) -> dict:
+        return dict(self.fields)
+
+
+STATS = FieldNames(LevelStats)  # the measured fields' keys (a spread's, a table's columns)
+DIST = FieldNames(Distribution)  # a distribution's keys (p50 ... mean)

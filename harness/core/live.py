@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 from harness.core.levels import level_stats, spread
-from harness.core.level_records import Distribution
+from harness.core.level_records import STATS, Distribution
 from harness.core.records import DEFAULT_OBJECTIVES
 from harness.core.sample import Sample
 
@@ -21,7 +21,7 @@ COLUMNS = ("metric", "value", "p50", "p90", "p95", "p99", "mean")
 TIMELINE_FIELDS = (
     "t_s",
     "in_flight",
-    "output_tokens_per_s",
+    STATS.output_tokens_per_s,  # the level record's figure, over the window
     "ttft_p50_s",
     "ttft_p95_s",
     "tpot_p50_s",
@@ -125,17 +125,19 @@ def timeline_point(samples: list[Sample], t0: float, now: float, window_s: float
     ttft = spread([s.ttft for s in recent if s.ttft is not None], 4)
     tpot = spread([s.tpot for s in recent if s.tpot is not None], 5)
     itl = spread([gap for s in recent for gap in s.itl], 5)
-    return {
-        "t_s": round(now - t0, 1),
-        "in_flight": in_flight,
-        "output_tokens_per_s": round(sum(s.output_tokens or 0 for s in recent) / span, 1),
-        "ttft_p50_s": ttft.p50,
-        "ttft_p95_s": ttft.p95,
-        "tpot_p50_s": tpot.p50,
-        "tpot_p95_s": tpot.p95,
-        "itl_p50_s": itl.p50,
-        "itl_p95_s": itl.p95,
-    }
+    tokens_per_s = round(sum(s.output_tokens or 0 for s in recent) / span, 1)
+    values = (
+        round(now - t0, 1),
+        in_flight,
+        tokens_per_s,
+        ttft.p50,
+        ttft.p95,
+        tpot.p50,
+        tpot.p95,
+        itl.p50,
+        itl.p95,
+    )
+    return dict(zip(TIMELINE_FIELDS, values, strict=True))  # the names in TIMELINE_FIELDS' order
 
 
 def csv_text(rows: list[dict], columns: tuple[str, ...]) -> str:

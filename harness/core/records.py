@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
 from harness.core import lab
 
@@ -78,6 +78,8 @@ DEFAULT_OBJECTIVES = Objectives()
 class CurveSummary:
     """One label's curve in a line: levels, knee, operating point, fit and capacity."""
 
+    KIND: ClassVar[str] = "curve-summary"  # the record's kind: its schema's name
+
     label: str
     run: dict  # engine, engine_version, host, quant, model, context_length, server_slots of its first level
     levels: list[int]
@@ -102,7 +104,7 @@ class CurveSummary:
         return {
             "lab": LAB_ID,
             "harness_schema": SCHEMA_VERSION,
-            "record": "curve-summary",
+            "record": self.KIND,
             "label": self.label,
             **{k: self.run.get(k) for k in self.RUN_FIELDS},
             **own_fields(self, skip=("label", "run", *extra)),
@@ -115,6 +117,8 @@ class Capacity:
     """What ``harness capacity`` found: the largest load within the promise (``capacity``; None
     when even the first level breaks it), how that reads (``reading``: exact, at least, between or
     none), the criterion and every level it tried, in the order it tried them."""
+
+    KIND: ClassVar[str] = "capacity"  # the record's kind: its schema's name
 
     label: str
     run: dict  # engine, model, base_url, prompt_set, max_tokens, server_slots of the search
@@ -140,7 +144,7 @@ class Capacity:
         return {
             "lab": LAB_ID,
             "harness_schema": SCHEMA_VERSION,
-            "record": "capacity",
+            "record": self.KIND,
             "label": self.label,
             "search": "concurrency" if self.rate_step_rps is None else "rate",
             **{k: self.run.get(k) for k in self.RUN_FIELDS},
@@ -151,6 +155,8 @@ class Capacity:
 @dataclass(frozen=True)
 class EndpointCheck:
     """What the one request before a sweep's first level saw (``observed``) and what it means."""
+
+    KIND: ClassVar[str] = "endpoint-check"  # the record's kind: its schema's name
 
     label: str
     base_url: str
@@ -163,7 +169,7 @@ class EndpointCheck:
     def to_dict(self) -> dict:
         return {
             "harness_schema": SCHEMA_VERSION,
-            "record": "endpoint-check",
+            "record": self.KIND,
             "lab": LAB_ID,
             "label": self.label,
             "base_url": self.base_url,
@@ -180,6 +186,8 @@ class CrossCheck:
     """Our level against another tool's run of the same load; ``comparison`` is
     ``harness.core.crosscheck.compare``'s ratios, tolerance, verdict and notes."""
 
+    KIND: ClassVar[str] = "cross-check"  # the record's kind: its schema's name
+
     label: str
     concurrency: int
     tool: str
@@ -193,7 +201,7 @@ class CrossCheck:
     checked_at: str
 
     def to_dict(self) -> dict:
-        head = {"harness_schema": SCHEMA_VERSION, "record": "cross-check", "lab": LAB_ID}
+        head = {"harness_schema": SCHEMA_VERSION, "record": self.KIND, "lab": LAB_ID}
         return {
             **head,
             **own_fields(self, skip=("comparison", "checked_at")),
@@ -232,6 +240,8 @@ class AdmissionRecommendation:
     that level, under ``label``) measured there, and the recommendation in words. ``level`` is None
     (and ``why`` says why) when no level qualified; ``harness.core.admission`` builds it."""
 
+    KIND: ClassVar[str] = "admission"  # the record's kind: its schema's name
+
     label: str
     source: str
     run: dict  # engine, model, server_slots of the source curve's first level
@@ -253,7 +263,7 @@ class AdmissionRecommendation:
         return {
             "lab": LAB_ID,
             "harness_schema": SCHEMA_VERSION,
-            "record": "admission",
+            "record": self.KIND,
             "label": self.label,
             "from": self.source,
             **{k: self.run.get(k) for k in self.RUN_FIELDS},

@@ -32,6 +32,7 @@ from harness.core.batch_per_decode import (  # noqa: F401  (re-exported: the sam
     level_per_decode,
 )
 from harness.core.lab import remedy
+from harness.core.level_records import STATS, LevelStats
 from harness.core.troubleshooting import VARY
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -153,7 +154,8 @@ def engine_cached_share(rec: dict) -> float | None:
 
 def client_cached_share(rec: dict) -> float | None:
     """The client's count: mean cached prompt tokens over the mean prompt (None when unknown)."""
-    cached, prompt = rec.get("cached_tokens_mean"), rec.get("prompt_tokens_mean")
+    st = LevelStats.read(rec)
+    cached, prompt = st.cached_tokens_mean, st.prompt_tokens_mean
     return None if cached is None or not prompt else cached / prompt
 
 
@@ -180,7 +182,9 @@ def peaks_words(rec: dict) -> str | None:
 
 
 def _completed(levels: dict[int, dict]) -> list[int]:
-    return sorted(c for c, r in levels.items() if r.get("completed") and r.get("output_tokens_per_s"))
+    return sorted(
+        c for c, r in levels.items() if (st := LevelStats.read(r)).completed and st.output_tokens_per_s
+    )
 
 
 def _flight_words(flight: float | None, c: int | None) -> str | None:
@@ -198,7 +202,8 @@ def noise(rec: dict, previous: dict) -> tuple[float, str]:
     (``sweep --repeat``) where one was repeated, else the lab's "a few per cent" (``VARY``)."""
     shares = []
     for r in (previous, rec):
-        low_high, mid = (r.get("spread") or {}).get("output_tokens_per_s"), r.get("output_tokens_per_s")
+        low_high = (r.get("spread") or {}).get(STATS.output_tokens_per_s)
+        mid = LevelStats.read(r).output_tokens_per_s
         if low_high and mid:
             shares.append((low_high[1] - low_high[0]) / mid)
     if shares:
@@ -208,7 +213,8 @@ def noise(rec: dict, previous: dict) -> tuple[float, str]:
 
 def _fall(rec: dict, previous: dict) -> tuple[float, float, float] | None:
     """(now, before, share fallen) when this level's output tokens/s is below the previous level's."""
-    now, before = rec.get("output_tokens_per_s") or 0.0, previous.get("output_tokens_per_s") or 0.0
+    now = LevelStats.read(rec).output_tokens_per_s or 0.0
+    before = LevelStats.read(previous).output_tokens_per_s or 0.0
     if not before or now >= before:
         return None
     return now, before, 1 - now / before
@@ -351,7 +357,7 @@ def table_rows(levels: dict[int, dict]) -> list[list[str]]:
                 *_use_cells(used),
                 "—" if engine is None else f"{engine:.1%}",
                 "—" if client is None else f"{client:.1%}",
-                f"{rec.get('output_tokens_per_s') or 0:.1f}",
+                f"{LevelStats.read(rec).output_tokens_per_s or 0:.1f}",
             ]
         )
     return rows

@@ -27,6 +27,7 @@ from typing import Callable
 
 from harness.core import lab
 from harness.core.bounds import MAX_SECONDS
+from harness.core.level_records import LevelStats
 from harness.core.server_text import safe_text
 from harness.core.stats import bootstrap, percentile
 
@@ -319,13 +320,13 @@ def alone_against_capacity(levels: dict[int, dict], capacity: int | None) -> lis
     if not one or not top or capacity == 1:
         return []
     out = []
-    alone, full = one.get("output_tokens_per_s"), top.get("output_tokens_per_s")
+    alone, full = LevelStats.read(one).output_tokens_per_s, LevelStats.read(top).output_tokens_per_s
     if alone and full:
         out.append(
             f"{TOTAL_OUTPUT}: {alone:.1f} tok/s alone, {full:.1f} at {capacity} people, "
             + _times(full / alone)
         )
-    t1, tn = (one.get("tpot_s") or {}).get("p50"), (top.get("tpot_s") or {}).get("p50")
+    t1, tn = LevelStats.read(one).tpot_s.p50, LevelStats.read(top).tpot_s.p50
     if t1 and tn:
         slower = 1 - t1 / tn
         change = f"{slower:.0%} slower" if slower >= 0 else f"{-slower:.0%} faster"

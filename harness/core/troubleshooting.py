@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from harness.core import lab
+from harness.core.level_records import DIST, STATS, ClientCheck, LevelStats
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -36,14 +37,15 @@ COMPUTE_BOUND = (
     lab.threshold("shape_compute_bound_tpot_share"),
 )
 SPREAD_NAMES = {
-    "output_tokens_per_s": "output tokens/s",
+    STATS.output_tokens_per_s: "output tokens/s",
     "ttft_s.p50": "TTFT p50",
     "tpot_s.p50": "TPOT p50",
 }
 
 
-def _p(rec: dict, key: str, pct: str) -> float | None:
-    value = (rec.get(key) or {}).get(pct)
+def _p(rec: dict, dist: str, pct: str) -> float | None:
+    """A percentile of one of a level's distributions, through the typed measured part."""
+    value = getattr(getattr(LevelStats.read(rec), dist), pct)
     return None if value is None else float(value)
 
 
@@ -94,7 +96,8 @@ def repeat_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
 
 
 def _queued(rec: dict) -> bool:
-    sm = rec.get("server_metrics") or {}
+    client = ClientCheck.read(rec)
+    sm = (client.server_metrics if client else None) or {}
     return any(
         ((sm.get(m) or {}).get("max") or 0) > 0
         for m in ("llamacpp:requests_deferred", "vllm:num_requests_waiting")
@@ -103,12 +106,14 @@ def _queued(rec: dict) -> bool:
 
 def shape_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
     """A curve's shapes, read from the first and the highest completed level."""
-    cs = [c for c in sorted(levels) if levels[c].get("completed") and levels[c].get("output_tokens_per_s")]
+    cs = [
+        c for c in sorted(levels) if (st := LevelStats.read(levels[c])).completed and st.output_tokens_per_s
+    ]
     if len(cs) < 2:
         return []
     first, top = levels[cs[0]], levels[cs[-1]]
-    t1, tn = _p(first, "tpot_s", "p50"), _p(top, "tpot_s", "p50")
-    f1, fn = _p(first, "ttft_s", "p90"), _p(top, "ttft_s", "p90")
+    t1, tn = _p(first, STATS.tpot_s, DIST.p50), _p(top, STATS.tpot_s, DIST.p50)
+    f1, fn = _p(first, STATS.ttft_s, DIST.p90), _p(top, STATS.ttft_s, DIST.p90)
     out: list[tuple[str, str]] = []
     if t1 and tn and f1 and fn and fn / f1 > QUEUED_GROWTH * (tn / t1) and _queued(top):
         out.append(
@@ -119,7 +124,7 @@ def shape_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
                 f"pool before prefill starts; {lab.remedy('queued_before_prefill')}",
             )
         )
-    tp90 = _p(top, "tpot_s", "p90")
+    tp90 = _p(top, STATS.tpot_s, DIST.p90)
     if tn and tp90 and tp90 > TPOT_TAIL * tn:
         out.append(
             (
@@ -134,11 +139,11 @@ def shape_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
 
 def _scaling_shape(label: str, cs: list[int], first: dict, top: dict) -> str | None:
     """A curve's first two shapes: below the knee, or compute-bound."""
-    t1, tn = _p(first, "tpot_s", "p50"), _p(top, "tpot_s", "p50")
-    per_first = first["output_tokens_per_s"] / cs[0]
+    t1, tn = _p(first, STATS.tpot_s, DIST.p50), _p(top, STATS.tpot_s, DIST.p50)
+    per_first = LevelStats.read(first).output_tokens_per_s / cs[0]
     if not (per_first and t1 and tn):
         return None
-    scaling = top["output_tokens_per_s"] / (cs[-1] * per_first)
+    scaling = LevelStats.read(top).output_tokens_per_s / (cs[-1] * per_first)
     at = f"scaling {scaling:.2f} at c={cs[-1]}"
     if scaling > BELOW_KNEE[0] and tn <= BELOW_KNEE[1] * t1:
         return f"{label}: throughput rises with TPOT p50 nearly flat ({at}): {lab.remedy('below_knee')}"
@@ -183,8 +188,8 @@ def cached_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
         c
         for c in sorted(levels)
         if str(levels[c].get("engine", "")).startswith("vllm")
-        and levels[c].get("completed")
-        and levels[c].get("cached_tokens_mean") is None
+        and (st := LevelStats.read(levels[c])).completed
+        and st.cached_tokens_mean is None
     ]
     if not none:
         return []

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from harness.energy import tables as et
+from harness.core.level_records import LevelStats
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -61,8 +62,9 @@ def _points(levels: dict[int, dict], key: str) -> list[tuple[int, float, float]]
     out = []
     for c in sorted(levels):
         rec, e = levels[c], levels[c].get("energy") or {}
-        if e.get(key) is not None and rec.get("output_tokens_per_s") is not None:
-            out.append((c, rec["output_tokens_per_s"], e[key]))
+        tok_s = LevelStats.read(rec).output_tokens_per_s
+        if e.get(key) is not None and tok_s is not None:
+            out.append((c, tok_s, e[key]))
     return out
 
 

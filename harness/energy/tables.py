@@ -8,6 +8,7 @@ imitation (the practice server's) says IMITATION beside it."""
 from __future__ import annotations
 
 from harness.core import curves
+from harness.core.level_records import LevelStats
 from harness.energy.record_part import energy_words
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -66,7 +67,7 @@ def energy_rows(levels: dict[int, dict]) -> list[list[str]]:
         rows.append(
             [
                 str(c),
-                _f(r.get("output_tokens_per_s"), ".1f"),
+                _f(LevelStats.read(r).output_tokens_per_s, ".1f"),
                 _f(e.get("mean_power_w"), ".1f"),
                 _f(e.get("idle_power_w"), ".1f"),
                 _f(e.get("net_energy_j") if e.get("subtracted_idle") else e.get("energy_j"), ".1f"),

@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 
 from harness.core import crosscheck
+from harness.core.level_records import STATS, LevelStats
 from harness.core.names import file_label
 from harness.core.records import CrossCheck
 from harness.errors import ConfigError, InstallError, TargetError
@@ -195,7 +196,7 @@ def _on_this_host(row: dict) -> bool:
 def _views(row: dict, theirs: dict) -> tuple[dict, dict]:
     """Our row and the tool's result in the same shape, for the record."""
     ours = {
-        "output_tokens_per_s": row["output_tokens_per_s"],
+        STATS.output_tokens_per_s: LevelStats.read(row).output_tokens_per_s,
         "tpot_p50_s": row["tpot_s"].get("p50"),
         "ttft_p50_s": row["ttft_s"].get("p50"),
         "completed": row["completed"],
@@ -204,7 +205,7 @@ def _views(row: dict, theirs: dict) -> tuple[dict, dict]:
         "client_cpu": row.get("client_cpu"),
     }
     their_view = {
-        "output_tokens_per_s": theirs["output_tokens_per_s"],
+        STATS.output_tokens_per_s: LevelStats.read(theirs).output_tokens_per_s,
         "tpot_p50_s": (theirs.get("tpot_s") or {}).get("p50"),
         "ttft_p50_s": (theirs.get("ttft_s") or {}).get("p50"),
         **{

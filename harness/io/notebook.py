@@ -20,7 +20,8 @@ from typing import Any, Callable, Iterable, Mapping
 import jsonschema
 
 from harness import paths
-from harness.core.records import non_finite
+from harness.core.level_records import LevelRecord
+from harness.core.records import is_level, non_finite
 from harness.core.server_text import redact_tree
 from harness.errors import ConfigError, SchemaError
 
@@ -264,6 +265,13 @@ def read_records(
                 continue
             records.append(item)
     return ReadResult(records, warnings, rejected)
+
+
+def read_levels(path: str | Path) -> tuple[list[LevelRecord], list[str]]:
+    """The level lines of ``path`` as typed records, old shapes included, with ``read_records``'s
+    warnings for the lines skipped."""
+    found = read_records(path, LevelRecord.KIND, select=is_level)
+    return [LevelRecord.read(rec) for rec in found.records], found.warnings
 
 
 MAX_FIGURE = 1e15  # no figure a record holds comes near this (bytes of memory, epoch seconds)

@@ -7,6 +7,7 @@ from pathlib import Path
 import matplotlib
 
 from harness.core.curves import completed_levels, spread_of
+from harness.core.level_records import DIST, STATS, LevelStats
 from harness.energy import report_section as energy_section
 
 matplotlib.use("Agg")
@@ -33,7 +34,7 @@ def rehearsal_mark(records) -> str:
 def conditions(levels_by_label: dict[str, dict[int, dict]], promise_s: float | None) -> str:
     """The test conditions printed above every chart: traffic profile, crowd sizes, promise."""
     recs = [r for lv in levels_by_label.values() for r in lv.values()]
-    prompt = [r.get("prompt_tokens_mean") for r in recs if r.get("prompt_tokens_mean")]
+    prompt = [m for r in recs if (m := LevelStats.read(r).prompt_tokens_mean)]
     max_out = sorted({r.get("max_tokens") for r in recs if r.get("max_tokens")})
     crowds = sorted({c for lv in levels_by_label.values() for c in lv})
     text = (
@@ -65,15 +66,20 @@ def crowd_chart(
     repeated = False
     for label, levels in levels_by_label.items():
         cs = completed_levels(levels)
-        out = [levels[c]["output_tokens_per_s"] for c in cs]
-        err = _errors(levels, cs, "output_tokens_per_s", None, out)
+        out = [LevelStats.read(levels[c]).output_tokens_per_s for c in cs]
+        err = _errors(levels, cs, STATS.output_tokens_per_s, None, out)
         top.errorbar(cs, out, yerr=err, marker="o", capsize=3, label=label)
-        p95 = [levels[c]["ttft_s"].get("p95") for c in cs]
+        p95 = [LevelStats.read(levels[c]).ttft_s.p95 for c in cs]
         shown = [(c, v) for c, v in zip(cs, p95, strict=True) if v is not None]
         if shown:
             xs, ys = [c for c, _ in shown], [v for _, v in shown]
             bottom.errorbar(
-                xs, ys, yerr=_errors(levels, xs, "ttft_s", "p95", ys), marker="o", capsize=3, label=label
+                xs,
+                ys,
+                yerr=_errors(levels, xs, STATS.ttft_s, DIST.p95, ys),
+                marker="o",
+                capsize=3,
+                label=label,
             )
         repeated = repeated or err is not None
     if promise_s is not None:
@@ -97,9 +103,10 @@ def pareto_chart(levels_by_label: dict[str, dict[int, dict]], path: str | Path) 
     total output tokens/s, one point per level labelled with its crowd, one line per label."""
     fig, ax = plt.subplots(figsize=(7, 5))
     for label, levels in levels_by_label.items():
-        cs = [c for c in completed_levels(levels) if (levels[c]["tpot_s"].get("p50") or 0) > 0]
-        xs = [levels[c]["output_tokens_per_s"] for c in cs]
-        ys = [1 / levels[c]["tpot_s"]["p50"] for c in cs]
+        typed = {c: LevelStats.read(levels[c]) for c in completed_levels(levels)}
+        cs = [c for c, st in typed.items() if (st.tpot_s.p50 or 0) > 0]
+        xs = [typed[c].output_tokens_per_s for c in cs]
+        ys = [1 / typed[c].tpot_s.p50 for c in cs]
         ax.plot(xs, ys, marker="o", label=label)
         for c, x, y in zip(cs, xs, ys, strict=True):
             ax.annotate(f"c={c}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
@@ -117,8 +124,9 @@ def tpot_chart(label: str, levels: dict[int, dict], fit: dict | None, path: str 
     levels it was fitted on."""
     cs = completed_levels(levels)
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(cs, [levels[c]["tpot_s"]["p50"] for c in cs], "o", label="TPOT p50")
-    ax.plot(cs, [levels[c]["tpot_s"]["p90"] for c in cs], "x", label="TPOT p90")
+    tpot = [LevelStats.read(levels[c]).tpot_s for c in cs]
+    ax.plot(cs, [t.p50 for t in tpot], "o", label="TPOT p50")
+    ax.plot(cs, [t.p90 for t in tpot], "x", label="TPOT p90")
     if fit:
         used = fit["levels_used"]
         xs = [min(used), max(used)]

@@ -7,6 +7,7 @@ sentences out (``-`` where a figure is absent)."""
 from __future__ import annotations
 
 from harness.core import curves, sizing
+from harness.core.level_records import DIST, STATS, LevelStats
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -96,28 +97,28 @@ def curve_rows(d: curves.Curve, levels: dict[int, dict]) -> list[list[str]]:
     median of its runs with their range in brackets, and its ``ok`` counts every run's requests."""
     rows = []
     for c in d.levels:
-        r = levels[c]
+        r, st = levels[c], LevelStats.read(levels[c])
         runs = f" ({r['runs']} runs)" if r.get("runs", 1) > 1 else ""
         rows.append(
             [
                 str(c),
-                f"{r['completed']}/{r['requests']}{runs}",
-                with_spread(r, "output_tokens_per_s", None, ".1f"),
+                f"{st.completed}/{st.requests}{runs}",
+                with_spread(r, STATS.output_tokens_per_s, None, ".1f"),
                 f(d.scaling[c] if d.scaling else None, ".2f"),
-                f(r.get("requests_per_s"), ".3f"),
-                with_spread(r, "goodput_requests_per_s", None, ".3f"),
-                f(r["ttft_s"].get("p50"), ".3f"),
-                f(r["ttft_s"].get("p90"), ".3f"),
-                with_spread(r, "ttft_s", "p95", ".3f"),
-                f(r["ttft_s"].get("p99"), ".3f"),
-                with_spread(r, "tpot_s", "p50", ".4f"),
-                f(r["tpot_s"].get("p90"), ".4f"),
-                f((r.get("itl_s") or {}).get("p50"), ".4f"),
-                f((r.get("itl_s") or {}).get("p99"), ".4f"),
-                f((r.get("e2e_s") or {}).get("p50"), ".3f"),
-                f((r.get("e2e_s") or {}).get("p99"), ".3f"),
-                f(r.get("mean_in_flight"), ".1f"),
-                f(r.get("cached_tokens_mean"), ".1f"),
+                f(st.requests_per_s, ".3f"),
+                with_spread(r, STATS.goodput_requests_per_s, None, ".3f"),
+                f(st.ttft_s.p50, ".3f"),
+                f(st.ttft_s.p90, ".3f"),
+                with_spread(r, STATS.ttft_s, DIST.p95, ".3f"),
+                f(st.ttft_s.p99, ".3f"),
+                with_spread(r, STATS.tpot_s, DIST.p50, ".4f"),
+                f(st.tpot_s.p90, ".4f"),
+                f(st.itl_s.p50, ".4f"),
+                f(st.itl_s.p99, ".4f"),
+                f(st.e2e_s.p50, ".3f"),
+                f(st.e2e_s.p99, ".3f"),
+                f(st.mean_in_flight, ".1f"),
+                f(st.cached_tokens_mean, ".1f"),
             ]
         )
     return rows
@@ -132,12 +133,12 @@ def spread_rows(levels: dict[int, dict]) -> list[dict]:
             continue
         row: dict = {"c": c, "runs": r["runs"]}
         for name, key, pct in (
-            ("output_tokens_per_s", "output_tokens_per_s", None),
-            ("goodput_requests_per_s", "goodput_requests_per_s", None),
-            ("ttft_p50_s", "ttft_s", "p50"),
-            ("ttft_p95_s", "ttft_s", "p95"),
-            ("tpot_p50_s", "tpot_s", "p50"),
-            ("tpot_p90_s", "tpot_s", "p90"),
+            (STATS.output_tokens_per_s, STATS.output_tokens_per_s, None),
+            (STATS.goodput_requests_per_s, STATS.goodput_requests_per_s, None),
+            ("ttft_p50_s", STATS.ttft_s, DIST.p50),
+            ("ttft_p95_s", STATS.ttft_s, DIST.p95),
+            ("tpot_p50_s", STATS.tpot_s, DIST.p50),
+            ("tpot_p90_s", STATS.tpot_s, DIST.p90),
         ):
             span = curves.spread_of(r, key, pct)
             if span:
@@ -160,7 +161,7 @@ def spread_note(levels: dict[int, dict]) -> str | None:
 def runs_note(levels: dict[int, dict]) -> str | None:
     """A warning when the curve's levels come from different runs (a rerun appended to the label)."""
     runs = curves.runs_in(levels)
-    unmarked = [c for c in sorted(levels) if not levels[c].get("run_id")]
+    unmarked = [c for c in sorted(levels) if not curves.run_id(levels[c])]
     if len(runs) + (1 if unmarked and runs else 0) < 2:
         return None
     parts = [f"c={', '.join(map(str, cs))} from run {rid}" for rid, cs in runs.items()]
@@ -197,7 +198,7 @@ def fit_lines(d: curves.Curve, levels: dict[int, dict]) -> list[str]:
         f"seats for the fit: {d.fit['slots_source']}",
     ]
     seats = d.fit.get("slots")
-    plateau = max(levels[c]["output_tokens_per_s"] for c in d.levels)
+    plateau = max(LevelStats.read(levels[c]).output_tokens_per_s for c in d.levels)
     if d.fit.get("seat_ceiling"):
         out.append(
             f"ceiling at {seats} seats: seats / (a + b x seats) = {d.fit['seat_ceiling']:.1f} tok/s "
@@ -208,7 +209,7 @@ def fit_lines(d: curves.Curve, levels: dict[int, dict]) -> list[str]:
         bound = f"{c / step:8.1f} tok/s" if step > 0 else "no bound (a + b c <= 0)"
         out.append(
             f"  c={c:<4} c / (a + b c) = {bound} if all {c} were decoding all the time; "
-            f"measured {levels[c]['output_tokens_per_s']:.1f}"
+            f"measured {LevelStats.read(levels[c]).output_tokens_per_s:.1f}"
         )
     if not d.ceiling:
         out.append("ceiling: none can be read off, TPOT does not grow with c at these levels (b <= 0)")
@@ -268,24 +269,24 @@ def compare_rows(a: dict[int, dict], b: dict[int, dict], shared: list[int]) -> l
     """One row per shared level, in the order of ``COMPARE_HEAD``."""
     rows = []
     for c in shared:
-        x, y = a[c], b[c]
-        ratio = y["output_tokens_per_s"] / x["output_tokens_per_s"] if x["output_tokens_per_s"] else None
+        x, y = LevelStats.read(a[c]), LevelStats.read(b[c])
+        ratio = y.output_tokens_per_s / x.output_tokens_per_s if x.output_tokens_per_s else None
         rows.append(
             [
                 str(c),
-                f"{x['output_tokens_per_s']:.1f}",
-                f"{y['output_tokens_per_s']:.1f}",
+                f"{x.output_tokens_per_s:.1f}",
+                f"{y.output_tokens_per_s:.1f}",
                 f(ratio, ".2f"),
-                f(x.get("goodput_requests_per_s"), ".3f"),
-                f(y.get("goodput_requests_per_s"), ".3f"),
-                f(x["ttft_s"].get("p50"), ".3f"),
-                f(y["ttft_s"].get("p50"), ".3f"),
-                f(x["ttft_s"].get("p90"), ".3f"),
-                f(y["ttft_s"].get("p90"), ".3f"),
-                f(x["tpot_s"].get("p50"), ".4f"),
-                f(y["tpot_s"].get("p50"), ".4f"),
-                f(x.get("cached_tokens_mean"), ".1f"),
-                f(y.get("cached_tokens_mean"), ".1f"),
+                f(x.goodput_requests_per_s, ".3f"),
+                f(y.goodput_requests_per_s, ".3f"),
+                f(x.ttft_s.p50, ".3f"),
+                f(y.ttft_s.p50, ".3f"),
+                f(x.ttft_s.p90, ".3f"),
+                f(y.ttft_s.p90, ".3f"),
+                f(x.tpot_s.p50, ".4f"),
+                f(y.tpot_s.p50, ".4f"),
+                f(x.cached_tokens_mean, ".1f"),
+                f(y.cached_tokens_mean, ".1f"),
             ]
         )
     return rows

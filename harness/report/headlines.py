@@ -6,13 +6,16 @@ them; ``harness track`` prints them at the end of a run)."""
 from __future__ import annotations
 
 from harness.core import curves
+from harness.core.level_records import DIST, STATS, LevelStats
 from harness.report.curve_tables import said
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 
-def _p(rec: dict | None, key: str, pct: str) -> float | None:
-    return None if rec is None else (rec.get(key) or {}).get(pct)
+def _ttft(rec: dict | None, pct: str) -> float | None:
+    """A level's first-token time at the percentile named, None where absent."""
+    value: float | None = None if rec is None else getattr(LevelStats.read(rec).ttft_s, pct)
+    return value
 
 
 def prefix_change(unique: dict[int, dict], shared: dict[int, dict]) -> dict | None:
@@ -21,7 +24,7 @@ def prefix_change(unique: dict[int, dict], shared: dict[int, dict]) -> dict | No
     if not both:
         return None
     c = both[0]
-    before, after = _p(unique[c], "ttft_s", "p50"), _p(shared[c], "ttft_s", "p50")
+    before, after = _ttft(unique[c], DIST.p50), _ttft(shared[c], DIST.p50)
     if before is None or after is None:
         return None
     return {
@@ -60,14 +63,14 @@ def headlines(
             if pair
             else None
         )
-        peak_c = max(d.levels, key=lambda c: levels[c]["output_tokens_per_s"])
+        peak_c = max(d.levels, key=lambda c: LevelStats.read(levels[c]).output_tokens_per_s)
         admitted = (admissions or {}).get(label)
         rows.append(
             {
                 "label": label,
                 "engine": first.get("engine"),
-                "peak_tok_s": levels[peak_c]["output_tokens_per_s"],
-                "peak_range": curves.spread_of(levels[peak_c], "output_tokens_per_s"),
+                "peak_tok_s": LevelStats.read(levels[peak_c]).output_tokens_per_s,
+                "peak_range": curves.spread_of(levels[peak_c], STATS.output_tokens_per_s),
                 "knee": f"{d.knee[0]}->{d.knee[1]}" if d.knee else "none",
                 "operating_point": d.operating_point,
                 "operating_is_top": d.operating_point == d.levels[-1],
@@ -95,11 +98,11 @@ def admission_outcome(levels: dict[int, dict], promise_s: float, search: dict | 
         if search.get("capacity") not in levels:
             return f"capacity search: {search['answer']}"
         c = search["capacity"]
-    rec = levels[c]
-    p95 = _p(rec, "ttft_s", "p95")
+    rec, st = levels[c], LevelStats.read(levels[c])
+    p95 = st.ttft_s.p95
     if p95 is None:
         verdict = "no p95 TTFT measured"
-    elif p95 <= promise_s and not rec["failed"]:
+    elif p95 <= promise_s and not st.failed:
         verdict = (
             f"within the {promise_s:g} s promise (p95 TTFT {p95:.2f} s, {promise_s - p95:.2f} s to spare)"
         )
@@ -109,10 +112,10 @@ def admission_outcome(levels: dict[int, dict], promise_s: float, search: dict | 
             if p95 > promise_s
             else f"p95 TTFT {p95:.2f} s"
         )
-        failed = f", {rec['failed']} failed" if rec["failed"] else ""
+        failed = f", {st.failed} failed" if st.failed else ""
         verdict = f"breaks the {promise_s:g} s promise ({over}{failed})"
     prompts = f" ({rec['prompt_set']})" if rec.get("prompt_set") else ""
-    good = f"{rec.get('within_slo', 0)}/{rec['completed']}"
+    good = f"{st.within_slo or 0}/{st.completed}"
     found = f" (capacity search: {search['answer']})" if search else ""
     return f"c={c}{prompts}{found}: {verdict}; {good} within the goodput objective"
 

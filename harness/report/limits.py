@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from harness.core import engine_compare as ec
 from harness.core.arithmetic import speed_limit, speed_share
+from harness.core.level_records import LevelStats
 from harness.core.predictions import aggregate_ceiling, kv_per_token
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -29,7 +30,7 @@ def speed_alone_lines(
     ``model_gb`` (else the weight bytes of the format the curve's quant names)."""
     lines = []
     for label, levels in levels_by_label.items():
-        tpot = (levels.get(1, {}).get("tpot_s") or {}).get("p50")
+        tpot = LevelStats.read(levels.get(1, {})).tpot_s.p50
         if not tpot or not _real(levels):
             continue
         size = model_gb or _size_gb(levels, model)
@@ -51,24 +52,25 @@ def peak_vs_ceiling(levels: dict[int, dict], model, bandwidth_gb_s: float) -> di
     mean context a sequence reads while it decodes); None when the quant names no format."""
     if not levels:
         return None
-    c, peak = max(levels.items(), key=lambda kv: kv[1].get("output_tokens_per_s") or 0)
+    c, peak = max(levels.items(), key=lambda kv: LevelStats.read(kv[1]).output_tokens_per_s or 0)
+    peak_tok_s = LevelStats.read(peak).output_tokens_per_s
     fmt_name = ec.format_for_quant(peak.get("quant") or "", model.formats)
     if fmt_name is None and len(model.formats) == 1:
         fmt_name = next(iter(model.formats))  # a model file holds the one format it was served in
     if fmt_name is None:
         return None
     batch = min(c, peak.get("server_slots") or c)
-    context = int((peak.get("prompt_tokens_mean") or 0) + (peak.get("max_tokens") or 0) / 2)
+    context = int((LevelStats.read(peak).prompt_tokens_mean or 0) + (peak.get("max_tokens") or 0) / 2)
     fmt = model.formats[fmt_name]
     total, _ = aggregate_ceiling(bandwidth_gb_s, ec.read_bytes(fmt), kv_per_token(model), batch, context)
     return {
         "c": c,
-        "peak_tok_s": peak["output_tokens_per_s"],
+        "peak_tok_s": peak_tok_s,
         "format": fmt_name,
         "batch": batch,
         "context": context,
         "ceiling_tok_s": total,
-        "share": peak["output_tokens_per_s"] / total,
+        "share": peak_tok_s / total,
     }
 
 

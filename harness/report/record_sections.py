@@ -12,6 +12,7 @@ from collections.abc import Callable
 from harness.core.names import file_label
 from harness.core import curves
 from harness.engines import trtllm_log
+from harness.core.level_records import STATS
 from harness.core.records import is_engine_speed, is_features
 from harness.report import curve_tables as ct
 from harness.energy import engine_tables as engine_energy
@@ -278,8 +279,8 @@ def cross_check_rows(checks: list[dict]) -> list[list[str]]:
         [
             f"{c['label']} c={c['concurrency']}",
             c["tool"],
-            ct.f(c["ours"]["output_tokens_per_s"], ".1f"),
-            ct.f(c["theirs"]["output_tokens_per_s"], ".1f"),
+            ct.f(c["ours"][STATS.output_tokens_per_s], ".1f"),
+            ct.f(c["theirs"][STATS.output_tokens_per_s], ".1f"),
             ct.f(c["output_tokens_per_s_ratio"], ".2f"),
             ct.f(c["ours"]["tpot_p50_s"], ".4f"),
             ct.f(c["theirs"]["tpot_p50_s"], ".4f"),

@@ -9,6 +9,7 @@ from numbers import Real
 from tabulate import tabulate
 
 from harness.core import admission, curves, sizing
+from harness.core.level_records import LevelStats
 from harness.core.records import CurveSummary, is_admission, is_level
 from harness.errors import ConfigError
 from harness.io.clock import now_stamp
@@ -183,7 +184,7 @@ def summary_record(
         levels=d.levels,
         knee_between=list(d.knee) if d.knee else None,
         operating_point=d.operating_point,
-        peak_output_tokens_per_s=max(levels[c]["output_tokens_per_s"] for c in d.levels),
+        peak_output_tokens_per_s=max(LevelStats.read(levels[c]).output_tokens_per_s for c in d.levels),
         tpot_fit_ms=(
             {"a": round(d.fit["a_s"] * 1000, 3), "b": round(d.fit["b_s"] * 1000, 4)} if d.fit else None
         ),
@@ -228,11 +229,12 @@ def _table_lines(d: curves.Curve, levels: dict[int, dict], markdown: bool) -> li
         tablefmt="github" if markdown else "plain",
         disable_numparse=True,
     )
-    peak = max(levels[c]["output_tokens_per_s"] for c in d.levels)
-    worst = max(levels[c]["tpot_s"].get("p90") or 0 for c in d.levels)
+    peak = max(LevelStats.read(levels[c]).output_tokens_per_s for c in d.levels)
+    worst = max(LevelStats.read(levels[c]).tpot_s.p90 or 0 for c in d.levels)
     out = [*text.splitlines(), "", f"    {'c':>5}  {'output tokens/s':<33}{'TPOT p90':<25}"]
     for c in d.levels:
-        rate, tp = levels[c]["output_tokens_per_s"], levels[c]["tpot_s"].get("p90")
+        st = LevelStats.read(levels[c])
+        rate, tp = st.output_tokens_per_s, st.tpot_s.p90
         tpot = "-" if tp is None else f"{tp:.4f} s"
         out.append(f"    {c:>5}  {bar(rate, peak)} {rate:<7.1f} {bar(tp or 0, worst, 16)} {tpot}")
     return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.core.level_records import Arrival, ClientCheck
 from harness.core.records import is_level
 from harness.report.markdown import table
 
@@ -47,7 +48,8 @@ def limit(r: dict) -> str:
     found = r.get("backlog")
     if not isinstance(found, dict):
         return "client" if r.get("schedule_note") else "—"
-    if r.get("client_limited") or r.get("schedule_note"):
+    client = ClientCheck.read(r)
+    if (client and client.client_limited) or r.get("schedule_note"):
         return "client" + (" (server behind too)" if r.get("server_note") else "")
     if r.get("server_limited"):
         return f"server ({found.get('finished_rps', 0):.3g} of {found.get('offered_rps', 0):.3g}/s finished)"
@@ -63,7 +65,8 @@ def workload_rows(records: list[dict]) -> list[list[str]]:
             continue
         wl = r.get("workload") or {"kind": "prompts"}
         late = r.get("schedule_lateness_s") or {}
-        arrival = r.get("arrival", "closed") + (f" K={r['burstiness']:g}" if r.get("burstiness") else "")
+        way = Arrival.read(r) or Arrival()
+        arrival = way.kind + (f" K={way.burstiness:g}" if way.burstiness else "")
         cv = r.get("departure_gap_cv")
         rows.append(
             [

@@ -32,6 +32,7 @@ from harness.cli import (
 from harness.core.server_text import keep_secret
 from harness.errors import HarnessError
 from harness.io.http import check_base_url
+from harness.options.shared import VERSION
 from harness.options.parser import HarnessParser, parse, with_api_path
 
 COMMANDS = (
@@ -60,7 +61,7 @@ COMMANDS = (
 
 def build_parser() -> argparse.ArgumentParser:
     parser = HarnessParser(prog="harness", description="Benchmark an LLM server as a service.")
-    parser.add_argument("--version", action="version", version=f"harness {__version__}")
+    options.to_argparse(parser, VERSION, command="harness")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMANDS:
         module.add_parser(sub)
@@ -94,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(given, str) and with_api_path(given) != given:  # the same URL form for every command
         args.base_url = with_api_path(given)
         print(f"    --base-url {given} has no path: using {args.base_url}", flush=True)
+    if args.version:  # the top-level flag: nothing else runs
+        print(f"harness {__version__}")
+        return 0
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

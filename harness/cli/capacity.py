@@ -22,6 +22,7 @@ from dataclasses import replace
 
 from harness import options
 from harness.cli import sweep as sweep_cli
+from harness.load.sweep_options import plan_from
 from harness.core.level_records import RunMark
 from harness.energy import meter as telemetry
 from harness.io.notebook import append_record, check_writable
@@ -51,7 +52,7 @@ def run(args) -> int:
     criterion = capacity_search.check(args)
     if args.rate_step is not None:
         args.rate = f"{args.rate_step:g}"  # the plan is an open loop; each level's rate is set below
-    plan = sweep_cli.plan_from(args)
+    plan = plan_from(args)
     check_writable(plan.labbook)
     check_writable(plan.samples_path, "--samples")
     listed = sweeping.list_models(plan)

@@ -48,24 +48,17 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "measure", help="single-user prefill, decode and memory (drop-in for compare-engines.py)"
     )
-    options.to_argparse(p, SNAPSHOT_ONLY, command="measure")
-    options.to_argparse(p, ENGINE, BASE_URL, MODEL, API_KEY, API_KEY_ENV, ENGINE_VERSION, command="measure")
-    options.to_argparse(p, BACKEND, command="measure")
-    options.to_argparse(p, MACHINE_DESC, QUANT, CONTEXT_LENGTH, command="measure")
-    options.to_argparse(p, CHECKPOINT, command="measure")
-    options.to_argparse(p, SERVER_PID, command="measure")
-    options.to_argparse(p, CONTAINER, command="measure")
-    options.to_argparse(p, IDLE_SNAPSHOT, command="measure")
-    options.to_argparse(p, MAX_TOKENS, command="measure")
-    options.to_argparse(p, LONG_REPEATS, command="measure")
-    options.to_argparse(p, REPETITIONS, command="measure")
-    options.to_argparse(p, TIMEOUT, IDLE_TIMEOUT, command="measure")
-    options.to_argparse(p, WAIT_SECONDS, command="measure")
-    options.to_argparse(p, NO_WARMUP, command="measure")
-    options.to_argparse(p, REUSE_PROMPT, command="measure")
-    # with --machine: the short test's decode as a share of the speed limit; the power and energy
-    # of each test's repetitions (docs/telemetry.md)
-    options.to_argparse(p, MACHINE, MODEL_GB, LABBOOK, PRINT_ONLY, TELEMETRY_SET, command="measure")
+    options.to_argparse(
+        p,
+        *(SNAPSHOT_ONLY, ENGINE, BASE_URL, MODEL, API_KEY, API_KEY_ENV, ENGINE_VERSION, BACKEND),
+        *(MACHINE_DESC, QUANT, CONTEXT_LENGTH, CHECKPOINT, SERVER_PID, CONTAINER, IDLE_SNAPSHOT),
+        *(MAX_TOKENS, LONG_REPEATS, REPETITIONS, TIMEOUT, IDLE_TIMEOUT, WAIT_SECONDS),
+        *(NO_WARMUP, REUSE_PROMPT),
+        # with --machine: the short test's decode as a share of the speed limit; the power and energy
+        # of each test's repetitions (docs/telemetry.md)
+        *(MACHINE, MODEL_GB, LABBOOK, PRINT_ONLY, TELEMETRY_SET),
+        command="measure",
+    )
     p.set_defaults(func=run)
 
 

@@ -34,6 +34,7 @@ API_KEY = Option(
     help="bearer token (prefer --api-key-env: the command line is public; never recorded)",
 )
 MACHINE_DESC = Option("host", default="", help="short description of the machine, for the record")
+VERSION = Option("version", bool, False, "print the program's version and end")
 PRINT_ONLY = Option("print-only", bool, False, "print the verdicts and figures, record nothing")
 MACHINE = Option(
     "machine",

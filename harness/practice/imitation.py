@@ -230,16 +230,23 @@ def _mlx(argv: list[str]) -> Imitation:
     )
 
 
+def lemonade_options(p: argparse.ArgumentParser) -> None:
+    """Lemonade's own options as its service (lemond) and its CLI (``lemonade``) both take them:
+    the service's address (LEMONADE_HOST and LEMONADE_PORT, or ``--host``/``--port``) and the
+    context a model is served with (``--ctx-size``)."""
+    p.add_argument("--host", default=os.environ.get("LEMONADE_HOST", "127.0.0.1"))
+    p.add_argument("--port", type=int, default=int(os.environ.get("LEMONADE_PORT", "13305")))
+    p.add_argument("--ctx-size", type=int)
+
+
 def _lemond(argv: list[str]) -> Imitation:
     """Lemonade's service, on the address LEMONADE_HOST/PORT name (``--host``/``--port`` too), with
     no model loaded until a `lemonade load`. Two options are the imitation's own, since the real
     service has them from its model store: ``--pulled MODEL``, the one model it has pulled, and
     ``--ctx-size N``, the context it serves it with."""
     p = argparse.ArgumentParser(prog="lemond", add_help=False)
-    p.add_argument("--host", default=os.environ.get("LEMONADE_HOST", "127.0.0.1"))
-    p.add_argument("--port", type=int, default=int(os.environ.get("LEMONADE_PORT", "13305")))
+    lemonade_options(p)
     p.add_argument("--pulled", required=True)
-    p.add_argument("--ctx-size", type=int)
     try:
         args, _ = p.parse_known_args(argv[1:])
     except SystemExit:

@@ -18,20 +18,22 @@ import os
 import urllib.error
 import urllib.request
 
+from harness import options
+from harness.options.shared import VERSION
+from harness.practice.imitation import lemonade_options
+
 BACKENDS = ("llamacpp:rocm", "llamacpp:vulkan", "llamacpp:cpu")
 TIMEOUT_S = 30.0
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lemonade", add_help=False)
-    p.add_argument("--host", default=os.environ.get("LEMONADE_HOST", "127.0.0.1"))
-    p.add_argument("--port", type=int, default=int(os.environ.get("LEMONADE_PORT", "13305")))
+    lemonade_options(p)  # --host, --port and --ctx-size, as the service (lemond) takes them
+    options.to_argparse(p, VERSION, command="lemonade")
     p.add_argument("--api-key", default=os.environ.get("LEMONADE_API_KEY"))
-    p.add_argument("--version", action="store_true")
     p.add_argument("words", nargs="*")
     p.add_argument("--json", action="store_true")
     p.add_argument("--all", action="store_true")
-    p.add_argument("--ctx-size", type=int)
     p.add_argument("--llamacpp")
     p.add_argument("--llamacpp-args")
     return p

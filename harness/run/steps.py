@@ -22,15 +22,16 @@ Option = tuple[str, Value]
 
 @dataclass(frozen=True)
 class StepCall:
-    """One ``harness`` command: the subcommand and its options, in command-line order. Option names
-    are the long flags spelt with underscores (``base_url`` is ``--base-url``)."""
+    """One ``harness`` command: the subcommand (one word, or a group and its verb: ``setup models``)
+    and its options, in command-line order. Option names are the long flags spelt with underscores
+    (``base_url`` is ``--base-url``)."""
 
     command: str
     options: tuple[Option, ...] = ()
 
     def to_argv(self) -> list[str]:
         """The arguments after ``harness``: ``["sweep", "--base-url", "http://...", ...]``."""
-        argv = [self.command]
+        argv = self.command.split()
         for name, value in self.options:
             flag = "--" + name.replace("_", "-")
             if value is True:
@@ -102,7 +103,7 @@ def _predict(w: Where, o: dict) -> list[StepCall]:
 
 
 def _models(w: Where, o: dict) -> list[StepCall]:
-    return [call("models", flag_options(o), [("labbook", w.notebook)])]
+    return [call("setup models", flag_options(o), [("labbook", w.notebook)])]
 
 
 def _summarise(w: Where, o: dict) -> list[StepCall]:
@@ -147,9 +148,9 @@ def _check(w: Where, o: dict) -> list[StepCall]:
 
 
 def _install(w: Where, o: dict) -> list[StepCall]:
-    """The NVIDIA track's installs (``harness install``): the plan's vLLM environment and TabbyAPI
-    checkout."""
-    return [call("install", flag_options(o))]
+    """The NVIDIA track's installs (``harness setup install``): the plan's vLLM environment and
+    TabbyAPI checkout."""
+    return [call("setup install", flag_options(o))]
 
 
 PLAN_STEPS: dict[str, Callable[[Where, dict], list[StepCall]]] = {

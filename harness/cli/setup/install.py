@@ -1,6 +1,7 @@
-"""``harness install``: the NVIDIA track's installs as the engines lab does them (its plan's install step):
-vLLM in its own ``uv`` environment and TabbyAPI's ``git`` clone, each where the machine has its
-tool and a network, and skipped with the reason where not (``harness/run/track_installs.py``)."""
+"""``harness setup install``: the NVIDIA track's installs as the engines lab does them (its plan's
+install step): vLLM in its own ``uv`` environment and TabbyAPI's ``git`` clone, each where the
+machine has its tool and a network, and skipped with the reason where not
+(``harness/run/track_installs.py``)."""
 
 from __future__ import annotations
 

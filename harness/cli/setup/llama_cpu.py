@@ -1,4 +1,4 @@
-"""``harness llama-cpu``: install checks for the real CPU engine, and serving it in the foreground."""
+"""``harness setup llama-cpu``: install checks for the real CPU engine, and serving it in the foreground."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``harness llama-vulkan``: install llama.cpp's Vulkan build (the wheel ``make llama-vulkan``
+"""``harness setup llama-vulkan``: install llama.cpp's Vulkan build (the wheel ``make llama-vulkan``
 built) in its own folder with the model, and list the Vulkan devices it sees."""
 
 from __future__ import annotations

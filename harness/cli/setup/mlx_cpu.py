@@ -1,4 +1,4 @@
-"""``harness mlx-cpu``: mlx_lm.server on MLX's Linux CPU backend in its own environment with Gemma 3
+"""``harness setup mlx-cpu``: mlx_lm.server on MLX's Linux CPU backend in its own environment with Gemma 3
 270M converted to MLX float32 (install), and serving it in the foreground (serve). A rehearsal on
 MLX's CPU backend: never a Mac figure."""
 

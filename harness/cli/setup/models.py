@@ -1,4 +1,4 @@
-"""``harness models``: get the model in each format a track uses, checked and recorded."""
+"""``harness setup models``: get the model in each format a track uses, checked and recorded."""
 
 from __future__ import annotations
 

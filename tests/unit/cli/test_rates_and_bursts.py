@@ -34,7 +34,7 @@ def test_a_think_time_that_is_no_wait_is_one_line(value, capsys):
 
 
 def test_the_open_loops_span_is_said_before_it_starts():
-    from harness.cli.sweep_workloads import rate_span_words
+    from harness.report.sweep_lines import rate_span_words
 
     assert rate_span_words(3, [50.0]) == "each level's schedule spans up to 0.04 s (3 requests at 50/s)"
     slow = rate_span_words(1000, [2.0, 0.001])

@@ -159,7 +159,7 @@ def test_in_the_record_a_late_client_wins_over_a_slow_server():
 
 
 def test_the_check_and_the_tables_name_the_server(capsys):
-    from harness.cli.sweep_output import print_level
+    from harness.cli.sweep import print_level
     from harness.report.workload_tables import markdown, workload_rows
 
     rec = {**_record(_samples(served(even(10, 40), [0.4] * 40, 2))), "rate_rps": 10, "arrival": "fixed-rate"}

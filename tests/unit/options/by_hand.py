@@ -22,7 +22,6 @@ BY_HAND = {
         "--tool",
     },
     "harness/cli/demo.py": {"--crowds", "--log-dir", "--rounds"},
-    "harness/cli/dispatch.py": {"--version"},
     "harness/cli/engines.py": {"--allow-cpu"},
     "harness/cli/gate.py": {"--baseline", "--candidate"},
     "harness/cli/setup/install.py": {"--tabby-dir", "--tabby-repo", "--vllm-venv"},

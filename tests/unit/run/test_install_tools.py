@@ -49,7 +49,7 @@ def test_environment_sizes_and_the_space_beside_them(tmp_path, monkeypatch):
 
 # -- the installs themselves ---------------------------------------------------------------------------
 def test_the_plan_step_and_the_lab_command_lines(tmp_path):
-    """Track N's install step runs `harness install` with the plan's lab.env paths, and the commands
+    """Track N's install step runs `harness setup install` with the plan's lab.env paths, and the commands
     it builds are the engines lab's, word for word (uv's into the plan's environment)."""
     from pathlib import Path
 
@@ -61,6 +61,7 @@ def test_the_plan_step_and_the_lab_command_lines(tmp_path):
     [found] = step_calls(plan, tmp_path, tmp_path / "labbook.md", step, None)
     home = str(Path.home())
     assert found.to_argv() == [
+        "setup",
         "install",
         "--vllm-venv",
         f"{home}/vllm/.venv",

@@ -68,8 +68,11 @@ def test_every_step_call_round_trips_through_the_harness_parser(track, tier):
     assert calls, "the plan has no harness steps"
     for step_id, c in calls:
         args = parser.parse_args(c.to_argv())
-        assert args.command == c.command, step_id
-        flags = {s: a for a in sub[c.command]._actions for s in a.option_strings}
+        group, *verb = c.command.split()  # `setup models`: the group, then its verb
+        assert [args.command, *([args.thing] if verb else [])] == [group, *verb], step_id
+        assert getattr(args, "renamed", None) is None, f"{step_id}: an old spelling ({c.command})"
+        command = subparsers(sub[group])[verb[0]] if verb else sub[group]
+        flags = {s: a for a in command._actions for s in a.option_strings}
         for name, value in dict(c.options).items():
             action = flags["--" + name.replace("_", "-")]
             assert getattr(args, action.dest) == expected(action, value), (step_id, name)
@@ -79,6 +82,8 @@ def test_to_argv_spells_flags_values_and_pairs():
     c = StepCall("summarise", (("labbook", "lab.md"), ("compare", ("a", "b")), ("record", True)))
     assert c.to_argv() == ["summarise", "--labbook", "lab.md", "--compare", "a", "b", "--record"]
     assert c.line() == "harness summarise --labbook lab.md --compare a b --record"
+    c = StepCall("setup models", (("track", "m"),))
+    assert c.to_argv() == ["setup", "models", "--track", "m"] and c.line() == "harness setup models --track m"
 
 
 def test_an_admission_with_search_runs_harness_capacity_from_the_chosen_level():

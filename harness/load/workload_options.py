@@ -1,7 +1,7 @@
 """The sweep's workload options (docs/workloads.md; declared in ``harness.options.workload``):
 bursts, trace replay, length distributions, conversations, the agent loop and ShareGPT files,
 read into ``SweepPlan`` fields (ConfigError, one line, for what does not fit). ``harness
-capacity`` shares them without the level-only ones."""
+capacity`` shares them without the level-only ones; ``harness.report.sweep_lines`` says them."""
 
 from __future__ import annotations
 
@@ -98,74 +98,3 @@ def prompt_set_name(args) -> str:
     if getattr(args, "sharegpt", None) and args.workload == "prompts":
         return "sharegpt:" + Path(args.sharegpt).name
     return "file:" + Path(args.prompt_file).name if args.prompt_file else args.prompt_set
-
-
-def plan_line(plan) -> str:
-    """The sweep's plan: its workload and parameters."""
-    shown = ", ".join(f"{k} {v}" for k, v in plan.workload_params().items())
-    burst = "" if plan.burstiness is None else f"; gamma arrivals, burstiness {plan.burstiness:g}"
-    line = f"    workload {plan.workload_kind}{': ' + shown if shown else ''}{burst}"
-    return line + (f"\n    {span_words(plan.trace)}" if plan.trace else "")
-
-
-def rate_span_words(requests: int, rates: list[float]) -> str:
-    """How long the open loop's schedules run (``requests`` at each rate, the slowest the longest),
-    so a rate far below the requests (0.001/s for 1,000 requests: 11.6 days) is seen before it starts."""
-    slowest = min(rates)
-    span = (requests - 1) / slowest if requests > 1 else 0.0
-    shown = f"{span:,.1f}" if span >= 1 else f"{span:.3g}"
-    out = f"each level's schedule spans up to {shown} s ({requests} requests at {slowest:g}/s)"
-    if span >= 3600:
-        out += f": {span / 3600:,.1f} h; fewer --requests or a higher --rate shortens it"
-    return out
-
-
-def _fmt(value, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
-
-
-def backlog_lines(r: dict) -> list[str]:
-    """An open loop's arrivals against the server's finishes, and the server-limited warning (or,
-    where the client was the limit too, the note that its verdict wins)."""
-    found = r.get("backlog")
-    if not isinstance(found, dict):
-        return []
-    if found.get("judged"):
-        line = (
-            f"         arrivals {found['offered_rps']:.3g}/s, finished {found['finished_rps']:.3g}/s "
-            f"over the last {found['window_s']:.3g} s of the schedule, in flight "
-            f"{found['in_flight_rise']:+d} (peak {found['peak_in_flight']})"
-        )
-    else:
-        line = f"         whether the server kept up: not judged, {found.get('reason')}"
-    out = [line]
-    if r.get("server_note"):
-        out.append(f"         {'warning' if r.get('server_limited') else 'note'}: {r['server_note']}")
-    return out
-
-
-def level_lines(r: dict) -> list[str]:
-    """Under a level's figures: the open loop's schedule error and spread, the agent's note, and
-    one line per turn of a conversation workload."""
-    out = []
-    late = r.get("schedule_lateness_s")
-    if late and late.get("p99") is not None:
-        cv = r.get("departure_gap_cv")
-        out.append(
-            f"         schedule lateness p50 {late['p50'] * 1000:.2f} ms p99 {late['p99'] * 1000:.2f} ms"
-            f"{'' if cv is None else f', departure gaps CV {cv:.2f}'}"
-        )
-    if r.get("schedule_note"):
-        out.append(f"         warning: {r['schedule_note']}")
-    out += backlog_lines(r)
-    for name in ("workload_note", "cached_note"):
-        if r.get(name):
-            out.append(f"         note: {r[name]}")
-    for row in r.get("per_turn") or []:
-        share = row["cached_share"]
-        out.append(
-            f"         turn {row['turn']}: {row['completed']}/{row['requests']} ok, TTFT p50 "
-            f"{_fmt(row['ttft_s']['p50'], '.3f')} s, TPOT p50 {_fmt(row['tpot_s']['p50'], '.4f')} s, prompt "
-            f"{_fmt(row['prompt_tokens_mean'], '')} tok, cached {'-' if share is None else f'{share:.0%}'}"
-        )
-    return out

@@ -12,7 +12,7 @@ from harness.practice.server import (
     tls_context,
 )
 from harness import options
-from harness.options.serve import BIND_HOST, CTX_PER_SLOT, LOG_FILE, PORT, PROFILE_SEED, SLOTS
+from harness.options.serve import BIND_HOST, CTX_PER_SLOT, LOG_FILE, PRACTICE_SERVER_PORT, PROFILE_SEED, SLOTS
 from harness.options.shared import API_KEY_ENV
 
 
@@ -26,7 +26,7 @@ def add_parser(sub) -> None:
         "--profile", default=profiles.DEFAULT_PROFILE, help="profile name or YAML path (default: kit)"
     )
     options.to_argparse(p, BIND_HOST, command="practice")
-    options.to_argparse(p, PORT, command="practice")
+    options.to_argparse(p, PRACTICE_SERVER_PORT, command="practice")
     options.to_argparse(p, SLOTS, command="practice")
     options.to_argparse(p, CTX_PER_SLOT, command="practice")
     options.to_argparse(p, API_KEY_ENV, command="practice")

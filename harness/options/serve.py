@@ -20,6 +20,16 @@ PORT = Option(
     high=65535,
     defaults=MappingProxyType({"llama-cpu serve": 8080, "vllm-cpu serve": 8000, "mlx-cpu serve": 8081}),
 )
+# the practice server alone may be given 0: the system picks a free port and its start line says
+# which (an engine the harness starts needs the port it will wait on, so it takes 1 to 65535)
+PRACTICE_SERVER_PORT = Option(
+    "port",
+    int,
+    PRACTICE_PORT,
+    "the port it listens on (0: a free port the system picks, said on the start line)",
+    low=0,
+    high=65535,
+)
 BIND_HOST = Option("host", default="127.0.0.1", help="the address it binds")
 SLOTS = Option(
     "slots",

@@ -36,6 +36,8 @@ HOMONYMS = {
     "--json": "a flag (print as JSON) vs preflight's file to write the findings to",
     "--vllm": "crosscheck's vllm command vs install's pinned requirement",
     "--format": "predict's one weight format vs models' repeatable filter of formats",
+    "--port": "the practice server's port, where 0 asks the system for a free one, vs the port of an "
+    "engine the harness starts and then waits on (1 to 65535)",
 }
 # Modules that imitate another program's command line (the practice server's stand-ins for
 # Lemonade's CLI): their options are that program's, spelled as it spells them.

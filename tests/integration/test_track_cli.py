@@ -40,7 +40,7 @@ def test_dry_run_prints_every_command_in_order(track, tmp_path):
     first = ["models", "install", "preflight"] if track == "n" else ["models", "preflight"]
     assert order[: len(first)] == first and order[len(first)].startswith("predict") and order[-1] == "report"
     models = next(x for x in lines if x.startswith("models: "))
-    assert f"harness models --track {track} --library " in models  # the formats this track needs, first
+    assert f"harness setup models --track {track} --library " in models  # the formats this track needs, first
     assert not (tmp_path / "manifest.json").exists()  # a dry run starts and writes nothing
 
 

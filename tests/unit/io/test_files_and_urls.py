@@ -171,7 +171,7 @@ def test_ports_out_of_range_are_never_free(port):
 
 def test_practice_refuses_a_port_out_of_range(capsys):
     assert main(["practice", "--port", "99999999"]) == 2
-    assert "--port takes a whole number from 1 to 65535" in capsys.readouterr().err
+    assert "--port takes a whole number from 0 to 65535" in capsys.readouterr().err
 
 
 def test_a_password_in_the_base_url_is_refused_and_never_repeated(capsys):

@@ -25,8 +25,8 @@ def test_the_dry_run_prints_the_commands_and_starts_nothing(rehearse):
     library = ROOT / "models" if rehearse else os.path.expanduser("~/models")
     shape = "--rehearse --quick --via-shim" if rehearse else "--via-shim"
     assert (
-        f"would run: .venv/bin/harness setup shim-allow m {shape} --out {state}/allow.json --library {library}"
-        in out
+        f"would run: .venv/bin/harness setup shim-allow m {shape} --out {state}/allow.json "
+        f"--library {library}" in out
     )
     assert f"shim/harness_shim.py serve --allow {state}/allow.json --library {library} --port 18799" in out
     assert (

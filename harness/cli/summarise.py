@@ -8,13 +8,13 @@ import io
 import sys
 from contextlib import redirect_stdout
 
-from harness.core import bounds
-from harness.core.server_text import printable
+from harness import bounds
+from harness.safe_text import printable
 from harness import options
 from harness.options.record import LABEL
 from harness.options.shared import LAB_CHECK, LABBOOK
 from harness.options.sizing import PEAK, PROMISE, SPARES
-from harness.io.notebook import append_record
+from harness.records.notebook import append_record
 from harness.report import summary
 
 

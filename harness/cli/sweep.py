@@ -10,12 +10,12 @@ from __future__ import annotations
 import sys
 
 from harness import options
-from harness.core.level_records import LevelRecord
-from harness.core.records import EndpointCheck
-from harness.core.server_text import keep_secret
+from harness.records.level import LevelRecord
+from harness.records.base import EndpointCheck
+from harness.safe_text import keep_secret
 from harness.errors import TargetError
-from harness.io.progress import LevelProgress
-from harness.io.notebook import check_writable
+from harness.cli.progress import LevelProgress
+from harness.records.notebook import check_writable
 from harness.energy import meter as telemetry
 from harness.load import sweep as sweeping  # no Locust yet: harness.load.runner is imported when load runs
 from harness.load.sweep import SweepPlan
@@ -57,7 +57,7 @@ def print_level(r: dict, previous: dict | None = None) -> None:
 def refuse_plain_http(plan: SweepPlan) -> None:
     """An https URL to a plain-HTTP port, said at once (TargetError) instead of at the bound."""
     from harness.load import runner  # noqa: F401  (Locust patches ssl: it must come before ssl is imported)
-    from harness.io import endpoint_proof
+    from harness.endpoints import proof as endpoint_proof
 
     mismatch = endpoint_proof.plain_http_behind_https(plan.root + plan.base_path)
     if mismatch:

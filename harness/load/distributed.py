@@ -29,16 +29,16 @@ from locust.runners import HEARTBEAT_LIVENESS, STATE_MISSING, STATE_RUNNING
 
 import psutil
 
-from harness.core import workers as parts_of
-from harness.core.levels import account, level_bound
-from harness.core.schedules import shares
-from harness.core.server_text import safe_text
-from harness.core.sample import Sample
+from harness.load import worker_parts as parts_of
+from harness.measure.levels import account, level_bound
+from harness.workloads.schedules import shares
+from harness.safe_text import safe_text
+from harness.measure.sample import Sample
 from harness.errors import EngineError
-from harness.io.metrics_sampler import MetricsSampler
-from harness.io.ports import free_port
+from harness.engines.metrics_sampler import MetricsSampler
+from harness.engines.ports import free_port
 from harness.load.runner import LOCUSTFILE, LevelRun, _Interrupts, _load_user_module, _Teller
-from harness.load.sweep_worker import NAME_ENV
+from harness.load.worker import NAME_ENV
 
 LOCAL_NAME = "process-{}"  # the name each local worker process gives itself
 

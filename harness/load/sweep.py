@@ -13,20 +13,20 @@ from pathlib import Path
 from typing import Callable
 
 from harness import options, signals
-from harness.core.bounds import crowd_timeout
-from harness.core.levels import level_record, peak_in_flight, sample_record
-from harness.core.prompts import make_prompts
-from harness.core.traces import TracePlan
-from harness.core.workload_stats import workload_stats
-from harness.core.conversations import ConversationPlan
-from harness.core.workloads import LengthPlan, largest_output, largest_request
-from harness.core.level_records import Arrival, LevelContext, LevelRecord, RunMark
-from harness.core.records import EndpointCheck
+from harness.bounds import crowd_timeout
+from harness.measure.levels import level_record, peak_in_flight, sample_record
+from harness.workloads.prompts import make_prompts
+from harness.workloads.traces import TracePlan
+from harness.workloads.level_part import workload_stats
+from harness.workloads.conversations import ConversationPlan
+from harness.workloads.request import LengthPlan, largest_output, largest_request
+from harness.records.level import Arrival, LevelContext, LevelRecord, RunMark
+from harness.records.base import EndpointCheck
 from harness.endpoints import api_path, kind_named
 from harness.errors import EngineError, HarnessError, TargetError, TargetUnreachable
-from harness.io.clock import new_run_id, now_stamp
-from harness.io.input_files import load_prompt_file
-from harness.io.notebook import append_level, append_record
+from harness.records.clock import new_run_id, now_stamp
+from harness.workloads.files import load_prompt_file
+from harness.records.notebook import append_level, append_record
 from harness.energy.meter import Meter, TelemetryPlan, with_parts
 from harness.options import load as load_options
 
@@ -65,8 +65,8 @@ class SweepPlan:
     worker_wait_s: float = 300.0  # how long the master waits for the --expect-workers to connect
     worker_url: str | None = None  # the server's root as the workers reach it (default: root)
     repeat: int = 1  # runs of each level, one after another, each its own record
-    burstiness: float | None = None  # open loop: gamma gaps of this shape (harness.core.schedules)
-    lengths: LengthPlan | None = None  # drawn input and output lengths (harness.core.workloads)
+    burstiness: float | None = None  # open loop: gamma gaps of this shape (harness.workloads.schedules)
+    lengths: LengthPlan | None = None  # drawn input and output lengths (harness.workloads.request)
     conversations: ConversationPlan | None = None  # --workload conversations
     trace: TracePlan | None = None  # --trace FILE: requests at their timestamps
     prompts: tuple[str, ...] = ()  # --sharegpt with prompts: each conversation's first user message
@@ -126,7 +126,7 @@ def prompts_for(plan: SweepPlan, count: int) -> list:
 def prove_endpoint(plan: SweepPlan, listed: list[str]) -> EndpointCheck:
     """One request before the first level; what it saw goes into the notebook either way, and a
     broken endpoint raises TargetError after the record is written."""
-    from harness.io import endpoint_proof
+    from harness.endpoints import proof as endpoint_proof
 
     seen = endpoint_proof.observe(  # the load's own URL (root + base path), headers and bounds
         plan.root + plan.base_path,

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from harness.core import bounds
+from harness import bounds
 from harness.options import Option
 
 ROW = Option("concurrency", int, 20, "the row (concurrency cap) to match", low=1, high=bounds.MAX_CONCURRENCY)

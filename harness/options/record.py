@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from harness.core import bounds
-from harness.core.records import UNKNOWN
+from harness import bounds
+from harness.records.base import UNKNOWN
 from harness.options import Option, OptionSet
 from harness.options.shared import LABBOOK
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import matplotlib
 
-from harness.core.curves import completed_levels, spread_of
-from harness.core.level_records import DIST, STATS, LevelStats
+from harness.measure.curves import completed_levels, spread_of
+from harness.records.level import DIST, STATS, LevelStats
 from harness.energy import report_section as energy_section
 
 matplotlib.use("Agg")

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.core import curves, words
-from harness.core.records import is_level
-from harness.io.notebook import read_records
+from harness.measure import curves
+from harness import words
+from harness.records.base import is_level
+from harness.records.notebook import read_records
 from harness.energy import report_section as energy_section
 from harness.report import markdown, measured
 from harness.report import lab_records

@@ -18,8 +18,8 @@ from collections import Counter
 
 import pytest
 
-from harness.io.notebook import problems, read_records
-from harness.io.ports import port_open
+from harness.records.notebook import problems, read_records
+from harness.engines.ports import port_open
 from tests.conftest import ROOT
 from tests.seeds import SEEDS, seeds_summarise_load
 

@@ -11,12 +11,12 @@ import pytest
 
 from harness.engines import llama_log, trtllm_log, vllm_log
 from harness.engines import logs as engine_logs
-from harness.core.stream import whole_body_error
+from harness.measure.stream import whole_body_error
 from harness.endpoints.chat import chat_parser
-from harness.io import memory
+from harness.engines import memory
 from harness.energy.sources import powermetrics
-from harness.io.engine_table import load_engine
-from harness.io.metrics_sampler import COUNTERS, GAUGES, parse_metrics
+from harness.engines.definitions import load_engine
+from harness.engines.metrics_sampler import COUNTERS, GAUGES, parse_metrics
 from tests.corpus_samples import samples
 
 MIN_SAMPLES = 80

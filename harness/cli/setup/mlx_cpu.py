@@ -8,8 +8,8 @@ import shlex
 import time
 from pathlib import Path
 
-from harness.run import mlx_cpu
-from harness.run.launchers.vllm_cpu import tree_memory_mb
+from harness.engines import mlx_cpu
+from harness.engines.launchers.vllm_cpu import tree_memory_mb
 from harness import options
 from harness.options.serve import LOG_FILE, PORT, RECONVERT, START_TIMEOUT
 from harness.options.shared import DRY_RUN

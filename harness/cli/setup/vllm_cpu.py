@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from harness.run import vllm_cpu, vllm_serve
-from harness.run.launchers.vllm_cpu import tree_memory_mb
+from harness.engines import vllm_cpu, vllm_serve
+from harness.engines.launchers.vllm_cpu import tree_memory_mb
 from harness import options
 from harness.options.serve import LOG_FILE, PORT, RECONVERT, START_TIMEOUT
 from harness.options.shared import DRY_RUN

@@ -26,7 +26,6 @@ Why each step exists (all seen on this machine, 2026-12-06):
 from __future__ import annotations
 
 import json
-import os
 import platform
 import shutil
 import sys
@@ -35,6 +34,7 @@ from pathlib import Path
 
 from harness import paths
 from harness.errors import InstallError
+from harness.engines.own_env import OwnEnv, run
 from harness.engines import llama_cpu, vllm_cpu
 
 MLX_VERSION = "0.32.4"
@@ -58,18 +58,12 @@ PYTHONS = ((3, 10), (3, 11), (3, 12), (3, 13), (3, 14))
 LABEL = "a rehearsal on MLX's CPU backend"
 
 
-def venv_dir() -> Path:
-    """``$MLX_VENV``, else ``.venv-mlx`` in the checkout (or the current directory)."""
-    value = os.environ.get("MLX_VENV")
-    return Path(value) if value else paths.workdir() / ".venv-mlx"
-
-
-def venv_python() -> Path:
-    return venv_dir() / "bin" / "python"
+ENV = OwnEnv("MLX", "mlx[cpu]", "MLX_VENV", ".venv-mlx", PYTHONS)
+venv_dir, venv_python, find_base_python = ENV.directory, ENV.python, ENV.base_python
 
 
 def server_bin() -> Path:
-    return venv_dir() / "bin" / "mlx_lm.server"
+    return ENV.bin("mlx_lm.server")
 
 
 def model_dir() -> Path:
@@ -108,55 +102,22 @@ def install_status() -> str | None:
     return None
 
 
-def find_base_python() -> str | None:
-    if sys.version_info[:2] in PYTHONS:
-        return getattr(sys, "_base_executable", None) or sys.executable
-    for major, minor in PYTHONS:
-        if found := shutil.which(f"python{major}.{minor}"):
-            return found
-    return None
-
-
 # -- the environment ----------------------------------------------------------------------------
 
 
-def _versions(names: tuple[str, ...]) -> dict:
-    code = (
-        "import json, importlib.metadata as m\n"
-        "def v(n):\n"
-        "    try: return m.version(n)\n"
-        "    except m.PackageNotFoundError: return None\n"
-        f"print(json.dumps({{n: v(n) for n in {names!r}}}))"
-    )
-    out = vllm_cpu._run([venv_python(), "-c", code], "asking the MLX environment")
-    return json.loads(out.strip().splitlines()[-1])
-
-
 def installed_versions() -> dict:
-    return _versions(("mlx", "mlx-cpu", "mlx-lm", "transformers", "mkl", "torch"))
+    return ENV.versions(("mlx", "mlx-cpu", "mlx-lm", "transformers", "mkl", "torch"))
 
 
 def wants_blas(machine: str | None = None) -> bool:
     return (machine or platform.machine()) in ("x86_64", "AMD64")
 
 
-def _pip(packages: list[str], what: str) -> float:
-    t0 = time.monotonic()
-    vllm_cpu._run([venv_python(), "-m", "pip", "install", "-q", *packages], what)
-    return round(time.monotonic() - t0, 1)
-
-
 def ensure_environment(say=print) -> dict:
     """Create ``.venv-mlx`` with mlx[cpu], mlx-lm and (x86-64) MKL; idempotent. Returns timings."""
     timings: dict = {}
     venv = venv_dir()
-    if not venv_python().is_file():
-        base = find_base_python()
-        if base is None:
-            raise InstallError("mlx[cpu] needs Python 3.10-3.14 and none was found on the PATH")
-        say(f"==> creating {venv} with {base}")
-        vllm_cpu._run([base, "-m", "venv", venv], "creating the MLX environment")
-        vllm_cpu._run([venv_python(), "-m", "pip", "install", "-q", "--upgrade", "pip"], "upgrading pip")
+    ENV.create(say)
     versions = installed_versions()
     want = list(PINS) + ([BLAS_PIN] if wants_blas() else [])
     if (
@@ -164,9 +125,9 @@ def ensure_environment(say=print) -> dict:
         or versions["mlx-lm"] != MLX_LM_VERSION
         or (wants_blas() and not versions["mkl"])
     ):
-        vllm_cpu.check_free_disk(venv, NEED_DISK_GB)
+        ENV.check_free_disk(NEED_DISK_GB)
         say(f"==> pip install {' '.join(want)} into {venv} (about 1.5 minutes, 1.3 GB)")
-        timings["pip_install_s"] = _pip(want, f"pip install {' '.join(want)}")
+        timings["pip_install_s"] = ENV.pip(want, f"pip install {' '.join(want)}")
     hub_cache().mkdir(parents=True, exist_ok=True)
     timings["versions"] = installed_versions()
     return timings
@@ -202,7 +163,7 @@ def check_environment() -> str:
         "a = mx.ones((64, 64)); mx.eval(a @ a)\n"
         'print(f"mlx-lm {mlx_lm.__version__} / mlx {mx.__version__} on {mx.default_device()}")'
     )
-    out = vllm_cpu._run([venv_python(), "-c", code], "importing MLX in its environment", env=server_env())
+    out = run([venv_python(), "-c", code], "importing MLX in its environment", env=server_env())
     return out.strip().splitlines()[-1]
 
 
@@ -215,15 +176,15 @@ def _bf16_source(say, work: Path) -> tuple[Path, str]:
     bf16 = vllm_cpu.model_dir()
     if vllm_cpu.manifest_matches(bf16, llama_cpu.MODEL_SHA256):
         return bf16, f"reused {bf16} (make vllm-cpu's conversion, its hashes checked)"
-    versions = _versions(("torch", "gguf", "accelerate"))
+    versions = ENV.versions(("torch", "gguf", "accelerate"))
     if not all(versions.values()):
         say(f"==> pip install {' '.join(CONVERT_PACKAGES)} (to read the GGUF; about a minute, 1 GB)")
         say(f"    note: {TORCH_NOTE}")
-        _pip(list(CONVERT_PACKAGES), f"pip install {' '.join(CONVERT_PACKAGES)} ({TORCH_NOTE})")
+        ENV.pip(list(CONVERT_PACKAGES), f"pip install {' '.join(CONVERT_PACKAGES)} ({TORCH_NOTE})")
     gguf = llama_cpu.assemble_model()
     out = work / "bf16"
     say(f"==> converting {gguf.name} to bf16 safetensors with transformers (1-2 minutes)")
-    vllm_cpu._run(
+    run(
         [venv_python(), Path(vllm_cpu.__file__).with_name("vllm_convert.py"), gguf, out],
         "converting the GGUF with transformers",
         env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
@@ -244,7 +205,7 @@ def ensure_model(say=print, force: bool = False) -> tuple[Path, dict]:
     out = partial / "mlx"
     say(f"==> mlx_lm.convert --dtype {DTYPE} into {dest} (about 20 s)")
     t1 = time.monotonic()
-    vllm_cpu._run(
+    run(
         [
             venv_dir() / "bin" / "mlx_lm.convert",
             "--hf-path",

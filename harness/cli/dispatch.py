@@ -14,6 +14,7 @@ from harness.cli import (
     crosscheck,
     demo,
     engines,
+    export,
     gate,
     imitate,
     measure,
@@ -32,6 +33,7 @@ from harness.cli import (
 from harness.safe_text import keep_secret
 from harness.errors import HarnessError
 from harness.endpoints.http_client import check_base_url
+from harness.machine import probe as machine_probe
 from harness.options.shared import VERSION
 from harness.options.parser import HarnessParser, parse, with_api_path
 
@@ -44,6 +46,7 @@ COMMANDS = (
     capacity,
     summarise,
     gate,
+    export,
     predict,
     verify_allocation,
     probe,
@@ -106,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         stop_on_sigterm()
     try:
         options.check_parsed(parser, args)  # every declared option in its range, one line
+        machine_probe.configure(getattr(args, "engine_log", None), getattr(args, "record_host_name", False))
         if isinstance(getattr(args, "api_key", None), str) and args.api_key:
             keep_secret(args.api_key)
             print(

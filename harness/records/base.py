@@ -109,7 +109,14 @@ class CurveSummary:
             **{k: self.run.get(k) for k in self.RUN_FIELDS},
             **own_fields(self, skip=("label", "run", *extra)),
             **optional,
+            **machine_of(self.run),
         }
+
+
+def machine_of(run: Mapping[str, Any]) -> dict:
+    """The machine part of the level a derived record stands on, so a summary written elsewhere
+    still names the machine that measured it; empty for levels written before the part."""
+    return {"machine": run["machine"]} if isinstance(run.get("machine"), dict) else {}
 
 
 @dataclass(frozen=True)
@@ -268,4 +275,5 @@ class AdmissionRecommendation:
             "from": self.source,
             **{k: self.run.get(k) for k in self.RUN_FIELDS},
             **own_fields(self, skip=("label", "source", "run")),
+            **machine_of(self.run),
         }

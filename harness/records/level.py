@@ -242,6 +242,7 @@ class LevelRecord:
     workload: Any = None  # harness.workloads.level_part.WorkloadStats (docs/workloads.md); read back: _Rest
     energy: dict | None = None  # added: harness.energy.record_part.energy_part (docs/telemetry.md)
     cost: dict | None = None  # added: harness.energy.record_part.cost_part, when a price was given
+    machine: dict | None = None  # added: harness.machine's part; the notebook writer adds it when None
 
     KIND: ClassVar[str] = "level"  # the record's kind: its schema's name (schemas/level.schema.json)
 
@@ -280,6 +281,8 @@ class LevelRecord:
             out["energy"] = self.energy
         if self.cost is not None:
             out["cost"] = self.cost
+        if self.machine is not None:
+            out["machine"] = self.machine
         bad = non_finite(out)
         if bad:  # a figure that cannot be true is never recorded
             raise SchemaError(f"level record for {c.label!r} has {bad}; nothing written")
@@ -311,6 +314,7 @@ class LevelRecord:
             run=RunMark.read(record),
             energy=record.get("energy"),
             cost=record.get("cost"),
+            machine=record.get("machine"),
         )
         claimed = typed.to_dict()
         rest = {k: v for k, v in record.items() if k not in claimed}

@@ -18,12 +18,15 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 import jsonschema
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
 
 from harness import paths
 from harness.records.level import LevelRecord
 from harness.records.base import is_level, non_finite
 from harness.safe_text import redact_tree
 from harness.errors import ConfigError, SchemaError
+from harness.machine import probe
 
 SCHEMA_DIR = paths.schemas_dir()
 
@@ -39,6 +42,16 @@ def load_schema(name: str) -> dict:
     return schema
 
 
+@lru_cache(maxsize=1)
+def _registry() -> Registry:
+    """Every schema by its ``$id``, so one may refer to another (``{"$ref": "machine"}``)."""
+    found = []
+    for path in sorted(SCHEMA_DIR.glob("*.schema.json")):
+        schema = load_schema(path.name.removesuffix(".schema.json"))
+        found.append((schema["$id"], Resource.from_contents(schema, default_specification=DRAFT202012)))
+    return Registry().with_resources(found)
+
+
 def _field_path(error: jsonschema.ValidationError) -> str:
     parts = [str(p) for p in error.absolute_path]
     return ".".join(parts) if parts else "(top level)"
@@ -46,7 +59,7 @@ def _field_path(error: jsonschema.ValidationError) -> str:
 
 def problems(record: Any, schema_name: str) -> list[str]:
     """Every way ``record`` fails its schema, as ``field: message`` strings (empty when valid)."""
-    validator = jsonschema.Draft202012Validator(load_schema(schema_name))
+    validator = jsonschema.Draft202012Validator(load_schema(schema_name), registry=_registry())
     errors = sorted(validator.iter_errors(record), key=lambda e: list(e.absolute_path))
     return [f"{_field_path(e)}: {e.message}" for e in errors]
 
@@ -79,7 +92,11 @@ def rehearsal_stamp(record: dict, env: Mapping[str, str] | None = None) -> dict:
 
 def record_line(record: dict, schema_name: str, where: str = "", env: Mapping[str, str] | None = None) -> str:
     """The record as its one notebook line, after the schema and the finite-number check; no key
-    this process sends survives in it, whole or in pieces (``harness.safe_text``)."""
+    this process sends survives in it, whole or in pieces (``harness.safe_text``). A notebook
+    record that carries no machine part gets this machine's (``harness.machine``), so every
+    record says where it was written (kinds whose schema declares ``machine``)."""
+    if "machine" not in record and "machine" in load_schema(schema_name).get("properties", {}):
+        record = {**record, "machine": probe.part_for(record)}
     record = redact_tree(rehearsal_stamp(record, env))
     validate(record, schema_name, where=where)
     bad = non_finite(record)

@@ -24,6 +24,7 @@ MAX_LINES = 1000  # a ceiling far above, so a module cannot grow unseen while it
 # floors below its own. The modules at the top of harness/ are the ground floor; they import each other.
 FLOORS = (
     ("", "errors", "paths", "signals", "safe_text", "words", "lab", "bounds"),
+    ("machine",),
     ("records",),
     ("measure",),
     ("workloads",),
@@ -32,7 +33,7 @@ FLOORS = (
     ("sizing",),
     ("engines",),
     ("options",),
-    ("load", "report", "practice"),
+    ("load", "report", "practice", "export"),
     ("run",),
     ("cli", "__main__"),
 )
@@ -374,11 +375,26 @@ def test_the_code_names_what_it_computes_not_the_course():
             "harness.run.a -> harness.run.b (line 1 of harness.run.a, top) -> harness.run.c (line 2 of "
             "harness.run.b, function) -> harness.run.a (line 1 of harness.run.c, top)",
         ),
-        ({"measure/a.py": "import harness.load.x\n", "load/x.py": ""}, "measure (floor 2) imports only"),
-        ({"report/a.py": "from harness.run.b import c\n", "run/b.py": ""}, "report (floor 9) imports only"),
-        ({"sizing/a.py": "from harness.load import b\n", "load/b.py": ""}, "sizing (floor 6) imports only"),
-        ({"engines/a.py": "import harness.cli.b\n", "cli/b.py": ""}, "engines (floor 7) imports only"),
-        ({"load/a.py": "from harness.report import b\n", "report/b.py": ""}, "and report is on floor 9"),
+        (
+            {"measure/a.py": "import harness.load.x\n", "load/x.py": ""},
+            "measure.a imports harness.load.x (line 1): measure (floor",
+        ),
+        (
+            {"report/a.py": "from harness.run.b import c\n", "run/b.py": ""},
+            "report.a imports harness.run.b (line 1): report (floor",
+        ),
+        (
+            {"sizing/a.py": "from harness.load import b\n", "load/b.py": ""},
+            "sizing.a imports harness.load.b (line 1): sizing (floor",
+        ),
+        (
+            {"engines/a.py": "import harness.cli.b\n", "cli/b.py": ""},
+            "engines.a imports harness.cli.b (line 1): engines (floor",
+        ),
+        (
+            {"load/a.py": "from harness.report import b\n", "report/b.py": ""},
+            "imports only the floors below it, and report is on floor",
+        ),
         ({"kit/a.py": "from harness.measure import b\n", "measure/b.py": ""}, "put kit on a floor"),
         (
             {"measure/a.py": '"""A."""\n\nimport time\n\nPURE = True\n'},
@@ -397,7 +413,7 @@ def test_the_code_names_what_it_computes_not_the_course():
         ),
         (
             {"energy/meter.py": "import harness.load.users\n", "load/users.py": ""},
-            "energy (floor 5) imports only the floors below it",
+            "energy.meter imports harness.load.users (line 1): energy (floor",
         ),
         (
             {"report/a.py": "from harness.energy.sampler import x\n", "energy/sampler.py": ""},
@@ -405,7 +421,7 @@ def test_the_code_names_what_it_computes_not_the_course():
         ),
         (
             {"options/a.py": "def f():\n    from harness.load import b\n", "load/b.py": ""},
-            "options (floor 8) imports only the floors below it",
+            "options.a imports harness.load.b (line 2): options (floor",
         ),
     ],
 )

@@ -36,7 +36,7 @@ BY_HAND = {
         "--usable-from",
         "--usable-gb",
     },
-    "harness/cli/setup/shim_allow.py": {"--out", "--powermetrics"},
+    "harness/cli/setup/shim_allow.py": {"--powermetrics"},
     "harness/cli/summarise.py": {
         "--chart",
         "--compare",

@@ -58,6 +58,7 @@ def _full_record() -> dict:
         run=lr.RunMark("run-1", 1, 2),
         workload=workload,
         energy={"energy_j": 1.0},
+        machine={"machine_schema": 1},
         cost={"usd": 1.0},
     )
     return record.to_dict()

@@ -78,6 +78,7 @@ SERIAL = (
     "tests/integration/mlx/",
     "tests/integration/shim/",
     "tests/integration/test_gpu_check.py",
+    "tests/integration/test_compare_llama.py",
     "tests/integration/test_endpoints.py",
     "tests/integration/test_handover.py",
     "tests/integration/test_llama_cpu.py",

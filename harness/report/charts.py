@@ -58,17 +58,22 @@ def _errors(levels: dict[int, dict], cs: list[int], key: str, pct: str | None, v
 
 
 def crowd_chart(
-    levels_by_label: dict[str, dict[int, dict]], path: str | Path, promise_s: float | None = None
+    levels_by_label: dict[str, dict[int, dict]],
+    path: str | Path,
+    promise_s: float | None = None,
+    styles: dict[str, dict] | None = None,
 ) -> Path:
     """Total output tokens/s and p95 first-token wait against crowd size, one line per label; a
-    level run more than once has error bars spanning its runs (smallest to largest)."""
+    level run more than once has error bars spanning its runs (smallest to largest). ``styles``:
+    a label's line style (colour, marker, line style), where a comparison groups its runs."""
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
     repeated = False
     for label, levels in levels_by_label.items():
+        style = {"marker": "o", **(styles or {}).get(label, {})}
         cs = completed_levels(levels)
         out = [LevelStats.read(levels[c]).output_tokens_per_s for c in cs]
         err = _errors(levels, cs, STATS.output_tokens_per_s, None, out)
-        top.errorbar(cs, out, yerr=err, marker="o", capsize=3, label=label)
+        top.errorbar(cs, out, yerr=err, capsize=3, label=label, **style)
         p95 = [LevelStats.read(levels[c]).ttft_s.p95 for c in cs]
         shown = [(c, v) for c, v in zip(cs, p95, strict=True) if v is not None]
         if shown:
@@ -77,9 +82,9 @@ def crowd_chart(
                 xs,
                 ys,
                 yerr=_errors(levels, xs, STATS.ttft_s, DIST.p95, ys),
-                marker="o",
                 capsize=3,
                 label=label,
+                **style,
             )
         repeated = repeated or err is not None
     if promise_s is not None:
@@ -98,16 +103,19 @@ def crowd_chart(
     return _save(fig, path)
 
 
-def pareto_chart(levels_by_label: dict[str, dict[int, dict]], path: str | Path) -> Path:
+def pareto_chart(
+    levels_by_label: dict[str, dict[int, dict]], path: str | Path, styles: dict[str, dict] | None = None
+) -> Path:
     """Per-user output speed (1 / TPOT p50: what one person sees while the answer streams) against
-    total output tokens/s, one point per level labelled with its crowd, one line per label."""
+    total output tokens/s, one point per level labelled with its crowd, one line per label
+    (``styles`` as for ``crowd_chart``)."""
     fig, ax = plt.subplots(figsize=(7, 5))
     for label, levels in levels_by_label.items():
         typed = {c: LevelStats.read(levels[c]) for c in completed_levels(levels)}
         cs = [c for c, st in typed.items() if (st.tpot_s.p50 or 0) > 0]
         xs = [typed[c].output_tokens_per_s for c in cs]
         ys = [1 / typed[c].tpot_s.p50 for c in cs]
-        ax.plot(xs, ys, marker="o", label=label)
+        ax.plot(xs, ys, label=label, **{"marker": "o", **(styles or {}).get(label, {})})
         for c, x, y in zip(cs, xs, ys, strict=True):
             ax.annotate(f"c={c}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
     ax.set_xlabel("total output (tokens/s)")

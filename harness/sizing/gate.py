@@ -128,20 +128,22 @@ def _values(records: list[dict], name: str) -> list[str]:
     return seen
 
 
-def unlike(base: list[dict], cand: list[dict]) -> str | None:
+def unlike(
+    base: list[dict], cand: list[dict], sides: tuple[str, str] = ("the baseline", "the candidate")
+) -> str | None:
     """Why the two sides did not run alike (a condition that differs, within a side or between
-    them), or None."""
+    them), or None; ``sides`` names them in the reason (``harness compare`` names its runs)."""
     for name, words in CONDITIONS.items():
-        for side, recs in (("baseline", base), ("candidate", cand)):
+        for side, recs in zip(sides, (base, cand), strict=True):
             found = _values(recs, name)
             if len(found) > 1:
                 shown = " and ".join(_said(json.loads(v)) for v in found[:2])
-                return f"the {side} mixes runs: its {words} is {shown} in different records"
+                return f"{side} mixes runs: its {words} is {shown} in different records"
         x, y = _values(base, name), _values(cand, name)
         if x != y:
             return (
-                f"different conditions: {words} is {_said(json.loads(x[0]))} in the baseline and "
-                f"{_said(json.loads(y[0]))} in the candidate"
+                f"different conditions: {words} is {_said(json.loads(x[0]))} in {sides[0]} and "
+                f"{_said(json.loads(y[0]))} in {sides[1]}"
             )
     return None
 
@@ -222,18 +224,31 @@ def gate_line(
     """One metric at one level: worse when the candidate's median is worse than the baseline's by
     more than ``tolerance`` and every candidate run is worse than every baseline run (the rank test:
     by chance that happens once in C(m+n, n))."""
-    b = [v for r in base if (v := metric.read(r)) is not None]
-    c = [v for r in cand if (v := metric.read(r)) is not None]
+    b, c = values(metric, base), values(metric, cand)
     if not b or not c:
         return GateLine(metric.name, level, b, c, metric.unit, None, "absent")
-    mb, mc = median(b), median(c)
+    share = worse_share(metric, b, c)
+    outcome = "ok" if share <= tolerance else ("worse" if all_worse(metric, b, c) else "noise")
+    return GateLine(metric.name, level, b, c, metric.unit, share, outcome)
+
+
+def values(metric: GateMetric, records: list[dict]) -> list[float]:
+    """The metric in each record that has it (the runs of one level)."""
+    return [v for r in records if (v := metric.read(r)) is not None]
+
+
+def worse_share(metric: GateMetric, base: list[float], cand: list[float]) -> float:
+    """How much worse the candidate's median is than the baseline's, as a share of the baseline's
+    (negative: better); a zero baseline makes any change all of it (1 or -1)."""
+    mb, mc = median(base), median(cand)
     assert mb is not None and mc is not None
     sign = -1 if metric.higher_better else 1
-    # a zero baseline: any change is all of it
-    share = sign * (mc - mb) / mb if mb else float(sign * (mc - mb) > 0) - float(sign * (mc - mb) < 0)
-    apart = min(c) > max(b) if not metric.higher_better else max(c) < min(b)
-    outcome = "ok" if share <= tolerance else ("worse" if apart else "noise")
-    return GateLine(metric.name, level, b, c, metric.unit, share, outcome)
+    return sign * (mc - mb) / mb if mb else float(sign * (mc - mb) > 0) - float(sign * (mc - mb) < 0)
+
+
+def all_worse(metric: GateMetric, base: list[float], cand: list[float]) -> bool:
+    """Whether every candidate run is worse than every baseline run (the rank test's event)."""
+    return min(cand) > max(base) if not metric.higher_better else max(cand) < min(base)
 
 
 def lines(base: dict[float, list[dict]], cand: dict[float, list[dict]], tolerance: float) -> list[GateLine]:

@@ -34,7 +34,7 @@ FLOORS = (
     ("engines",),
     ("options",),
     ("load", "report", "practice", "export"),
-    ("run",),
+    ("run", "compare"),
     ("cli", "__main__"),
 )
 FLOOR = {package: n for n, packages in enumerate(FLOORS) for package in packages}

@@ -25,6 +25,7 @@ from harness.cli import sweep as sweep_cli
 from harness.load.sweep_options import plan_from
 from harness.records.level import RunMark
 from harness.energy import meter as telemetry
+from harness.exporter import live
 from harness.records.notebook import append_record, check_writable
 from harness.options.search import SEARCH
 from harness.options.sizing import SIZING
@@ -64,6 +65,7 @@ def run(args) -> int:
         print(line, flush=True)
     if not args.no_endpoint_check:
         sweep_cli.print_endpoint(sweeping.prove_endpoint(plan, listed))
+    live.start(args.prometheus_port, args.prometheus_host, sweeping.in_flight(plan))  # a port taken: exit 2
     meter = telemetry.start(plan.telemetry)  # absent sources in one line each; the idle baseline
     try:
         sweeping.warm_up(plan)
@@ -73,6 +75,7 @@ def run(args) -> int:
             args, criterion, plan.context.objectives, found, started, _measure(plan, meter), say
         )
     finally:
+        live.LIVE.close(args.prometheus_hold)
         if meter is not None:
             meter.close()
     context = {**plan.context.__dict__, "server_slots": args.server_slots or None}

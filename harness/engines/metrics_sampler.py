@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+import time
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -129,6 +130,7 @@ class MetricsSampler:
         self.url, self.interval, self.timeout = url, interval, timeout
         self.headers = headers or {}
         self.snapshots: list[dict[str, float]] = []
+        self.stamps: list[float] = []  # when each snapshot's answer came (the samples' clock)
         self.errors = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -144,6 +146,7 @@ class MetricsSampler:
                 self.errors += 1
             else:
                 self.snapshots.append(parsed)
+                self.stamps.append(time.perf_counter())
         except (HarnessError, ValueError, TypeError):  # no answer, past a bound, broken, a bad URL
             self.errors += 1
 
@@ -162,6 +165,11 @@ class MetricsSampler:
         if self._thread:
             self._thread.join(self.timeout + 1)
         self.poll_once()
+
+    def readings(self) -> list[tuple[float, dict[str, float]]]:
+        """Each snapshot with the moment its answer came (``harness.exporter.series`` lays the
+        client's figures beside them)."""
+        return list(zip(self.stamps, self.snapshots, strict=True))
 
     def summary(self) -> dict:
         out = summarise(self.snapshots)

@@ -36,6 +36,7 @@ from harness.safe_text import safe_text
 from harness.measure.sample import Sample
 from harness.errors import EngineError
 from harness.engines.metrics_sampler import MetricsSampler
+from harness.exporter.live import LIVE
 from harness.engines.ports import free_port
 from harness.load.runner import LOCUSTFILE, LevelRun, _Interrupts, _load_user_module, _Teller
 from harness.load.worker import NAME_ENV
@@ -161,6 +162,7 @@ class DistributedLoad:
             sample.tags = {**sample.tags, "worker": worker}
             part.samples.append(sample)
             self.samples.append(sample)
+            LIVE.observe(sample)  # the live figures (harness.exporter.live), as each arrives
         self.last_receipt = time.perf_counter()
 
     def _on_hello(self, environment, msg, **_) -> None:
@@ -336,6 +338,7 @@ class DistributedLoad:
             workers=parts_of.entries(parts),
             wall_clock="samples" if self.shared_clock else "master",
             lost=parts_of.lost_line(parts, concurrency) if lost else None,
+            readings=sampler.readings() if sampler and self.shared_clock else [],
         )
 
     def close(self) -> None:

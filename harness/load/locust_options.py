@@ -13,9 +13,16 @@ from locust import events
 
 from harness import options
 from harness.energy.detect import parse_spec
-from harness.options import load, record, slo, telemetry, workload
+from harness.options import load, prometheus, record, slo, telemetry, workload
 
-SETS = (load.LOCUST, workload.LOCUST, slo.LOCUST, record.LOCUST, telemetry.TELEMETRY_SET)
+SETS = (
+    load.LOCUST,
+    workload.LOCUST,
+    slo.LOCUST,
+    record.LOCUST,
+    telemetry.TELEMETRY_SET,
+    prometheus.PROMETHEUS,
+)
 # the web UI form's field that is no option's dest: Locust's form calls --users "user_count"
 FORM_FIELDS = {"user_count": "--users"}
 

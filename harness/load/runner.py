@@ -105,6 +105,7 @@ class LevelRun:
     workers: list[dict] | None = None
     wall_clock: str | None = None
     lost: str | None = None
+    readings: list = field(default_factory=list)  # the /metrics snapshots, each with its moment
 
 
 def run_closed_level(
@@ -196,7 +197,8 @@ def _drive(  # noqa: C901
     wall = (max(ends) - t0) if ends else time.perf_counter() - t0
     cpu1 = proc.cpu_times()
     client_cpu = (cpu1.user + cpu1.system - cpu0.user - cpu0.system) / max(wall, 1e-9)
-    return LevelRun(collected, wall, client_cpu, sampler.summary() if sampler else {})
+    summary, readings = (sampler.summary(), sampler.readings()) if sampler else ({}, [])
+    return LevelRun(collected, wall, client_cpu, summary, readings=readings)
 
 
 def run_open_level(

@@ -8,6 +8,7 @@ finished level. Locust is imported (through ``harness.load.runner``) only when l
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -28,6 +29,8 @@ from harness.records.clock import new_run_id, now_stamp
 from harness.workloads.files import load_prompt_file
 from harness.records.notebook import append_level, append_record
 from harness.energy.meter import Meter, TelemetryPlan, with_parts
+from harness.exporter.live import LIVE
+from harness.exporter.series import series_part
 from harness.options import load as load_options
 
 WARMUP_PROMPT = "Answer with a single word: ok"
@@ -230,16 +233,37 @@ def run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None,
     """One level: (what the runner measured, the concurrency it counts as, how requests arrived).
     ``on_progress`` hears the runner's ``Progress`` about twice a second while the level runs;
     ``meter``'s sampler reads the telemetry from just before the level to just after it (on its
-    own thread), and its summary is the result's ``telemetry``."""
+    own thread), and its summary is the result's ``telemetry``. The live collector
+    (``harness.exporter.live``), where served, counts the level's requests and shows its level."""
+    if plan.trace or plan.open_loop:
+        LIVE.start_level(rate=plan.trace.rate() if plan.trace else level)
+    else:
+        LIVE.start_level(users=level)
     if meter is None:
-        return _run_level(plan, level, distributed, on_progress)
-    meter.start()
-    try:
         result, concurrency, arrival = _run_level(plan, level, distributed, on_progress)
-    finally:
-        summary = meter.stop()
-    result.telemetry = summary
+    else:
+        meter.start()
+        try:
+            result, concurrency, arrival = _run_level(plan, level, distributed, on_progress)
+        finally:
+            summary = meter.stop()
+        result.telemetry = summary
+    LIVE.settle(result.samples)  # those cancelled at the bound, which no event brought
     return result, concurrency, arrival
+
+
+def in_flight(plan: SweepPlan):
+    """How the live collector reads the requests in flight: this process's users' count, or None
+    where worker processes send the requests (they do not say)."""
+    if plan.processes or plan.expect_workers:
+        return None
+
+    def count() -> int:
+        from harness.load import users as user  # imported by the runner already: Locust is loaded
+
+        return user.IN_FLIGHT[0]
+
+    return count
 
 
 def _run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None):
@@ -339,6 +363,9 @@ def record_level(
     record = with_parts(
         record, meter, getattr(result, "telemetry", None), plan.price_per_hour, plan.price_per_kwh
     )
+    series = series_part(getattr(result, "readings", None) or [], result.samples)
+    if series is not None:
+        record = dataclasses.replace(record, series=series)
     mark = {"run_id": plan.run_id, "repeat": (run or RunMark(plan.run_id)).repeat}
     rows = [{**sample_record(s, plan.context.label, concurrency), **mark} for s in result.samples]
     append_level(plan.labbook, record.to_dict(), plan.samples_path, rows)  # both whole, or neither

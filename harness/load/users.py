@@ -18,6 +18,7 @@ request left, and every read, the headers' included, is stamped by the kernel on
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 import gevent
@@ -29,12 +30,14 @@ from harness.measure.sample import Sample
 from harness.workloads.request import Request
 from harness.load.socket_client import Pool
 from harness.energy.meter import LOCUST_RUN
+from harness.exporter import live
 from harness.load import headless, worker as sweep_worker
 from harness.endpoints import urls
 from harness.load import locust_options as options  # noqa: F401  (registers the Locust command-line options)
 from harness.load.request import Departure, stream_once
 from harness.load.workload import Workload  # noqa: F401  (re-exported: the runner builds user.Workload)
 from harness.endpoints import KINDS
+from harness.errors import ConfigError
 
 
 def _metric_rows(environment, sample: Sample) -> None:
@@ -161,7 +164,12 @@ class ArrivalUser(_BoundedUser):
         self.done = True
 
     def _one(self, departed: Departure) -> None:
-        _metric_rows(self.environment, stream_once(self.pool, self.workload, departed.job, departed))
+        IN_FLIGHT[0] += 1
+        try:
+            sample = stream_once(self.pool, self.workload, departed.job, departed)
+        finally:
+            IN_FLIGHT[0] -= 1
+        _metric_rows(self.environment, sample)
 
 
 # -- standalone use (web UI, headless): options and thresholds ---------------------------------------
@@ -225,9 +233,13 @@ def _master_collects(environment, **_kw) -> None:
     from locust.runners import MasterRunner
 
     if isinstance(environment.runner, MasterRunner):
-        environment.runner.register_message(
-            "harness_samples", lambda environment, msg, **_: SAMPLES.extend(Sample(**d) for d in msg.data)
-        )
+
+        def take(environment, msg, **_) -> None:
+            got = [Sample(**d) for d in msg.data]
+            SAMPLES.extend(got)
+            live.LIVE.settle(got)  # the live figures of a distributed run: the master's
+
+        environment.runner.register_message("harness_samples", take)
 
 
 def _new_window() -> None:
@@ -245,11 +257,37 @@ def _prove_endpoint(environment, **_kw) -> None:
         LOCUST_RUN.check(environment)  # both prices: one line, exit 2
         headless.prove_or_exit(environment, os.environ.get(o.api_key_env) or None)
         LOCUST_RUN.open_for(environment)  # the telemetry's sources and idle baseline, before any test
+        _serve_figures(environment, o)
+
+
+def _serve_figures(environment, o) -> None:
+    """``--prometheus-port``: the live figures served by this process where it runs the users or
+    collects their samples (a worker serves nothing); a port taken is one line and exit status 2."""
+    port = getattr(o, "prometheus_port", None)
+    if not port or getattr(environment, "harness_workload_external", False) or getattr(o, "worker", False):
+        return
+    counter = None if getattr(o, "master", False) else (lambda: IN_FLIGHT[0])
+    try:
+        live.start(port, o.prometheus_host, counter, lead="harness: ")
+    except ConfigError as exc:
+        print(f"harness: {exc}; no load was sent", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+@events.spawning_complete.add_listener
+def _level(user_count, **_kw) -> None:
+    if live.LIVE.rate is None:  # a sweep's open loop spawns one user: its level is the rate
+        live.LIVE.users = user_count  # the web UI's new user count, or the headless run's
+
+
+events.request.add_listener(live.LIVE.on_request)  # counts only where served, while a level runs
 
 
 @events.test_start.add_listener
 def _started(environment, **_kw) -> None:
     LOCUST_RUN.test_started(environment)  # the idle baseline, where read here, before the window
+    if not getattr(environment, "harness_workload_external", False):  # a sweep says its own levels
+        live.LIVE.start_level(users=getattr(environment.runner, "target_user_count", None) or 0)
     _new_window()
 
 
@@ -317,6 +355,7 @@ def _thresholds(environment, **_kw) -> None:
         for line in LOCUST_RUN.run_lines(environment, samples, wall):
             print(f"harness: {line}")
     LOCUST_RUN.close()
+    live.LIVE.close(getattr(o, "prometheus_hold", 0.0) or 0.0)
     if problems:
         print("harness thresholds FAILED: " + "; ".join(problems))
         environment.process_exit_code = 1

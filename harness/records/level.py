@@ -243,6 +243,7 @@ class LevelRecord:
     energy: dict | None = None  # added: harness.energy.record_part.energy_part (docs/telemetry.md)
     cost: dict | None = None  # added: harness.energy.record_part.cost_part, when a price was given
     machine: dict | None = None  # added: harness.machine's part; the notebook writer adds it when None
+    series: dict | None = None  # added: harness.exporter.series.series_part, where /metrics was read
 
     KIND: ClassVar[str] = "level"  # the record's kind: its schema's name (schemas/level.schema.json)
 
@@ -283,6 +284,8 @@ class LevelRecord:
             out["cost"] = self.cost
         if self.machine is not None:
             out["machine"] = self.machine
+        if self.series is not None:
+            out["series"] = self.series
         bad = non_finite(out)
         if bad:  # a figure that cannot be true is never recorded
             raise SchemaError(f"level record for {c.label!r} has {bad}; nothing written")
@@ -315,6 +318,7 @@ class LevelRecord:
             energy=record.get("energy"),
             cost=record.get("cost"),
             machine=record.get("machine"),
+            series=record.get("series"),
         )
         claimed = typed.to_dict()
         rest = {k: v for k, v in record.items() if k not in claimed}

@@ -235,3 +235,63 @@ def energy_chart(levels_by_label: dict[str, dict[int, dict]], path: str | Path) 
         f"{drawn.mark}\n{title}" if drawn.mark else title, fontsize=9, color="darkred" if drawn.mark else None
     )
     return _save(fig, path)
+
+
+def series_chart(label: str, records: list[dict], path: str | Path, mark: str = "") -> Path:
+    """The server's and the client's time series of a curve, its levels end to end in the order
+    run: requests in flight beside the server's running and waiting gauges, then each side's
+    output tokens per second between two readings (``harness.exporter.series``)."""
+    from harness.exporter import series as es
+
+    fig, (top, low) = plt.subplots(2, 1, figsize=(9, 5.5), sharex=True)
+    offset = 0.0
+    for n, r in enumerate(records):
+        s = r["series"]
+        t = [offset + x for x in s["t_s"]]
+        server, client = s["server"], s["client"]
+        first = n == 0
+        top.step(
+            t,
+            client["in_flight_requests"],
+            where="post",
+            color="C0",
+            label="client: in flight" if first else None,
+        )
+        for names, style, what in ((es.RUNNING, "--", "running"), (es.WAITING, ":", "waiting")):
+            name = es.first_of(names, server)
+            if name:
+                top.plot(
+                    t, server[name], style, color="C1", label=f"server: {what} ({name})" if first else None
+                )
+        pairs = [("C0", "client: output tokens/s", client["output_tokens"])]
+        made = es.first_of(es.GENERATED, server)
+        if made:
+            pairs.append(("C1", f"server: {made} /s", server[made]))
+        for color, name, totals in pairs:
+            xs, ys = _rates(t, totals)
+            low.plot(
+                xs, ys, color=color, linestyle="-" if color == "C0" else "--", label=name if first else None
+            )
+        top.axvline(offset, color="grey", alpha=0.3, linewidth=0.8)
+        top.annotate(f"c={r.get('concurrency')}", (offset, 0), fontsize=7, color="grey")
+        offset = t[-1] + 0.5
+    top.set_ylabel("requests")
+    low.set_ylabel("output tokens/s")
+    low.set_xlabel("seconds, the curve's levels end to end")
+    title = f"{label}: the server's /metrics and the client's own figures at the same instants"
+    top.set_title(f"{mark}\n{title}" if mark else title, fontsize=10)
+    for ax in (top, low):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def _rates(t: list[float], totals: list) -> tuple[list[float], list[float]]:
+    """A running total's rise per second between readings, at each interval's end."""
+    xs, ys = [], []
+    points = list(zip(t, totals, strict=True))
+    for (t0, a), (t1, b) in zip(points, points[1:], strict=False):
+        if a is not None and b is not None and t1 > t0:
+            xs.append(t1)
+            ys.append((b - a) / (t1 - t0))
+    return xs, ys

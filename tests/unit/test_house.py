@@ -29,7 +29,7 @@ FLOORS = (
     ("measure",),
     ("workloads",),
     ("endpoints",),
-    ("energy",),
+    ("energy", "exporter"),
     ("sizing",),
     ("engines",),
     ("options",),

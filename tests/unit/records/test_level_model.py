@@ -60,6 +60,7 @@ def _full_record() -> dict:
         energy={"energy_j": 1.0},
         machine={"machine_schema": 1},
         cost={"usd": 1.0},
+        series={"t_s": [0.0, 0.5], "server": {}, "client": {}},
     )
     return record.to_dict()
 

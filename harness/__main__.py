@@ -1,5 +1,5 @@
 import sys
 
-from harness.entry import main
+from harness.cli.entry import main
 
 sys.exit(main())

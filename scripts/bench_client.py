@@ -45,16 +45,16 @@ import requests  # noqa: E402
 from tabulate import tabulate  # noqa: E402
 
 from harness.load import distributed, runner as loadgen  # noqa: E402
-from harness.core.levels import (  # noqa: E402
+from harness.measure.levels import (  # noqa: E402
     aggregate,
     client_limit_note,
     client_limited,
     first_read_lags,
     level_stats,
 )
-from harness.core.records import Objectives  # noqa: E402
-from harness.core.stats import percentile  # noqa: E402
-from harness.io.ports import free_port  # noqa: E402
+from harness.records.base import Objectives  # noqa: E402
+from harness.measure.stats import percentile  # noqa: E402
+from harness.engines.ports import free_port  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

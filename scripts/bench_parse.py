@@ -6,7 +6,7 @@ one chunk each, a finish, ``[DONE]``) goes through what ``harness sweep`` runs o
 HTTP parser, ``read_stream`` (a read's lines at once) and the SSE parser, one read per server
 write, as a client that keeps up reads them. Process CPU time over the tokens, best of ``--repeat``
 runs (other work on the machine only adds). The general path (one line at a time, no short cut:
-what the fast path is tested against, tests/unit/io/test_read_path_exact.py) is timed beside it.
+what the fast path is tested against, tests/unit/load/test_read_path_exact.py) is timed beside it.
 
     .venv/bin/python scripts/bench_parse.py [--streams 300] [--repeat 5]
 """
@@ -17,9 +17,9 @@ import argparse
 import json
 import time
 
-from harness.core.stream import StreamParser
+from harness.measure.stream import StreamParser
 from harness.endpoints.chat import ChatAnswer, chat_parser
-from harness.io.stream_socket import Head, body_lines, read_head, read_stream
+from harness.load.socket_client import Head, body_lines, read_head, read_stream
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 WORDS = ["The", " weights", " so", " a", " second", " person", " of", " tokens"]

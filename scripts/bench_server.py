@@ -26,7 +26,7 @@ import psutil
 import requests
 from tabulate import tabulate
 
-from harness.io.ports import free_port
+from harness.engines.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 

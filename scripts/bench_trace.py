@@ -39,10 +39,10 @@ from pathlib import Path
 import requests
 from tabulate import tabulate
 
-from harness.core.records import LAB_ID
-from harness.core.stats import percentile
-from harness.io.notebook import read_records
-from harness.io.ports import free_port
+from harness.records.base import LAB_ID
+from harness.measure.stats import percentile
+from harness.records.notebook import read_records
+from harness.engines.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS = [sys.executable, "-m", "harness.cli"]

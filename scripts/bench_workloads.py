@@ -31,9 +31,9 @@ from pathlib import Path  # noqa: E402
 import requests  # noqa: E402
 from tabulate import tabulate  # noqa: E402
 
-from harness.core.schedules import coefficient_of_variation, expected_cv, gaps  # noqa: E402
-from harness.core.stats import percentile  # noqa: E402
-from harness.core.traces import TracePlan, TraceRow  # noqa: E402
+from harness.workloads.schedules import coefficient_of_variation, expected_cv, gaps  # noqa: E402
+from harness.measure.stats import percentile  # noqa: E402
+from harness.workloads.traces import TracePlan, TraceRow  # noqa: E402
 from harness.load import runner as loadgen  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

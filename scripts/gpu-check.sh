@@ -284,7 +284,7 @@ build() {
 # The interpreter that runs the harness (sets PY): PYTHON, the working tree's .venv where it runs
 # here, else python3 with the bundle's wheels installed beside it (the GPU machine has no network).
 harness_python() {
-  local check='import harness.entry, harness.load.runner, jsonschema, gguf, psutil, yaml, requests'
+  local check='import harness.cli.entry, harness.load.runner, jsonschema, gguf, psutil, yaml, requests'
   if [ -n "${PYTHON:-}" ]; then PY=$PYTHON; return 0; fi
   if [ "${USE_VENV:-1}" != 0 ] && [ -x "$REPO/.venv/bin/python" ] && "$REPO/.venv/bin/python" -c "$check" 2>/dev/null; then
     PY=$REPO/.venv/bin/python; return 0
@@ -324,11 +324,11 @@ run_check() {
   fi
   local run_dir=$OUTDIR/gpu-check-run
   if [ "$DRY" = 1 ]; then
-    "$PY" -m harness.entry track "$PLAN" --dry-run --run-dir "$run_dir" "${args[@]}"
+    "$PY" -m harness.cli.entry track "$PLAN" --dry-run --run-dir "$run_dir" "${args[@]}"
     return
   fi
   local rc=0
-  "$PY" -m harness.entry track "$PLAN" --run-dir "$run_dir" "${args[@]}" || rc=$?
+  "$PY" -m harness.cli.entry track "$PLAN" --run-dir "$run_dir" "${args[@]}" || rc=$?
   energy "$run_dir" || true  # a run without energy figures says why there; the plan's status stands
   tar -C "$OUTDIR" -czf "$OUTDIR/gpu-check-run.tar.gz" gpu-check-run
   if [ "$TAR_ONLY" = 1 ]; then rm -rf "$run_dir"; fi

@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 from harness.energy.record_part import energy_lines, energy_words
-from harness.core.records import is_engine_speed, is_level
-from harness.io.notebook import read_records
+from harness.records.base import is_engine_speed, is_level
+from harness.records.notebook import read_records
 
 
 def lines_of(records: list[dict]) -> list[str]:

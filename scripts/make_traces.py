@@ -25,8 +25,8 @@ import json
 import random
 from pathlib import Path
 
-from harness.core.schedules import arrival_offsets
-from harness.core.workloads import words_text
+from harness.workloads.schedules import arrival_offsets
+from harness.workloads.request import words_text
 
 
 def rows(args) -> list[dict]:

@@ -104,14 +104,14 @@ class Recorder(argparse.ArgumentParser):
 
 def main() -> int:
     sys.path.insert(0, str(ROOT))
-    import locust  # noqa: F401  (Locust patches ssl on import: first, as harness.entry does)
+    import locust  # noqa: F401  (Locust patches ssl on import: first, as harness.cli.entry does)
 
-    import harness.load.options as locust_options
+    import harness.load.locust_options as locust_options
     from harness.cli.dispatch import build_parser
 
     found = declarations()
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
-    checks = ("cli/sweep", "core/bounds", "load/specs", "core/workloads")
+    checks = ("cli/sweep", "bounds", "workloads/specs", "workloads/request")
     table("harness sweep", rows(sub["sweep"]._actions, found, ("cli/sweep",), checks))
     capacity = ("cli/capacity", "cli/sweep")
     table("harness capacity", rows(sub["capacity"]._actions, found, capacity, ("cli/capacity", *checks)))
@@ -120,8 +120,8 @@ def main() -> int:
     actions = [a for a in recorder._actions if a.option_strings]
     web = ["yes" if a.web else "no" for a in actions]  # type: ignore[attr-defined]
     table(
-        "Locust user (harness/load/options.py; env LOCUST_<NAME>)",
-        rows(actions, found, ("load/",), ("load/", "core/bounds")),
+        "Locust user (harness/load/locust_options.py; env LOCUST_<NAME>)",
+        rows(actions, found, ("load/",), ("load/", "bounds")),
         web,
     )
     sweep = {max(a.option_strings, key=len) for a in sub["sweep"]._actions if a.option_strings}

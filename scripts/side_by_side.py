@@ -27,7 +27,7 @@ from pathlib import Path
 import requests
 from tabulate import tabulate
 
-from harness.io.ports import free_port
+from harness.engines.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -60,7 +60,7 @@ def start_server(core: int) -> tuple[subprocess.Popen, str]:
 def ours(root: str, model: str, c: int, rounds: int, core: int) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
         book = Path(tmp) / "book.md"
-        cmd = [PY, "-m", "harness.entry", "sweep", "--base-url", root + "/v1", "--model", model]
+        cmd = [PY, "-m", "harness.cli.entry", "sweep", "--base-url", root + "/v1", "--model", model]
         cmd += ["--concurrency", str(c), "--requests", str(c * rounds), "--max-tokens", "128"]
         cmd += ["--prompt-set", "mixed", "--warmup", "0", "--labbook", str(book), "--label", f"c{c}"]
         done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, preexec_fn=pinned(core))

@@ -30,7 +30,7 @@ def main() -> int:
     try:
         for i in range(args.tries):
             delay = 0.05 + (i % 75) * 0.02  # 0.05 to 1.53 s into the start, over and over
-            cmd = [sys.executable, "-m", "harness.entry", "sweep", "--base-url", "http://127.0.0.1:9/v1"]
+            cmd = [sys.executable, "-m", "harness.cli.entry", "sweep", "--base-url", "http://127.0.0.1:9/v1"]
             cmd += ["--model", "m", "--concurrency", "1", "--requests", "1", "--metrics-url", "none"]
             cmd += ["--no-endpoint-check", "--labbook", os.devnull]
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -20,7 +20,7 @@ import requests
 import yaml
 from urllib3.exceptions import InsecureRequestWarning
 
-from harness.io.ports import free_port  # noqa: F401 (the tests take it from here)
+from harness.engines.ports import free_port  # noqa: F401 (the tests take it from here)
 
 # A test run started in the background by a non-interactive shell (`cmd &`) has SIGINT ignored,
 # and every command a test starts would inherit that: the interrupt tests would then wait on a
@@ -78,6 +78,7 @@ SERIAL = (
     "tests/integration/mlx/",
     "tests/integration/shim/",
     "tests/integration/test_gpu_check.py",
+    "tests/integration/test_compare_llama.py",
     "tests/integration/test_endpoints.py",
     "tests/integration/test_handover.py",
     "tests/integration/test_llama_cpu.py",
@@ -132,15 +133,15 @@ def pytest_runtest_setup(item):
     HARNESS_VLLM_REQUIRED=1, HARNESS_MLX_REQUIRED=1 or HARNESS_VULKAN_REQUIRED=1. Checked before any
     fixture is set up, so a module's server fixture never tries to start an absent engine."""
     if item.get_closest_marker("vllm") is not None:
-        from harness.run import vllm_cpu
+        from harness.engines import vllm_cpu
 
         _needs("vLLM CPU", vllm_cpu.install_status(), VLLM_REQUIRED, "HARNESS_VLLM_REQUIRED")
     if item.get_closest_marker("mlx") is not None:
-        from harness.run import mlx_cpu
+        from harness.engines import mlx_cpu
 
         _needs("MLX CPU", mlx_cpu.install_status(), MLX_REQUIRED, "HARNESS_MLX_REQUIRED")
     if item.get_closest_marker("vulkan") is not None:
-        from harness.run import llama_vulkan
+        from harness.engines import llama_vulkan
 
         _needs("Vulkan", llama_vulkan.install_status(), VULKAN_REQUIRED, "HARNESS_VULKAN_REQUIRED")
 
@@ -157,7 +158,7 @@ def assert_nothing_left(runs: Path, models: Path, ports: tuple[int, ...]) -> Non
     one of ``ports``, each of which is free."""
     import psutil
 
-    from harness.io.ports import port_open
+    from harness.engines.ports import port_open
 
     done = subprocess.run(
         [sys.executable, "-m", "harness.cli", "cleanup", "--runs", str(runs), "--models", str(models)],

@@ -3,7 +3,7 @@
 HarnessError into one line and an exit code.
 
 The names below are loaded on first use, not when the package is imported: ``python -m
-harness.cli sweep`` imports this package before ``harness.entry`` can monkey-patch for gevent,
+harness.cli sweep`` imports this package before ``harness.cli.entry`` can monkey-patch for gevent,
 and the subcommands' imports (``ssl`` through ``requests``) must come after that patch."""
 
 from __future__ import annotations

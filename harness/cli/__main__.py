@@ -3,6 +3,6 @@ first, for the commands that run Locust)."""
 
 import sys
 
-from harness.entry import main
+from harness.cli.entry import main
 
 sys.exit(main())

@@ -23,9 +23,10 @@ from dataclasses import replace
 from harness import options
 from harness.cli import sweep as sweep_cli
 from harness.load.sweep_options import plan_from
-from harness.core.level_records import RunMark
+from harness.records.level import RunMark
 from harness.energy import meter as telemetry
-from harness.io.notebook import append_record, check_writable
+from harness.exporter import live
+from harness.records.notebook import append_record, check_writable
 from harness.options.search import SEARCH
 from harness.options.sizing import SIZING
 from harness.load import sweep as sweeping
@@ -49,6 +50,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    options.check(args, SEARCH, SIZING.without("promise"))  # in range; the promise is the criterion's
     criterion = capacity_search.check(args)
     if args.rate_step is not None:
         args.rate = f"{args.rate_step:g}"  # the plan is an open loop; each level's rate is set below
@@ -63,6 +65,7 @@ def run(args) -> int:
         print(line, flush=True)
     if not args.no_endpoint_check:
         sweep_cli.print_endpoint(sweeping.prove_endpoint(plan, listed))
+    live.start(args.prometheus_port, args.prometheus_host, sweeping.in_flight(plan))  # a port taken: exit 2
     meter = telemetry.start(plan.telemetry)  # absent sources in one line each; the idle baseline
     try:
         sweeping.warm_up(plan)
@@ -72,6 +75,7 @@ def run(args) -> int:
             args, criterion, plan.context.objectives, found, started, _measure(plan, meter), say
         )
     finally:
+        live.LIVE.close(args.prometheus_hold)
         if meter is not None:
             meter.close()
     context = {**plan.context.__dict__, "server_slots": args.server_slots or None}

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.report import speed_check
-from harness.run.engine_defs import api_model
+from harness.engines.command_line import api_model
 from harness import options
 from harness.options.load import BASE_URL
 from harness.options.shared import LABBOOK, MACHINE, MODEL_GB

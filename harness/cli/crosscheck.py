@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.engines import crosscheck_tools
 from harness.errors import ConfigError
-from harness.io.notebook import append_record
+from harness.records.notebook import append_record
 from harness import options
 from harness.options.load import MAX_TOKENS
 from harness.options.record import LABEL

@@ -16,7 +16,7 @@ from pathlib import Path
 from harness import options
 from harness.options.load import MAX_TOKENS, REQUESTS
 from harness.options.sizing import PEAK, PROMISE
-from harness.core import bounds
+from harness import bounds
 from harness.report.demo_summary import summary_lines
 from harness.run.demo_run import LABEL, run_demo
 

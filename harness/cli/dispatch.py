@@ -11,9 +11,11 @@ from harness.cli import (
     capacity,
     check,
     cleanup,
+    compare,
     crosscheck,
     demo,
     engines,
+    export,
     gate,
     imitate,
     measure,
@@ -29,9 +31,10 @@ from harness.cli import (
     verify_allocation,
     worker,
 )
-from harness.core.server_text import keep_secret
+from harness.safe_text import keep_secret
 from harness.errors import HarnessError
-from harness.io.http import check_base_url
+from harness.endpoints.http_client import check_base_url
+from harness.machine import probe as machine_probe
 from harness.options.shared import VERSION
 from harness.options.parser import HarnessParser, parse, with_api_path
 
@@ -44,6 +47,8 @@ COMMANDS = (
     capacity,
     summarise,
     gate,
+    export,
+    compare,
     predict,
     verify_allocation,
     probe,
@@ -106,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         stop_on_sigterm()
     try:
         options.check_parsed(parser, args)  # every declared option in its range, one line
+        machine_probe.configure(getattr(args, "engine_log", None), getattr(args, "record_host_name", False))
         if isinstance(getattr(args, "api_key", None), str) and args.api_key:
             keep_secret(args.api_key)
             print(

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import sys
 
-from harness.core.records import is_engine_speed, is_features
-from harness.io.machines import feature_settings, lookup, visible_memory_rules
-from harness.io.model_info import load_model
-from harness.io.notebook import read_records
+from harness.records.base import is_engine_speed, is_features
+from harness.sizing.machines import feature_settings, lookup, visible_memory_rules
+from harness.engines.models.info import load_model
+from harness.records.notebook import read_records
 from harness.report import engine_tables, engine_verdicts
 from harness import options
 from harness.options.shared import LAB_CHECK, LABBOOK, MACHINE, MODEL_FILES

@@ -1,5 +1,5 @@
 """``harness gate``: a candidate's level records against a baseline's, a regression gate that
-knows the run-to-run noise (``harness.core.gate``): exit 0 when nothing is worse, 1 when a metric
+knows the run-to-run noise (``harness.sizing.gate``): exit 0 when nothing is worse, 1 when a metric
 is worse beyond both the tolerance and the noise, 2 when it cannot decide (no usable records on a
 side, a record that is invalid, different conditions or levels, too few repeats to call a
 difference worse), with the reason in one line. Reads sweep records and headless Locust records
@@ -8,8 +8,8 @@ alike; open-loop levels are matched by their offered rate."""
 from __future__ import annotations
 
 import sys
-from harness.core import gate
-from harness.core.stats import all_worse_chance
+from harness.sizing import gate
+from harness.measure.stats import all_worse_chance
 from harness import options
 from harness.options.shared import LABBOOK
 from harness.options.compare import REGRESSION

@@ -26,10 +26,11 @@ from harness.options.telemetry import TELEMETRY_SET
 from harness.energy import meter as metering
 from harness.engines import single_user
 from harness.errors import ConfigError
-from harness.io.machines import lookup
-from harness.io.notebook import append_record, check_writable, validate
+from harness.sizing.machines import lookup
+from harness.records.notebook import append_record, check_writable, validate
 from harness.options.shared import CHECKPOINT
 from harness.options.single_user import (
+    MEASURE,
     BACKEND,
     CONTAINER,
     IDLE_SNAPSHOT,
@@ -70,7 +71,9 @@ def run(args) -> int:
         return 0
     if not args.engine or not args.model:
         raise ConfigError("--engine and --model are needed (unless --snapshot-only)")
-    single_user.check_numbers(args)
+    # every numeric option in its declared range before anything is sent (ConfigError, one line)
+    options.check(args, MEASURE, MAX_TOKENS, CONTEXT_LENGTH, TIMEOUT, IDLE_TIMEOUT, MODEL_GB, TELEMETRY_SET)
+    args.idle_timeout = args.idle_timeout or None  # 0: no bound of its own (the total one)
     if args.machine and not args.model_gb:
         raise ConfigError("--machine needs --model-gb (the model's size in GB) for the speed limit")
     bandwidth = float(lookup(args.machine)["bandwidth_gb_s"]) if args.machine else None

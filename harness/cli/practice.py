@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.core import bounds
+from harness import bounds
 from harness.practice import profile as profiles
 from harness.practice.http import HEADER_TIMEOUT_S
 from harness.practice.server import (

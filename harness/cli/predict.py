@@ -1,5 +1,5 @@
 """``harness predict``: memory and speed from stated inputs, before anything runs (the lines are
-``harness.sizing.predictions_shown``'s)."""
+``harness.report.predictions_shown``'s)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from harness.options.allocation import ARITHMETIC_ENGINE, KV_BYTES, SWA_FULL
 from harness.options.serve import CACHE_TYPE, CTX_PER_SLOT, SLOTS
 from harness.options.shared import MACHINE, MODEL_FILES
 from harness.options.shared import WEIGHT_FORMAT
-from harness.sizing.predictions_shown import predict
+from harness.report.predictions_shown import predict
 
 
 def add_parser(sub) -> None:

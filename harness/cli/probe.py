@@ -1,6 +1,6 @@
 """``harness probe``: the lab's feature probe (feature-probe.py's options), plus a streaming
 tool-call probe. One record per server; each failure carries the exact reason (the requests are
-``harness.run.probe_requests``'s)."""
+``harness.endpoints.probe_requests``'s)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from harness.options.load import BASE_URL, IDLE_TIMEOUT, MAX_TOKENS, TIMEOUT
 from harness.options.record import ENGINE, ENGINE_VERSION
 from harness.options.shared import API_KEY, API_KEY_ENV, LABBOOK, MACHINE_DESC, MODEL, PRINT_ONLY
 from harness.options.single_user import PROMPT_SUFFIX
-from harness.core.server_text import safe_text
-from harness.io.notebook import append_record, check_writable
-from harness.run import probe_requests
+from harness.safe_text import safe_text
+from harness.records.notebook import append_record, check_writable
+from harness.endpoints import probe_requests
 
 
 def add_parser(sub) -> None:

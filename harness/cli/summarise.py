@@ -8,13 +8,14 @@ import io
 import sys
 from contextlib import redirect_stdout
 
-from harness.core import bounds
-from harness.core.server_text import printable
+from harness import bounds
+from harness.safe_text import printable
 from harness import options
 from harness.options.record import LABEL
 from harness.options.shared import LAB_CHECK, LABBOOK
 from harness.options.sizing import PEAK, PROMISE, SPARES
-from harness.io.notebook import append_record
+from harness.options.summary import CHART, KNOWN_FAILURE, LIST, MARKDOWN, RECORD_SUMMARY, TPOT_CHART
+from harness.records.notebook import append_record
 from harness.report import summary
 
 
@@ -24,30 +25,13 @@ def add_parser(sub) -> None:
     )
     options.to_argparse(p, LABBOOK, command="summarise")
     what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--list", action="store_true", help="list the labels in the notebook")
-    options.to_argparse(what, LABEL, command="summarise")
+    options.to_argparse(what, LIST, LABEL, command="summarise")
     what.add_argument("--compare", nargs=2, metavar=("A", "B"), help="compare two labels level by level")
     options.to_argparse(what, LAB_CHECK, command="summarise")
-    p.add_argument(
-        "--known-failure",
-        action="append",
-        default=[],
-        metavar="LABEL=WHY",
-        help="with --check: a FAIL about this label is a WARN saying why (a rehearsal stand-in's, "
-        "stated in its overlay)",
+    options.to_argparse(
+        p, KNOWN_FAILURE, MARKDOWN, RECORD_SUMMARY, PROMISE, PEAK, SPARES, command="summarise"
     )
-    p.add_argument("--markdown", action="store_true", help="print the curve table as Markdown")
-    p.add_argument("--record", action="store_true", help="with --label, append a curve-summary record")
-    options.to_argparse(p, PROMISE, command="summarise")
-    options.to_argparse(p, PEAK, command="summarise")
-    options.to_argparse(p, SPARES, command="summarise")
-    p.add_argument(
-        "--chart",
-        metavar="PNG",
-        help="draw total output and p95 first-token wait against crowd size (for --label or --compare), "
-        "and beside it NAME-pareto.png: per-user against total output tokens/s",
-    )
-    p.add_argument("--tpot-chart", metavar="PNG", help="with --label: TPOT against concurrency with the fit")
+    options.to_argparse(p, CHART, TPOT_CHART, command="summarise")
     p.set_defaults(func=run)
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 import sys
 
 from harness import options
-from harness.core.level_records import LevelRecord
-from harness.core.records import EndpointCheck
-from harness.core.server_text import keep_secret
+from harness.records.level import LevelRecord
+from harness.records.base import EndpointCheck
+from harness.safe_text import keep_secret
 from harness.errors import TargetError
-from harness.io.progress import LevelProgress
-from harness.io.notebook import check_writable
+from harness.cli.progress import LevelProgress
+from harness.records.notebook import check_writable
 from harness.energy import meter as telemetry
+from harness.exporter import live
 from harness.load import sweep as sweeping  # no Locust yet: harness.load.runner is imported when load runs
 from harness.load.sweep import SweepPlan
 from harness.load.sweep_options import label_warning, plan_from
@@ -57,7 +58,7 @@ def print_level(r: dict, previous: dict | None = None) -> None:
 def refuse_plain_http(plan: SweepPlan) -> None:
     """An https URL to a plain-HTTP port, said at once (TargetError) instead of at the bound."""
     from harness.load import runner  # noqa: F401  (Locust patches ssl: it must come before ssl is imported)
-    from harness.io import endpoint_proof
+    from harness.endpoints import proof as endpoint_proof
 
     mismatch = endpoint_proof.plain_http_behind_https(plan.root + plan.base_path)
     if mismatch:
@@ -81,14 +82,18 @@ def run(args) -> int:
     keep_secret(plan.api_key)  # a key in the URL's path is not printed either
     for line in sweep_lines.plan_lines(args, plan):
         print(line, flush=True)
-    if not args.no_endpoint_check:
-        print_endpoint(sweeping.prove_endpoint(plan, listed))
-    meter = telemetry.start(plan.telemetry)  # absent sources in one line each; the idle baseline
+    live.start(args.prometheus_port, args.prometheus_host, sweeping.in_flight(plan))  # a port taken: exit 2
     try:
-        return _measure(args, plan, meter)
+        if not args.no_endpoint_check:
+            print_endpoint(sweeping.prove_endpoint(plan, listed))
+        meter = telemetry.start(plan.telemetry)  # absent sources in one line each; the idle baseline
+        try:
+            return _measure(args, plan, meter)
+        finally:
+            if meter is not None:
+                meter.close()
     finally:
-        if meter is not None:
-            meter.close()
+        live.LIVE.close(args.prometheus_hold)
 
 
 def _measure(args, plan: SweepPlan, meter) -> int:

@@ -6,17 +6,17 @@ from __future__ import annotations
 
 from harness.cli.predict import add_vllm_pool_args
 from harness.engines import logs as engine_logs
-from harness.core.predictions import predict_allocation
+from harness.sizing.predictions import predict_allocation
 from harness.engines import allocation
 from harness.errors import ConfigError
-from harness.io.model_info import load_model
-from harness.io.notebook import append_record
+from harness.engines.models.info import load_model
+from harness.records.notebook import append_record
 from harness import options
 from harness.options.allocation import KV_BYTES, LOG_ENGINE, SWA_FULL
 from harness.options.record import LABEL
 from harness.options.serve import CACHE_TYPE, CTX_PER_SLOT, SLOTS
 from harness.options.shared import LABBOOK, MODEL_FILES
-from harness.sizing.predictions_shown import vllm_pool_kwargs
+from harness.report.predictions_shown import vllm_pool_kwargs
 
 
 def add_parser(sub) -> None:

@@ -15,7 +15,7 @@ import sys
 from importlib.util import find_spec
 
 from harness import options
-from harness.core import bounds
+from harness import bounds
 from harness.options.workers import MASTER_HOST, MASTER_PORT
 from harness.options.shared import DRY_RUN
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from harness.core.stream import StreamParser
-from harness.core.workloads import Request
+from harness.measure.stream import StreamParser
+from harness.workloads.request import Request
 from harness.endpoints import chat, chat_nostream, completions
 from harness.endpoints.base import BodySettings
 

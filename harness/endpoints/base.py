@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.core.sample import Sample
-from harness.core.server_text import safe_text
-from harness.core.stream import MAX_KEPT_TEXT, error_message
-from harness.core.workloads import Request, forced_fields
+from harness.measure.sample import Sample
+from harness.safe_text import safe_text
+from harness.measure.stream import MAX_KEPT_TEXT, error_message
+from harness.workloads.request import Request, forced_fields
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 

@@ -1,13 +1,13 @@
 """Streamed chat completions (``/chat/completions``, ``stream: true``): the kind every run used
 before there were others. The first token is the first delta carrying text in ``content``,
 ``reasoning_content`` or ``reasoning``, or a ``tool_calls`` delta; tool-call pieces are joined by
-``harness.core.tool_calls``. A completions-style ``text`` piece in a chat stream is read too."""
+``harness.endpoints.tool_calls``. A completions-style ``text`` piece in a chat stream is read too."""
 
 from __future__ import annotations
 
-from harness.core.stream import MAX_KEPT_TEXT, StreamParser
-from harness.core.tool_calls import join_tool_deltas
-from harness.core.workloads import Request
+from harness.measure.stream import MAX_KEPT_TEXT, StreamParser
+from harness.endpoints.tool_calls import join_tool_deltas
+from harness.workloads.request import Request
 from harness.endpoints.base import BodySettings, TokenCounting, chat_fields
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it

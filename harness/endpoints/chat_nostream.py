@@ -5,10 +5,10 @@ the finish reason and the usage; its TTFT, TPOT and token gaps are absent, with 
 
 from __future__ import annotations
 
-from harness.core.server_text import safe_text
-from harness.core.stream import MAX_KEPT_TEXT, StreamParser, error_message, json_value
-from harness.core.tool_calls import join_tool_deltas
-from harness.core.workloads import Request
+from harness.safe_text import safe_text
+from harness.measure.stream import MAX_KEPT_TEXT, StreamParser, error_message, json_value
+from harness.endpoints.tool_calls import join_tool_deltas
+from harness.workloads.request import Request
 from harness.endpoints.base import BodySettings, TokenCounting, chat_fields
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it

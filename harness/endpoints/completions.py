@@ -5,8 +5,8 @@ texts joined by blank lines. The first token is the first event carrying text.""
 
 from __future__ import annotations
 
-from harness.core.stream import MAX_KEPT_TEXT, StreamParser
-from harness.core.workloads import Request
+from harness.measure.stream import MAX_KEPT_TEXT, StreamParser
+from harness.workloads.request import Request
 from harness.endpoints.base import BodySettings, TokenCounting, chat_fields
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.errors import ConfigError, TelemetryUnavailable
-from harness.io import shim_host
+from harness.endpoints import shim_host
 from harness.energy import IMITATIONS, KINDS, WORDS
 from harness.energy.sources import amd_smi, hwmon, nvml, powermetrics, practice, rapl
 from harness.energy.sources.base import Source

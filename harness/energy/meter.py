@@ -19,7 +19,6 @@ import sys
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
-from harness import options
 from harness.energy.arithmetic import check_price
 from harness.energy import IMITATIONS
 from harness.energy.detect import Detection, Where, detect, parse_spec
@@ -27,7 +26,6 @@ from harness.energy.record_part import cost_part, energy_lines, energy_part
 from harness.energy.sampler import DEFAULT_INTERVAL, TelemetrySampler, idle_baseline
 from harness.energy.sources.practice import ROUTE as PRACTICE_ROUTE
 from harness.errors import ConfigError
-from harness.options.telemetry import TELEMETRY_SET
 
 DEFAULT_IDLE_S = 2.0
 
@@ -117,10 +115,9 @@ def idle_text(idle: dict, telemetry: TelemetryPlan) -> str:
 
 def plan_options(args, root: str) -> dict:
     """The SweepPlan fields of the telemetry options (``--telemetry``, its interval, the idle
-    baseline, ``--subtract-idle``, the prices), checked (ConfigError, one line) before anything
-    starts; ``root`` is the server whose practice imitation ``practice`` reads."""
+    baseline, ``--subtract-idle``, the prices); ``root`` is the server whose practice imitation
+    ``practice`` reads. The caller has checked their ranges (``options.check`` with TELEMETRY_SET)."""
     parse_spec(args.telemetry)  # a word that is none of them: one line before anything starts
-    options.check(args, TELEMETRY_SET)  # in range (their declarations), one price at most
     plan = TelemetryPlan(
         spec=args.telemetry,
         interval=args.telemetry_interval,
@@ -219,7 +216,7 @@ def with_parts(record, meter: Meter | None, summary: dict | None, price_per_hour
 
 class LocustRun:
     """One Locust process's meter, the host it was opened for and the finished spans' summaries;
-    Locust's event listeners (harness.load.user, harness.load.web_ui) call it."""
+    Locust's event listeners (harness.load.users, harness.load.web_ui) call it."""
 
     def __init__(self) -> None:
         self.meter: Meter | None = None

@@ -7,8 +7,8 @@ imitation (the practice server's) says IMITATION beside it."""
 
 from __future__ import annotations
 
-from harness.core import curves
-from harness.core.level_records import LevelStats
+from harness.measure import curves
+from harness.records.level import LevelStats
 from harness.energy.record_part import energy_words
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.engines import logs as engine_logs
-from harness.core.engine_records import Allocation
-from harness.core.predictions import fraction_check, fraction_pool
+from harness.records.engine import Allocation
+from harness.sizing.predictions import fraction_check, fraction_pool
 from harness.errors import ConfigError
-from harness.io.clock import now_stamp
+from harness.records.clock import now_stamp
 
 EXPECT = ("expect_offload", "expect_device", "expect_prompt_cache_off")
 

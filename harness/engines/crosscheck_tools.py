@@ -13,12 +13,12 @@ from pathlib import Path
 
 import psutil
 
-from harness.core import crosscheck
-from harness.core.level_records import STATS, LevelStats
-from harness.core.names import file_label
-from harness.core.records import CrossCheck
+from harness.measure import crosscheck
+from harness.records.level import STATS, LevelStats
+from harness.records.labels import file_label
+from harness.records.base import CrossCheck
 from harness.errors import ConfigError, InstallError, TargetError
-from harness.io.clock import now_stamp
+from harness.records.clock import now_stamp
 
 
 def vllm_argv(args, row: dict, prompt_tokens: int, max_tokens: int) -> list[str]:
@@ -71,7 +71,7 @@ def batched_argv(args, row: dict, prompt_tokens: int, max_tokens: int) -> tuple[
         raise ConfigError("--model-file is needed for batched-bench: the GGUF file the server loaded")
     binary = args.binary
     if not binary:
-        from harness.run import llama_cpu
+        from harness.engines import llama_cpu
 
         binary = str(llama_cpu.find_llama_server().with_name("llama-batched-bench"))
     if not Path(binary).is_file():

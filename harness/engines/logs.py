@@ -8,7 +8,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from harness.core.predictions import Prediction
+    from harness.sizing.predictions import Prediction
 
 from harness.engines import llama_log, trtllm_log, vllm_log
 

@@ -11,21 +11,19 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from harness import options
-from harness.options.load import IDLE_TIMEOUT, MAX_TOKENS, TIMEOUT
-from harness.options.record import CONTEXT_LENGTH
-from harness.options.shared import MODEL_GB
-from harness.options.single_user import MEASURE
-from harness.core import bounds, server_timings
-from harness.core.engine_records import EngineSpeed
-from harness.core.sample import decode_rate
+from harness import bounds
+from harness.measure import server_timings
+from harness.records.engine import EngineSpeed
+from harness.measure.sample import decode_rate
 from harness.errors import ConfigError, TargetError, TargetUnreachable
-from harness.io import chat_template, memory
-from harness.io.clock import now_stamp
-from harness.io.engine_versions import server_version
-from harness.io.http import get_models, stream_chat
-from harness.io.notebook import validate
-from harness.io.shim_host import host_name, host_snapshot
+from harness.engines.models import chat_template
+from harness.engines import memory
+from harness.records.clock import now_stamp
+from harness.engines.versions import server_version
+from harness.endpoints.http_client import get_models, stream_chat
+from harness.records.notebook import validate
+from harness.endpoints.shim_host import host_name
+from harness.engines.memory import host_snapshot
 
 # The energy and cost parts of one test's record: (the meter's summary, output tokens, requests, seconds).
 EnergyParts = Callable[[dict | None, int, int, float], dict]
@@ -94,12 +92,6 @@ def one(args, key: str | None, prompt: str) -> dict:
         "server_prefill": timings.get("prompt_per_second"),
         "server_decode": timings.get("predicted_per_second"),
     }
-
-
-def check_numbers(args) -> None:
-    """Every numeric option in its declared range before anything is sent (ConfigError, one line)."""
-    options.check(args, MEASURE, MAX_TOKENS, CONTEXT_LENGTH, TIMEOUT, IDLE_TIMEOUT, MODEL_GB)
-    args.idle_timeout = args.idle_timeout or None  # 0: no bound of its own (the total one)
 
 
 def _median(runs: list[dict], key: str):

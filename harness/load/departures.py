@@ -2,8 +2,8 @@
 
 Each request is made ready ahead of its time (its bytes built, a connection taken from the pool
 or opened: ``harness.load.request.Departure``); the scheduler waits for the due time
-(``harness.core.schedules.wait_step``: sleep, on a timerfd where there is one
-(``harness.io.wakeup``), then yield to the other greenlets, then spin the last fraction of a
+(``harness.workloads.schedules.wait_step``: sleep, on a timerfd where there is one
+(``harness.load.wakeup``), then yield to the other greenlets, then spin the last fraction of a
 millisecond), writes the request itself and hands the stream to a greenlet of
 its own to read. Nothing that can be done before the due time is in the departure's lateness,
 and no greenlet has to be started at the due time (a spawned greenlet starts only once the loop
@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING
 import gevent
 import gevent.pool
 
-from harness.core.schedules import PRECISE_MARGIN_S, SLEEP_MARGIN_S, wait_step
-from harness.io.wakeup import Wakeup
+from harness.workloads.schedules import PRECISE_MARGIN_S, SLEEP_MARGIN_S, wait_step
+from harness.load.wakeup import Wakeup
 
 if TYPE_CHECKING:
-    from harness.core.workloads import Request
-    from harness.io.stream_socket import Pool
+    from harness.workloads.request import Request
+    from harness.load.socket_client import Pool
     from harness.load.request import Departure
     from harness.load.workload import Workload
 
@@ -41,7 +41,7 @@ class Spares:
     fails is left to the request that needs one, which records the failure."""
 
     def __init__(self, pool: Pool, keep: int = SPARES) -> None:
-        from harness.io.stream_socket import Connection
+        from harness.load.socket_client import Connection
 
         self.pool, self.keep, self._connection = pool, keep, Connection
         self.opening = gevent.pool.Group()

@@ -28,16 +28,17 @@ from locust.runners import HEARTBEAT_LIVENESS, STATE_MISSING, STATE_RUNNING
 
 import psutil
 
-from harness.core import workers as parts_of
-from harness.core.levels import account, level_bound
-from harness.core.schedules import shares
-from harness.core.server_text import safe_text
-from harness.core.sample import Sample
+from harness.load import worker_parts as parts_of
+from harness.measure.levels import account, level_bound
+from harness.workloads.schedules import shares
+from harness.safe_text import safe_text
+from harness.measure.sample import Sample
 from harness.errors import EngineError
-from harness.io.metrics_sampler import MetricsSampler
-from harness.io.ports import free_port
+from harness.engines.metrics_sampler import MetricsSampler
+from harness.exporter.live import LIVE
+from harness.engines.ports import free_port
 from harness.load.runner import LOCUSTFILE, LevelRun, _Interrupts, _load_user_module, _Teller
-from harness.load.sweep_worker import NAME_ENV
+from harness.load.worker import NAME_ENV
 
 LOCAL_NAME = "process-{}"  # the name each local worker process gives itself
 
@@ -160,6 +161,7 @@ class DistributedLoad:
             sample.tags = {**sample.tags, "worker": worker}
             part.samples.append(sample)
             self.samples.append(sample)
+            LIVE.observe(sample)  # the live figures (harness.exporter.live), as each arrives
         self.last_receipt = time.perf_counter()
 
     def _on_hello(self, environment, msg, **_) -> None:
@@ -335,6 +337,7 @@ class DistributedLoad:
             workers=parts_of.entries(parts),
             wall_clock="samples" if self.shared_clock else "master",
             lost=parts_of.lost_line(parts, concurrency) if lost else None,
+            readings=sampler.readings() if sampler and self.shared_clock else [],
         )
 
     def close(self) -> None:

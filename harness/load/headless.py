@@ -17,10 +17,10 @@ from collections import Counter
 
 from tabulate import tabulate
 
-from harness.core.levels import distribution
-from harness.core.sample import Sample
+from harness.measure.levels import distribution
+from harness.measure.sample import Sample
 from harness.errors import ConfigError, TargetError, TargetUnreachable
-from harness.load.urls import chat_url
+from harness.endpoints.urls import chat_url
 
 PERCENTILES = ("p50", "p90", "p95", "p99")
 NO_SUCCESS = "no successful request"
@@ -98,9 +98,9 @@ def threshold_problems(samples: list[Sample], ttft_p95_max: float, fail_ratio_ma
 def prove(host: str, base_path: str, model: str, api_key: str | None, o) -> list[str]:
     """The endpoint proof of ``harness sweep`` for a headless run: warnings to print; TargetError
     (one line) when the endpoint cannot carry the load."""
-    from harness.core.bounds import Bounds
-    from harness.core.prompts import make_prompts
-    from harness.io import endpoint_proof, http
+    from harness.bounds import Bounds
+    from harness.workloads.prompts import make_prompts
+    from harness.endpoints import proof as endpoint_proof, http_client as http
 
     base_url = chat_url(host, base_path).removesuffix("/chat/completions")  # --host with or without /v1
     bound = min(o.timeout, 30.0)
@@ -146,7 +146,7 @@ def prove_or_exit(environment, api_key: str | None) -> None:
             file=sys.stderr,
         )
         raise SystemExit(2)
-    from harness.io import http
+    from harness.endpoints import http_client as http
 
     try:
         http.check_base_url(environment.host, "--host")

@@ -2,7 +2,7 @@
 users, nothing else, so an installed wheel needs no checkout. ``locustfiles/llm_user.py`` is the
 same for people typing Locust's own command line."""
 
-from harness.load import options  # noqa: F401  (every option of ours declared, and checked before a start)
-from harness.load.user import ArrivalUser, ChatUser
+from harness.load import locust_options as options  # noqa: F401  (every option of ours declared, and checked before a start)
+from harness.load.users import ArrivalUser, ChatUser
 
 __all__ = ["ArrivalUser", "ChatUser"]

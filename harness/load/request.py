@@ -1,8 +1,8 @@
 """One request of the workload's endpoint kind from a Locust user, under the workload's two
-bounds, never raising for what the server does (``harness.load.user`` runs it; see its module
+bounds, never raising for what the server does (``harness.load.users`` runs it; see its module
 docstring).
 
-The request goes out on a connection of the user's own pool (``harness.io.stream_socket``), so
+The request goes out on a connection of the user's own pool (``harness.load.socket_client``), so
 both ends are timed exactly: the TTFT runs from the moment just before the request is written
 (its write's own time, microseconds, is in it), and every read, the headers' included, carries
 the kernel's arrival stamp. The time the client took before that (building the request,
@@ -22,15 +22,15 @@ import gevent
 from locust import events
 from locust.exception import CatchResponseError
 
-from harness.core.schedules import lateness
-from harness.core.server_text import safe_text
-from harness.core.sample import Sample
-from harness.core.stream import StreamParser, error_message, whole_body_error
-from harness.io.http import MAX_BODY, stream_problem
-from harness.io.stream_socket import Connection, Head, Pool, Stale, read_head, read_stream, whole_body
+from harness.workloads.schedules import lateness
+from harness.safe_text import safe_text
+from harness.measure.sample import Sample
+from harness.measure.stream import StreamParser, error_message, whole_body_error
+from harness.endpoints.http_client import MAX_BODY, stream_problem
+from harness.load.socket_client import Connection, Head, Pool, Stale, read_head, read_stream, whole_body
 
 if TYPE_CHECKING:
-    from harness.core.workloads import Request
+    from harness.workloads.request import Request
     from harness.load.workload import Workload
 
 

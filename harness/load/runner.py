@@ -3,7 +3,7 @@
 This module and ``harness.load.distributed`` (several worker processes under one master) are the
 only ones of the package that import Locust (it monkey-patches the standard library on import),
 so the CLI imports them only when a sweep runs. The user classes live in
-``harness.load.user``, shared with the web UI and headless runs.
+``harness.load.users``, shared with the web UI and headless runs.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ import psutil
 import urllib3
 
 from harness import signals
-from harness.core.bounds import Bounds
-from harness.io import http
-from harness.core.levels import LEVEL_SLACK_S, account, level_bound
-from harness.core.schedules import arrival_offsets
-from harness.io.metrics_sampler import MetricsSampler
-from harness.core.sample import Sample
+from harness.bounds import Bounds
+from harness.endpoints import http_client as http
+from harness.measure.levels import LEVEL_SLACK_S, account, level_bound
+from harness.workloads.schedules import arrival_offsets
+from harness.engines.metrics_sampler import MetricsSampler
+from harness.measure.sample import Sample
 from harness.endpoints import KINDS
 
 LOCUSTFILE = Path(__file__).resolve().parent / "locustfile.py"
@@ -34,7 +34,7 @@ urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
 
 
 def _load_user_module():
-    from harness.load import user
+    from harness.load import users as user
 
     user._collect.enabled = False  # the sweep collects its own samples
     return user
@@ -105,6 +105,7 @@ class LevelRun:
     workers: list[dict] | None = None
     wall_clock: str | None = None
     lost: str | None = None
+    readings: list = field(default_factory=list)  # the /metrics snapshots, each with its moment
 
 
 def run_closed_level(
@@ -196,7 +197,8 @@ def _drive(  # noqa: C901
     wall = (max(ends) - t0) if ends else time.perf_counter() - t0
     cpu1 = proc.cpu_times()
     client_cpu = (cpu1.user + cpu1.system - cpu0.user - cpu0.system) / max(wall, 1e-9)
-    return LevelRun(collected, wall, client_cpu, sampler.summary() if sampler else {})
+    summary, readings = (sampler.summary(), sampler.readings()) if sampler else ({}, [])
+    return LevelRun(collected, wall, client_cpu, summary, readings=readings)
 
 
 def run_open_level(

@@ -8,26 +8,29 @@ finished level. Locust is imported (through ``harness.load.runner``) only when l
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from harness import options, signals
-from harness.core.bounds import crowd_timeout
-from harness.core.levels import level_record, peak_in_flight, sample_record
-from harness.core.prompts import make_prompts
-from harness.core.traces import TracePlan
-from harness.core.workload_stats import workload_stats
-from harness.core.conversations import ConversationPlan
-from harness.core.workloads import LengthPlan, largest_output, largest_request
-from harness.core.level_records import Arrival, LevelContext, LevelRecord, RunMark
-from harness.core.records import EndpointCheck
+from harness.bounds import crowd_timeout
+from harness.measure.levels import level_record, peak_in_flight, sample_record
+from harness.workloads.prompts import make_prompts
+from harness.workloads.traces import TracePlan
+from harness.workloads.level_part import workload_stats
+from harness.workloads.conversations import ConversationPlan
+from harness.workloads.request import LengthPlan, largest_output, largest_request
+from harness.records.level import Arrival, LevelContext, LevelRecord, RunMark
+from harness.records.base import EndpointCheck
 from harness.endpoints import api_path, kind_named
 from harness.errors import EngineError, HarnessError, TargetError, TargetUnreachable
-from harness.io.clock import new_run_id, now_stamp
-from harness.io.input_files import load_prompt_file
-from harness.io.notebook import append_level, append_record
+from harness.records.clock import new_run_id, now_stamp
+from harness.workloads.files import load_prompt_file
+from harness.records.notebook import append_level, append_record
 from harness.energy.meter import Meter, TelemetryPlan, with_parts
+from harness.exporter.live import LIVE
+from harness.exporter.series import series_part
 from harness.options import load as load_options
 
 WARMUP_PROMPT = "Answer with a single word: ok"
@@ -65,8 +68,8 @@ class SweepPlan:
     worker_wait_s: float = 300.0  # how long the master waits for the --expect-workers to connect
     worker_url: str | None = None  # the server's root as the workers reach it (default: root)
     repeat: int = 1  # runs of each level, one after another, each its own record
-    burstiness: float | None = None  # open loop: gamma gaps of this shape (harness.core.schedules)
-    lengths: LengthPlan | None = None  # drawn input and output lengths (harness.core.workloads)
+    burstiness: float | None = None  # open loop: gamma gaps of this shape (harness.workloads.schedules)
+    lengths: LengthPlan | None = None  # drawn input and output lengths (harness.workloads.request)
     conversations: ConversationPlan | None = None  # --workload conversations
     trace: TracePlan | None = None  # --trace FILE: requests at their timestamps
     prompts: tuple[str, ...] = ()  # --sharegpt with prompts: each conversation's first user message
@@ -126,7 +129,7 @@ def prompts_for(plan: SweepPlan, count: int) -> list:
 def prove_endpoint(plan: SweepPlan, listed: list[str]) -> EndpointCheck:
     """One request before the first level; what it saw goes into the notebook either way, and a
     broken endpoint raises TargetError after the record is written."""
-    from harness.io import endpoint_proof
+    from harness.endpoints import proof as endpoint_proof
 
     seen = endpoint_proof.observe(  # the load's own URL (root + base path), headers and bounds
         plan.root + plan.base_path,
@@ -230,16 +233,37 @@ def run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None,
     """One level: (what the runner measured, the concurrency it counts as, how requests arrived).
     ``on_progress`` hears the runner's ``Progress`` about twice a second while the level runs;
     ``meter``'s sampler reads the telemetry from just before the level to just after it (on its
-    own thread), and its summary is the result's ``telemetry``."""
+    own thread), and its summary is the result's ``telemetry``. The live collector
+    (``harness.exporter.live``), where served, counts the level's requests and shows its level."""
+    if plan.trace or plan.open_loop:
+        LIVE.start_level(rate=plan.trace.rate() if plan.trace else level)
+    else:
+        LIVE.start_level(users=level)
     if meter is None:
-        return _run_level(plan, level, distributed, on_progress)
-    meter.start()
-    try:
         result, concurrency, arrival = _run_level(plan, level, distributed, on_progress)
-    finally:
-        summary = meter.stop()
-    result.telemetry = summary
+    else:
+        meter.start()
+        try:
+            result, concurrency, arrival = _run_level(plan, level, distributed, on_progress)
+        finally:
+            summary = meter.stop()
+        result.telemetry = summary
+    LIVE.settle(result.samples)  # those cancelled at the bound, which no event brought
     return result, concurrency, arrival
+
+
+def in_flight(plan: SweepPlan):
+    """How the live collector reads the requests in flight: this process's users' count, or None
+    where worker processes send the requests (they do not say)."""
+    if plan.processes or plan.expect_workers:
+        return None
+
+    def count() -> int:
+        from harness.load import users as user  # imported by the runner already: Locust is loaded
+
+        return user.IN_FLIGHT[0]
+
+    return count
 
 
 def _run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None):
@@ -339,6 +363,9 @@ def record_level(
     record = with_parts(
         record, meter, getattr(result, "telemetry", None), plan.price_per_hour, plan.price_per_kwh
     )
+    series = series_part(getattr(result, "readings", None) or [], result.samples)
+    if series is not None:
+        record = dataclasses.replace(record, series=series)
     mark = {"run_id": plan.run_id, "repeat": (run or RunMark(plan.run_id)).repeat}
     rows = [{**sample_record(s, plan.context.label, concurrency), **mark} for s in result.samples]
     append_level(plan.labbook, record.to_dict(), plan.samples_path, rows)  # both whole, or neither

@@ -11,12 +11,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from harness import options
-from harness.core.level_records import LevelContext, ServerInfo
-from harness.core.records import Objectives, is_level
+from harness.records.level import LevelContext, ServerInfo
+from harness.records.base import Objectives, is_level
 from harness.energy import meter as telemetry
 from harness.errors import ConfigError
-from harness.io.input_files import load_prompt_file
-from harness.io.notebook import read_records
+from harness.workloads.files import load_prompt_file
+from harness.records.notebook import read_records
 from harness.load import workload_options as workloads
 from harness.load.sweep import SweepPlan
 from harness.options import load as load_options, ranges

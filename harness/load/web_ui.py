@@ -3,7 +3,7 @@ fails, the Exact tab (per phase when the user count changes), the Live charts ta
 and the request statistics that count chat requests only.
 
 Loaded with the users by ``locustfiles/llm_user.py`` (Locust's own command line and web UI).
-Everything shown is of the current test only: ``harness.load.user`` clears the exact samples when
+Everything shown is of the current test only: ``harness.load.users`` clears the exact samples when
 a test starts and when its statistics are reset (RESET), and takes no sample sent before that; the
 charts' timeline and the phases are cleared at the same moments.
 
@@ -11,7 +11,7 @@ charts' timeline and the phases are cleared at the same moments.
   one short request, the context) with the form's host, model and options; a wrong model, a closed
   port or a server that is no OpenAI API is refused on the form in one line, and no load is sent.
 * While a test runs, when every request of the last few seconds failed
-  (``harness.core.live.failing_streak``), the users are stopped and the Exact tab says why.
+  (``harness.load.live.failing_streak``), the users are stopped and the Exact tab says why.
 * The Live charts tab draws output tokens/s, requests in flight, TTFT, TPOT and ITL (p50 and p95)
   against the time since the test started, each axis labelled with its unit (``CHARTS_JS``; the
   same script serves the standalone page ``/harness/charts``).
@@ -36,11 +36,11 @@ import gevent
 from locust import events
 from locust.stats import RequestStats
 
-from harness.core.live import COLUMNS, TIMELINE_FIELDS, csv_text, failing_streak, phase_rows, timeline_point
+from harness.load.live import COLUMNS, TIMELINE_FIELDS, csv_text, failing_streak, phase_rows, timeline_point
 from harness.errors import ConfigError, TargetError, TargetUnreachable
 from harness.energy.meter import LOCUST_RUN
-from harness.load import headless, user
-from harness.load.urls import chat_url
+from harness.load import headless, users as user
+from harness.endpoints.urls import chat_url
 from harness.paths import PACKAGE
 from harness.endpoints import KINDS
 
@@ -170,7 +170,7 @@ def _stop_timeline() -> None:
 @events.init.add_listener
 def _chat_only_stats(environment, **_kw) -> None:
     _failed_request.environment = environment  # type: ignore[attr-defined]
-    environment.harness_phases = PHASES  # the notebook's records: one per phase (harness.load.user)
+    environment.harness_phases = PHASES  # the notebook's records: one per phase (harness.load.users)
     # the runner holds the same object, so changing its class covers the header, CSVs and report
     environment.stats.__class__ = ChatOnlyStats
 

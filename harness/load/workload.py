@@ -1,6 +1,6 @@
 """What a level (or a headless or web-UI test) sends: the requests of its workload, the two bounds
 of each, its budget, and the bodies on the wire. Shared by every user class of
-``harness.load.user``; no Locust import."""
+``harness.load.users``; no Locust import."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import json
 import random
 import secrets
 
-from harness.core.conversations import Conversation, ConversationPlan
-from harness.core.stream import MAX_KEPT_TEXT
-from harness.core.workloads import LengthPlan, Request
+from harness.workloads.conversations import Conversation, ConversationPlan
+from harness.measure.stream import MAX_KEPT_TEXT
+from harness.workloads.request import LengthPlan, Request
 from harness.endpoints import BodySettings, kind_named
-from harness.io.http import chat_headers
+from harness.endpoints.http_client import chat_headers
 
 
 class Workload:
@@ -47,7 +47,7 @@ class Workload:
         self.arrivals: list[float] | None = None  # open loop: send offsets in seconds from the start
         self.start_spacing_s = 0.0  # closed loop: user k waits k x this before its first request
         self._starts = 0
-        # workloads beyond the prompt sets (harness.core.workloads): drawn lengths, conversations
+        # workloads beyond the prompt sets (harness.workloads.request): drawn lengths, conversations
         self.lengths, self.conversations = lengths, conversations
         # the answer's text is kept only where a history needs it (conversations), and bounded
         self.text_limit = MAX_KEPT_TEXT if conversations is not None else 0

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.core.workloads import largest_output, largest_request
-from harness.core.traces import MAX_TRACE_S, TracePlan, parse_trace, span_words
+from harness.workloads.request import largest_output, largest_request
+from harness.workloads.traces import MAX_TRACE_S, TracePlan, parse_trace, span_words
 from harness.errors import ConfigError
-from harness.io import input_files
-from harness.load import specs
+from harness.workloads import files as input_files
+from harness.workloads import specs
 
 
 MAX_TRACE_BYTES = 256 << 20  # a trace file read whole (Mooncake's public traces are a few MB)

@@ -1,12 +1,12 @@
 """The endpoint and the load: what ``harness sweep``, ``harness capacity`` and Locust's users send,
-how many, and the two bounds of every request (``harness.core.bounds``)."""
+how many, and the two bounds of every request (``harness.bounds``)."""
 
 from __future__ import annotations
 
 from types import MappingProxyType
 
-from harness.core import bounds
-from harness.core.prompts import PROMPT_SETS
+from harness import bounds
+from harness.workloads.prompts import PROMPT_SETS
 from harness.endpoints import DEFAULT as DEFAULT_ENDPOINT, ENDPOINT_HELP, KINDS
 from harness.options import Option, OptionSet
 from harness.options.shared import API_KEY_ENV, MODEL

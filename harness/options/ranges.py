@@ -1,6 +1,6 @@
 """The one range check of every declared option: on a parsed value (the ``harness`` commands,
 ConfigError), as Locust parses a text (argparse's one line) and on the web UI's form (the same
-words). The words are ``harness.core.bounds``': ``--max-tokens takes a whole number from 2 to
+words). The words are ``harness.bounds``': ``--max-tokens takes a whole number from 2 to
 1000000, got 1``."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import argparse
 import importlib
 from typing import TYPE_CHECKING, Any, Callable
 
-from harness.core import bounds
+from harness import bounds
 from harness.errors import ConfigError
 
 if TYPE_CHECKING:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from harness.core import bounds
-from harness.core.records import UNKNOWN
+from harness import bounds
+from harness.records.base import UNKNOWN
 from harness.options import Option, OptionSet
+from harness.options.machine import ENGINE_LOG, RECORD_HOST_NAME
 from harness.options.shared import LABBOOK
 
 LABEL = Option(
@@ -56,6 +57,7 @@ SAMPLES = Option("samples", help="file for per-request samples (default: beside 
 
 RECORD = OptionSet(
     "record",
-    (LABEL, APPEND, ENGINE, ENGINE_VERSION, HOST_DESC, QUANT, CONTEXT_LENGTH, SERVER_SLOTS, LABBOOK, SAMPLES),
+    (LABEL, APPEND, ENGINE, ENGINE_VERSION, HOST_DESC, QUANT, CONTEXT_LENGTH, SERVER_SLOTS, LABBOOK, SAMPLES)
+    + (ENGINE_LOG, RECORD_HOST_NAME),
 )
 LOCUST = OptionSet("record", (LABBOOK, LABEL))

@@ -4,7 +4,7 @@ least ``--confirm``) are the search's own check."""
 
 from __future__ import annotations
 
-from harness.core import bounds
+from harness import bounds
 from harness.options import Option, OptionSet
 
 CRITERION = Option(

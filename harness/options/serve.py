@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from harness.core import bounds
-from harness.core.arithmetic import BYTES_PER_VALUE
+from harness import bounds
+from harness.sizing.arithmetic import BYTES_PER_VALUE
 from harness.options import Option
 
 PRACTICE_PORT = 8099  # no engine in the seeds uses it (they use 8000, 8080-8083, 5000, 13305)

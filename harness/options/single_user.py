@@ -3,7 +3,7 @@ features a server delivers): what they send, how often, and where the server's m
 
 from __future__ import annotations
 
-from harness.core import bounds
+from harness import bounds
 from harness.options import Option, OptionSet
 
 SNAPSHOT_ONLY = Option(

@@ -1,11 +1,11 @@
 """Sizing a deployment from a measured curve: the promise, the peak crowd and the spare share
-(``harness capacity``, ``harness summarise``, ``harness demo``; ``harness.core.bounds.sizing``)."""
+(``harness capacity``, ``harness summarise``, ``harness demo``; ``harness.bounds.sizing``)."""
 
 from __future__ import annotations
 
 from types import MappingProxyType
 
-from harness.core import bounds, lab
+from harness import bounds, lab
 from harness.options import Option, OptionSet
 
 PROMISE = Option(

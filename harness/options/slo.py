@@ -3,8 +3,8 @@ thresholds that fail a headless Locust run."""
 
 from __future__ import annotations
 
-from harness.core import bounds
-from harness.core.records import DEFAULT_SLO_TPOT_S, DEFAULT_SLO_TTFT_S
+from harness import bounds
+from harness.records.base import DEFAULT_SLO_TPOT_S, DEFAULT_SLO_TTFT_S
 from harness.options import Option, OptionSet
 
 SLO_TTFT = Option(

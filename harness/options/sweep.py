@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from harness.options import OptionSet, load as load_options, workload
 from harness.options.load import LOAD
+from harness.options.prometheus import PROMETHEUS
 from harness.options.record import RECORD
 from harness.options.slo import SLO
 from harness.options.telemetry import TELEMETRY_SET
@@ -16,6 +17,6 @@ from harness.options.workload import WORKLOADS
 def option_sets(levels: bool = True) -> tuple[OptionSet, ...]:
     """The sweep's option sets; without ``levels`` the capacity search's."""
     if levels:
-        return (LOAD, SLO, RECORD, WORKLOADS, WORKERS, TELEMETRY_SET)
+        return (LOAD, SLO, RECORD, WORKLOADS, WORKERS, TELEMETRY_SET, PROMETHEUS)
     less_load, less_workload = LOAD.without(*load_options.LEVELS), WORKLOADS.without(*workload.LEVELS)
-    return (less_load, SLO, RECORD, less_workload, WORKERS, TELEMETRY_SET)
+    return (less_load, SLO, RECORD, less_workload, WORKERS, TELEMETRY_SET, PROMETHEUS)

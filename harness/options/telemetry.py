@@ -28,7 +28,7 @@ TELEMETRY = Option(
     f"HARNESS_TELEMETRY's), none, or any of {', '.join(SOURCE_WORDS)} comma-separated (practice: the "
     "practice server's IMITATION figure, never read by auto); an absent source is one line and a "
     "null with its reason",
-    reader="harness.load.options:telemetry_words",
+    reader="harness.load.locust_options:telemetry_words",
     defaults=MappingProxyType({"telemetry": "auto"}),  # the detection command: every source
 )
 TELEMETRY_INTERVAL = Option(

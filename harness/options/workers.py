@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from types import MappingProxyType
 
-from harness.core import bounds
+from harness import bounds
 from harness.options import Option, OptionSet
 
 MAX_PROCESSES = 4 * (os.cpu_count() or 1)

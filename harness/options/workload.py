@@ -1,15 +1,15 @@
 """What each request carries beyond the prompt set (docs/workloads.md): drawn lengths,
 conversations, the agent loop, ShareGPT files, bursts and trace replay. The length texts are read
-by ``harness.load.specs.lengths_from`` (as Locust parses them; the sweep reads them into its plan)."""
+by ``harness.workloads.specs.lengths_from`` (as Locust parses them; the sweep reads them into its plan)."""
 
 from __future__ import annotations
 
 from types import MappingProxyType
 
-from harness.core import bounds
+from harness import bounds
 from harness.options import Option, OptionSet
 
-LENGTHS = "harness.load.specs:lengths_from"
+LENGTHS = "harness.workloads.specs:lengths_from"
 LOCUST_EMPTY = MappingProxyType({"locust": ""})  # the web form's text field: empty for none
 
 WORKLOAD = Option(

@@ -20,8 +20,8 @@ from array import array
 from collections import OrderedDict
 
 from harness import __version__
-from harness.core.stats import percentile as nearest_rank
-from harness.core.arithmetic import llama_kv_caches, llama_kv_log_line, vllm_kv_log_lines
+from harness.measure.stats import percentile as nearest_rank
+from harness.sizing.arithmetic import llama_kv_caches, llama_kv_log_line, vllm_kv_log_lines
 from harness.practice import metrics
 from harness.practice.chat_request import (
     ChatCall,

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from harness.errors import ConfigError, SchemaError
-from harness.io.notebook import problems
+from harness.records.notebook import problems
 
 PROFILE_DIR = Path(__file__).parent / "profiles"
 DEFAULT_PROFILE = "kit"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import matplotlib
 
-from harness.core.curves import completed_levels, spread_of
-from harness.core.level_records import DIST, STATS, LevelStats
+from harness.measure.curves import completed_levels, spread_of
+from harness.records.level import DIST, STATS, LevelStats
 from harness.energy import report_section as energy_section
 
 matplotlib.use("Agg")
@@ -58,17 +58,22 @@ def _errors(levels: dict[int, dict], cs: list[int], key: str, pct: str | None, v
 
 
 def crowd_chart(
-    levels_by_label: dict[str, dict[int, dict]], path: str | Path, promise_s: float | None = None
+    levels_by_label: dict[str, dict[int, dict]],
+    path: str | Path,
+    promise_s: float | None = None,
+    styles: dict[str, dict] | None = None,
 ) -> Path:
     """Total output tokens/s and p95 first-token wait against crowd size, one line per label; a
-    level run more than once has error bars spanning its runs (smallest to largest)."""
+    level run more than once has error bars spanning its runs (smallest to largest). ``styles``:
+    a label's line style (colour, marker, line style), where a comparison groups its runs."""
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 7), sharex=True)
     repeated = False
     for label, levels in levels_by_label.items():
+        style = {"marker": "o", **(styles or {}).get(label, {})}
         cs = completed_levels(levels)
         out = [LevelStats.read(levels[c]).output_tokens_per_s for c in cs]
         err = _errors(levels, cs, STATS.output_tokens_per_s, None, out)
-        top.errorbar(cs, out, yerr=err, marker="o", capsize=3, label=label)
+        top.errorbar(cs, out, yerr=err, capsize=3, label=label, **style)
         p95 = [LevelStats.read(levels[c]).ttft_s.p95 for c in cs]
         shown = [(c, v) for c, v in zip(cs, p95, strict=True) if v is not None]
         if shown:
@@ -77,9 +82,9 @@ def crowd_chart(
                 xs,
                 ys,
                 yerr=_errors(levels, xs, STATS.ttft_s, DIST.p95, ys),
-                marker="o",
                 capsize=3,
                 label=label,
+                **style,
             )
         repeated = repeated or err is not None
     if promise_s is not None:
@@ -98,16 +103,19 @@ def crowd_chart(
     return _save(fig, path)
 
 
-def pareto_chart(levels_by_label: dict[str, dict[int, dict]], path: str | Path) -> Path:
+def pareto_chart(
+    levels_by_label: dict[str, dict[int, dict]], path: str | Path, styles: dict[str, dict] | None = None
+) -> Path:
     """Per-user output speed (1 / TPOT p50: what one person sees while the answer streams) against
-    total output tokens/s, one point per level labelled with its crowd, one line per label."""
+    total output tokens/s, one point per level labelled with its crowd, one line per label
+    (``styles`` as for ``crowd_chart``)."""
     fig, ax = plt.subplots(figsize=(7, 5))
     for label, levels in levels_by_label.items():
         typed = {c: LevelStats.read(levels[c]) for c in completed_levels(levels)}
         cs = [c for c, st in typed.items() if (st.tpot_s.p50 or 0) > 0]
         xs = [typed[c].output_tokens_per_s for c in cs]
         ys = [1 / typed[c].tpot_s.p50 for c in cs]
-        ax.plot(xs, ys, marker="o", label=label)
+        ax.plot(xs, ys, label=label, **{"marker": "o", **(styles or {}).get(label, {})})
         for c, x, y in zip(cs, xs, ys, strict=True):
             ax.annotate(f"c={c}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
     ax.set_xlabel("total output (tokens/s)")
@@ -227,3 +235,63 @@ def energy_chart(levels_by_label: dict[str, dict[int, dict]], path: str | Path) 
         f"{drawn.mark}\n{title}" if drawn.mark else title, fontsize=9, color="darkred" if drawn.mark else None
     )
     return _save(fig, path)
+
+
+def series_chart(label: str, records: list[dict], path: str | Path, mark: str = "") -> Path:
+    """The server's and the client's time series of a curve, its levels end to end in the order
+    run: requests in flight beside the server's running and waiting gauges, then each side's
+    output tokens per second between two readings (``harness.exporter.series``)."""
+    from harness.exporter import series as es
+
+    fig, (top, low) = plt.subplots(2, 1, figsize=(9, 5.5), sharex=True)
+    offset = 0.0
+    for n, r in enumerate(records):
+        s = r["series"]
+        t = [offset + x for x in s["t_s"]]
+        server, client = s["server"], s["client"]
+        first = n == 0
+        top.step(
+            t,
+            client["in_flight_requests"],
+            where="post",
+            color="C0",
+            label="client: in flight" if first else None,
+        )
+        for names, style, what in ((es.RUNNING, "--", "running"), (es.WAITING, ":", "waiting")):
+            name = es.first_of(names, server)
+            if name:
+                top.plot(
+                    t, server[name], style, color="C1", label=f"server: {what} ({name})" if first else None
+                )
+        pairs = [("C0", "client: output tokens/s", client["output_tokens"])]
+        made = es.first_of(es.GENERATED, server)
+        if made:
+            pairs.append(("C1", f"server: {made} /s", server[made]))
+        for color, name, totals in pairs:
+            xs, ys = _rates(t, totals)
+            low.plot(
+                xs, ys, color=color, linestyle="-" if color == "C0" else "--", label=name if first else None
+            )
+        top.axvline(offset, color="grey", alpha=0.3, linewidth=0.8)
+        top.annotate(f"c={r.get('concurrency')}", (offset, 0), fontsize=7, color="grey")
+        offset = t[-1] + 0.5
+    top.set_ylabel("requests")
+    low.set_ylabel("output tokens/s")
+    low.set_xlabel("seconds, the curve's levels end to end")
+    title = f"{label}: the server's /metrics and the client's own figures at the same instants"
+    top.set_title(f"{mark}\n{title}" if mark else title, fontsize=10)
+    for ax in (top, low):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def _rates(t: list[float], totals: list) -> tuple[list[float], list[float]]:
+    """A running total's rise per second between readings, at each interval's end."""
+    xs, ys = [], []
+    points = list(zip(t, totals, strict=True))
+    for (t0, a), (t1, b) in zip(points, points[1:], strict=False):
+        if a is not None and b is not None and t1 > t0:
+            xs.append(t1)
+            ys.append((b - a) / (t1 - t0))
+    return xs, ys

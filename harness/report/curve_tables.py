@@ -6,8 +6,9 @@ sentences out (``-`` where a figure is absent)."""
 
 from __future__ import annotations
 
-from harness.core import curves, sizing
-from harness.core.level_records import DIST, STATS, LevelStats
+from harness.measure import curves
+from harness.sizing import criterion as sizing
+from harness.records.level import DIST, STATS, LevelStats
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 

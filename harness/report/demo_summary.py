@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.core import curves
-from harness.core.records import is_level
-from harness.io.notebook import read_records
+from harness.measure import curves
+from harness.records.base import is_level
+from harness.records.notebook import read_records
 from harness.report import curve_tables as tables
 from harness.report.charts import crowd_chart
 from harness.report.markdown import table

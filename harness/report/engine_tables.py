@@ -7,7 +7,8 @@ import json
 
 from tabulate import tabulate
 
-from harness.core import lab, server_timings
+from harness import lab
+from harness.measure import server_timings
 from harness.energy import engine_tables as engine_energy
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it

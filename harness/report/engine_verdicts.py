@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 
 from tabulate import tabulate
 
-from harness.core import engine_compare as ec
-from harness.core import lab
+from harness.sizing import format_compare as ec
+from harness import lab
 from harness.report import identity
-from harness.core.predictions import decode_ceiling, kv_per_token
+from harness.sizing.predictions import decode_ceiling, kv_per_token
 from harness.report.engine_tables import memory_added
 
 # The section's heading: the engines lab's own title of the task this module answers.

@@ -5,8 +5,8 @@ them; ``harness track`` prints them at the end of a run)."""
 
 from __future__ import annotations
 
-from harness.core import curves
-from harness.core.level_records import DIST, STATS, LevelStats
+from harness.measure import curves
+from harness.records.level import DIST, STATS, LevelStats
 from harness.report.curve_tables import said
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it

@@ -3,7 +3,7 @@ its run was: source checkpoint, representation, template, prompt, context, answe
 state, each cell that differs from the portable baseline (llama.cpp) marked. The template column says
 which chat template formatted the prompt: every engine block of the plans serves the checkpoint with
 its own template (llama-server with ``--jinja``, the others by default). Where ``measure
---checkpoint`` recorded the template's SHA-256 (``harness/io/chat_template.py``), the cell shows it
+--checkpoint`` recorded the template's SHA-256 (``engines/models/chat_template.py``), the cell shows it
 and a difference is a different template text, whatever the checkpoints are called; without one, the
 cell names the checkpoint whose template it is, and a different checkpoint is marked."""
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.engines import logs as engine_logs
-from harness.core.fraction_fit import visible_total_gib
-from harness.core.predictions import fraction_change
+from harness.sizing.memory_fraction import visible_total_gib
+from harness.sizing.predictions import fraction_change
 from harness.errors import HarnessError
-from harness.io.engine_table import load_engine
-from harness.io.machines import lookup
+from harness.engines.definitions import load_engine
+from harness.sizing.machines import lookup
 from harness.report.markdown import table
 from harness.report.measured import plan_machine
 from harness.report.run_inputs import RunInputs
@@ -137,7 +137,7 @@ def admission_section(r: RunInputs) -> list[str]:
     """Each admission recommendation the run recorded (the serving lab's admission step): the
     level, how it was chosen, where the unacceptable region begins, what the mixed short/long run
     measured there."""
-    from harness.core.records import is_admission
+    from harness.records.base import is_admission
 
     latest = {rec["label"]: rec for rec in r.records("admission", is_admission)}
     if not latest:
@@ -187,7 +187,7 @@ def _s(value: float | None) -> str:
 def release_lines(started: dict) -> list[str]:
     """The hand-over after each engine's stop (engines lab): whether its memory came back, per
     reading, or what was not returned with the lab's remedy."""
-    from harness.core.handover import summary
+    from harness.engines.handover import summary
 
     out = []
     for bid, e in started.items():

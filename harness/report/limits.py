@@ -4,10 +4,10 @@ aggregate decode ceiling at the same batch and context. Pure functions of level 
 
 from __future__ import annotations
 
-from harness.core import engine_compare as ec
-from harness.core.arithmetic import speed_limit, speed_share
-from harness.core.level_records import LevelStats
-from harness.core.predictions import aggregate_ceiling, kv_per_token
+from harness.sizing import format_compare as ec
+from harness.sizing.arithmetic import speed_limit, speed_share
+from harness.records.level import LevelStats
+from harness.sizing.predictions import aggregate_ceiling, kv_per_token
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 

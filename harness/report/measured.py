@@ -14,11 +14,17 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from harness.core.records import is_engine_speed, is_features, is_level
+from harness.records.base import is_engine_speed, is_features, is_level
 from harness.errors import HarnessError
-from harness.io.machines import Bandwidth, feature_settings, lookup, measure_bandwidth, visible_memory_rules
-from harness.io.model_info import load_model
-from harness.io.notebook import read_records
+from harness.sizing.machines import (
+    Bandwidth,
+    feature_settings,
+    lookup,
+    measure_bandwidth,
+    visible_memory_rules,
+)
+from harness.engines.models.info import load_model
+from harness.records.notebook import read_records
 from harness.report import limits
 from harness.report.engine_tables import latest_per_engine
 from harness.report.engine_verdicts import TITLE, Inputs, render

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harness.core.names import file_label
-from harness.core import curves
+from harness.records.labels import file_label
+from harness.measure import curves
 from harness.engines import trtllm_log
-from harness.core.level_records import STATS
-from harness.core.records import is_engine_speed, is_features
+from harness.records.level import STATS
+from harness.records.base import is_engine_speed, is_features
 from harness.report import curve_tables as ct
 from harness.energy import engine_tables as engine_energy
 from harness.report import engine_tables, server_counters

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.io.notebook import read_records
+from harness.records.notebook import read_records
 
 
 @dataclass

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.core import curves, words
-from harness.core.records import is_level
-from harness.io.notebook import read_records
+from harness.measure import curves
+from harness import words
+from harness.records.base import is_level
+from harness.records.notebook import read_records
 from harness.energy import report_section as energy_section
 from harness.report import markdown, measured
 from harness.report import lab_records
 from harness.report import record_sections as rs
+from harness.report import time_series as series_section
 from harness.report import workload_tables
 from harness.report.curve_tables import said
 from harness.report.markdown import absent, table, to_html
@@ -225,6 +227,19 @@ def energy(r: RunInputs) -> list[str]:
     return energy_section.section(shown, draw, markdown)
 
 
+def time_series(r: RunInputs) -> list[str]:
+    """The server's and the client's time series of the summarised curves, their charts drawn here."""
+    shown = {label: r.levels[label] for label in r.curve_labels if r.levels.get(label)}
+
+    def draw(label: str, records: list[dict]) -> str:
+        from harness.report.charts import rehearsal_mark, series_chart  # matplotlib only where drawn
+
+        path = r.run_dir / "charts" / f"{label}-server-client.png"
+        return str(series_chart(label, records, path, rehearsal_mark(records)).relative_to(r.run_dir))
+
+    return series_section.section(shown, draw)
+
+
 def conditions(r: RunInputs) -> list[str]:
     plan, host = r.plan, r.manifest.get("host") or {}
     sweep = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in plan.sweep.items())
@@ -301,6 +316,7 @@ SECTIONS = (
     headline,
     charts,
     energy,  # power, J per token and cost per level; an imitation's labelled
+    time_series,  # the server's /metrics and the client's figures at the same instants
     conditions,
     engines,
     rs.allocation,

@@ -4,7 +4,7 @@ throughput drop, preemptions, deferral within the slots) with its explanation an
 
 from __future__ import annotations
 
-from harness.core import server_metrics as sm
+from harness.measure import server_metrics as sm
 from harness.report.markdown import table
 
 

@@ -4,8 +4,8 @@ short test's decode against the machine's speed limit."""
 
 from __future__ import annotations
 
-from harness.core import server_timings
-from harness.core.arithmetic import speed_limit, speed_share
+from harness.measure import server_timings
+from harness.sizing.arithmetic import speed_limit, speed_share
 from harness.energy.record_part import energy_lines
 
 

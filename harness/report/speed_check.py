@@ -9,18 +9,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from harness.core import admission
-from harness.core.arithmetic import speed_limit, speed_share
-from harness.core.bounds import Bounds
-from harness.core import lab
-from harness.core.engine_compare import format_for_quant
-from harness.core.records import is_admission, is_engine_speed, is_level
+from harness.sizing import admission
+from harness.sizing.arithmetic import speed_limit, speed_share
+from harness.bounds import Bounds
+from harness import lab
+from harness.sizing.format_compare import format_for_quant
+from harness.records.base import is_admission, is_engine_speed, is_level
 from harness.errors import HarnessError, TargetError
-from harness.io.engine_table import Engine, load_engine
-from harness.io.http import request
-from harness.io.machines import identify, lookup, measure_bandwidth
-from harness.io.model_info import load_model
-from harness.io.notebook import read_records
+from harness.engines.definitions import Engine, load_engine
+from harness.endpoints.http_client import request
+from harness.sizing.machines import identify, lookup, measure_bandwidth
+from harness.engines.models.info import load_model
+from harness.records.notebook import read_records
 
 SEED_MODEL_GB = lab.threshold("day3_model_gb")  # the course's model (Day 3), when nothing else says
 

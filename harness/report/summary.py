@@ -8,12 +8,13 @@ from numbers import Real
 
 from tabulate import tabulate
 
-from harness.core import admission, curves, sizing
-from harness.core.level_records import LevelStats
-from harness.core.records import CurveSummary, is_admission, is_level
+from harness.sizing import admission, criterion as sizing
+from harness.measure import curves
+from harness.records.level import LevelStats
+from harness.records.base import CurveSummary, is_admission, is_level
 from harness.errors import ConfigError
-from harness.io.clock import now_stamp
-from harness.io.notebook import read_records
+from harness.records.clock import now_stamp
+from harness.records.notebook import read_records
 from harness.report import curve_tables as tables
 from harness.report.troubleshooting import load_errors
 
@@ -72,7 +73,7 @@ def _indented(text: str) -> list[str]:
 def server_metrics_lines(levels: dict[int, dict]) -> list[str]:
     """Per level, the engine's own /metrics: queue peaks, llama.cpp's batch per decode call, vLLM's
     KV pool used, the cached shares; then the batch achieved and the admission limit in words."""
-    from harness.core import server_metrics
+    from harness.measure import server_metrics
 
     head, rows = server_metrics.table(levels)
     if not rows:
@@ -85,7 +86,7 @@ def server_metrics_lines(levels: dict[int, dict]) -> list[str]:
 def falls_lines(label: str, levels: dict[int, dict]) -> list[str]:
     """Each fall in output tokens/s between neighbouring levels, as the check and the report name it:
     past the run-to-run noise, past saturation (a warning); within it, noise (a note)."""
-    from harness.core import server_metrics
+    from harness.measure import server_metrics
 
     return [f"    warning: {text}" for _, text in server_metrics.level_findings(label, levels)] + [
         f"    note: throughput held: {text}" for text in server_metrics.noise_notes(levels)
@@ -273,7 +274,7 @@ def check_lines(
 ) -> tuple[int, list[str]]:
     """The lab's validation rules applied to the notebook, with the known findings marked; exit
     status 1 when a rule fails."""
-    from harness.core import known_findings
+    from harness.measure import known_findings
 
     results = curves.check(labels, list(load_errors())) + admission.rules(admissions)
     try:

@@ -5,10 +5,11 @@ workers' lines, the first error and its remedy). Records and plans in, lines out
 
 from __future__ import annotations
 
-from harness.core import server_metrics, troubleshooting, words
-from harness.core.records import EndpointCheck
-from harness.core.server_text import redact
-from harness.core.traces import span_words
+from harness.measure import server_metrics, level_checks as troubleshooting
+from harness import words
+from harness.records.base import EndpointCheck
+from harness.safe_text import redact
+from harness.workloads.traces import span_words
 from harness.endpoints import api_path, kind_named
 from harness.energy.record_part import energy_lines
 from harness.report.troubleshooting import load_errors

@@ -8,7 +8,7 @@ from functools import lru_cache
 import yaml
 
 from harness import paths
-from harness.io.notebook import validate
+from harness.records.notebook import validate
 
 
 @lru_cache(maxsize=1)

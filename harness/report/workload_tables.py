@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.core.level_records import Arrival, ClientCheck
-from harness.core.records import is_level
+from harness.records.level import Arrival, ClientCheck
+from harness.records.base import is_level
 from harness.report.markdown import table
 
 
@@ -44,7 +44,7 @@ def _level(r: dict) -> str:
 
 def limit(r: dict) -> str:
     """An open loop's verdict: who could not keep the schedule (``client`` wins when both applied:
-    harness.core.backlog), ``kept up``, or ``too short to tell``; ``—`` for a closed loop."""
+    harness.measure.backlog), ``kept up``, or ``too short to tell``; ``—`` for a closed loop."""
     found = r.get("backlog")
     if not isinstance(found, dict):
         return "client" if r.get("schedule_note") else "—"

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from harness.errors import EngineError
-from harness.run.engine_defs import fill
+from harness.engines.command_line import fill
 from harness.run.plans import Block
 
 

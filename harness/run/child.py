@@ -14,7 +14,7 @@ from typing import Callable
 
 def harness_argv(args: list[str]) -> list[str]:
     """How a step runs a harness command: this interpreter, so the run uses this installation."""
-    return [sys.executable, "-m", "harness.entry", *args]
+    return [sys.executable, "-m", "harness.cli.entry", *args]
 
 
 def run_harness(args: list[str], log_path: Path, env: dict[str, str], out: Callable[[str], None]) -> int:

@@ -19,8 +19,8 @@ import psutil
 import yaml
 
 from harness import paths
-from harness.io.clock import now_stamp
-from harness.io.ports import holder, wait_port_free
+from harness.records.clock import now_stamp
+from harness.engines.ports import holder, wait_port_free
 
 
 def manifests(runs_root: Path) -> list[Path]:
@@ -132,7 +132,7 @@ INSTALLS = paths.data_file("installs.yaml")
 
 def load_installs(path: Path = INSTALLS) -> list[dict]:
     """``harness/data/installs.yaml``, checked against its schema."""
-    from harness.io.notebook import validate
+    from harness.records.notebook import validate
 
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     validate(data, "installs", where=str(path))
@@ -142,7 +142,7 @@ def load_installs(path: Path = INSTALLS) -> list[dict]:
 def install_variables(models: Path, env: dict | None = None) -> dict:
     """What the table's paths name: the home folder, this checkout, the model library, and the NVIDIA track's
     vLLM environment and TabbyAPI checkout (the environment's, else the track plan's lab.env value)."""
-    from harness.run.engine_defs import expand_vars
+    from harness.engines.command_line import expand_vars
     from harness.run.plans import load_plan
 
     env = dict(os.environ if env is None else env)
@@ -199,7 +199,7 @@ def _row(
 
 
 def _library_rows(entry: dict, library: Path) -> list[dict]:
-    from harness.io.download_table import load_table
+    from harness.engines.models.download_table import load_table
 
     rows = []
     for fmt in load_table()["formats"].values():
@@ -212,7 +212,7 @@ def _library_rows(entry: dict, library: Path) -> list[dict]:
 
 
 def _expand(text: str, variables: dict) -> str:
-    from harness.run.engine_defs import expand_vars
+    from harness.engines.command_line import expand_vars
 
     return str(expand_vars(text, variables))
 

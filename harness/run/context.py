@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import InstallError
-from harness.run.engine_defs import api_model, port_of, resolve_settings
+from harness.engines.command_line import api_model, port_of, resolve_settings
 from harness.run.installed import resolve_auto
 from harness.run.plans import Block, Plan
 

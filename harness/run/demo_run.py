@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from harness.errors import HarnessError
-from harness.io.ports import free_port
+from harness.engines.ports import free_port
 from harness.run.child import harness_argv
-from harness.run.launchers.host import HostLauncher
+from harness.engines.launchers.host import HostLauncher
 
 LABEL = "practice-demo"
 

@@ -7,11 +7,11 @@ import shlex
 from pathlib import Path
 from typing import Callable
 
-from harness.core import words
-from harness.run import handover
+from harness import words
+from harness.engines import handover_watch as handover
 from harness.run.context import BlockContext, block_context, file_target
-from harness.run.engine_defs import engine_env, engine_files
-from harness.run.launchers import make_launcher
+from harness.engines.command_line import engine_env, engine_files
+from harness.run.launcher_table import make_launcher
 from harness.run.plans import Block, Plan, Step, stages
 from harness.run.steps import step_calls
 

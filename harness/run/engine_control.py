@@ -14,10 +14,10 @@ from harness.errors import HarnessError
 from harness.run.api_keys import api_key_env
 from harness.run.child import run_harness
 from harness.run.context import BlockContext, check_model_file, file_target
-from harness.run.engine_defs import engine_files
-from harness.run.handover import HandOver, release_line, stop_and_judge
-from harness.run.launchers import Launcher, make_launcher
-from harness.run.launchers.base import Prepares, StartsLoadWorkers, read_version
+from harness.engines.command_line import engine_files
+from harness.engines.handover_watch import HandOver, release_line, stop_and_judge
+from harness.run.launcher_table import Launcher, make_launcher
+from harness.engines.launchers.base import Prepares, StartsLoadWorkers, read_version
 from harness.run.manifest import Manifest
 from harness.run.plans import Plan
 from harness.run.startup import explain, refuse_busy_lab_ports, service_facts, service_notes

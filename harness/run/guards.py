@@ -95,7 +95,7 @@ def tier_finding(tier: str | None, tiers: list[str], memory: tuple[float, str] |
     memory.total: the serving lab's preflight decides the lab.env by it): PASS when the tier is the
     one that memory fits, WARN naming the one that fits when it is not; None when there is nothing
     to check (no sized tier, or this machine is not of the plan's kind)."""
-    from harness.core.arithmetic import tier_for_memory
+    from harness.sizing.arithmetic import tier_for_memory
 
     if tier is None or memory is None or tier_for_memory([tier], 10**6) is None:
         return None
@@ -112,7 +112,7 @@ def plan_tier(plan, run=None) -> list[Finding]:
     """``tier_finding`` for a plan as loaded (not a rehearsal: its machine is not the track's)."""
     import yaml
 
-    from harness.io.machines import memory_for_tier
+    from harness.sizing.machines import memory_for_tier
 
     if getattr(plan, "rehearsal", None) is not None or not getattr(plan, "tier", None):
         return []
@@ -174,11 +174,11 @@ def memory_fractions(plan, findings: list[Finding]) -> list[Finding]:
     GPU-visible total of the device line (``llama-server --list-devices``, read by the preflight's
     accelerator check) against the weights of the format the block serves. Nothing without a device
     line (a CUDA card's fraction is of its own memory, which vLLM reads itself) or a fraction."""
-    from harness.core.engine_compare import format_for_quant
+    from harness.sizing.format_compare import format_for_quant
     from harness.engines.logs import device_memory
-    from harness.core.fraction_fit import fraction_findings, visible_total_gib
+    from harness.sizing.memory_fraction import fraction_findings, visible_total_gib
     from harness.errors import HarnessError
-    from harness.io.model_info import load_model
+    from harness.engines.models.info import load_model
 
     lines = [f.text.replace("; ", "\n") for f in findings if f.check == "accelerator" and f.level == "PASS"]
     visible = visible_total_gib(device_memory("\n".join(lines)))

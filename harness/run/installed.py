@@ -19,7 +19,7 @@ _NOT_INSTALLED = {
 def resolve_auto(kind: str, dry_run: bool) -> str:
     """A setting given as ``auto``: the installed CPU llama-server or small model, else this Python.
     A dry run names what is missing instead of failing."""
-    from harness.run import llama_cpu  # imports the launchers; only needed here
+    from harness.engines import llama_cpu  # imports the launchers; only needed here
 
     try:
         if kind.startswith("vllm-cpu-"):
@@ -38,7 +38,7 @@ def resolve_auto(kind: str, dry_run: bool) -> str:
 def _vllm_cpu(kind: str, check: bool = True) -> str:
     """vLLM's CPU build in .venv-vllm and its converted model; InstallError saying why not (a dry
     run prints where they will be, installed or not)."""
-    from harness.run import vllm_cpu, vllm_precision
+    from harness.engines import vllm_cpu, vllm_precision
 
     if kind in vllm_precision.PRECISION_KINDS:  # a property of this CPU, installed or not
         return vllm_precision.precision(kind)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from harness import __version__
 from harness.errors import ConfigError
-from harness.core.records import SCHEMA_VERSION
-from harness.io.clock import now_stamp
-from harness.io.notebook import validate
+from harness.records.base import SCHEMA_VERSION
+from harness.records.clock import now_stamp
+from harness.records.notebook import validate
 from harness.run.plans import Plan
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import yaml
 
 from harness.errors import ConfigError
-from harness.io.ports import free_port
+from harness.engines.ports import free_port
 from harness.run.plans import find_plan
 
 FREE = "free"  # a plan variable with this value is given a port no one holds (tracks/practice.yaml)

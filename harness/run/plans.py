@@ -18,9 +18,9 @@ import yaml
 
 from harness import paths
 from harness.errors import ConfigError
-from harness.io.engine_table import Engine, load_engine
-from harness.io.notebook import problems
-from harness.run.plan_syntax import split_step
+from harness.engines.definitions import Engine, load_engine
+from harness.records.notebook import problems
+from harness.run.step_syntax import split_step
 from harness.run.rehearsal import Rehearsal, rehearse
 
 TRACK_DIR = paths.tracks_dir()
@@ -161,8 +161,8 @@ def tier_from_memory(raw: dict) -> str | None:
     tiers = list(raw.get("tiers") or {})
     if not tiers:
         return None
-    from harness.core.arithmetic import tier_for_memory
-    from harness.io.machines import memory_for_tier
+    from harness.sizing.arithmetic import tier_for_memory
+    from harness.sizing.machines import memory_for_tier
 
     found = memory_for_tier(str((raw.get("variables") or {}).get("ACCELERATOR", "")))
     return tier_for_memory(tiers, found[0]) if found else None

@@ -13,9 +13,9 @@ from typing import Callable
 from harness.errors import InstallError
 from harness.run import guards
 from harness.run.context import BlockContext, block_context
-from harness.run.engine_defs import engine_env, fill, launch_argv
+from harness.engines.command_line import engine_env, fill, launch_argv
 from harness.run.plans import Block, Plan
-from harness.run.launchers import stand_in_argv
+from harness.run.launcher_table import stand_in_argv
 from harness.run.preflight_checks import (
     GB,
     Finding,
@@ -129,7 +129,7 @@ def _target_findings(t: Target, allow_cpu: bool, run: Callable, seen: _Seen) -> 
         own.append(model_file(model))
     kept = (t.block.stand_in or {}).get("guards", t.block.engine.get("guards"))  # a stand-in's own
     if kept and not imitation:
-        from harness.io.shim_host import host_system  # a shim engine's host is the shim's
+        from harness.endpoints.shim_host import host_system  # a shim engine's host is the shim's
 
         own += guards.engine_guards(kept, str(model or ""), host_system() if kind == "shim" else None)
     before = t.block.engine.get("service", {}).get("before", [])
@@ -162,7 +162,7 @@ def shim_devices(ctx: BlockContext, allow_cpu: bool) -> list[Finding]:
     """An engine's devices on the shim's host: the shim runs the listing its allow-list fixed
     (llama-server --list-devices); an engine without one has no finding."""
     from harness.errors import ConfigError, EngineError
-    from harness.run.launchers import make_launcher
+    from harness.run.launcher_table import make_launcher
 
     try:
         text = make_launcher(ctx).devices()  # type: ignore[attr-defined]
@@ -180,8 +180,8 @@ def plan_findings(
 ) -> list[Finding]:
     """Every check a plan needs, for the blocks ``plan_targets`` gives (a missing CPU llama-server
     shows up as a target's ``missing``). ``run`` answers the machine's commands: by default here, or
-    the host-side shim's answers when the engines run on its host (harness.io.shim_host)."""
-    from harness.io.shim_host import host_run
+    the host-side shim's answers when the engines run on its host (harness.endpoints.shim_host)."""
+    from harness.endpoints.shim_host import host_run
 
     run = run or host_run(run_text)
     v = plan.variables

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from harness.io.ports import holder, is_port, port_open
+from harness.engines.ports import holder, is_port, port_open
 
 GB = 1e9
 

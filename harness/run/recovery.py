@@ -1,8 +1,8 @@
 """Recovery, a step the runner does in-process rather than as a harness command: after
 saturation the server returns to idle and answers a fresh request (the admission level's choice
-and its record are ``harness/run/admission.py``'s).
+and its record are ``harness/run/admission_step.py``'s).
 
-It talks to the server through ``harness/io/http.py`` under its two bounds (in all, and per gap
+It talks to the server through ``harness/endpoints/http_client.py`` under its two bounds (in all, and per gap
 without a byte): each ``/metrics`` read ``METRICS_BOUND_S`` (cut to the time the wait has left),
 the smoke request ``SMOKE_BOUND_S``."""
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import time
 
-from harness.core.bounds import Bounds
-from harness.core.stream import error_message
+from harness.bounds import Bounds
+from harness.measure.stream import error_message
 from harness.errors import TargetError
-from harness.io import http
+from harness.endpoints import http_client as http
 from harness.run.context import BlockContext
 
 # Gauges that count requests running or queued, by their name's ending (llama-server and vLLM).
@@ -25,7 +25,7 @@ SMOKE_BOUND_S = 60.0
 def _busy_after_load(metrics_url: str, timeout: float) -> float | None:
     """Requests still running or waiting once the server settles (0: idle), or None when there
     is no /metrics to read. Gives up after ``timeout`` and returns what it read last."""
-    from harness.io.metrics_sampler import parse_metrics
+    from harness.engines.metrics_sampler import parse_metrics
 
     deadline, busy = time.monotonic() + timeout, None
     while (left := deadline - time.monotonic()) > 0:

@@ -26,10 +26,10 @@ import yaml
 
 from harness import paths
 from harness.errors import ConfigError
-from harness.io.notebook import problems
+from harness.records.notebook import problems
 from harness.run.installed import resolve_auto
-from harness.run.vllm_precision import PRECISION_KINDS
-from harness.run.plan_syntax import split_step
+from harness.engines.vllm_precision import PRECISION_KINDS
+from harness.run.step_syntax import split_step
 from harness.run.rehearsal_cuts import cut_stages, left_out
 from harness.run.rehearsal_installs import (
     block_entry,
@@ -115,7 +115,7 @@ class Rehearsal:
 
 def rehearsal_env(rehearsal: Rehearsal, block) -> str:
     """The value of HARNESS_REHEARSAL for one step: the track rehearsed and, for a block's step,
-    the stand-in serving it (io/notebook.py stamps both on every record the step writes)."""
+    the stand-in serving it (records/notebook.py stamps both on every record the step writes)."""
     stand_in = (block.stand_in or {}).get("stand_in") if block is not None else None
     return json.dumps({"track": rehearsal.track, "stand_in": stand_in})
 
@@ -155,17 +155,17 @@ def resolve(kind: str) -> str:
         server = resolve_auto("llama-cpu-binary", dry_run=True)
         return _PLACEHOLDERS[kind] if server.startswith("<") else str(Path(server).parent)
     if kind == "llama-vulkan-bin-dir":
-        from harness.run import llama_vulkan
+        from harness.engines import llama_vulkan
 
         return _PLACEHOLDERS[kind] if llama_vulkan.install_status() else str(llama_vulkan.bin_dir())
     if kind == "vllm-cpu-venv":
-        from harness.run import vllm_cpu
+        from harness.engines import vllm_cpu
 
         return str(vllm_cpu.venv_dir())
     if kind == "models-dir":
         return str(paths.models_dir())
     if kind in ("mlx-cpu-server", "mlx-cpu-model"):  # where make mlx-cpu puts them, there or not yet
-        from harness.run import mlx_cpu
+        from harness.engines import mlx_cpu
 
         return str(mlx_cpu.server_bin() if kind == "mlx-cpu-server" else mlx_cpu.model_dir())
     if kind == "stand-ins-dir":  # an imitated engine's own folder (TabbyAPI's checkout)

@@ -15,7 +15,7 @@ variant whose base is left out. Every cut is a note, so the manifest and the rep
 from __future__ import annotations
 
 from harness.errors import ConfigError
-from harness.run.plan_syntax import split_step
+from harness.run.step_syntax import split_step
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 

@@ -25,10 +25,10 @@ def install_state(name: str, via_shim: bool = False) -> tuple[str | None, dict]:
     if via_shim:
         return VIA_SHIM.format(name=f"make {name}"), {}
     if name == "mlx-cpu":
-        from harness.run import mlx_cpu
+        from harness.engines import mlx_cpu
 
         return mlx_cpu.install_status(), mlx_cpu.server_env()
-    from harness.run import llama_vulkan
+    from harness.engines import llama_vulkan
 
     return llama_vulkan.install_status(), dict(llama_vulkan.LLVMPIPE_ENV)
 

@@ -15,17 +15,17 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from harness.core.records import read_stamp
+from harness.records.base import read_stamp
 from harness.errors import HarnessError, InstallError
 from harness.run.child import run_harness
 from harness.run.context import BlockContext, block_context
 from harness.run.dry_run import print_dry_run
 from harness.run.engine_control import EngineControl
-from harness.run.handover import HandOver
-from harness.run.launchers import Launcher, make_launcher
+from harness.engines.handover_watch import HandOver
+from harness.run.launcher_table import Launcher, make_launcher
 from harness.run.manifest import Manifest, now
 from harness.run.plans import Block, Plan, Step, stages
-from harness.run.admission import admission_level, write_admission
+from harness.run.admission_step import admission_level, write_admission
 from harness.run.recovery import recovery
 from harness.run.rehearsal import REHEARSAL_ENV, rehearsal_env
 from harness.run.startup import explain, missing_program

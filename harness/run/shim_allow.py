@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness.errors import ConfigError
 from harness.run.installed import resolve_auto
-from harness.run.engine_defs import expand_vars, fill, imitation_argv, resolve_settings
+from harness.engines.command_line import expand_vars, fill, imitation_argv, resolve_settings
 from harness.run.plans import Block, Plan
 
 ALLOW_SCHEMA = 1

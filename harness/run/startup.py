@@ -1,6 +1,6 @@
 """Around an engine's start: every port the lab uses checked free before it, and, when it does not
 come up, the labs' troubleshooting row that its log matches (``data/diagnoses.yaml``, matched by
-``core/diagnoses.py``), in one line with the matching log line."""
+``engines/diagnoses.py``), in one line with the matching log line."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import yaml
 from harness import paths
 from harness.engines.diagnoses import Diagnosis, diagnose
 from harness.errors import PortBusy
-from harness.io.notebook import validate
-from harness.io.ports import holder, port_open
-from harness.run.engine_defs import launch_argv
+from harness.records.notebook import validate
+from harness.engines.ports import holder, port_open
+from harness.engines.command_line import launch_argv
 from harness.run.plans import Plan
 
 if TYPE_CHECKING:
@@ -129,7 +129,7 @@ def missing_program(ctx: BlockContext) -> str | None:
     or None; other launchers find their programs when they start."""
     if ctx.block.launcher != "host":
         return None
-    from harness.run.launchers import stand_in_argv  # the launchers import this module
+    from harness.run.launcher_table import stand_in_argv  # the launchers import this module
 
     program = stand_in_argv(ctx, launch_argv(ctx.block.engine, ctx.settings))[0]
     found = Path(program).is_file() if "/" in program else shutil.which(program) is not None

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Union
 
-from harness.core.names import file_label
+from harness.records.labels import file_label
 from harness.run.context import BlockContext
-from harness.run.engine_defs import expand_vars, launch_argv
+from harness.engines.command_line import expand_vars, launch_argv
 from harness.run.plans import Block, Plan, Step
 
 # An option's value: a string, True for a flag without a value, or several strings (nargs).
@@ -210,7 +210,7 @@ def _load_workers(ctx: BlockContext) -> list[Option]:
     before that, a dry run, what it would start)."""
     if not ctx.block.engine.get("compose", {}).get("workers"):
         return []
-    from harness.run.launchers import make_launcher  # the launchers import this package's context
+    from harness.run.launcher_table import make_launcher  # the launchers import this package's context
 
     w = ctx.state.workers or make_launcher(ctx).load_workers()
     return [
@@ -252,7 +252,7 @@ def _admission(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
 
 def _cross_check(w: Where, ctx: BlockContext, o: dict) -> list[StepCall]:
     if ctx.block.launcher == "compose" and o.get("tool") != "batched-bench" and "exec" not in o:
-        from harness.run.launchers import make_launcher
+        from harness.run.launcher_table import make_launcher
 
         o = {**o, "exec": make_launcher(ctx).exec_prefix()}  # the engine's own tool, in its container
     return [

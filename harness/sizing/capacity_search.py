@@ -2,7 +2,7 @@
 
 It doubles the crowd from one until a level breaks the promise, halves the gap to one user, and
 runs the two levels at the boundary again until each verdict is stable at the stated confidence
-(``harness.core.sizing``), within a time budget. The caller measures each level (``Measure``) and
+(``harness.sizing.criterion``), within a time budget. The caller measures each level (``Measure``) and
 hears each line of the path (``say``); the answer comes back as one ``capacity`` record.
 """
 
@@ -12,16 +12,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from harness import options
-from harness.core import bounds, sizing
-from harness.core.curves import copies_for
-from harness.core.records import Capacity
-from harness.core.sample import Sample
+from harness import bounds
+from harness.sizing import criterion as sizing
+from harness.measure.curves import copies_for
+from harness.records.base import Capacity
+from harness.measure.sample import Sample
 from harness.errors import ConfigError
 from harness.energy.record_part import energy_words
-from harness.io.clock import now_stamp
-from harness.options.search import SEARCH
-from harness.options.sizing import SIZING
+from harness.records.clock import now_stamp
 
 
 @dataclass(frozen=True)
@@ -42,15 +40,14 @@ class Measure(Protocol):
 
 
 def check(args) -> sizing.Criterion:
-    """The search's own options in range (ConfigError, one line) and the criterion they name: a
-    promise of 0, below 0, NaN, infinite or past a week, or one no request could be seen to break,
-    is refused here, before any request is sent."""
+    """The criterion the options name, and the bounds the options set on each other (ConfigError,
+    one line): a promise of 0, below 0, NaN, infinite or past a week, or one no request could be seen
+    to break, is refused here, before any request is sent. Each option's own range the caller checked."""
 
     try:
         criterion = sizing.Criterion.parse(args.criterion, args.promise)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    options.check(args, SEARCH, SIZING.without("promise"))  # the promise is the criterion's, above
     bounds.number("--start", args.start, 1, args.max_users, whole=True)  # the bounds other options set
     bounds.number("--max-runs", args.max_runs, args.confirm, 50, whole=True)
     if args.rate_step is None and args.poisson:

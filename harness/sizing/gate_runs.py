@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.core import gate
-from harness.core.records import is_level
+from harness.sizing import gate
+from harness.records.base import is_level
 from harness.errors import ConfigError
-from harness.io.notebook import read_records, special_file
+from harness.records.notebook import read_records, special_file
 
 
 def tolerance(text: str) -> float:

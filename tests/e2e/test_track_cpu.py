@@ -19,8 +19,8 @@ import pytest
 import yaml
 from markdown_it import MarkdownIt
 
-from harness.io.ports import port_open
-from harness.io.notebook import read_records
+from harness.engines.ports import port_open
+from harness.records.notebook import read_records
 from harness.run.plans import find_plan
 from tests.conftest import ROOT, assert_nothing_left, free_port
 

@@ -17,8 +17,8 @@ import psutil
 import pytest
 import yaml
 
-from harness.io.notebook import read_records
-from harness.io.ports import port_open
+from harness.records.notebook import read_records
+from harness.engines.ports import port_open
 from harness.run.plans import find_plan
 from tests.conftest import ROOT, free_port
 

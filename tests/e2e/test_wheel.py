@@ -141,7 +141,7 @@ def test_installed_wheel_serves_sweeps_and_plans(tmp_path):
         server.terminate()
         server.wait(10)
     check = (
-        "import sys; from harness.io.notebook import read_records; "
+        "import sys; from harness.records.notebook import read_records; "
         "r = read_records(sys.argv[1], 'level', select=lambda o: o.get('label') == 'wheel' and "
         "'concurrency' in o); "
         "import json; print(json.dumps([len(r.records), r.warnings, r.records[0]['completed']]))"

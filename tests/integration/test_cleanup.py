@@ -14,7 +14,7 @@ import psutil
 import yaml
 
 from harness.run import cleanup
-from harness.io.ports import port_open
+from harness.engines.ports import port_open
 from tests.conftest import ROOT, assert_nothing_left, free_port
 from tests.integration.deadlines import START_S
 

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.run import compose_files
-from harness.run import engine_defs
+from harness.engines import compose_files
+from harness.engines import command_line as engine_defs
 from harness.run.plans import load_plan
-from harness.io.notebook import read_records
+from harness.records.notebook import read_records
 from harness.run.context import block_context
-from harness.run.launchers import make_launcher
+from harness.run.launcher_table import make_launcher
 from tests.conftest import ROOT, free_port
 
 SCHEMA = ROOT / ".venv" / "compose_spec.json"

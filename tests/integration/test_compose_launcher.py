@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from harness.errors import EngineError, PortBusy
-from harness.run.launchers.compose import ComposeLauncher, docker_client
+from harness.engines.launchers.compose import ComposeLauncher, docker_client
 from tests.conftest import ROOT, free_port
 
 

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.core.records import LAB_ID
-from harness.core.stats import percentile
-from harness.io.notebook import read_records
+from harness.records.base import LAB_ID
+from harness.measure.stats import percentile
+from harness.records.notebook import read_records
 from tests.conftest import ROOT
 from tests.integration.deadlines import START_S
 

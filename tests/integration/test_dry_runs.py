@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.run.vllm_precision import PRECISION_KINDS
+from harness.engines.vllm_precision import PRECISION_KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = ROOT / "tests" / "fixtures" / "expected" / "dry-run"
@@ -63,7 +63,7 @@ def case_name(track: str, tier: str | None, rehearse: bool | None = None) -> str
 def _llama_bin_dir() -> str | None:
     """Where `make llama-cpu` put llama-server (its folder holds llama-batched-bench too)."""
     from harness.errors import InstallError
-    from harness.run import llama_cpu
+    from harness.engines import llama_cpu
 
     try:
         return str(llama_cpu.find_llama_server().parent)
@@ -73,7 +73,7 @@ def _llama_bin_dir() -> str | None:
 
 def _vulkan_bin_dir() -> str | None:
     """Where `make llama-vulkan` put the Vulkan llama-server, if it did."""
-    from harness.run import llama_vulkan
+    from harness.engines import llama_vulkan
 
     return None if llama_vulkan.install_status() else str(llama_vulkan.bin_dir())
 
@@ -112,7 +112,7 @@ def dry_run(
     argv = [
         sys.executable,
         "-m",
-        "harness.entry",
+        "harness.cli.entry",
         "track",
         track,
         "--dry-run",

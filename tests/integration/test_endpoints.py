@@ -15,8 +15,8 @@ import requests
 
 from harness.endpoints import KINDS
 from harness.endpoints.chat_nostream import NOT_STREAMED
-from harness.io.notebook import read_records
-from harness.run import llama_cpu
+from harness.records.notebook import read_records
+from harness.engines import llama_cpu
 from tests.conftest import ROOT, free_port
 from tests.integration.deadlines import START_S
 from tests.integration.test_sweep import sweep

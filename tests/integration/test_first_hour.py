@@ -13,8 +13,8 @@ import time
 import psutil
 import pytest
 
-from harness.core.records import is_level
-from harness.io.notebook import read_records
+from harness.records.base import is_level
+from harness.records.notebook import read_records
 from tests.conftest import ROOT, free_port
 from tests.integration.deadlines import START_S
 
@@ -95,7 +95,7 @@ def test_https_to_a_plain_http_port_is_said_at_once(practice, tmp_path):
 
 
 def test_https_to_a_tls_server_passes_the_check(practice, tmp_path):
-    from harness.io.endpoint_proof import plain_http_behind_https
+    from harness.endpoints.proof import plain_http_behind_https
 
     cert, key = tmp_path / "c.pem", tmp_path / "k.pem"
     subprocess.run(

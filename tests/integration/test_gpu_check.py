@@ -17,8 +17,8 @@ import pytest
 import requests
 
 from harness.errors import InstallError
-from harness.io.ports import port_open
-from harness.run import llama_cpu
+from harness.engines.ports import port_open
+from harness.engines import llama_cpu
 from tests.conftest import FIXTURES, ROOT, free_port
 
 SCRIPT = ROOT / "scripts" / "gpu-check.sh"

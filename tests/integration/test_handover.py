@@ -15,8 +15,8 @@ import time
 import psutil
 import pytest
 
-from harness.run.handover import HandOver, release_line, stop_and_judge
-from harness.run.launchers.host import HostLauncher
+from harness.engines.handover_watch import HandOver, release_line, stop_and_judge
+from harness.engines.launchers.host import HostLauncher
 from tests.conftest import ROOT, free_port
 
 pytestmark = pytest.mark.slow
@@ -100,7 +100,7 @@ def test_a_process_that_outlives_the_stop_is_named_with_the_remedy(tmp_path):
 def test_the_cpu_llama_server_gives_its_memory_back(tmp_path):
     """The real CPU llama-server with Gemma 3 270M: its model and cache (hundreds of MB resident)
     come back at the stop; MemAvailable's row is stated beside the engine's own."""
-    from harness.run import llama_cpu
+    from harness.engines import llama_cpu
 
     port = free_port()
     engine = llama_cpu.launcher(port, tmp_path / "llama.log", slots=2, ctx_per_slot=1024, threads=1)

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from harness.core.records import DEFAULT_OBJECTIVES, UNKNOWN, is_level
-from harness.io.notebook import read_records
+from harness.records.base import DEFAULT_OBJECTIVES, UNKNOWN, is_level
+from harness.records.notebook import read_records
 from tests.conftest import ROOT
 from tests.integration.deadlines import START_S
 

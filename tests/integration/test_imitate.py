@@ -14,7 +14,7 @@ import pytest
 import requests
 import yaml
 
-from harness.io.notebook import read_records
+from harness.records.notebook import read_records
 from tests.conftest import ROOT, free_port
 from tests.integration.deadlines import START_S
 
@@ -181,7 +181,7 @@ def test_mlx_lm_server_streams_until_the_close_and_the_load_client_reads_it(runn
     assert events[-1] == "data: [DONE]" and len(events) >= 5 + 2, events  # role, 5 tokens, final, [DONE]
     book = tmp_path / "book.md"
     done = subprocess.run(
-        [sys.executable, "-m", "harness.entry", "sweep", "--base-url", f"http://127.0.0.1:{port}/v1",
+        [sys.executable, "-m", "harness.cli.entry", "sweep", "--base-url", f"http://127.0.0.1:{port}/v1",
          "--model", "/m/Qwen3-8B-4bit", "--concurrency", "1", "--requests", "2", "--max-tokens", "8",
          "--warmup", "0", "--metrics-url", "none", "--label", "mlx-close", "--labbook", str(book)],
         cwd=ROOT, capture_output=True, text=True, timeout=120,

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.io.notebook import read_records
-from harness.io.ports import wait_port_free
-from harness.run.launchers.base import wait_healthy
-from harness.run.launchers.service import ServiceLauncher
+from harness.records.notebook import read_records
+from harness.engines.ports import wait_port_free
+from harness.engines.launchers.base import wait_healthy
+from harness.engines.launchers.service import ServiceLauncher
 from harness.run.plans import load_plan
 from harness.run.runner import Runner
 from tests.conftest import free_port, install_fake

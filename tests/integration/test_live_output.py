@@ -1,5 +1,5 @@
 """The readers that pass a child's output on live (a step's harness command in run/child.py, a
-download tool in io/model_fetch.py) and the engine log's last line (launchers/base.py) take a bare
+download tool in engines/models/fetch.py) and the engine log's last line (launchers/base.py) take a bare
 carriage return, as progress bars write it, for a line end: no line is lost or glued to the next,
 a CR LF pair split over two writes is one line end, and the last unterminated line is kept."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import sys
 
-from harness.io.model_fetch import run_tool
+from harness.engines.models.fetch import run_tool
 from harness.run import child
-from harness.run.launchers.base import last_log_line
+from harness.engines.launchers.base import last_log_line
 
 # A progress bar (CR after each update, a pause after the last so the CR arrives alone), a CR LF pair
 # split over two writes, plain lines, and a last line with no end at all.

@@ -7,11 +7,11 @@ import socket
 import pytest
 import requests
 
-from harness.run import llama_cpu
-from harness.core.arithmetic import llama_kv_caches, llama_kv_log_line
-from harness.io.http import stream_chat
+from harness.engines import llama_cpu
+from harness.sizing.arithmetic import llama_kv_caches, llama_kv_log_line
+from harness.endpoints.http_client import stream_chat
 from harness.errors import PortBusy
-from harness.io.ports import port_open
+from harness.engines.ports import port_open
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.llama
@@ -129,7 +129,7 @@ def test_dry_run_command_states_every_setting(tmp_path):
 
 
 def test_model_facts_come_from_the_gguf_file():
-    from harness.io.model_info import load_model
+    from harness.engines.models.info import load_model
 
     m = load_model(str(llama_cpu.find_model()))
     assert (m.layers, m.kv_heads, m.head_dim, m.swa_layers, m.swa_window) == (18, 1, 256, 15, 512)
@@ -157,7 +157,7 @@ def test_verify_allocation_against_the_real_log(llama, capsys):
 
 def test_probe_records_what_the_real_server_does(llama, tmp_path, capsys):
     from harness.cli import main
-    from harness.io.notebook import read_records
+    from harness.records.notebook import read_records
 
     book = tmp_path / "labbook.md"
     assert (
@@ -188,7 +188,7 @@ def test_probe_records_what_the_real_server_does(llama, tmp_path, capsys):
 
 def test_measure_on_the_real_server(llama, tmp_path):
     from harness.cli import main
-    from harness.io.notebook import read_records
+    from harness.records.notebook import read_records
 
     book = tmp_path / "labbook.md"
     assert (

@@ -12,10 +12,10 @@ import sys
 import pytest
 
 from harness.engines.logs import accelerator_problems, parse_llama_server
-from harness.io.http import stream_chat
-from harness.io.ports import port_open
-from harness.run import llama_cpu, llama_vulkan
-from harness.run.launchers.host import HostLauncher
+from harness.endpoints.http_client import stream_chat
+from harness.engines.ports import port_open
+from harness.engines import llama_cpu, llama_vulkan
+from harness.engines.launchers.host import HostLauncher
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.vulkan
@@ -87,7 +87,7 @@ def test_verify_allocation_checks_the_vulkan_buffers(server, tmp_path) -> None:
     _, log = server
     labbook = tmp_path / "labbook.md"
     argv = [
-        sys.executable, "-m", "harness.entry", "verify-allocation", "--log", str(log),
+        sys.executable, "-m", "harness.cli.entry", "verify-allocation", "--log", str(log),
         "--labbook", str(labbook), "--label", "vulkan-control", "--engine", "llama-server",
         "--model", str(llama_cpu.find_model()), "--slots", "1", "--ctx-per-slot", "2048",
         "--expect-prompt-cache-off", "--expect-device", "Vulkan0",

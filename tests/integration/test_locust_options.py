@@ -1,5 +1,5 @@
 """Every numeric option of the Locust path (declared in harness/options, made into Locust's options
-by harness/load/options.py) is checked before anything starts: on Locust's command line and its
+by harness/load/locust_options.py) is checked before anything starts: on Locust's command line and its
 LOCUST_* variables (argparse's one line, status 2, no request sent, no process forked) and on the
 web UI's start form (the same line, nothing started)."""
 
@@ -63,10 +63,10 @@ def test_a_bad_number_stops_the_headless_run_in_one_line(args, line, tmp_path):
 
 
 def test_no_numeric_option_of_ours_goes_unchecked():
-    # What is left with a plain int or float type after harness.load.options ran is Locust's own
+    # What is left with a plain int or float type after harness.load.locust_options ran is Locust's own
     # ports and waits; an option the harness adds without a declared range shows up here.
     code = (
-        "import harness.load.options\n"
+        "import harness.load.locust_options\n"
         "from locust.argument_parser import get_parser\n"
         "acts = get_parser()._actions\n"
         "print(' '.join(sorted(max(a.option_strings, key=len) for a in acts if a.type in (int, float))))"
@@ -110,7 +110,7 @@ def test_good_numbers_still_run():
 
 def load_bodies(srv) -> list[dict]:
     """The chat bodies the users sent (not the endpoint proof's, which START sends first)."""
-    from harness.io.endpoint_proof import PROOF_PROMPT
+    from harness.endpoints.proof import PROOF_PROMPT
 
     return [b for b in srv.bodies if b["messages"][0]["content"] != PROOF_PROMPT]
 

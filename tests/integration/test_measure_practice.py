@@ -3,7 +3,7 @@
 import pytest
 
 from harness.cli import main
-from harness.io.notebook import read_records
+from harness.records.notebook import read_records
 from tests.conftest import kit_profile
 
 
@@ -81,7 +81,7 @@ def test_reuse_prompt_is_a_demonstration_that_records_nothing(practice, tmp_path
 def test_each_test_carries_the_imitation_energy_of_its_repetitions(practice, tmp_path, capsys):
     """`--telemetry nvml,practice`: NVML absent here is one line; each speed record's energy is the
     practice server's IMITATION power over its repetitions (one seat busy), with its cost, valid."""
-    from harness.io.notebook import problems
+    from harness.records.notebook import problems
     from harness.energy.detect import detect
 
     server = practice(kit_profile(name="watts", imitation_power={"idle_w": 30, "per_busy_seat_w": 10}))

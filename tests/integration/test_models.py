@@ -11,9 +11,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from harness.io import download_table
+from harness.engines.models import download_table
 from harness.cli import main
-from harness.io.notebook import read_records
+from harness.records.notebook import read_records
 from tests.conftest import install_fake
 
 FAKE_HF = (

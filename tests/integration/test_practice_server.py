@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 import requests
 
-from harness.io.http import stream_chat
+from harness.endpoints.http_client import stream_chat
 from tests.conftest import kit_profile
 
 pytestmark = pytest.mark.slow

@@ -3,7 +3,7 @@
 import pytest
 
 from harness.cli import main
-from harness.io.notebook import read_records
+from harness.records.notebook import read_records
 from tests.conftest import kit_profile
 
 pytestmark = pytest.mark.slow

@@ -162,7 +162,7 @@ def test_report_html_opens_in_a_browser_with_its_charts(run_dir, tmp_path):
 def test_the_admission_recommendation_is_its_own_record(run_dir):
     """Serving lab Task 8: the admission step's level written as its own record (schema-valid), and
     shown by summarise (--list, --label, --check), harness check and the report."""
-    from harness.io.notebook import read_records
+    from harness.records.notebook import read_records
 
     notebook = run_dir / "labbook.md"
     recs = read_records(notebook, "admission", select=lambda o: o.get("record") == "admission").records

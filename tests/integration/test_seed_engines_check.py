@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from harness.cli import main
-from harness.io.notebook import read_records
+from harness.records.notebook import read_records
 from tests.conftest import FIXTURES, ROOT
 from tests.seeds import SEEDS, seeds_summarise_engines
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from harness.core.records import read_stamp, stamp
+from harness.records.base import read_stamp, stamp
 from tests.conftest import FIXTURES, ROOT
 from tests.seeds import SEEDS, seeds_summarise_engines, seeds_summarise_load
 

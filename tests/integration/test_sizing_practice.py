@@ -10,7 +10,7 @@ import sys
 import pytest
 import yaml
 
-from harness.io.notebook import read_records
+from harness.records.notebook import read_records
 from tests.conftest import ROOT
 from tests.integration.deadlines import START_S
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.core.levels import LAB_ID
-from harness.io.notebook import read_records
+from harness.measure.levels import LAB_ID
+from harness.records.notebook import read_records
 from tests.conftest import ROOT, kit_profile
 from tests.integration.deadlines import START_S
 
@@ -337,7 +337,7 @@ def test_fit_and_knee_come_out_as_the_profile_implies(practice, tmp_path):
         str(book),
     )
     assert out.returncode == 0, out.stderr
-    from harness.core import curves
+    from harness.measure import curves
 
     recs = levels(book)
     d = curves.curve(curves.by_label(recs)["fit"])
@@ -634,7 +634,7 @@ def test_processes_split_the_load_over_locust_workers(practice, tmp_path):
 
 
 def test_shares_follow_the_users():
-    from harness.core.schedules import shares
+    from harness.workloads.schedules import shares
 
     assert shares(10, {"a": 2, "b": 1, "c": 0}) == {"a": 7, "b": 3, "c": 0}
     assert sum(shares(17, {"a": 3, "b": 3, "c": 1}).values()) == 17

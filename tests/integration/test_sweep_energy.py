@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.io.notebook import problems
+from harness.records.notebook import problems
 from harness.energy.detect import detect
 from tests.conftest import kit_profile
 from tests.integration.test_sweep import levels, sweep

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.run import llama_cpu
-from harness.io.notebook import read_records
+from harness.engines import llama_cpu
+from harness.records.notebook import read_records
 from tests.conftest import free_port
 from tests.integration.test_sweep import sweep
 

@@ -240,7 +240,7 @@ elif sys.argv[1] == "unload" and os.path.exists(state):
 
 
 def test_lemonade_is_loaded_and_unloaded_through_its_cli(tmp_path, monkeypatch):
-    from harness.io.ports import port_open, wait_port_free
+    from harness.engines.ports import port_open, wait_port_free
 
     install_fake(tmp_path, monkeypatch, "lemonade", FAKE_LEMONADE)
     port = free_port()

@@ -18,8 +18,8 @@ from collections import Counter
 
 import pytest
 
-from harness.io.notebook import problems, read_records
-from harness.io.ports import port_open
+from harness.records.notebook import problems, read_records
+from harness.engines.ports import port_open
 from tests.conftest import ROOT
 from tests.seeds import SEEDS, seeds_summarise_load
 
@@ -118,6 +118,11 @@ def test_track_practice_interrupted_resumed_writes_a_report_on_a_free_port(tmp_p
     assert energy.lstrip().startswith("**IMITATION**: these watts and joules are made up")
     assert "](charts/energy.png)" in energy and (run_dir / "charts" / "energy.png").is_file()
     assert "practice imitation of kit (IMITATION)" in energy and "at the operating point (c=" in energy
+    # the server's /metrics and the client's own figures at the same instants, side by side
+    over_time = report.split("## The server and the client over time", 1)[1].split("\n## ", 1)[0]
+    assert all(r["series"]["client"]["completed_requests"][-1] == r["completed"] for r in baseline)
+    assert "](charts/practice-baseline-server-client.png)" in over_time
+    assert (run_dir / "charts" / "practice-baseline-server-client.png").is_file()
     capacity = (
         r"capacity within the promise [^\n]*; \d+ at once at \d+ W, [\d.]+ J per output token \(IMITATION\)"
     )

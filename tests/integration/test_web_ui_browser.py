@@ -30,8 +30,8 @@ import time
 import pytest
 import requests
 
-from harness.core.records import is_level
-from harness.io.notebook import read_records
+from harness.records.base import is_level
+from harness.records.notebook import read_records
 from tests.conftest import ROOT, free_port, kit_profile
 from tests.integration.deadlines import START_S
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.core.schedules import arrival_offsets, coefficient_of_variation, gaps
+from harness.workloads.schedules import arrival_offsets, coefficient_of_variation, gaps
 from tests.conftest import ROOT, kit_profile
 from tests.integration.test_sweep import levels, sweep
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from harness.io.notebook import read_records
-from harness.run import llama_cpu
+from harness.records.notebook import read_records
+from harness.engines import llama_cpu
 from tests.conftest import free_port
 from tests.integration.test_sweep import sweep
 

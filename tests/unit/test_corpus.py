@@ -11,12 +11,13 @@ import pytest
 
 from harness.engines import llama_log, trtllm_log, vllm_log
 from harness.engines import logs as engine_logs
-from harness.core.stream import whole_body_error
+from harness.measure.stream import whole_body_error
 from harness.endpoints.chat import chat_parser
-from harness.io import memory
+from harness.engines import memory
 from harness.energy.sources import powermetrics
-from harness.io.engine_table import load_engine
-from harness.io.metrics_sampler import COUNTERS, GAUGES, parse_metrics
+from harness.engines.definitions import load_engine
+from harness.engines.metrics_sampler import COUNTERS, GAUGES, parse_metrics
+from harness.machine import readers as machine_readers
 from tests.corpus_samples import samples
 
 MIN_SAMPLES = 80
@@ -263,6 +264,35 @@ def test_powermetrics(sample):
         return
     (first, *_) = powermetrics.parse(sample.body.encode())
     assert first.get("hw_model") == sample.expect["hw_model"]
+
+
+@pytest.mark.parametrize("sample", samples("lscpu"), ids=ids(samples("lscpu")))
+def test_lscpu(sample):
+    got = machine_readers.lscpu(sample.body)
+    for key in ("model", "cores", "logical_cpus"):
+        if key in sample.expect:
+            assert got.get(key) == sample.expect[key], (sample.id, key, got)
+
+
+@pytest.mark.parametrize("sample", samples("sysctl"), ids=ids(samples("sysctl")))
+def test_sysctl(sample):
+    got = machine_readers.mac_machine(machine_readers.sysctl(sample.body))
+    for key in ("model", "cores", "logical_cpus"):
+        if key in sample.expect:
+            assert got.get(key) == sample.expect[key], (sample.id, key, got)
+
+
+@pytest.mark.parametrize("sample", samples("amd-smi"), ids=ids(samples("amd-smi")))
+def test_amd_smi(sample):
+    got = machine_readers.amd_smi_static(sample.body)
+    assert got == [{k: g[k] for k in ("name", "driver", "memory_bytes")} for g in sample.expect["gpus"]]
+    assert all("SERIAL" not in str(g) and "redacted" not in str(g) for g in got)
+
+
+@pytest.mark.parametrize("sample", samples("docker-ps"), ids=ids(samples("docker-ps")))
+def test_docker_ps(sample):
+    for port, image in sample.expect["published"].items():
+        assert machine_readers.docker_ps_image(sample.body, int(port)) == image, (sample.id, port)
 
 
 # -- mlx_lm.server's console output -------------------------------------------------------------------

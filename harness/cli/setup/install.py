@@ -1,13 +1,13 @@
 """``harness setup install``: the NVIDIA track's installs as the engines lab does them (its plan's
 install step): vLLM in its own ``uv`` environment and TabbyAPI's ``git`` clone, each where the
 machine has its tool and a network, and skipped with the reason where not
-(``harness/run/track_installs.py``)."""
+(``harness/engines/installs.py``)."""
 
 from __future__ import annotations
 
 import os
 
-from harness.run import track_installs as ti
+from harness.engines import installs as ti
 from harness import options
 from harness.options.shared import DRY_RUN
 from harness.options.track import VLLM_REQUIREMENT

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from harness.run import llama_cpu
+from harness.engines import llama_cpu
 from harness import options
 from harness.options.serve import CACHE_TYPE, CTX_PER_SLOT, LOG_FILE, PORT, SLOTS
 from harness.options.shared import DRY_RUN

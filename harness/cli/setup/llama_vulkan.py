@@ -8,7 +8,7 @@ from pathlib import Path
 from harness import options
 from harness.errors import InstallError
 from harness.options.serve import WHEEL
-from harness.run import llama_cpu, llama_vulkan
+from harness.engines import llama_cpu, llama_vulkan
 
 
 def add_parser(sub) -> None:

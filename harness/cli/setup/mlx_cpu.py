@@ -8,8 +8,10 @@ import shlex
 import time
 from pathlib import Path
 
-from harness.run import mlx_cpu
-from harness.run.launchers.vllm_cpu import tree_memory_mb
+from harness.engines import mlx_cpu
+from harness.engines.launchers.base import serve_until_stopped
+from harness.engines.launchers.vllm_cpu import tree_memory_mb
+from harness.engines.own_env import folder_mb, ready_line
 from harness import options
 from harness.options.serve import LOG_FILE, PORT, RECONVERT, START_TIMEOUT
 from harness.options.shared import DRY_RUN
@@ -52,10 +54,8 @@ def install(args) -> int:
         if facts["reused"]
         else f"{facts['source']}; mlx_lm.convert {facts['mlx_convert_s']:.0f} s, all {facts['wall_s']:.0f} s"
     )
-    size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
-    print(f"model:  {folder} ({size / 1e6:.0f} MB MLX {mlx_cpu.DTYPE}; {what})")
-    pip_s = f"pip install {timings['pip_install_s']} s, " if "pip_install_s" in timings else ""
-    print(f"env:    {mlx_cpu.venv_dir()} ({pip_s}environment ready in {env_s:.0f} s)")
+    print(f"model:  {folder} ({folder_mb(folder):.0f} MB MLX {mlx_cpu.DTYPE}; {what})")
+    print(ready_line(mlx_cpu.venv_dir(), timings, env_s))
     print(f"label:  every figure from it is {mlx_cpu.LABEL}, not a Mac's")
     return 0
 
@@ -74,11 +74,6 @@ def serve_fg(args) -> int:
         f"{mem.get('rss_mb', '?')} MB resident; {mlx_cpu.LABEL}); Ctrl-C or SIGTERM stops it",
         flush=True,
     )
-    try:
-        while launcher.proc is not None and launcher.proc.poll() is None:
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
-    launcher.stop()
+    serve_until_stopped(launcher)
     print(f"stopped; port {args.port} is free")
     return 0

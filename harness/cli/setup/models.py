@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness import options
-from harness.io import download_table, model_library
+from harness.engines.models import download_table, library as model_library
 from harness.options.shared import DRY_RUN, FORMATS, LABBOOK, LIBRARY
 
 

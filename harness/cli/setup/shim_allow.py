@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from harness import options
+from harness.options.export import OUT
 from harness.options.shared import LIBRARY
 from harness.options.track import QUICK, REHEARSE, SET, SMOKE, TIER, VIA_SHIM
 from harness.run.plan_variables import parse_sets, plan_size
@@ -20,7 +21,7 @@ def add_parser(sub) -> None:
         "the settings a request may give, with their checks (docs/shim.md).",
     )
     p.add_argument("plan", help="plan file, or a name in tracks/ (cpu-shim)")
-    p.add_argument("--out", default="runs/shim/allow.json", help="where to write it")
+    options.to_argparse(p, OUT, command="shim-allow")
     options.to_argparse(p, LIBRARY, command="shim-allow")
     options.to_argparse(p, TIER, command="shim-allow")
     options.to_argparse(p, REHEARSE, command="shim-allow")

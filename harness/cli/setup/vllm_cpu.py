@@ -6,8 +6,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from harness.run import vllm_cpu, vllm_serve
-from harness.run.launchers.vllm_cpu import tree_memory_mb
+from harness.engines import vllm_cpu, vllm_serve
+from harness.engines.launchers.base import serve_until_stopped
+from harness.engines.launchers.vllm_cpu import tree_memory_mb
+from harness.engines.own_env import folder_mb, ready_line
 from harness import options
 from harness.options.serve import LOG_FILE, PORT, RECONVERT, START_TIMEOUT
 from harness.options.shared import DRY_RUN
@@ -62,10 +64,9 @@ def install(args) -> int:
         else f"converted in {facts['wall_s']:.0f} s, {facts['parameters']:,} parameters, EOS "
         f"{facts['eos_token_id']}"
     )
-    size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
-    print(f"model:  {folder} ({size / 1e6:.0f} MB bf16 safetensors; {what}; hashes in {vllm_cpu.MANIFEST})")
-    pip_s = f"pip install {timings['pip_install_s']} s, " if "pip_install_s" in timings else ""
-    print(f"env:    {vllm_cpu.venv_dir()} ({pip_s}environment ready in {env_s:.0f} s)")
+    size = f"{folder_mb(folder):.0f} MB bf16 safetensors"
+    print(f"model:  {folder} ({size}; {what}; hashes in {vllm_cpu.MANIFEST})")
+    print(ready_line(vllm_cpu.venv_dir(), timings, env_s))
     print(f"torch:  {vllm_cpu.TORCH_NOTE}")
     return 0
 
@@ -89,12 +90,7 @@ def serve_fg(args) -> int:
         f"{_memory(launcher)}); Ctrl-C or SIGTERM stops it",
         flush=True,
     )
-    try:
-        while launcher.proc.poll() is None:
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
-    launcher.stop()
+    serve_until_stopped(launcher)
     print(f"stopped; port {args.port} is free and no vLLM child process is left")
     return 0
 

@@ -1,6 +1,6 @@
 """Apple silicon through macOS's ``powermetrics``: the command line that asks it for one sample
 as a property list, and the parser of that output. ``powermetrics`` needs root. Where the harness
-is given the host-side shim (``HARNESS_SHIM_URL``, harness/io/shim_host.py), each sample comes
+is given the host-side shim (``HARNESS_SHIM_URL``, harness/endpoints/shim_host.py), each sample comes
 from the shim's ``GET /v1/power``, which runs it on the shim's host when its allow-list names it
 and it runs as root (a harness in a container, or as a user, on a Mac); else it runs here, only
 where this process is root on macOS.
@@ -33,9 +33,9 @@ from typing import Any, Callable
 from xml.parsers.expat import ExpatError
 
 from harness.energy.readings import Reading, make_reading
-from harness.core.bounds import Bounds
+from harness.bounds import Bounds
 from harness.errors import ConfigError, TargetError, TelemetryUnavailable
-from harness.io import http, shim_host
+from harness.endpoints import http_client as http, shim_host
 
 MAX_OUTPUT = 1 << 20  # one sample of two samplers is a few kB
 NOT_GIVEN = {

@@ -5,7 +5,7 @@ IMITATION, never a measurement: every reading is labelled "imitation", and so is
 record, summary line, chart and report section built from it. ``--telemetry auto`` never reads
 it; only ``--telemetry practice`` does (or a list naming it), so a real run cannot pick it up.
 
-The read goes through ``harness.io.http`` under a short bound, as every request to a server
+The read goes through ``harness.endpoints.http_client`` under a short bound, as every request to a server
 under test does."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from harness.core.bounds import Bounds
+from harness.bounds import Bounds
 from harness.energy.readings import Reading, make_reading
 from harness.errors import HarnessError, TelemetryUnavailable
-from harness.io import http
+from harness.endpoints import http_client as http
 
 LABEL = "imitation"
 ROUTE = "/practice/power"

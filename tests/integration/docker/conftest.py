@@ -55,7 +55,7 @@ def trimmed_plan(
     overlay applies. Returns ``path`` as a string."""
     import yaml
 
-    from harness.run.plan_syntax import split_step
+    from harness.run.step_syntax import split_step
     from harness.run.plans import find_plan
 
     raw = yaml.safe_load(find_plan(name).read_text())

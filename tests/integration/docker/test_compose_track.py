@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from harness.io.notebook import read_records
-from harness.io.ports import port_open
+from harness.records.notebook import read_records
+from harness.engines.ports import port_open
 from tests.conftest import ROOT, free_port
 from tests.integration.docker.conftest import (
     CPU_PLAN_REDUCED,
@@ -59,7 +59,7 @@ def compose_run(tmp_path):
         argv = [
             sys.executable,
             "-m",
-            "harness.entry",
+            "harness.cli.entry",
             "track",
             trimmed_plan("cpu-compose", KEEP, tmp_path / "cpu-compose-trimmed.yaml"),
             "--run-dir",

@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from harness.errors import EngineError
-from harness.run.launchers.compose import ComposeLauncher, docker_client
+from harness.engines.launchers.compose import ComposeLauncher, docker_client
 from tests.conftest import ROOT, free_port
 from tests.integration.docker.conftest import (
     BASE_IMAGE,

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.io.notebook import read_records
-from harness.io.ports import port_open
+from harness.records.notebook import read_records
+from harness.engines.ports import port_open
 from tests.conftest import ROOT, free_port
 from tests.integration.docker.conftest import (
     bridge_gateway,

@@ -25,8 +25,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.io.notebook import read_records
-from harness.io.ports import port_open
+from harness.records.notebook import read_records
+from harness.engines.ports import port_open
 from tests.conftest import ROOT, free_port
 from tests.integration.docker.conftest import (
     HARNESS_IMAGE,
@@ -53,7 +53,7 @@ def engines_left(run_dir: Path) -> list[str]:
 
 def test_track_m_rehearsed_with_the_harness_in_a_container_and_the_engines_through_the_shim(tmp_path):
     from harness.errors import InstallError
-    from harness.run import llama_cpu
+    from harness.engines import llama_cpu
 
     need_image(HARNESS_IMAGE)
     try:

@@ -1,7 +1,7 @@
 """The vLLM CPU image (images/vllm-cpu, `make image-vllm-cpu`) and the `vllm-cpu` compose profile, for
-real: the profile runs the host recipe's command and environment (harness/run/vllm_cpu.py), the
+real: the profile runs the host recipe's command and environment (harness/engines/vllm_cpu.py), the
 compose launcher starts it, the container turns healthy only after a real completion, one streamed
-chat completion through harness.io.http comes back with tokens, and after the stop nothing of ours
+chat completion through endpoints.http_client comes back with tokens, and after the stop nothing of ours
 is left. Skipped, saying why, without a Docker engine, the image or the converted model."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 import requests
 
 from harness.errors import EngineError
-from harness.io.http import stream_chat
-from harness.run import vllm_cpu, vllm_serve
-from harness.run.launchers.compose import ComposeLauncher, docker_client
+from harness.endpoints.http_client import stream_chat
+from harness.engines import vllm_cpu, vllm_serve
+from harness.engines.launchers.compose import ComposeLauncher, docker_client
 from tests.conftest import ROOT, assert_nothing_left, free_port
 from tests.integration.docker.conftest import compose_project, docker
 

@@ -58,7 +58,7 @@ FAULTS = (
     "gzip",
     "trickle-headers",
     "short-body",
-    # round two (docs/reliability-round-two.md): one fake server per class
+    # one fake server per class of fault (docs/failures.md)
     "endless-headers",
     "after-done",
     "held-open",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.io.notebook import read_records
+from harness.records.notebook import read_records
 from tests.integration.faults.hostile import MODEL, HostileServer
 from tests.integration.faults.test_faults import _run
 

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from harness.io.notebook import read_records
+from harness.records.notebook import read_records
 from tests.integration.faults.hostile import MODEL, HostileServer
 from tests.integration.faults.test_faults import _run
 

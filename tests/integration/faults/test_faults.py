@@ -1,4 +1,4 @@
-"""The fault matrix (docs/reliability.md): every command that talks to a server, against small
+"""The fault matrix (docs/failures.md): every command that talks to a server, against small
 hostile servers of our own. For each fault: the outcome counted, the reason (the server's own
 message where it sent one), no traceback, no hang past the stated bound, and every finished level
 on disk and schema-valid."""
@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.io.notebook import read_records
+from harness.records.notebook import read_records
 from tests.integration.deadlines import START_S
 from tests.integration.faults.hostile import MODEL, SERVER_MESSAGE, HostileServer
 
 ROOT = Path(__file__).resolve().parents[3]
-HARNESS = [sys.executable, "-m", "harness.entry"]
+HARNESS = [sys.executable, "-m", "harness.cli.entry"]
 TOTAL, IDLE = 3.0, 1.5  # the bounds every run below states
 
 # fault -> (requests that finish ok, the words the first error must carry)

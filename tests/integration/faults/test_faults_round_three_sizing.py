@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from harness.cli.dispatch import main as harness_main
-from harness.io.notebook import read_records
+from harness.records.notebook import read_records
 from tests.integration.faults.hostile import DIE_AFTER, MODEL, SERVER_MESSAGE, HostileServer
 from tests.integration.faults.test_faults import IDLE, TOTAL, _run
 

@@ -9,8 +9,8 @@ import os
 
 import pytest
 
-from harness.core.records import is_level
-from harness.io.notebook import read_records
+from harness.records.base import is_level
+from harness.records.notebook import read_records
 from tests.integration.faults.hostile import MODEL, HostileServer
 from tests.integration.faults.test_faults import IDLE, TOTAL, _run, _says
 
@@ -138,7 +138,7 @@ def test_probe_meets_each_class_without_a_traceback(fault, tmp_path):
 
 
 def test_a_huge_metrics_answer_is_counted_as_an_error_not_parsed():
-    from harness.io.metrics_sampler import MetricsSampler
+    from harness.engines.metrics_sampler import MetricsSampler
 
     with HostileServer("big-metrics") as srv:
         sampler = MetricsSampler(srv.root + "/metrics", timeout=5.0)
@@ -147,8 +147,8 @@ def test_a_huge_metrics_answer_is_counted_as_an_error_not_parsed():
 
 
 def test_the_sampler_sends_the_key_and_skips_nan(tmp_path):
-    from harness.io.http import auth_headers
-    from harness.io.metrics_sampler import MetricsSampler
+    from harness.endpoints.http_client import auth_headers
+    from harness.engines.metrics_sampler import MetricsSampler
 
     with HostileServer("nan-metrics") as srv:
         sampler = MetricsSampler(srv.root + "/metrics", headers=auth_headers(KEY))

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from harness.io.notebook import read_records
+from harness.records.notebook import read_records
 from tests.integration.faults.hostile import MODEL, HostileServer
 from tests.integration.faults.test_faults import IDLE, TOTAL, _run
 
@@ -97,7 +97,7 @@ def test_the_endpoint_proof_ends_within_its_timeout_under_a_flood_of_deltas(tmp_
 def test_the_proof_and_its_context_requests_share_one_bound():
     """In-process: the proof's stream and its /props request (which trickles forever here) end
     together within the proof's timeout, not the stream's bound plus 10 s per context request."""
-    from harness.io.endpoint_proof import observe
+    from harness.endpoints.proof import observe
 
     with HostileServer("delta-flood") as srv:
         t0 = time.monotonic()

@@ -1,5 +1,5 @@
 """The launchers' health waits and the recovery step against hostile servers: every request they
-send goes through harness/io/http.py, so a health URL or a /metrics page that never answers, or
+send goes through harness/endpoints/http_client.py, so a health URL or a /metrics page that never answers, or
 trickles, ends at the documented bound (the wait's own timeout; each try's bound), with the reason."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from types import SimpleNamespace
 import pytest
 
 from harness.errors import EngineError
-from harness.io.ports import port_open
-from harness.run.launchers.base import NotHealthy, wait_healthy
-from harness.run.launchers.external import ExternalLauncher
-from harness.run.launchers.host import HostLauncher
+from harness.engines.ports import port_open
+from harness.engines.launchers.base import NotHealthy, wait_healthy
+from harness.engines.launchers.external import ExternalLauncher
+from harness.engines.launchers.host import HostLauncher
 from harness.run.recovery import recovery
 from tests.conftest import free_port
 from tests.integration.faults.hostile import MODEL, SERVER_MESSAGE, HostileServer

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.io.notebook import read_records
+from harness.records.notebook import read_records
 from tests.integration.deadlines import START_S
 from tests.integration.faults.hostile import MODEL, HostileServer
 
@@ -23,7 +23,16 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_processes_stop_on_a_signal_keeping_finished_levels(sig, tmp_path):
     book = tmp_path / "book.md"
     with HostileServer("ok", delay_s=0.3) as srv:
-        cmd = [sys.executable, "-m", "harness.entry", "sweep", "--base-url", srv.base_url, "--model", MODEL]
+        cmd = [
+            sys.executable,
+            "-m",
+            "harness.cli.entry",
+            "sweep",
+            "--base-url",
+            srv.base_url,
+            "--model",
+            MODEL,
+        ]
         cmd += ["--concurrency", "2,2,2,2,2,2", "--requests", "6", "--timeout", "5", "--warmup", "0"]
         cmd += ["--processes", "2", "--labbook", str(book), "--metrics-url", "none", "--no-endpoint-check"]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
@@ -48,7 +57,7 @@ def test_processes_stop_on_a_signal_keeping_finished_levels(sig, tmp_path):
 
 
 def _sweep_cmd(srv, book, levels: str) -> list[str]:
-    cmd = [sys.executable, "-m", "harness.entry", "sweep", "--base-url", srv.base_url, "--model", MODEL]
+    cmd = [sys.executable, "-m", "harness.cli.entry", "sweep", "--base-url", srv.base_url, "--model", MODEL]
     cmd += ["--concurrency", levels, "--requests", "1", "--timeout", "5", "--warmup", "0"]
     return cmd + ["--labbook", str(book), "--metrics-url", "none", "--no-endpoint-check"]
 

@@ -34,7 +34,16 @@ def _workers(marker: str) -> list[psutil.Process]:
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_no_worker_outlives_a_sweep_signalled_while_its_workers_start(sig, moment, tmp_path):
     with HostileServer("ok", delay_s=0.2) as srv:
-        cmd = [sys.executable, "-m", "harness.entry", "sweep", "--base-url", srv.base_url, "--model", MODEL]
+        cmd = [
+            sys.executable,
+            "-m",
+            "harness.cli.entry",
+            "sweep",
+            "--base-url",
+            srv.base_url,
+            "--model",
+            MODEL,
+        ]
         cmd += ["--concurrency", "2,2,2", "--requests", "4", "--timeout", "5", "--warmup", "0"]
         cmd += ["--processes", "2", "--labbook", str(tmp_path / "b.md"), "--metrics-url", "none"]
         cmd += ["--no-endpoint-check"]

@@ -13,10 +13,10 @@ import sys
 
 import pytest
 
-from harness.io.http import stream_chat
-from harness.io.notebook import read_records
-from harness.io.ports import port_open
-from harness.run import mlx_cpu
+from harness.endpoints.http_client import stream_chat
+from harness.records.notebook import read_records
+from harness.engines.ports import port_open
+from harness.engines import mlx_cpu
 from tests.conftest import ROOT, free_port
 from tests.integration.test_sweep import sweep
 

@@ -12,8 +12,9 @@ import sys
 
 import pytest
 
-from harness.io import memory, shim_host
-from harness.io.notebook import validate
+from harness.engines import memory
+from harness.endpoints import shim_host
+from harness.records.notebook import validate
 from tests.conftest import ROOT, free_port
 
 
@@ -45,7 +46,7 @@ def test_the_harness_asks_the_shim_when_it_is_named(shim, monkeypatch):
     monkeypatch.setenv(shim_host.URL_ENV, shim.url)
     monkeypatch.setenv(shim_host.TOKEN_ENV, str(shim.state / "token"))
     before = len(shim.log_lines())
-    snap = shim_host.host_snapshot()
+    snap = memory.host_snapshot()
     validate(snap, "memory-snapshot")
     assert snap["hostname"] == platform.node()
     assert abs(snap["mem_total_mb"] - meminfo_kb("MemTotal") * 1024 / memory.MB) < 2
@@ -91,7 +92,8 @@ def test_measure_and_the_preflight_ask_the_shim(shim, tmp_path):
 
 def test_the_preflight_reads_llama_servers_devices_through_the_shim(tmp_path, monkeypatch):
     from harness.errors import InstallError
-    from harness.run import llama_cpu, preflight
+    from harness.engines import llama_cpu
+    from harness.run import preflight
     from harness.run.plans import load_plan
     from tests.integration.shim.conftest import start_shim, write_allow, write_plan
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.core.bounds import Bounds
-from harness.io import http
-from harness.io.ports import port_open
+from harness.bounds import Bounds
+from harness.endpoints import http_client as http
+from harness.engines.ports import port_open
 from harness.run.context import block_context
-from harness.run.launchers import make_launcher
-from harness.run.launchers.shim import ShimLauncher
+from harness.run.launcher_table import make_launcher
+from harness.engines.launchers.shim import ShimLauncher
 from harness.run.plans import load_plan
 from tests.conftest import ROOT, free_port
 from tests.integration.shim.conftest import start_shim, write_allow, write_plan
@@ -27,7 +27,7 @@ MODEL = "gemma-3-270m-q4_k_m.gguf"
 @pytest.fixture(scope="module")
 def llama_cpu():
     from harness.errors import InstallError
-    from harness.run import llama_cpu
+    from harness.engines import llama_cpu
 
     try:
         return llama_cpu.find_llama_server(), llama_cpu.find_model()

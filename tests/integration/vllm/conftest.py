@@ -7,8 +7,8 @@ from __future__ import annotations
 import psutil
 import pytest
 
-from harness.io.ports import port_open
-from harness.run import vllm_serve
+from harness.engines.ports import port_open
+from harness.engines import vllm_serve
 from tests.conftest import free_port
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from harness.engines.logs import parse_vllm
 from harness.errors import PortBusy
-from harness.io.http import stream_chat
-from harness.run import vllm_cpu, vllm_serve
+from harness.endpoints.http_client import stream_chat
+from harness.engines import vllm_cpu, vllm_serve
 
 pytestmark = [pytest.mark.vllm]  # skipped (or, under HARNESS_VLLM_REQUIRED=1, failed) in tests/conftest.py
 
@@ -22,7 +22,7 @@ def test_install_is_checked():
     assert line.startswith(f"vllm {vllm_cpu.VLLM_VERSION}+cpu on cpu, torch ") and "+cpu" in line
     versions = vllm_cpu.installed_versions()
     assert not any(versions[name] for name in vllm_cpu.CUDA_EXTRAS)
-    from harness.run import llama_cpu
+    from harness.engines import llama_cpu
 
     assert vllm_cpu.manifest_matches(vllm_cpu.model_dir(), llama_cpu.MODEL_SHA256)
     manifest = json.loads((vllm_cpu.model_dir() / vllm_cpu.MANIFEST).read_text())

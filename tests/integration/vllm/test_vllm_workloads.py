@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from harness.io.notebook import read_records
-from harness.run import vllm_cpu
+from harness.records.notebook import read_records
+from harness.engines import vllm_cpu
 from tests.integration.test_sweep import sweep
 
 pytestmark = [pytest.mark.vllm]  # skipped (or, under HARNESS_VLLM_REQUIRED=1, failed) in tests/conftest.py

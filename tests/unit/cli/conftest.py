@@ -2,13 +2,13 @@
 memory bandwidth instead of measuring it: the measurement copies 512 MiB on every core (about 2 s
 of a shared 2-core machine, in each test that runs check), and what these tests check is the
 limits drawn from the machine table and the records. The measurement itself is tested in
-tests/unit/io/test_machine_memory.py."""
+tests/unit/sizing/test_machine_memory.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.io.machines import Bandwidth
+from harness.sizing.machines import Bandwidth
 
 
 @pytest.fixture(autouse=True)

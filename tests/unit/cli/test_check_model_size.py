@@ -8,8 +8,8 @@ import struct
 from pathlib import Path
 
 from harness.report.speed_check import Served, model_gb
-from harness.core.probes import FEATURES_LAB
-from harness.io.notebook import append_record
+from harness.endpoints.probes import FEATURES_LAB
+from harness.records.notebook import append_record
 
 
 def hf_dir(path: Path, tensor_bytes: int) -> Path:
@@ -91,7 +91,7 @@ def test_the_cpu_tracks_gemma_records_against_gemmas_size(tmp_path, capsys):
 
     from harness.cli import main
     from harness.errors import InstallError
-    from harness.run import llama_cpu
+    from harness.engines import llama_cpu
     from tests.conftest import FIXTURES
 
     try:

@@ -55,7 +55,7 @@ def test_server_down_is_one_line(capsys):
 
 
 def test_mac_pages_and_deltas():
-    from harness.io.memory import delta, mac_pages
+    from harness.engines.memory import delta, mac_pages
 
     vmstat = (
         "Mach Virtual Memory Statistics: (page size of 16384 bytes)\nPages free: 1000.\nPages active: "
@@ -79,8 +79,8 @@ def test_check_sets_single_user_speeds_against_the_limit(tmp_path, capsys):
     """make check: the table figure for a known machine, each real engine's speed alone as a share of
     the limit, the practice server's made-up speed left out, and the mock line when it is down."""
     from harness.cli import main
-    from harness.core.probes import FEATURES_LAB
-    from harness.io.notebook import append_record
+    from harness.endpoints.probes import FEATURES_LAB
+    from harness.records.notebook import append_record
 
     book = tmp_path / "labbook.md"
     rec = {

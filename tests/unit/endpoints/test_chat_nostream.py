@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from harness.core.sample import decode_rate
-from harness.core.workloads import Request
+from harness.measure.sample import decode_rate
+from harness.workloads.request import Request
 from harness.endpoints import KINDS, BodySettings
 from harness.endpoints.chat_nostream import KIND, NOT_STREAMED
 from tests.corpus_samples import samples

@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from harness.core.workloads import Request
+from harness.workloads.request import Request
 from harness.endpoints import KINDS, BodySettings
 from harness.endpoints.chat import chat_parser
 from harness.endpoints.completions import KIND, prompt_text

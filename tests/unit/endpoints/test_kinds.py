@@ -10,13 +10,13 @@ import json
 import pytest
 
 from harness.cli import build_parser
-from harness.core.level_records import LevelContext
-from harness.core.levels import level_record
-from harness.core.sample import Sample
-from harness.core.workloads import Request
+from harness.records.level import LevelContext
+from harness.measure.levels import level_record
+from harness.measure.sample import Sample
+from harness.workloads.request import Request
 from harness.endpoints import KINDS, BodySettings, api_path, body_of, kind_named
-from harness.io.notebook import validate
-from harness.load import urls
+from harness.records.notebook import validate
+from harness.endpoints import urls
 
 
 def sub(name: str) -> argparse.ArgumentParser:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from harness.cli import main
-from harness.io.notebook import append_record, problems
+from harness.records.notebook import append_record, problems
 from harness.paths import PACKAGE
 from harness.energy import engine_tables as engine_energy
 from harness.report.engine_tables import latest_per_engine, render

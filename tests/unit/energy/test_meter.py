@@ -1,7 +1,7 @@
 """The telemetry glue written once (harness.energy.meter): the sweep and Locust say the same facts
 in their own voice, every caller gets a record's energy and cost parts from ``record_parts``, and a
 Locust run's phases each get their own span. The practice source is read through a stub of
-``harness.io.http.request`` (no socket)."""
+``harness.endpoints.http_client.request`` (no socket)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ import pytest
 from harness.energy.detect import Where
 from harness.energy import meter as m
 from harness.energy.meter import LOCUST, SWEEP, LocustRun, TelemetryPlan, announce, open_meter, record_parts
+from harness import options
 from harness.errors import ConfigError
+from harness.options.telemetry import TELEMETRY_SET
 from tests.unit.energy.test_sources_practice import NOWHERE, URL, _serve
 
 
@@ -97,5 +99,5 @@ def test_locust_refuses_a_negative_price_before_any_load(capsys):
         LocustRun().check(_environment(price_per_kwh=-1.0))
     assert stopped.value.code == 2
     assert capsys.readouterr().err.endswith("; no load was sent\n")
-    with pytest.raises(ConfigError):
-        m.plan_options(_environment(price_per_kwh=-1.0).parsed_options, "http://h")
+    with pytest.raises(ConfigError):  # the sweep's and measure's check: the same declarations
+        options.check(_environment(price_per_kwh=-1.0).parsed_options, TELEMETRY_SET)

@@ -8,11 +8,11 @@ from dataclasses import replace
 
 import pytest
 
-from harness.core import level_records as lr, records as r
+from harness.records import level as lr, base as r
 from harness.energy.record_part import cost_part, energy_part, energy_words, headline_sources
-from harness.core.levels import level_record
-from harness.core.sample import Sample
-from harness.io.notebook import problems
+from harness.measure.levels import level_record
+from harness.measure.sample import Sample
+from harness.records.notebook import problems
 
 
 def _source(kind: str, device: str, joules: float | None, seconds: float = 10.0, **extra) -> dict:

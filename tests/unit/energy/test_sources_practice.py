@@ -2,7 +2,7 @@
 ``/practice/power``, the ``practice`` source reading it labelled imitation, ``auto`` never reading
 it, the sweep's meter around a level, and what the sweep prints of it: a named source that is
 absent is one line and the levels are measured without it. The server's route is read through a
-stub of ``harness.io.http.request`` (no socket: the practice track's test reads the real one)."""
+stub of ``endpoints.http_client.request`` (no socket: the practice track's test reads the real one)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from harness.energy.arithmetic import INTEGRATED
 from harness.energy.record_part import energy_lines, energy_part
 from harness.errors import TelemetryUnavailable
-from harness.io.http import Reply
+from harness.endpoints.http_client import Reply
 from harness.energy.detect import Where, detect
 from harness.energy.sources import practice
 from harness.energy.meter import TelemetryPlan, open_meter, start

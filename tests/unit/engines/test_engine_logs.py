@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness.engines import logs as engine_logs
-from harness.core.arithmetic import llama_kv_caches, llama_kv_log_line
+from harness.sizing.arithmetic import llama_kv_caches, llama_kv_log_line
 from tests.conftest import FIXTURES
 from tests.corpus_samples import CORPUS
 

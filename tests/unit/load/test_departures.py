@@ -9,8 +9,8 @@ import time
 import gevent
 import pytest
 
-from harness.core.schedules import lateness
-from harness.io.wakeup import Wakeup
+from harness.workloads.schedules import lateness
+from harness.load.wakeup import Wakeup
 from harness.load.departures import send_on_schedule, wait_until
 from harness.load.workload import Workload
 
@@ -83,7 +83,7 @@ def test_wait_until_returns_at_its_time_not_before(timerfd):
 def test_spares_keep_connections_open_ahead_and_a_refused_one_is_left_to_the_request():
     import socket
 
-    from harness.io.stream_socket import Pool
+    from harness.load.socket_client import Pool
     from harness.load.departures import Spares
 
     with socket.socket() as listener:  # the kernel completes each handshake; nothing need accept

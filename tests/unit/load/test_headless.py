@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from harness.core.sample import Sample
+from harness.measure.sample import Sample
 import pytest
 
 from harness.load import headless
@@ -72,6 +72,6 @@ def test_thresholds_fail_only_when_crossed():
     ],
 )
 def test_locust_host_takes_the_server_with_or_without_its_base_path(host, base, url):
-    from harness.load.urls import chat_url
+    from harness.endpoints.urls import chat_url
 
     assert chat_url(host, base) == url

@@ -36,16 +36,8 @@ BY_HAND = {
         "--usable-from",
         "--usable-gb",
     },
-    "harness/cli/setup/shim_allow.py": {"--out", "--powermetrics"},
-    "harness/cli/summarise.py": {
-        "--chart",
-        "--compare",
-        "--known-failure",
-        "--list",
-        "--markdown",
-        "--record",
-        "--tpot-chart",
-    },
+    "harness/cli/setup/shim_allow.py": {"--powermetrics"},
+    "harness/cli/summarise.py": {"--compare"},
     "harness/cli/telemetry.py": {"--interval", "--seconds"},
     "harness/cli/track.py": {"--resume"},
     "harness/cli/verify_allocation.py": {

@@ -84,7 +84,7 @@ def harness_parsers() -> list[tuple[str, argparse.ArgumentParser]]:
 
 def locust_rows() -> list[dict]:
     """Locust's parser with the harness's options on it (run in this process: imports Locust)."""
-    import harness.load.options  # noqa: F401  (its listener adds the options)
+    import harness.load.locust_options  # noqa: F401  (its listener adds the options)
     from locust.argument_parser import get_parser
 
     parser = get_parser()

@@ -35,7 +35,8 @@ HOMONYMS = {
     "--tolerance": "gate's regression allowance (5% or 0.05) vs crosscheck's agreement share",
     "--json": "a flag (print as JSON) vs preflight's file to write the findings to",
     "--vllm": "crosscheck's vllm command vs install's pinned requirement",
-    "--format": "predict's one weight format vs models' repeatable filter of formats",
+    "--format": "predict's one weight format vs models' repeatable filter of formats vs export's output "
+    "format (llm-d or csv)",
     "--port": "the practice server's port, where 0 asks the system for a free one, vs the port of an "
     "engine the harness starts and then waits on (1 to 65535)",
 }

@@ -8,7 +8,7 @@ import argparse
 import pytest
 
 from harness import options
-from harness.core import bounds
+from harness import bounds
 from harness.errors import ConfigError
 from harness.options import Option, OptionSet, ranges
 from harness.options.load import IDLE_TIMEOUT, LOCUST, MAX_TOKENS, TIMEOUT

@@ -95,7 +95,7 @@ def test_pareto_histogram_and_time_charts_are_pngs(tmp_path):
 
 
 def test_crowd_chart_draws_error_bars_for_repeated_levels(tmp_path):
-    from harness.core import curves
+    from harness.measure import curves
 
     base = run_report.levels_in(NOTEBOOK)["practice-baseline"]
     runs = [

@@ -2,8 +2,8 @@
 
 from harness.cli import main
 from harness.report.engine_tables import check, latest_per_engine, memory_added
-from harness.core.probes import FEATURES_LAB
-from harness.io.notebook import append_record
+from harness.endpoints.probes import FEATURES_LAB
+from harness.records.notebook import append_record
 
 
 def speed(engine, test, **kw):

@@ -6,7 +6,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from harness.cli import main
-from harness.io.notebook import append_record
+from harness.records.notebook import append_record
 from harness.report import measured
 
 BOOK = Path(__file__).resolve().parents[2] / "fixtures" / "notebooks" / "engines-spark.md"
@@ -90,8 +90,8 @@ def test_a_notebook_of_another_model_is_warned(tmp_path, capsys):
 def test_vllm_memory_row_names_its_pool_not_the_context():
     """vLLM was told a 1,342,177,280-byte pool (about 9,102 tokens at 147,456 bytes each), not 8,192
     tokens of context: the row says what it computed from (001 Task 9: 6,098,479,104 + 1,342,177,280)."""
-    from harness.io.machines import visible_memory_rules
-    from harness.io.model_info import load_model
+    from harness.sizing.machines import visible_memory_rules
+    from harness.engines.models.info import load_model
     from harness.report.engine_verdicts import memory_rows
 
     rec = {

@@ -63,8 +63,8 @@ def test_both_cpu_engines_side_by_side_with_the_process_tree():
 
 
 def test_task9_memory_on_the_cpu_names_why_no_prediction_is_made():
-    from harness.io.machines import visible_memory_rules
-    from harness.io.model_info import from_table
+    from harness.sizing.machines import visible_memory_rules
+    from harness.engines.models.info import from_table
     from harness.report import engine_verdicts
 
     model = from_table("qwen3-8b")

@@ -6,9 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.core.records import is_level
-from harness.io.model_info import from_table
-from harness.io.notebook import append_record, read_records
+from harness.records.base import is_level
+from harness.engines.models.info import from_table
+from harness.records.notebook import append_record, read_records
 from harness.report import limits, measured
 
 BOOK = Path(__file__).resolve().parents[2] / "fixtures" / "notebooks" / "practice-run.md"
@@ -93,7 +93,7 @@ def test_a_missing_model_file_still_gives_the_speed_limit(tmp_path):
 def test_a_rehearsal_sets_its_curves_against_this_machines_bandwidth_not_the_tracks(tmp_path):
     """A rehearsal's stand-ins ran here: the M4 Pro's 273 GB/s would make a share of a machine the
     curve never ran on. The section uses this machine's measured figure and names the track's."""
-    from harness.io.machines import Bandwidth
+    from harness.sizing.machines import Bandwidth
 
     book = tmp_path / "labbook.md"
     for rec in curve().values():

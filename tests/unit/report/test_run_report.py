@@ -280,8 +280,8 @@ def test_cross_check_rows_mark_missing_figures():
 
 def test_allocation_rows_from_the_records(tmp_path):
     """llama-server's pool in MiB (the caches summed) and vLLM's in tokens, each against its prediction."""
-    from harness.core.engine_records import Allocation
-    from harness.io.notebook import append_record
+    from harness.records.engine import Allocation
+    from harness.records.notebook import append_record
 
     book = tmp_path / "labbook.md"
     shutil.copy(NOTEBOOK, book)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
-from harness.io.notebook import read_records
-from harness.run.admission import record_admission
+from harness.records.notebook import read_records
+from harness.run.admission_step import record_admission
 from harness.run.plans import Step
 from harness.run.rehearsal import REHEARSAL_ENV
 

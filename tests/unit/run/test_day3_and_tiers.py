@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.io import machines
+from harness.sizing import machines
 from harness.run.plans import load_plan
 from harness.run.steps import step_calls
 

@@ -53,7 +53,7 @@ def test_the_plan_step_and_the_lab_command_lines(tmp_path):
     it builds are the engines lab's, word for word (uv's into the plan's environment)."""
     from pathlib import Path
 
-    from harness.run import track_installs as ti
+    from harness.engines import installs as ti
     from harness.run.steps import step_calls
 
     plan = load_plan("track-n")
@@ -86,7 +86,7 @@ def test_the_plan_step_and_the_lab_command_lines(tmp_path):
 
 
 def test_each_install_runs_only_where_it_can(tmp_path):
-    from harness.run import track_installs as ti
+    from harness.engines import installs as ti
 
     vllm, tabby = ti.installs(str(tmp_path / "venv"), str(tmp_path / "tabby"))
     tools = {"uv": "/usr/bin/uv", "git": "/usr/bin/git"}.get
@@ -119,7 +119,7 @@ def test_each_install_runs_only_where_it_can(tmp_path):
 
 
 def test_a_proxy_in_the_environment_is_what_is_reached():
-    from harness.run import track_installs as ti
+    from harness.engines import installs as ti
 
     assert ti.proxy_for({"HTTPS_PROXY": "http://proxy.lab:3128"}) == ("proxy.lab", 3128)
     assert ti.proxy_for({"https_proxy": "10.0.0.1:8080"}) == ("10.0.0.1", 8080)

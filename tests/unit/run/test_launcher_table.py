@@ -9,8 +9,8 @@ import pytest
 
 from harness.errors import EngineError
 from harness.run.context import block_context
-from harness.run.launchers import LAUNCHERS, Launcher, make_launcher
-from harness.run.launchers.base import NotHealthy, wait_healthy
+from harness.run.launcher_table import LAUNCHERS, Launcher, make_launcher
+from harness.engines.launchers.base import NotHealthy, wait_healthy
 from harness.run.plans import load_plan
 from tests.conftest import free_port
 
@@ -44,7 +44,7 @@ def test_the_shared_health_wait_names_the_last_answer_and_stops_on_a_dead_engine
 def test_a_last_try_cut_short_by_the_wait_keeps_what_the_server_answered(monkeypatch):
     """The wait's final try, bounded by the little time left, times out: that is the wait's own
     deadline, not news of the server, so the error names the earlier answer (here a 500)."""
-    import harness.run.launchers.base as base
+    import harness.engines.launchers.base as base
 
     bounds: list[float] = []
 

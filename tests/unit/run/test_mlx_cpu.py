@@ -1,4 +1,4 @@
-"""mlx_lm.server on MLX's CPU backend (harness/run/mlx_cpu.py) and Track M's rehearsal choosing it
+"""mlx_lm.server on MLX's CPU backend (harness/engines/mlx_cpu.py) and Track M's rehearsal choosing it
 when `make mlx-cpu` has run, the imitation when it has not (harness/run/rehearsal_installs.py)."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness import paths
-from harness.run import mlx_cpu, rehearsal_installs
+from harness.engines import mlx_cpu
+from harness.run import rehearsal_installs
 from harness.run.plans import load_plan
 
 REAL = {
@@ -121,7 +122,7 @@ def test_through_the_shim_the_imitation_stands_in_on_both_sides(monkeypatch) -> 
 
 
 def test_a_known_finding_of_the_stand_in_is_a_warn_that_says_why() -> None:
-    from harness.core import known_findings
+    from harness.measure import known_findings
 
     known = known_findings.parse(["mlx-prefix-shared=a rotating cache"])
     results = [

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ConfigError
-from harness.run import vllm_cpu, vllm_serve
+from harness.engines import vllm_cpu, vllm_serve
 from harness.run.context import block_context
-from harness.io.engine_table import load_engine
-from harness.run.engine_defs import engine_env, launch_argv, resolve_settings
+from harness.engines.definitions import load_engine
+from harness.engines.command_line import engine_env, launch_argv, resolve_settings
 from harness.run.plans import load_plan
 from harness.run.preflight import Target, _Seen, _target_findings
 from harness.run.runner import Runner

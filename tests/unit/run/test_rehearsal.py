@@ -11,8 +11,9 @@ import pytest
 import yaml
 
 from harness.errors import ConfigError
-from harness.io import notebook
-from harness.run import compose_files, rehearsal
+from harness.records import notebook
+from harness.engines import compose_files
+from harness.run import rehearsal
 from harness.run.plans import load_plan
 
 PLANS = ("track-s", "track-n", "track-x", "track-m")
@@ -166,7 +167,7 @@ def test_a_null_in_a_later_compose_file_removes_the_key(tmp_path: Path) -> None:
 def test_a_failed_compose_up_names_its_error_line() -> None:
     import subprocess
 
-    from harness.run.launchers.compose_command import compose_error
+    from harness.engines.launchers.compose_command import compose_error
 
     v1 = (
         "Creating llm-harness_trtllm_1 ... error\n\n"

@@ -10,8 +10,9 @@ import pytest
 import yaml
 
 from harness.errors import ConfigError
-from harness.io import notebook
-from harness.run import llama_vulkan, rehearsal, rehearsal_installs
+from harness.records import notebook
+from harness.engines import llama_vulkan
+from harness.run import rehearsal, rehearsal_installs
 from harness.run.plans import load_plan
 
 TRACK_X = rehearsal.REHEARSAL_DIR.parent / "tracks" / "track-x.yaml"

@@ -129,6 +129,6 @@ def test_a_compare_keeps_its_form_and_goes_when_nothing_is_left() -> None:
 def test_an_overlay_cut_must_say_why() -> None:
     overlay, _, _ = rehearsal.read_overlay("track-n")
     overlay["smoke"]["leave_out"] = {"vllm-mem-b": ""}
-    from harness.io.notebook import problems
+    from harness.records.notebook import problems
 
     assert problems(overlay, "rehearsal")

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from harness import paths
-from harness.io import engine_versions as ev
+from harness.engines import versions as ev
 from harness.run import guards, preflight, preflight_checks
 from harness.run.context import block_context
 from harness.run.plans import load_plan
@@ -43,7 +43,7 @@ def test_mlx_version_from_the_interpreter_on_the_scripts_first_line(tmp_path):
 
 def test_mlx_engine_asks_the_lab_interpreter_and_carries_the_guards():
     spec = yaml.safe_load((paths.engines_dir() / "mlx-lm.yaml").read_text())
-    assert spec["version_command"][1:] == ["-m", "harness.io.engine_versions", "mlx", "{server}"]
+    assert spec["version_command"][1:] == ["-m", "harness.engines.versions", "mlx", "{server}"]
     assert spec["binary"] == "{server}" and spec["settings"]["server"] == "mlx_lm.server"
     assert spec["guards"] == ["darwin", "absolute-model", "quantization-block"]
 

@@ -27,7 +27,7 @@ def test_track_m_32gb_gets_a_fit_verdict_from_hw_memsize(monkeypatch, capsys):
     """Serving lab: fits = weights + KV pool (+ buffers) <= usable memory; m4-max has no memory in the
     machine table (it comes in several sizes), so this Mac's hw.memsize decides (32 GiB here)."""
     from harness.cli import main
-    from harness.io import machines
+    from harness.sizing import machines
 
     asked = []
 

@@ -6,7 +6,7 @@ answered at."""
 from __future__ import annotations
 
 from harness.run.context import block_context
-from harness.run.launchers import make_launcher
+from harness.run.launcher_table import make_launcher
 from harness.run.plans import load_plan
 from harness.run.steps import step_calls
 

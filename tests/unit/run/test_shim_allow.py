@@ -15,9 +15,9 @@ import yaml
 
 from harness.errors import ConfigError
 from harness.run.context import block_context
-from harness.run.engine_defs import engine_argv
-from harness.run.launchers import make_launcher
-from harness.run.launchers.shim import ShimLauncher
+from harness.engines.command_line import engine_argv
+from harness.run.launcher_table import make_launcher
+from harness.engines.launchers.shim import ShimLauncher
 from harness.run.plans import load_plan
 from harness.run.shim_allow import allow_list, request_settings, via_shim
 from tests.conftest import ROOT

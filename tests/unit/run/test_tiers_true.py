@@ -3,9 +3,9 @@ X's fit against the GPU-visible share its device line reports, Task 1's batches 
 
 from __future__ import annotations
 
-from harness.sizing import predictions_shown as predict
+from harness.report import predictions_shown as predict
 from harness.engines.logs import device_memory
-from harness.io.machines import lookup
+from harness.sizing.machines import lookup
 from harness.report.measured import plan_machine
 from harness.run.plans import load_plan
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.io import engine_table
-from harness.run import engine_defs
+from harness.engines import definitions as engine_table
+from harness.engines import command_line as engine_defs
 from harness.errors import ConfigError
 from harness.run.plans import load_plan
 from harness.run.context import block_context
-from harness.run.launchers import make_launcher
+from harness.run.launcher_table import make_launcher
 from harness.run.steps import step_calls
 
 HOME = "/home/you"

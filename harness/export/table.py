@@ -1,0 +1,56 @@
+"""The levels as rows for a spreadsheet: one header row, the unit in each column's name
+(``_s`` seconds, ``_per_s`` per second, ``_bytes``); counts carry no unit. An empty cell is a
+figure the level did not record, never a zero."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
+_RUN = ("label", "run_id", "repeat", "repeats", "recorded_at", "engine", "engine_version", "quant", "model")
+_LOAD = ("endpoint", "prompt_set", "arrival", "concurrency", "rate_rps", "max_tokens", "processes")
+_COUNTS = ("requests", "completed", "failed", "incomplete", "output_tokens")
+_RATES = ("wall_s", "output_tokens_per_s", "requests_per_s", "goodput_requests_per_s", "prompt_tokens_mean")
+_DISTS = (("ttft_s", "ttft"), ("tpot_s", "tpot"), ("itl_s", "itl"), ("e2e_s", "e2e"))
+_POINTS = ("p50", "p90", "p95", "p99", "mean")
+_MACHINE = (
+    "machine_cpu_model",
+    "machine_cpu_cores",
+    "machine_memory_bytes",
+    "machine_os",
+    "machine_accelerators",
+)
+
+COLUMNS = (
+    *_RUN,
+    *_LOAD,
+    *_COUNTS,
+    *_RATES,
+    *(f"{short}_{point}_s" for _, short in _DISTS for point in _POINTS),
+    *_MACHINE,
+)
+
+
+def row(record: Mapping[str, Any]) -> list:
+    """One level record's cells, in ``COLUMNS`` order (None where it recorded nothing)."""
+    cells: dict[str, Any] = {k: record.get(k) for k in (*_RUN, *_LOAD, *_COUNTS, *_RATES)}
+    for ours, short in _DISTS:
+        dist = record.get(ours) if isinstance(record.get(ours), Mapping) else {}
+        cells.update({f"{short}_{point}_s": dist.get(point) for point in _POINTS})
+    cells.update(_machine(record.get("machine")))
+    return [cells.get(c) for c in COLUMNS]
+
+
+def _machine(part: Any) -> dict:
+    if not isinstance(part, Mapping):
+        return {}
+    cpu, os_ = part.get("cpu") or {}, part.get("os") or {}
+    names = [a.get("name") or "?" for a in part.get("accelerators") or []]
+    return {
+        "machine_cpu_model": cpu.get("model"),
+        "machine_cpu_cores": cpu.get("cores"),
+        "machine_memory_bytes": part.get("memory_bytes"),
+        "machine_os": " ".join(str(v) for v in (os_.get("name"), os_.get("kernel")) if v) or None,
+        "machine_accelerators": "; ".join(names) or None,
+    }

@@ -1,0 +1,251 @@
+"""The machine part of a record, built from what the machine's tools printed.
+
+``build`` takes each tool's output (or why there is none) and returns the JSON object every
+record carries under ``machine``: CPU, memory, OS and kernel, each accelerator, the container
+image, and an ``absent`` map that gives, for each null, the reason. The probe
+(``harness.machine.probe``) runs the tools; this module only reads their text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Union
+
+from harness.machine import readers
+
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
+MACHINE_SCHEMA = 1  # the part's own version (schemas/machine.schema.json)
+
+
+@dataclass(frozen=True)
+class Missing:
+    """A tool or file that gave nothing, and why (not installed, timed out, failed, no such file)."""
+
+    why: str
+
+
+Output = Union[str, Missing]  # noqa: UP007 (a runtime alias)
+
+
+def _text(outputs: Mapping[str, Output], key: str) -> str | None:
+    value = outputs.get(key)
+    return value if isinstance(value, str) else None
+
+
+def _why(outputs: Mapping[str, Output], key: str, default: str) -> str:
+    value = outputs.get(key)
+    return value.why if isinstance(value, Missing) else default
+
+
+def build(outputs: Mapping[str, Output], facts: Mapping[str, object]) -> dict:
+    """The machine part from the tools' ``outputs`` (keys as ``harness.machine.probe.TOOLS``) and
+    the plain ``facts`` the interpreter knows (system, arch, kernel, logical CPUs, the endpoint's
+    host being this one, the host name when asked for)."""
+    absent: dict[str, str] = {}
+    system = str(facts.get("system") or "")
+    cpu, memory = _cpu(outputs, facts, absent, system)
+    part: dict = {
+        "machine_schema": MACHINE_SCHEMA,
+        "cpu": cpu,
+        "memory_bytes": memory,
+        "os": _os(outputs, facts, absent, system),
+        "accelerators": _accelerators(outputs, absent, system, memory),
+        "container": _container(outputs, facts, absent),
+        "endpoint_here": facts.get("endpoint_here"),
+    }
+    if part["endpoint_here"] is None:
+        absent["endpoint_here"] = str(facts.get("endpoint_why") or "the record names no endpoint")
+    elif part["endpoint_here"] is False:
+        absent["server"] = (
+            "the endpoint is on another host: this part describes the load generator's machine only"
+        )
+    if facts.get("host_name"):
+        part["host_name"] = facts["host_name"]
+    part["absent"] = absent
+    return part
+
+
+def _cpu(outputs, facts, absent: dict, system: str) -> tuple[dict, int | None]:
+    found: dict = {}
+    memory = None
+    if system == "Darwin":
+        mac = readers.mac_machine(readers.sysctl(_text(outputs, "sysctl") or ""))
+        found, memory = mac, mac.get("memory_bytes")
+        where = _why(outputs, "sysctl", "sysctl printed no such value")
+    else:
+        found = readers.lscpu(_text(outputs, "lscpu") or "")
+        if "model" not in found and (model := readers.cpuinfo_model(_text(outputs, "cpuinfo") or "")):
+            found["model"] = model
+        memory = readers.meminfo_bytes(_text(outputs, "meminfo") or "")
+        where = _why(outputs, "lscpu", "lscpu printed no such line")
+        if memory is None:
+            absent["memory_bytes"] = _why(outputs, "meminfo", "/proc/meminfo has no MemTotal line")
+    if system == "Darwin" and memory is None:
+        absent["memory_bytes"] = where
+    cpu = {
+        "model": found.get("model"),
+        "cores": found.get("cores"),
+        "logical_cpus": found.get("logical_cpus") or facts.get("logical_cpus"),
+        "arch": facts.get("arch") or None,
+    }
+    for key, value in cpu.items():
+        if value is None:
+            absent[f"cpu.{key}"] = (
+                where if key != "arch" else "the interpreter does not know the architecture"
+            )
+    return cpu, memory
+
+
+def _os(outputs, facts, absent: dict, system: str) -> dict:
+    if system == "Darwin":
+        vers = readers.sysctl(_text(outputs, "sw_vers") or "")
+        name = " ".join(v for v in (vers.get("ProductName"), vers.get("ProductVersion")) if v) or None
+        name_why = _why(outputs, "sw_vers", "sw_vers printed no ProductName")
+        kernel = readers.mac_machine(readers.sysctl(_text(outputs, "sysctl") or "")).get("kernel")
+    else:
+        name = readers.os_release(_text(outputs, "os-release") or "")
+        name_why = _why(outputs, "os-release", "/etc/os-release names no system")
+        kernel = None
+    out = {"system": system or None, "name": name, "kernel": kernel or facts.get("kernel") or None}
+    if out["system"] is None:
+        absent["os.system"] = "the interpreter does not know the system"
+    if name is None:
+        absent["os.name"] = name_why
+    if out["kernel"] is None:
+        absent["os.kernel"] = "the interpreter does not know the kernel release"
+    return out
+
+
+def _accelerators(outputs, absent: dict, system: str, memory: int | None) -> list[dict]:
+    found: list[dict] = []
+    looked: list[str] = []
+    nvidia = _nvidia(outputs)
+    found += nvidia
+    if not nvidia:
+        looked.append(_why(outputs, "nvidia-smi", "nvidia-smi listed no GPU"))
+    amd = _amd(outputs)
+    found += amd
+    if not amd:
+        looked.append(_why(outputs, "rocm-smi", "rocm-smi listed no card"))
+        looked.append(_why(outputs, "amd-smi", "amd-smi listed no GPU"))
+    if system == "Darwin":
+        chip = readers.mac_machine(readers.sysctl(_text(outputs, "sysctl") or "")).get("model")
+        if chip and chip.startswith("Apple"):  # Apple silicon: the GPU is on the chip, its memory shared
+            found.append(_accelerator("apple", chip, memory, None, None, "sysctl"))
+    engine = readers.engine_log_devices(_text(outputs, "engine-log") or "")
+    if isinstance(outputs.get("engine-log"), Missing):
+        absent["engine_log"] = _why(outputs, "engine-log", "")
+    for device in engine:
+        if not any(device["name"] and a["name"] and device["name"] in a["name"] for a in found):
+            found.append(
+                _accelerator("engine log", device["name"], None, None, device["device"], "engine log")
+            )
+    for i, acc in enumerate(found):
+        for key in ("name", "memory_bytes", "driver", "runtime"):
+            if acc[key] is None:
+                absent[f"accelerators.{i}.{key}"] = _ACC_WHY[acc["source"]][key]
+    if not found:
+        absent["accelerators"] = "none found: " + "; ".join(dict.fromkeys(looked))
+    return found
+
+
+_ACC_WHY = {
+    "nvidia-smi": {
+        "name": "nvidia-smi printed [N/A] for the name",
+        "memory_bytes": "nvidia-smi printed [N/A] for memory.total (unified memory: see memory_bytes)",
+        "driver": "nvidia-smi printed no driver version",
+        "runtime": "nvidia-smi's table printed no CUDA Version",
+    },
+    "rocm-smi": {
+        "name": "rocm-smi printed a PCI id, not a name",
+        "memory_bytes": "rocm-smi printed no VRAM Total Memory",
+        "driver": "rocm-smi printed no Driver version",
+        "runtime": "/opt/rocm/.info/version is absent",
+    },
+    "amd-smi": {
+        "name": "amd-smi printed no MARKET_NAME",
+        "memory_bytes": "amd-smi printed no VRAM SIZE",
+        "driver": "amd-smi printed no DRIVER VERSION",
+        "runtime": "/opt/rocm/.info/version is absent",
+    },
+    "sysctl": {
+        "name": "sysctl printed no brand string",
+        "memory_bytes": "sysctl printed no hw.memsize",
+        "driver": "macOS names no GPU driver version apart from the OS",
+        "runtime": "Metal's version is the OS's: see os.name",
+    },
+    "engine log": {
+        "name": "the engine's log named the device without a name",
+        "memory_bytes": "the engine's log gives free memory only, not the total",
+        "driver": "the engine's log names no driver version",
+        "runtime": "the engine's log names no runtime version",
+    },
+}
+
+
+def _accelerator(vendor, name, memory, driver, runtime, source) -> dict:
+    return {
+        "vendor": vendor,
+        "name": name,
+        "memory_bytes": memory,
+        "driver": driver,
+        "runtime": runtime,
+        "source": source,
+    }
+
+
+def _nvidia(outputs) -> list[dict]:
+    query = readers.nvidia_query(_text(outputs, "nvidia-smi") or "")
+    table = readers.nvidia_table(_text(outputs, "nvidia-smi-table") or "")
+    rows = query or table["gpus"]
+    cuda = table.get("cuda")
+    return [
+        _accelerator(
+            "nvidia",
+            g.get("name"),
+            g.get("memory_bytes"),
+            g.get("driver") or table.get("driver"),
+            f"CUDA {cuda}" if cuda else None,
+            "nvidia-smi",
+        )
+        for g in rows
+    ]
+
+
+def _amd(outputs) -> list[dict]:
+    runtime = _text(outputs, "rocm-version")
+    runtime = f"ROCm {runtime.strip()}" if runtime and runtime.strip() else None
+    text = _text(outputs, "rocm-smi")
+    if text:
+        try:
+            got = readers.rocm_json(text)
+        except ValueError:
+            got = {"gpus": []}
+        if got["gpus"]:
+            return [
+                _accelerator("amd", g["name"], g["memory_bytes"], got.get("driver"), runtime, "rocm-smi")
+                for g in got["gpus"]
+            ]
+    return [
+        _accelerator("amd", g["name"], g["memory_bytes"], g["driver"], runtime, "amd-smi")
+        for g in readers.amd_smi_static(_text(outputs, "amd-smi") or "")
+    ]
+
+
+def _container(outputs, facts, absent: dict) -> dict | None:
+    engine = readers.docker_ps_image(_text(outputs, "docker-ps") or "", int(facts.get("port") or 0))
+    if engine:
+        return {"image": engine, "ran": "the engine", "source": "docker ps"}
+    own = readers.containerenv_image(_text(outputs, "containerenv") or "")
+    if own:
+        return {"image": own, "ran": "the harness", "source": "/run/.containerenv"}
+    if facts.get("dockerenv"):
+        absent["container.image"] = (
+            "the harness runs in a Docker container (/.dockerenv), whose image is not visible from inside"
+        )
+        return {"image": None, "ran": "the harness", "source": "/.dockerenv"}
+    absent["container"] = _why(outputs, "docker-ps", "no container publishes the endpoint's port") + (
+        "; the harness itself runs in no container it can see"
+    )
+    return None

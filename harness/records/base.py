@@ -1,0 +1,279 @@
+"""The records the harness writes, each built in one place (docs/architecture.md, "Contracts").
+
+This module is the one home of what every record shares: the schema version, the lab ids, the
+default goodput objectives and the timestamp format. Each kind of record the package writes has
+a frozen dataclass: the level record and its parts in ``harness.records.level``, the sweep's
+other kinds here (curve summary, capacity, endpoint check, cross-check, admission
+recommendation), the engines lab's in ``harness.records.engine``. Its ``to_dict()`` gives the
+exact JSON object that goes on the notebook line, keys in the order the notebook has always had
+them, so the sweep, the headless Locust run and the web UI cannot drift apart. Validation against
+``schemas/`` stays in ``harness.records.notebook``; the time a record is stamped with comes from its
+caller (``harness.records.clock`` reads the clock).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, ClassVar, Mapping
+
+from harness import lab
+
+PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
+
+SCHEMA_VERSION = 1
+LAB_ID = lab.SERVING_LAB_ID  # the serving lab's records carry it (the lab profile declares it)
+FEATURES_LAB = lab.ENGINES_LAB_ID  # the engines lab's records carry it
+DEFAULT_SLO_TTFT_S = lab.threshold("slo_ttft_s")
+DEFAULT_SLO_TPOT_S = lab.threshold("slo_tpot_s")
+UNKNOWN = "unknown"  # what a record says of an engine, host or version nobody named
+STAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # ISO 8601 in UTC to the second with a Z: every record's stamp
+# What a stamp may read as: today's, and the older lines' local time with its offset (+0000) or
+# ISO 8601 with +00:00 (strptime's %z takes Z, +0000 and +00:00 alike).
+READ_FORMAT = "%Y-%m-%dT%H:%M:%S%z"
+
+
+def stamp(when: datetime) -> str:
+    """``when`` (a time with its zone, from the caller) as the records' one stamp format, in UTC."""
+    if when.tzinfo is None:
+        raise ValueError(f"a stamp needs a time with its zone, not {when.isoformat()}")
+    return when.astimezone(timezone.utc).strftime(STAMP_FORMAT)
+
+
+def read_stamp(text: str) -> datetime:
+    """A record's stamp as a time in UTC, in today's format or either older one (a local time
+    with its offset, ``2026-12-01T04:25:10+0100``; ISO 8601 with ``+00:00``)."""
+    return datetime.strptime(text, READ_FORMAT).astimezone(timezone.utc)
+
+
+def is_level(record: Mapping[str, Any]) -> bool:
+    """Whether a notebook object is one of this lab's level records (not a curve summary, an
+    endpoint check or a cross-check, which share the lab id but not the measured fields)."""
+    return record.get("lab") == LAB_ID and "concurrency" in record and "ttft_s" in record
+
+
+def is_engine_speed(record: Mapping[str, Any]) -> bool:
+    """Whether a notebook object is the engines lab's single-user speed test (``short`` or ``long``)."""
+    return record.get("lab") == FEATURES_LAB and record.get("test") in ("short", "long")
+
+
+def is_features(record: Mapping[str, Any]) -> bool:
+    """Whether a notebook object is the engines lab's feature probe."""
+    return record.get("lab") == FEATURES_LAB and record.get("probe") == "features"
+
+
+@dataclass(frozen=True)
+class Objectives:
+    """The goodput objectives a level is judged against: a request is good when both hold."""
+
+    ttft_s: float = DEFAULT_SLO_TTFT_S
+    tpot_s: float = DEFAULT_SLO_TPOT_S
+
+
+DEFAULT_OBJECTIVES = Objectives()
+
+
+@dataclass(frozen=True)
+class CurveSummary:
+    """One label's curve in a line: levels, knee, operating point, fit and capacity."""
+
+    KIND: ClassVar[str] = "curve-summary"  # the record's kind: its schema's name
+
+    label: str
+    run: dict  # engine, engine_version, host, quant, model, context_length, server_slots of its first level
+    levels: list[int]
+    knee_between: list[int] | None
+    operating_point: int | None
+    peak_output_tokens_per_s: float
+    tpot_fit_ms: dict | None
+    ceiling_tokens_per_s: float | None
+    c_at_slo: float | None
+    capacity_within_promise: int | None
+    promise_s: float | None
+    recorded_at: str
+    capacity_reading: str | None = None  # exact, at least, none (written only when known)
+    spread: list[dict] | None = None  # per repeated level: runs and the range of each figure
+    seat_ceiling_tokens_per_s: float | None = None  # seats / (a + b x seats), when the seats are known
+
+    RUN_FIELDS = ("engine", "engine_version", "host", "quant", "model", "context_length", "server_slots")
+
+    def to_dict(self) -> dict:
+        extra = ("capacity_reading", "spread", "seat_ceiling_tokens_per_s")
+        optional = {k: v for k in extra if (v := getattr(self, k)) is not None}
+        return {
+            "lab": LAB_ID,
+            "harness_schema": SCHEMA_VERSION,
+            "record": self.KIND,
+            "label": self.label,
+            **{k: self.run.get(k) for k in self.RUN_FIELDS},
+            **own_fields(self, skip=("label", "run", *extra)),
+            **optional,
+            **machine_of(self.run),
+        }
+
+
+def machine_of(run: Mapping[str, Any]) -> dict:
+    """The machine part of the level a derived record stands on, so a summary written elsewhere
+    still names the machine that measured it; empty for levels written before the part."""
+    return {"machine": run["machine"]} if isinstance(run.get("machine"), dict) else {}
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """What ``harness capacity`` found: the largest load within the promise (``capacity``; None
+    when even the first level breaks it), how that reads (``reading``: exact, at least, between or
+    none), the criterion and every level it tried, in the order it tried them."""
+
+    KIND: ClassVar[str] = "capacity"  # the record's kind: its schema's name
+
+    label: str
+    run: dict  # engine, model, base_url, prompt_set, max_tokens, server_slots of the search
+    run_id: str
+    criterion: dict  # metric, percentile, limit, text
+    confidence: float
+    capacity: int | None
+    reading: str
+    answer: str
+    tried: list[dict]  # level, run, figure, pooled, interval, verdict, why
+    levels_measured: int
+    runs: int
+    elapsed_s: float
+    time_budget_s: float
+    stopped: str  # done, time, server (a run the server failed), contradiction (a level's runs disagree)
+    recorded_at: str
+    rate_step_rps: float | None = None  # the open-loop search: level k is k x this many requests/s
+    end_reason: str | None = None  # stopped server or contradiction: why, in one line
+
+    RUN_FIELDS = ("engine", "model", "base_url", "prompt_set", "max_tokens", "server_slots")
+
+    def to_dict(self) -> dict:
+        return {
+            "lab": LAB_ID,
+            "harness_schema": SCHEMA_VERSION,
+            "record": self.KIND,
+            "label": self.label,
+            "search": "concurrency" if self.rate_step_rps is None else "rate",
+            **{k: self.run.get(k) for k in self.RUN_FIELDS},
+            **own_fields(self, skip=("label", "run")),
+        }
+
+
+@dataclass(frozen=True)
+class EndpointCheck:
+    """What the one request before a sweep's first level saw (``observed``) and what it means."""
+
+    KIND: ClassVar[str] = "endpoint-check"  # the record's kind: its schema's name
+
+    label: str
+    base_url: str
+    model: str
+    observed: dict  # harness.endpoints.proof.observe: listing, reply fields, usage, n_ctx
+    longest_prompt_tokens_estimate: int
+    checked_at: str
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {
+            "harness_schema": SCHEMA_VERSION,
+            "record": self.KIND,
+            "lab": LAB_ID,
+            "label": self.label,
+            "base_url": self.base_url,
+            "model": self.model,
+            **self.observed,
+            "longest_prompt_tokens_estimate": self.longest_prompt_tokens_estimate,
+            "checked_at": self.checked_at,
+            "warnings": list(self.warnings),
+        }
+
+
+@dataclass(frozen=True)
+class CrossCheck:
+    """Our level against another tool's run of the same load; ``comparison`` is
+    ``harness.measure.crosscheck.compare``'s ratios, tolerance, verdict and notes."""
+
+    KIND: ClassVar[str] = "cross-check"  # the record's kind: its schema's name
+
+    label: str
+    concurrency: int
+    tool: str
+    command: str
+    from_file: bool
+    prompt_tokens: int
+    max_tokens: int
+    ours: dict
+    theirs: dict
+    comparison: dict
+    checked_at: str
+
+    def to_dict(self) -> dict:
+        head = {"harness_schema": SCHEMA_VERSION, "record": self.KIND, "lab": LAB_ID}
+        return {
+            **head,
+            **own_fields(self, skip=("comparison", "checked_at")),
+            **self.comparison,
+            "checked_at": self.checked_at,
+        }
+
+
+def non_finite(value: Any, where: str = "") -> str | None:
+    """The first field holding NaN or an infinity (not JSON, and no figure), or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value} at {where or '(top level)'}"
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        found = non_finite(item, f"{where}.{key}" if where else str(key))
+        if found:
+            return found
+    return None
+
+
+def own_fields(record: Any, skip: tuple[str, ...] = ()) -> dict:
+    """A dataclass's own fields in declaration order, as a shallow dict (nested dicts shared)."""
+    return {name: value for name, value in record.__dict__.items() if name not in skip}
+
+
+def is_admission(record: Mapping[str, Any]) -> bool:
+    """Whether a notebook object is an admission recommendation (``record: admission``)."""
+    return record.get("lab") == LAB_ID and record.get("record") == "admission"
+
+
+@dataclass(frozen=True)
+class AdmissionRecommendation:
+    """The serving lab's admission recommendation: the level chosen below the unacceptable region
+    of the ``source`` curve (its operating point, or the capacity a search found), the first level
+    above it that broke the objective, what the admission run (the mixed short/long workload at
+    that level, under ``label``) measured there, and the recommendation in words. ``level`` is None
+    (and ``why`` says why) when no level qualified; ``harness.sizing.admission`` builds it."""
+
+    KIND: ClassVar[str] = "admission"  # the record's kind: its schema's name
+
+    label: str
+    source: str
+    run: dict  # engine, model, server_slots of the source curve's first level
+    method: str  # operating point, capacity search
+    objective: dict  # text, limits {"ttft_s.p90": seconds, ...}
+    source_levels: list[int]
+    level: int | None
+    unacceptable_from: int | None
+    unacceptable_why: str | None
+    confirmed: dict | None  # the admission run at the level: prompt set, counts, percentiles, verdict
+    verdict: str  # recommended, not confirmed, unconfirmed, none
+    recommendation: str
+    why: str
+    recorded_at: str
+
+    RUN_FIELDS = ("engine", "model", "server_slots")
+
+    def to_dict(self) -> dict:
+        return {
+            "lab": LAB_ID,
+            "harness_schema": SCHEMA_VERSION,
+            "record": self.KIND,
+            "label": self.label,
+            "from": self.source,
+            **{k: self.run.get(k) for k in self.RUN_FIELDS},
+            **own_fields(self, skip=("label", "source", "run")),
+            **machine_of(self.run),
+        }

@@ -149,3 +149,16 @@ def test_the_glossary_link_goes_to_a_words_first_use():
     assert fixed.count("](glossary.md#crowd)") == 1 and "The [crowd](glossary.md#crowd) grows" in fixed
     assert "[TTFT](glossary.md#ttft) rises" in fixed
     assert check.first_unlinked(fixed, terms) == []
+
+
+def test_a_long_table_row_continues_on_rows_of_its_own():
+    check = script("check_docs")
+    long = (
+        '| <a id="x"></a>a build | ' + "took a while on two cores, " * 12 + "| 2026-12-06 | load 3 | "
+        "`make llama-cpu BUILD_JOBS=2 with a long command line that runs on and on and on` |"
+    )
+    rows = check.split_row(long)
+    assert len(rows) > 1 and all(len(r) <= check.ROW_MAX for r in rows)
+    assert all(check._cells(r)[0] == "" for r in rows[1:])  # later rows leave the name's cell empty
+    words = " ".join(" ".join(check._cells(r)) for r in rows).replace("` `", " ").split()
+    assert sorted(words) == sorted(" ".join(check._cells(long)).split())  # nothing lost, nothing added

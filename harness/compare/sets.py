@@ -19,12 +19,14 @@ from harness.report.curve_tables import said
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 # What a comparison names when it differs: record field -> the word for it. The first that
-# differs colours the charts. (A record's machine part, once records carry one, belongs here.)
+# differs colours the charts. ``hardware`` is read from the record's machine part (its stable
+# facts only: the CPU's model and each accelerator's name, never free memory).
 IDENTITY = {
     "engine": "engine",
     "engine_version": "version",
     "quant": "quantisation",
     "host": "machine",
+    "hardware": "hardware",
     "server_slots": "slots",
     "context_length": "context",
     "endpoint": "endpoint",
@@ -52,11 +54,31 @@ class Run:
         return {c: curves.merge_runs(rs) for c, rs in sorted(runs.items())}
 
 
+# The practice server serves no weights: its model is the name it was given, so a practice run
+# and an engine's run of the same requests are comparable whatever that name is.
+PRACTICE = "practice"
+
+
+def hardware(record: dict) -> str | None:
+    """The machine part's stable facts in words (``AMD EPYC ... + NVIDIA GB10``), None without one."""
+    part = record.get("machine")
+    if not isinstance(part, dict):
+        return None
+    names = [(part.get("cpu") or {}).get("model")]
+    names += [a.get("name") for a in part.get("accelerators") or [] if isinstance(a, dict)]
+    shown = [str(n) for n in names if n]
+    return " + ".join(shown) or None
+
+
+def _field(record: dict, name: str) -> object:
+    return hardware(record) if name == "hardware" else record.get(name, _DEFAULTS.get(name))
+
+
 def identity(run: Run) -> dict[str, str]:
     """The run's value of each ``IDENTITY`` field in words ("a or b" where its records differ)."""
     out = {}
     for name in IDENTITY:
-        seen = dict.fromkeys(said(r.get(name, _DEFAULTS.get(name))) for r in run.records)
+        seen = dict.fromkeys(said(_field(r, name)) for r in run.records)
         out[name] = " or ".join(seen)
     return out
 
@@ -104,17 +126,27 @@ def sets(runs: list[Run]) -> list[RunSet]:
             home.runs.append(run)
             continue
         first = next((s.reference for s in found if not mixed(s.reference)), None)
-        why = own or (
-            None
-            if first is None
-            else gate.unlike(list(first.records), list(run.records), (first.name, run.name))
-        )
+        why = own or (None if first is None else gate.unlike(*_as_sent(first, run), (first.name, run.name)))
         found.append(RunSet([run], why))
     return found
 
 
 def _alike(a: Run, b: Run) -> bool:
-    return gate.unlike(list(a.records), list(b.records)) is None
+    return gate.unlike(*_as_sent(a, b)) is None
+
+
+def _as_sent(a: Run, b: Run) -> tuple[list[dict], list[dict]]:
+    """Both runs' records, a practice run's model named as the other run's (``PRACTICE``)."""
+    ra, rb = list(a.records), list(b.records)
+    if _practice(a) and not _practice(b) and rb:
+        ra = [{**r, "model": rb[0].get("model")} for r in ra]
+    elif _practice(b) and not _practice(a) and ra:
+        rb = [{**r, "model": ra[0].get("model")} for r in rb]
+    return ra, rb
+
+
+def _practice(run: Run) -> bool:
+    return bool(run.records) and all(r.get("engine") == PRACTICE for r in run.records)
 
 
 def conditions_text(run: Run) -> str:

@@ -46,3 +46,33 @@ def test_a_run_mixing_conditions_is_compared_with_nothing(baseline):
     found = sets.sets([variant(baseline, "a"), run, variant(baseline, "b")])
     assert [[r.name for r in s.runs] for s in found] == [["a", "b"], ["mixed"]]
     assert found[1].apart.startswith("mixed mixes runs: its max tokens is 32 and 64")
+
+
+def test_a_practice_runs_model_name_does_not_split_it_from_an_engines_run(baseline):
+    """The practice server serves no weights: the CPU track's practice block answers to local-chat,
+    its llama-server block to gemma-3-270m, and both sent the same requests."""
+    practice = variant(baseline, "practice-baseline", model="local-chat")
+    llama = variant(baseline, "llama-baseline", engine="llama.cpp", model="gemma-3-270m")
+    found = sets.sets([practice, llama])
+    assert [[r.name for r in s.runs] for s in found] == [["practice-baseline", "llama-baseline"]]
+    assert sets.differing([practice, llama]) == ["engine"]
+    other = variant(baseline, "other-model", engine="llama.cpp", model="qwen3-8b")
+    found = sets.sets([llama, other])  # two engines' runs of other models stay apart
+    assert (
+        found[1].apart
+        == "different conditions: model is gemma-3-270m in llama-baseline and qwen3-8b in other-model"
+    )
+
+
+def test_the_machine_parts_stable_facts_are_named_when_they_differ(baseline):
+    spark = {"cpu": {"model": "Cortex-X925", "cores": 20}, "accelerators": [{"name": "NVIDIA GB10"}]}
+    strix = {"cpu": {"model": "AMD RYZEN AI MAX+ 395"}, "accelerators": [{"name": "Radeon 8060S"}]}
+    a = variant(baseline, "a", machine=spark)
+    b = variant(baseline, "b", machine={**spark, "memory_bytes": 1})  # free figures are not compared
+    c = variant(baseline, "c", machine=strix)
+    assert sets.differing([a, b]) == []
+    assert sets.differing([a, c]) == ["hardware"]
+    assert (
+        sets.change_words(a, c)
+        == "hardware Cortex-X925 + NVIDIA GB10 -> AMD RYZEN AI MAX+ 395 + Radeon 8060S"
+    )

@@ -47,15 +47,17 @@ An engine not in the allow-list answers 403; a missing or wrong token 401.
 """
 
 import argparse
+import collections
 import contextlib
 import hmac
-import io
 import ipaddress
 import json
 import os
 import platform
+import queue
 import re
 import secrets
+import selectors
 import shutil
 import signal
 import socket
@@ -65,7 +67,7 @@ import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from urllib.parse import parse_qs, urlparse
 
 VERSION = "1"
@@ -73,7 +75,26 @@ ALLOW_SCHEMA = 1
 DEFAULT_PORT = 8790
 MAX_BODY = 64 * 1024
 MAX_HEAD = 64 * 1024  # the request line and headers of one request, together
-LIMITS = {"header_s": 10.0, "body_s": 10.0, "connections": 32}  # serve's flags change them
+# The shim's limits under load, each with the flag of serve that changes it (declared once here).
+LIMITS = {
+    "header_s": 5.0,  # a request's line and headers must be whole this long after it may start
+    "body_s": 10.0,  # its body, once the head is read
+    "connections": 1024,  # open at once, from every address (fewer where open files are fewer)
+    "per_address": 32,  # open at once from one client address
+    "workers": 16,  # requests answered at once, a thread each
+}
+LIMIT_FLAGS = (
+    ("--header-timeout", "header_s", float, "seconds for a request's line and headers"),
+    ("--body-timeout", "body_s", float, "seconds for a request's body"),
+    (
+        "--max-connections",
+        "connections",
+        int,
+        "connections open at once; past it the oldest unfinished is dropped",
+    ),
+    ("--max-per-address", "per_address", int, "connections open at once from one client address"),
+    ("--workers", "workers", int, "requests answered at once (a thread each)"),
+)
 # A route: letters, digits, . _ - and /, no %-escape, at most 200 characters (dot segments refused).
 ROUTE = re.compile(r"^/[A-Za-z0-9._/-]{0,200}$")
 OFFSET = re.compile(r"^[0-9]{1,19}$")
@@ -808,20 +829,20 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         self._handle("POST")
 
+    def __init__(self, conn, server):
+        self._pending = conn.buffer  # the head the selector read, and what followed it
+        super().__init__(conn.sock, conn.address, server)
+
     def setup(self):
         super().setup()
         self.rfile.close()  # every read goes through the deadline instead
-        self._reader = _Deadline(self.connection)
-        self.rfile = io.BufferedReader(self._reader)
+        self.rfile = self._reader = _Reader(self.connection, self._pending)
 
-    def handle_one_request(self):
-        self._reader.begin(self.server.limits["header_s"], MAX_HEAD)
-        super().handle_one_request()
-        if self._reader.stopped and self._reader.count:
-            self.close_connection = True
-            self.server.log_line(
-                "{} {} - - 408 {}".format(_now(), self.client_address[0], self._reader.stopped)
-            )
+    def handle(self):
+        """One request: a kept-alive connection goes back to the selector to wait for its next."""
+        self.close_connection = True
+        self._reader.begin(self.server.limits["header_s"])
+        self.handle_one_request()
 
     def handle_expect_100(self):
         return True  # no 100 Continue before the token and the framing are checked (_handle)
@@ -995,81 +1016,348 @@ def _now():
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-class _Deadline(io.RawIOBase):
-    """A connection's reads, each bounded by the time left to the current deadline, and the bytes
-    of a request's head by a budget: a client that sends a byte a second is cut off at the
-    deadline, not kept for as long as it likes. Past either, it raises socket.timeout (which
-    BaseHTTPRequestHandler answers by closing the connection) and says why in ``stopped``."""
+class _Reader:
+    """A connection's reads for one request: first the bytes the selector already holds (the whole
+    head, and whatever followed it), then the socket, each read bounded by the time left to the
+    current deadline. Past it, socket.timeout (BaseHTTPRequestHandler closes on it); ``leftover``
+    is what a kept-alive connection sent past this request."""
 
-    def __init__(self, sock):
-        self.sock, self.deadline, self.budget, self.count, self.stopped = sock, 0.0, None, 0, None
+    def __init__(self, sock, pending):
+        self.sock, self.buffer, self.deadline, self.stopped, self.closed = (
+            sock,
+            bytearray(pending),
+            0.0,
+            None,
+            False,
+        )
 
-    def begin(self, seconds, budget):
-        self.deadline, self.budget, self.count, self.stopped = time.monotonic() + seconds, budget, 0, None
+    def begin(self, seconds, budget=None):
+        self.deadline, self.stopped = time.monotonic() + seconds, None
 
-    def readable(self):
-        return True
-
-    def readinto(self, buffer):
+    def _more(self):
         left = self.deadline - time.monotonic()
         if left <= 0:
             self.stopped = "deadline: the request did not arrive in time"
             raise socket.timeout(self.stopped)
-        if self.budget is not None and self.count > self.budget:
-            self.stopped = "the request line and headers exceed {} bytes".format(self.budget)
-            raise socket.timeout(self.stopped)
         self.sock.settimeout(left)
         try:
-            n = self.sock.recv_into(buffer)
+            data = self.sock.recv(65536)
         except socket.timeout:
             self.stopped = "deadline: the request did not arrive in time"
             raise
-        self.count += n
-        return n
+        self.buffer += data
+        return bool(data)
+
+    def readline(self, limit=-1):
+        while True:
+            end = self.buffer.find(b"\n")
+            if end >= 0:
+                n = end + 1
+            elif 0 <= limit <= len(self.buffer) or not self._more():
+                n = len(self.buffer)
+            else:
+                continue
+            return self._take(n if limit < 0 else min(n, limit))
+
+    def read(self, size=-1):
+        while size < 0 or len(self.buffer) < size:
+            if not self._more():
+                break
+        return self._take(len(self.buffer) if size < 0 else min(size, len(self.buffer)))
+
+    def _take(self, n):
+        out = bytes(self.buffer[:n])
+        del self.buffer[:n]
+        return out
+
+    def leftover(self):
+        return bytes(self.buffer)
+
+    def close(self):
+        self.closed = True
 
 
-BUSY = (
-    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n"
-    b'Content-Length: 62\r\n\r\n{"error": "the shim is busy: too many connections; try again"}'
+def head_end(data):
+    """Where a request's head ends in ``data`` (past its empty line), or None while it is unfinished."""
+    ends = [i for i in (data.find(b"\n\r\n"), data.find(b"\n\n")) if i >= 0]
+    if not ends:
+        return None
+    first = min(ends)
+    return first + (3 if data[first + 1 : first + 2] == b"\r" else 2)
+
+
+def closing(status, error):
+    """A whole answer sent by the selector itself, before the connection is closed."""
+    body = json.dumps({"error": error}).encode()
+    head = "HTTP/1.1 {}\r\nContent-Type: application/json\r\nConnection: close\r\n".format(status)
+    return head.encode() + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+
+
+def busy(why):
+    """The 503 a refused or dropped connection gets (then it is closed)."""
+    return closing("503 Service Unavailable", "the shim is busy: {}; try again".format(why))
+
+
+HEAD_TOO_LONG = closing(
+    "431 Request Header Fields Too Large", "the request line and headers exceed {} bytes".format(MAX_HEAD)
 )
+FD_RESERVE = 64  # open files the shim keeps for itself (logs, engines' pipes) beside its connections
 
 
-class ShimServer(ThreadingHTTPServer):
-    """A thread per connection, at most ``limits["connections"]`` of them: a connection past that
-    gets 503 at once and is closed, so a thousand at once cost neither threads nor memory."""
+class _Conn:
+    """One client connection: its socket, address, the bytes of the head read so far, and the time
+    by which that head must be whole."""
 
-    daemon_threads = True
-    request_queue_size = 128
+    __slots__ = ("sock", "address", "buffer", "deadline")
+
+    def __init__(self, sock, address, deadline):
+        self.sock, self.address, self.buffer, self.deadline = sock, address, b"", deadline
+
+
+class ShimServer(HTTPServer):
+    """One selector thread reads every connection's request head; a head made whole goes to a
+    worker thread (at most ``limits["workers"]``, started as needed), which answers it and hands a
+    kept-alive connection back. So an idle connection costs a socket and its bytes, never a thread,
+    and ``/v1/health`` is answered while a thousand heads wait unfinished.
+
+    Caps (``LIMITS``): at most ``per_address`` connections from one client address and
+    ``connections`` in all. A connection past a cap takes the place of the oldest one (of that
+    address, or of all) whose head is still unfinished, which gets 503 and is closed; where every
+    one is busy with a request, the new one gets 503. A head unfinished at ``header_s`` is dropped."""
+
+    request_queue_size = 1024  # the kernel's backlog for connections not yet accepted
 
     def __init__(self, address, engines, token, log_path, limits=None):
-        family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
-        self.address_family = family
+        self.address_family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
         super().__init__(address, Handler)
+        self.socket.setblocking(False)
         self.engines, self.token, self.log_path = engines, token, log_path
         self.power = Power(engines.allow.get("powermetrics"))
         self.limits = dict(LIMITS, **(limits or {}))
-        self._slots = threading.BoundedSemaphore(self.limits["connections"])
         self._log_lock = threading.Lock()
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self.socket, selectors.EVENT_READ, None)
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self._selector.register(self._wake_r, selectors.EVENT_READ, "wake")
+        self._reading = collections.OrderedDict()  # conn -> None, oldest (first deadline) first
+        self._by_address = {}  # address -> OrderedDict of its reading conns
+        self._open = collections.Counter()  # address -> its open connections (reading or working)
+        self._returned = collections.deque()  # (conn, keep) from the workers
+        self._queue = queue.Queue()
+        self._workers, self._idle, self._work_lock = [], 0, threading.Lock()
+        self._refused, self._refused_at = collections.Counter(), time.monotonic()
+        self._stopping = False
 
-    def process_request(self, request, client_address):
-        if not self._slots.acquire(blocking=False):
-            with contextlib.suppress(OSError):
-                request.settimeout(0.5)
-                request.sendall(BUSY)
-            self.close_request(request)  # no drain here: this is the thread that accepts
-            self.log_line("{} {} - - 503 busy".format(_now(), client_address[0]))
+    # the selector thread (the one that calls serve_forever) alone touches the tables above
+
+    def serve_forever(self, poll_interval=0.5):
+        self._stopping = False
+        while not self._stopping:
+            timeout = poll_interval
+            if self._reading:
+                first = next(iter(self._reading))
+                timeout = max(0.0, min(timeout, first.deadline - time.monotonic()))
+            for key, _ in self._selector.select(timeout):
+                if key.data is None:
+                    self._accept()
+                elif key.data == "wake":
+                    with contextlib.suppress(OSError):
+                        while self._wake_r.recv(4096):
+                            pass
+                else:
+                    self._read(key.data)
+            self._take_back()
+            self._expire()
+            self._say_refused()
+
+    def shutdown(self):
+        self._stopping = True
+        self._wake()
+
+    def open_connections(self):
+        """How many connections are open now, by client address (for tests and the log)."""
+        return dict(self._open)
+
+    def _wake(self):
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"x")
+
+    def _accept(self):
+        for _ in range(256):  # then the other sockets get their turn
+            try:
+                sock, address = self.socket.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # out of open files: the caps are above what the host lets it hold
+                self.log_line("{} - - - accept failed: {}".format(_now(), exc.strerror))
+                return
+            host = address[0]
+            if self._open[host] >= self.limits["per_address"] and not self._evict(
+                self._by_address.get(host),
+                "more than {} connections from {}".format(self.limits["per_address"], host),
+            ):
+                self._refuse(sock, host, "{} connections from {} are busy".format(self._open[host], host))
+                continue
+            if sum(self._open.values()) >= self.limits["connections"] and not self._evict(
+                self._reading, "more than {} connections".format(self.limits["connections"])
+            ):
+                self._refuse(sock, host, "{} connections are busy".format(self.limits["connections"]))
+                continue
+            sock.setblocking(False)
+            self._open[host] += 1
+            self._watch(_Conn(sock, address, time.monotonic() + self.limits["header_s"]))
+
+    def _watch(self, conn):
+        self._selector.register(conn.sock, selectors.EVENT_READ, conn)
+        self._reading[conn] = None
+        self._by_address.setdefault(conn.address[0], collections.OrderedDict())[conn] = None
+
+    def _unwatch(self, conn):
+        with contextlib.suppress(KeyError, ValueError, OSError):
+            self._selector.unregister(conn.sock)
+        self._reading.pop(conn, None)
+        mine = self._by_address.get(conn.address[0])
+        if mine is not None:
+            mine.pop(conn, None)
+            if not mine:
+                del self._by_address[conn.address[0]]
+
+    def _forget(self, conn):
+        host = conn.address[0]
+        self._open[host] -= 1
+        if self._open[host] <= 0:
+            del self._open[host]
+
+    def _drop(self, conn, answer=None):
+        """Close a connection the selector holds; ``answer`` is sent first when the socket takes it."""
+        self._unwatch(conn)
+        with contextlib.suppress(OSError):
+            if answer:
+                conn.sock.send(answer)
+        self.close_request(conn.sock)
+        self._forget(conn)
+
+    def _evict(self, reading, why):
+        """Drop the oldest connection of ``reading`` (its head unfinished); False when there is none."""
+        if not reading:
+            return False
+        conn = next(iter(reading))
+        self._drop(conn, busy("dropped an unfinished request: " + why))
+        self._refused["dropped (" + why + ")"] += 1
+        return True
+
+    def _refuse(self, sock, host, why):
+        with contextlib.suppress(OSError):
+            sock.setblocking(False)
+            sock.send(busy(why))
+        self.close_request(sock)
+        self._refused["refused (" + why + ")"] += 1
+
+    def _say_refused(self):
+        """One log line a second at most for refused and dropped connections, so a flood of them
+        does not become a flood of log lines."""
+        if self._refused and time.monotonic() - self._refused_at >= 1.0:
+            for why, n in sorted(self._refused.items()):
+                self.log_line("{} - - - 503 {} connection(s) {}".format(_now(), n, why))
+            self._refused.clear()
+            self._refused_at = time.monotonic()
+
+    def _read(self, conn):
+        if conn not in self._reading:  # dropped earlier in this round of the selector
             return
         try:
-            super().process_request(request, client_address)
-        except Exception:
-            self._slots.release()
-            raise
+            data = conn.sock.recv(MAX_HEAD + 1 - len(conn.buffer))
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:  # the client closed it
+            self._drop(conn)
+            return
+        conn.buffer += data
+        if head_end(conn.buffer) is not None:
+            self._unwatch(conn)
+            self._dispatch(conn)
+        elif len(conn.buffer) > MAX_HEAD:
+            self.log_line(
+                "{} {} - - 431 the request line and headers exceed {} bytes".format(
+                    _now(), conn.address[0], MAX_HEAD
+                )
+            )
+            self._drop(conn, HEAD_TOO_LONG)
 
-    def process_request_thread(self, request, client_address):
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self._slots.release()
+    def _expire(self):
+        now = time.monotonic()
+        while self._reading:
+            conn = next(iter(self._reading))
+            if conn.deadline > now:
+                return
+            if conn.buffer:
+                self.log_line(
+                    "{} {} - - 408 deadline: the request did not arrive in time".format(
+                        _now(), conn.address[0]
+                    )
+                )
+            self._drop(conn)
+
+    def _dispatch(self, conn):
+        conn.sock.setblocking(True)
+        self._queue.put(conn)
+        with self._work_lock:
+            start = self._idle < self._queue.qsize() and len(self._workers) < self.limits["workers"]
+        if start:
+            worker = threading.Thread(target=self._work, daemon=True, name="shim-worker")
+            self._workers.append(worker)
+            worker.start()
+
+    def _take_back(self):
+        while self._returned:
+            conn, keep = self._returned.popleft()
+            if not keep:
+                self._forget(conn)
+                continue
+            conn.deadline = time.monotonic() + self.limits["header_s"]
+            if head_end(conn.buffer) is not None:  # a pipelined request is already here
+                self._dispatch(conn)
+            else:
+                conn.sock.setblocking(False)
+                self._watch(conn)
+
+    # the workers
+
+    def _work(self):
+        while True:
+            with self._work_lock:
+                self._idle += 1
+            conn = self._queue.get()
+            with self._work_lock:
+                self._idle -= 1
+            if conn is None:
+                return
+            keep = False
+            try:
+                handler = Handler(conn, self)
+                keep = not handler.close_connection
+                conn.buffer = handler.rfile.leftover() if keep else b""
+            except Exception:
+                self.handle_error(conn.sock, conn.address)
+            if not keep:
+                self.shutdown_request(conn.sock)
+            self._returned.append((conn, keep))
+            self._wake()
+
+    def server_close(self):
+        for conn in list(self._reading):
+            self._drop(conn)
+        for _ in self._workers:
+            self._queue.put(None)
+        with contextlib.suppress(OSError):
+            self._selector.close()
+        self._wake_r.close()
+        self._wake_w.close()
+        super().server_close()
 
     def shutdown_request(self, request):
         """Close after a bounded drain (256 KiB, half a second), so that a client refused before
@@ -1093,6 +1381,23 @@ class ShimServer(ThreadingHTTPServer):
             sys.stderr.flush()
             with open(self.log_path, "a", encoding="utf-8") as f:
                 f.write(line + "\n")
+
+
+def room_for(connections):
+    """The connections the shim can hold open: the open-file limit is raised toward
+    ``connections`` + FD_RESERVE (up to the hard limit); past what it allows, fewer."""
+    try:
+        import resource
+    except ImportError:  # not a Unix: nothing to raise
+        return connections
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want, infinite = connections + FD_RESERVE, resource.RLIM_INFINITY
+    if soft != infinite and soft < want:
+        raised = want if hard == infinite else min(want, hard)
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+    return connections if soft == infinite else max(1, min(connections, soft - FD_RESERVE))
 
 
 # -- where it binds, its token -------------------------------------------------------------------
@@ -1189,12 +1494,19 @@ def serve(args):
     log_dir = os.path.join(state, "engines")
     os.makedirs(log_dir, exist_ok=True)
     engines = Engines(allow, library, bind, log_dir)
+    limits = {key: getattr(args, key) for _, key, _, _ in LIMIT_FLAGS}
+    for flag, key, _, _ in LIMIT_FLAGS:
+        if not limits[key] > 0:
+            raise SystemExit("harness_shim: {} must be above 0 (its default is {})".format(flag, LIMITS[key]))
+    held = room_for(limits["connections"])
+    if held < limits["connections"]:
+        print(
+            "harness_shim: holds {} connections, not {}: this host allows {} open files "
+            "(raise it with ulimit -n)".format(held, limits["connections"], held + FD_RESERVE),
+            flush=True,
+        )
+        limits["connections"] = held
     try:
-        limits = {
-            "header_s": args.header_timeout,
-            "body_s": args.body_timeout,
-            "connections": args.max_connections,
-        }
         server = ShimServer((bind, args.port), engines, "", os.path.join(state, "shim.log"), limits)
     except OSError as exc:
         raise SystemExit(
@@ -1247,18 +1559,8 @@ def main(argv=None):
         "--state-dir", default=os.path.join("runs", "shim"), help="token, logs (default runs/shim)"
     )
     p.add_argument("--token-file", help="where the token is written (default STATE_DIR/token)")
-    p.add_argument(
-        "--header-timeout", type=float, default=LIMITS["header_s"], help="seconds for a request's headers"
-    )
-    p.add_argument(
-        "--body-timeout", type=float, default=LIMITS["body_s"], help="seconds for a request's body"
-    )
-    p.add_argument(
-        "--max-connections",
-        type=int,
-        default=LIMITS["connections"],
-        help="connections served at once; more get 503",
-    )
+    for flag, key, kind, what in LIMIT_FLAGS:
+        p.add_argument(flag, dest=key, type=kind, default=LIMITS[key], help=what + " (default %(default)s)")
     b = sub.add_parser("bind-address", help="print the address `serve --bind auto` would listen on")
     b.add_argument("--allow-any-address", action="store_true")
     args = parser.parse_args(argv)

@@ -6,7 +6,8 @@ It becomes ``locust -f <the harness's locustfile> --worker --master-host HOST --
 takes each level's share of the requests from the master. Everything else (the server's URL, the
 model, the lengths, both bounds of every request) comes from the master when each level starts;
 an API key is read here, from the variable the sweep names (``--api-key-env``), and never sent.
-It ends when the sweep ends."""
+It ends when the sweep ends, or by itself 20 s after its master's last heartbeat (the master
+killed, its host gone; ``harness.load.worker.MASTER_GONE_S``)."""
 
 from __future__ import annotations
 
@@ -63,9 +64,12 @@ def run(args) -> int:
         name = f"HARNESS_WORKER_NAME={args.name} " if args.name else ""
         print(f"HARNESS_SWEEP_WORKER=1 {name}" + " ".join(cmd))
         return 0
+    from harness.load.worker import MASTER_GONE_S
+
     print(
         f"harness worker: connecting to the sweep's master at {args.master_host}:{args.master_port} "
-        "(Locust retries for up to 5 minutes); it ends when the sweep ends",
+        f"(Locust retries for up to 5 minutes); it ends when the sweep ends, or {MASTER_GONE_S:g} s "
+        "after the master is gone",
         file=sys.stderr,
         flush=True,
     )

@@ -32,6 +32,25 @@ JOULES_PER_KWH = 3.6e6
 MAX_PRICE = 1e6  # per hour or per kWh, in any currency: far above any machine's or any power's
 MAX_COST = 1e12  # per million output tokens: past it the figure says the level was not a real one
 
+# What one device's figures may be, declared once: past a bound a figure is no device's (a driver's
+# garbage, 1e300 W), so it is None with what the device said, and a counter step that implies more
+# than ``power_w`` is a fault, not energy. One device, not a machine: 10 kW is above any
+# accelerator, CPU package or Mac today (a GB200 board draws about 2.7 kW).
+BOUNDS: dict[str, float] = {
+    "power_w": 10_000.0,
+    "energy_j": 1e15,  # a running counter: 10 kW for over 3,000 years
+    "utilisation_pct": 100.0,
+    "memory_used_mb": 1e9,  # a petabyte
+    "temperature_c": 250.0,
+    "clock_mhz": 100_000.0,
+}
+MAX_POWER_W = BOUNDS["power_w"]
+# A counter is updated every few ms (RAPL, amdsmi) to tens of ms (NVML), so one step may hold that
+# much energy read an instant after the last: a step or a span's counter energy is held to
+# MAX_POWER_W over its seconds plus this.
+COUNTER_SLACK_S = 1.0
+RESET = "the device's energy counter went back (a reset)"
+
 
 def _finite(value: float, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -60,6 +79,34 @@ def counter_steps(values: Sequence[float], wrap: float | None = None) -> list[fl
             step += wrap
         steps.append(step)
     return steps
+
+
+def step_energy(
+    before: float, after: float, seconds: float, wrap: float | None = None
+) -> tuple[float | None, str | None]:
+    """One counter step's energy (J) and None, or None and why it is no energy: a reading that is
+    not a finite number in 0..``wrap``, a step down with no ``wrap`` (a reset), or a step past
+    ``MAX_POWER_W`` over its ``seconds`` (a counter that jumped)."""
+    for v in (before, after):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            return None, f"the device's energy counter read {v!r}"
+        if wrap is not None and v >= wrap:
+            return None, f"the device's energy counter read {v!r}, past its range {wrap!r}"
+    step = after - before
+    if step < 0:
+        if wrap is None:
+            return None, RESET
+        step += wrap
+    why = past_bound(step, seconds, "stepped")
+    return (None, why) if why else (step, None)
+
+
+def past_bound(joules: float, seconds: float, verb: str = "gave") -> str | None:
+    """Why a counter's ``joules`` over ``seconds`` is no device's (past MAX_POWER_W, with the
+    counter's slack), or None when it is within the bound."""
+    if joules <= MAX_POWER_W * (max(seconds, 0.0) + COUNTER_SLACK_S):
+        return None
+    return f"the device's energy counter {verb} {joules:.4g} J in {seconds:.4g} s, past {MAX_POWER_W:g} W"
 
 
 def counter_energy(values: Sequence[float], wrap: float | None = None) -> float | None:
@@ -116,18 +163,29 @@ def interval_energy(
     """Energy over the readings' span: the device's counter where every reading has one and it
     never reset, else the power readings integrated (the readings without power left out)."""
     seconds = times[-1] - times[0] if len(times) >= 2 else None
-    reason = None
+    fault = None
     if len(counter) == len(times) and len(times) >= 2 and all(c is not None for c in counter):
-        joules = counter_energy([c for c in counter if c is not None], wrap)
-        if joules is not None:
-            return Energy(joules, seconds, COUNTER)
-        reason = "the device's energy counter went back (a reset); power integrated instead"
+        steps = [
+            step_energy(c0, c1, t1 - t0, wrap)  # type: ignore[arg-type]
+            for t0, t1, c0, c1 in zip(times, times[1:], counter, counter[1:], strict=False)
+        ]
+        fault = next((why for _, why in steps if why), None)
+        if fault is None:
+            total = math.fsum(j for j, _ in steps if j is not None)
+            fault = past_bound(total, seconds)  # type: ignore[arg-type]
+            if fault is None:
+                return Energy(total, seconds, COUNTER)
     pairs = [(t, w) for t, w in zip(times, watts, strict=True) if w is not None]
     joules = integrated_energy([t for t, _ in pairs], [w for _, w in pairs])
+    return fallback(joules, seconds, pairs[-1][0] - pairs[0][0] if pairs else None, fault)
+
+
+def fallback(joules: float | None, seconds: float | None, span: float | None, fault: str | None) -> Energy:
+    """The energy of the power readings integrated, where the counter is absent or faulted."""
     if joules is None:
-        return Energy(None, seconds, None, "fewer than two power readings and no energy counter")
-    span = pairs[-1][0] - pairs[0][0]
-    return Energy(joules, span, INTEGRATED, reason)
+        why = "fewer than two power readings and no energy counter"
+        return Energy(None, seconds, None, f"{fault}; {why}" if fault else why)
+    return Energy(joules, span, INTEGRATED, f"{fault}; power integrated instead" if fault else None)
 
 
 def mean_power(joules: float | None, seconds: float | None) -> float | None:

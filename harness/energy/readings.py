@@ -52,11 +52,17 @@ class Reading:
         return out
 
 
-def usable(value: float | None) -> float | None:
-    """A device's figure if it is a finite number at least 0, else None (a driver's -1 or NaN)."""
+def bound(name: str) -> float:
+    """The largest value a figure may have (``energy.BOUNDS``; every clock shares one)."""
+    return energy.BOUNDS.get("clock_mhz" if name.startswith("clock_") else name, math.inf)
+
+
+def usable(value: float | None, top: float = math.inf) -> float | None:
+    """A device's figure if it is a finite number from 0 to ``top``, else None (a driver's -1, NaN
+    or 1e300)."""
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value) if math.isfinite(value) and value >= 0 else None
+    return float(value) if math.isfinite(value) and 0 <= value <= top else None
 
 
 def make_reading(
@@ -75,9 +81,11 @@ def make_reading(
     kept: dict[str, float] = {}
     why = dict(missing)
     for name, value in values.items():
-        good = usable(value)
+        good = usable(value, bound(name))
         if good is not None:
             kept[name] = good
+        elif usable(value) is not None:
+            why[name] = f"the device answered {value!r}, past {bound(name):g} (no device's figure)"
         elif value is not None:
             why[name] = f"the device answered {value!r}"
         else:
@@ -112,8 +120,8 @@ class Accumulator:
         self.first_at: float | None = None
         self.last_at: float | None = None
         self.counter_j = 0.0  # the counter's steps added up, wraps included
-        self.counter_ok = True  # every reading had a counter and it never reset
-        self.counter_reset = False
+        self.counter_ok = True  # every reading had a counter and every step was energy
+        self.counter_fault: str | None = None  # why a step was no energy (a reset, a jump)
         self._last_counter: float | None = None
         self.integrated_j = 0.0
         self._last_power: tuple[float, float] | None = None  # (at, W)
@@ -130,26 +138,30 @@ class Accumulator:
 
     def _counter(self, r: Reading) -> None:
         if r.energy_j is None:
+            said = r.missing.get("energy_j", "not read")
+            if self._last_counter is not None or said.startswith("the device answered"):
+                self.counter_fault = f"the device's energy counter gave no figure ({said})"
             self.counter_ok = False
             return
         if self._last_counter is not None:
-            steps = energy.counter_steps([self._last_counter, r.energy_j], r.energy_wrap_j)
-            if steps is None:
-                self.counter_ok, self.counter_reset = False, True
+            seconds = r.at - self.last_at  # type: ignore[operator]
+            step, fault = energy.step_energy(self._last_counter, r.energy_j, seconds, r.energy_wrap_j)
+            if step is None:
+                self.counter_ok, self.counter_fault = False, fault
             else:
-                self.counter_j += steps[0]
+                self.counter_j += step
         self._last_counter = r.energy_j
 
     def add(self, r: Reading) -> None:
         """Take one reading; readings must come in time order (ValueError otherwise)."""
         if self.last_at is not None and r.at < self.last_at:
             raise ValueError("reading times go backwards")
+        if self.counter_ok:
+            self._counter(r)
         self.readings += 1
         self.first_at = r.at if self.first_at is None else self.first_at
         self.last_at = r.at
         self.source, self.device, self.label = r.source, r.device, r.label or self.label
-        if self.counter_ok:
-            self._counter(r)
         if r.power_w is not None:
             if self._last_power is not None:
                 times, watts = [self._last_power[0], r.at], [self._last_power[1], r.power_w]
@@ -167,15 +179,15 @@ class Accumulator:
     def energy(self) -> energy.Energy:
         """As ``interval_energy`` over every reading added."""
         seconds = self.last_at - self.first_at if self.readings >= 2 else None  # type: ignore[operator]
-        reason = None
+        fault = self.counter_fault
         if self.readings >= 2 and self.counter_ok:
-            return energy.Energy(self.counter_j, seconds, energy.COUNTER)
-        if self.counter_reset:
-            reason = "the device's energy counter went back (a reset); power integrated instead"
+            fault = energy.past_bound(self.counter_j, seconds)  # type: ignore[arg-type]
+            if fault is None:
+                return energy.Energy(self.counter_j, seconds, energy.COUNTER)
         if self._last_power is None or self.power_readings < 2:
-            return energy.Energy(None, seconds, None, "fewer than two power readings and no energy counter")
+            return energy.fallback(None, seconds, None, fault)
         span = self._last_power[0] - self.first_power_at  # type: ignore[operator]
-        return energy.Energy(self.integrated_j, span, energy.INTEGRATED, reason)
+        return energy.fallback(self.integrated_j, seconds, span, fault)
 
     def summary(self) -> dict:
         """The level's figures for this source, in the shape a level record will carry."""

@@ -8,9 +8,11 @@ first, since it is only read when asked for by name). Its devices' energies are 
 cards are both the level's); RAPL's ``psys`` zone, where present, stands alone, since it includes
 ``package-0``. Every source's own figures stay in ``sources``, the headline's or not.
 
-Nothing here makes up a figure: a level with no source, or whose headline device gave no energy,
-has ``energy_j`` None and ``reason`` saying why; ``label`` is "imitation" or "stand-in" whenever a
-headline device is not a real one, so no reader takes it for a measurement.
+Nothing here makes up a figure: a level with no source, or whose headline device gave no energy
+or only part of the level's (``partial``: its reads failed at an end of the level), has
+``energy_j`` None and ``reason`` saying why, the device's own figures kept in ``sources``;
+``label`` is "imitation" or "stand-in" whenever a headline device is not a real one, so no reader
+takes it for a measurement.
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ def energy_part(
     labels = sorted({s["label"] for s in chosen if s.get("label")})
     if labels:
         out["label"] = ", ".join(labels)
-    gaps = [s for s in chosen if s.get("energy_j") is None]
+    gaps = [s for s in chosen if s.get("energy_j") is None or s.get("partial")]
     joules = None if not chosen or gaps else sum(s["energy_j"] for s in chosen)
     seconds = max((s["seconds"] for s in chosen if s.get("seconds") is not None), default=None)
     methods = sorted({s["method"] for s in chosen if s.get("method")})

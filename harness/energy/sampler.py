@@ -9,7 +9,8 @@ functions (gevent's ``get_original``), patched or not.
 Each source's readings go into a ``energy.readings.Accumulator`` (constant memory, exact energy),
 and at most ``keep`` of them are kept for charts: past that every other one is dropped and the
 stride of those kept doubles, so a long level keeps an even spread. A read that fails is counted
-with its one line, never a figure."""
+with its one line, never a figure. A source whose first or latest read failed is ``partial``: its
+figures are those of the readings before the fault, which do not span the level."""
 
 from __future__ import annotations
 
@@ -61,15 +62,27 @@ class _Flag:
 
 
 class _Track:
-    """One source's readings: the accumulator, the kept readings, the failures."""
+    """One source's readings: the accumulator, the kept readings, the failures, and whether the
+    span's first and latest reads failed (then its readings do not reach the span's ends)."""
 
     def __init__(self, keep: int) -> None:
         self.acc, self.kept, self.keep, self.stride, self.seen = Accumulator(), [], keep, 1, 0
-        self.errors, self.last_error = 0, None
+        self.errors, self.last_error, self.reads = 0, None, 0
+        self.head_failed = self.tail_failed = False
         self.last: Reading | None = None  # where a split's next span starts
+
+    def failed(self, line: str) -> None:
+        self.head_failed = self.head_failed or self.reads == 0
+        self.errors, self.last_error, self.reads, self.tail_failed = (
+            self.errors + 1,
+            line,
+            self.reads + 1,
+            True,
+        )
 
     def add(self, r: Reading) -> None:
         self.acc.add(r)
+        self.reads, self.tail_failed = self.reads + 1, False
         self.last = r
         if self.seen % self.stride == 0:
             self.kept.append(r)
@@ -111,13 +124,11 @@ class TelemetrySampler:
                 try:
                     self.tracks[i].add(reading)
                 except ValueError as exc:  # a clock that went back: the reading is not counted
-                    track = self.tracks[i]
-                    track.errors, track.last_error = track.errors + 1, str(exc)
+                    self.tracks[i].failed(str(exc))
 
     def _failed(self, i: int, line: str) -> None:
         with self._lock:
-            track = self.tracks[i]
-            track.errors, track.last_error = track.errors + 1, line
+            self.tracks[i].failed(line)
 
     def _run(self) -> None:
         try:
@@ -162,6 +173,18 @@ class TelemetrySampler:
             if track.errors:
                 entry["errors"] = track.errors
                 entry["last_error"] = track.last_error
+                failed = f"{track.errors} of {track.reads} reads failed, the last: {track.last_error}"
+                ends = [
+                    end for end, cut in (("first", track.head_failed), ("last", track.tail_failed)) if cut
+                ]
+                if entry.get("energy_j") is not None and ends:
+                    entry["partial"] = True  # its figures are those of the readings it has
+                    entry["reason"] = (
+                        f"its {' and '.join(ends)} read failed, so its readings do not span the level "
+                        f"({failed}); the figures here are those of the {entry['readings']} before"
+                    )
+                elif entry.get("energy_j") is None:
+                    entry["reason"] = f"{entry.get('reason') or 'no energy'}; {failed}"
             out.append(entry)
         return {"interval_s": self.interval, "sources": out}
 
@@ -176,6 +199,7 @@ class TelemetrySampler:
                 fresh = _Track(track.keep)
                 if track.last is not None:
                     fresh.add(track.last)
+                fresh.head_failed = track.tail_failed  # the shared reading is older than the split
                 self.tracks[i] = fresh
         return out
 

@@ -1,11 +1,12 @@
 """Load from several Locust workers under one master in this process: local worker processes
 (``--processes N``), the compose launcher's containers, or workers on other hosts
 (``--expect-workers N``, each started there by ``harness worker``; docs/workers.md). Each level's
-requests are split over the workers by their users; each sends every exact sample back, and the
-master keeps whose it was. No two hosts' clocks are subtracted: with remote workers the level's
-wall is the master's own clock. A worker lost mid-level is named with what of its share never came
-back; the others stop sending and their requests in flight are waited for. Imports Locust (as
-``harness.load.runner`` does): imported only when load runs."""
+requests are split over the workers by their users; each sends every exact sample back, and the master keeps whose it was. No two hosts' clocks are subtracted:
+with remote workers the level's wall is the master's own clock. A worker lost mid-level (killed,
+frozen, cut off) is named with what of its share never came back; the others stop sending and
+their requests in flight are waited for. One lost between levels ends the sweep before the next.
+Imports Locust (as ``harness.load.runner`` does): imported only when load runs.
+"""
 
 from __future__ import annotations
 
@@ -248,6 +249,21 @@ class DistributedLoad:
                 part.cpu.append(float(client.cpu_usage))
         return any(p.lost for p in self.parts.values())
 
+    def _not_running(self) -> list:
+        return [c for c in self.runner.clients.values() if c.state != STATE_RUNNING]
+
+    def _lost_before_level(self) -> None:
+        """A worker lost between levels (exited, or silent past Locust's heartbeat liveness):
+        EngineError naming it, rather than a wait for users it will never start."""
+        self._exited()
+        missing = [c for c in self.runner.clients.values() if c.state == STATE_MISSING]
+        if missing or len(self.runner.clients) < self.expected:
+            names = ", ".join(sorted(self.names.get(c.id, c.id) for c in missing)) or "one"
+            raise EngineError(
+                f"a Locust worker was lost before the level began: {names} sent no heartbeat for "
+                f"{HEARTBEAT_LIVENESS} s or quit; this level is lost, the finished ones are kept"
+            )
+
     def _spawned(self) -> dict[str, int] | None:
         """Users per worker once every worker has reported this level's spawning complete."""
         clients = list(self.runner.clients.values())
@@ -285,7 +301,14 @@ class DistributedLoad:
             users = self._spawned()
             while (users is None or sum(users.values()) < concurrency) and time.monotonic() < deadline:
                 interrupts.wait(0.02)
+                self._lost_before_level()
                 users = self._spawned()
+            if users is None:
+                slow = ", ".join(sorted(self.names.get(c.id, c.id) for c in self._not_running()))
+                raise EngineError(
+                    f"Locust worker(s) {slow} did not start their users within 60 s; this level is "
+                    "lost, the finished ones are kept"
+                )
             split = shares(count, users or {})
             self.parts = {
                 cid: parts_of.WorkerPart(self.names.get(cid, cid), users[cid] if users else 0, n)
@@ -365,6 +388,7 @@ def _stop_all(procs: list[subprocess.Popen], grace_s: float = 10.0) -> None:
         if p.poll() is None:
             with contextlib.suppress(OSError):
                 p.terminate()
+                p.send_signal(signal.SIGCONT)  # a frozen one (SIGSTOP) takes its TERM now, not at the KILL
     deadline = time.monotonic() + grace_s
     try:
         for p in procs:

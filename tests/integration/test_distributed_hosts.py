@@ -269,3 +269,48 @@ def test_a_worker_host_lost_mid_level_is_named_and_the_run_ends_with_what_it_mea
     assert rec["completed"] == lost["completed"] + kept["completed"]
     assert rec["failed"] == 400 - rec["completed"] and rec["cancelled"] == kept["requests"] - kept["returned"]
     assert "LOST: sent no heartbeat" in out
+
+
+def test_a_worker_cut_off_the_network_is_named_and_ends_by_itself(hosts, tmp_path):
+    """w2's link to the bridge dropped mid-level: the master hears no heartbeat for 3 s and names
+    it, keeping what it measured; w2, which hears no master either, ends by itself in one line."""
+    from harness.load.worker import MASTER_GONE_S
+
+    url = _engine(hosts)
+    book = tmp_path / "book.md"
+    args = _sweep_args(hosts, url, book, "2,4", 400, 64)
+    master = hosts.start("m", args, "master", stdout=subprocess.PIPE)
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in master.stdout], daemon=True).start()
+    workers = _workers(hosts)
+    seen, deadline = [], time.monotonic() + 3 * START_S  # a hang only: the starts, then one answer
+    while time.monotonic() < deadline:
+        with contextlib.suppress(queue.Empty):
+            seen.append(lines.get(timeout=0.5))
+            done = re.search(r"c=2: (\d+)/400 requests", seen[-1])
+            if done and int(done.group(1)) >= 1:
+                break
+        assert master.poll() is None, "".join(seen)
+    else:
+        pytest.fail("no request of the first level finished: " + "".join(seen))
+    port = list(hosts.address).index("w2")
+    _ip("-n", hosts.ns["sw"], "link", "set", f"p{port}", "down")  # w2's cable pulled
+    master.wait(timeout=START_S)  # a hang only: the heartbeat liveness, then w1's request in flight
+    t0 = time.monotonic()
+    workers["w2"].wait(timeout=MASTER_GONE_S + 30)  # by itself: nothing kills it here
+    took = time.monotonic() - t0
+    err = (tmp_path / "master.err").read_text()
+    assert master.returncode == 2, err
+    said = [x for x in err.splitlines() if x.startswith("harness sweep: a Locust worker was lost")]
+    assert len(said) == 1 and "worker w2 sent no heartbeat" in said[0], err
+    (rec,) = _levels(book)
+    (lost,) = [w for w in rec["workers"] if w.get("lost")]
+    assert lost["worker"] == "w2" and lost["requests"] > lost["returned"]
+    words = (tmp_path / "w2.err").read_text()
+    gone = [
+        x
+        for x in words.splitlines()
+        if x.startswith("harness worker w2: no heartbeat from the sweep's master")
+    ]
+    assert len(gone) == 1 and f"{MASTER}:{MASTER_PORT}" in gone[0], words
+    assert took < MASTER_GONE_S + 15  # the master's own end came first; w2's 20 s ran from the cut

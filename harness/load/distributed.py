@@ -1,12 +1,12 @@
 """Load from several Locust workers under one master in this process: local worker processes
 (``--processes N``), the compose launcher's containers, or workers on other hosts
 (``--expect-workers N``, each started there by ``harness worker``; docs/workers.md). Each level's
-requests are split over the workers by their users; each sends every exact sample back, and the master keeps whose it was. No two hosts' clocks are subtracted:
-with remote workers the level's wall is the master's own clock. A worker lost mid-level (killed,
-frozen, cut off) is named with what of its share never came back; the others stop sending and
-their requests in flight are waited for. One lost between levels ends the sweep before the next.
-Imports Locust (as ``harness.load.runner`` does): imported only when load runs.
-"""
+requests are split over the workers by their users; each sends every exact sample back, and the
+master keeps whose it was. No two hosts' clocks are subtracted: with remote workers the level's
+wall is the master's own clock. A worker lost mid-level (killed, frozen, cut off) is named with
+what of its share never came back; the others stop sending and their requests in flight are waited
+for. One lost between levels ends the sweep before the next. Imports Locust (as
+``harness.load.runner`` does): imported only when load runs."""
 
 from __future__ import annotations
 

@@ -83,18 +83,7 @@ def run(args) -> int:
     key = (os.environ.get(args.api_key_env) if args.api_key_env else None) or args.api_key or None
     parts = urlsplit(args.base_url)
     telemetry = metering.plan_options(args, f"{parts.scheme}://{parts.netloc}")["telemetry"]
-    single_user.wait_for(args.base_url, key, args.wait_seconds)
-    meter = metering.start(telemetry)  # absent sources in one line each; the idle baseline
-
-    def energy(summary, tokens: int, requests: int, wall_s: float) -> dict:
-        price_h, price_kwh = args.price_per_hour, args.price_per_kwh
-        return metering.record_parts(meter, summary, tokens, requests, wall_s, price_h, price_kwh)
-
-    try:
-        got = single_user.measure(args, key, idle, meter, energy)
-    finally:
-        if meter is not None:
-            meter.close()
+    got = single_user.measure_metered(args, key, idle, telemetry)
     short, long = got.short, got.long
     for line in result_lines(args.engine, short, long, got.prefill, got.added, got.tree, got.template):
         print(line)

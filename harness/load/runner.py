@@ -23,7 +23,8 @@ import urllib3
 from harness import signals
 from harness.bounds import Bounds
 from harness.endpoints import http_client as http
-from harness.measure.levels import LEVEL_SLACK_S, account, level_bound
+from harness.measure.levels import LEVEL_SLACK_S, cancelled, level_bound
+from harness.measure.tally import LevelTally
 from harness.workloads.schedules import arrival_offsets
 from harness.engines.metrics_sampler import MetricsSampler
 from harness.measure.sample import Sample
@@ -57,7 +58,7 @@ PROGRESS_EVERY_S = 0.5
 class _Teller:
     """Calls ``on_progress`` with a ``Progress`` at most every ``PROGRESS_EVERY_S`` (none: nothing)."""
 
-    def __init__(self, on_progress, collected: list, budget: int | None, issued, t0: float) -> None:
+    def __init__(self, on_progress, collected, budget: int | None, issued, t0: float) -> None:
         self.on_progress, self.collected, self.budget, self.issued = on_progress, collected, budget, issued
         self.t0 = self.last = t0
 
@@ -66,8 +67,11 @@ class _Teller:
         if self.on_progress is None or now - self.last < PROGRESS_EVERY_S:
             return
         self.last = now
-        done = len(self.collected)
-        tokens = sum(s.output_tokens or 0 for s in self.collected if s.ok)
+        done = len(self.collected)  # a list of samples (the distributed master's) or a tally
+        if isinstance(self.collected, LevelTally):
+            tokens = self.collected.out_tokens
+        else:
+            tokens = sum(s.output_tokens or 0 for s in self.collected if s.ok)
         self.on_progress(Progress(done, self.budget, max(self.issued() - done, 0), tokens, now - self.t0))
 
 
@@ -93,9 +97,27 @@ class _Interrupts:
         signals.defer(False)
 
 
+GC_EVERY_S = 2.0  # how often a level collects the cycles its young objects left
+
+
+class _YoungCollector:
+    """Collects the two young generations every ``GC_EVERY_S`` while the collector is off: only
+    objects made since the last time are scanned (about a millisecond), so a long level keeps
+    no garbage and no stream waits on a full collection."""
+
+    def __init__(self) -> None:
+        self.last = time.perf_counter()
+
+    def __call__(self) -> None:
+        now = time.perf_counter()
+        if now - self.last >= GC_EVERY_S:
+            gc.collect(1)
+            self.last = time.perf_counter()
+
+
 @dataclass
 class LevelRun:
-    samples: list[Sample]
+    samples: list[Sample]  # [] where the level kept none (its ``tally`` and ``spool`` hold them)
     wall_s: float
     client_cpu: float
     metrics: dict = field(default_factory=dict)
@@ -106,6 +128,8 @@ class LevelRun:
     wall_clock: str | None = None
     lost: str | None = None
     readings: list = field(default_factory=list)  # the /metrics snapshots, each with its moment
+    tally: LevelTally | None = None  # the level's figures, folded as its samples came
+    spool: object | None = None  # harness.load.spill.LevelSpool: the samples' lines, on disk
 
 
 def run_closed_level(
@@ -116,13 +140,23 @@ def run_closed_level(
     timeout: float,
     metrics_url: str | None = None,
     on_progress=None,
+    spool=None,
 ) -> LevelRun:
     """``concurrency`` users, each sending its next request when the last one ends, until
-    ``count`` requests have finished (the level's budget)."""
+    ``count`` requests have finished (the level's budget). ``spool``: a
+    ``harness.load.spill.LevelSpool`` that takes each sample as it finishes (none is kept)."""
     user = _load_user_module()
     workload = user.Workload(budget=count, **workload_kwargs)
     return _drive(
-        root_url, user.ChatUser, workload, concurrency, count, timeout, metrics_url, on_progress=on_progress
+        root_url,
+        user.ChatUser,
+        workload,
+        concurrency,
+        count,
+        timeout,
+        metrics_url,
+        on_progress=on_progress,
+        spool=spool,
     )
 
 
@@ -139,18 +173,22 @@ def _drive(  # noqa: C901
     spawn_rate: float | None = None,
     on_progress=None,
     bound_s: float | None = None,
+    spool=None,
 ) -> LevelRun:
     """Start ``users`` Locust users on ``workload``; stop when ``count`` samples are in, or, for a
     timed level, when the duration is over and every request already sent has finished.
-    ``on_progress`` hears a ``Progress`` about twice a second while the level runs."""
+    ``on_progress`` hears a ``Progress`` about twice a second while the level runs. Each sample
+    goes to ``spool`` (``harness.load.spill.LevelSpool``) where one is given, else into a tally
+    that keeps the samples too (the level's ``samples``)."""
     env = Environment(user_classes=[user_class], events=locust_events, host=root_url)
     env.harness_workload = workload
     env.harness_workload_external = True
-    collected: list[Sample] = []
+    collector = spool if spool is not None else LevelTally(keep=True)
+    collected = collector.tally if spool is not None else collector
 
     def listener(request_type, name, context=None, **_kw):
         if name in KINDS and context and "sample" in context:
-            collected.append(context["sample"])
+            collector.add(context["sample"])
 
     env.events.request.add_listener(listener)
     headers = http.auth_headers(workload.api_key)  # an engine with a key guards /metrics too
@@ -160,10 +198,13 @@ def _drive(  # noqa: C901
     runner = env.create_local_runner()
     if sampler:
         sampler.start()
-    # A full garbage collection pauses every stream for milliseconds; a level is bounded, so the
-    # collector waits until it ends (reference counting still frees almost everything at once).
+    # A full garbage collection pauses every stream for milliseconds, so the collector waits
+    # until the level ends (reference counting frees almost everything at once). Locust's
+    # greenlets, sockets and tracebacks leave cycles, though: a long level collects its young
+    # generation now and then (a few ms), and its memory stays flat (``make soak``).
     gc.collect()
     gc.disable()
+    young = _YoungCollector()
     interrupts = _Interrupts()
     t0 = time.perf_counter()
     tell = _Teller(on_progress, collected, count, lambda: workload.issued, t0)
@@ -174,6 +215,7 @@ def _drive(  # noqa: C901
             while time.monotonic() < end:
                 interrupts.wait(min(0.05, max(0.0, end - time.monotonic())))
                 tell()
+                young()
             workload.budget = 0  # send nothing more; let what is in flight finish
             count = workload.issued
             bound_s = duration + timeout + LEVEL_SLACK_S
@@ -183,8 +225,10 @@ def _drive(  # noqa: C901
         while len(collected) < count and time.perf_counter() < deadline:
             interrupts.wait(0.02)
             tell()
+            young()
         interrupts.wait(0)
-        collected[:] = account(collected, count, workload.issued, bound_s, t0, time.perf_counter())
+        for missing in cancelled(len(collected), count, workload.issued, bound_s, t0, time.perf_counter()):
+            collector.add(missing)
     finally:
         interrupts.close()
         gc.enable()
@@ -193,12 +237,13 @@ def _drive(  # noqa: C901
         env.events.request.remove_listener(listener)
         if sampler:
             sampler.stop()
-    ends = [s.t_end for s in collected if s.t_end is not None]
-    wall = (max(ends) - t0) if ends else time.perf_counter() - t0
+    wall = (collected.last_end - t0) if collected.last_end is not None else time.perf_counter() - t0
     cpu1 = proc.cpu_times()
     client_cpu = (cpu1.user + cpu1.system - cpu0.user - cpu0.system) / max(wall, 1e-9)
     summary, readings = (sampler.summary(), sampler.readings()) if sampler else ({}, [])
-    return LevelRun(collected, wall, client_cpu, summary, readings=readings)
+    run = LevelRun(collected.samples or [], wall, client_cpu, summary, readings=readings)
+    run.tally, run.spool = collected, spool
+    return run
 
 
 def run_open_level(
@@ -248,10 +293,11 @@ def run_timed_level(
     spawn_rate: float | None = None,
     ramp_s: float = 0.0,
     on_progress=None,
+    spool=None,
 ) -> LevelRun:
     """Closed loop for ``duration`` seconds; then no new requests, and the ones in flight finish.
     ``ramp_s`` spreads the users' first requests evenly over that many seconds (Locust itself
-    starts a whole second's worth of users at once)."""
+    starts a whole second's worth of users at once). ``spool``: as ``run_closed_level``'s."""
     user = _load_user_module()
     workload = user.Workload(budget=None, **workload_kwargs)
     workload.start_spacing_s = ramp_s / max(concurrency, 1)
@@ -266,6 +312,7 @@ def run_timed_level(
         duration=duration,
         spawn_rate=spawn_rate,
         on_progress=on_progress,
+        spool=spool,
     )
 
 

@@ -18,7 +18,7 @@ from harness.bounds import crowd_timeout
 from harness.measure.levels import level_record, peak_in_flight, sample_record
 from harness.workloads.prompts import make_prompts
 from harness.workloads.traces import TracePlan
-from harness.workloads.level_part import workload_stats
+from harness.workloads.level_part import tally_workload_stats, workload_stats
 from harness.workloads.conversations import ConversationPlan
 from harness.workloads.request import LengthPlan, largest_output, largest_request
 from harness.records.level import Arrival, LevelContext, LevelRecord, RunMark
@@ -229,25 +229,40 @@ def start_workers(plan: SweepPlan):
     return distributed.DistributedLoad(plan.root, plan.processes, worker_args)
 
 
-def run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None, meter: Meter | None = None):
+def run_level(
+    plan: SweepPlan,
+    level: float,
+    distributed=None,
+    on_progress=None,
+    meter: Meter | None = None,
+    repeat: int | None = None,
+):
     """One level: (what the runner measured, the concurrency it counts as, how requests arrived).
     ``on_progress`` hears the runner's ``Progress`` about twice a second while the level runs;
     ``meter``'s sampler reads the telemetry from just before the level to just after it (on its
-    own thread), and its summary is the result's ``telemetry``. The live collector
+    own thread), and its summary is the result's ``telemetry``. ``repeat`` (which run of the level
+    this is): keep no samples where the level allows, only their lines on disk and their figures
+    (``spooled``); without it, the result's ``samples`` are all there. The live collector
     (``harness.exporter.live``), where served, counts the level's requests and shows its level."""
     if plan.trace or plan.open_loop:
         LIVE.start_level(rate=plan.trace.rate() if plan.trace else level)
     else:
         LIVE.start_level(users=level)
-    if meter is None:
-        result, concurrency, arrival = _run_level(plan, level, distributed, on_progress)
-    else:
-        meter.start()
-        try:
-            result, concurrency, arrival = _run_level(plan, level, distributed, on_progress)
-        finally:
-            summary = meter.stop()
-        result.telemetry = summary
+    spool = spooled(plan, level, distributed, repeat)
+    try:
+        if meter is None:
+            result, concurrency, arrival = _run_level(plan, level, distributed, on_progress, spool)
+        else:
+            meter.start()
+            try:
+                result, concurrency, arrival = _run_level(plan, level, distributed, on_progress, spool)
+            finally:
+                summary = meter.stop()
+            result.telemetry = summary
+    except BaseException:
+        if spool is not None:  # an interrupted level: its spool is no one's
+            spool.close()
+        raise
     LIVE.settle(result.samples)  # those cancelled at the bound, which no event brought
     return result, concurrency, arrival
 
@@ -266,7 +281,21 @@ def in_flight(plan: SweepPlan):
     return count
 
 
-def _run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None):
+def spooled(plan: SweepPlan, level: float, distributed, repeat: int | None):
+    """A ``LevelSpool`` for a closed loop of single requests in this process (its figures need
+    no sample kept, so its memory stays flat however long it runs), else None. Not while the live
+    collector serves: it settles the level's count from the level's samples."""
+    if repeat is None or distributed or plan.open_loop or plan.trace or plan.workload_kind != "prompts":
+        return None
+    if LIVE.serving:
+        return None
+    from harness.load.spill import LevelSpool
+
+    mark = {"run_id": plan.run_id, "repeat": repeat}
+    return LevelSpool(plan.context.label, level, mark, plan.samples_path.parent)
+
+
+def _run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None, spool=None):
     from harness.load import runner as loadgen
 
     count = plan.requests if plan.open_loop else max(plan.requests, plan.min_rounds * int(level))
@@ -317,6 +346,7 @@ def _run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None
             timeout,
             metrics_url=plan.metrics_url,
             on_progress=on_progress,
+            spool=spool,
         )
         return result, level, Arrival(duration_s=plan.duration)
     if distributed:
@@ -330,7 +360,14 @@ def _run_level(plan: SweepPlan, level: float, distributed=None, on_progress=None
         )
         return result, level, arrival
     result = loadgen.run_closed_level(
-        plan.root, workload, level, count, timeout, metrics_url=plan.metrics_url, on_progress=on_progress
+        plan.root,
+        workload,
+        level,
+        count,
+        timeout,
+        metrics_url=plan.metrics_url,
+        on_progress=on_progress,
+        spool=spool,
     )
     return result, level, Arrival()
 
@@ -345,9 +382,25 @@ def record_level(
 ) -> LevelRecord:
     """Build, validate and append the level's record, then its exact samples beside the notebook
     (``run``: which run of the level this is; the sweep's run id, once, by default; ``meter``: the
-    sweep's telemetry, whose figures go into the record's ``energy``)."""
+    sweep's telemetry, whose figures go into the record's ``energy``). A spooled level's figures
+    come from its tally and its lines from its spool (``harness.load.spill``)."""
+    spool = getattr(result, "spool", None)
+    try:
+        return _record_level(plan, result, concurrency, arrival, run, meter, spool)
+    finally:
+        if spool is not None:
+            spool.close()
+
+
+def _record_level(plan, result, concurrency, arrival, run, meter, spool) -> LevelRecord:
+    tally = spool.tally if spool is not None else result.samples
+    open_loop = plan.open_loop or bool(plan.trace)
+    if spool is not None:
+        workload = tally_workload_stats(spool.tally, plan.workload_kind, plan.workload_params(), open_loop)
+    else:
+        workload = workload_stats(result.samples, plan.workload_kind, plan.workload_params(), open_loop)
     record = level_record(
-        result.samples,
+        tally,
         concurrency,
         result.wall_s,
         plan.context,
@@ -356,16 +409,18 @@ def record_level(
         client_cpu=result.client_cpu,
         server_metrics=result.metrics or None,
         run=run or RunMark(plan.run_id),
-        workload=workload_stats(
-            result.samples, plan.workload_kind, plan.workload_params(), plan.open_loop or bool(plan.trace)
-        ),
+        workload=workload,
     )
     record = with_parts(
         record, meter, getattr(result, "telemetry", None), plan.price_per_hour, plan.price_per_kwh
     )
-    series = series_part(getattr(result, "readings", None) or [], result.samples)
+    timeline = spool.tally if spool is not None else result.samples
+    series = series_part(getattr(result, "readings", None) or [], timeline)
     if series is not None:
         record = dataclasses.replace(record, series=series)
+    if spool is not None:  # the lines written as the samples came, copied in pieces
+        append_level(plan.labbook, record.to_dict(), plan.samples_path, spool.pieces())
+        return record
     mark = {"run_id": plan.run_id, "repeat": (run or RunMark(plan.run_id)).repeat}
     rows = [{**sample_record(s, plan.context.label, concurrency), **mark} for s in result.samples]
     append_level(plan.labbook, record.to_dict(), plan.samples_path, rows)  # both whole, or neither
@@ -395,7 +450,7 @@ def run_levels(
             signals.raise_if_received()  # a signal that came while the last level stopped ends it here
             told = (lambda p, level=level: on_progress(level, p)) if on_progress else None
             for i in range(1, plan.repeat + 1):
-                result, concurrency, arrival = run_level(plan, level, distributed, told, meter)
+                result, concurrency, arrival = run_level(plan, level, distributed, told, meter, repeat=i)
                 mark = RunMark(plan.run_id, i, plan.repeat)
                 records.append(record_level(plan, result, concurrency, arrival, mark, meter))
                 on_level(records[-1])

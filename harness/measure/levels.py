@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from array import array
 
 import statistics
 from collections import Counter
-from typing import Any, ClassVar, Iterable, Protocol
+from typing import Any, ClassVar, Protocol, Sequence, cast
 
 from harness.records.base import LAB_ID, SCHEMA_VERSION  # noqa: F401  (re-exported: callers import them here)
 from harness.records.level import (
@@ -27,7 +28,8 @@ from harness.records.level import (
 )
 from harness.records.base import Objectives
 from harness.measure.backlog import Backlog, most_at_once
-from harness.measure.stats import percentile
+from harness.measure.stats import BIG, in_order, percentile, ranked
+from harness.measure.tally import LevelTally
 from harness.measure.sample import MAX_DECODE_RATE, Sample, decode_rate
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -43,18 +45,19 @@ class WorkloadPart(Protocol):
     client_limited: bool
 
 
-def spread(values: list[float], digits: int) -> Distribution:
+def spread(values: Sequence[float], digits: int) -> Distribution:
     """p50, p90, p95 (added), p99 and mean, rounded; None for each when there are no values."""
 
     def r(v):
         return None if v is None else round(v, digits)
 
+    ordered = in_order(values)  # sorted once for the four ranks
     return Distribution(
-        p50=r(percentile(values, 50)),
-        p90=r(percentile(values, 90)),
-        p95=r(percentile(values, 95)),
-        p99=r(percentile(values, 99)),
-        mean=r(statistics.fmean(values)) if values else None,
+        p50=r(ranked(ordered, 50)),
+        p90=r(ranked(ordered, 90)),
+        p95=r(ranked(ordered, 95)),
+        p99=r(ranked(ordered, 99)),
+        mean=r(statistics.fmean(values)) if len(values) else None,
     )
 
 
@@ -63,8 +66,8 @@ def distribution(values: list[float], digits: int) -> dict:
     return spread(values, digits).to_dict()
 
 
-def _token_counts(samples: list[Sample]) -> str | dict[str, int]:
-    sources = Counter(s.token_source or "none" for s in samples)
+def _token_counts(sources: Counter[str]) -> str | dict[str, int]:
+    """Where the completed requests' token counts came from: one source, or each with its count."""
     if not sources:
         return "none"
     if len(sources) == 1:
@@ -76,22 +79,24 @@ def flood_note(ok: list[Sample]) -> str | None:
     """How many completed streams came faster than any engine decodes one stream (``decode_rate``
     says implausible: past ``MAX_DECODE_RATE``, a flood of deltas, a replay or a proxy's buffer let
     go), or None when none did."""
-    fast = [s for s in ok if (decode_rate(s)[1] or "").startswith("implausible")]
+    return _flood_words(sum(1 for s in ok if (decode_rate(s)[1] or "").startswith("implausible")), len(ok))
+
+
+def _flood_words(fast: int, completed: int) -> str | None:
     if not fast:
         return None
     return (
-        f"implausible: {len(fast)} of {len(ok)} completed streams came faster than {MAX_DECODE_RATE:,.0f} "
+        f"implausible: {fast} of {completed} completed streams came faster than {MAX_DECODE_RATE:,.0f} "
         "tokens/s for one stream, faster than tokens are made (a flood of deltas, a replay or a proxy's "
         "buffer): this level's TPOT and throughput are no decode speed"
     )
 
 
-def _mean(values: Iterable) -> float | None:
-    """Mean of the values that are present, to one decimal; None when none is."""
-    known = [float(v) for v in values if v is not None]
-    if not known:
+def _mean(values: Sequence[float]) -> float | None:
+    """Mean of a column, to one decimal; None when it is empty."""
+    if not len(values):
         return None
-    return round(sum(known) / len(known), 1)
+    return round(sum(values) / len(values), 1)
 
 
 def aggregate(
@@ -101,63 +106,55 @@ def aggregate(
     return level_stats(samples, concurrency, wall_s, Objectives(slo_ttft, slo_tpot)).to_dict()
 
 
-def level_stats(samples: list[Sample], concurrency: int, wall_s: float, objectives: Objectives) -> LevelStats:
-    """The level's measured fields (run context such as label and engine is added by the caller)."""
-    ok = [s for s in samples if s.ok]
-    failed = [s for s in samples if not s.ok]
-    incomplete = [s for s in failed if (s.error or "").startswith("IncompleteStream")]
-    cancelled = [s for s in failed if (s.error or "").startswith("Cancelled")]
-    itls = [gap for s in ok for gap in s.itl]
-    lags = [lag for s in ok for lag in s.read_lags]
-    out_tokens = sum(s.output_tokens or 0 for s in ok)
-    good = [
-        s
-        for s in ok
-        if s.ttft is not None
-        and s.ttft <= objectives.ttft_s
-        and (s.tpot if s.tpot is not None else 0.0) <= objectives.tpot_s
-    ]
-    busy = sum((s.t_end - s.t_send) for s in ok if s.t_end is not None)
-    ttfts = [s.ttft for s in ok if s.ttft is not None]
+def level_stats(
+    samples: list[Sample] | LevelTally, concurrency: int, wall_s: float, objectives: Objectives
+) -> LevelStats:
+    """The level's measured fields (run context such as label and engine is added by the caller),
+    from its samples or from its tally (``harness.measure.tally``: the same figures)."""
+    t = samples if isinstance(samples, LevelTally) else LevelTally.of(samples)
+    itls, lags, ttfts = t.col("itl"), t.col("read_lag"), t.col("ttft")
+    gap = token_gap_of(itls)
     per_s = (lambda n: round(n / wall_s, 3)) if wall_s > 0 else (lambda n: 0.0)
+    good = t.within(objectives.ttft_s, objectives.tpot_s)
+    busy = sum(t.col("busy"))
     return LevelStats(
         concurrency=concurrency,
-        requests=len(samples),
-        completed=len(ok),
-        failed=len(failed),
-        incomplete=len(incomplete),  # added: streams that ended without finish reason or [DONE]
-        cancelled=len(cancelled),  # added: requests still unfinished (or unsent) at the level's bound
+        requests=t.requests,
+        completed=t.completed,
+        failed=t.failed,
+        incomplete=t.incomplete,  # added: streams that ended without finish reason or [DONE]
+        cancelled=t.cancelled,  # added: requests still unfinished (or unsent) at the level's bound
         wall_s=round(wall_s, 3),
-        output_tokens=out_tokens,
-        output_tokens_per_s=round(out_tokens / wall_s, 2) if wall_s > 0 else 0.0,
-        requests_per_s=per_s(len(ok)),
-        goodput_requests_per_s=per_s(len(good)),
-        within_slo=len(good),
+        output_tokens=t.out_tokens,
+        output_tokens_per_s=round(t.out_tokens / wall_s, 2) if wall_s > 0 else 0.0,
+        requests_per_s=per_s(t.completed),
+        goodput_requests_per_s=per_s(good),
+        within_slo=good,
         mean_in_flight=round(busy / wall_s, 2) if wall_s > 0 else 0.0,
         ttft_s=spread(ttfts, 4),
-        tpot_s=spread([s.tpot for s in ok if s.tpot is not None], 5),
+        tpot_s=spread(t.col("tpot"), 5),
         itl_s=spread(itls, 5),  # added: every inter-token gap, for tails
-        prompt_tokens_mean=_mean(s.prompt_tokens for s in ok),
-        cached_tokens_mean=_mean(s.cached_tokens for s in ok),
-        token_counts=_token_counts(ok),
-        finish_reasons=dict(Counter(s.finish_reason or "none" for s in ok)),
-        output_tokens_dist=spread([float(s.output_tokens) for s in ok if s.output_tokens is not None], 1),
-        first_error=failed[0].error if failed else None,
-        arrival_clock=_clock(ok),
+        prompt_tokens_mean=_mean(t.col("prompt_tokens")),
+        cached_tokens_mean=_mean(t.col("cached_tokens")),
+        token_counts=_token_counts(t.token_sources),
+        finish_reasons=dict(t.finish_reasons),
+        output_tokens_dist=spread(t.col("output_tokens"), 1),
+        first_error=t.first_error,
+        arrival_clock=t.clock(),
         # added: per token, how long its packet waited in the socket before the client read it
         # (kernel-stamped streams only): the client's own lateness, measured
         client_read_lag_s=spread(lags, 5),
-        client_late_share=late_share(lags, token_gap(itls)),
-        client_first_late_share=first_late_share(ok, token_gap(itls)),
-        client_send_delay_s=spread([s.send_delay for s in ok if s.send_delay is not None], 5),
-        e2e_s=spread([s.t_end - s.t_departed for s in ok if s.t_end is not None], 4),
-        decode_note=flood_note(ok),
-        ttft_absent=next((s.ttft_absent for s in ok if s.ttft_absent), None) if not ttfts else None,
+        client_late_share=late_share(lags, gap),
+        client_first_late_share=_share_over(t.col("first_lag"), gap),
+        client_send_delay_s=spread(t.col("send_delay"), 5),
+        e2e_s=spread(t.col("e2e"), 4),
+        decode_note=_flood_words(t.floods, t.completed),
+        ttft_absent=t.ttft_absent if not len(ttfts) else None,
     )
 
 
 def level_record(
-    samples: list[Sample],
+    samples: list[Sample] | LevelTally,
     concurrency: int,
     wall_s: float,
     context: LevelContext,
@@ -171,7 +168,8 @@ def level_record(
     """The one builder of a level record, shared by the sweep and the headless or web-UI Locust
     run: the statistics under the context's objectives and, when the client's CPU share is
     known (the sweep), whether the client looked like the limit."""
-    stats = level_stats(samples, concurrency, wall_s, context.objectives)
+    tally = samples if isinstance(samples, LevelTally) else LevelTally.of(samples)
+    stats = level_stats(tally, concurrency, wall_s, context.objectives)
     client = None
     if client_cpu is not None:
         if not math.isfinite(client_cpu) or wall_s < CPU_SHARE_FLOOR_S:
@@ -186,9 +184,11 @@ def level_record(
             )
             # an open loop that could not keep its schedule was the client's limit, whatever its CPU
             limited = limited or bool(workload is not None and workload.schedule_note)
-            first = first_read_lags(samples)
+            first = tally.col("first_lag")  # first_read_lags: each completed stamped first token's wait
             note = (
-                client_limit_note(client_cpu, stats, concurrency, percentile(first, 99)) if limited else None
+                client_limit_note(client_cpu, stats, concurrency, ranked(in_order(first), 99))
+                if limited
+                else None
             )
             client = ClientCheck(client_cpu, limited, server_metrics, note)
             if limited and workload is not None and workload.backlog is not None:
@@ -216,15 +216,23 @@ def account(
 ) -> list[Sample]:
     """Every request the level asked for, as a sample: the finished ones, then one failed sample
     per request still in flight or never sent when the level's bound came."""
-    missing = max(count - len(samples), 0)
-    in_flight = min(max(issued - len(samples), 0), missing)
-    out = list(samples)
-    for i in range(missing):
-        what = "still in flight" if i < in_flight else "not sent"
-        out.append(
-            Sample(t_send=t0, t_end=now, error=f"Cancelled: {what} at the level's bound of {bound_s:.0f} s")
+    return list(samples) + cancelled(len(samples), count, issued, bound_s, t0, now)
+
+
+def cancelled(done: int, count: int, issued: int, bound_s: float, t0: float, now: float) -> list[Sample]:
+    """One failed sample per request of the ``count`` asked for that had not finished (``done``)
+    at the level's bound: first those sent (``issued``) and still in flight, then those not sent."""
+    missing = max(count - done, 0)
+    in_flight = min(max(issued - done, 0), missing)
+    return [
+        Sample(
+            t_send=t0,
+            t_end=now,
+            error=f"Cancelled: {'still in flight' if i < in_flight else 'not sent'} at the level's bound of "
+            f"{bound_s:.0f} s",
         )
-    return out
+        for i in range(missing)
+    ]
 
 
 def token_gap(itls: list[float]) -> float | None:
@@ -234,14 +242,24 @@ def token_gap(itls: list[float]) -> float | None:
     return percentile([gap for gap in itls if gap > 0], 50)
 
 
-def late_share(lags: list[float], gap: float | None) -> float | None:
+def token_gap_of(itls: Sequence[float]) -> float | None:
+    """``token_gap`` of a column: a large array is filtered and sorted by numpy (``in_order``)."""
+    if isinstance(itls, array) and len(itls) > BIG:
+        import numpy
+
+        gaps = numpy.frombuffer(itls, dtype=numpy.float64)
+        return ranked(cast(Sequence[float], numpy.sort(gaps[gaps > 0])), 50)
+    return token_gap(list(itls))
+
+
+def late_share(lags: Sequence[float], gap: float | None) -> float | None:
     """The share of kernel-stamped tokens the client read more than one token gap (``token_gap``)
     after they arrived: by then the next token had come too, the kernel merged the two and kept
     only the newer stamp, so those tokens' times are the client's. A token that came in one read
     with a later one carries the most it can have waited (``harness.load.socket_client``), so a
     merge the client caused counts here and one the server caused (two tokens written together)
     does not. None without stamps."""
-    if not lags or not gap:
+    if not len(lags) or not gap:
         return None
     return round(sum(1 for lag in lags if lag > gap) / len(lags), 5)
 
@@ -254,6 +272,13 @@ def first_late_share(samples: list[Sample], gap: float | None) -> float | None:
         return None
     late = sum(1 for s in timed if s.read_lags[0] > gap)
     return round(late / len(timed), 5)
+
+
+def _share_over(first_lags: Sequence[float], gap: float | None) -> float | None:
+    """``first_late_share`` of the column of completed stamped first tokens' waits."""
+    if not len(first_lags) or not gap:
+        return None
+    return round(sum(1 for lag in first_lags if lag > gap) / len(first_lags), 5)
 
 
 def client_limited(

@@ -16,7 +16,6 @@ from __future__ import annotations
 import random
 import re
 import time
-from array import array
 from collections import OrderedDict
 
 from harness import __version__
@@ -41,7 +40,7 @@ from harness.practice.profile import Profile
 from harness.practice.replies import plan_reply
 from harness.practice.sinks import StreamSink, TextStreamSink, TextWholeSink, WholeSink
 from harness.practice.tokenizer import encode, encode_chat
-from harness.practice.truth import TRUTH_KEEP, Truth
+from harness.practice.truth import LATENESS_KEEP, STEPS_KEEP, TRUTH_KEEP, Recent, Truth
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9_.:-]")
 
@@ -56,8 +55,8 @@ class PracticeApp:
         self.engine = make_engine(self.p, loop)
         self.rng = random.Random(self.p["seed"])
         self.truth: OrderedDict[str, Truth] = OrderedDict()
-        self.lateness = array("d")
-        self.gc_pauses = array("d")
+        self.lateness = Recent(LATENESS_KEEP)
+        self.gc_pauses = Recent(4096)
         self.started = time.time()
         self.log = log
         self._n = 0
@@ -206,10 +205,10 @@ class PracticeApp:
         if path == "/practice/timing":
             res.send_json(200, self.timing_summary())
         elif path == "/practice/reset" and req.method == "POST":
-            self.lateness = array("d")
+            self.lateness = Recent(LATENESS_KEEP)
             for name in ("step_late", "step_spread"):
                 if hasattr(self.engine, name):
-                    setattr(self.engine, name, array("d"))
+                    setattr(self.engine, name, Recent(STEPS_KEEP))
             res.send_json(200, {"reset": True})
         elif path == "/practice/profile":
             res.send_json(200, self.p)
@@ -222,9 +221,8 @@ class PracticeApp:
         elif path.startswith("/practice/truth/"):
             truth = self.truth.get(path[len("/practice/truth/") :])
             if truth is None:
-                self._error(
-                    res, 404, "no such request id (the server keeps the last 50,000)", "not_found_error"
-                )
+                kept = f"no such request id (the server keeps the last {TRUTH_KEEP:,})"
+                self._error(res, 404, kept, "not_found_error")
             else:
                 res.send_json(200, truth.as_dict())
         else:
@@ -242,17 +240,18 @@ class PracticeApp:
 
     def timing_summary(self) -> dict:
         late = self.lateness
-        n = len(late)
+        n = late.count
         c = self.engine.counters
         return {
             "events": n,
-            "lateness_mean_s": (sum(late) / n) if n else None,
+            "events_kept": len(late),  # the percentiles' events: the latest LATENESS_KEEP
+            "lateness_mean_s": (late.total / n) if n else None,
             "lateness_p50_s": nearest_rank(late, 50),
             "lateness_p99_s": nearest_rank(late, 99),
-            "lateness_max_s": max(late) if n else None,
+            "lateness_max_s": late.largest,
             "behind_resets": c.behind_resets,
             "spun_s": PreciseTimer.spun_s,
-            "gc_pause_max_s": max(self.gc_pauses) if self.gc_pauses else None,
+            "gc_pause_max_s": self.gc_pauses.largest,
             "step_late_p50_s": nearest_rank(getattr(self.engine, "step_late", []), 50),
             "step_late_p99_s": nearest_rank(getattr(self.engine, "step_late", []), 99),
             "step_spread_p50_s": nearest_rank(getattr(self.engine, "step_spread", []), 50),

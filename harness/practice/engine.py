@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import heapq
-from array import array
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from typing import Protocol
 from harness.practice.prefix import BlockPool, SeatCache
 from harness.practice.replies import ReplyPlan, answer_text
 from harness.practice.tokenizer import encode
+from harness.practice.truth import STEPS_KEEP, Recent
 
 clock = time.monotonic
 BEHIND_RESET_S = 0.1
@@ -156,8 +156,8 @@ class BatchedEngine(_Engine):
         self._handle: asyncio.TimerHandle | None = None
         self._seq_no = 0
         # Diagnostics: per step, how late the first token was written and how long all took.
-        self.step_late = array("d")
-        self.step_spread = array("d")
+        self.step_late = Recent(STEPS_KEEP)
+        self.step_spread = Recent(STEPS_KEEP)
 
     # -- what /metrics and /slots read --------------------------------------------------------
 

@@ -11,10 +11,42 @@ from dataclasses import dataclass, field
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
-TRUTH_KEEP = 50_000
+# The requests whose truth the server keeps, the latest ones: enough for the client benches'
+# largest level, and about 15 MB at 64 tokens each, so a server that runs for hours stays flat.
+TRUTH_KEEP = 10_000
+LATENESS_KEEP = 1 << 18  # tokens' lateness kept for the percentiles (2 MiB; a bench sends fewer)
+STEPS_KEEP = 1 << 16  # steps' lateness and spread kept (512 KiB each)
 
 
-@dataclass
+class Recent:
+    """A timing series bounded to its latest ``size`` values, with the count, sum and largest
+    of all it was given: a server that runs for hours keeps a few megabytes of it, and its
+    percentiles describe the latest ``size`` events (all of them in a bench's run)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.values = array("d")
+        self.count = 0
+        self.total = 0.0
+        self.largest: float | None = None
+
+    def append(self, value: float) -> None:
+        if len(self.values) < self.size:
+            self.values.append(value)
+        else:
+            self.values[self.count % self.size] = value
+        self.count += 1
+        self.total += value
+        self.largest = value if self.largest is None else max(self.largest, value)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __iter__(self):
+        return iter(self.values)
+
+
+@dataclass(slots=True)
 class Truth:
     id: str
     received: float

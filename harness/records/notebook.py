@@ -113,12 +113,23 @@ def append_record(
     append_lines(path, [record_line(record, schema_name, where=str(path), env=env)])
 
 
-def append_level(path: str | Path, record: dict, samples_path: str | Path, samples: list[dict]) -> None:
+def sample_line(row: dict) -> str:
+    """One sample's line in the samples file (its record, redacted, as JSON)."""
+    return json.dumps(redact_tree(row), ensure_ascii=False, allow_nan=False)
+
+
+def append_level(
+    path: str | Path, record: dict, samples_path: str | Path, samples: list[dict] | Iterable[bytes]
+) -> None:
     """A level's exact samples, then its record: both written or neither (a record never reaches
-    the notebook without its samples, and samples whose record failed are taken back)."""
+    the notebook without its samples, and samples whose record failed are taken back).
+    ``samples``: the rows, or the bytes of their lines already written (a level's spool, read in
+    pieces: ``harness.load.spill``)."""
     line = record_line(record, "level", where=str(path))
-    sample_lines = [json.dumps(redact_tree(s), ensure_ascii=False, allow_nan=False) for s in samples]
-    undo = append_lines(samples_path, sample_lines)
+    if isinstance(samples, list):
+        undo = append_lines(samples_path, [sample_line(s) for s in samples])
+    else:
+        undo = append_bytes(samples_path, samples)
     before = _size(path)
     try:
         append_lines(path, [line])
@@ -132,6 +143,14 @@ def append_lines(path: str | Path, lines: list[str]) -> Callable[[], None]:
     """Append ``lines`` whole or not at all, in one write after a check that the file's last line
     is whole (a line cut by a crash gets its newline first, so it cannot swallow this record);
     on any failure the file is cut back to its old length. Returns an undo for the caller."""
+    # a lone surrogate (a server's backslash-u-d800 escape) is written as its JSON escape, never a crash
+    data = "".join(line + "\n" for line in lines).encode("utf-8", errors="backslashreplace")
+    return append_bytes(path, [data])
+
+
+def append_bytes(path: str | Path, pieces: Iterable[bytes]) -> Callable[[], None]:
+    """``append_lines`` of whole lines already encoded, written piece by piece (a level's spool
+    is not read into memory at once); whole or not at all, as there."""
     path = Path(path)
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -147,15 +166,16 @@ def append_lines(path: str | Path, lines: list[str]) -> Callable[[], None]:
     try:
         size = os.fstat(fd).st_size
         lead = b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""
-        # a lone surrogate (a server's backslash-u-d800 escape) is written as its JSON escape, never a crash
-        data = lead + "".join(line + "\n" for line in lines).encode("utf-8", errors="backslashreplace")
+        whole = False
         try:
-            written = 0
-            while written < len(data):
-                written += os.write(fd, data[written:])
+            for data in _chain(lead, pieces):
+                written = 0
+                while written < len(data):
+                    written += os.write(fd, data[written:])
+            whole = True
             os.fsync(fd)
         except BaseException as exc:
-            if written < len(data) or isinstance(exc, OSError):  # a whole line that landed stays
+            if not whole or isinstance(exc, OSError):  # a whole line that landed stays
                 _cut_back(fd, size)
             if isinstance(exc, OSError):
                 raise SchemaError(_cannot(path, exc) + "; the file is as it was") from None
@@ -163,6 +183,11 @@ def append_lines(path: str | Path, lines: list[str]) -> Callable[[], None]:
     finally:
         os.close(fd)
     return lambda: _truncate(path, size)
+
+
+def _chain(first: bytes, rest: Iterable[bytes]) -> Iterable[bytes]:
+    yield first
+    yield from rest
 
 
 _LINK = "it is a symbolic link, and notebooks and samples are never written through one"

@@ -18,6 +18,7 @@ from harness.measure.levels import spread as _spread
 from harness.records.level import Distribution
 from harness.workloads.schedules import coefficient_of_variation, gaps
 from harness.measure.sample import Sample
+from harness.measure.tally import LevelTally
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -237,9 +238,13 @@ def cached_note(samples: list[Sample]) -> str | None:
     """How many requests said more cached tokens than their prompt (``Sample.cached_note``; no
     cached count was taken from them, so no share passes 1), with the first one's words."""
     told = [s.cached_note for s in samples if s.cached_note]
-    if not told:
+    return _cached_words(len(told), len(samples), told[0] if told else None)
+
+
+def _cached_words(told: int, requests: int, first: str | None) -> str | None:
+    if not first:
         return None
-    return f"{len(told)} of {len(samples)} request(s) had no cached count taken; the first: {told[0]}"
+    return f"{told} of {requests} request(s) had no cached count taken; the first: {first}"
 
 
 def workload_stats(samples: list[Sample], kind: str, params: dict, open_loop: bool) -> WorkloadStats:
@@ -268,4 +273,26 @@ def workload_stats(samples: list[Sample], kind: str, params: dict, open_loop: bo
         else None,
         cached_note=cached_note(samples),
         backlog=backlog([Flight(s.t_departed, s.t_end) for s in departed]) if open_loop else None,
+    )
+
+
+def tally_workload_stats(tally: LevelTally, kind: str, params: dict, open_loop: bool) -> WorkloadStats:
+    """``workload_stats`` of a level's tally (``harness.measure.tally``): from its samples where it
+    kept them, else from its columns, which hold all a closed loop of single requests needs."""
+    if tally.samples is not None:
+        return workload_stats(tally.samples, kind, params, open_loop)
+    if open_loop or kind != "prompts":
+        raise ValueError(f"a {kind} level needs its samples kept (LevelTally(keep=True))")
+    asked_in, asked_out = tally.col("input_asked"), tally.col("output_asked")
+    return WorkloadStats(
+        kind=kind,
+        params=params,
+        input_tokens_asked=_spread(asked_in, 1) if len(asked_in) else None,
+        output_tokens_asked=_spread(asked_out, 1) if len(asked_out) else None,
+        input_tokens_sent=_spread(tally.col("prompt_tokens"), 1),
+        schedule_lateness_s=None,
+        departure_gap_cv=None,
+        turns=[],
+        conversations=None,
+        cached_note=_cached_words(tally.cached_notes, tally.requests, tally.first_cached_note),
     )

@@ -446,6 +446,14 @@ def test_duration_bounded_level_drains(practice, tmp_path):
     # 0.3 s each here). The failure, a level that never stops sending, would run to the command's
     # deadline; 12 s leaves a loaded machine's drain ten times the room it needs.
     assert 2.0 <= rec["wall_s"] < 12, rec["wall_s"]
+    # A timed level keeps no sample in memory (harness/load/spill.py): each line went to its spool
+    # as the request ended and was copied beside the record, every request once, nothing left over.
+    rows = [json.loads(line) for line in book.with_suffix(".samples.jsonl").read_text().splitlines()]
+    assert len(rows) == rec["requests"] and {(r["run_id"], r["repeat"]) for r in rows} == {(rec["run_id"], 1)}
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("labbook")) == [
+        "labbook.md",
+        "labbook.samples.jsonl",
+    ]
 
 
 @pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])

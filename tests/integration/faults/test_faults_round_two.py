@@ -143,7 +143,7 @@ def test_a_huge_metrics_answer_is_counted_as_an_error_not_parsed():
     with HostileServer("big-metrics") as srv:
         sampler = MetricsSampler(srv.root + "/metrics", timeout=5.0)
         sampler.poll_once()
-    assert sampler.snapshots == [] and sampler.errors == 1
+    assert sampler.fold.samples == 0 and sampler.errors == 1
 
 
 def test_the_sampler_sends_the_key_and_skips_nan(tmp_path):
@@ -154,7 +154,7 @@ def test_the_sampler_sends_the_key_and_skips_nan(tmp_path):
         sampler = MetricsSampler(srv.root + "/metrics", headers=auth_headers(KEY))
         sampler.poll_once()
         assert srv.last_auth == f"Bearer {KEY}"
-    assert sampler.snapshots == [{}] and sampler.errors == 0
+    assert sampler.fold.samples == 1 and sampler.last == {} and sampler.errors == 0
 
 
 @pytest.mark.slow

@@ -76,4 +76,4 @@ def test_counters_need_two_samples_and_no_samples_is_empty():
 def test_sampler_counts_errors_when_nothing_answers():
     sampler = metrics_sampler.MetricsSampler("http://127.0.0.1:9/metrics", timeout=0.5)
     sampler.poll_once()
-    assert sampler.errors == 1 and sampler.snapshots == [] and sampler.summary() == {}
+    assert sampler.errors == 1 and sampler.fold.samples == 0 and sampler.summary() == {}

@@ -304,7 +304,8 @@ def _resume_and_check(forks, plan, run_dir, runs, models, tmp_path, i, trip, chi
         assert next(s for s in before["steps"] if s["id"] == cut["step"])["status"] == "running"
     engine = before["engines"].get("practice", {})
     left = _gone([c for c in children if c != engine.get("pid")], 30)
-    assert not left, f"trial {i}: the runner's children {left} outlived it"  # a step's command dies with it
+    if sys.platform.startswith("linux"):  # where a step's command can be told its runner died
+        assert not left, f"trial {i}: the runner's children {left} outlived it"
     _check_files(run_dir / "labbook.md", run_dir / "labbook.samples.jsonl", set(children))
     passed = {s["id"]: (s["attempts"], s["started"]) for s in before["steps"] if s["status"] == "passed"}
     if i % 2:  # cleanup first: it stops the engine the cut run left and names the cut

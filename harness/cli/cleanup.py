@@ -67,6 +67,8 @@ def run(args) -> int:
         outcome = cleanup.stop_server(entry)
         stuck += "still held" in outcome
         print(f"    {entry['manifest'].parent.name}/{entry['block']}: {outcome}")
+    for line in cleanup.cut_runs(runs):
+        print(f"==> {line}")
     print_installs(cleanup.installs_made(Path(args.models)))
     if args.remove_checkpoint:
         try:

@@ -17,7 +17,6 @@ from harness import options
 from harness.options.load import MAX_TOKENS, REQUESTS
 from harness.options.sizing import PEAK, PROMISE
 from harness import bounds
-from harness.report.demo_summary import summary_lines
 from harness.run.demo_run import LABEL, run_demo
 
 
@@ -34,6 +33,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from harness.report.demo_summary import summary_lines  # matplotlib: paid by this command alone
+
     bounds.sizing(args.promise, args.peak, 0.2)  # before the server starts, not after the sweep
     notebook = run_demo(args, lambda line: print(line, flush=True))
     for line in summary_lines(LABEL, args.crowds, args.promise, args.peak, notebook, Path(args.log_dir)):

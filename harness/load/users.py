@@ -372,7 +372,8 @@ def _write_record(environment, o, phases: list[dict] | None = None) -> None:
     from harness.load.live import phase_spans
     from harness.records.level import LevelContext
     from harness.records.base import DEFAULT_OBJECTIVES, UNKNOWN
-    from harness.records.clock import now_stamp
+    from harness.records.clock import new_run_id, now_stamp
+    from harness.records.level import RunMark
     from harness.workloads.level_part import workload_stats
     from harness.records.notebook import append_level
 
@@ -397,14 +398,16 @@ def _write_record(environment, o, phases: list[dict] | None = None) -> None:
     kind = ("agent" if wl.conversations.agent else "conversations") if wl.conversations else "prompts"
     params = wl.conversations.params() if wl.conversations else wl.lengths.params() if wl.lengths else {}
     samples_path = os.path.splitext(o.labbook)[0] + ".samples.jsonl"
+    base = new_run_id()  # its samples name it too: a level cut before its record is told apart
     for n, (users, samples, wall) in enumerate(spans):
         if not samples:
             continue
         users = max(users, 1)
+        run = RunMark(base if len(spans) == 1 else f"{base}-phase{n + 1}")  # a phase is its own run
         stats = workload_stats(samples, kind, params, open_loop=False)
-        record = level_record(samples, users, max(wall, 1e-6), context, now_stamp(), workload=stats)
+        record = level_record(samples, users, max(wall, 1e-6), context, now_stamp(), run=run, workload=stats)
         record = LOCUST_RUN.with_energy(environment, record, n, len(spans))
-        rows = [sample_record(s, o.label, users) for s in samples]
+        rows = [{**sample_record(s, o.label, users), "run_id": run.run_id, "repeat": 1} for s in samples]
         append_level(o.labbook, record.to_dict(), samples_path, rows)  # both whole, or neither
         print(
             f"harness: appended a level record for {o.label} at {users} user(s) "

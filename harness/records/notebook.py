@@ -8,6 +8,7 @@ reading validates each line, reporting the file, line and field of anything inva
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import stat
@@ -57,9 +58,14 @@ def _field_path(error: jsonschema.ValidationError) -> str:
     return ".".join(parts) if parts else "(top level)"
 
 
+@lru_cache(maxsize=None)
+def _validator(name: str) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(load_schema(name), registry=_registry())
+
+
 def problems(record: Any, schema_name: str) -> list[str]:
     """Every way ``record`` fails its schema, as ``field: message`` strings (empty when valid)."""
-    validator = jsonschema.Draft202012Validator(load_schema(schema_name), registry=_registry())
+    validator = _validator(schema_name)
     errors = sorted(validator.iter_errors(record), key=lambda e: list(e.absolute_path))
     return [f"{_field_path(e)}: {e.message}" for e in errors]
 
@@ -150,7 +156,9 @@ def append_lines(path: str | Path, lines: list[str]) -> Callable[[], None]:
 
 def append_bytes(path: str | Path, pieces: Iterable[bytes]) -> Callable[[], None]:
     """``append_lines`` of whole lines already encoded, written piece by piece (a level's spool
-    is not read into memory at once); whole or not at all, as there."""
+    is not read into memory at once), under an exclusive lock on the file (``flock``: two writers
+    never interleave, and the lock dies with its holder). A line cut by a crash or a SIGKILL is
+    dealt with first (``_mend_tail``); whole or not at all, as there."""
     path = Path(path)
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -164,8 +172,8 @@ def append_bytes(path: str | Path, pieces: Iterable[bytes]) -> Callable[[], None
             raise SchemaError(f"cannot write {path}: {_LINK}; nothing written") from None
         raise SchemaError(_cannot(path, exc)) from None
     try:
-        size = os.fstat(fd).st_size
-        lead = b"\n" if size and os.pread(fd, 1, size - 1) != b"\n" else b""
+        _lock(fd)
+        size, lead = _mend_tail(fd)
         whole = False
         try:
             for data in _chain(lead, pieces):
@@ -181,13 +189,45 @@ def append_bytes(path: str | Path, pieces: Iterable[bytes]) -> Callable[[], None
                 raise SchemaError(_cannot(path, exc) + "; the file is as it was") from None
             raise
     finally:
-        os.close(fd)
+        os.close(fd)  # and with it the lock
     return lambda: _truncate(path, size)
 
 
 def _chain(first: bytes, rest: Iterable[bytes]) -> Iterable[bytes]:
     yield first
     yield from rest
+
+
+def _lock(fd: int) -> None:
+    """Hold the file alone until ``fd`` is closed; where the file system has no locks, go on
+    unlocked (one write with O_APPEND still never interleaves two writers' bytes)."""
+    with suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+TAIL_LIMIT = 1 << 24  # a torn tail is part of one line; past 16 MB without a newline it is no line of ours
+
+
+def _mend_tail(fd: int) -> tuple[int, bytes]:
+    """The file's length after mending its last line, and what must precede the new lines. A whole
+    last line needs nothing. A torn record (a write cut short by a crash or a SIGKILL: it starts
+    like a record and holds no whole JSON object) is cut off: its writer never returned, so no one
+    was told it was written (a record joined onto a cut line ends with its newline, so an unended
+    last line is one write's). Anything else unended (prose, a record missing only its newline)
+    gets its newline."""
+    size = os.fstat(fd).st_size
+    if not size or os.pread(fd, 1, size - 1) == b"\n":
+        return size, b""
+    start = max(0, size - TAIL_LIMIT)
+    tail = os.pread(fd, size - start, start)
+    cut = tail.rfind(b"\n") + 1
+    if cut == 0 and start > 0:
+        return size, b"\n"
+    text = tail[cut:].decode("utf-8", errors="replace").strip()
+    if text.startswith("{") and _parse(text)[1] is not None:
+        os.ftruncate(fd, start + cut)
+        return start + cut, b""
+    return size, b"\n"
 
 
 _LINK = "it is a symbolic link, and notebooks and samples are never written through one"
@@ -279,7 +319,8 @@ def read_records(
     Prose lines and objects ``select`` rejects are skipped silently. Every other line (one that
     looks like a record but does not parse, or a chosen object that fails the schema) is skipped
     with a warning naming the file and the line; whole records inside a damaged line (one cut by
-    a crash with the next record appended onto it) are recovered, and the warning says so.
+    a crash with the next record appended onto it) are recovered, and the warning says so. A
+    last line with no newline that does not parse is a torn write, named as one.
     """
     path = Path(path)
     records: list[dict] = []
@@ -291,10 +332,10 @@ def read_records(
             continue
         where = f"{path}:{lineno}"
         obj, damage = _parse(text)
-        found = [obj] if damage is None else _salvage(text)
+        torn = damage is not None and not raw.endswith("\n")  # the last line, its write cut short
+        found = [obj] if damage is None else [] if torn else _salvage(text)
         if damage is not None:
-            more = "; whole records in it recovered, the rest skipped"
-            warnings.append(f"{where}: not valid JSON ({damage}){more}")
+            warnings.append(_damage_line(where, damage, torn))
         for item in found:
             if not isinstance(item, dict) or not select(item):
                 continue
@@ -309,11 +350,49 @@ def read_records(
     return ReadResult(records, warnings, rejected)
 
 
+def _damage_line(where: str, damage: str, torn: bool) -> str:
+    """The one warning for a line that is not JSON: a torn last line (no newline: its write was cut
+    short, so nothing in it is whole) is named as such."""
+    if torn:
+        return f"{where}: a torn last line (a write cut short by a crash or a kill: {damage}); skipped"
+    return f"{where}: not valid JSON ({damage}); whole records in it recovered, the rest skipped"
+
+
 def read_levels(path: str | Path) -> tuple[list[LevelRecord], list[str]]:
     """The level lines of ``path`` as typed records, old shapes included, with ``read_records``'s
     warnings for the lines skipped."""
     found = read_records(path, LevelRecord.KIND, select=is_level)
     return [LevelRecord.read(rec) for rec in found.records], found.warnings
+
+
+def read_samples(path: str | Path, levels: list[dict] | None = None) -> ReadResult:
+    """The samples file's rows, each valid for ``schemas/sample.schema.json``, with
+    ``read_records``'s warnings (a torn last line named as such). With ``levels`` (the notebook's
+    level records), rows of a run and level that has no record are skipped too, in one warning
+    for each: the run was cut between its samples and its record."""
+    found = read_records(path, "sample", select=lambda obj: True)
+    if levels is None:
+        return found
+    written = {_level_key(rec) for rec in levels}
+    rows, cut = [], {}
+    for row in found.records:
+        key = _level_key(row)
+        if key[0] is None or key in written:
+            rows.append(row)
+        else:
+            cut[key] = cut.get(key, 0) + 1
+    notes = [
+        f"{path}: {n} sample(s) of {k[1]} at c={k[2]} (run {k[0]}, repeat {k[3]}) have no level record "
+        "(the run was cut before its record was written); skipped"
+        for k, n in cut.items()
+    ]
+    return ReadResult(rows, found.warnings + notes, found.rejected)
+
+
+def _level_key(obj: dict) -> tuple:
+    """Which run of which level a sample row or a level record belongs to (run id None: written
+    before run ids, matched by label and concurrency alone)."""
+    return (obj.get("run_id"), obj.get("label"), obj.get("concurrency"), obj.get("repeat", 1))
 
 
 MAX_FIGURE = 1e15  # no figure a record holds comes near this (bytes of memory, epoch seconds)

@@ -4,13 +4,12 @@ beside it, each read once; and why a kind of step left nothing to show."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.records.notebook import read_records
+from harness.records.notebook import read_records, read_samples
 
 
 @dataclass
@@ -73,15 +72,8 @@ class RunInputs:
 
 
 def read_sample_rows(path: Path) -> list[dict]:
-    """Every JSON object line of a samples file (none when it is absent); a damaged line is skipped."""
+    """Every valid row of a samples file (none when it is absent); a torn or invalid line is
+    skipped (``read_samples`` names it)."""
     if not path.is_file():
         return []
-    rows = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
+    return read_samples(path).records

@@ -9,6 +9,7 @@ own."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from harness.measure import curves
@@ -103,9 +104,16 @@ def write_report(run_dir: Path, plan, manifest: dict) -> Path:
         lines += section(r)
     text = "\n".join(lines).rstrip() + "\n"
     path = run_dir / "report.md"
-    path.write_text(text, encoding="utf-8")
-    (run_dir / "report.html").write_text(to_html(text, run_dir, plan.title), encoding="utf-8")
+    _write_whole(path, text)
+    _write_whole(run_dir / "report.html", to_html(text, run_dir, plan.title))
     return path
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Write beside, then rename over: a report cut by a kill is the old one or none, never half."""
+    part = path.with_name(path.name + ".part")
+    part.write_text(text, encoding="utf-8")
+    os.replace(part, path)
 
 
 def final_status(step: dict) -> tuple[str, str]:

@@ -41,6 +41,27 @@ def recorded_servers(runs_root: Path) -> list[dict]:
     return found
 
 
+def cut_runs(runs_root: Path) -> list[str]:
+    """One line for each run under ``runs_root`` that was cut (its manifest says running, its
+    runner is gone): the step it was cut in, and the command that finishes it."""
+    from harness.run.manifest import cut_of
+
+    lines = []
+    for path in manifests(runs_root):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            cut = cut_of(data)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if cut is not None:
+            where = f"in step {cut['step']}" if cut["step"] else "between two steps"
+            lines.append(
+                f"{path.parent}: cut {where}; finish it with harness track {data.get('plan_file')} "
+                f"--run-dir {path.parent} --resume"
+            )
+    return lines
+
+
 def _ours(pid: int, command: str) -> bool:
     """The pid still runs the program we started (pids are reused: never kill a stranger)."""
     try:

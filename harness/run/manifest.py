@@ -9,6 +9,8 @@ import os
 import platform
 from pathlib import Path
 
+import psutil
+
 from harness import __version__
 from harness.errors import ConfigError
 from harness.records.base import SCHEMA_VERSION
@@ -26,6 +28,7 @@ class Manifest:
 
     def __init__(self, path: Path, data: dict):
         self.path, self.data = path, data
+        self.cut: dict | None = None  # the cut this attempt found the last one ended in (resume)
 
     @classmethod
     def new(cls, path: Path, plan: Plan, run_dir: Path) -> "Manifest":
@@ -92,13 +95,32 @@ class Manifest:
                 raise ConfigError(
                     f"{plan.path} changed since {run_dir} started; start a new run (without --resume)"
                 )
+            if manifest.data["status"] == "running" and runner_alive(manifest.data):
+                raise ConfigError(
+                    f"{run_dir} is being run now by harness track (pid {manifest.data['runner']['pid']}); "
+                    "let it finish or stop it, then --resume"
+                )
+            manifest.cut = manifest.note_cut()
             manifest.data["status"] = "running"
-            return manifest
-        if path.exists():
+        elif path.exists():
             raise ConfigError(
                 f"{run_dir} already holds a run; use --resume to continue it, or another --run-dir"
             )
-        return cls.new(path, plan, run_dir)
+        else:
+            manifest = cls.new(path, plan, run_dir)
+        manifest.data["runner"] = runner_mark()
+        return manifest
+
+    def note_cut(self) -> dict | None:
+        """When the last attempt was cut (still marked running, its runner gone): the step it was
+        cut in, added to ``cuts`` and marked interrupted with the reason; None otherwise."""
+        found = cut_of(self.data)
+        if found is None:
+            return None
+        self.data.setdefault("cuts", []).append(found)
+        if found["step"] is not None:
+            self.step(found["step"]).update(status="interrupted", ended=found["found"], reason=CUT_REASON)
+        return found
 
     def step(self, step_id: str) -> dict:
         for entry in self.data["steps"]:
@@ -122,3 +144,39 @@ class Manifest:
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.data, indent=2) + "\n", encoding="utf-8")
         tmp.replace(self.path)
+
+
+CUT_REASON = "cut: the run stopped during this step without a word (a SIGKILL, a crash or a power loss)"
+
+
+def runner_mark() -> dict:
+    """This process, as the manifest names the runner of the attempt under way."""
+    me = psutil.Process()
+    return {"pid": me.pid, "since": round(me.create_time(), 2)}
+
+
+def runner_alive(data: dict) -> bool:
+    """Whether the runner a manifest names still runs (the same process: its start time matches)."""
+    mark = data.get("runner")
+    if not mark:
+        return False
+    try:
+        proc = psutil.Process(mark["pid"])
+        return abs(proc.create_time() - mark["since"]) < 1 and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def cut_of(data: dict) -> dict | None:
+    """The cut a manifest shows, or None: it says running but its runner is gone. The step still
+    marked running is the one cut (None: between two steps)."""
+    if data.get("status") != "running" or runner_alive(data):
+        return None
+    running = [s for s in data["steps"] if s["status"] == "running"]
+    step = running[0] if running else None
+    return {
+        "step": step["id"] if step else None,
+        "attempt": step["attempts"] if step else 0,
+        "started": step["started"] if step else None,
+        "found": now(),
+    }

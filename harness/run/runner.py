@@ -18,6 +18,7 @@ from typing import Callable
 from harness.records.base import read_stamp
 from harness.errors import HarnessError, InstallError
 from harness.run.child import run_harness
+from harness.run.cleanup import stop_server
 from harness.run.context import BlockContext, block_context
 from harness.run.dry_run import print_dry_run
 from harness.run.engine_control import EngineControl
@@ -65,6 +66,8 @@ class Runner(EngineControl):
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.manifest = Manifest.open(self.plan, self.run_dir, resume)
         self.manifest.save()
+        if resume:
+            self._after_a_cut()
         done = sum(1 for s in self.manifest.data["steps"] if s["status"] in ("passed", "skipped"))
         self.out(
             f"==> {self.plan.name}: {self.plan.title}; {len(self.plan.steps)} steps, {done} already "
@@ -73,6 +76,21 @@ class Runner(EngineControl):
         if not self._run_stages():
             return self._interrupted()
         return self._finish()
+
+    def _after_a_cut(self) -> None:
+        """Say where the last attempt was cut, if it was, and stop the engines it left running (by
+        the manifest's own record, as ``harness cleanup`` does): a resumed run starts its own."""
+        cut = self.manifest.cut
+        if cut is not None:
+            where = f"step {cut['step']}" if cut["step"] else "between two steps"
+            self.out(f"==> the last attempt was cut in {where} (no word from it: a SIGKILL or a crash)")
+        left = [(b, e) for b, e in self.manifest.data["engines"].items() if e.get("running")]
+        for block, entry in left:
+            outcome = stop_server({**entry, "manifest": self.manifest.path, "block": block})
+            entry["running"] = False
+            self.out(f"==> {block}: left running by the last attempt: {outcome}")
+        if left:
+            self.manifest.save()
 
     def _run_stages(self) -> bool:
         """Each stage's unfinished steps, stopping at the first failure outside the checks; the

@@ -11,6 +11,8 @@ import hashlib
 import json
 from typing import Any, Mapping
 
+from harness.records.level import STATS
+
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 VERSION = "0.2.1"
@@ -139,8 +141,8 @@ def _results(record: Mapping[str, Any]) -> dict:
     latency = _drop_none({theirs: statistics(record.get(ours), unit) for theirs, ours, unit in LATENCIES})
     throughput = _drop_none(
         {
-            "output_token_rate": single(record.get("output_tokens_per_s"), "tokens/s"),
-            "request_rate": single(record.get("requests_per_s"), "queries/s"),
+            "output_token_rate": single(record.get(STATS.output_tokens_per_s), "tokens/s"),
+            "request_rate": single(record.get(STATS.requests_per_s), "queries/s"),
         }
     )
     aggregate = _drop_none(

@@ -6,12 +6,20 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from harness.records.level import STATS
+
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 _RUN = ("label", "run_id", "repeat", "repeats", "recorded_at", "engine", "engine_version", "quant", "model")
 _LOAD = ("endpoint", "prompt_set", "arrival", "concurrency", "rate_rps", "max_tokens", "processes")
-_COUNTS = ("requests", "completed", "failed", "incomplete", "output_tokens")
-_RATES = ("wall_s", "output_tokens_per_s", "requests_per_s", "goodput_requests_per_s", "prompt_tokens_mean")
+_COUNTS = (STATS.requests, STATS.completed, STATS.failed, STATS.incomplete, STATS.output_tokens)
+_RATES = (
+    STATS.wall_s,
+    STATS.output_tokens_per_s,
+    STATS.requests_per_s,
+    STATS.goodput_requests_per_s,
+    STATS.prompt_tokens_mean,
+)
 _DISTS = (("ttft_s", "ttft"), ("tpot_s", "tpot"), ("itl_s", "itl"), ("e2e_s", "e2e"))
 _POINTS = ("p50", "p90", "p95", "p99", "mean")
 _MACHINE = (

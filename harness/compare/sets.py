@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from harness.machine.part import accelerator_names
 from harness.measure import curves
 from harness.sizing import gate
 from harness.report.curve_tables import said
@@ -64,8 +65,7 @@ def hardware(record: dict) -> str | None:
     part = record.get("machine")
     if not isinstance(part, dict):
         return None
-    names = [(part.get("cpu") or {}).get("model")]
-    names += [a.get("name") for a in part.get("accelerators") or [] if isinstance(a, dict)]
+    names = [(part.get("cpu") or {}).get("model"), *accelerator_names(part)]
     shown = [str(n) for n in names if n]
     return " + ".join(shown) or None
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from harness.machine.part import accelerator_names
 from harness.records.level import STATS
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -54,7 +55,7 @@ def _machine(part: Any) -> dict:
     if not isinstance(part, Mapping):
         return {}
     cpu, os_ = part.get("cpu") or {}, part.get("os") or {}
-    names = [a.get("name") or "?" for a in part.get("accelerators") or []]
+    names = [name or "?" for name in accelerator_names(part)]
     return {
         "machine_cpu_model": cpu.get("model"),
         "machine_cpu_cores": cpu.get("cores"),

@@ -249,3 +249,9 @@ def _container(outputs, facts, absent: dict) -> dict | None:
         "; the harness itself runs in no container it can see"
     )
     return None
+
+
+def accelerator_names(part: Mapping) -> list[str | None]:
+    """Each accelerator's name in a record's machine part, in its order (None where it has none)."""
+    found = part.get("accelerators") or []
+    return [a.get("name") if isinstance(a, Mapping) else None for a in found]

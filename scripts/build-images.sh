@@ -69,7 +69,7 @@ vllm_context() {
     # The recipe's facts have one home, harness/engines/vllm_cpu.py: the pin and the CUDA extras to remove.
     local facts
     facts=$("$HARNESS_PYTHON" -c \
-        'from harness.run import vllm_cpu as v; print(v.VLLM_PIN, v.VLLM_VERSION, " ".join(v.CUDA_EXTRAS))') \
+        'from harness.engines import vllm_cpu as v; print(v.VLLM_PIN, v.VLLM_VERSION, " ".join(v.CUDA_EXTRAS))') \
         || die "cannot read the vLLM recipe from harness/engines/vllm_cpu.py with $HARNESS_PYTHON (run make setup)"
     read -r VLLM_PIN VLLM_VERSION CUDA_EXTRAS <<<"$facts"
     VLLM_CPU_LOCAL_IMAGE=${VLLM_CPU_LOCAL_IMAGE:-llm-harness/vllm-cpu:$VLLM_VERSION}
@@ -84,7 +84,7 @@ vllm_context() {
         echo "$VLLM_PIN" >"$stamp"
     fi
     rm -rf "$ctx/shim" && mkdir -p "$ctx/shim"
-    "$HARNESS_PYTHON" -c 'import sys; from pathlib import Path; from harness.run import vllm_cpu
+    "$HARNESS_PYTHON" -c 'import sys; from pathlib import Path; from harness.engines import vllm_cpu
 vllm_cpu.write_metadata_shim(Path(sys.argv[1]))' "$ctx/shim"
 }
 

@@ -59,3 +59,29 @@ def test_every_module_a_file_names_imports(path: Path) -> None:
             except ImportError:
                 missing.append(f"{module}.{name}")
     assert not missing, f"{path.relative_to(ROOT)} names modules that do not import: {missing}"
+
+
+PATH_NAMED = re.compile(r"harness/[a-z_]+(?:/[a-z_]+)*\.py")
+# Where a path is named as today's: code, scripts, tests and the docs (measurements.md is history,
+# with the paths of its day).
+TEXTS = [
+    *ROOT.glob("harness/**/*.py"),
+    *ROOT.glob("scripts/*"),
+    *ROOT.glob("tests/**/*.py"),
+    *ROOT.glob("locustfiles/*.py"),
+    *(p for p in ROOT.glob("docs/**/*.md") if p.name != "measurements.md"),
+    ROOT / "README.md",
+    ROOT / "Makefile",
+    ROOT / ".ci" / "run",
+]
+
+
+def test_every_module_path_named_in_code_and_docs_is_there() -> None:
+    gone = {
+        f"{path.relative_to(ROOT)}: {named_path}"
+        for path in TEXTS
+        if path.is_file()
+        for named_path in PATH_NAMED.findall(path.read_text(encoding="utf-8", errors="replace"))
+        if not (ROOT / named_path).is_file()
+    }
+    assert not gone, f"paths named that are not in the tree: {sorted(gone)}"

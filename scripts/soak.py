@@ -278,6 +278,29 @@ def report(soak: Run, base: Run | None, pins, args) -> int:
     return 0
 
 
+def chart(rss_csv: Path, png: Path) -> None:
+    """Both processes' RSS over the soak, one line each, with the warm mark: flat is the pass."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [line.split(",") for line in rss_csv.read_text().splitlines()[1:]]
+    minutes = [float(r[0]) / 60 for r in rows]
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    ax.plot(minutes, [float(r[1]) for r in rows], label="client (harness sweep)")
+    ax.plot(minutes, [float(r[2]) for r in rows], label="server (practice)")
+    ax.axvline(WARM_S / 60, color="grey", linestyle=":", label="warm (5 min)")
+    ax.set_xlabel("minutes into the level")
+    ax.set_ylabel("RSS, MB")
+    ax.set_ylim(bottom=0)
+    ax.set_title("The soak: memory at 256 streams")
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--minutes", type=float, default=float(os.environ.get("SOAK_MINUTES") or 60))
@@ -299,6 +322,8 @@ def main() -> int:
     with open(args.out / "soak.rss.csv", "w") as f:
         f.write("t_s,client_mb,server_mb\n")
         f.writelines(f"{t - soak.rss[0][0]:.1f},{c:.2f},{s:.2f}\n" for t, c, s in soak.rss)
+    chart(args.out / "soak.rss.csv", args.out / "soak.rss.png")
+    print(f"soak: RSS over time in {args.out / 'soak.rss.csv'} and {args.out / 'soak.rss.png'}")
     return report(soak, base, pins, args)
 
 

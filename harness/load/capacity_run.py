@@ -6,6 +6,7 @@ hears each line (``say``) and the proof (``endpoint``)."""
 
 from __future__ import annotations
 
+import argparse
 import math
 import time
 from dataclasses import replace
@@ -42,7 +43,7 @@ def measure_runs(plan: SweepPlan, meter: Meter | None) -> capacity_search.Measur
 
 
 def capacity(
-    args,
+    args: argparse.Namespace,
     plan: SweepPlan,
     listed: list[str],
     criterion: Criterion,

@@ -63,8 +63,8 @@ class SweepView(Protocol):
     def ready(self) -> None:
         """The first level is about to start (after the warm-up, with the workers connected)."""
 
-    def progress(self, level: float, progress) -> None:
-        """A level's progress, about twice a second while it runs."""
+    def progress(self, level: float, progress: object) -> None:
+        """A level's progress (``harness.load.runner.Progress``), about twice a second while it runs."""
 
     def level(self, record: dict, previous: dict | None) -> None:
         """A level's record, once it is on the notebook, with the level before it."""

@@ -5,6 +5,7 @@ comes, and the exit status returned. The lines are ``harness.report.summary``'s.
 
 from __future__ import annotations
 
+import argparse
 from typing import Callable
 
 from harness import bounds
@@ -14,7 +15,7 @@ from harness.report import summary
 Lines = Callable[[list[str]], None]
 
 
-def summarise(args, show: Lines, warn: Lines) -> int:
+def summarise(args: argparse.Namespace, show: Lines, warn: Lines) -> int:
     """The summary ``args`` ask for (a parsed ``harness summarise``); 1 when a validation rule
     fails, else 0. A label that is not in the notebook is a ConfigError naming those that are."""
     bounds.sizing(args.promise, args.peak, args.spares)
@@ -41,7 +42,7 @@ def _admissions(labbook: str, warn: Lines) -> list[dict]:
     return records
 
 
-def _compare(args, labels: dict, show: Lines) -> None:
+def _compare(args: argparse.Namespace, labels: dict, show: Lines) -> None:
     """Two labels level by level, and their chart with ``--chart``."""
     a, b = args.compare
     for name in (a, b):
@@ -51,7 +52,7 @@ def _compare(args, labels: dict, show: Lines) -> None:
     show(summary.chart_lines({a: labels[a], b: labels[b]}, args.chart, args.promise) if args.chart else [])
 
 
-def _label(args, labels: dict, show: Lines, warn: Lines) -> None:
+def _label(args: argparse.Namespace, labels: dict, show: Lines, warn: Lines) -> None:
     """One label's whole summary, its charts, and its curve-summary record with ``--record``."""
     if args.label not in labels:
         raise summary.missing(args.label, labels)

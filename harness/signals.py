@@ -126,3 +126,12 @@ def raise_if_received() -> None:
     """KeyboardInterrupt when a signal came and has not ended the command yet."""
     if RECEIVED:
         raise KeyboardInterrupt
+
+
+def reader_gone() -> int:
+    """The reader of our output left (``harness summarise ... | head``): end quietly, as a command
+    killed by SIGPIPE would (status 141), without a traceback when Python flushes stdout at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141

@@ -1,6 +1,6 @@
 """The ``harness`` command line: one thin module per subcommand (parse, call, render), each with
-``add_parser(subparsers)`` and ``run(args) -> int``; ``dispatch`` builds the parser and turns a
-HarnessError into one line and an exit code.
+``add_parser(subparsers)`` and ``run(args) -> int``; ``commands`` lists them, and ``dispatch``
+builds the parser and turns a HarnessError into one line and an exit code.
 
 The names below are loaded on first use, not when the package is imported: ``python -m
 harness.cli sweep`` imports this package before ``harness.cli.entry`` can monkey-patch for gevent,

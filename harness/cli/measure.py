@@ -1,13 +1,11 @@
 """``harness measure``: single-user prefill, decode and memory for one server, a drop-in for the
 lab's compare-engines.py (same options, same record fields), and the power and energy of each
-test's repetitions (the sweep's ``--telemetry`` options; the engine tables' energy). The tests
-themselves are ``harness.engines.single_user``'s."""
+test's repetitions (the sweep's ``--telemetry`` options; the engine tables' energy). The tests,
+the speed limit and the records are ``harness.engines.single_user``'s."""
 
 from __future__ import annotations
 
-import os
 import sys
-from urllib.parse import urlsplit
 
 from harness import options
 from harness.options.load import BASE_URL, IDLE_TIMEOUT, MAX_TOKENS, TIMEOUT
@@ -23,11 +21,8 @@ from harness.options.shared import (
     PRINT_ONLY,
 )
 from harness.options.telemetry import TELEMETRY_SET
-from harness.energy import meter as metering
 from harness.engines import single_user
 from harness.errors import ConfigError
-from harness.sizing.machines import lookup
-from harness.records.notebook import append_record, check_writable, validate
 from harness.options.shared import CHECKPOINT
 from harness.options.single_user import (
     MEASURE,
@@ -42,7 +37,7 @@ from harness.options.single_user import (
     SNAPSHOT_ONLY,
     WAIT_SECONDS,
 )
-from harness.report.single_user_lines import limit_share, result_lines
+from harness.report.single_user_lines import limit_line, result_lines
 
 
 def add_parser(sub) -> None:
@@ -73,24 +68,12 @@ def run(args) -> int:
         raise ConfigError("--engine and --model are needed (unless --snapshot-only)")
     # every numeric option in its declared range before anything is sent (ConfigError, one line)
     options.check(args, MEASURE, MAX_TOKENS, CONTEXT_LENGTH, TIMEOUT, IDLE_TIMEOUT, MODEL_GB, TELEMETRY_SET)
-    args.idle_timeout = args.idle_timeout or None  # 0: no bound of its own (the total one)
-    if args.machine and not args.model_gb:
-        raise ConfigError("--machine needs --model-gb (the model's size in GB) for the speed limit")
-    bandwidth = float(lookup(args.machine)["bandwidth_gb_s"]) if args.machine else None
-    if not (args.print_only or args.reuse_prompt):
-        check_writable(args.labbook)
-    idle = single_user.idle_snapshot(args)
-    key = (os.environ.get(args.api_key_env) if args.api_key_env else None) or args.api_key or None
-    parts = urlsplit(args.base_url)
-    telemetry = metering.plan_options(args, f"{parts.scheme}://{parts.netloc}")["telemetry"]
-    got = single_user.measure_metered(args, key, idle, telemetry)
+    got = single_user.run(args)
     short, long = got.short, got.long
     for line in result_lines(args.engine, short, long, got.prefill, got.added, got.tree, got.template):
         print(line)
-    if bandwidth and short["decode_tokens_per_s"]:
-        rate = short["decode_tokens_per_s"]
-        short["speed_limit"], line = limit_share(args.engine, args.machine, bandwidth, args.model_gb, rate)
-        print(line)
+    if "speed_limit" in short:
+        print(limit_line(args.engine, short["speed_limit"], short["decode_tokens_per_s"]))
     if args.reuse_prompt:
         print(
             "    --reuse-prompt: these runs measured the prefix cache, not prefill; nothing recorded",
@@ -98,14 +81,6 @@ def run(args) -> int:
         )
         return 0
     if not args.print_only:
-        _record(args.labbook, short, long)
+        single_user.append_speeds(args.labbook, short, long)
+        print(f"    recorded 2 line(s) in {args.labbook}")
     return 0
-
-
-def _record(labbook: str, short: dict, long: dict) -> None:
-    """Both speed records, each checked against its schema before either is written."""
-    for rec in (short, long):
-        validate(rec, "engine-speed", where=labbook)
-    for rec in (short, long):
-        append_record(labbook, rec, "engine-speed")
-    print(f"    recorded 2 line(s) in {labbook}")

@@ -5,18 +5,13 @@ mismatch, naming both figures and the likely cause."""
 from __future__ import annotations
 
 from harness.cli.predict import add_vllm_pool_args
-from harness.engines import logs as engine_logs
-from harness.sizing.predictions import predict_allocation
 from harness.engines import allocation
-from harness.errors import ConfigError
-from harness.engines.models.info import load_model
 from harness.records.notebook import append_record
 from harness import options
 from harness.options.allocation import KV_BYTES, LOG_ENGINE, SWA_FULL
 from harness.options.record import LABEL
 from harness.options.serve import CACHE_TYPE, CTX_PER_SLOT, SLOTS
 from harness.options.shared import LABBOOK, MODEL_FILES
-from harness.report.predictions_shown import vllm_pool_kwargs
 
 
 def add_parser(sub) -> None:
@@ -78,25 +73,7 @@ def run(args) -> int:
         same, line = allocation.equal_pool(args.equal_pool)
         print(line)
         return 0 if same else 1
-    if not args.log:
-        raise ConfigError("pass --log FILE (or --equal-pool LOG_A LOG_B)")
-    text = allocation.read_log(args.log)
-    engine = allocation.engine_of(text, args.engine, args.log)
-    observed = engine_logs.facts(engine, text)
-    if engine != "llama-server" and any(getattr(args, k) for k in allocation.EXPECT):
-        raise ConfigError(
-            f"{args.log} is a {engine} log: --expect-offload, --expect-device and --expect-prompt-cache-off "
-            "check llama-server's load log; leave them out"
-        )
-    if engine == "trtllm":
-        checked = allocation.trtllm(args, observed)
-    else:
-        model = load_model(args.model)
-        pool = vllm_pool_kwargs(args)
-        pool["device"] = observed.get("kv_device", args.device)
-        sizes = (args.slots, args.ctx_per_slot, args.cache_type, args.swa_full, args.kv_bytes)
-        pred = predict_allocation(model, engine, *sizes, unified=args.kv_unified, **pool)
-        checked = allocation.compare(args, engine, observed, model, pred)
+    checked = allocation.verify(args)
     for line in checked.lines:
         print(line)
     if args.labbook:

@@ -1,6 +1,7 @@
-"""What an engine's own load log allocated, read and compared with the prediction for it (the
-caller predicts): a llama-server, vLLM or TensorRT-LLM pool in tokens, the accelerator checks of a
-llama-server log, a vLLM memory-fraction start, and whether two logs hold the same pool."""
+"""What an engine's own load log allocated, read and compared with the prediction for it
+(``harness verify-allocation``): a llama-server, vLLM or TensorRT-LLM pool in tokens, the
+accelerator checks of a llama-server log, a vLLM memory-fraction start, and whether two logs hold
+the same pool."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.engines import logs as engine_logs
+from harness.engines.models.info import load_model
 from harness.records.engine import Allocation
-from harness.sizing.predictions import fraction_check, fraction_pool
+from harness.sizing.predictions import fraction_check, fraction_pool, predict_allocation, vllm_pool_kwargs
 from harness.errors import ConfigError
 from harness.records.clock import now_stamp
 
@@ -25,6 +27,30 @@ class Checked:
     lines: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     record: dict = field(default_factory=dict)
+
+
+def verify(args) -> Checked:
+    """``harness verify-allocation``'s check of ``--log``: whose log it is (recognised, or the one
+    named), the accelerator expectations refused for a log that is not llama-server's, then the
+    pool against the prediction at the options' settings (TensorRT-LLM's against its cap)."""
+    if not args.log:
+        raise ConfigError("pass --log FILE (or --equal-pool LOG_A LOG_B)")
+    text = read_log(args.log)
+    engine = engine_of(text, args.engine, args.log)
+    observed = engine_logs.facts(engine, text)
+    if engine != "llama-server" and any(getattr(args, k) for k in EXPECT):
+        raise ConfigError(
+            f"{args.log} is a {engine} log: --expect-offload, --expect-device and --expect-prompt-cache-off "
+            "check llama-server's load log; leave them out"
+        )
+    if engine == "trtllm":
+        return trtllm(args, observed)
+    model = load_model(args.model)
+    pool = vllm_pool_kwargs(args)
+    pool["device"] = observed.get("kv_device", args.device)
+    sizes = (args.slots, args.ctx_per_slot, args.cache_type, args.swa_full, args.kv_bytes)
+    pred = predict_allocation(model, engine, *sizes, unified=args.kv_unified, **pool)
+    return compare(args, engine, observed, model, pred)
 
 
 def read_log(path: str) -> str:

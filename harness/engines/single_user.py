@@ -5,11 +5,13 @@ repetitions, with prefill read from the difference between them and the server's
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import time
 import uuid
 from dataclasses import dataclass, replace
 from typing import Callable
+from urllib.parse import urlsplit
 
 from harness import bounds
 from harness.energy import meter as metering
@@ -22,7 +24,9 @@ from harness.engines import memory
 from harness.records.clock import now_stamp
 from harness.engines.versions import server_version
 from harness.endpoints.http_client import get_models, stream_chat
-from harness.records.notebook import validate
+from harness.records.notebook import append_record, check_writable, validate
+from harness.sizing.arithmetic import speed_limit_part
+from harness.sizing.machines import lookup
 from harness.endpoints.shim_host import host_name
 from harness.engines.memory import host_snapshot
 
@@ -254,6 +258,36 @@ def measure_metered(args, key: str | None, idle: dict, telemetry) -> Speeds:
     finally:
         if meter is not None:
             meter.close()
+
+
+def run(args) -> Speeds:
+    """``harness measure`` once its options are in range: the machine's bandwidth (``--machine``,
+    refused before anything is sent without ``--model-gb``), the notebook writable, the idle
+    snapshot, the key, both tests under the telemetry meter, and the short test's ``speed_limit``
+    part where the machine is known and the decode was measured."""
+    args.idle_timeout = args.idle_timeout or None  # 0: no bound of its own (the total one)
+    if args.machine and not args.model_gb:
+        raise ConfigError("--machine needs --model-gb (the model's size in GB) for the speed limit")
+    bandwidth = float(lookup(args.machine)["bandwidth_gb_s"]) if args.machine else None
+    if not (args.print_only or args.reuse_prompt):
+        check_writable(args.labbook)
+    idle = idle_snapshot(args)
+    key = (os.environ.get(args.api_key_env) if args.api_key_env else None) or args.api_key or None
+    parts = urlsplit(args.base_url)
+    telemetry = metering.plan_options(args, f"{parts.scheme}://{parts.netloc}")["telemetry"]
+    got = measure_metered(args, key, idle, telemetry)
+    rate = got.short["decode_tokens_per_s"]
+    if bandwidth and rate:
+        got.short["speed_limit"] = speed_limit_part(args.machine, bandwidth, args.model_gb, rate)
+    return got
+
+
+def append_speeds(labbook: str, short: dict, long: dict) -> None:
+    """Both speed records, each checked against its schema before either is written."""
+    for rec in (short, long):
+        validate(rec, "engine-speed", where=labbook)
+    for rec in (short, long):
+        append_record(labbook, rec, "engine-speed")
 
 
 def write_snapshot(path: str) -> dict:

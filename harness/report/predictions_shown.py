@@ -18,6 +18,7 @@ from harness.sizing.predictions import (
     decode_ceiling,
     predict_allocation,
     serving_table,
+    vllm_pool_kwargs,
 )
 from harness.errors import ConfigError
 from harness.sizing.machines import load_machines, lookup, memory_for_tier
@@ -35,14 +36,6 @@ LAB08_PAIRS = {
     "m4-max": ["GGUF Q4_K_M", "MLX 4-bit g64"],
     "rtx-4090": ["GGUF Q4_K_M", "EXL3 4.0 bpw", "AWQ 4-bit g128"],
 }
-
-
-def vllm_pool_kwargs(args) -> dict:
-    return {
-        "block_size": args.block_size,
-        "in_flight_tokens": args.max_num_batched_tokens,
-        "device": args.device,
-    }
 
 
 ENGINE_FORMATS = {"llama-server": "GGUF Q4_K_M", "vllm": "AWQ 4-bit g128"}  # what each lab serves

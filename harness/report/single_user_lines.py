@@ -14,25 +14,16 @@ def _rate(rec: dict) -> str:
     return f"{value:.2f}" if value is not None else f"- ({rec.get('decode_note', 'not measured')})"
 
 
-def limit_share(
-    engine: str, machine: str, bandwidth: float, model_gb: float, rate: float
-) -> tuple[dict, str]:
-    """The short test's decode over bandwidth / model size: the record's ``speed_limit`` part and
-    its line."""
+def limit_line(engine: str, part: dict, rate: float) -> str:
+    """The short test's decode ``rate`` over bandwidth / model size (``part``: the record's
+    ``speed_limit``), and what the lab's band makes of it."""
+    bandwidth, model_gb = part["bandwidth_gb_s"], part["model_gb"]
     limit = speed_limit(bandwidth, model_gb)
     share, reading = speed_share(rate, limit)
-    line = (
+    return (
         f"    {engine:>14} speed limit {bandwidth:g} GB/s / {model_gb:g} GB = {limit:.1f} tok/s; "
         f"short decode {rate:.2f} tok/s is {share:.0%} of it: {reading}"
     )
-    part = {
-        "machine": machine,
-        "bandwidth_gb_s": bandwidth,
-        "model_gb": model_gb,
-        "tok_s": round(limit, 2),
-        "share": round(share, 3),
-    }
-    return part, line
 
 
 def result_lines(

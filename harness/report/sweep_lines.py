@@ -77,6 +77,27 @@ def rate_span_words(requests: int, rates: list[float]) -> str:
     return out
 
 
+def ready_lines(plan) -> list[str]:
+    """Where the load comes from, said as the first level starts (none: from this process)."""
+    out = []
+    if plan.processes:
+        out.append(f"    load from {plan.processes} Locust worker process(es)")
+    if plan.expect_workers:
+        out.append(f"    load from {plan.expect_workers} Locust worker(s) on other hosts")
+    return out
+
+
+def end_lines(swept, plan) -> tuple[list[str], list[str]]:
+    """How a sweep ended (``swept`` a ``Swept``): where its levels went (for stdout), and an
+    interrupt or a level that completed no request (for stderr)."""
+    done = len(swept.written)
+    if swept.interrupted:
+        return [], [f"\n    interrupted: {done} finished level(s) are in {plan.labbook}"]
+    out = [f"    appended {done} line(s) to {plan.labbook}; samples in {plan.samples_path}"]
+    err = ["    at least one level completed no request; see its first error above"] if swept.status else []
+    return out, err
+
+
 def waiting_line(plan) -> str:
     """What to start on each worker host, said before the master waits for them."""
     host = plan.master_host if plan.master_host not in ("0.0.0.0", "::") else "THIS-HOST"

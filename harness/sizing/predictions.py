@@ -139,6 +139,23 @@ class Prediction:
     vllm_pool: dict | None = None  # vllm_kv_pool(): groups, block bytes, blocks per request
 
 
+class PoolOptions(Protocol):
+    """The vLLM pool's options as ``harness predict`` and ``harness verify-allocation`` parse them."""
+
+    block_size: int
+    max_num_batched_tokens: int
+    device: str
+
+
+def vllm_pool_kwargs(args: PoolOptions) -> dict:
+    """The vLLM pool's settings ``predict_allocation`` takes, from the parsed options."""
+    return {
+        "block_size": args.block_size,
+        "in_flight_tokens": args.max_num_batched_tokens,
+        "device": args.device,
+    }
+
+
 def predict_allocation(
     model: ModelShape,
     engine: str,

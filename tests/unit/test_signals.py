@@ -1,8 +1,11 @@
-"""The interrupt that lands in the import machinery is raised once its frames are left."""
+"""The interrupt that lands in the import machinery is raised once its frames are left; a reader
+that went away ends the command quietly."""
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import time
 import types
 
@@ -31,3 +34,14 @@ def test_an_interrupt_in_the_import_machinery_is_raised_a_moment_later():
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, before)
+
+
+def test_a_reader_gone_leaves_stdout_writing_nowhere_with_sigpipes_status(tmp_path, monkeypatch):
+    """``harness summarise ... | head``: what is left to print goes to /dev/null, and the status is
+    a SIGPIPE death's (141), so Python's flush at exit finds no broken pipe."""
+    out = tmp_path / "stdout"
+    with open(out, "w") as fh:
+        monkeypatch.setattr(sys, "stdout", fh)
+        assert signals.reader_gone() == 141
+        os.write(fh.fileno(), b"after the reader left\n")
+    assert out.read_text() == ""

@@ -3,13 +3,11 @@ project's GGUF (install), and serving it in the foreground (serve)."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from harness.engines import vllm_cpu, vllm_serve
 from harness.engines.launchers.base import serve_until_stopped
-from harness.engines.launchers.vllm_cpu import tree_memory_mb
-from harness.engines.own_env import folder_mb, ready_line
+from harness.engines.launchers.vllm_cpu import memory_words
 from harness import options
 from harness.options.serve import LOG_FILE, PORT, RECONVERT, START_TIMEOUT
 from harness.options.shared import DRY_RUN
@@ -50,24 +48,7 @@ def add_parser(sub) -> None:
 
 
 def install(args) -> int:
-    if reason := vllm_cpu.unsupported_reason():
-        print(f"vllm-cpu: skipped: {reason}")
-        return 0
-    t0 = time.monotonic()
-    timings = vllm_cpu.ensure_environment()
-    print(f"vLLM:   {vllm_cpu.check_environment()}")
-    env_s = time.monotonic() - t0
-    folder, facts = vllm_cpu.ensure_model(force=args.reconvert)
-    what = (
-        "reused: every file matches the SHA-256 in its manifest"
-        if facts["reused"]
-        else f"converted in {facts['wall_s']:.0f} s, {facts['parameters']:,} parameters, EOS "
-        f"{facts['eos_token_id']}"
-    )
-    size = f"{folder_mb(folder):.0f} MB bf16 safetensors"
-    print(f"model:  {folder} ({size}; {what}; hashes in {vllm_cpu.MANIFEST})")
-    print(ready_line(vllm_cpu.venv_dir(), timings, env_s))
-    print(f"torch:  {vllm_cpu.TORCH_NOTE}")
+    vllm_cpu.install(force=args.reconvert)
     return 0
 
 
@@ -87,17 +68,9 @@ def serve_fg(args) -> int:
     print(
         f"vLLM served a first completion {launcher.ready_after_s:.0f} s after start on "
         f"http://127.0.0.1:{args.port}/v1 (model {vllm_cpu.SERVED_NAME}, log {args.log_file}, "
-        f"{_memory(launcher)}); Ctrl-C or SIGTERM stops it",
+        f"{memory_words(launcher.pid)}); Ctrl-C or SIGTERM stops it",
         flush=True,
     )
     serve_until_stopped(launcher)
     print(f"stopped; port {args.port} is free and no vLLM child process is left")
     return 0
-
-
-def _memory(launcher) -> str:
-    mem = tree_memory_mb(launcher.pid)
-    if not mem:
-        return "memory unknown"
-    pss = f", {mem['pss_mb']:,} MB proportional (PSS)" if "pss_mb" in mem else ""
-    return f"{mem['processes']} processes: {mem['rss_mb']:,} MB resident (RSS summed){pss}"

@@ -114,6 +114,16 @@ def tree_memory_mb(pid: int | None) -> dict:
     return memory.process_tree_mb(pid)
 
 
+def memory_words(pid: int | None) -> str:
+    """The server tree's memory in words for its start line: the processes, their resident sets
+    summed and their proportional share where it was read; "memory unknown" where nothing was."""
+    mem = tree_memory_mb(pid)
+    if not mem:
+        return "memory unknown"
+    pss = f", {mem['pss_mb']:,} MB proportional (PSS)" if "pss_mb" in mem else ""
+    return f"{mem['processes']} processes: {mem['rss_mb']:,} MB resident (RSS summed){pss}"
+
+
 def _alive(pid: int, wait: float = 0.0) -> bool:
     deadline = time.monotonic() + wait
     while True:

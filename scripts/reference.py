@@ -124,7 +124,7 @@ def harness_commands() -> list[str]:
 
 
 def locust_options() -> list[str]:
-    """The harness user's options on Locust's own command line (the LOCUST sets declared in harness/options/)."""
+    """The harness user's options on Locust's own command line (the LOCUST sets in harness/options/)."""
     from harness.options import _options, load, record, slo, telemetry, workload
 
     sets = (load.LOCUST, workload.LOCUST, slo.LOCUST, record.LOCUST, telemetry.TELEMETRY_SET)

@@ -35,7 +35,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import ClassVar, Iterable
 
-from harness.records.schema import fact
+from harness.records.schema import FieldNames, fact
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -114,6 +114,9 @@ class Backlog:
         else:
             out["reason"] = self.reason
         return out
+
+
+BACKLOG = FieldNames(Backlog)  # a level line's backlog keys (judged, offered_rps, ...)
 
 
 def most_at_once(spans: Iterable[tuple[float, float | None]]) -> int:

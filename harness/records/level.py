@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any, ClassVar, Mapping
 
 from harness.records.base import DEFAULT_OBJECTIVES, LAB_ID, SCHEMA_VERSION, UNKNOWN, Objectives, non_finite
-from harness.records.schema import fact
+from harness.records.schema import FieldNames, fact
 from harness.errors import SchemaError
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -42,21 +42,6 @@ class Distribution:
         if not isinstance(value, Mapping):
             return cls()
         return cls(**{f.name: value.get(f.name) for f in fields(cls)})
-
-
-class FieldNames:
-    """The notebook keys of a record part as attributes: ``STATS.output_tokens_per_s`` is the key
-    ``"output_tokens_per_s"``. The part's dataclass is the one place a key is spelled; a reader
-    that needs the key itself (a table of columns, a spread) takes it from here, and a misspelt
-    one fails where it is used."""
-
-    def __init__(self, part: type) -> None:
-        self._names = frozenset(f.name for f in fields(part))
-
-    def __getattr__(self, name: str) -> str:
-        if name.startswith("_") or name not in self._names:
-            raise AttributeError(f"no record field {name!r}")
-        return name
 
 
 @dataclass(frozen=True)
@@ -463,4 +448,5 @@ class _Rest:
 
 
 STATS = FieldNames(LevelStats)  # the measured fields' keys (a spread's, a table's columns)
+LEVEL = FieldNames(LevelRecord)  # every key of a level line but the workload's (WORKLOAD in level_part)
 DIST = FieldNames(Distribution)  # a distribution's keys (p50 ... mean)

@@ -112,6 +112,24 @@ def properties(part: type, resolve: Resolve = _no_resolve, prefix: str = "") -> 
     return props, required
 
 
+def line_keys(part: type, prefix: str = "") -> list[str]:
+    """The keys a part writes on its line, in its order: each field's key (flattened parts' too,
+    after their prefix) and the keys no field holds; a part declared elsewhere and flattened
+    (the level's workload) is left out: its own dataclass names its keys."""
+    keys = [prefix + name for name in getattr(part, "SCHEMA_KEYS", {})]
+    hints = typing.get_type_hints(part)
+    for f in dataclasses.fields(part):
+        facts = f.metadata.get(SCHEMA) or {}
+        if not facts.get("written", True):
+            continue
+        if facts.get("flatten") is not None:
+            if not facts.get("declared_in"):
+                keys += line_keys(_without_none(hints[f.name])[0], prefix + facts["flatten"])
+        else:
+            keys.append(prefix + (facts.get("key") or f.name))
+    return keys + [prefix + name for name in getattr(part, "SCHEMA_AFTER", {})]
+
+
 def _property(hint: Any, facts: Mapping[str, Any], resolve: Resolve) -> dict:
     given = dict(facts.get("schema") or {})
     out: dict = {}
@@ -166,3 +184,19 @@ def type_schema(hint: Any, resolve: Resolve = _no_resolve, nullable: bool = Fals
 def definitions(*parts: type, resolve: Resolve = _no_resolve) -> dict:
     """The ``$defs`` of a schema: each named part (``SCHEMA_DEF``) as its object."""
     return {p.SCHEMA_DEF: object_schema(p, resolve) for p in parts}
+
+
+class FieldNames:
+    """The notebook keys of a record part as attributes: ``STATS.output_tokens_per_s`` is the key
+    ``"output_tokens_per_s"``. The part's dataclass is the one place a key is spelled (a field's
+    own name, or the key its ``fact`` gives); a reader that needs the key itself (a table of
+    columns, a spread, a dict it reads) takes it from here, and a misspelt one fails where it is
+    used."""
+
+    def __init__(self, part: type) -> None:
+        self._names = frozenset(line_keys(part))
+
+    def __getattr__(self, name: str) -> str:
+        if name.startswith("_") or name not in self._names:
+            raise AttributeError(f"no record field {name!r}")
+        return name

@@ -11,13 +11,13 @@ None where no request said how many of its tokens were cached.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
-from typing import ClassVar
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Mapping
 
 from harness.measure.backlog import Backlog, Flight, backlog, server_note
 from harness.measure.levels import spread as _spread
 from harness.records.level import Distribution
-from harness.records.schema import fact
+from harness.records.schema import FieldNames, fact
 from harness.workloads.schedules import coefficient_of_variation, gaps
 from harness.measure.sample import Sample
 from harness.measure.tally import LevelTally
@@ -73,6 +73,15 @@ class TurnRow:
         minimum=0,
         maximum=1,
     )
+
+    @classmethod
+    def read(cls, row: Mapping[str, Any]) -> TurnRow:
+        """A per_turn row as a level line holds it (a figure it lacks reads as None)."""
+        values: dict[str, Any] = {
+            f.name: Distribution.read(row.get(f.name)) if f.type == "Distribution" else row.get(f.name)
+            for f in fields(cls)
+        }
+        return cls(**values)
 
     def to_dict(self) -> dict:
         return {
@@ -274,6 +283,10 @@ class WorkloadStats:
             if note:
                 out["server_note"] = note
         return out
+
+
+WORKLOAD = FieldNames(WorkloadStats)  # the workload's keys on a level line (per_turn, backlog, ...)
+TURN = FieldNames(TurnRow)  # a per_turn row's keys
 
 
 def _tagged(samples: list[Sample], name: str, digits: int) -> Distribution | None:

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any, ClassVar, Mapping
 
 from harness.records.base import DEFAULT_OBJECTIVES, LAB_ID, SCHEMA_VERSION, UNKNOWN, Objectives, non_finite
-from harness.records.schema import FieldNames, fact
+from harness.records.schema import FieldNames, fact, line_keys
 from harness.errors import SchemaError
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -166,20 +166,18 @@ class ClientCheck:
         if self.client_cpu is not None:
             out.update(client_cpu=round(self.client_cpu, 3), client_limited=self.client_limited)
         if self.limit_note:
-            out["client_limit_note"] = self.limit_note
+            out[_CLIENT.client_limit_note] = self.limit_note
         if self.server_metrics:
-            out["server_metrics"] = self.server_metrics
+            out[_CLIENT.server_metrics] = self.server_metrics
         return out
 
     @classmethod
     def read(cls, record: Mapping[str, Any]) -> ClientCheck | None:
         """The client check a level line holds, None when it holds none (the lab's own lines)."""
-        if not any(
-            k in record for k in ("client_cpu", "client_limited", "client_limit_note", "server_metrics")
-        ):
+        if not any(k in record for k in line_keys(cls)):
             return None
-        cpu, limited = record.get("client_cpu"), bool(record.get("client_limited"))
-        return cls(cpu, limited, record.get("server_metrics"), record.get("client_limit_note"))
+        cpu, limited = record.get(_CLIENT.client_cpu), bool(record.get(_CLIENT.client_limited))
+        return cls(cpu, limited, record.get(_CLIENT.server_metrics), record.get(_CLIENT.client_limit_note))
 
 
 @dataclass(frozen=True)
@@ -235,7 +233,7 @@ class Arrival:
     )
 
     def to_dict(self) -> dict:
-        out: dict = {"arrival": self.kind}
+        out: dict = {_ARRIVAL.arrival: self.kind}
         for name in _ARRIVAL_PARTS:
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
@@ -244,12 +242,14 @@ class Arrival:
     @classmethod
     def read(cls, record: Mapping[str, Any]) -> Arrival | None:
         """How a level line says its requests arrived; None on lines that do not say (the lab's)."""
-        if "arrival" not in record:
+        if _ARRIVAL.arrival not in record:
             return None
-        return cls(record["arrival"], **{name: record.get(name) for name in _ARRIVAL_PARTS})
+        return cls(record[_ARRIVAL.arrival], **{name: record.get(name) for name in _ARRIVAL_PARTS})
 
 
-_ARRIVAL_PARTS = ("rate_rps", "duration_s", "processes", "burstiness", "workers", "wall_clock")
+_CLIENT = FieldNames(ClientCheck)
+_ARRIVAL = FieldNames(Arrival)
+_ARRIVAL_PARTS = tuple(line_keys(Arrival))[1:]  # each the name of its field: rate_rps ... wall_clock
 
 
 @dataclass(frozen=True)
@@ -424,8 +424,8 @@ class LevelRecord:
 def objectives_of(record: Mapping[str, Any]) -> Objectives:
     """The goodput objectives a level line was judged against (the defaults on lines without them)."""
     return Objectives(
-        record.get("slo_ttft_s", DEFAULT_OBJECTIVES.ttft_s),
-        record.get("slo_tpot_s", DEFAULT_OBJECTIVES.tpot_s),
+        record.get(LEVEL.slo_ttft_s, DEFAULT_OBJECTIVES.ttft_s),
+        record.get(LEVEL.slo_tpot_s, DEFAULT_OBJECTIVES.tpot_s),
     )
 
 

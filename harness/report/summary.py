@@ -10,7 +10,7 @@ from tabulate import tabulate
 
 from harness.sizing import admission, criterion as sizing
 from harness.measure import curves
-from harness.records.level import LevelStats
+from harness.records.level import LEVEL, LevelStats
 from harness.records.base import CurveSummary, is_admission, is_level
 from harness.errors import ConfigError
 from harness.records.clock import now_stamp
@@ -129,10 +129,10 @@ def list_lines(labels: dict[str, dict[int, dict]], labbook: str) -> list[str]:
     rows = [
         [
             name,
-            r.get("engine", "?"),
-            r.get("prompt_set", "?"),
+            r.get(LEVEL.engine, "?"),
+            r.get(LEVEL.prompt_set, "?"),
             ",".join(map(str, sorted(lv))),
-            r.get("recorded_at", "?"),
+            r.get(LEVEL.recorded_at, "?"),
         ]
         for name, lv in labels.items()
         for r in [lv[max(lv)]]

@@ -85,13 +85,8 @@ class TurnRow:
 
     def to_dict(self) -> dict:
         return {
-            "turn": self.turn,
-            "requests": self.requests,
-            "completed": self.completed,
-            "ttft_s": self.ttft_s.to_dict(),
-            "tpot_s": self.tpot_s.to_dict(),
-            "prompt_tokens_mean": self.prompt_tokens_mean,
-            "cached_share": self.cached_share,
+            f.name: value.to_dict() if isinstance(value := getattr(self, f.name), Distribution) else value
+            for f in fields(self)
         }
 
 

@@ -98,7 +98,7 @@ def properties(part: type, resolve: Resolve = _no_resolve, prefix: str = "") -> 
         if facts.get("declared_in"):
             hint = resolve(facts["declared_in"])
         if facts.get("flatten") is not None:
-            inner = _without_none(hint)[0]
+            inner = _without_none(hint)
             more, needed = properties(inner, resolve, prefix + facts["flatten"])
             props.update(more)
             required += needed
@@ -124,7 +124,7 @@ def line_keys(part: type, prefix: str = "") -> list[str]:
             continue
         if facts.get("flatten") is not None:
             if not facts.get("declared_in"):
-                keys += line_keys(_without_none(hints[f.name])[0], prefix + facts["flatten"])
+                keys += line_keys(_without_none(hints[f.name]), prefix + facts["flatten"])
         else:
             keys.append(prefix + (facts.get("key") or f.name))
     return keys + [prefix + name for name in getattr(part, "SCHEMA_AFTER", {})]
@@ -149,20 +149,18 @@ def _rank(key: str) -> int:
     return len(_FIRST) + 1 + _LAST.index(key) if key in _LAST else len(_FIRST)
 
 
-def _without_none(hint: Any) -> tuple[Any, bool]:
-    """The type a hint names with None taken out, and whether None was in it."""
+def _without_none(hint: Any) -> Any:
+    """The type a hint names with None taken out (None on a field: the key is left out)."""
     if typing.get_origin(hint) in (Union, types.UnionType):
         args = [a for a in typing.get_args(hint) if a is not type(None)]
-        if len(args) == 1:
-            return args[0], len(args) < len(typing.get_args(hint))
-        return Union[tuple(args)], len(args) < len(typing.get_args(hint))
-    return hint, False
+        return args[0] if len(args) == 1 else Union[tuple(args)]
+    return hint
 
 
 def type_schema(hint: Any, resolve: Resolve = _no_resolve, nullable: bool = False) -> dict:
     """The JSON Schema of a Python type: a plain type, a list of one, or a part of its own (its
     ``$defs`` name where it has one, ``SCHEMA_DEF``, else its object inline)."""
-    base, _ = _without_none(hint)
+    base = _without_none(hint)
     origin = typing.get_origin(base)
     if base in _PLAIN or origin is dict:
         word = _PLAIN[dict if origin is dict else base]
@@ -173,7 +171,7 @@ def type_schema(hint: Any, resolve: Resolve = _no_resolve, nullable: bool = Fals
         if item not in (Any, dict):
             out["items"] = type_schema(item, resolve)
         return out
-    if dataclasses.is_dataclass(base):
+    if isinstance(base, type) and dataclasses.is_dataclass(base):
         name = getattr(base, "SCHEMA_DEF", None)
         if name:
             return {"$ref": f"#/$defs/{name}"}
@@ -181,7 +179,7 @@ def type_schema(hint: Any, resolve: Resolve = _no_resolve, nullable: bool = Fals
     raise TypeError(f"no JSON type for {hint!r}: give type= or a schema in its fact()")
 
 
-def definitions(*parts: type, resolve: Resolve = _no_resolve) -> dict:
+def definitions(*parts: Any, resolve: Resolve = _no_resolve) -> dict:
     """The ``$defs`` of a schema: each named part (``SCHEMA_DEF``) as its object."""
     return {p.SCHEMA_DEF: object_schema(p, resolve) for p in parts}
 

@@ -273,7 +273,7 @@ def series_chart(label: str, records: list[dict], path: str | Path, mark: str = 
                 xs, ys, color=color, linestyle="-" if color == "C0" else "--", label=name if first else None
             )
         top.axvline(offset, color="grey", alpha=0.3, linewidth=0.8)
-        top.annotate(f"c={r.get('concurrency')}", (offset, 0), fontsize=7, color="grey")
+        top.annotate(f"c={r.get(STATS.concurrency)}", (offset, 0), fontsize=7, color="grey")
         offset = t[-1] + 0.5
     top.set_ylabel("requests")
     low.set_ylabel("output tokens/s")

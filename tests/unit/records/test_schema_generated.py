@@ -109,3 +109,76 @@ def test_a_type_with_no_json_type_is_refused_by_name():
         type_schema(str | int)
     with pytest.raises(LookupError, match="elsewhere.PART is declared elsewhere"):
         object_schema(_Part)
+
+
+def _whole_level() -> dict:
+    """A level line with every part, the ones declared beside their builders included."""
+    from tests.unit.records.test_level_model import _full_record
+
+    line = _full_record()
+    line["energy"] = {
+        "telemetry": "practice",
+        "source": None,
+        "energy_j": None,
+        "mean_power_w": None,
+        "j_per_output_token": None,
+        "output_tokens_per_j": None,
+        "reason": "no source gave energy",
+        "sources": [{"source": "practice", "device": "0"}],
+    }
+    line["cost"] = {
+        "basis": "per-hour",
+        "price": 2.5,
+        "per_million_output_tokens": None,
+        "reason": "no tokens",
+    }
+    line["series"] = {
+        "t_s": [0.0, 0.5],
+        "server": {"vllm:num_requests_running": [1.0, None]},
+        "client": {
+            name: [0, 1]
+            for name in ("in_flight_requests", "completed_requests", "failed_requests", "output_tokens")
+        },
+    }
+    line["workers"] = [
+        {
+            "worker": "w1",
+            "users": 2,
+            "requests": 4,
+            "returned": 3,
+            "completed": 3,
+            "cpu_percent": None,
+            "late_share": 0.0,
+            "ttft_p50_s": 0.1,
+            "limited": False,
+            "lost": "its heartbeats stopped",
+        }
+    ]
+    line.pop("machine")  # another schema's part (machine.schema.json), checked there
+    return line
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [
+        (("backlog", "surprise"), 1),  # the backlog allows no other key
+        (("series", "client", "output_tokens"), [-1, 0]),  # counts are never below 0
+        (("workers", 0, "late_share"), 1.5),  # a share is at most 1
+        (("energy", "method"), "guessed"),  # one of its words
+        (("cost", "basis"), "per-day"),
+        (("workload", "think_s"), -1),
+        (("per_turn", 0, "cached_share"), 2),
+        (("arrival_clock",), "wall"),
+        (("endpoint",), ""),
+    ],
+)
+def test_the_generated_schema_holds_each_part_to_its_declaration(where, value):
+    from harness.records.notebook import problems
+
+    line = _whole_level()
+    assert problems(line, "level") == []
+    target = line
+    for step in where[:-1]:
+        target = target[step]
+    target[where[-1]] = value
+    assert problems(line, "level"), f"{where} = {value!r} passed"

@@ -50,7 +50,7 @@ PORT        ?= 8099
 BUILD_JOBS  ?= $(shell env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
 PROFILE     ?= kit
 
-.PHONY: help setup gguf test test-fast test-vllm lint reference mock check llama-cpu llama-vulkan llama-vulkan-backend vllm-cpu mlx-cpu demo practice-demo track-cpu \
+.PHONY: help setup gguf test test-fast test-vllm lint reference schemas mock check llama-cpu llama-vulkan llama-vulkan-backend vllm-cpu mlx-cpu demo practice-demo track-cpu \
         track-s track-n track-x track-m shim bench-server bench-client bench-workers bench-trace soak side-by-side ui clean clean-servers compose-config models \
         docker-engine images image-vllm-cpu test-docker
 
@@ -70,6 +70,7 @@ help:
 	@echo "make test-fast     the unit tests only (tests/unit: in-process, no server)"
 	@echo "make lint          ruff, mypy on the pure modules, vermin on the shim, and the docs rules (scripts/check_docs.py)"
 	@echo "make reference     write docs/reference/ from the parsers, the option declarations and the schemas"
+	@echo "make schemas       write the schemas generated from typed records (level) from their dataclasses"
 	@echo "make house         redraw docs/architecture.md's house and module list from the source"
 	@echo "make mock          run the practice server (PROFILE=kit, PORT=8099) until Ctrl-C"
 	@echo "make check         memory bandwidth, the speed limit, and whether the practice server is up"
@@ -192,6 +193,10 @@ lint: $(STAMP)
 # The reference pages, written from the code (a unit test fails while they are stale).
 reference: $(STAMP)
 	$(BIN)/python scripts/reference.py
+
+# The schemas generated from the typed records (a unit test fails while one is stale).
+schemas: $(STAMP)
+	$(BIN)/python scripts/schemas.py
 
 # The unit tests only (tests/unit: in-process, no server, no subprocess).
 # HYPOTHESIS_PROFILE=fast: a fifth of each property test's examples (tests/unit/properties.py).

@@ -252,6 +252,7 @@ def records_page() -> str:
         "Every result is a record: one JSON object on one line of the notebook.",
         "Each kind has a JSON Schema in `harness/schemas/`, and every record is checked against it.",
         "This page is written from those schemas by `make reference`.",
+        "The level record's schema is itself written from its dataclasses by `make schemas`.",
         "A unit comes from the field's name: `_s` is seconds, `_ms` milliseconds, `_per_s` per second.",
         "`added` marks a field this harness writes beyond the lab's own scripts.",
         "",

@@ -26,6 +26,91 @@ HEADLINE_ORDER = ("practice", "nvml", "amdsmi", "hwmon", "powermetrics", "rapl")
 RAPL_WHOLE = "psys"  # the platform zone of a laptop: it includes package-0
 
 
+# The level record's ``energy`` and ``cost`` parts, declared once beside their builders; the level
+# schema (scripts/schemas.py) takes them from here (``LevelRecord``'s ``declared_in``).
+ENERGY_SCHEMA: dict = {
+    "type": "object",
+    "description": (
+        "added: the level's energy from the telemetry sources (docs/telemetry.md); each figure "
+        "null where it could not be had, with the reason beside it; label says imitation (the "
+        "practice server's made-up figure) or stand-in where the headline devices are no real "
+        "device"
+    ),
+    "required": [
+        "telemetry",
+        "source",
+        "energy_j",
+        "mean_power_w",
+        "j_per_output_token",
+        "output_tokens_per_j",
+    ],
+    "properties": {
+        "telemetry": {"type": "string", "description": "the --telemetry words asked for"},
+        "interval_s": {"type": ["number", "null"], "exclusiveMinimum": 0},
+        "source": {
+            "type": ["string", "null"],
+            "description": (
+                "the kind of the headline devices: nvml, amdsmi, hwmon, powermetrics, rapl or practice"
+            ),
+        },
+        "devices": {"type": "array", "items": {"type": "string"}},
+        "label": {
+            "type": "string",
+            "description": "imitation or stand-in: never a measurement of a real device",
+        },
+        "method": {"enum": ["counter", "power-integrated", "mixed", None]},
+        "energy_j": {
+            "type": ["number", "null"],
+            "minimum": 0,
+            "description": (
+                "J over the sampler's span: from just before the level's first request to just after its last"
+            ),
+        },
+        "seconds": {"type": ["number", "null"], "minimum": 0},
+        "mean_power_w": {
+            "type": ["number", "null"],
+            "minimum": 0,
+            "description": "W: the energy over its span",
+        },
+        "idle_power_w": {
+            "type": ["number", "null"],
+            "minimum": 0,
+            "description": "W of the same devices read before the first level",
+        },
+        "subtracted_idle": {"type": "boolean"},
+        "net_energy_j": {
+            "type": ["number", "null"],
+            "description": "energy minus idle W x seconds (--subtract-idle); may be below 0",
+        },
+        "j_per_output_token": {"type": ["number", "null"], "minimum": 0},
+        "j_per_request": {"type": ["number", "null"], "minimum": 0},
+        "output_tokens_per_j": {"type": ["number", "null"], "minimum": 0},
+        "reason": {"type": "string"},
+        "idle_reason": {"type": "string"},
+        "absent": {"type": "object", "additionalProperties": {"type": "string"}},
+        "sources": {
+            "type": "array",
+            "items": {"type": "object", "required": ["source", "device"]},
+            "description": "each source's own summary (harness.energy.sampler)",
+        },
+    },
+}
+COST_SCHEMA: dict = {
+    "type": "object",
+    "description": (
+        "added: the cost of a million output tokens at this level, from --price-per-hour (the "
+        "level's wall clock) or --price-per-kwh (the headline devices' measured energy)"
+    ),
+    "required": ["basis", "price", "per_million_output_tokens"],
+    "properties": {
+        "basis": {"enum": ["per-hour", "per-kwh"]},
+        "price": {"type": "number", "minimum": 0},
+        "per_million_output_tokens": {"type": ["number", "null"], "minimum": 0},
+        "reason": {"type": "string"},
+    },
+}
+
+
 def _round(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
 

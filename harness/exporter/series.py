@@ -25,6 +25,35 @@ RUNNING = ("llamacpp:requests_processing", "vllm:num_requests_running")
 WAITING = ("llamacpp:requests_deferred", "vllm:num_requests_waiting")
 GENERATED = ("llamacpp:tokens_predicted_total", "vllm:generation_tokens_total")
 
+# The level record's ``series`` (``series_part``), declared once beside its builder.
+SERIES_SCHEMA: dict = {
+    "type": "object",
+    "description": (
+        "added: the server's /metrics readings during the level and the client's own figures at"
+        " the same instants (harness.exporter.series): seconds from the level's start; each "
+        "server family's value (a counter's rise since the first reading); the client's "
+        "requests in flight, completed and failed requests, and the completed ones' output "
+        "tokens"
+    ),
+    "required": ["t_s", "server", "client"],
+    "additionalProperties": False,
+    "properties": {
+        "t_s": {"type": "array", "minItems": 2, "items": {"type": "number", "minimum": 0}},
+        "server": {
+            "type": "object",
+            "additionalProperties": {"type": "array", "items": {"type": ["number", "null"]}},
+        },
+        "client": {
+            "type": "object",
+            "required": list(CLIENT),
+            "additionalProperties": False,
+            "properties": {
+                name: {"type": "array", "items": {"type": "integer", "minimum": 0}} for name in CLIENT
+            },
+        },
+    },
+}
+
 
 def _thin(readings: list[tuple[float, dict]], most: int) -> list[tuple[float, dict]]:
     if len(readings) <= most:

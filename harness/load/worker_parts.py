@@ -26,6 +26,67 @@ BUSY_CPU_PERCENT = 90.0
 LATE_LIMIT = 0.0025
 
 
+# The level record's ``workers`` (``Arrival.workers``): one ``WorkerPart.entry`` per worker.
+WORKERS_SCHEMA: dict = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": [
+            "worker",
+            "users",
+            "requests",
+            "returned",
+            "completed",
+            "cpu_percent",
+            "late_share",
+            "ttft_p50_s",
+            "limited",
+        ],
+        "properties": {
+            "worker": {
+                "type": "string",
+                "description": "its name (harness worker --name; default host:pid; local ones process-N)",
+            },
+            "users": {"type": "integer", "minimum": 0},
+            "requests": {"type": "integer", "minimum": 0, "description": "its share of the level's requests"},
+            "returned": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "exact samples it sent back to the master",
+            },
+            "completed": {"type": "integer", "minimum": 0},
+            "cpu_percent": {
+                "type": ["number", "null"],
+                "minimum": 0,
+                "description": (
+                    "its process's CPU (per cent of one core) as its heartbeats said, mean over the level"
+                ),
+            },
+            "late_share": {
+                "type": ["number", "null"],
+                "minimum": 0,
+                "maximum": 1,
+                "description": "its share of tokens read a whole token gap late",
+            },
+            "ttft_p50_s": {"type": ["number", "null"], "minimum": 0},
+            "limited": {
+                "type": "boolean",
+                "description": (
+                    "it could not keep up: CPU past 90 % or more than 0.25 % of its tokens read late"
+                ),
+            },
+            "lost": {
+                "type": "string",
+                "description": (
+                    "only for a worker lost mid-level: why; the requests of its share that "
+                    "never came back are failed samples (WorkerLost)"
+                ),
+            },
+        },
+    },
+}
+
+
 @dataclass
 class WorkerPart:
     """One worker in one level, as the master saw it."""

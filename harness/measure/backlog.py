@@ -33,7 +33,9 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Iterable
+from typing import ClassVar, Iterable
+
+from harness.records.schema import FieldNames, fact
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -58,16 +60,36 @@ class Backlog:
     """The level's arrivals against the server's finishes, over the window after the first requests
     had time to finish (``backlog``)."""
 
-    judged: bool  # False: too short to tell (``reason`` says why)
-    server_limited: bool
-    peak_in_flight: int
-    window_s: float | None = None  # from the window's start to the last departure
-    arrived: int | None = None  # departures in the window
-    finished: int | None = None  # requests that ended in the window (answered or failed)
-    in_flight_rise: int | None = None  # arrived - finished: how much the pile grew
-    reason: str | None = None  # no verdict: why
-    early_s: float | None = None  # median time in system (departure to end) of the first quarter
-    late_s: float | None = None  # and of the last quarter (inf: half of them never ended)
+    judged: bool = fact("false: too short to tell, reason says why", required=True)
+    server_limited: bool = fact(written=False)  # the level record says it beside (server_limited)
+    peak_in_flight: int = fact(required=True, minimum=0)
+    window_s: float | None = fact(minimum=0, default=None)  # from the window's start to the last departure
+    arrived: int | None = fact("departures in the window", minimum=0, default=None)
+    finished: int | None = fact(
+        "requests that ended in the window, answered or failed", minimum=0, default=None
+    )
+    in_flight_rise: int | None = fact(
+        "arrived - finished: how much the number in flight grew over the window", default=None
+    )
+    reason: str | None = fact(default=None)  # no verdict: why
+    # the median time in system (departure to end) of the first quarter, and of the last quarter
+    # (inf: half of them never ended): the line's time_in_system_s
+    early_s: float | None = fact(written=False, default=None)
+    late_s: float | None = fact(written=False, default=None)
+
+    SCHEMA_FACTS: ClassVar[dict] = {"additionalProperties": False}
+    SCHEMA_AFTER: ClassVar[dict] = {  # the line's figures computed from the fields
+        "offered_rps": {"type": "number", "minimum": 0, "description": "arrived / window_s"},
+        "finished_rps": {"type": "number", "minimum": 0, "description": "finished / window_s"},
+        "time_in_system_s": {
+            "type": "array",
+            "items": {"type": ["number", "null"], "minimum": 0},
+            "minItems": 2,
+            "maxItems": 2,
+            "description": "the median time from departure to end of the first quarter of the requests and "
+            "of the last quarter (null: half of them never ended)",
+        },
+    }
 
     @property
     def offered_rps(self) -> float | None:
@@ -92,6 +114,9 @@ class Backlog:
         else:
             out["reason"] = self.reason
         return out
+
+
+BACKLOG = FieldNames(Backlog)  # a level line's backlog keys (judged, offered_rps, ...)
 
 
 def most_at_once(spans: Iterable[tuple[float, float | None]]) -> int:

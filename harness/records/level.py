@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import Any, ClassVar, Mapping
 
 from harness.records.base import DEFAULT_OBJECTIVES, LAB_ID, SCHEMA_VERSION, UNKNOWN, Objectives, non_finite
+from harness.records.schema import FieldNames, fact, line_keys
 from harness.errors import SchemaError
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -23,11 +24,13 @@ PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py
 class Distribution:
     """Nearest-rank percentiles and the mean of one latency, rounded; None where nothing was seen."""
 
-    p50: float | None = None
-    p90: float | None = None
-    p95: float | None = None
-    p99: float | None = None
-    mean: float | None = None
+    p50: float | None = fact(required=True, nullable=True, default=None)
+    p90: float | None = fact(required=True, nullable=True, default=None)
+    p95: float | None = fact("added", nullable=True, default=None)
+    p99: float | None = fact(nullable=True, default=None)
+    mean: float | None = fact(nullable=True, default=None)
+
+    SCHEMA_DEF: ClassVar[str] = "dist"  # its name in a schema's $defs
 
     def to_dict(self) -> dict:
         return {"p50": self.p50, "p90": self.p90, "p95": self.p95, "p99": self.p99, "mean": self.mean}
@@ -41,55 +44,84 @@ class Distribution:
         return cls(**{f.name: value.get(f.name) for f in fields(cls)})
 
 
-class FieldNames:
-    """The notebook keys of a record part as attributes: ``STATS.output_tokens_per_s`` is the key
-    ``"output_tokens_per_s"``. The part's dataclass is the one place a key is spelled; a reader
-    that needs the key itself (a table of columns, a spread) takes it from here, and a misspelt
-    one fails where it is used."""
-
-    def __init__(self, part: type) -> None:
-        self._names = frozenset(f.name for f in fields(part))
-
-    def __getattr__(self, name: str) -> str:
-        if name.startswith("_") or name not in self._names:
-            raise AttributeError(f"no record field {name!r}")
-        return name
-
-
 @dataclass(frozen=True)
 class LevelStats:
     """What one level measured, from exact samples (``harness.measure.levels.level_stats``)."""
 
-    concurrency: int
-    requests: int
-    completed: int
-    failed: int
-    incomplete: int
-    cancelled: int
-    wall_s: float
-    output_tokens: int
-    output_tokens_per_s: float
-    requests_per_s: float
-    goodput_requests_per_s: float
-    within_slo: int
-    mean_in_flight: float
-    ttft_s: Distribution
-    tpot_s: Distribution
-    itl_s: Distribution
-    prompt_tokens_mean: float | None
-    cached_tokens_mean: float | None
-    token_counts: str | dict
-    finish_reasons: dict
-    output_tokens_dist: Distribution  # added: output length per request (completion time depends on it)
-    first_error: str | None
-    arrival_clock: str | None
-    client_read_lag_s: Distribution
-    client_late_share: float | None
-    client_first_late_share: float | None
-    client_send_delay_s: Distribution
-    e2e_s: Distribution = Distribution()  # added: request sent -> last byte, per completed request
-    decode_note: str | None = None  # added, only when set: streams faster than any decode (a flood)
-    ttft_absent: str | None = None  # added, only when set: why no request had a TTFT (not streamed)
+    concurrency: int = fact(required=True, minimum=1)
+    requests: int = fact(required=True, minimum=0)
+    completed: int = fact(required=True, minimum=0)
+    failed: int = fact(required=True, minimum=0)
+    incomplete: int = fact("added: streams cut before a finish reason and [DONE]", minimum=0)
+    cancelled: int = fact(
+        "added: requests unfinished or unsent at the level's bound, counted as failed", minimum=0
+    )
+    wall_s: float = fact(required=True, minimum=0)
+    output_tokens: int = fact(required=True, minimum=0)
+    output_tokens_per_s: float = fact(required=True, minimum=0)
+    requests_per_s: float = fact(minimum=0)
+    goodput_requests_per_s: float = fact(minimum=0)
+    within_slo: int = fact(minimum=0)
+    mean_in_flight: float = fact(minimum=0)
+    ttft_s: Distribution = fact(required=True)
+    tpot_s: Distribution = fact(required=True)
+    itl_s: Distribution = fact()
+    prompt_tokens_mean: float | None = fact(nullable=True)
+    cached_tokens_mean: float | None = fact(nullable=True)
+    token_counts: str | dict = fact(
+        oneOf=[{"type": "string"}, {"type": "object", "additionalProperties": {"type": "integer"}}]
+    )
+    finish_reasons: dict = fact(additionalProperties={"type": "integer"})
+    output_tokens_dist: Distribution = fact(
+        "added: output tokens per completed request (p50, p90, p95, p99, mean), the output-length "
+        "distribution the serving lab asks to record"
+    )
+    first_error: str | None = fact(nullable=True)
+    arrival_clock: str | None = fact(
+        "added: token arrivals timed by the kernel's receive stamps (SO_TIMESTAMPNS), when the client "
+        "read them, or both",
+        enum=["kernel", "read", "mixed", None],
+    )
+    client_read_lag_s: Distribution = fact(
+        "added: per token, how long its packet waited in the socket before the client read it "
+        "(kernel-stamped streams only)"
+    )
+    client_late_share: float | None = fact(
+        "added: share of kernel-stamped tokens read late: more than a median token gap after they "
+        "arrived, or in one read with a later token (the kernel merged their packets); their times "
+        "are the client's",
+        nullable=True,
+        minimum=0,
+        maximum=1,
+    )
+    client_first_late_share: float | None = fact(
+        "added: share of kernel-stamped first tokens read late (merged with the next token, or read "
+        "more than a median gap after arriving): their TTFT is the client's",
+        nullable=True,
+        minimum=0,
+        maximum=1,
+    )
+    client_send_delay_s: Distribution = fact(
+        "added: per request, how long the client took from setting out to send it until just before "
+        "it was written to the socket (building it, connecting); the TTFT starts after it"
+    )
+    e2e_s: Distribution = fact(
+        "added: end-to-end latency per completed request, request sent to its last byte",
+        default=Distribution(),
+    )
+    decode_note: str | None = fact(
+        "added, only when some completed streams came faster than any engine decodes one stream "
+        "(past 20,000 tokens/s: a flood of deltas, a replay, a proxy's buffer): how many, and that "
+        "the level's TPOT and throughput are no decode speed",
+        minLength=1,
+        default=None,
+    )
+    ttft_absent: str | None = fact(
+        "added, only when no completed request had a first token: why (an endpoint kind that does "
+        "not stream); ttft_s, tpot_s and itl_s then hold nulls, and e2e_s and the rates stay",
+        minLength=1,
+        default=None,
+    )
 
     @classmethod
     def read(cls, record: Mapping[str, Any]) -> LevelStats:
@@ -115,41 +147,48 @@ class LevelStats:
 class ClientCheck:
     """The sweep's view of its own client during a level, and the engine's /metrics if sampled."""
 
-    client_cpu: float | None  # None: the level was too short for a CPU share to mean anything
-    client_limited: bool
-    server_metrics: dict | None = None
-    limit_note: str | None = None  # when limited: which signs, and by how much (levels.client_limit_note)
+    # None: the level was too short for a CPU share to mean anything (the key is left out)
+    client_cpu: float | None = fact("added: client process CPU seconds per wall second", minimum=0)
+    client_limited: bool = fact("added: the client, not the server, looked like the limit")
+    server_metrics: dict | None = fact(
+        "added: /metrics sampled during the level (gauges mean/max, counters delta)", default=None
+    )
+    limit_note: str | None = fact(  # levels.client_limit_note
+        "added: only when client_limited: which signs were past their bounds and by how much (shares "
+        "of tokens and first tokens read late, a full core), and the read lag p99: late tokens' "
+        "times are off by up to about that",
+        key="client_limit_note",
+        default=None,
+    )
 
     def to_dict(self) -> dict:
         out: dict = {}
         if self.client_cpu is not None:
             out.update(client_cpu=round(self.client_cpu, 3), client_limited=self.client_limited)
         if self.limit_note:
-            out["client_limit_note"] = self.limit_note
+            out[_CLIENT.client_limit_note] = self.limit_note
         if self.server_metrics:
-            out["server_metrics"] = self.server_metrics
+            out[_CLIENT.server_metrics] = self.server_metrics
         return out
 
     @classmethod
     def read(cls, record: Mapping[str, Any]) -> ClientCheck | None:
         """The client check a level line holds, None when it holds none (the lab's own lines)."""
-        if not any(
-            k in record for k in ("client_cpu", "client_limited", "client_limit_note", "server_metrics")
-        ):
+        if not any(k in record for k in line_keys(cls)):
             return None
-        cpu, limited = record.get("client_cpu"), bool(record.get("client_limited"))
-        return cls(cpu, limited, record.get("server_metrics"), record.get("client_limit_note"))
+        cpu, limited = record.get(_CLIENT.client_cpu), bool(record.get(_CLIENT.client_limited))
+        return cls(cpu, limited, record.get(_CLIENT.server_metrics), record.get(_CLIENT.client_limit_note))
 
 
 @dataclass(frozen=True)
 class ServerInfo:
     """What the sweep was told about the server; the headless Locust run knows none of it."""
 
-    engine_version: str
-    host: str
-    quant: str
-    context_length: int | None
-    server_slots: int | None
+    engine_version: str = fact()
+    host: str = fact()
+    quant: str = fact()
+    context_length: int | None = fact(nullable=True, minimum=0)
+    server_slots: int | None = fact(nullable=True, minimum=0)
 
 
 @dataclass(frozen=True)
@@ -157,18 +196,44 @@ class Arrival:
     """How requests arrived in a level: ``closed`` (optionally timed or spread over worker
     processes) or an open loop (``fixed-rate`` or ``poisson``) at ``rate_rps``."""
 
-    kind: str = "closed"
-    rate_rps: float | None = None
-    duration_s: float | None = None
-    processes: int | None = None
-    burstiness: float | None = None  # gamma arrivals of this shape (harness.workloads.schedules)
-    # added, distributed levels only: each Locust worker's part (harness.load.worker_parts) and which
-    # clock timed the level's wall ("samples": one host's, "master": the master's own)
-    workers: list[dict] | None = None
-    wall_clock: str | None = None
+    kind: str = fact(
+        "added: closed (the lab's method), fixed-rate, poisson or gamma (open loop, gamma with "
+        "burstiness), or trace (replayed at its timestamps; open loop); for an open loop concurrency "
+        "holds the peak in flight",
+        key="arrival",
+        enum=["closed", "fixed-rate", "poisson", "gamma", "trace"],
+        default="closed",
+    )
+    rate_rps: float | None = fact(
+        "added: offered arrival rate, requests per second (open loop)", exclusiveMinimum=0, default=None
+    )
+    duration_s: float | None = fact(
+        "added: time-bounded level: seconds of sending before the drain", exclusiveMinimum=0, default=None
+    )
+    processes: int | None = fact("added: Locust worker processes that made the load", minimum=1, default=None)
+    burstiness: float | None = fact(  # harness.workloads.schedules
+        "added: open loop with gamma inter-arrival gaps of this shape K (1 is Poisson, below 1 "
+        "burstier; the vllm bench serve and AIPerf definition)",
+        exclusiveMinimum=0,
+        default=None,
+    )
+    workers: list[dict] | None = fact(
+        "added, distributed levels: each Locust worker's part (harness.load.worker_parts); the "
+        "level's percentiles are over every worker's samples pooled, never averaged across workers",
+        declared_in="harness.load.worker_parts.WORKERS_SCHEMA",
+        default=None,
+    )
+    wall_clock: str | None = fact(
+        "added, distributed levels: what timed wall_s; samples: the first send to the last end, every "
+        "worker on the master's host and its monotonic clock; master: the master's own clock from "
+        "handing out the shares to the last sample's arrival (workers on other hosts: no two hosts' "
+        "clocks are subtracted)",
+        enum=["samples", "master"],
+        default=None,
+    )
 
     def to_dict(self) -> dict:
-        out: dict = {"arrival": self.kind}
+        out: dict = {_ARRIVAL.arrival: self.kind}
         for name in _ARRIVAL_PARTS:
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
@@ -177,12 +242,14 @@ class Arrival:
     @classmethod
     def read(cls, record: Mapping[str, Any]) -> Arrival | None:
         """How a level line says its requests arrived; None on lines that do not say (the lab's)."""
-        if "arrival" not in record:
+        if _ARRIVAL.arrival not in record:
             return None
-        return cls(record["arrival"], **{name: record.get(name) for name in _ARRIVAL_PARTS})
+        return cls(record[_ARRIVAL.arrival], **{name: record.get(name) for name in _ARRIVAL_PARTS})
 
 
-_ARRIVAL_PARTS = ("rate_rps", "duration_s", "processes", "burstiness", "workers", "wall_clock")
+_CLIENT = FieldNames(ClientCheck)
+_ARRIVAL = FieldNames(Arrival)
+_ARRIVAL_PARTS = tuple(line_keys(Arrival))[1:]  # each the name of its field: rate_rps ... wall_clock
 
 
 @dataclass(frozen=True)
@@ -191,9 +258,13 @@ class RunMark:
     level is repeated, which of its ``repeats`` runs this is: so a curve built from several runs,
     or the R runs of one level, can be told apart."""
 
-    run_id: str
-    repeat: int = 1
-    repeats: int = 1
+    run_id: str = fact(
+        "added: the sweep or capacity search that wrote this level (one id per invocation)", minLength=1
+    )
+    repeat: int = fact("added: which run of this level this is (1 to repeats)", minimum=1, default=1)
+    repeats: int = fact(
+        "added: how many runs of this level the invocation asked for (--repeat)", minimum=1, default=1
+    )
 
     def to_dict(self) -> dict:
         return {"run_id": self.run_id, "repeat": self.repeat, "repeats": self.repeats}
@@ -216,16 +287,21 @@ def run_id_for(when: datetime, pid: int) -> str:
 class LevelContext:
     """The run context of a level record: who was measured, with what requests and objectives."""
 
-    label: str
-    engine: str
-    model: str
-    base_url: str
-    prompt_set: str
-    max_tokens: int
-    temperature: float
-    objectives: Objectives = DEFAULT_OBJECTIVES
-    server: ServerInfo | None = None
-    endpoint: str = "chat"  # the endpoint kind loaded (harness.endpoints)
+    label: str = fact(required=True, minLength=1)
+    engine: str = fact()
+    model: str = fact()
+    base_url: str = fact()
+    prompt_set: str = fact()
+    max_tokens: int = fact(minimum=1)
+    temperature: float = fact()
+    objectives: Objectives = fact(flatten="slo_", default=DEFAULT_OBJECTIVES)
+    server: ServerInfo | None = fact(flatten="", default=None)
+    endpoint: str = fact(  # the endpoint kind loaded (harness.endpoints)
+        "added, only for a kind other than chat: the endpoint kind loaded (harness.endpoints); absent: "
+        "chat, streamed chat completions (every record written before there were kinds)",
+        minLength=1,
+        default="chat",
+    )
 
 
 @dataclass(frozen=True)
@@ -233,19 +309,39 @@ class LevelRecord:
     """One level on the notebook: context, arrival, stamp, then the measured fields. The sweep
     and the headless or web-UI Locust run both write this, so their lines read alike."""
 
-    context: LevelContext
-    stats: LevelStats
-    recorded_at: str
-    arrival: Arrival | None = None
-    client: ClientCheck | None = None
-    run: RunMark | None = None
-    workload: Any = None  # harness.workloads.level_part.WorkloadStats (docs/workloads.md); read back: _Rest
-    energy: dict | None = None  # added: harness.energy.record_part.energy_part (docs/telemetry.md)
-    cost: dict | None = None  # added: harness.energy.record_part.cost_part, when a price was given
-    machine: dict | None = None  # added: harness.machine's part; the notebook writer adds it when None
-    series: dict | None = None  # added: harness.exporter.series.series_part, where /metrics was read
+    context: LevelContext = fact(flatten="")
+    stats: LevelStats = fact(flatten="")
+    recorded_at: str = fact()
+    arrival: Arrival | None = fact(flatten="", default=None)
+    client: ClientCheck | None = fact(flatten="", default=None)
+    run: RunMark | None = fact(flatten="", default=None)
+    # docs/workloads.md; read back, the fields no other part claims (_Rest)
+    workload: Any = fact(flatten="", declared_in="harness.workloads.level_part.WorkloadStats", default=None)
+    energy: dict | None = fact(declared_in="harness.energy.record_part.ENERGY_SCHEMA", default=None)
+    cost: dict | None = fact(declared_in="harness.energy.record_part.COST_SCHEMA", default=None)
+    machine: dict | None = fact(  # the notebook writer adds it when None
+        "added: the machine the record was written on, read from it (harness.machine); records "
+        "written before it lack it",
+        schema={"$ref": "machine"},
+        default=None,
+    )
+    series: dict | None = fact(declared_in="harness.exporter.series.SERIES_SCHEMA", default=None)
 
     KIND: ClassVar[str] = "level"  # the record's kind: its schema's name (schemas/level.schema.json)
+    SCHEMA_FACTS: ClassVar[dict] = {
+        "title": "One concurrency level of a load sweep",
+        "description": "One notebook line per level, in the lab load generator's field names (records "
+        "written by the lab's own load-test.py validate too). Times in seconds; rates per second of "
+        "wall clock. Fields marked 'added' are written by this harness only.",
+    }
+    SCHEMA_REQUIRED: ClassVar[tuple] = ("lab",)
+    SCHEMA_KEYS: ClassVar[dict] = {  # keys no field holds: what every level line carries
+        "lab": {"type": "string"},
+        "harness_schema": {
+            "const": SCHEMA_VERSION,
+            "description": "added: present on records this harness wrote",
+        },
+    }
 
     def to_dict(self) -> dict:
         c = self.context
@@ -328,8 +424,8 @@ class LevelRecord:
 def objectives_of(record: Mapping[str, Any]) -> Objectives:
     """The goodput objectives a level line was judged against (the defaults on lines without them)."""
     return Objectives(
-        record.get("slo_ttft_s", DEFAULT_OBJECTIVES.ttft_s),
-        record.get("slo_tpot_s", DEFAULT_OBJECTIVES.tpot_s),
+        record.get(LEVEL.slo_ttft_s, DEFAULT_OBJECTIVES.ttft_s),
+        record.get(LEVEL.slo_tpot_s, DEFAULT_OBJECTIVES.tpot_s),
     )
 
 
@@ -352,4 +448,5 @@ class _Rest:
 
 
 STATS = FieldNames(LevelStats)  # the measured fields' keys (a spread's, a table's columns)
+LEVEL = FieldNames(LevelRecord)  # every key of a level line but the workload's (WORKLOAD in level_part)
 DIST = FieldNames(Distribution)  # a distribution's keys (p50 ... mean)

@@ -7,7 +7,7 @@ from pathlib import Path
 import matplotlib
 
 from harness.measure.curves import completed_levels, spread_of
-from harness.records.level import DIST, STATS, LevelStats
+from harness.records.level import DIST, LEVEL, STATS, LevelStats
 from harness.energy import report_section as energy_section
 
 matplotlib.use("Agg")
@@ -35,7 +35,7 @@ def conditions(levels_by_label: dict[str, dict[int, dict]], promise_s: float | N
     """The test conditions printed above every chart: traffic profile, crowd sizes, promise."""
     recs = [r for lv in levels_by_label.values() for r in lv.values()]
     prompt = [m for r in recs if (m := LevelStats.read(r).prompt_tokens_mean)]
-    max_out = sorted({r.get("max_tokens") for r in recs if r.get("max_tokens")})
+    max_out = sorted({r.get(LEVEL.max_tokens) for r in recs if r.get(LEVEL.max_tokens)})
     crowds = sorted({c for lv in levels_by_label.values() for c in lv})
     text = (
         f"about {round(sum(prompt) / len(prompt)) if prompt else '?'} tokens in / up to "
@@ -246,7 +246,7 @@ def series_chart(label: str, records: list[dict], path: str | Path, mark: str = 
     fig, (top, low) = plt.subplots(2, 1, figsize=(9, 5.5), sharex=True)
     offset = 0.0
     for n, r in enumerate(records):
-        s = r["series"]
+        s = r[LEVEL.series]
         t = [offset + x for x in s["t_s"]]
         server, client = s["server"], s["client"]
         first = n == 0
@@ -273,7 +273,7 @@ def series_chart(label: str, records: list[dict], path: str | Path, mark: str = 
                 xs, ys, color=color, linestyle="-" if color == "C0" else "--", label=name if first else None
             )
         top.axvline(offset, color="grey", alpha=0.3, linewidth=0.8)
-        top.annotate(f"c={r.get('concurrency')}", (offset, 0), fontsize=7, color="grey")
+        top.annotate(f"c={r.get(STATS.concurrency)}", (offset, 0), fontsize=7, color="grey")
         offset = t[-1] + 0.5
     top.set_ylabel("requests")
     low.set_ylabel("output tokens/s")

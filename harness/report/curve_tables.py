@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from harness.measure import curves
 from harness.sizing import criterion as sizing
-from harness.records.level import DIST, STATS, LevelStats
+from harness.records.level import DIST, LEVEL, STATS, LevelStats
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -49,7 +49,15 @@ COMPARE_HEAD = [
     "cached B (tok)",
 ]
 # Conditions a level-by-level comparison assumes equal; any difference is stated above the table.
-CONDITIONS = ("engine", "model", "quant", "prompt_set", "max_tokens", "context_length", "server_slots")
+CONDITIONS = (
+    LEVEL.engine,
+    LEVEL.model,
+    LEVEL.quant,
+    LEVEL.prompt_set,
+    LEVEL.max_tokens,
+    LEVEL.context_length,
+    LEVEL.server_slots,
+)
 _UNSTATED = (None, "", 0, "unknown")
 
 
@@ -68,14 +76,14 @@ def conditions_lines(label: str, levels: dict[int, dict], d: curves.Curve) -> li
     head = levels[d.levels[0]]
     stated = ", ".join(
         f"{k.replace('_', ' ')} {head[k]}"
-        for k in ("engine", "engine_version", "model", "quant", "host")
+        for k in (LEVEL.engine, LEVEL.engine_version, LEVEL.model, LEVEL.quant, LEVEL.host)
         if head.get(k) not in _UNSTATED
     )
-    context = head.get("context_length")
-    slots = head.get("server_slots")
+    context = head.get(LEVEL.context_length)
+    slots = head.get(LEVEL.server_slots)
     return [
         f"curve for {label}" + (f" ({stated})" if stated else ""),
-        f"prompts {said(head.get('prompt_set'))}, up to {said(head.get('max_tokens'))} tokens out, "
+        f"prompts {said(head.get(LEVEL.prompt_set))}, up to {said(head.get(LEVEL.max_tokens))} tokens out, "
         f"context {context if context not in _UNSTATED else 'not stated (--context-length)'}, "
         f"slots {slots if slots not in _UNSTATED else 'not stated (--server-slots)'}; "
         f"goodput objective (per request, for goodput and the operating point): TTFT <= {d.slo_ttft} s "

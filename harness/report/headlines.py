@@ -6,7 +6,7 @@ them; ``harness track`` prints them at the end of a run)."""
 from __future__ import annotations
 
 from harness.measure import curves
-from harness.records.level import DIST, STATS, LevelStats
+from harness.records.level import DIST, LEVEL, STATS, LevelStats
 from harness.report.curve_tables import said
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -68,7 +68,7 @@ def headlines(
         rows.append(
             {
                 "label": label,
-                "engine": first.get("engine"),
+                "engine": first.get(LEVEL.engine),
                 "peak_tok_s": LevelStats.read(levels[peak_c]).output_tokens_per_s,
                 "peak_range": curves.spread_of(levels[peak_c], STATS.output_tokens_per_s),
                 "knee": f"{d.knee[0]}->{d.knee[1]}" if d.knee else "none",
@@ -114,7 +114,7 @@ def admission_outcome(levels: dict[int, dict], promise_s: float, search: dict | 
         )
         failed = f", {st.failed} failed" if st.failed else ""
         verdict = f"breaks the {promise_s:g} s promise ({over}{failed})"
-    prompts = f" ({rec['prompt_set']})" if rec.get("prompt_set") else ""
+    prompts = f" ({rec[LEVEL.prompt_set]})" if rec.get(LEVEL.prompt_set) else ""
     good = f"{st.within_slo or 0}/{st.completed}"
     found = f" (capacity search: {search['answer']})" if search else ""
     return f"c={c}{prompts}{found}: {verdict}; {good} within the goodput objective"

@@ -6,19 +6,19 @@ from __future__ import annotations
 
 from harness.sizing import format_compare as ec
 from harness.sizing.arithmetic import speed_limit, speed_share
-from harness.records.level import LevelStats
+from harness.records.level import LEVEL, LevelStats
 from harness.sizing.predictions import aggregate_ceiling, kv_per_token
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 
 def _real(levels: dict[int, dict]) -> bool:
-    return any(rec.get("engine") != "practice" for rec in levels.values())
+    return any(rec.get(LEVEL.engine) != "practice" for rec in levels.values())
 
 
 def _size_gb(levels: dict[int, dict], model) -> float | None:
     """The served format's weight bytes in GB, from the model table entry the curve's quant names."""
-    quant = next(iter(levels.values())).get("quant") or ""
+    quant = next(iter(levels.values())).get(LEVEL.quant) or ""
     name = ec.format_for_quant(quant, model.formats) if model is not None else None
     return model.formats[name]["tensor_bytes"] / 1e9 if name else None
 
@@ -54,13 +54,13 @@ def peak_vs_ceiling(levels: dict[int, dict], model, bandwidth_gb_s: float) -> di
         return None
     c, peak = max(levels.items(), key=lambda kv: LevelStats.read(kv[1]).output_tokens_per_s or 0)
     peak_tok_s = LevelStats.read(peak).output_tokens_per_s
-    fmt_name = ec.format_for_quant(peak.get("quant") or "", model.formats)
+    fmt_name = ec.format_for_quant(peak.get(LEVEL.quant) or "", model.formats)
     if fmt_name is None and len(model.formats) == 1:
         fmt_name = next(iter(model.formats))  # a model file holds the one format it was served in
     if fmt_name is None:
         return None
-    batch = min(c, peak.get("server_slots") or c)
-    context = int((LevelStats.read(peak).prompt_tokens_mean or 0) + (peak.get("max_tokens") or 0) / 2)
+    batch = min(c, peak.get(LEVEL.server_slots) or c)
+    context = int((LevelStats.read(peak).prompt_tokens_mean or 0) + (peak.get(LEVEL.max_tokens) or 0) / 2)
     fmt = model.formats[fmt_name]
     total, _ = aggregate_ceiling(bandwidth_gb_s, ec.read_bytes(fmt), kv_per_token(model), batch, context)
     return {

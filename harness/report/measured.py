@@ -28,6 +28,7 @@ from harness.records.notebook import read_records
 from harness.report import limits
 from harness.report.engine_tables import latest_per_engine
 from harness.report.engine_verdicts import TITLE, Inputs, render
+from harness.records.level import LEVEL, STATS
 
 
 def plan_model(plan) -> str:
@@ -101,7 +102,7 @@ def section(notebook: Path, plan, measure: Callable[[], Bandwidth] = measure_ban
     speed = read_records(notebook, "engine-speed", select=is_engine_speed).records
     levels: dict[str, dict[int, dict]] = {}
     for rec in read_records(notebook, "level", select=is_level).records:
-        levels.setdefault(rec["label"], {})[rec["concurrency"]] = rec
+        levels.setdefault(rec[LEVEL.label], {})[rec[STATS.concurrency]] = rec
     if not speed and not levels:
         return []
     lines = ["## Measured against what bandwidth allows", ""]

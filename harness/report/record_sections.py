@@ -12,7 +12,7 @@ from collections.abc import Callable
 from harness.records.labels import file_label
 from harness.measure import curves
 from harness.engines import trtllm_log
-from harness.records.level import STATS
+from harness.records.level import LEVEL, STATS
 from harness.records.base import is_engine_speed, is_features
 from harness.report import curve_tables as ct
 from harness.energy import engine_tables as engine_energy
@@ -128,7 +128,7 @@ def sample_charts(r: RunInputs, label: str) -> list[str]:
     mark = rehearsal_mark(r.levels.get(label, {}).values())  # the samples carry no such field
     hist = latency_histogram(label, rows, charts / f"{label}-latency.png", mark)
     lines = [f"![{label}: latency of every completed request]({hist.relative_to(r.run_dir)})", ""]
-    if any(rec.get("wall_clock") == "master" for rec in r.levels.get(label, {}).values()):
+    if any(rec.get(LEVEL.wall_clock) == "master" for rec in r.levels.get(label, {}).values()):
         # each sample's departure is on its own host's clock: one time line would subtract them
         return lines + absent(
             f"No requests-over-time chart for {label}",

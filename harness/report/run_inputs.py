@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.records.notebook import read_records, read_samples
+from harness.records.level import LEVEL
 
 
 @dataclass
@@ -50,8 +51,8 @@ class RunInputs:
             if row.get("label") == label
             and row.get("concurrency") in levels
             and (
-                not levels[row["concurrency"]].get("run_id")
-                or row.get("run_id") in (None, levels[row["concurrency"]]["run_id"])
+                not levels[row["concurrency"]].get(LEVEL.run_id)
+                or row.get("run_id") in (None, levels[row["concurrency"]][LEVEL.run_id])
             )
         ]
 

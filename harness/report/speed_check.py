@@ -15,6 +15,7 @@ from harness.bounds import Bounds
 from harness import lab
 from harness.sizing.format_compare import format_for_quant
 from harness.records.base import is_admission, is_engine_speed, is_level
+from harness.records.level import LEVEL, LevelStats
 from harness.errors import HarnessError, TargetError
 from harness.engines.definitions import Engine, load_engine
 from harness.endpoints.http_client import request
@@ -106,9 +107,10 @@ def single_user_speeds(path: str, served: list[Served]) -> list[tuple[str, float
         return []
     out: dict[str, tuple[float, float | None]] = {}
     for rec in read_records(path, "level", select=is_level).records:
-        tpot = (rec.get("tpot_s") or {}).get("p50")
-        if rec.get("concurrency") == 1 and tpot and rec.get("engine") != "practice":
-            out[f"{rec['label']} (crowd of 1, 1 / TPOT p50)"] = (1 / tpot, model_gb(rec, served))
+        st = LevelStats.read(rec)
+        tpot = st.tpot_s.p50
+        if st.concurrency == 1 and tpot and rec.get(LEVEL.engine) != "practice":
+            out[f"{rec[LEVEL.label]} (crowd of 1, 1 / TPOT p50)"] = (1 / tpot, model_gb(rec, served))
     for rec in read_records(path, "engine-speed", select=is_engine_speed).records:
         if rec.get("test") == "short" and rec.get("decode_tokens_per_s") and rec.get("engine") != "practice":
             out[f"{rec['engine']} (single-user short test)"] = (

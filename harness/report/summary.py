@@ -10,7 +10,7 @@ from tabulate import tabulate
 
 from harness.sizing import admission, criterion as sizing
 from harness.measure import curves
-from harness.records.level import LevelStats
+from harness.records.level import LEVEL, STATS, LevelStats
 from harness.records.base import CurveSummary, is_admission, is_level
 from harness.errors import ConfigError
 from harness.records.clock import now_stamp
@@ -27,7 +27,7 @@ def read_curves(path: str) -> tuple[dict[str, dict[int, dict]], list[str]]:
     kept = []
     for record in result.records:
         bad, broken = negative_figure(record), line_break(record)
-        where = f"label {record.get('label')!r} at c={record.get('concurrency')}"
+        where = f"label {record.get(LEVEL.label)!r} at c={record.get(STATS.concurrency)}"
         if bad:
             warnings.append(f"warning: {path}: {where}: {bad} is negative; record skipped")
         elif broken:  # printed, it would start a line of its own (a forged PASS line, say)
@@ -129,10 +129,10 @@ def list_lines(labels: dict[str, dict[int, dict]], labbook: str) -> list[str]:
     rows = [
         [
             name,
-            r.get("engine", "?"),
-            r.get("prompt_set", "?"),
+            r.get(LEVEL.engine, "?"),
+            r.get(LEVEL.prompt_set, "?"),
             ",".join(map(str, sorted(lv))),
-            r.get("recorded_at", "?"),
+            r.get(LEVEL.recorded_at, "?"),
         ]
         for name, lv in labels.items()
         for r in [lv[max(lv)]]

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from harness.measure import server_metrics, level_checks as troubleshooting
 from harness import words
+from harness.measure.backlog import BACKLOG
 from harness.records.base import EndpointCheck
+from harness.records.level import STATS, Distribution, LevelRecord
 from harness.safe_text import redact
+from harness.workloads.level_part import WORKLOAD, TurnRow
 from harness.workloads.traces import span_words
 from harness.endpoints import api_path, kind_named
 from harness.energy.record_part import energy_lines
@@ -120,17 +123,18 @@ def _fmt(value, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
-def _client_warning(r: dict, lag: str) -> list[str]:
+def _client_warning(level: LevelRecord, lag: str) -> list[str]:
     """The client-limit verdict's lines: the signs in brief, then the record's words (by how much)."""
-    gap = r["itl_s"]["p50"]
+    st, client = level.stats, level.client
+    gap = st.itl_s.p50
     out = [
-        f"         warning: the client may be the limit (CPU {r['client_cpu']:.0%}, in flight "
-        f"{r['mean_in_flight']:.1f} of {r['concurrency']}"
+        f"         warning: the client may be the limit (CPU {_fmt(client and client.client_cpu, '.0%')}, "
+        f"in flight {_fmt(st.mean_in_flight, '.1f')} of {st.concurrency}"
         f"{'' if gap is None else f', token gap p50 {gap * 1000:.1f} ms'}{lag}); "
         "run the load from another machine or with more processes"
     ]
-    if r.get("client_limit_note"):
-        out.append(f"         the client's limit: {r['client_limit_note']}")
+    if client and client.limit_note:
+        out.append(f"         the client's limit: {client.limit_note}")
     return out
 
 
@@ -140,7 +144,7 @@ def _server_lines(r: dict, previous: dict | None) -> list[str]:
     server = server_metrics.peaks_words(r)
     if server:
         out.append(f"         server /metrics: {server}")
-    climbed = previous and (previous.get("concurrency") or 0) < r["concurrency"]
+    climbed = previous and (previous.get(STATS.concurrency) or 0) < r[STATS.concurrency]
     fell = climbed and server_metrics.drop_text(r, previous)
     if fell:
         out.append(f"         warning: throughput fell: {fell}")
@@ -152,41 +156,43 @@ def _server_lines(r: dict, previous: dict | None) -> list[str]:
 
 def level_lines(r: dict, previous: dict | None = None) -> list[str]:
     """A finished level's lines (``previous``: the level before it, for a fall in throughput)."""
-    t, p = r["ttft_s"], r["tpot_s"]
-    worst, late = (r.get("client_read_lag_s") or {}).get("p99"), r.get("client_late_share")
+    level = LevelRecord.read(r)
+    st, arrival, run, client = level.stats, level.arrival, level.run, level.client
+    t, p, slo = st.ttft_s, st.tpot_s, level.context.objectives
+    worst, late = st.client_read_lag_s.p99, st.client_late_share
     lag = "" if worst is None else f", read lag p99 {worst * 1000:.1f} ms"
     if late:
         lag += f", {late:.1%} of tokens read a token gap late"
     out = []
-    if r.get("rate_rps"):
-        out.append(f"  rate {r['rate_rps']:g}/s ({r['arrival']}), peak in flight {r['concurrency']}")
-    if r.get("repeats", 1) > 1:
-        out.append(f"  run {r['repeat']} of {r['repeats']}")
+    if arrival and arrival.rate_rps:
+        out.append(f"  rate {arrival.rate_rps:g}/s ({arrival.kind}), peak in flight {st.concurrency}")
+    if run and run.repeats > 1:
+        out.append(f"  run {run.repeat} of {run.repeats}")
     out.append(
-        f"  c={r['concurrency']:>3}  ok {r['completed']:>3}/{r['requests']:<3} fail {r['failed']:<3} "
-        f"wall {r['wall_s']:>7.2f}s  out/s {r['output_tokens_per_s']:>8.2f}  "
-        f"req/s {_fmt(r.get('requests_per_s'), '>6.3f')}  "
-        f"TTFT p50 {_fmt(t['p50'], '.3f')} p90 {_fmt(t['p90'], '.3f')} p95 {_fmt(t['p95'], '.3f')}  "
-        f"TPOT p50 {_fmt(p['p50'], '.4f')} p90 {_fmt(p['p90'], '.4f')}"
+        f"  c={st.concurrency:>3}  ok {st.completed:>3}/{st.requests:<3} fail {st.failed:<3} "
+        f"wall {st.wall_s:>7.2f}s  out/s {st.output_tokens_per_s:>8.2f}  "
+        f"req/s {_fmt(st.requests_per_s, '>6.3f')}  "
+        f"TTFT p50 {_fmt(t.p50, '.3f')} p90 {_fmt(t.p90, '.3f')} p95 {_fmt(t.p95, '.3f')}  "
+        f"TPOT p50 {_fmt(p.p50, '.4f')} p90 {_fmt(p.p90, '.4f')}"
     )
     out.append(
-        f"         goodput {r['goodput_requests_per_s']:.3f} req/s ({r['within_slo']}/{r['completed']} "
-        f"within the goodput objective TTFT <= {r['slo_ttft_s']:g} s, TPOT <= {r['slo_tpot_s']:g} s)  "
-        f"in flight {r['mean_in_flight']:.1f}  prompt {_fmt(r['prompt_tokens_mean'], '')} tok, cached "
-        f"{_fmt(r['cached_tokens_mean'], '')}  tokens from {r['token_counts']}  "
-        f"finish {words.finish_text(r.get('finish_reasons'))}  "
-        f"client CPU {_fmt(r.get('client_cpu'), '.0%')}{lag}"
+        f"         goodput {_fmt(st.goodput_requests_per_s, '.3f')} req/s ({st.within_slo}/{st.completed} "
+        f"within the goodput objective TTFT <= {slo.ttft_s:g} s, TPOT <= {slo.tpot_s:g} s)  "
+        f"in flight {_fmt(st.mean_in_flight, '.1f')}  prompt {_fmt(st.prompt_tokens_mean, '')} tok, cached "
+        f"{_fmt(st.cached_tokens_mean, '')}  tokens from {st.token_counts}  "
+        f"finish {words.finish_text(st.finish_reasons)}  "
+        f"client CPU {_fmt(client and client.client_cpu, '.0%')}{lag}"
     )
     out += _server_lines(r, previous)
-    if r.get("client_limited"):
-        out += _client_warning(r, lag)
-    if r.get("decode_note"):
-        out.append(f"         warning: {r['decode_note']}")
+    if client and client.client_limited:
+        out += _client_warning(level, lag)
+    if st.decode_note:
+        out.append(f"         warning: {st.decode_note}")
     out += [*workload_level_lines(r), *energy_lines(r)]
-    if r["first_error"]:
-        out.append(f"         first error: {r['first_error']}")
+    if st.first_error:
+        out.append(f"         first error: {st.first_error}")
         row = troubleshooting.error_remedy(
-            r["first_error"], list(load_errors()), troubleshooting.workload_kind(r)
+            st.first_error, list(load_errors()), troubleshooting.workload_kind(r)
         )
         if row:
             out.append(f"         {row['cause']}: {row['remedy']}")
@@ -196,20 +202,22 @@ def level_lines(r: dict, previous: dict | None = None) -> list[str]:
 def backlog_lines(r: dict) -> list[str]:
     """An open loop's arrivals against the server's finishes, and the server-limited warning (or,
     where the client was the limit too, the note that its verdict wins)."""
-    found = r.get("backlog")
+    found = r.get(WORKLOAD.backlog)
     if not isinstance(found, dict):
         return []
-    if found.get("judged"):
+    if found.get(BACKLOG.judged):
+        offered, finished = found[BACKLOG.offered_rps], found[BACKLOG.finished_rps]
         line = (
-            f"         arrivals {found['offered_rps']:.3g}/s, finished {found['finished_rps']:.3g}/s "
-            f"over the last {found['window_s']:.3g} s of the schedule, in flight "
-            f"{found['in_flight_rise']:+d} (peak {found['peak_in_flight']})"
+            f"         arrivals {offered:.3g}/s, finished {finished:.3g}/s "
+            f"over the last {found[BACKLOG.window_s]:.3g} s of the schedule, in flight "
+            f"{found[BACKLOG.in_flight_rise]:+d} (peak {found[BACKLOG.peak_in_flight]})"
         )
     else:
-        line = f"         whether the server kept up: not judged, {found.get('reason')}"
+        line = f"         whether the server kept up: not judged, {found.get(BACKLOG.reason)}"
     out = [line]
-    if r.get("server_note"):
-        out.append(f"         {'warning' if r.get('server_limited') else 'note'}: {r['server_note']}")
+    if r.get(WORKLOAD.server_note):
+        verdict = "warning" if r.get(WORKLOAD.server_limited) else "note"
+        out.append(f"         {verdict}: {r[WORKLOAD.server_note]}")
     return out
 
 
@@ -217,25 +225,25 @@ def workload_level_lines(r: dict) -> list[str]:
     """Under a level's figures: the open loop's schedule error and spread, the agent's note, and
     one line per turn of a conversation workload."""
     out = []
-    late = r.get("schedule_lateness_s")
-    if late and late.get("p99") is not None:
-        cv = r.get("departure_gap_cv")
+    late = Distribution.read(r.get(WORKLOAD.schedule_lateness_s))
+    if late.p99 is not None and late.p50 is not None:
+        cv = r.get(WORKLOAD.departure_gap_cv)
         out.append(
-            f"         schedule lateness p50 {late['p50'] * 1000:.2f} ms p99 {late['p99'] * 1000:.2f} ms"
+            f"         schedule lateness p50 {late.p50 * 1000:.2f} ms p99 {late.p99 * 1000:.2f} ms"
             f"{'' if cv is None else f', departure gaps CV {cv:.2f}'}"
         )
-    if r.get("schedule_note"):
-        out.append(f"         warning: {r['schedule_note']}")
+    if r.get(WORKLOAD.schedule_note):
+        out.append(f"         warning: {r[WORKLOAD.schedule_note]}")
     out += backlog_lines(r)
-    for name in ("workload_note", "cached_note"):
+    for name in (WORKLOAD.workload_note, WORKLOAD.cached_note):
         if r.get(name):
             out.append(f"         note: {r[name]}")
-    for row in r.get("per_turn") or []:
-        share = row["cached_share"]
+    for row in map(TurnRow.read, r.get(WORKLOAD.per_turn) or []):
+        share = row.cached_share
         out.append(
-            f"         turn {row['turn']}: {row['completed']}/{row['requests']} ok, TTFT p50 "
-            f"{_fmt(row['ttft_s']['p50'], '.3f')} s, TPOT p50 {_fmt(row['tpot_s']['p50'], '.4f')} s, prompt "
-            f"{_fmt(row['prompt_tokens_mean'], '')} tok, cached {'-' if share is None else f'{share:.0%}'}"
+            f"         turn {row.turn}: {row.completed}/{row.requests} ok, TTFT p50 "
+            f"{_fmt(row.ttft_s.p50, '.3f')} s, TPOT p50 {_fmt(row.tpot_s.p50, '.4f')} s, prompt "
+            f"{_fmt(row.prompt_tokens_mean, '')} tok, cached {'-' if share is None else f'{share:.0%}'}"
         )
     return out
 

@@ -8,6 +8,7 @@ from typing import Callable
 
 from harness.exporter import series as es
 from harness.report.markdown import absent, table
+from harness.records.level import LEVEL, STATS
 
 HEAD = [
     "level",
@@ -24,9 +25,9 @@ def rows(records: list[dict]) -> list[list]:
     """One row per level that carries a series: its figures side by side ('—' where absent)."""
     out = []
     for r in records:
-        f = es.side_by_side(r["series"])
+        f = es.side_by_side(r[LEVEL.series])
         figures = [f[k] for k in list(f)[1:]]
-        out.append([r.get("concurrency"), f["readings"], *("—" if v is None else v for v in figures)])
+        out.append([r.get(STATS.concurrency), f["readings"], *("—" if v is None else v for v in figures)])
     return out
 
 
@@ -37,7 +38,7 @@ def section(levels_by_label: dict[str, dict[int, dict]], draw: Callable[[str, li
         return []
     lines = ["## The server and the client over time", ""]
     sampled = {
-        label: [levels[c] for c in sorted(levels) if levels[c].get("series")]
+        label: [levels[c] for c in sorted(levels) if levels[c].get(LEVEL.series)]
         for label, levels in levels_by_label.items()
     }
     sampled = {label: records for label, records in sampled.items() if records}

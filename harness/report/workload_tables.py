@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.records.level import Arrival, ClientCheck
+from harness.measure.backlog import BACKLOG
+from harness.records.level import LEVEL, STATS, Arrival, ClientCheck, Distribution
+from harness.workloads.level_part import WORKLOAD, TurnRow
 from harness.records.base import is_level
 from harness.report.markdown import table
 
@@ -18,7 +20,7 @@ def _ms(value) -> str:
 
 
 def _mean(dist) -> str:
-    value = (dist or {}).get("mean")
+    value = Distribution.read(dist).mean
     return "—" if value is None else f"{value:g}"
 
 
@@ -28,9 +30,11 @@ def _share(value) -> str:
 
 def has_workload(record: dict) -> bool:
     """Whether a level ran a workload beyond the prompt sets (or an open loop with its lateness)."""
-    wl = record.get("workload") or {}
+    wl = record.get(WORKLOAD.workload) or {}
     return (
-        bool(set(wl) - {"kind"}) or wl.get("kind", "prompts") != "prompts" or "schedule_lateness_s" in record
+        bool(set(wl) - {"kind"})
+        or wl.get("kind", "prompts") != "prompts"
+        or WORKLOAD.schedule_lateness_s in record
     )
 
 
@@ -39,21 +43,23 @@ def _params(wl: dict) -> str:
 
 
 def _level(r: dict) -> str:
-    return f"{r['rate_rps']:g}/s" if r.get("rate_rps") else f"c = {r['concurrency']}"
+    rate = r.get(LEVEL.rate_rps)
+    return f"{rate:g}/s" if rate else f"c = {r[STATS.concurrency]}"
 
 
 def limit(r: dict) -> str:
     """An open loop's verdict: who could not keep the schedule (``client`` wins when both applied:
     harness.measure.backlog), ``kept up``, or ``too short to tell``; ``—`` for a closed loop."""
-    found = r.get("backlog")
+    found = r.get(WORKLOAD.backlog)
     if not isinstance(found, dict):
-        return "client" if r.get("schedule_note") else "—"
+        return "client" if r.get(WORKLOAD.schedule_note) else "—"
     client = ClientCheck.read(r)
-    if (client and client.client_limited) or r.get("schedule_note"):
-        return "client" + (" (server behind too)" if r.get("server_note") else "")
-    if r.get("server_limited"):
-        return f"server ({found.get('finished_rps', 0):.3g} of {found.get('offered_rps', 0):.3g}/s finished)"
-    return "kept up" if found.get("judged") else "too short to tell"
+    if (client and client.client_limited) or r.get(WORKLOAD.schedule_note):
+        return "client" + (" (server behind too)" if r.get(WORKLOAD.server_note) else "")
+    if r.get(WORKLOAD.server_limited):
+        finished, offered = found.get(BACKLOG.finished_rps, 0), found.get(BACKLOG.offered_rps, 0)
+        return f"server ({finished:.3g} of {offered:.3g}/s finished)"
+    return "kept up" if found.get(BACKLOG.judged) else "too short to tell"
 
 
 def workload_rows(records: list[dict]) -> list[list[str]]:
@@ -63,21 +69,21 @@ def workload_rows(records: list[dict]) -> list[list[str]]:
     for r in records:
         if not has_workload(r):
             continue
-        wl = r.get("workload") or {"kind": "prompts"}
-        late = r.get("schedule_lateness_s") or {}
+        wl = r.get(WORKLOAD.workload) or {"kind": "prompts"}
+        late = Distribution.read(r.get(WORKLOAD.schedule_lateness_s))
         way = Arrival.read(r) or Arrival()
         arrival = way.kind + (f" K={way.burstiness:g}" if way.burstiness else "")
-        cv = r.get("departure_gap_cv")
+        cv = r.get(WORKLOAD.departure_gap_cv)
         rows.append(
             [
-                r["label"],
-                str(r["concurrency"]) if not r.get("rate_rps") else f"{r['rate_rps']:g}/s",
+                r[LEVEL.label],
+                _level(r).removeprefix("c = "),
                 wl["kind"],
                 _params(wl),
                 arrival,
-                f"{_mean(r.get('input_tokens_asked'))} / {_mean(r.get('input_tokens_dist'))}",
-                f"{_mean(r.get('output_tokens_asked'))} / {_mean(r.get('output_tokens_dist'))}",
-                f"{_ms(late.get('p50'))} / {_ms(late.get('p99'))}",
+                f"{_mean(r.get(WORKLOAD.input_tokens_asked))} / {_mean(r.get(WORKLOAD.input_tokens_dist))}",
+                f"{_mean(r.get(WORKLOAD.output_tokens_asked))} / {_mean(r.get(STATS.output_tokens_dist))}",
+                f"{_ms(late.p50)} / {_ms(late.p99)}",
                 "—" if cv is None else f"{cv:.2f}",
                 limit(r),
             ]
@@ -102,17 +108,17 @@ WORKLOAD_HEADERS = [
 def turn_rows(record: dict) -> list[list[str]]:
     """A conversation level's per-turn table rows."""
     out = []
-    for t in record.get("per_turn") or []:
-        ttft, tpot = t["ttft_s"], t["tpot_s"]
+    for t in map(TurnRow.read, record.get(WORKLOAD.per_turn) or []):
+        ttft, tpot = t.ttft_s, t.tpot_s
         out.append(
             [
-                str(t["turn"]),
-                f"{t['completed']}/{t['requests']}",
-                "—" if ttft.get("p50") is None else f"{ttft['p50']:.3f}",
-                "—" if ttft.get("p90") is None else f"{ttft['p90']:.3f}",
-                "—" if tpot.get("p50") is None else f"{tpot['p50'] * 1000:.1f}",
-                "—" if t.get("prompt_tokens_mean") is None else f"{t['prompt_tokens_mean']:g}",
-                _share(t.get("cached_share")),
+                str(t.turn),
+                f"{t.completed}/{t.requests}",
+                "—" if ttft.p50 is None else f"{ttft.p50:.3f}",
+                "—" if ttft.p90 is None else f"{ttft.p90:.3f}",
+                "—" if tpot.p50 is None else f"{tpot.p50 * 1000:.1f}",
+                "—" if t.prompt_tokens_mean is None else f"{t.prompt_tokens_mean:g}",
+                _share(t.cached_share),
             ]
         )
     return out
@@ -129,16 +135,16 @@ def markdown(records: list[dict]) -> list[str]:
         return []
     lines = [table(WORKLOAD_HEADERS, rows), ""]
     said = [
-        f"- {r['label']} at {_level(r)}: {note}"
+        f"- {r[LEVEL.label]} at {_level(r)}: {note}"
         for r in records
-        for note in (r.get("schedule_note"), r.get("server_note"))
+        for note in (r.get(WORKLOAD.schedule_note), r.get(WORKLOAD.server_note))
         if note
     ]
     lines += [*said, ""] if said else []
     for r in records:
-        if r.get("per_turn"):
+        if r.get(WORKLOAD.per_turn):
             lines += [
-                f"Turns of {r['label']} at c = {r['concurrency']}:",
+                f"Turns of {r[LEVEL.label]} at c = {r[STATS.concurrency]}:",
                 "",
                 table(TURN_HEADERS, turn_rows(r)),
                 "",
@@ -191,7 +197,7 @@ def section(r) -> list[str]:
     if not records:
         return []
     lines = ["## Workloads", "", *markdown(records)]
-    for label in dict.fromkeys(rec["label"] for rec in records):
+    for label in dict.fromkeys(rec[LEVEL.label] for rec in records):
         chart = length_chart(label, r.samples(label), r.run_dir / "charts" / f"{label}-lengths.png")
         if chart is not None:
             lines += [f"![{label}: input and output lengths]({chart.relative_to(r.run_dir)})", ""]

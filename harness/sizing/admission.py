@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from harness.measure import curves
 from harness.records.base import AdmissionRecommendation
+from harness.records.level import DIST, LEVEL, STATS, LevelStats
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
-PCT_OF = {"ttft": "ttft_s", "tpot": "tpot_s", "itl": "itl_s", "e2e": "e2e_s"}
+PCT_OF = {"ttft": STATS.ttft_s, "tpot": STATS.tpot_s, "itl": STATS.itl_s, "e2e": STATS.e2e_s}
 
 
 def operating_objective(levels: dict[int, dict]) -> dict:
@@ -26,7 +27,7 @@ def operating_objective(levels: dict[int, dict]) -> dict:
     d = curves.curve(levels)
     return {
         "text": f"TTFT p90 <= {d.slo_ttft:g} s and TPOT p90 <= {d.slo_tpot:g} s, no failed request",
-        "limits": {"ttft_s.p90": d.slo_ttft, "tpot_s.p90": d.slo_tpot},
+        "limits": {f"{STATS.ttft_s}.{DIST.p90}": d.slo_ttft, f"{STATS.tpot_s}.{DIST.p90}": d.slo_tpot},
     }
 
 
@@ -40,8 +41,9 @@ def search_objective(capacity: dict) -> dict:
 
 def broken(rec: dict, objective: dict) -> str | None:
     """How a level broke the objective (``TTFT p90 2.41 s > 2 s``), or None when it kept it."""
-    if rec.get("failed"):
-        return f"{rec['failed']} failed request(s)"
+    failed = rec.get(STATS.failed)
+    if failed:
+        return f"{failed} failed request(s)"
     for key, limit in objective["limits"].items():
         field, pct = key.split(".")
         value = (rec.get(field) or {}).get(pct)
@@ -62,18 +64,18 @@ def _first_broken_above(levels: dict[int, dict], level: int | None, objective: d
 
 def _confirmed(admitted: dict[int, dict], level: int | None, objective: dict) -> dict | None:
     rec = admitted.get(level) if level is not None else None
-    if not rec or not rec.get("completed"):
+    st = LevelStats.read(rec) if rec else None
+    if not rec or not st or not st.completed:
         return None
     why = broken(rec, objective)
-    p = {name: (rec.get(f"{name}_s") or {}) for name in ("ttft", "tpot")}
-    return {
+    return {  # the admission record's ``confirmed`` (schemas/admission.schema.json)
         "concurrency": level,
-        "prompt_set": rec.get("prompt_set"),
-        "completed": rec["completed"],
-        "failed": rec.get("failed", 0),
-        "ttft_p90_s": p["ttft"].get("p90"),
-        "ttft_p95_s": p["ttft"].get("p95"),
-        "tpot_p90_s": p["tpot"].get("p90"),
+        "prompt_set": rec.get(LEVEL.prompt_set),
+        "completed": st.completed,
+        "failed": st.failed or 0,
+        "ttft_p90_s": st.ttft_s.p90,
+        "ttft_p95_s": st.ttft_s.p95,
+        "tpot_p90_s": st.tpot_s.p90,
         "within_objective": why is None,
         "broken": why,
     }

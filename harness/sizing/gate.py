@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from harness.records.level import Arrival, LevelStats
+from harness.records.level import LEVEL, STATS, Arrival, LevelStats
 from harness.safe_text import safe_text
 from harness.measure.stats import all_worse_chance, median
 
@@ -25,20 +25,20 @@ OPEN_ARRIVALS = ("fixed-rate", "poisson", "gamma", "trace")  # levels matched by
 # What must be the same in every record on both sides (what was sent, how it arrived, what
 # counts as good), with the words a reason says it in.
 CONDITIONS = {
-    "model": "model",
-    "workload": "workload",
-    "prompt_set": "prompt set",
-    "max_tokens": "max tokens",
-    "temperature": "temperature",
-    "arrival": "arrival",
-    "burstiness": "burstiness",
-    "duration_s": "level duration",
-    "slo_ttft_s": "slo ttft s",
-    "slo_tpot_s": "slo tpot s",
+    LEVEL.model: "model",
+    "workload": "workload",  # harness.workloads.level_part's WORKLOAD.workload
+    LEVEL.prompt_set: "prompt set",
+    LEVEL.max_tokens: "max tokens",
+    LEVEL.temperature: "temperature",
+    LEVEL.arrival: "arrival",
+    LEVEL.burstiness: "burstiness",
+    LEVEL.duration_s: "level duration",
+    LEVEL.slo_ttft_s: "slo ttft s",
+    LEVEL.slo_tpot_s: "slo tpot s",
 }
 # What a record without the field ran with (level records before it was added)
 # (the headless Locust run writes no arrival: a closed loop)
-ABSENT = {"workload": {"kind": "prompts"}, "arrival": "closed"}
+ABSENT = {"workload": {"kind": "prompts"}, LEVEL.arrival: "closed"}
 GATE_CHANCE = 0.05  # the most chance the rank test may leave that a difference is noise
 
 
@@ -63,8 +63,8 @@ def _field(figure: Callable[[LevelStats], Any]) -> Callable[[dict], float | None
 
 
 def _failed_share(rec: dict) -> float | None:
-    asked = rec.get("requests") or 0
-    return rec.get("failed", 0) / asked if asked else None
+    asked = rec.get(STATS.requests) or 0
+    return rec.get(STATS.failed, 0) / asked if asked else None
 
 
 GATE_METRICS = (

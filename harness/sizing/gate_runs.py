@@ -9,6 +9,7 @@ from harness.sizing import gate
 from harness.records.base import is_level
 from harness.errors import ConfigError
 from harness.records.notebook import read_records, special_file
+from harness.records.level import LEVEL
 
 
 def tolerance(text: str) -> float:
@@ -66,7 +67,7 @@ def runs_of(what: str, labbook: str) -> tuple[str, dict[float, list[dict]], list
     source, label = notebook_of(what, labbook)
     result = read_records(source, "level", select=is_level)
     warnings = [f"warning: {w}" for w in result.warnings]
-    labels = sorted({str(r.get("label")) for r in result.records + [obj for obj, _ in result.rejected]})
+    labels = sorted({str(r.get(LEVEL.label)) for r in result.records + [obj for obj, _ in result.rejected]})
     if not label:
         if len(labels) != 1:
             raise ConfigError(
@@ -74,13 +75,13 @@ def runs_of(what: str, labbook: str) -> tuple[str, dict[float, list[dict]], list
                 f"say which as {what}:LABEL"
             )
         label = labels[0]
-    bad = [said for obj, said in result.rejected if str(obj.get("label")) == label]
+    bad = [said for obj, said in result.rejected if str(obj.get(LEVEL.label)) == label]
     if bad:
         raise ConfigError(
             f"{len(bad)} level record(s) of {label!r} are invalid and the gate decides on every run or "
             f"none: {bad[0]}"
         )
-    mine = [r for r in result.records if r["label"] == label]
+    mine = [r for r in result.records if r[LEVEL.label] == label]
     if not mine:
         raise ConfigError(
             f"no level records for label {label!r} in {source}; labels: {', '.join(labels[:10]) or 'none'}"

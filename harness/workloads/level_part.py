@@ -11,11 +11,13 @@ None where no request said how many of its tokens were cached.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Mapping
 
 from harness.measure.backlog import Backlog, Flight, backlog, server_note
 from harness.measure.levels import spread as _spread
 from harness.records.level import Distribution
+from harness.records.schema import FieldNames, fact
 from harness.workloads.schedules import coefficient_of_variation, gaps
 from harness.measure.sample import Sample
 from harness.measure.tally import LevelTally
@@ -31,27 +33,60 @@ def cached_share(samples: list[Sample]) -> float | None:
     return round(sum(s.cached_tokens or 0 for s in told) / sum(s.prompt_tokens or 0 for s in told), 4)
 
 
+KINDS = ("prompts", "conversations", "agent", "trace")  # the workload kinds a level record names
+# The workload's parameters as the record's ``workload`` holds them beside its kind.
+PARAMS_SCHEMA: dict = {
+    "conversation_file": {"type": "string"},
+    "file_conversations": {"type": "integer", "minimum": 1},
+    "input_tokens": {"type": "string"},
+    "output_tokens": {"type": "string"},
+    "turns": {"type": "string"},
+    "message_tokens": {"type": "string"},
+    "think_s": {"type": "number", "minimum": 0},
+    "trace": {"type": "string"},
+    "trace_format": {"type": "string"},
+    "time_scale": {"type": "number", "exclusiveMinimum": 0},
+    "requests": {"type": "integer", "minimum": 1},
+    "block_tokens": {"type": "integer", "minimum": 1},
+    "span_s": {
+        "type": "number",
+        "minimum": 0,
+        "description": "trace replay: seconds from its first request to its last, as replayed",
+    },
+}
+
+
 @dataclass(frozen=True)
 class TurnRow:
     """One turn index of a conversation workload."""
 
-    turn: int
-    requests: int
-    completed: int
-    ttft_s: Distribution
-    tpot_s: Distribution
-    prompt_tokens_mean: float | None
-    cached_share: float | None
+    turn: int = fact(required=True, minimum=1)
+    requests: int = fact(required=True, minimum=0)
+    completed: int = fact(required=True, minimum=0)
+    ttft_s: Distribution = fact(required=True)
+    tpot_s: Distribution = fact(required=True)
+    prompt_tokens_mean: float | None = fact(nullable=True)
+    cached_share: float | None = fact(
+        "cached prompt tokens over prompt tokens of the turn's completed requests",
+        required=True,
+        nullable=True,
+        minimum=0,
+        maximum=1,
+    )
+
+    @classmethod
+    def read(cls, row: Mapping[str, Any]) -> TurnRow:
+        """A per_turn row as a level line holds it (a figure it lacks reads as None)."""
+        values: dict[str, Any] = {
+            f.name: Distribution.read(row.get(f.name)) if f.type == "Distribution" else row.get(f.name)
+            for f in fields(cls)
+        }
+        return cls(**values)
 
     def to_dict(self) -> dict:
         return {
-            "turn": self.turn,
-            "requests": self.requests,
-            "completed": self.completed,
-            "ttft_s": self.ttft_s.to_dict(),
-            "tpot_s": self.tpot_s.to_dict(),
-            "prompt_tokens_mean": self.prompt_tokens_mean,
-            "cached_share": self.cached_share,
+            f.name: value.to_dict() if isinstance(value := getattr(self, f.name), Distribution) else value
+            for f in fields(self)
         }
 
 
@@ -84,25 +119,116 @@ def per_turn(samples: list[Sample]) -> list[TurnRow]:
 class WorkloadStats:
     """The workload fields of a level record (``workload_stats``)."""
 
-    kind: str  # prompts, conversations or trace
-    params: dict  # its parameters as given (length specs, turns, think time, trace file, ...)
-    input_tokens_asked: Distribution | None
-    output_tokens_asked: Distribution | None
-    input_tokens_sent: Distribution  # usage.prompt_tokens per completed request
-    schedule_lateness_s: Distribution | None  # open loop: departure minus its scheduled time
-    departure_gap_cv: float | None  # open loop: coefficient of variation of the departures' gaps
-    turns: list[TurnRow]
-    conversations: int | None
-    tool_call_turns: int | None = None  # agent: completed turns whose answer called a tool
-    answers_without_text: dict | None = None  # conversations: answers by kind (failed, reasoning-only)
-    ended_early: int = 0  # conversations a bound ended (history, tool calls, --turns, a context refusal)
-    turns_not_sent: int = 0  # conversations: turns never sent because a context refusal ended theirs
-    tool_call_failures: int = 0  # agent: tool calls that could not be run, each answered by an error
-    notes: tuple[str, ...] = ()  # the first reason of each of those, for workload_note
-    schedule_note: str | None = None  # open loop: the client could not send at the schedule's pace
-    cached_note: str | None = None  # requests whose cached count passed their prompt: no count taken
-    backlog: Backlog | None = None  # open loop: arrivals against the server's finishes (core.backlog)
-    client_limited: bool = False  # the level's client check found the client the limit (it wins)
+    kind: str = fact(  # prompts, conversations, agent or trace, with its parameters (``params``)
+        "added: the workload and its parameters as given (length specs, turns, think time, trace "
+        "file); absent on the labs' prompt sets",
+        key="workload",
+        type="object",
+        schema={"required": ["kind"], "properties": {"kind": {"enum": list(KINDS)}, **PARAMS_SCHEMA}},
+    )
+    params: dict = fact(written=False)  # its parameters as given: in ``workload`` beside its kind
+    input_tokens_asked: Distribution | None = fact(
+        "added: prompt tokens the workload asked for per request (its input length distribution as drawn)"
+    )
+    output_tokens_asked: Distribution | None = fact(
+        "added: output tokens the workload asked for per request (forced with max_tokens, min_tokens "
+        "and ignore_eos)"
+    )
+    input_tokens_sent: Distribution = fact(
+        "added: prompt tokens per completed request as the server counted them (usage.prompt_tokens): "
+        "what was actually sent",
+        key="input_tokens_dist",
+    )
+    schedule_lateness_s: Distribution | None = fact(
+        "added: open loop and trace replay: per request, its departure minus its scheduled time (the "
+        "client's own schedule error), seconds"
+    )
+    departure_gap_cv: float | None = fact(
+        "added: open loop: coefficient of variation of the gaps between departures (1 for Poisson, "
+        "1/sqrt(K) at burstiness K)",
+        minimum=0,
+    )
+    turns: list[TurnRow] = fact(
+        "added: conversation workloads: one row per turn index (1 is the first)", key="per_turn"
+    )
+    conversations: int | None = fact("added: conversations the level's requests belonged to", minimum=1)
+    tool_call_turns: int | None = fact(
+        "added: agent loop: completed turns whose answer called a tool (each answered by a tool "
+        "result in the next turn)",
+        minimum=0,
+        default=None,
+    )
+    answers_without_text: dict | None = fact(
+        "added: conversation workloads: answers that carried no text, by kind (failed, "
+        "reasoning-only, empty); each is a turn of its own all the same",
+        additionalProperties={"type": "integer", "minimum": 1},
+        default=None,
+    )
+    ended_early: int = fact(  # history, tool calls, --turns, a context refusal
+        "added: conversation workloads: conversations a bound ended before their turns did (an answer "
+        "past what a sample keeps, a history past its bound, too many tool calls, a tool still asked "
+        "for at the last turn); workload_note says the first",
+        key="conversations_ended_early",
+        minimum=1,
+        default=0,
+    )
+    turns_not_sent: int = fact(
+        "added: conversation workloads: turns never sent because the server refused an earlier turn "
+        "of their conversation for its context (a 400 naming it); that conversation ended there, each "
+        "later turn would only have sent a longer history; workload_note says the first refusal",
+        minimum=1,
+        default=0,
+    )
+    tool_call_failures: int = fact(
+        "added: agent loop: tool calls that could not be run: an unknown function or arguments that "
+        "are no JSON object (each answered by an error result), or an answer making more calls than "
+        "one may (counted once; its conversation ends); workload_note says the first",
+        minimum=1,
+        default=0,
+    )
+    notes: tuple[str, ...] = fact(  # the first reason of each of those, joined
+        "added: what the workload could not do on this engine (an agent loop on an engine that calls "
+        "no tool runs as plain turns)",
+        key="workload_note",
+        type="string",
+        default=(),
+    )
+    schedule_note: str | None = fact(
+        "added: open loop and trace replay, only when it happened: the client could not send at the "
+        "schedule's pace (the p99 of its departures' lateness past 10 ms and past the mean gap it "
+        "kept); the load offered was less than asked, and client_limited is true",
+        default=None,
+    )
+    cached_note: str | None = fact(
+        "added, only when it happened: requests whose cached count passed their prompt's tokens, from "
+        "which no cached count was taken (so no cached share passes 1)",
+        default=None,
+    )
+    backlog: Backlog | None = fact(
+        "added: open loop and trace replay: arrivals against the server's finishes over the window "
+        "from one early request's time in the server (the longest of the first quarter's) after the "
+        "first departure to the last departure (harness.measure.backlog)",
+        default=None,
+    )
+    # the level's client check found the client the limit (it wins); the line says so elsewhere
+    client_limited: bool = fact(written=False, default=False)
+
+    SCHEMA_AFTER: ClassVar[dict] = {  # the verdicts computed from the fields
+        "server_limited": {
+            "type": "boolean",
+            "description": "added: open loop and trace replay: the server did not keep up with the "
+            "arrivals (over the window after the first requests had time to finish, at most 80 % of "
+            "the arrivals finished and the number in flight rose by 3 or more) while the client kept "
+            "its schedule; false when the client was the limit (client_limited wins) or the level was "
+            "too short to tell (backlog.reason)",
+        },
+        "server_note": {
+            "type": "string",
+            "description": "added, only when the server fell behind: server-limited with its figures "
+            "(rates offered and finished, the rise in flight, the peak), or that the server fell "
+            "behind too but the level is client-limited",
+        },
+    }
 
     @property
     def server_limited(self) -> bool:
@@ -152,6 +278,10 @@ class WorkloadStats:
             if note:
                 out["server_note"] = note
         return out
+
+
+WORKLOAD = FieldNames(WorkloadStats)  # the workload's keys on a level line (per_turn, backlog, ...)
+TURN = FieldNames(TurnRow)  # a per_turn row's keys
 
 
 def _tagged(samples: list[Sample], name: str, digits: int) -> Distribution | None:

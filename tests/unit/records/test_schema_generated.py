@@ -1,0 +1,184 @@
+"""A record kind is declared once: its dataclasses carry each field's schema facts, and its JSON
+Schema in harness/schemas/ is written from them (scripts/schemas.py, `make schemas`). This fails
+while a checked-in schema differs from what its records give, and checks the rules that turn a
+field into a property."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import pytest
+
+from harness.records.schema import definitions, fact, object_schema, type_schema
+from tests.conftest import ROOT
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("schemas", ROOT / "scripts" / "schemas.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_each_generated_schema_is_the_one_checked_in():
+    schemas = _script()
+    stale = [
+        name
+        for name, build in schemas.SCHEMAS.items()
+        if (ROOT / "harness" / "schemas" / name).read_text(encoding="utf-8") != schemas.text(build())
+    ]
+    assert not stale, f"stale: {stale}; run `make schemas` and commit them"
+
+
+def test_the_comparison_names_each_change_of_meaning_and_no_change_of_layout():
+    schemas = _script()
+    old = schemas.level_schema()
+    moved = json.loads(json.dumps(old))
+    moved["properties"] = dict(reversed(list(moved["properties"].items())))  # order: no meaning
+    moved["required"] = list(reversed(old["required"]))
+    assert schemas.compare(old, moved) == []
+    moved["properties"]["wall_s"]["minimum"] = 1
+    del moved["properties"]["decode_note"]
+    assert schemas.compare(old, moved) == [
+        "/properties/decode_note: only in the old",
+        "/properties/wall_s/minimum: 0 -> 1",
+    ]
+
+
+@dataclass(frozen=True)
+class _Span:
+    low: float | None = fact(required=True, nullable=True, default=None)
+    high: float | None = fact(default=None)
+
+    SCHEMA_DEF: ClassVar[str] = "span"
+
+
+@dataclass(frozen=True)
+class _Inner:
+    ttft_s: float = fact(minimum=0)
+
+
+@dataclass(frozen=True)
+class _Part:
+    count: int = fact("how many", required=True, minimum=0)
+    kind: str = fact(key="arrival", enum=["a", "b"])
+    span: _Span = fact()
+    spans: list[_Span] = fact()
+    inner: _Inner = fact(flatten="slo_")
+    note: str | None = fact(written=False, default=None)
+    other: Any = fact(declared_in="elsewhere.PART", default=None)
+
+    SCHEMA_REQUIRED: ClassVar[tuple] = ("lab",)
+    SCHEMA_KEYS: ClassVar[dict] = {"lab": {"type": "string"}}
+    SCHEMA_AFTER: ClassVar[dict] = {"verdict": {"type": "boolean"}}
+
+
+def test_a_part_becomes_an_object_of_its_fields():
+    elsewhere = {"elsewhere.PART": {"type": "object", "description": "there"}}
+    got = object_schema(_Part, resolve=elsewhere.__getitem__)
+    assert got == {
+        "type": "object",
+        "required": ["lab", "count"],
+        "properties": {
+            "lab": {"type": "string"},
+            "count": {"type": "integer", "minimum": 0, "description": "how many"},
+            "arrival": {"enum": ["a", "b"]},  # renamed; an enum says its own type
+            "span": {"$ref": "#/$defs/span"},
+            "spans": {"type": "array", "items": {"$ref": "#/$defs/span"}},
+            "slo_ttft_s": {"type": "number", "minimum": 0},  # flattened with its prefix
+            "other": {"type": "object", "description": "there"},  # declared beside its builder
+            "verdict": {"type": "boolean"},
+        },
+    }
+    assert definitions(_Span) == {
+        "span": {
+            "type": "object",
+            "required": ["low"],
+            "properties": {"low": {"type": ["number", "null"]}, "high": {"type": "number"}},
+        }
+    }
+
+
+def test_a_type_with_no_json_type_is_refused_by_name():
+    assert type_schema(dict[str, int]) == {"type": "object"} and type_schema(bool) == {"type": "boolean"}
+    with pytest.raises(TypeError, match="give type="):
+        type_schema(str | int)
+    with pytest.raises(LookupError, match="elsewhere.PART is declared elsewhere"):
+        object_schema(_Part)
+
+
+def _whole_level() -> dict:
+    """A level line with every part, the ones declared beside their builders included."""
+    from tests.unit.records.test_level_model import _full_record
+
+    line = _full_record()
+    line["energy"] = {
+        "telemetry": "practice",
+        "source": None,
+        "energy_j": None,
+        "mean_power_w": None,
+        "j_per_output_token": None,
+        "output_tokens_per_j": None,
+        "reason": "no source gave energy",
+        "sources": [{"source": "practice", "device": "0"}],
+    }
+    line["cost"] = {
+        "basis": "per-hour",
+        "price": 2.5,
+        "per_million_output_tokens": None,
+        "reason": "no tokens",
+    }
+    line["series"] = {
+        "t_s": [0.0, 0.5],
+        "server": {"vllm:num_requests_running": [1.0, None]},
+        "client": {
+            name: [0, 1]
+            for name in ("in_flight_requests", "completed_requests", "failed_requests", "output_tokens")
+        },
+    }
+    line["workers"] = [
+        {
+            "worker": "w1",
+            "users": 2,
+            "requests": 4,
+            "returned": 3,
+            "completed": 3,
+            "cpu_percent": None,
+            "late_share": 0.0,
+            "ttft_p50_s": 0.1,
+            "limited": False,
+            "lost": "its heartbeats stopped",
+        }
+    ]
+    line.pop("machine")  # another schema's part (machine.schema.json), checked there
+    return line
+
+
+@pytest.mark.parametrize(
+    ("where", "value"),
+    [
+        (("backlog", "surprise"), 1),  # the backlog allows no other key
+        (("series", "client", "output_tokens"), [-1, 0]),  # counts are never below 0
+        (("workers", 0, "late_share"), 1.5),  # a share is at most 1
+        (("energy", "method"), "guessed"),  # one of its words
+        (("cost", "basis"), "per-day"),
+        (("workload", "think_s"), -1),
+        (("per_turn", 0, "cached_share"), 2),
+        (("arrival_clock",), "wall"),
+        (("endpoint",), ""),
+    ],
+)
+def test_the_generated_schema_holds_each_part_to_its_declaration(where, value):
+    from harness.records.notebook import problems
+
+    line = _whole_level()
+    assert problems(line, "level") == []
+    target = line
+    for step in where[:-1]:
+        target = target[step]
+    target[where[-1]] = value
+    assert problems(line, "level"), f"{where} = {value!r} passed"

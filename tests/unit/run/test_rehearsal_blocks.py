@@ -98,8 +98,8 @@ def test_at_the_smoke_size_the_vulkan_control_runs_every_step_with_fewer_tokens(
         "repetitions": 1,
         "no_warmup": True,
     }
-    assert step_options(control, "probe") == {"max_tokens": 16}
-    assert "control/probe: max_tokens 64 -> 16 (the smoke size for this block)" in notes
+    assert step_options(control, "probe") == {"max_tokens": 8}
+    assert "control/probe: max_tokens 64 -> 8 (the smoke size for this block)" in notes
     assert "control/measure: no_warmup None -> True (the smoke size for this block)" in notes
     quick, _ = apply_x(installed, True)
     assert step_options(block(quick, "control"), "probe") == {"max_tokens": 64}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from harness.energy import arithmetic as energy
 from harness.energy.readings import level_energy
+from harness.records.level import LEVEL
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -273,7 +274,7 @@ def energy_lines(r: dict) -> list[str]:
     """A level's energy and cost lines as the sweep prints them under each level (none for a level
     without either, or with telemetry off); ``r`` is the level record as a dict."""
     lines = []
-    e, cost = r.get("energy"), r.get("cost")
+    e, cost = r.get(LEVEL.energy), r.get(LEVEL.cost)
     if e and e.get("energy_j") is not None:
         label = f" [{e['label'].upper()}]" if e.get("label") else ""
         idle = "" if e.get("idle_power_w") is None else f"; idle {e['idle_power_w']:.1f} W"

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from harness.energy import tables as et
+from harness.energy.record_part import ENERGY
 from harness.records.level import LEVEL, LevelStats
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -76,11 +77,11 @@ def chart(levels_by_label: dict[str, dict[int, dict]]) -> Chart:
         marks = et.labels(levels)
         made_up = made_up or bool(marks)
         name = f"{label} ({', '.join(m.upper() for m in marks)})" if marks else label
-        watts = _points(levels, "mean_power_w")
+        watts = _points(levels, ENERGY.mean_power_w)
         if watts:
             notes = [f"c={c}" for c, _, _ in watts]
             power.append(Series(name, [w for _, _, w in watts], [t for _, t, _ in watts], notes))
-        joules = _points(levels, "j_per_output_token")
+        joules = _points(levels, ENERGY.j_per_output_token)
         if joules:
             per_token.append(Series(name, [c for c, _, _ in joules], [j for _, _, j in joules]))
     left = Panel(

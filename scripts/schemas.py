@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Write the record schemas that are generated from their typed records, so neither can drift.
 
-    harness/schemas/level.schema.json   from harness.records.level.LevelRecord and its parts
+    harness/schemas/level.schema.json          from harness.records.level.LevelRecord and its parts
+    harness/schemas/engine-speed.schema.json   from harness.records.engine.EngineSpeed and its parts
 
 Each field of a record part declares its schema facts (``harness.records.schema.fact``); a part
 its record's package cannot import is named by dotted path (``declared_in``) and read here: the
@@ -34,23 +35,43 @@ def resolve(path: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
+def record_schema(record: type, where: str, defs: tuple = ()) -> dict:
+    """A record kind's schema from its typed record: its ``KIND`` as ``$id``, its title and
+    description first, its properties, and the named parts it refers to in ``$defs``."""
+    from harness.records.schema import definitions, object_schema
+
+    body = object_schema(record, resolve)
+    head = {k: body.pop(k) for k in ("title", "description") if k in body}
+    out = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": record.KIND,
+        "$comment": NOTE.format(where=where),
+        **head,
+        **body,
+    }
+    if defs:
+        out["$defs"] = definitions(*defs, resolve=resolve)
+    return out
+
+
 def level_schema() -> dict:
     """The level record's schema, from ``LevelRecord`` and its parts."""
     from harness.records.level import Distribution, LevelRecord
-    from harness.records.schema import definitions, object_schema
 
-    body = object_schema(LevelRecord, resolve)
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": LevelRecord.KIND,
-        "$comment": NOTE.format(where="harness/records/level.py"),
-        **{k: body.pop(k) for k in ("title", "description")},
-        **body,
-        "$defs": definitions(Distribution, resolve=resolve),
-    }
+    return record_schema(LevelRecord, "harness/records/level.py", (Distribution,))
 
 
-SCHEMAS = {"level.schema.json": level_schema}
+def engine_speed_schema() -> dict:
+    """The single-user speed record's schema, from ``EngineSpeed`` and its parts."""
+    from harness.records.engine import EngineSpeed
+
+    return record_schema(EngineSpeed, "harness/records/engine.py")
+
+
+SCHEMAS = {
+    "level.schema.json": level_schema,
+    "engine-speed.schema.json": engine_speed_schema,
+}
 
 
 WIDTH = 110  # a value whose JSON fits this on one line (indent included) is written on one line
@@ -127,10 +148,17 @@ def compare(old: dict, new: dict) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when a schema differs from its records")
-    parser.add_argument("--compare", metavar="OLD", help="how level.schema.json differs in meaning from OLD")
+    parser.add_argument(
+        "--compare", metavar="OLD", help="how the generated schema of OLD's $id differs in meaning from OLD"
+    )
     args = parser.parse_args(argv)
     if args.compare:
-        found = compare(json.loads(Path(args.compare).read_text(encoding="utf-8")), level_schema())
+        old = json.loads(Path(args.compare).read_text(encoding="utf-8"))
+        build = SCHEMAS.get(f"{old.get('$id')}.schema.json")
+        if build is None:
+            print(f"{args.compare}: its $id {old.get('$id')!r} is no generated kind", file=sys.stderr)
+            return 2
+        found = compare(old, build())
         print("\n".join(found) if found else "no difference in meaning")
         return 1 if found else 0
     stale = []

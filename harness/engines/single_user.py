@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from harness import bounds
 from harness.energy import meter as metering
 from harness.measure import server_timings
-from harness.records.engine import EngineSpeed
+from harness.records.engine import BothTests, EngineSpeed, SpeedLimit
 from harness.measure.sample import decode_rate
 from harness.errors import ConfigError, TargetError, TargetUnreachable
 from harness.engines.models import chat_template
@@ -133,7 +133,7 @@ def measure_test(
         repetitions=args.repetitions,
         max_tokens=args.max_tokens,
         ttft_s=r2(_median(runs, "ttft_s"), 4),
-        decode_tokens_per_s=r2(_median(runs, "decode_tokens_per_s"), 2),  # None: no true rate (see extra)
+        decode_tokens_per_s=r2(_median(runs, "decode_tokens_per_s"), 2),  # None: no true rate (decode_note)
         prompt_tokens=_median(runs, "prompt_tokens"),
         completion_tokens=_median(runs, "completion_tokens"),
         token_source=runs[-1]["token_source"],
@@ -144,14 +144,16 @@ def measure_test(
         server_prefill_tokens_per_s=_median(runs, "server_prefill"),
         server_decode_tokens_per_s=_median(runs, "server_decode"),
         measured_on=now_stamp(),
-        extra={**_decode_note(runs), **parts},
+        decode_note=_decode_note(runs),
+        energy=parts.get("energy"),
+        cost=parts.get("cost"),
     )
 
 
-def _decode_note(runs: list[dict]) -> dict:
+def _decode_note(runs: list[dict]) -> str | None:
     """Why the record has no decode rate, when no run had one."""
     notes = [r["decode_note"] for r in runs if r.get("decode_note")]
-    return {"decode_note": notes[0]} if notes and len(notes) == len(runs) else {}
+    return notes[0] if notes and len(notes) == len(runs) else None
 
 
 def prefill_from_difference(short: dict, long: dict) -> tuple[float | None, str | None]:
@@ -189,40 +191,45 @@ def idle_snapshot(args) -> dict:
     return idle
 
 
-def _extras(args, key: str | None, tests: list, idle: dict) -> tuple[dict, dict, dict, object, dict | None]:
+def both_tests(args, key: str | None, tests: list[EngineSpeed], idle: dict) -> BothTests:
     """What both speed records carry: memory, prefill from the difference, version, chat template."""
     loaded = host_snapshot()
-    added = memory.delta(idle, loaded) if idle else {}
     tree = (  # a container's own processes, else the server's tree (vLLM is four processes)
         memory.container_memory(args.container) if args.container else memory.process_tree_mb(args.server_pid)
     )
     prefill, prefill_note = prefill_from_difference(*(t.to_dict() for t in tests))
-    version_reply = server_version(args.base_url, key)  # TensorRT-LLM's /version, as the lab records it
-    template = chat_template.fingerprint(args.checkpoint) if args.checkpoint else None
-    extra = {
-        "prefill_tokens_per_s": prefill,
-        **({"prefill_note": prefill_note} if prefill_note else {}),
-        "memory": loaded,
-        "memory_delta_mb": added,
-        "process_resident_mb": tree.get("rss_mb"),
-        "process_tree": tree,
-        **({"server_version": version_reply} if version_reply else {}),
-        **({"chat_template": template} if template else {}),
-    }
-    return extra, added, tree, prefill, template
+    return BothTests(
+        prefill_tokens_per_s=prefill,
+        prefill_note=prefill_note,
+        memory=loaded,
+        memory_delta_mb=memory.delta(idle, loaded) if idle else {},
+        process_resident_mb=tree.get("rss_mb"),
+        process_tree=tree,
+        server_version=server_version(args.base_url, key)
+        or None,  # TensorRT-LLM's /version, as the lab records it
+        chat_template=chat_template.fingerprint(args.checkpoint) if args.checkpoint else None,
+    )
 
 
 @dataclass(frozen=True)
 class Speeds:
-    """Both speed records as dicts (short, long) and what was printed beside them: the memory added
-    since the idle snapshot, the server's process tree, prefill from the difference, its template."""
+    """Both speed records (short, long): each as its notebook line, and what is printed beside
+    them (the memory added since the idle snapshot, the server's process tree, prefill from the
+    difference, its template, the short test's speed limit) from the typed records."""
 
-    short: dict
-    long: dict
-    added: dict
-    tree: dict
-    prefill: float | None
-    template: dict | None
+    records: tuple[EngineSpeed, EngineSpeed]
+
+    @property
+    def short(self) -> dict:
+        return self.records[0].to_dict()
+
+    @property
+    def long(self) -> dict:
+        return self.records[1].to_dict()
+
+    @property
+    def limit(self) -> SpeedLimit | None:
+        return self.records[0].speed_limit
 
 
 def measure(args, key: str | None, idle: dict, meter=None, energy: EnergyParts | None = None) -> Speeds:
@@ -233,13 +240,10 @@ def measure(args, key: str | None, idle: dict, meter=None, energy: EnergyParts |
     tests = [
         measure_test(args, key, n, p, meter, energy) for n, p in (("short", SHORT), ("long", long_prompt))
     ]
-    extra, added, tree, prefill, template = _extras(args, key, tests, idle)
-    recs = [replace(t, extra={**t.extra, **extra}) for t in tests]
-    check = server_timings.compare(recs[1].to_dict())  # the server's own timings, where it sent them
-    if check:
-        recs[1] = replace(recs[1], extra={**recs[1].extra, "server_timings_check": check})
-    short, long = (r.to_dict() for r in recs)
-    return Speeds(short, long, added, tree, prefill, template)
+    both = both_tests(args, key, tests, idle)
+    short, long = (replace(t, both=both) for t in tests)
+    long = replace(long, server_timings_check=server_timings.compare(long))  # where the server sent its own
+    return Speeds((short, long))
 
 
 def measure_metered(args, key: str | None, idle: dict, telemetry) -> Speeds:
@@ -276,9 +280,10 @@ def run(args) -> Speeds:
     parts = urlsplit(args.base_url)
     telemetry = metering.plan_options(args, f"{parts.scheme}://{parts.netloc}")["telemetry"]
     got = measure_metered(args, key, idle, telemetry)
-    rate = got.short["decode_tokens_per_s"]
-    if bandwidth and rate:
-        got.short["speed_limit"] = speed_limit_part(args.machine, bandwidth, args.model_gb, rate)
+    short, long = got.records
+    if bandwidth and short.decode_tokens_per_s:
+        limit = speed_limit_part(args.machine, bandwidth, args.model_gb, short.decode_tokens_per_s)
+        got = Speeds((replace(short, speed_limit=limit), long))
     return got
 
 

@@ -16,10 +16,11 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from typing import Any, Callable, Mapping, Union
+from typing import Any, Callable, Mapping, TypeVar, Union
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
+T = TypeVar("T")
 SCHEMA = "schema"  # the metadata key that holds a field's facts
 _PLAIN = {int: "integer", float: "number", str: "string", bool: "boolean", dict: "object"}
 _FIRST = ("$ref", "const", "enum", "type", "required", "additionalProperties")  # a property's layout
@@ -198,3 +199,61 @@ class FieldNames:
         if name.startswith("_") or name not in self._names:
             raise AttributeError(f"no record field {name!r}")
         return name
+
+
+def line(part: Any, prefix: str = "") -> dict:
+    """The notebook line of a record part, its keys in field order: a part of its own as its object,
+    a flattened part's fields in place, and a field that may be absent (its default None, null no
+    value of it) left out while it is None. So the dataclass alone says what a line holds."""
+    out: dict = {}
+    for f in dataclasses.fields(part):
+        facts = f.metadata.get(SCHEMA) or {}
+        if not facts.get("written", True):
+            continue
+        value = getattr(part, f.name)
+        if facts.get("flatten") is not None:
+            if value is not None:
+                out.update(_plain(value, prefix + facts["flatten"]))
+            continue
+        if value is None and f.default is None and not facts.get("nullable"):
+            continue
+        out[prefix + (facts.get("key") or f.name)] = _plain(value)
+    return out
+
+
+def _plain(value: Any, prefix: str = "") -> Any:
+    """A field's value as JSON holds it: a part by its own ``to_dict`` where it has one, else its
+    ``line``; a list item by item."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if hasattr(value, "to_dict") and not prefix:
+            return value.to_dict()
+        return line(value, prefix)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def read_line(part: type[T], record: Mapping[str, Any], prefix: str = "") -> T:
+    """A record part from its notebook line (``line`` back): a key the line lacks reads as the
+    field's default, else None, so lines written before a field existed still read; a part of its
+    own is read from its object, a flattened one from the line itself."""
+    hints = typing.get_type_hints(part)
+    given: dict = {}
+    for f in dataclasses.fields(part):  # type: ignore[arg-type]
+        facts = f.metadata.get(SCHEMA) or {}
+        inner = _without_none(hints[f.name])
+        is_part = isinstance(inner, type) and dataclasses.is_dataclass(inner)
+        if facts.get("flatten") is not None and is_part:
+            keys = [prefix + facts["flatten"] + k for k in line_keys(inner)]
+            if any(k in record for k in keys):
+                given[f.name] = read_line(inner, record, prefix + facts["flatten"])
+            elif f.default is dataclasses.MISSING:
+                given[f.name] = read_line(inner, {}, "")
+            continue
+        key = prefix + (facts.get("key") or f.name)
+        if key in record:
+            value = record[key]
+            given[f.name] = read_line(inner, value) if is_part and isinstance(value, Mapping) else value
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            given[f.name] = None
+    return part(**given)

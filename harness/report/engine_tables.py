@@ -308,7 +308,7 @@ def check(  # noqa: C901
                 say("WARN", engine, f"memory added is {mem} MB by {source}; take a fresh idle snapshot")
         timing = server_timings.of(pair.get("long") or {})
         if timing:  # llama-server's own timings against the client's: "within a few per cent"
-            say("PASS" if timing["agree"] else "WARN", engine, str(server_timings.words(timing)))
+            say("PASS" if timing.agree else "WARN", engine, str(server_timings.words(timing)))
         ceiling = (ceilings or {}).get(engine)
         if ceiling and pair.get("short", {}).get("decode_tokens_per_s"):
             ratio = pair["short"]["decode_tokens_per_s"] / ceiling

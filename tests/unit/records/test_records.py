@@ -347,13 +347,18 @@ def test_engine_speed_memory_and_model_fetch():
         None,
         None,
         "t",
-        {"prefill_tokens_per_s": None},
+        both=er.BothTests(None),
     )
     got = speed.to_dict()
-    assert list(got)[:3] == ["lab", "harness_schema", "engine"] and list(got)[-2:] == [
+    assert list(got)[:3] == ["lab", "harness_schema", "engine"] and list(got)[-6:] == [
         "measured_on",
         "prefill_tokens_per_s",
+        "memory",
+        "memory_delta_mb",
+        "process_resident_mb",
+        "process_tree",
     ]
+    assert er.EngineSpeed.read(got) == speed  # the line reads back as the record
     snap = er.MemorySnapshot("t", "Linux x86_64", "box", 1.0, 0.5, 0.0, {"gpu_used_mb": None}).to_dict()
     assert list(snap) == [
         "taken_at",

@@ -182,3 +182,45 @@ def test_the_generated_schema_holds_each_part_to_its_declaration(where, value):
         target = target[step]
     target[where[-1]] = value
     assert problems(line, "level"), f"{where} = {value!r} passed"
+
+
+@dataclass(frozen=True)
+class _Line:
+    count: int = fact(required=True)
+    inner: _Inner = fact(flatten="slo_")
+    span: _Span | None = fact(default=None)  # left out while None
+    low: float | None = fact(nullable=True, default=None)  # null is a value: written
+    note: str | None = fact(key="why", default=None)
+
+
+def test_a_line_holds_the_declared_keys_and_reads_back():
+    from harness.records.schema import line, read_line
+
+    whole = _Line(3, _Inner(0.5), _Span(1.0), 2.0, "n")
+    assert line(whole) == {"count": 3, "slo_ttft_s": 0.5, "span": {"low": 1.0}, "low": 2.0, "why": "n"}
+    assert read_line(_Line, line(whole)) == whole
+    bare = _Line(3, _Inner(0.5))
+    assert line(bare) == {"count": 3, "slo_ttft_s": 0.5, "low": None}
+    assert read_line(_Line, {"count": 3, "slo_ttft_s": 0.5}) == bare  # an old line lacks the rest
+
+
+def test_the_speed_record_refuses_what_its_parts_refuse():
+    from harness.records.engine import BothTests, ChatTemplate, EngineSpeed, SpeedLimit, TimingsCheck
+    from harness.records.notebook import problems
+
+    speed = EngineSpeed(
+        "e", "1", "CPU", "h", "m", "q", 2048, "long", 3, 64, 0.2, 20.0, 100, 64, "usage", "length",
+        ["content"], 0, True, 2300.0, 21.0, "2026-12-06T17:40:00Z",
+        both=BothTests(2340.0, chat_template=ChatTemplate("0123456789ab", "GGUF")),
+        server_timings_check=TimingsCheck(0.017, -0.048, 0.05, True, None),
+        speed_limit=SpeedLimit("spark", 273.0, 4.9, 55.71, 0.359),
+    )  # fmt: skip
+    rec = speed.to_dict()
+    assert problems(rec, "engine-speed") == [] and EngineSpeed.read(rec) == speed
+    for bad in (
+        {"speed_limit": {**rec["speed_limit"], "model_gb": 0}},
+        {"server_timings_check": {**rec["server_timings_check"], "agree": "yes"}},
+        {"chat_template": {"sha256": "not hex"}},
+        {"test": "medium"},
+    ):
+        assert problems({**rec, **bad}, "engine-speed"), f"{bad} passed"

@@ -3,6 +3,7 @@
 
     harness/schemas/level.schema.json          from harness.records.level.LevelRecord and its parts
     harness/schemas/engine-speed.schema.json   from harness.records.engine.EngineSpeed and its parts
+    harness/schemas/sample.schema.json         from harness.records.sample.SampleLine
 
 Each field of a record part declares its schema facts (``harness.records.schema.fact``); a part
 its record's package cannot import is named by dotted path (``declared_in``) and read here: the
@@ -68,9 +69,17 @@ def engine_speed_schema() -> dict:
     return record_schema(EngineSpeed, "harness/records/engine.py")
 
 
+def sample_schema() -> dict:
+    """The samples file's line, from ``SampleLine``."""
+    from harness.records.sample import SampleLine
+
+    return record_schema(SampleLine, "harness/records/sample.py")
+
+
 SCHEMAS = {
     "level.schema.json": level_schema,
     "engine-speed.schema.json": engine_speed_schema,
+    "sample.schema.json": sample_schema,
 }
 
 

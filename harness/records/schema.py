@@ -201,6 +201,15 @@ class FieldNames:
         return name
 
 
+def left_out_while_none(part: type) -> tuple[str, ...]:
+    """The fields a line leaves out while they hold None: default None, and null no value of theirs."""
+    return tuple(
+        f.name
+        for f in dataclasses.fields(part)
+        if f.default is None and not (f.metadata.get(SCHEMA) or {}).get("nullable")
+    )
+
+
 def line(part: Any, prefix: str = "") -> dict:
     """The notebook line of a record part, its keys in field order: a part of its own as its object,
     a flattened part's fields in place, and a field that may be absent (its default None, null no

@@ -224,3 +224,18 @@ def test_the_speed_record_refuses_what_its_parts_refuse():
         {"test": "medium"},
     ):
         assert problems({**rec, **bad}, "engine-speed"), f"{bad} passed"
+
+
+def test_a_sample_line_is_its_declared_line_and_reads_back():
+    """The samples file's line is built from the instance's dict for speed: it says what ``line``
+    says, its tags after, and reads back with its tags."""
+    from harness.records.notebook import problems
+    from harness.records.sample import SampleLine
+    from harness.records.schema import line
+
+    row = SampleLine("c", 2, True, None, 0.1, 0.5, [0.1, 0.3], 2, "usage", None, None, 9, 0, "stop")
+    assert row.to_dict() == line(row) and "ttft_absent" not in row.to_dict()
+    tagged = SampleLine(**{**row.__dict__, "ttft_absent": "not streamed", "tags": {"turn": 2}})
+    assert tagged.to_dict() == {**line(tagged), "turn": 2}
+    assert SampleLine.read(tagged.to_dict()) == tagged and problems(tagged.to_dict(), "sample") == []
+    assert problems({**row.to_dict(), "merged_tokens": -1}, "sample")

@@ -14,6 +14,7 @@ A part its record's floor cannot import (the workload's, the energy's) is named 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from typing import Any, Callable, Mapping, TypeVar, Union
@@ -246,23 +247,37 @@ def read_line(part: type[T], record: Mapping[str, Any], prefix: str = "") -> T:
     """A record part from its notebook line (``line`` back): a key the line lacks reads as the
     field's default, else None, so lines written before a field existed still read; a part of its
     own is read from its object, a flattened one from the line itself."""
-    hints = typing.get_type_hints(part)
     given: dict = {}
-    for f in dataclasses.fields(part):  # type: ignore[arg-type]
-        facts = f.metadata.get(SCHEMA) or {}
-        inner = _without_none(hints[f.name])
-        is_part = isinstance(inner, type) and dataclasses.is_dataclass(inner)
-        if facts.get("flatten") is not None and is_part:
-            keys = [prefix + facts["flatten"] + k for k in line_keys(inner)]
-            if any(k in record for k in keys):
-                given[f.name] = read_line(inner, record, prefix + facts["flatten"])
-            elif f.default is dataclasses.MISSING:
-                given[f.name] = read_line(inner, {}, "")
+    for name, key, inner, flatten, needed in _reading(part):  # type: ignore[arg-type]
+        if flatten is not None:
+            if any(prefix + flatten + k in record for k in line_keys(inner)):
+                given[name] = read_line(inner, record, prefix + flatten)
+            elif needed:
+                given[name] = read_line(inner, {})
             continue
-        key = prefix + (facts.get("key") or f.name)
-        if key in record:
-            value = record[key]
-            given[f.name] = read_line(inner, value) if is_part and isinstance(value, Mapping) else value
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            given[f.name] = None
+        if prefix + key in record:
+            value = record[prefix + key]
+            given[name] = (
+                read_line(inner, value) if inner is not None and isinstance(value, Mapping) else value
+            )
+        elif needed:
+            given[name] = None
     return part(**given)
+
+
+@functools.lru_cache(maxsize=None)
+def _reading(part: type) -> tuple[tuple[str, str, Any, str | None, bool], ...]:
+    """How ``read_line`` reads each field of a part, worked out once per part: its name, its key,
+    its own part's class (None for a plain value), its flatten prefix, and whether it has no default."""
+    hints = typing.get_type_hints(part)
+    plan = []
+    for f in dataclasses.fields(part):
+        facts = f.metadata.get(SCHEMA) or {}
+        if not facts.get("written", True):
+            continue
+        inner = _without_none(hints[f.name])
+        own = inner if isinstance(inner, type) and dataclasses.is_dataclass(inner) else None
+        flatten = facts.get("flatten") if own is not None else None
+        needed = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        plan.append((f.name, facts.get("key") or f.name, own, flatten, needed))
+    return tuple(plan)

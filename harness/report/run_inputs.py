@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.records.notebook import read_records, read_samples
 from harness.records.level import LEVEL
+from harness.records.sample import SampleLine
 
 
 @dataclass
@@ -39,20 +40,21 @@ class RunInputs:
             self._cache[kind] = found
         return self._cache[kind]
 
-    def samples(self, label: str) -> list[dict]:
+    def samples(self, label: str) -> list[SampleLine]:
         """The exact per-request rows of one curve's levels from the samples file beside the
         notebook (the rows of the run each level record came from, when the rows say their run)."""
         if "samples" not in self._cache:
-            self._cache["samples"] = read_sample_rows(self.notebook.with_suffix(".samples.jsonl"))
+            rows = read_sample_rows(self.notebook.with_suffix(".samples.jsonl"))
+            self._cache["samples"] = [SampleLine.read(row) for row in rows]
         levels = self.levels.get(label, {})
         return [
             row
             for row in self._cache["samples"]
-            if row.get("label") == label
-            and row.get("concurrency") in levels
+            if row.label == label
+            and row.concurrency in levels
             and (
-                not levels[row["concurrency"]].get(LEVEL.run_id)
-                or row.get("run_id") in (None, levels[row["concurrency"]][LEVEL.run_id])
+                not levels[row.concurrency].get(LEVEL.run_id)
+                or row.run_id in (None, levels[row.concurrency][LEVEL.run_id])
             )
         ]
 

@@ -4,6 +4,8 @@
     harness/schemas/level.schema.json          from harness.records.level.LevelRecord and its parts
     harness/schemas/engine-speed.schema.json   from harness.records.engine.EngineSpeed and its parts
     harness/schemas/sample.schema.json         from harness.records.sample.SampleLine
+    harness/schemas/capacity.schema.json       from harness.records.sizing.Capacity and its parts
+    harness/schemas/admission.schema.json      from harness.records.sizing.AdmissionRecommendation
 
 Each field of a record part declares its schema facts (``harness.records.schema.fact``); a part
 its record's package cannot import is named by dotted path (``declared_in``) and read here: the
@@ -76,10 +78,26 @@ def sample_schema() -> dict:
     return record_schema(SampleLine, "harness/records/sample.py")
 
 
+def capacity_schema() -> dict:
+    """The capacity search's record, from ``Capacity`` and its parts."""
+    from harness.records.sizing import Capacity
+
+    return record_schema(Capacity, "harness/records/sizing.py")
+
+
+def admission_schema() -> dict:
+    """The admission recommendation, from ``AdmissionRecommendation`` and its parts."""
+    from harness.records.sizing import AdmissionRecommendation
+
+    return record_schema(AdmissionRecommendation, "harness/records/sizing.py")
+
+
 SCHEMAS = {
     "level.schema.json": level_schema,
     "engine-speed.schema.json": engine_speed_schema,
     "sample.schema.json": sample_schema,
+    "capacity.schema.json": capacity_schema,
+    "admission.schema.json": admission_schema,
 }
 
 

@@ -3,8 +3,9 @@
 This module is the one home of what every record shares: the schema version, the lab ids, the
 default goodput objectives and the timestamp format. Each kind of record the package writes has
 a frozen dataclass: the level record and its parts in ``harness.records.level``, the sweep's
-other kinds here (curve summary, capacity, endpoint check, cross-check, admission
-recommendation), the engines lab's in ``harness.records.engine``. Its ``to_dict()`` gives the
+other kinds here (curve summary, endpoint check, cross-check), the capacity search and the
+admission recommendation in ``harness.records.sizing``, the engines lab's in
+``harness.records.engine``. Its ``to_dict()`` gives the
 exact JSON object that goes on the notebook line, keys in the order the notebook has always had
 them, so the sweep, the headless Locust run and the web UI cannot drift apart. Validation against
 ``schemas/`` stays in ``harness.records.notebook``; the time a record is stamped with comes from its
@@ -120,46 +121,6 @@ def machine_of(run: Mapping[str, Any]) -> dict:
 
 
 @dataclass(frozen=True)
-class Capacity:
-    """What ``harness capacity`` found: the largest load within the promise (``capacity``; None
-    when even the first level breaks it), how that reads (``reading``: exact, at least, between or
-    none), the criterion and every level it tried, in the order it tried them."""
-
-    KIND: ClassVar[str] = "capacity"  # the record's kind: its schema's name
-
-    label: str
-    run: dict  # engine, model, base_url, prompt_set, max_tokens, server_slots of the search
-    run_id: str
-    criterion: dict  # metric, percentile, limit, text
-    confidence: float
-    capacity: int | None
-    reading: str
-    answer: str
-    tried: list[dict]  # level, run, figure, pooled, interval, verdict, why
-    levels_measured: int
-    runs: int
-    elapsed_s: float
-    time_budget_s: float
-    stopped: str  # done, time, server (a run the server failed), contradiction (a level's runs disagree)
-    recorded_at: str
-    rate_step_rps: float | None = None  # the open-loop search: level k is k x this many requests/s
-    end_reason: str | None = None  # stopped server or contradiction: why, in one line
-
-    RUN_FIELDS = ("engine", "model", "base_url", "prompt_set", "max_tokens", "server_slots")
-
-    def to_dict(self) -> dict:
-        return {
-            "lab": LAB_ID,
-            "harness_schema": SCHEMA_VERSION,
-            "record": self.KIND,
-            "label": self.label,
-            "search": "concurrency" if self.rate_step_rps is None else "rate",
-            **{k: self.run.get(k) for k in self.RUN_FIELDS},
-            **own_fields(self, skip=("label", "run")),
-        }
-
-
-@dataclass(frozen=True)
 class EndpointCheck:
     """What the one request before a sweep's first level saw (``observed``) and what it means."""
 
@@ -237,43 +198,3 @@ def own_fields(record: Any, skip: tuple[str, ...] = ()) -> dict:
 def is_admission(record: Mapping[str, Any]) -> bool:
     """Whether a notebook object is an admission recommendation (``record: admission``)."""
     return record.get("lab") == LAB_ID and record.get("record") == "admission"
-
-
-@dataclass(frozen=True)
-class AdmissionRecommendation:
-    """The serving lab's admission recommendation: the level chosen below the unacceptable region
-    of the ``source`` curve (its operating point, or the capacity a search found), the first level
-    above it that broke the objective, what the admission run (the mixed short/long workload at
-    that level, under ``label``) measured there, and the recommendation in words. ``level`` is None
-    (and ``why`` says why) when no level qualified; ``harness.sizing.admission`` builds it."""
-
-    KIND: ClassVar[str] = "admission"  # the record's kind: its schema's name
-
-    label: str
-    source: str
-    run: dict  # engine, model, server_slots of the source curve's first level
-    method: str  # operating point, capacity search
-    objective: dict  # text, limits {"ttft_s.p90": seconds, ...}
-    source_levels: list[int]
-    level: int | None
-    unacceptable_from: int | None
-    unacceptable_why: str | None
-    confirmed: dict | None  # the admission run at the level: prompt set, counts, percentiles, verdict
-    verdict: str  # recommended, not confirmed, unconfirmed, none
-    recommendation: str
-    why: str
-    recorded_at: str
-
-    RUN_FIELDS = ("engine", "model", "server_slots")
-
-    def to_dict(self) -> dict:
-        return {
-            "lab": LAB_ID,
-            "harness_schema": SCHEMA_VERSION,
-            "record": self.KIND,
-            "label": self.label,
-            "from": self.source,
-            **{k: self.run.get(k) for k in self.RUN_FIELDS},
-            **own_fields(self, skip=("label", "source", "run")),
-            **machine_of(self.run),
-        }

@@ -161,7 +161,8 @@ def _without_none(hint: Any) -> Any:
 
 def type_schema(hint: Any, resolve: Resolve = _no_resolve, nullable: bool = False) -> dict:
     """The JSON Schema of a Python type: a plain type, a list of one, or a part of its own (its
-    ``$defs`` name where it has one, ``SCHEMA_DEF``, else its object inline)."""
+    ``$defs`` name where it has one, ``SCHEMA_DEF``, else its object inline; one of null and it
+    where null is a value)."""
     base = _without_none(hint)
     origin = typing.get_origin(base)
     if base in _PLAIN or origin is dict:
@@ -175,9 +176,8 @@ def type_schema(hint: Any, resolve: Resolve = _no_resolve, nullable: bool = Fals
         return out
     if isinstance(base, type) and dataclasses.is_dataclass(base):
         name = getattr(base, "SCHEMA_DEF", None)
-        if name:
-            return {"$ref": f"#/$defs/{name}"}
-        return object_schema(base, resolve)
+        part = {"$ref": f"#/$defs/{name}"} if name else object_schema(base, resolve)
+        return {"oneOf": [{"type": "null"}, part]} if nullable else part
     raise TypeError(f"no JSON type for {hint!r}: give type= or a schema in its fact()")
 
 
@@ -248,7 +248,7 @@ def read_line(part: type[T], record: Mapping[str, Any], prefix: str = "") -> T:
     field's default, else None, so lines written before a field existed still read; a part of its
     own is read from its object, a flattened one from the line itself."""
     given: dict = {}
-    for name, key, inner, flatten, needed in _reading(part):  # type: ignore[arg-type]
+    for name, key, inner, each, flatten, needed in _reading(part):  # type: ignore[arg-type]
         if flatten is not None:
             if any(prefix + flatten + k in record for k in line_keys(inner)):
                 given[name] = read_line(inner, record, prefix + flatten)
@@ -257,18 +257,21 @@ def read_line(part: type[T], record: Mapping[str, Any], prefix: str = "") -> T:
             continue
         if prefix + key in record:
             value = record[prefix + key]
-            given[name] = (
-                read_line(inner, value) if inner is not None and isinstance(value, Mapping) else value
-            )
+            if inner is not None and isinstance(value, Mapping):
+                value = read_line(inner, value)
+            elif each is not None and isinstance(value, list):
+                value = [read_line(each, v) if isinstance(v, Mapping) else v for v in value]
+            given[name] = value
         elif needed:
             given[name] = None
     return part(**given)
 
 
 @functools.lru_cache(maxsize=None)
-def _reading(part: type) -> tuple[tuple[str, str, Any, str | None, bool], ...]:
+def _reading(part: type) -> tuple[tuple[str, str, Any, Any, str | None, bool], ...]:
     """How ``read_line`` reads each field of a part, worked out once per part: its name, its key,
-    its own part's class (None for a plain value), its flatten prefix, and whether it has no default."""
+    its own part's class (None for a plain value), the class of each item of a list of parts, its
+    flatten prefix, and whether it has no default."""
     hints = typing.get_type_hints(part)
     plan = []
     for f in dataclasses.fields(part):
@@ -276,8 +279,14 @@ def _reading(part: type) -> tuple[tuple[str, str, Any, str | None, bool], ...]:
         if not facts.get("written", True):
             continue
         inner = _without_none(hints[f.name])
-        own = inner if isinstance(inner, type) and dataclasses.is_dataclass(inner) else None
+        own = inner if _is_part(inner) else None
+        items = typing.get_args(inner) if typing.get_origin(inner) is list else ()
+        each = items[0] if items and _is_part(items[0]) else None
         flatten = facts.get("flatten") if own is not None else None
         needed = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        plan.append((f.name, facts.get("key") or f.name, own, flatten, needed))
+        plan.append((f.name, facts.get("key") or f.name, own, each, flatten, needed))
     return tuple(plan)
+
+
+def _is_part(hint: Any) -> bool:
+    return isinstance(hint, type) and dataclasses.is_dataclass(hint)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from harness.records.sizing import Capacity
 from harness.records.labels import file_label
 from harness.measure import curves
 from harness.engines import trtllm_log
@@ -140,18 +141,18 @@ def sample_charts(r: RunInputs, label: str) -> list[str]:
 
 def capacity_searches(r: RunInputs) -> list[str]:
     """Each ``harness capacity`` search in the notebook: criterion, answer, levels and time."""
-    recs = r.records("capacity", lambda o: o.get("record") == "capacity")
+    recs = [Capacity.read(o) for o in r.records(Capacity.KIND, lambda o: o.get("record") == Capacity.KIND)]
     if not recs:
         return []
     rows = [
         [
-            c["label"],
-            c["criterion"]["text"],
-            "none" if c["capacity"] is None else str(c["capacity"]),
-            c["answer"],
-            f"{c['levels_measured']} levels, {c['runs']} runs",
-            f"{c['elapsed_s']:.0f} of {c['time_budget_s']:g}",
-            " -> ".join(f"{t['level']}:{t['verdict']}" for t in c["tried"]),
+            c.label,
+            c.criterion.text,
+            "none" if c.capacity is None else str(c.capacity),
+            c.answer,
+            f"{c.levels_measured} levels, {c.runs} runs",
+            f"{c.elapsed_s:.0f} of {c.time_budget_s:g}",
+            " -> ".join(f"{t.level}:{t.verdict}" for t in c.tried),
         ]
         for c in recs
     ]

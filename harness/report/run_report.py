@@ -14,6 +14,7 @@ from pathlib import Path
 
 from harness.measure import curves
 from harness import words
+from harness.records.sizing import Capacity
 from harness.records.base import is_level
 from harness.records.notebook import read_records
 from harness.energy import report_section as energy_section
@@ -57,12 +58,12 @@ def plan_pairs(plan) -> tuple[list[str], dict[str, tuple[str, str]]]:
     return curve_labels, pairs
 
 
-def searches_in(notebook: Path) -> dict[str, dict]:
+def searches_in(notebook: Path) -> dict[str, Capacity]:
     """label -> the latest capacity record of that label (``harness capacity``)."""
     if not notebook.is_file():
         return {}
-    recs = read_records(notebook, "capacity", select=lambda o: o.get("record") == "capacity").records
-    return {c["label"]: c for c in recs}
+    recs = read_records(notebook, Capacity.KIND, select=lambda o: o.get("record") == Capacity.KIND).records
+    return {c.label: c for c in map(Capacity.read, recs)}
 
 
 def levels_in(notebook: Path) -> dict[str, dict[int, dict]]:

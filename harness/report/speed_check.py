@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from harness.records.sizing import AdmissionRecommendation
 from harness.sizing import admission
 from harness.sizing.arithmetic import speed_limit, speed_share
 from harness.bounds import Bounds
@@ -174,4 +175,5 @@ def lines(machine: str | None, model_gb_given: float | None, labbook: str, serve
             else f"of the limit for the {SEED_MODEL_GB:g} GB model (its own model's size is not recorded)"
         )
         out.append(f"single user: {what}: {rate:.1f} tok/s = {share:.0%} {against}; {reading}")
-    return out + [f"admission:   {admission.line(rec)}" for rec in admissions(labbook)]
+    read = AdmissionRecommendation.read
+    return out + [f"admission:   {admission.line(read(rec))}" for rec in admissions(labbook)]

@@ -8,6 +8,7 @@ from numbers import Real
 
 from tabulate import tabulate
 
+from harness.records.sizing import AdmissionRecommendation
 from harness.sizing import admission, criterion as sizing
 from harness.measure import curves
 from harness.records.level import LEVEL, STATS, LevelStats
@@ -263,8 +264,8 @@ def admission_records(path: str) -> tuple[list[dict], list[str]]:
 def admission_lines(records: list[dict], label: str | None = None) -> list[str]:
     """The latest admission recommendation of each admission label (with ``label``: those chosen
     from that curve, or written under it)."""
-    latest = {r["label"]: r for r in records}
-    shown = [r for r in latest.values() if label is None or label in (r["label"], r["from"])]
+    latest = {r.label: r for r in map(AdmissionRecommendation.read, records)}
+    shown = [r for r in latest.values() if label is None or label in (r.label, r.source)]
     head = ["==> admission recommendation" + ("s" if len(shown) > 1 else "")] if shown else []
     return head + [f"    {admission.line(rec)}" for rec in shown]
 

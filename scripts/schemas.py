@@ -6,6 +6,7 @@
     harness/schemas/sample.schema.json         from harness.records.sample.SampleLine
     harness/schemas/capacity.schema.json       from harness.records.sizing.Capacity and its parts
     harness/schemas/admission.schema.json      from harness.records.sizing.AdmissionRecommendation
+    harness/schemas/allocation.schema.json     from harness.records.engine.Allocation
 
 Each field of a record part declares its schema facts (``harness.records.schema.fact``); a part
 its record's package cannot import is named by dotted path (``declared_in``) and read here: the
@@ -92,12 +93,20 @@ def admission_schema() -> dict:
     return record_schema(AdmissionRecommendation, "harness/records/sizing.py")
 
 
+def allocation_schema() -> dict:
+    """What an engine allocated against the prediction, from ``Allocation``."""
+    from harness.records.engine import Allocation
+
+    return record_schema(Allocation, "harness/records/engine.py")
+
+
 SCHEMAS = {
     "level.schema.json": level_schema,
     "engine-speed.schema.json": engine_speed_schema,
     "sample.schema.json": sample_schema,
     "capacity.schema.json": capacity_schema,
     "admission.schema.json": admission_schema,
+    "allocation.schema.json": allocation_schema,
 }
 
 

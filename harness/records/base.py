@@ -29,6 +29,10 @@ FEATURES_LAB = lab.ENGINES_LAB_ID  # the engines lab's records carry it
 DEFAULT_SLO_TTFT_S = lab.threshold("slo_ttft_s")
 DEFAULT_SLO_TPOT_S = lab.threshold("slo_tpot_s")
 UNKNOWN = "unknown"  # what a record says of an engine, host or version nobody named
+MACHINE_NOTE = (  # what a record's machine part is (the notebook writer adds it, harness.machine)
+    "added: the machine the record was written on, read from it (harness.machine); records "
+    "written before it lack it"
+)
 STAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # ISO 8601 in UTC to the second with a Z: every record's stamp
 # What a stamp may read as: today's, and the older lines' local time with its offset (+0000) or
 # ISO 8601 with +00:00 (strptime's %z takes Z, +0000 and +00:00 alike).

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from harness.records.base import FEATURES_LAB, SCHEMA_VERSION, own_fields
+from harness.records.base import FEATURES_LAB, MACHINE_NOTE, SCHEMA_VERSION, own_fields
 from harness.records.schema import FieldNames, fact, line, read_line
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -21,21 +21,46 @@ PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py
 class Allocation:
     """What an engine's log says it allocated, against the prediction for the same settings."""
 
-    KIND: ClassVar[str] = "allocation"  # the record's kind: its schema's name
+    label: str = fact()
+    engine: str = fact(required=True, enum=["llama-server", "vllm", "trtllm"])
+    model: str = fact()
+    log: str = fact(required=True)
+    settings: dict = fact("slots, ctx_per_slot, cache_type, swa_full, kv_bytes", required=True)
+    observed: dict = fact(required=True)
+    predicted: dict = fact(
+        required=True,
+        schema={"required": ["log_lines"]},
+        properties={"log_lines": {"type": "array", "items": {"type": "string"}}},
+    )
+    verdict: str = fact(
+        "observed: read and recorded, nothing predicted (e.g. vLLM sized by a memory fraction)",
+        required=True,
+        enum=["match", "mismatch", "observed"],
+    )
+    problems: list[str] = fact(required=True)
+    recorded_at: str = fact()
+    machine: dict | None = fact(MACHINE_NOTE, schema={"$ref": "machine"}, default=None)
 
-    label: str
-    engine: str
-    model: str
-    log: str
-    settings: dict
-    observed: dict
-    predicted: dict
-    verdict: str
-    problems: list[str]
-    recorded_at: str
+    KIND: ClassVar[str] = "allocation"  # the record's kind: its schema's name
+    SCHEMA_FACTS: ClassVar[dict] = {
+        "title": "What an engine allocated, read from its log, against the prediction"
+    }
+    SCHEMA_REQUIRED: ClassVar[tuple] = ("harness_schema", "record")
+    SCHEMA_KEYS: ClassVar[dict] = {
+        "harness_schema": {"const": SCHEMA_VERSION},
+        "record": {"const": "allocation"},
+    }
 
     def to_dict(self) -> dict:
-        return {"harness_schema": SCHEMA_VERSION, "record": self.KIND, **own_fields(self)}
+        return {"harness_schema": SCHEMA_VERSION, "record": self.KIND, **line(self)}
+
+    @classmethod
+    def read(cls, record: Mapping[str, Any]) -> Allocation:
+        """An allocation line as the typed record."""
+        return read_line(cls, record)
+
+
+ALLOCATION = FieldNames(Allocation)  # an allocation line's keys
 
 
 @dataclass(frozen=True)
@@ -201,12 +226,7 @@ class EngineSpeed:
         "the speed limit: the short test's decode as a share of bandwidth / model size (60-85 % is sane)",
         default=None,
     )
-    machine: dict | None = fact(  # the notebook writer adds it when None
-        "added: the machine the record was written on, read from it (harness.machine); records "
-        "written before it lack it",
-        schema={"$ref": "machine"},
-        default=None,
-    )
+    machine: dict | None = fact(MACHINE_NOTE, schema={"$ref": "machine"}, default=None)  # the writer's
 
     KIND: ClassVar[str] = "engine-speed"  # the record's kind: its schema's name
     SCHEMA_FACTS: ClassVar[dict] = {

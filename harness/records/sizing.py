@@ -8,15 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Mapping
 
-from harness.records.base import LAB_ID, SCHEMA_VERSION
+from harness.records.base import LAB_ID, MACHINE_NOTE, SCHEMA_VERSION
 from harness.records.schema import FieldNames, fact, line, read_line
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
-
-MACHINE_NOTE = (
-    "added: the machine the record was written on, read from it (harness.machine); records "
-    "written before it lack it"
-)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from harness.records.engine import Allocation
 from harness.records.sizing import Capacity
 from harness.records.labels import file_label
 from harness.measure import curves
@@ -29,13 +30,15 @@ def _mib(value: float | None) -> str:
 
 def allocation(r: RunInputs) -> list[str]:
     """What each engine's log allocated against the prediction for the same settings."""
-    recs = r.records("allocation", lambda o: o.get("record") == "allocation")
+    recs = [
+        Allocation.read(o) for o in r.records(Allocation.KIND, lambda o: o.get("record") == Allocation.KIND)
+    ]
     lines = ["## Allocation against the prediction", ""]
     if not recs:
         return lines + absent("No allocation was checked", r.why_none("verify-allocation"))
     rows = []
     for a in recs:
-        st, pred, seen = a.get("settings") or {}, a.get("predicted") or {}, a.get("observed") or {}
+        st, pred, seen = a.settings or {}, a.predicted or {}, a.observed or {}
         slots, ctx, kv = st.get("slots"), st.get("ctx_per_slot"), st.get("kv_bytes")
         stated = [
             f"{slots} x {ctx:,} tokens" if slots and ctx else None,
@@ -44,7 +47,7 @@ def allocation(r: RunInputs) -> list[str]:
             f"KV cap {st['kv_max_tokens']:,} tokens" if st.get("kv_max_tokens") else None,
         ]
         settings = ", ".join(x for x in stated if x)
-        if a["engine"] == "trtllm":
+        if a.engine == "trtllm":
             cap, got = pred.get("kv_max_tokens"), trtllm_log.pool_tokens(seen)
             want = "—" if cap is None else f"at most {cap:,} tokens"
             got = "—" if got is None else f"{got:,} tokens"
@@ -56,17 +59,17 @@ def allocation(r: RunInputs) -> list[str]:
             want = _mib(None if pool is None else pool / 2**20)
             caches = seen.get("kv_caches") or []
             got = _mib(sum(c["mib"] for c in caches)) if caches else "—"
-        if a["verdict"] == "observed":  # --observe-only: the memory fraction sized the pool, not the settings
+        if a.verdict == "observed":  # --observe-only: the memory fraction sized the pool, not the settings
             want = "— (observed only: a memory fraction sets the pool)"
         rows.append(
             [
-                a["label"],
-                a["engine"],
+                a.label,
+                a.engine,
                 settings or "not stated",
                 want,
                 got,
-                a["verdict"],
-                "; ".join(a["problems"]),
+                a.verdict,
+                "; ".join(a.problems or []),
             ]
         )
     head = [

@@ -7,6 +7,7 @@
     harness/schemas/capacity.schema.json       from harness.records.sizing.Capacity and its parts
     harness/schemas/admission.schema.json      from harness.records.sizing.AdmissionRecommendation
     harness/schemas/allocation.schema.json     from harness.records.engine.Allocation
+    harness/schemas/run-manifest.schema.json   from harness.records.manifest.RunManifest and its parts
 
 Each field of a record part declares its schema facts (``harness.records.schema.fact``); a part
 its record's package cannot import is named by dotted path (``declared_in``) and read here: the
@@ -100,6 +101,13 @@ def allocation_schema() -> dict:
     return record_schema(Allocation, "harness/records/engine.py")
 
 
+def manifest_schema() -> dict:
+    """The track run's manifest, from ``RunManifest`` and its parts."""
+    from harness.records.manifest import RunManifest, StepEntry
+
+    return record_schema(RunManifest, "harness/records/manifest.py", (StepEntry,))
+
+
 SCHEMAS = {
     "level.schema.json": level_schema,
     "engine-speed.schema.json": engine_speed_schema,
@@ -107,6 +115,7 @@ SCHEMAS = {
     "capacity.schema.json": capacity_schema,
     "admission.schema.json": admission_schema,
     "allocation.schema.json": allocation_schema,
+    "run-manifest.schema.json": manifest_schema,
 }
 
 

@@ -35,6 +35,7 @@ def fact(
     key: str | None = None,
     required: bool = False,
     nullable: bool = False,
+    omit_none: bool = False,
     flatten: str | None = None,
     declared_in: str | None = None,
     written: bool = True,
@@ -45,6 +46,7 @@ def fact(
 ) -> Any:
     """A dataclass field with its schema facts. ``key``: the line's key when not the field's name;
     ``required``: every line has it; ``nullable``: null is a value (not a left-out key);
+    ``omit_none``: a nullable field left out while None all the same (written once known);
     ``flatten``: the part's own fields go on the line itself, each key after this prefix;
     ``declared_in``: the dotted path of the part's dataclass or schema fragment; ``written``:
     False for a field the line never carries (an input of the builder). ``keywords``: JSON
@@ -56,6 +58,7 @@ def fact(
         "key": key,
         "required": required,
         "nullable": nullable,
+        "omit_none": omit_none,
         "flatten": flatten,
         "declared_in": declared_in,
         "written": written,
@@ -165,6 +168,9 @@ def type_schema(hint: Any, resolve: Resolve = _no_resolve, nullable: bool = Fals
     where null is a value)."""
     base = _without_none(hint)
     origin = typing.get_origin(base)
+    values = typing.get_args(base)[1:] if origin is dict else ()
+    if values and _is_part(values[0]):  # a map of names to parts
+        return {"type": "object", "additionalProperties": type_schema(values[0], resolve)}
     if base in _PLAIN or origin is dict:
         word = _PLAIN[dict if origin is dict else base]
         return {"type": [word, "null"] if nullable else word}
@@ -204,11 +210,12 @@ class FieldNames:
 
 def left_out_while_none(part: type) -> tuple[str, ...]:
     """The fields a line leaves out while they hold None: default None, and null no value of theirs."""
-    return tuple(
-        f.name
-        for f in dataclasses.fields(part)
-        if f.default is None and not (f.metadata.get(SCHEMA) or {}).get("nullable")
-    )
+    return tuple(f.name for f in dataclasses.fields(part) if _absent_while_none(f))
+
+
+def _absent_while_none(f: dataclasses.Field) -> bool:
+    facts = f.metadata.get(SCHEMA) or {}
+    return f.default is None and (not facts.get("nullable") or bool(facts.get("omit_none")))
 
 
 def line(part: Any, prefix: str = "") -> dict:
@@ -225,7 +232,7 @@ def line(part: Any, prefix: str = "") -> dict:
             if value is not None:
                 out.update(_plain(value, prefix + facts["flatten"]))
             continue
-        if value is None and f.default is None and not facts.get("nullable"):
+        if value is None and _absent_while_none(f):
             continue
         out[prefix + (facts.get("key") or f.name)] = _plain(value)
     return out
@@ -240,6 +247,8 @@ def _plain(value: Any, prefix: str = "") -> Any:
         return line(value, prefix)
     if isinstance(value, list):
         return [_plain(v) for v in value]
+    if isinstance(value, dict) and any(_is_part(type(v)) for v in value.values()):
+        return {k: _plain(v) for k, v in value.items()}
     return value
 
 

@@ -13,8 +13,8 @@ import psutil
 
 from harness import __version__
 from harness.errors import ConfigError
-from harness.records.base import SCHEMA_VERSION
 from harness.records.clock import now_stamp
+from harness.records.manifest import MANIFEST, STEP, Cut, RunManifest, RunnerMark, StepEntry
 from harness.records.notebook import validate
 from harness.run.plans import Plan
 
@@ -32,45 +32,27 @@ class Manifest:
 
     @classmethod
     def new(cls, path: Path, plan: Plan, run_dir: Path) -> "Manifest":
-        data = {
-            "record": "run-manifest",
-            "harness_schema": SCHEMA_VERSION,
-            "harness_version": __version__,
-            "plan": plan.name,
-            "plan_file": str(plan.path),
-            "plan_sha256": plan.sha256,
-            "tier": plan.tier,
-            "variables": {k: v for k, v in plan.variables.items() if "KEY" not in k.upper()},
-            **({"rehearsal": plan.rehearsal.to_dict()} if plan.rehearsal else {}),
-            "run_dir": str(run_dir),
-            "status": "running",
-            "started": now(),
-            "updated": now(),
-            "host": {
+        data = RunManifest(
+            harness_version=__version__,
+            plan=plan.name,
+            plan_file=str(plan.path),
+            plan_sha256=plan.sha256,
+            tier=plan.tier,
+            variables={k: v for k, v in plan.variables.items() if "KEY" not in k.upper()},
+            rehearsal=plan.rehearsal.to_dict() if plan.rehearsal else None,
+            run_dir=str(run_dir),
+            status="running",
+            started=now(),
+            updated=now(),
+            host={
                 "node": platform.node(),
                 "system": platform.platform(),
                 "python": platform.python_version(),
                 "cpus": os.cpu_count(),
             },
-            "engines": {},
-            "steps": [
-                {
-                    "id": s.id,
-                    "kind": s.kind,
-                    "block": s.block.id if s.block else None,
-                    "status": "pending",
-                    "reason": None,
-                    "command": None,
-                    "started": None,
-                    "ended": None,
-                    "duration_s": None,
-                    "attempts": 0,
-                    "log": None,
-                    "result": None,
-                }
-                for s in plan.steps
-            ],
-        }
+            engines={},
+            steps=[StepEntry(s.id, s.kind, s.block.id if s.block else None) for s in plan.steps],
+        ).to_dict()
         return cls(path, data)
 
     @classmethod
@@ -108,7 +90,7 @@ class Manifest:
             )
         else:
             manifest = cls.new(path, plan, run_dir)
-        manifest.data["runner"] = runner_mark()
+        manifest.data[MANIFEST.runner] = runner_mark()
         return manifest
 
     def note_cut(self) -> dict | None:
@@ -117,7 +99,7 @@ class Manifest:
         found = cut_of(self.data)
         if found is None:
             return None
-        self.data.setdefault("cuts", []).append(found)
+        self.data.setdefault(MANIFEST.cuts, []).append(found)
         if found["step"] is not None:
             self.step(found["step"]).update(status="interrupted", ended=found["found"], reason=CUT_REASON)
         return found
@@ -152,7 +134,7 @@ CUT_REASON = "cut: the run stopped during this step without a word (a SIGKILL, a
 def runner_mark() -> dict:
     """This process, as the manifest names the runner of the attempt under way."""
     me = psutil.Process()
-    return {"pid": me.pid, "since": round(me.create_time(), 2)}
+    return RunnerMark(me.pid, round(me.create_time(), 2)).to_dict()
 
 
 def runner_alive(data: dict) -> bool:
@@ -174,9 +156,9 @@ def cut_of(data: dict) -> dict | None:
         return None
     running = [s for s in data["steps"] if s["status"] == "running"]
     step = running[0] if running else None
-    return {
-        "step": step["id"] if step else None,
-        "attempt": step["attempts"] if step else 0,
-        "started": step["started"] if step else None,
-        "found": now(),
-    }
+    return Cut(
+        step=step[STEP.id] if step else None,
+        attempt=step[STEP.attempts] if step else 0,
+        started=step[STEP.started] if step else None,
+        found=now(),
+    ).to_dict()

@@ -239,3 +239,18 @@ def test_a_sample_line_is_its_declared_line_and_reads_back():
     assert tagged.to_dict() == {**line(tagged), "turn": 2}
     assert SampleLine.read(tagged.to_dict()) == tagged and problems(tagged.to_dict(), "sample") == []
     assert problems({**row.to_dict(), "merged_tokens": -1}, "sample")
+
+
+def test_compare_reads_the_kind_from_the_old_schemas_id(tmp_path, capsys):
+    schemas = _script()
+    for name, build in schemas.SCHEMAS.items():
+        old = build()
+        old["properties"] = dict(reversed(list(old["properties"].items())))
+        path = tmp_path / name
+        path.write_text(json.dumps(old), encoding="utf-8")
+        assert schemas.main(["--compare", str(path)]) == 0, name
+    assert capsys.readouterr().out.count("no difference in meaning") == len(schemas.SCHEMAS)
+    other = tmp_path / "engine.schema.json"
+    other.write_text(json.dumps({"$id": "engine"}), encoding="utf-8")
+    assert schemas.main(["--compare", str(other)]) == 2
+    assert "is no generated kind" in capsys.readouterr().err

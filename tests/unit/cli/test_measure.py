@@ -111,7 +111,11 @@ def test_check_sets_single_user_speeds_against_the_limit(tmp_path, capsys):
 
 
 def test_prefill_from_the_difference_or_the_reason_it_has_none():
-    from harness.engines.single_user import prefill_from_difference
+    from harness.engines import single_user
+    from harness.records.engine import EngineSpeed
+
+    def prefill_from_difference(short: dict, long: dict):  # the figures as the two lines hold them
+        return single_user.prefill_from_difference(EngineSpeed.read(short), EngineSpeed.read(long))
 
     short = {"prompt_tokens": 59, "ttft_s": 0.20}
     # 443 more tokens in 0.75 s more

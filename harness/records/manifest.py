@@ -206,3 +206,5 @@ class RunManifest:
 MANIFEST = FieldNames(RunManifest)  # a manifest's top-level keys
 STEP = FieldNames(StepEntry)  # a step entry's keys
 ENGINE = FieldNames(EngineEntry)  # an engine entry's keys
+CUT = FieldNames(Cut)  # a cut's keys
+RUNNER = FieldNames(RunnerMark)  # the runner mark's keys

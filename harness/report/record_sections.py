@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harness.records.engine import Allocation
+from harness.records.manifest import MANIFEST, STEP
 from harness.records.sizing import Capacity
 from harness.records.labels import file_label
 from harness.measure import curves
@@ -206,14 +207,14 @@ def comparisons(r: RunInputs) -> list[str]:
     steps = [s for s in r.plan.steps if s.kind == "compare"]
     if not steps:
         return lines + absent("No comparison", r.why_none("compare"))
-    status = {s["id"]: s for s in r.manifest.get("steps", [])}
+    status = {s[STEP.id]: s for s in r.manifest.get(MANIFEST.steps, [])}
     for step in steps:
         pairs = [tuple(p) for p in step.options.get("items", [])]
         entry = status.get(step.id) or {}
-        if entry.get("status") in ("skipped", "failed"):
+        if entry.get(STEP.status) in ("skipped", "failed"):
             named = "; ".join(f"{a} against {b}" for a, b in pairs)
-            why = f"step {step.id} {entry['status']}" + (
-                f": {entry['reason']}" if entry.get("reason") else ""
+            why = f"step {step.id} {entry[STEP.status]}" + (
+                f": {entry[STEP.reason]}" if entry.get(STEP.reason) else ""
             )
             lines += absent(f"Not compared ({named})", why)
             continue

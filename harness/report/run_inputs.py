@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.records.notebook import read_records, read_samples
 from harness.records.level import LEVEL
+from harness.records.manifest import MANIFEST, STEP
 from harness.records.sample import SampleLine
 
 
@@ -59,7 +60,7 @@ class RunInputs:
         ]
 
     def steps_of(self, kind: str) -> list[dict]:
-        return [s for s in self.manifest.get("steps", []) if s.get("kind") == kind]
+        return [s for s in self.manifest.get(MANIFEST.steps, []) if s.get(STEP.kind) == kind]
 
     def why_none(self, kind: str) -> str:
         """Why the steps of one kind left nothing to show: not in the plan, skipped, failed, or silent."""
@@ -67,9 +68,9 @@ class RunInputs:
         if not steps:
             return f"this plan has no {kind} step"
         for status in ("failed", "skipped", "running", "pending"):
-            hit = [s for s in steps if s.get("status") == status]
+            hit = [s for s in steps if s.get(STEP.status) == status]
             if len(hit) == len(steps) or (status == "failed" and hit):
-                reason = hit[0].get("reason")
+                reason = hit[0].get(STEP.reason)
                 return f"the {kind} step {status}" + (f": {reason}" if reason else "")
         return f"the {kind} steps wrote no record to the notebook"
 

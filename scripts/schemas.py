@@ -8,6 +8,7 @@
     harness/schemas/admission.schema.json      from harness.records.sizing.AdmissionRecommendation
     harness/schemas/allocation.schema.json     from harness.records.engine.Allocation
     harness/schemas/run-manifest.schema.json   from harness.records.manifest.RunManifest and its parts
+    harness/schemas/curve-summary.schema.json  from harness.records.base.CurveSummary and its parts
 
 Each field of a record part declares its schema facts (``harness.records.schema.fact``); a part
 its record's package cannot import is named by dotted path (``declared_in``) and read here: the
@@ -108,6 +109,13 @@ def manifest_schema() -> dict:
     return record_schema(RunManifest, "harness/records/manifest.py", (StepEntry,))
 
 
+def curve_summary_schema() -> dict:
+    """One label's curve in a line, from ``CurveSummary`` and its parts."""
+    from harness.records.base import CurveSummary
+
+    return record_schema(CurveSummary, "harness/records/base.py")
+
+
 SCHEMAS = {
     "level.schema.json": level_schema,
     "engine-speed.schema.json": engine_speed_schema,
@@ -116,6 +124,7 @@ SCHEMAS = {
     "admission.schema.json": admission_schema,
     "allocation.schema.json": allocation_schema,
     "run-manifest.schema.json": manifest_schema,
+    "curve-summary.schema.json": curve_summary_schema,
 }
 
 

@@ -15,11 +15,12 @@ caller (``harness.records.clock`` reads the clock).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any, ClassVar, Mapping
 
 from harness import lab
+from harness.records.schema import fact, line
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -80,48 +81,105 @@ DEFAULT_OBJECTIVES = Objectives()
 
 
 @dataclass(frozen=True)
+class CurveRun:
+    """Who measured a curve: its first level's engine, version, host, quant, model and server."""
+
+    engine: str | None = fact(nullable=True, default=None)
+    engine_version: str | None = fact(nullable=True, default=None)
+    host: str | None = fact(nullable=True, default=None)
+    quant: str | None = fact(nullable=True, default=None)
+    model: str | None = fact(nullable=True, default=None)
+    context_length: int | None = fact(nullable=True, default=None)
+    server_slots: int | None = fact(nullable=True, default=None)
+
+    @classmethod
+    def of(cls, level: Mapping[str, Any]) -> CurveRun:
+        """The run context of a curve's first level (its other fields ignored)."""
+        return cls(**{f.name: level.get(f.name) for f in fields(cls)})
+
+
+@dataclass(frozen=True)
+class TpotFit:
+    """The least-squares fit TPOT p50 = a + b x c, in milliseconds."""
+
+    a: float = fact(required=True)
+    b: float = fact(required=True)
+
+
+@dataclass(frozen=True)
 class CurveSummary:
     """One label's curve in a line: levels, knee, operating point, fit and capacity."""
 
+    label: str = fact()
+    run: CurveRun = fact(flatten="")
+    levels: list[int] = fact(required=True, items={"type": "integer", "minimum": 1})
+    knee_between: list[int] | None = fact(
+        required=True,
+        nullable=True,
+        oneOf=[
+            {"type": "null"},
+            {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
+        ],
+    )
+    operating_point: int | None = fact(required=True, nullable=True)
+    peak_output_tokens_per_s: float = fact(required=True, minimum=0)
+    tpot_fit_ms: TpotFit | None = fact(required=True, nullable=True)
+    ceiling_tokens_per_s: float | None = fact(
+        "added: 1/b, open-ended (every request admitted at once)", nullable=True
+    )
+    c_at_slo: float | None = fact("added: where TPOT p50 reaches the objective", nullable=True)
+    capacity_within_promise: int | None = fact(
+        "added: largest level with p95 TTFT within promise_s", nullable=True
+    )
+    promise_s: float | None = fact(nullable=True)
+    recorded_at: str = fact()
+    capacity_reading: str | None = fact(  # written only when known
+        "added: exact (the next level up was measured and broke the promise), at least (nothing "
+        "measured above it broke it, or the levels between were not measured), none",
+        enum=["exact", "at least", "none"],
+        default=None,
+    )
+    spread: list[dict] | None = fact(
+        "added: each level run more than once (sweep --repeat): how many runs, and the range "
+        "(smallest, largest) of each headline figure over them; the level's own figures are the medians",
+        items={
+            "type": "object",
+            "required": ["c", "runs"],
+            "properties": {"c": {"type": "integer", "minimum": 1}, "runs": {"type": "integer", "minimum": 2}},
+            "additionalProperties": {
+                "type": "array",
+                "items": {"type": "number"},
+                "minItems": 2,
+                "maxItems": 2,
+            },
+        },
+        default=None,
+    )
+    seat_ceiling_tokens_per_s: float | None = fact(
+        "added: seats / (a + b x seats), the ceiling when the seats are known (given or inferred); "
+        "written only then",
+        exclusiveMinimum=0,
+        default=None,
+    )
+    machine: dict | None = fact(MACHINE_NOTE, schema={"$ref": "machine"}, default=None)
+
     KIND: ClassVar[str] = "curve-summary"  # the record's kind: its schema's name
-
-    label: str
-    run: dict  # engine, engine_version, host, quant, model, context_length, server_slots of its first level
-    levels: list[int]
-    knee_between: list[int] | None
-    operating_point: int | None
-    peak_output_tokens_per_s: float
-    tpot_fit_ms: dict | None
-    ceiling_tokens_per_s: float | None
-    c_at_slo: float | None
-    capacity_within_promise: int | None
-    promise_s: float | None
-    recorded_at: str
-    capacity_reading: str | None = None  # exact, at least, none (written only when known)
-    spread: list[dict] | None = None  # per repeated level: runs and the range of each figure
-    seat_ceiling_tokens_per_s: float | None = None  # seats / (a + b x seats), when the seats are known
-
-    RUN_FIELDS = ("engine", "engine_version", "host", "quant", "model", "context_length", "server_slots")
+    SCHEMA_FACTS: ClassVar[dict] = {"title": "Derived numbers for one label's curve"}
+    SCHEMA_REQUIRED: ClassVar[tuple] = ("lab", "record", "label")
+    SCHEMA_KEYS: ClassVar[dict] = {
+        "harness_schema": {"const": SCHEMA_VERSION},
+        "lab": {"type": "string"},
+        "record": {"const": "curve-summary"},
+    }
 
     def to_dict(self) -> dict:
-        extra = ("capacity_reading", "spread", "seat_ceiling_tokens_per_s")
-        optional = {k: v for k in extra if (v := getattr(self, k)) is not None}
-        return {
-            "lab": LAB_ID,
-            "harness_schema": SCHEMA_VERSION,
-            "record": self.KIND,
-            "label": self.label,
-            **{k: self.run.get(k) for k in self.RUN_FIELDS},
-            **own_fields(self, skip=("label", "run", *extra)),
-            **optional,
-            **machine_of(self.run),
-        }
+        return {"lab": LAB_ID, "harness_schema": SCHEMA_VERSION, "record": self.KIND, **line(self)}
 
 
-def machine_of(run: Mapping[str, Any]) -> dict:
+def machine_of(level: Mapping[str, Any]) -> dict | None:
     """The machine part of the level a derived record stands on, so a summary written elsewhere
-    still names the machine that measured it; empty for levels written before the part."""
-    return {"machine": run["machine"]} if isinstance(run.get("machine"), dict) else {}
+    still names the machine that measured it; None for levels written before the part."""
+    return level["machine"] if isinstance(level.get("machine"), dict) else None
 
 
 @dataclass(frozen=True)

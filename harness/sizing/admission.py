@@ -14,6 +14,7 @@ and ``none`` when no level qualified.
 from __future__ import annotations
 
 from harness.measure import curves
+from harness.records.base import machine_of
 from harness.records.sizing import AdmissionRecommendation, AdmissionRun, Capacity, Confirmed, Objective
 from harness.records.level import DIST, LEVEL, STATS, LevelStats
 
@@ -146,7 +147,7 @@ def recommend(
         ),
         why=why,
         recorded_at=recorded_at,
-        machine=first.get(LEVEL.machine) if isinstance(first.get(LEVEL.machine), dict) else None,
+        machine=machine_of(first),
     )
 
 

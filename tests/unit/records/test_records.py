@@ -192,7 +192,10 @@ def test_every_stamp_in_the_fixture_notebooks_reads():
 
 def test_curve_summary_and_endpoint_check():
     first = {"engine": "e", "model": "m", "quant": "q", "concurrency": 1}
-    rec = r.CurveSummary("x", first, [1, 2], [1, 2], 1, 10.0, None, None, None, None, None, "t").to_dict()
+    summary = r.CurveSummary(
+        "x", r.CurveRun.of(first), [1, 2], [1, 2], 1, 10.0, None, None, None, None, None, "t"
+    )
+    rec = summary.to_dict()
     _same(
         rec,
         {

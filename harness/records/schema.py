@@ -209,19 +209,21 @@ class FieldNames:
 
 
 def left_out_while_none(part: type) -> tuple[str, ...]:
-    """The fields a line leaves out while they hold None: default None, and null no value of theirs."""
-    return tuple(f.name for f in dataclasses.fields(part) if _absent_while_none(f))
+    """The fields a line leaves out while they hold None: those null is no value of (a line read
+    from an older shape that lacked one gives it back without it), and the ``omit_none`` ones."""
+    written = [f for f in dataclasses.fields(part) if (f.metadata.get(SCHEMA) or {}).get("written", True)]
+    return tuple(f.name for f in written if _absent_while_none(f))
 
 
 def _absent_while_none(f: dataclasses.Field) -> bool:
     facts = f.metadata.get(SCHEMA) or {}
-    return f.default is None and (not facts.get("nullable") or bool(facts.get("omit_none")))
+    return not facts.get("nullable") or bool(facts.get("omit_none"))
 
 
 def line(part: Any, prefix: str = "") -> dict:
     """The notebook line of a record part, its keys in field order: a part of its own as its object,
-    a flattened part's fields in place, and a field that may be absent (its default None, null no
-    value of it) left out while it is None. So the dataclass alone says what a line holds."""
+    a flattened part's fields in place, and a field null is no value of left out while it is None.
+    So the dataclass alone says what a line holds."""
     out: dict = {}
     for f in dataclasses.fields(part):
         facts = f.metadata.get(SCHEMA) or {}

@@ -254,3 +254,29 @@ def test_compare_reads_the_kind_from_the_old_schemas_id(tmp_path, capsys):
     other.write_text(json.dumps({"$id": "engine"}), encoding="utf-8")
     assert schemas.main(["--compare", str(other)]) == 2
     assert "is no generated kind" in capsys.readouterr().err
+
+
+def test_a_line_of_an_older_shape_reads_back_as_it_was():
+    """A key an older line lacks reads as None and is left out again where null is no value of it,
+    so a line read and written back is the line (and still valid)."""
+    from harness.records.engine import Allocation, EngineSpeed
+    from harness.records.notebook import problems
+
+    alloc = {
+        "harness_schema": 1,
+        "record": "allocation",
+        "engine": "llama-server",
+        "log": "x.log",
+        "settings": {},
+        "observed": {},
+        "predicted": {"log_lines": []},
+        "verdict": "observed",
+        "problems": [],
+    }
+    assert Allocation.read(alloc).to_dict() == alloc and problems(alloc, "allocation") == []
+    speed = EngineSpeed(
+        "e", "1", "CPU", "h", "m", "q", 2048, "short", 3, 64, 0.2, 20.0, 100, 64, "usage", "length",
+        ["content"], 0, True, None, None, "2026-12-06T17:40:00Z",
+    ).to_dict()  # fmt: skip
+    lab = {k: v for k, v in speed.items() if k not in ("engine_version", "backend", "host", "max_tokens")}
+    assert EngineSpeed.read(lab).to_dict() == lab and problems(lab, "engine-speed") == []

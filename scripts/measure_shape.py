@@ -3,6 +3,11 @@
 warning, record fields spelled as string literals in many modules, and option names declared by
 ``add_argument`` in more than one module. Reads the source only (AST and regex).
 
+Record fields are counted twice. The first count takes every string literal equal to any schema
+property, so common words ("name", "model", "host") in HTTP payloads and tables count too. The
+second takes only literals used as a key (``x["f"]``, ``x.get("f")``, ``{"f": ...}``) of a field
+of a record schema: a place that reads or writes a record by spelling its field.
+
     .venv/bin/python scripts/measure_shape.py
 """
 
@@ -13,6 +18,7 @@ import json
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 WATCHED_FIELD = "output_tokens_per_s"
@@ -51,6 +57,88 @@ def schema_fields() -> set[str]:
     for schema in (ROOT / "harness" / "schemas").glob("*.json"):
         walk(json.loads(schema.read_text(encoding="utf-8")))
     return found
+
+
+# Record schemas besides those with a harness_schema property: lines written beside the notebook.
+OTHER_RECORDS = ("sample", "memory-snapshot")
+KEY_METHODS = ("get", "pop", "setdefault")  # x.get("f"): a key read like x["f"]
+
+
+def _properties(node: object, found: set[str]) -> set[str]:
+    """Every property name in a schema, at any depth (its $defs too)."""
+    if isinstance(node, dict):
+        found.update(node.get("properties", {}))
+        for value in node.values():
+            _properties(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _properties(value, found)
+    return found
+
+
+def record_fields() -> dict[str, set[str]]:
+    """Each record kind's field names, at any depth: the schemas of lines a notebook or the samples
+    file holds (their top level has ``harness_schema``, or ``OTHER_RECORDS`` names them)."""
+    kinds: dict[str, set[str]] = {}
+    for schema in sorted((ROOT / "harness" / "schemas").glob("*.schema.json")):
+        kind = schema.name.removesuffix(".schema.json")
+        tree = json.loads(schema.read_text(encoding="utf-8"))
+        if "harness_schema" in tree.get("properties", {}) or kind in OTHER_RECORDS:
+            kinds[kind] = _properties(tree, set())
+    return kinds
+
+
+def key_literals(tree: ast.AST) -> Iterator[str]:
+    """The string literals a module uses as keys: subscripts, ``.get``-like calls, dict displays."""
+    for node in ast.walk(tree):
+        keys: list[ast.expr | None] = []
+        if isinstance(node, ast.Subscript):
+            keys = [node.slice]
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") in KEY_METHODS and node.args:
+            keys = [node.args[0]]
+        elif isinstance(node, ast.Dict):
+            keys = list(node.keys)
+        for key in keys:
+            if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                yield key.value
+
+
+def _short(path: str) -> str:
+    return path.removeprefix("harness/").removesuffix(".py")
+
+
+def key_spellings(texts: dict[Path, str]) -> None:
+    kinds = record_fields()
+    fields = set().union(*kinds.values())
+    keyed: dict[str, Counter] = defaultdict(Counter)  # field -> module -> key literals
+    for path, text in texts.items():
+        for key in key_literals(ast.parse(text)):
+            if key in fields:
+                keyed[key][str(path)] += 1
+    rank = sorted(keyed, key=lambda f: (-len(keyed[f]), -sum(keyed[f].values()), f))
+    print('\nrecord fields used as keys (x["f"], .get/.pop/.setdefault("f"), {"f": ...}) by modules:')
+    for name in rank[:15]:
+        where = sorted(keyed[name], key=lambda m: (-keyed[name][m], m))
+        shown = ", ".join(_short(m) for m in where[:6]) + (f", +{len(where) - 6}" if len(where) > 6 else "")
+        print(f"  {name:24s} modules {len(keyed[name]):3d}  keys {sum(keyed[name].values()):4d}  {shown}")
+    modules: Counter = Counter()
+    for per_module in keyed.values():
+        modules.update(per_module)
+    print(f"modules spelling record fields as keys: {len(modules)} ({sum(modules.values())} keys); the most:")
+    for path, n in modules.most_common(10):
+        print(f"  {n:4d}  {path}")
+    print("each kind's own fields (in no other record schema): keyed in more than 3 modules, keys, modules")
+    for kind, names in sorted(kinds.items()):
+        own = names - set().union(*(v for k, v in kinds.items() if k != kind))
+        many = sum(len(keyed[f]) > 3 for f in own)
+        where = {m for f in own for m in keyed[f]}
+        spelt = sum(sum(keyed[f].values()) for f in own)
+        print(f"  {kind:16s} {many:3d} of {len(own):3d}  keys {spelt:4d}  modules {len(where):3d}")
+    shared = {f for f in fields if sum(f in v for v in kinds.values()) > 1}
+    wide = sum(len(keyed[f]) > 3 for f in shared)
+    print(f"  (fields in several kinds: {len(shared)}, {wide} of them keyed in more than 3 modules)")
+    many = sum(len(keyed[f]) > 3 for f in fields)
+    print("record fields used as keys in more than 3 modules:", many, "of", len(fields))
 
 
 def field_spellings(texts: dict[Path, str]) -> None:
@@ -102,6 +190,7 @@ def main() -> int:
     sizes(texts)
     field_spellings(texts)
     generated_schemas()
+    key_spellings(texts)
     option_declarations(texts)
     return 0
 

@@ -8,7 +8,7 @@ and the subcommands' imports (``ssl`` through ``requests``) must come after that
 
 from __future__ import annotations
 
-__all__ = ["COMMANDS", "build_parser", "main", "stop_on_sigterm"]
+__all__ = ["build_parser", "main", "stop_on_sigterm"]
 
 
 def __getattr__(name: str):

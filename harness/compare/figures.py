@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from harness.compare.sets import Run, RunSet, identity
 from harness.measure import curves
 from harness.sizing import gate
-from harness.records.level import LevelStats, objectives_of
+from harness.energy.record_part import ENERGY
+from harness.records.level import LEVEL, LevelStats, objectives_of
 from harness.measure.stats import all_worse_chance, median
 from harness.report.headlines import headlines, operating_text, peak_text
 
@@ -56,10 +57,10 @@ class Headline:
 
 def _energy(rec: dict | None) -> tuple[float | None, str]:
     """J per output token at a level, and what stands for it when it was not measured."""
-    e = (rec or {}).get("energy") or {}
-    value = e.get("j_per_output_token")
+    e = (rec or {}).get(LEVEL.energy) or {}
+    value = e.get(ENERGY.j_per_output_token)
     if value is not None:
-        return value, f" ({e['label']})" if e.get("label") else ""
+        return value, f" ({e[ENERGY.label]})" if e.get(ENERGY.label) else ""
     return None, "not measured"
 
 

@@ -15,10 +15,12 @@ from harness.compare.runs import read_runs
 from harness.measure.stats import median
 from harness.report.curve_tables import f
 from harness.report.markdown import absent, table, to_html
+from harness.records.level import LEVEL
 
 STYLE_LINES = ("-", "--", ":", "-.")
 STYLE_MARKS = ("o", "s", "^", "D", "v", "P")
-SETTINGS = ("server_slots", "context_length", "endpoint")  # the identity fields a settings cell shows
+# the identity fields a settings cell shows
+SETTINGS = (LEVEL.server_slots, LEVEL.context_length, LEVEL.endpoint)
 
 
 @dataclass(frozen=True)
@@ -114,10 +116,10 @@ def headline_table(c: Comparison) -> list[list[str]]:
             [
                 r.run,
                 str(r.set_no),
-                ids["engine"],
-                ids["engine_version"],
-                ids["quant"],
-                ids["host"],
+                ids[LEVEL.engine],
+                ids[LEVEL.engine_version],
+                ids[LEVEL.quant],
+                ids[LEVEL.host],
                 settings,
                 r.peak,
                 r.knee,

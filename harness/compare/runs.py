@@ -14,10 +14,11 @@ from harness.errors import ConfigError
 from harness.records.notebook import read_records
 from harness.report.summary import line_break, negative_figure
 from harness.sizing.gate_runs import notebook_of
+from harness.records.level import LEVEL
 
 
 def _labels(records: list[dict]) -> list[str]:
-    return list(dict.fromkeys(str(r.get("label")) for r in records))
+    return list(dict.fromkeys(str(r.get(LEVEL.label)) for r in records))
 
 
 def _kept(records: list[dict], source: str, warnings: list[str]) -> list[dict]:
@@ -26,7 +27,7 @@ def _kept(records: list[dict], source: str, warnings: list[str]) -> list[dict]:
     for rec in records:
         bad = negative_figure(rec) or line_break(rec)
         if bad:
-            where = f"label {rec.get('label')!r} at c={rec.get('concurrency')}"
+            where = f"label {rec.get(LEVEL.label)!r} at c={rec.get(LEVEL.concurrency)}"
             warnings.append(f"warning: {source}: {where}: {bad} is not as measured; record skipped")
         else:
             kept.append(rec)
@@ -48,7 +49,7 @@ def _runs_in(what: str, labbook: str, warnings: list[str]) -> list[tuple[str, st
     if not labels:
         raise ConfigError(f"{path} holds no level record (for {what!r}); name a notebook a sweep wrote")
     chosen = [label] if label else labels
-    return [(name, str(path), [r for r in records if str(r.get("label")) == name]) for name in chosen]
+    return [(name, str(path), [r for r in records if str(r.get(LEVEL.label)) == name]) for name in chosen]
 
 
 def read_runs(named: list[str], labbook: str) -> tuple[list[Run], list[str]]:

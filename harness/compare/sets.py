@@ -16,6 +16,7 @@ from harness.machine.part import accelerator_names
 from harness.measure import curves
 from harness.sizing import gate
 from harness.report.curve_tables import said
+from harness.records.level import LEVEL, STATS
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -23,16 +24,16 @@ PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py
 # differs colours the charts. ``hardware`` is read from the record's machine part (its stable
 # facts only: the CPU's model and each accelerator's name, never free memory).
 IDENTITY = {
-    "engine": "engine",
-    "engine_version": "version",
-    "quant": "quantisation",
-    "host": "machine",
+    LEVEL.engine: "engine",
+    LEVEL.engine_version: "version",
+    LEVEL.quant: "quantisation",
+    LEVEL.host: "machine",
     "hardware": "hardware",
-    "server_slots": "slots",
-    "context_length": "context",
-    "endpoint": "endpoint",
+    LEVEL.server_slots: "slots",
+    LEVEL.context_length: "context",
+    LEVEL.endpoint: "endpoint",
 }
-_DEFAULTS = {"endpoint": "chat"}  # what a record without the field ran with
+_DEFAULTS = {LEVEL.endpoint: "chat"}  # what a record without the field ran with
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class Run:
         """Each crowd size's runs merged: medians, with the range of the runs as ``spread``."""
         runs: dict[int, list[dict]] = {}
         for rec in self.records:
-            runs.setdefault(int(rec["concurrency"]), []).append(rec)
+            runs.setdefault(int(rec[STATS.concurrency]), []).append(rec)
         return {c: curves.merge_runs(rs) for c, rs in sorted(runs.items())}
 
 
@@ -62,7 +63,7 @@ PRACTICE = "practice"
 
 def hardware(record: dict) -> str | None:
     """The machine part's stable facts in words (``AMD EPYC ... + NVIDIA GB10``), None without one."""
-    part = record.get("machine")
+    part = record.get(LEVEL.machine)
     if not isinstance(part, dict):
         return None
     names = [(part.get("cpu") or {}).get("model"), *accelerator_names(part)]
@@ -139,14 +140,14 @@ def _as_sent(a: Run, b: Run) -> tuple[list[dict], list[dict]]:
     """Both runs' records, a practice run's model named as the other run's (``PRACTICE``)."""
     ra, rb = list(a.records), list(b.records)
     if _practice(a) and not _practice(b) and rb:
-        ra = [{**r, "model": rb[0].get("model")} for r in ra]
+        ra = [{**r, LEVEL.model: rb[0].get(LEVEL.model)} for r in ra]
     elif _practice(b) and not _practice(a) and ra:
-        rb = [{**r, "model": ra[0].get("model")} for r in rb]
+        rb = [{**r, LEVEL.model: ra[0].get(LEVEL.model)} for r in rb]
     return ra, rb
 
 
 def _practice(run: Run) -> bool:
-    return bool(run.records) and all(r.get("engine") == PRACTICE for r in run.records)
+    return bool(run.records) and all(r.get(LEVEL.engine) == PRACTICE for r in run.records)
 
 
 def conditions_text(run: Run) -> str:

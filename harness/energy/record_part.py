@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from harness.energy import arithmetic as energy
 from harness.energy.readings import level_energy
+from harness.records.level import LEVEL
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -109,6 +110,24 @@ COST_SCHEMA: dict = {
         "reason": {"type": "string"},
     },
 }
+
+
+class PartKeys:
+    """The keys of a part declared here as a schema, as attributes: ``ENERGY.energy_j`` is the key
+    ``"energy_j"``. Readers take the keys from here, so each is spelled once, in its schema, and a
+    misspelt one fails where it is used (``harness.records.schema.FieldNames`` for a dataclass)."""
+
+    def __init__(self, schema: dict) -> None:
+        self._names = frozenset(schema["properties"])
+
+    def __getattr__(self, name: str) -> str:
+        if name.startswith("_") or name not in self._names:
+            raise AttributeError(f"no part field {name!r}")
+        return name
+
+
+ENERGY = PartKeys(ENERGY_SCHEMA)  # a level's (or speed test's) energy part
+COST = PartKeys(COST_SCHEMA)  # its cost part
 
 
 def _round(value: float | None, digits: int) -> float | None:
@@ -258,11 +277,12 @@ def cost_part(
 def energy_words(e: dict | None) -> str | None:
     """A level's power and energy per token for an answer line ("at 210 W, 0.9 J per output
     token"; "(IMITATION)" after it where the figure is made up), or None without both figures."""
-    if not e or e.get("mean_power_w") is None or e.get("j_per_output_token") is None:
+    if not e or e.get(ENERGY.mean_power_w) is None or e.get(ENERGY.j_per_output_token) is None:
         return None
-    net = " net of idle" if e.get("subtracted_idle") else ""
-    label = f" ({e['label'].upper()})" if e.get("label") else ""
-    return f"at {e['mean_power_w']:.0f} W, {e['j_per_output_token']:.3g} J per output token{net}{label}"
+    net = " net of idle" if e.get(ENERGY.subtracted_idle) else ""
+    label = f" ({e[ENERGY.label].upper()})" if e.get(ENERGY.label) else ""
+    watts, joules = e[ENERGY.mean_power_w], e[ENERGY.j_per_output_token]
+    return f"at {watts:.0f} W, {joules:.3g} J per output token{net}{label}"
 
 
 def _n(value: float | None, spec: str) -> str:
@@ -273,25 +293,25 @@ def energy_lines(r: dict) -> list[str]:
     """A level's energy and cost lines as the sweep prints them under each level (none for a level
     without either, or with telemetry off); ``r`` is the level record as a dict."""
     lines = []
-    e, cost = r.get("energy"), r.get("cost")
-    if e and e.get("energy_j") is not None:
-        label = f" [{e['label'].upper()}]" if e.get("label") else ""
-        idle = "" if e.get("idle_power_w") is None else f"; idle {e['idle_power_w']:.1f} W"
-        net = " (net of idle)" if e.get("subtracted_idle") else ""
-        where = f"{e['source']} {', '.join(e['devices'])}"
+    e, cost = r.get(LEVEL.energy), r.get(LEVEL.cost)
+    if e and e.get(ENERGY.energy_j) is not None:
+        label = f" [{e[ENERGY.label].upper()}]" if e.get(ENERGY.label) else ""
+        idle = "" if e.get(ENERGY.idle_power_w) is None else f"; idle {e[ENERGY.idle_power_w]:.1f} W"
+        net = " (net of idle)" if e.get(ENERGY.subtracted_idle) else ""
+        where = f"{e[ENERGY.source]} {', '.join(e[ENERGY.devices])}"
         lines.append(
-            f"         energy{label}: {_n(e['mean_power_w'], '.1f')} W mean, {e['energy_j']:.1f} J "
-            f"({e['method']}, {where}); {_n(e['j_per_output_token'], '.4f')} J "
-            f"per output token{net}, {_n(e['j_per_request'], '.2f')} J per request, "
-            f"{_n(e['output_tokens_per_j'], '.3f')} output tokens per J{idle}"
+            f"         energy{label}: {_n(e[ENERGY.mean_power_w], '.1f')} W mean, {e[ENERGY.energy_j]:.1f} J "
+            f"({e[ENERGY.method]}, {where}); {_n(e[ENERGY.j_per_output_token], '.4f')} J "
+            f"per output token{net}, {_n(e[ENERGY.j_per_request], '.2f')} J per request, "
+            f"{_n(e[ENERGY.output_tokens_per_j], '.3f')} output tokens per J{idle}"
         )
-        if e.get("reason"):
-            lines.append(f"         energy: {e['reason']}")
-    elif e and e.get("sources"):  # sources read, but no energy: why
-        lines.append(f"         energy: none ({e.get('reason')})")
+        if e.get(ENERGY.reason):
+            lines.append(f"         energy: {e[ENERGY.reason]}")
+    elif e and e.get(ENERGY.sources):  # sources read, but no energy: why
+        lines.append(f"         energy: none ({e.get(ENERGY.reason)})")
     if cost:
-        figure = cost.get("per_million_output_tokens")
-        basis = "per hour" if cost["basis"] == "per-hour" else "per kWh"
-        said = f"{figure:.4f}" if figure is not None else f"none ({cost.get('reason')})"
-        lines.append(f"         cost per million output tokens: {said} (at {cost['price']:g} {basis})")
+        figure = cost.get(COST.per_million_output_tokens)
+        basis = "per hour" if cost[COST.basis] == "per-hour" else "per kWh"
+        said = f"{figure:.4f}" if figure is not None else f"none ({cost.get(COST.reason)})"
+        lines.append(f"         cost per million output tokens: {said} (at {cost[COST.price]:g} {basis})")
     return lines

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from harness.energy import tables as et
-from harness.records.level import LevelStats
+from harness.energy.record_part import ENERGY
+from harness.records.level import LEVEL, LevelStats
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -61,7 +62,7 @@ def _points(levels: dict[int, dict], key: str) -> list[tuple[int, float, float]]
     """(crowd, output tokens/s, the energy figure ``key``) of each level that has both."""
     out = []
     for c in sorted(levels):
-        rec, e = levels[c], levels[c].get("energy") or {}
+        rec, e = levels[c], levels[c].get(LEVEL.energy) or {}
         tok_s = LevelStats.read(rec).output_tokens_per_s
         if e.get(key) is not None and tok_s is not None:
             out.append((c, tok_s, e[key]))
@@ -76,11 +77,11 @@ def chart(levels_by_label: dict[str, dict[int, dict]]) -> Chart:
         marks = et.labels(levels)
         made_up = made_up or bool(marks)
         name = f"{label} ({', '.join(m.upper() for m in marks)})" if marks else label
-        watts = _points(levels, "mean_power_w")
+        watts = _points(levels, ENERGY.mean_power_w)
         if watts:
             notes = [f"c={c}" for c, _, _ in watts]
             power.append(Series(name, [w for _, _, w in watts], [t for _, t, _ in watts], notes))
-        joules = _points(levels, "j_per_output_token")
+        joules = _points(levels, ENERGY.j_per_output_token)
         if joules:
             per_token.append(Series(name, [c for c, _, _ in joules], [j for _, _, j in joules]))
     left = Panel(
@@ -124,7 +125,9 @@ def section(shown: dict[str, dict[int, dict]], draw: Callable[[dict], str], md: 
         "shown beside, taken off only where the sweep was asked to (`--subtract-idle`).",
         "",
     ]
-    if any(et.measured({c: rec for c, rec in lv.items() if rec.get("energy")}) for lv in measured.values()):
+    if any(
+        et.measured({c: rec for c, rec in lv.items() if rec.get(LEVEL.energy)}) for lv in measured.values()
+    ):
         lines += [f"![{ALT}]({draw(measured)})", ""]
     for label, levels in measured.items():
         lines += [f"### {label}", "", md.table(et.ENERGY_HEAD, et.energy_rows(levels)), ""]

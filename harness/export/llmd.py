@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import Any, Mapping
 
-from harness.records.level import STATS
+from harness.records.level import DIST, LEVEL, STATS
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -20,18 +20,18 @@ SCHEMA_PATH = "vendor/llm-d-benchmark/br_v0_2_1_json_schema.json"  # under harne
 TOOL = "llm-serving-harness"
 
 # Our distribution's keys -> the report's Statistics keys (p95 and p99 are spelled alike).
-_STATS = (("mean", "mean"), ("p50", "p50"), ("p90", "p90"), ("p95", "p95"), ("p99", "p99"))
+_STATS = ((DIST.mean, "mean"), (DIST.p50, "p50"), (DIST.p90, "p90"), (DIST.p95, "p95"), (DIST.p99, "p99"))
 LATENCIES = (  # (report field, our field, unit)
-    ("time_to_first_token", "ttft_s", "s"),
-    ("time_per_output_token", "tpot_s", "s/token"),
-    ("inter_token_latency", "itl_s", "s/token"),
-    ("request_latency", "e2e_s", "s"),
+    ("time_to_first_token", STATS.ttft_s, "s"),
+    ("time_per_output_token", STATS.tpot_s, "s/token"),
+    ("inter_token_latency", STATS.itl_s, "s/token"),
+    ("request_latency", STATS.e2e_s, "s"),
 )
 
 
 def statistics(dist: Any, units: str) -> dict | None:
     """A distribution as the report's Statistics; None without a mean (the schema needs one)."""
-    if not isinstance(dist, Mapping) or dist.get("mean") is None:
+    if not isinstance(dist, Mapping) or dist.get(DIST.mean) is None:
         return None
     out = {"units": units}
     out.update({theirs: dist[ours] for ours, theirs in _STATS if dist.get(ours) is not None})
@@ -49,10 +49,11 @@ def _drop_none(obj: dict) -> dict:
 
 def uid(record: Mapping[str, Any]) -> str:
     """The level's report id: label, run id, level (rate or concurrency) and repeat."""
-    level = f"rate{record['rate_rps']}" if record.get("rate_rps") else f"c{record['concurrency']}"
-    parts = [str(record.get("label")), str(record.get("run_id") or "no-run-id"), level]
-    if (record.get("repeats") or 1) > 1:
-        parts.append(f"r{record.get('repeat', 1)}")
+    rate = record.get(LEVEL.rate_rps)
+    level = f"rate{rate}" if rate else f"c{record[LEVEL.concurrency]}"
+    parts = [str(record.get(LEVEL.label)), str(record.get(LEVEL.run_id) or "no-run-id"), level]
+    if (record.get(LEVEL.repeats) or 1) > 1:
+        parts.append(f"r{record.get(LEVEL.repeat, 1)}")
     return "/".join(parts)
 
 
@@ -61,9 +62,9 @@ def report(record: Mapping[str, Any], tool_version: str) -> dict:
     run = _drop_none(
         {
             "uid": uid(record),
-            "eid": record.get("run_id"),
-            "description": record.get("label"),
-            "time": {"duration": f"PT{record['wall_s']}S"},
+            "eid": record.get(LEVEL.run_id),
+            "description": record.get(LEVEL.label),
+            "time": {"duration": f"PT{record[STATS.wall_s]}S"},
         }
     )
     scenario = _drop_none({"stack": [_engine(record)], "load": _load(record, tool_version)})
@@ -74,55 +75,62 @@ def _engine(record: Mapping[str, Any]) -> dict:
     """The server as a generic component: its own fields and the machine part, as recorded."""
     told = {
         k: record.get(k)
-        for k in ("engine_version", "model", "quant", "context_length", "server_slots", "base_url")
+        for k in (
+            LEVEL.engine_version,
+            LEVEL.model,
+            LEVEL.quant,
+            LEVEL.context_length,
+            LEVEL.server_slots,
+            LEVEL.base_url,
+        )
     }
     standardized = {
         "kind": "generic",
-        "tool": str(record.get("engine") or "unknown"),
-        "tool_version": str(record.get("engine_version") or "unknown"),
-        **_drop_none({k: v for k, v in told.items() if k != "engine_version"}),
+        "tool": str(record.get(LEVEL.engine) or "unknown"),
+        "tool_version": str(record.get(LEVEL.engine_version) or "unknown"),
+        **_drop_none({k: v for k, v in told.items() if k != LEVEL.engine_version}),
     }
-    if isinstance(record.get("machine"), dict):
-        standardized["machine"] = record["machine"]
+    if isinstance(record.get(LEVEL.machine), dict):
+        standardized["machine"] = record[LEVEL.machine]
     cfg = hashlib.sha256(json.dumps(told, sort_keys=True).encode()).hexdigest()[:32]
-    meta = {"label": str(record.get("engine") or "server"), "cfg_id": cfg}
+    meta = {"label": str(record.get(LEVEL.engine) or "server"), "cfg_id": cfg}
     return {"metadata": meta, "standardized": standardized, "native": {}}
 
 
 _LOAD_ARGS = (
-    "endpoint",
-    "prompt_set",
-    "max_tokens",
-    "temperature",
-    "arrival",
-    "rate_rps",
-    "duration_s",
-    "burstiness",
-    "slo_ttft_s",
-    "slo_tpot_s",
-    "repeat",
-    "repeats",
+    LEVEL.endpoint,
+    LEVEL.prompt_set,
+    LEVEL.max_tokens,
+    LEVEL.temperature,
+    LEVEL.arrival,
+    LEVEL.rate_rps,
+    LEVEL.duration_s,
+    LEVEL.burstiness,
+    LEVEL.slo_ttft_s,
+    LEVEL.slo_tpot_s,
+    LEVEL.repeat,
+    LEVEL.repeats,
 )
 
 
 def _load(record: Mapping[str, Any], tool_version: str) -> dict | None:
     """The workload; None when the record has no measured prompt length (the schema needs one)."""
-    prompt = record.get("prompt_tokens_mean")
+    prompt = record.get(STATS.prompt_tokens_mean)
     if prompt is None:
         return None
-    open_loop = record.get("rate_rps") is not None
+    open_loop = record.get(LEVEL.rate_rps) is not None
     standardized = {
         "tool": TOOL,
         "tool_version": tool_version,
         "source": "unknown",  # a named prompt set, not one of the report's random or sampled kinds
-        "parallelism": int(record.get("processes") or 1),
+        "parallelism": int(record.get(LEVEL.processes) or 1),
         "input_seq_len": {"distribution": "other", "value": prompt},  # the measured mean
-        "rate_qps": record["rate_rps"] if open_loop else None,
-        "concurrency": None if open_loop else record["concurrency"],
+        "rate_qps": record[LEVEL.rate_rps] if open_loop else None,
+        "concurrency": None if open_loop else record[STATS.concurrency],
     }
     args = {k: record[k] for k in _LOAD_ARGS if record.get(k) is not None}
     return {
-        "metadata": {"schema_version": "0.0.1", "description": f"harness level of {record.get('label')}"},
+        "metadata": {"schema_version": "0.0.1", "description": f"harness level of {record.get(LEVEL.label)}"},
         "standardized": _drop_none(standardized),
         "native": {"args": args},
     }
@@ -131,11 +139,11 @@ def _load(record: Mapping[str, Any], tool_version: str) -> dict | None:
 def _results(record: Mapping[str, Any]) -> dict:
     requests = _drop_none(
         {
-            "total": record["requests"],
-            "failures": record.get("failed"),
-            "incomplete": record.get("incomplete"),
-            "input_length": single(record.get("prompt_tokens_mean"), "count"),
-            "output_length": statistics(record.get("output_tokens_dist"), "count"),
+            "total": record[STATS.requests],
+            "failures": record.get(STATS.failed),
+            "incomplete": record.get(STATS.incomplete),
+            "input_length": single(record.get(STATS.prompt_tokens_mean), "count"),
+            "output_length": statistics(record.get(STATS.output_tokens_dist), "count"),
         }
     )
     latency = _drop_none({theirs: statistics(record.get(ours), unit) for theirs, ours, unit in LATENCIES})

@@ -7,12 +7,30 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from harness.machine.part import accelerator_names
-from harness.records.level import STATS
+from harness.records.level import DIST, LEVEL, STATS
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
-_RUN = ("label", "run_id", "repeat", "repeats", "recorded_at", "engine", "engine_version", "quant", "model")
-_LOAD = ("endpoint", "prompt_set", "arrival", "concurrency", "rate_rps", "max_tokens", "processes")
+_RUN = (
+    LEVEL.label,
+    LEVEL.run_id,
+    LEVEL.repeat,
+    LEVEL.repeats,
+    LEVEL.recorded_at,
+    LEVEL.engine,
+    LEVEL.engine_version,
+    LEVEL.quant,
+    LEVEL.model,
+)
+_LOAD = (
+    LEVEL.endpoint,
+    LEVEL.prompt_set,
+    LEVEL.arrival,
+    LEVEL.concurrency,
+    LEVEL.rate_rps,
+    LEVEL.max_tokens,
+    LEVEL.processes,
+)
 _COUNTS = (STATS.requests, STATS.completed, STATS.failed, STATS.incomplete, STATS.output_tokens)
 _RATES = (
     STATS.wall_s,
@@ -21,8 +39,8 @@ _RATES = (
     STATS.goodput_requests_per_s,
     STATS.prompt_tokens_mean,
 )
-_DISTS = (("ttft_s", "ttft"), ("tpot_s", "tpot"), ("itl_s", "itl"), ("e2e_s", "e2e"))
-_POINTS = ("p50", "p90", "p95", "p99", "mean")
+_DISTS = ((STATS.ttft_s, "ttft"), (STATS.tpot_s, "tpot"), (STATS.itl_s, "itl"), (STATS.e2e_s, "e2e"))
+_POINTS = (DIST.p50, DIST.p90, DIST.p95, DIST.p99, DIST.mean)
 _MACHINE = (
     "machine_cpu_model",
     "machine_cpu_cores",
@@ -47,7 +65,7 @@ def row(record: Mapping[str, Any]) -> list:
     for ours, short in _DISTS:
         dist = record.get(ours) if isinstance(record.get(ours), Mapping) else {}
         cells.update({f"{short}_{point}_s": dist.get(point) for point in _POINTS})
-    cells.update(_machine(record.get("machine")))
+    cells.update(_machine(record.get(LEVEL.machine)))
     return [cells.get(c) for c in COLUMNS]
 
 

@@ -21,8 +21,9 @@ from harness.measure.levels import distribution
 from harness.measure.sample import Sample
 from harness.errors import ConfigError, TargetError, TargetUnreachable
 from harness.endpoints.urls import chat_url
+from harness.records.level import DIST
 
-PERCENTILES = ("p50", "p90", "p95", "p99")
+PERCENTILES = (DIST.p50, DIST.p90, DIST.p95, DIST.p99)
 NO_SUCCESS = "no successful request"
 
 
@@ -87,7 +88,7 @@ def threshold_problems(samples: list[Sample], ttft_p95_max: float, fail_ratio_ma
         if ratio > fail_ratio_max:
             problems.append(f"failure ratio {ratio:.3f} > {fail_ratio_max}")
     if ttft_p95_max > 0:
-        p95 = distribution([s.ttft for s in ok], 4)["p95"] if ok else None
+        p95 = distribution([s.ttft for s in ok], 4)[DIST.p95] if ok else None
         if p95 is None:
             problems.append(f"TTFT p95: {NO_SUCCESS} (threshold {ttft_p95_max} s)")
         elif p95 > ttft_p95_max:

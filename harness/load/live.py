@@ -17,7 +17,7 @@ from harness.measure.sample import Sample
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
-COLUMNS = ("metric", "value", "p50", "p90", "p95", "p99", "mean")
+COLUMNS = ("metric", "value", *Distribution().to_dict())  # a distribution's keys: p50 ... mean
 TIMELINE_FIELDS = (
     "t_s",
     "in_flight",
@@ -54,7 +54,7 @@ def exact_rows(samples: list[Sample], wall_s: float, in_flight: int, locust_stat
     st = level_stats(samples, 1, wall_s, DEFAULT_OBJECTIVES)
 
     def value(metric: str, v: object) -> dict:
-        return {"metric": metric, "value": v, "p50": "", "p90": "", "p95": "", "p99": "", "mean": ""}
+        return {"metric": metric, "value": v, **dict.fromkeys(COLUMNS[2:], "")}
 
     def dist(metric: str, d: Distribution) -> dict:
         row = {"metric": metric, "value": ""}

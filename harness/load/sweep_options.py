@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from harness import options
-from harness.records.level import LevelContext, ServerInfo
+from harness.records.level import LEVEL, LevelContext, ServerInfo
 from harness.records.base import Objectives, is_level
 from harness.energy import meter as telemetry
 from harness.errors import ConfigError
@@ -150,10 +150,12 @@ def label_warning(labbook: str, label: str) -> str | None:
     """The warning for a sweep into a label that already has levels in the notebook, or None."""
     if not Path(labbook).is_file():
         return None
-    levels = [r for r in read_records(labbook, "level", select=is_level).records if r.get("label") == label]
+    levels = [
+        r for r in read_records(labbook, "level", select=is_level).records if r.get(LEVEL.label) == label
+    ]
     if not levels:
         return None
-    crowds = ", ".join(str(r["concurrency"]) for r in levels)
+    crowds = ", ".join(str(r[LEVEL.concurrency]) for r in levels)
     return (
         f"label {label!r} already has {len(levels)} level(s) in {labbook} (c = {crowds}); this run's "
         "levels are added to them and summarise shows both runs' rows; pass --append to mean it, "

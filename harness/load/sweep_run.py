@@ -20,7 +20,7 @@ from harness.load import sweep as sweeping
 from harness.load.sweep import SweepPlan
 from harness.load.sweep_options import label_warning
 from harness.records.base import EndpointCheck
-from harness.records.level import LevelRecord
+from harness.records.level import LevelRecord, STATS
 from harness.records.notebook import check_writable
 
 INTERRUPTED = 130  # Ctrl-C or SIGTERM after the first level started: the finished levels are kept
@@ -48,7 +48,7 @@ class Swept:
         """The exit status: interrupted, a level that completed no request, or 0."""
         if self.interrupted:
             return INTERRUPTED
-        return NO_REQUEST if any(r["completed"] == 0 for r in self.written) else 0
+        return NO_REQUEST if any(r[STATS.completed] == 0 for r in self.written) else 0
 
 
 class SweepView(Protocol):

@@ -24,7 +24,6 @@ import time
 import gevent
 from locust import User, constant, events, task
 
-from harness.measure.levels import distribution
 from harness.workloads.prompts import make_prompts
 from harness.measure.sample import Sample
 from harness.workloads.request import Request
@@ -324,19 +323,6 @@ def _collect(request_type, name, context=None, **_kw) -> None:
         sample = context["sample"]
         if sample.t_send >= RUN_WINDOW.get("start", float("-inf")):  # sent before a reset: not this test's
             SAMPLES.append(sample)
-
-
-def exact_summary(samples: list[Sample]) -> dict:
-    ok = [s for s in samples if s.ok]
-    return {
-        "requests": len(samples),
-        "ok": len(ok),
-        "output_tokens": sum(s.output_tokens or 0 for s in ok),
-        "ttft_s": distribution([s.ttft for s in ok], 4),
-        "tpot_s": distribution([s.tpot for s in ok if s.tpot is not None], 5),
-        # how late this client read each token (kernel stamp to read): large means it was the limit
-        "client_read_lag_s": distribution([lag for s in ok for lag in s.read_lags], 5),
-    }
 
 
 @events.quitting.add_listener

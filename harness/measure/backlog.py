@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Iterable
 
 from harness.records.schema import FieldNames, fact
+from harness.records.level import LEVEL
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -254,7 +255,8 @@ def _rate(value: float | None) -> str:
 
 def _where(rec: dict) -> str:
     """A level as its finding names it: an open loop by its rate, a crowd by its size."""
-    return f"{rec['rate_rps']:g}/s" if rec.get("rate_rps") else f"c={rec['concurrency']}"
+    rate = rec.get(LEVEL.rate_rps)
+    return f"{rate:g}/s" if rate else f"c={rec[LEVEL.concurrency]}"
 
 
 def rules(labels: dict[str, dict[int, dict]]) -> list[tuple[str, str]]:
@@ -269,7 +271,7 @@ def rules(labels: dict[str, dict[int, dict]]) -> list[tuple[str, str]]:
             continue
         limited = [r for r in judged if r["server_limited"]]
         both = [r for r in judged if not r["server_limited"] and r.get("server_note")]
-        untold = [r for r in judged if not (r.get("backlog") or {}).get("judged", True)]
+        untold = [r for r in judged if not (r.get("backlog") or {}).get(BACKLOG.judged, True)]
         if limited:
             finding = (
                 f"{name}: the server did not keep up with the arrivals at {', '.join(map(_where, limited))} "

@@ -10,6 +10,7 @@ busy slots in all are g x d, and the level's figure from its first and last samp
 """
 
 from __future__ import annotations
+from harness.records.level import LEVEL
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -52,7 +53,7 @@ def batch_absent(rec: dict) -> str | None:
     """Why a level that sampled llama.cpp's batch gauge has no figure of its own (the sampler's
     ``level_note``; a record from before the level's figure was taken says so); None when it has
     one or sampled no such gauge."""
-    gauge = (rec.get("server_metrics") or {}).get(BATCH)
+    gauge = (rec.get(LEVEL.server_metrics) or {}).get(BATCH)
     if not isinstance(gauge, dict) or gauge.get("level") is not None:
         return None
     return str(gauge.get("level_note") or OLD_RECORD)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from harness.records.level import STATS, LevelStats
+from harness.records.level import DIST, LEVEL, LevelStats, STATS
 from harness.errors import TargetError
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -46,7 +46,7 @@ def parse_vllm_bench(text: str) -> dict:
     if start < 0:
         tail = [x for x in text.strip().splitlines() if x.strip()][-1:] or ["no output"]
         raise TargetError(f"vllm bench serve printed no result block; its last line: {tail[0][:200]}")
-    out: dict = {"ttft_s": {}, "tpot_s": {}, "itl_s": {}, "e2el_s": {}}
+    out: dict = {STATS.ttft_s: {}, STATS.tpot_s: {}, STATS.itl_s: {}, "e2el_s": {}}
     for line in text[start:].splitlines()[1:]:
         if line.startswith("=" * 10):
             break
@@ -60,11 +60,11 @@ def parse_vllm_bench(text: str) -> dict:
                 int(value)
                 if key
                 in (
-                    "completed",
-                    "failed",
+                    STATS.completed,
+                    STATS.failed,
                     "max_concurrency",
                     "input_tokens",
-                    "output_tokens",
+                    STATS.output_tokens,
                     "peak_concurrent_requests",
                 )
                 else value
@@ -72,7 +72,7 @@ def parse_vllm_bench(text: str) -> dict:
             continue
         s = _STAT.match(label)
         if s:
-            stat = "mean" if s[1] == "mean" else "p50" if s[1] == "median" else f"p{s[2]}"
+            stat = DIST.mean if s[1] == "mean" else DIST.p50 if s[1] == "median" else f"p{s[2]}"
             out[f"{s[3]}_s"][stat] = round(value / 1000.0, 6)
     if STATS.output_tokens_per_s not in out:
         raise TargetError("vllm bench serve's result block has no output token throughput line")
@@ -115,15 +115,15 @@ def batched_as_service(row: dict) -> dict:
     gets TG tokens in the row's whole time (prefill included), and one decode step takes T_TG / TG."""
     return {
         STATS.output_tokens_per_s: round(row["b"] * row["tg"] / row["t_s"], 2),
-        "tpot_s": {"p50": round(row["t_tg_s"] / row["tg"], 6)},
-        "ttft_s": {"p50": round(row["t_pp_s"], 6)},
+        STATS.tpot_s: {DIST.p50: round(row["t_tg_s"] / row["tg"], 6)},
+        STATS.ttft_s: {DIST.p50: round(row["t_pp_s"], 6)},
         "batch": row["b"],
     }
 
 
 def _early_stop_note(ours: dict) -> list[str]:
     """When our replies ended at EOS well before max_tokens, the tool (which ignores EOS) decoded more."""
-    asked, done, out = ours.get("max_tokens"), ours.get("completed"), ours.get("output_tokens")
+    asked, done, out = ours.get(LEVEL.max_tokens), ours.get(STATS.completed), ours.get(STATS.output_tokens)
     if not (asked and done and out) or out / done >= 0.95 * asked:
         return []
     return [
@@ -134,7 +134,7 @@ def _early_stop_note(ours: dict) -> list[str]:
 
 def _one_round_note(ours: dict) -> list[str]:
     """A row of one round (no more requests than users) is one burst and one drain: noisy."""
-    c, done = ours.get("concurrency"), ours.get("completed")
+    c, done = ours.get(STATS.concurrency), ours.get(STATS.completed)
     if not (c and done) or done > c:
         return []
     return [
@@ -159,7 +159,11 @@ def cpu_share(samples: list[tuple[float, float]], duration_s: float | None) -> f
 
 def _input_note(ours: dict, theirs: dict) -> list[str]:
     """The tool's prompts, after its own chat template, may not be the length ours were."""
-    mean, tokens, done = ours.get("prompt_tokens_mean"), theirs.get("input_tokens"), theirs.get("completed")
+    mean, tokens, done = (
+        ours.get(STATS.prompt_tokens_mean),
+        theirs.get("input_tokens"),
+        theirs.get(STATS.completed),
+    )
     if not (mean and tokens and done) or abs(tokens / done / mean - 1) <= 0.1:
         return []
     return [f"the tool's prompts averaged {tokens / done:.0f} tokens against our row's {mean:.0f}"]
@@ -168,7 +172,7 @@ def _input_note(ours: dict, theirs: dict) -> list[str]:
 def _client_cpu_note(ours: dict, theirs: dict, cores: int | None) -> list[str]:
     """A tool whose client used clearly more CPU than ours, on the server's own cores, took that CPU
     from a CPU-bound server: its figures are lower for it, and ours higher is the expected sign."""
-    o, t = ours.get("client_cpu"), theirs.get("client_cpu")
+    o, t = ours.get(LEVEL.client_cpu), theirs.get(LEVEL.client_cpu)
     if o is None or t is None or not cores or t - o < 0.1:
         return []
     return [
@@ -191,7 +195,10 @@ def compare(
         LevelStats.read(theirs).output_tokens_per_s,
     )
     tput = our_tput / their_tput if their_tput else None
-    o_tpot, t_tpot = (ours.get("tpot_s") or {}).get("p50"), (theirs.get("tpot_s") or {}).get("p50")
+    o_tpot, t_tpot = (
+        (ours.get(STATS.tpot_s) or {}).get(DIST.p50),
+        (theirs.get(STATS.tpot_s) or {}).get(DIST.p50),
+    )
     tpot = o_tpot / t_tpot if o_tpot and t_tpot else None
     notes = []
     if tput is None:
@@ -211,9 +218,10 @@ def compare(
                 "output lengths (the tool ignores EOS; our row may stop early)"
             )
         notes += _early_stop_note(ours)
-        if theirs.get("failed"):
+        failed = theirs.get(STATS.failed)
+        if failed:
             notes.append(
-                f"{theirs['failed']} of the tool's {theirs['failed'] + (theirs.get('completed') or 0)} "
+                f"{failed} of the tool's {failed + (theirs.get(STATS.completed) or 0)} "
                 "requests failed, so it did not measure the same load: read its output"
             )
         if verdict != "agree":

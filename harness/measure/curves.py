@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from harness.measure import backlog, server_metrics, level_checks as troubleshooting
 from harness import lab
 from harness.records.base import DEFAULT_SLO_TPOT_S, DEFAULT_SLO_TTFT_S
-from harness.records.level import STATS, LevelStats, RunMark, objectives_of
+from harness.records.level import DIST, LEVEL, LevelStats, RunMark, STATS, objectives_of
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -30,7 +30,7 @@ def by_label(records: list[dict]) -> dict[str, dict[int, dict]]:
     capacity search), the level is those runs merged (``merge_runs``)."""
     runs: dict[str, dict[int, list[dict]]] = {}
     for rec in records:
-        level = runs.setdefault(str(rec.get("label")), {}).setdefault(int(rec["concurrency"]), [])
+        level = runs.setdefault(str(rec.get(LEVEL.label)), {}).setdefault(int(rec[STATS.concurrency]), [])
         if level and (not run_id(rec) or run_id(level[-1]) != run_id(rec)):
             level.clear()  # a later run of the level replaces the earlier ones
         level.append(rec)
@@ -184,7 +184,7 @@ def curve(levels: dict[int, dict]) -> Curve:
         t90, p90 = st.ttft_s.p90, st.tpot_s.p90
         if st.failed == 0 and t90 is not None and p90 is not None and t90 <= d.slo_ttft and p90 <= d.slo_tpot:
             d.operating_point = c
-    slots = first.get("server_slots")
+    slots = first.get(LEVEL.server_slots)
     source = f"given: {slots} server slots"
     if not slots:
         slots, source = infer_slots(levels, cs)
@@ -246,7 +246,7 @@ def _kept(rec: dict, promise_s: float, pct: str) -> bool:
     return bool(st.completed) and st.failed == 0 and ttft is not None and ttft <= promise_s
 
 
-def capacity_reading(levels: dict[int, dict], promise_s: float, pct: str = "p95") -> CapacityReading:
+def capacity_reading(levels: dict[int, dict], promise_s: float, pct: str = DIST.p95) -> CapacityReading:
     """The largest level below the first one that breaks the promise (any failure breaks it);
     levels without that percentile (the lab's own records have no p95) are not judged."""
     cs = sorted(c for c, r in levels.items() if _ttft(r, pct) is not None or not LevelStats.read(r).completed)
@@ -275,7 +275,7 @@ def capacity_reading(levels: dict[int, dict], promise_s: float, pct: str = "p95"
     )
 
 
-def capacity_within(levels: dict[int, dict], promise_s: float, pct: str = "p95") -> int | None:
+def capacity_within(levels: dict[int, dict], promise_s: float, pct: str = DIST.p95) -> int | None:
     """The largest level with no failures whose TTFT percentile is within the promise."""
     ok = [
         c
@@ -312,7 +312,7 @@ def _baseline_rules(labels: dict[str, dict[int, dict]], required: bool = True) -
         for name, lv in labels.items()
         if need <= set(lv)
         and all(LevelStats.read(lv[c]).completed for c in need)
-        and lv[1].get("prompt_set") == "mixed"
+        and lv[1].get(LEVEL.prompt_set) == "mixed"
     ]
     found = [
         _rule(
@@ -326,13 +326,13 @@ def _baseline_rules(labels: dict[str, dict[int, dict]], required: bool = True) -
         failures = sum(LevelStats.read(r).failed for r in recs)
         absent = [
             k
-            for k in ("host", "quant", "context_length", "server_slots")
+            for k in (LEVEL.host, LEVEL.quant, LEVEL.context_length, LEVEL.server_slots)
             if labels[name][1].get(k) in (None, "unknown")
         ]
         found += [
             _rule(failures == 0, f"{name}: {failures} failed request(s) across its levels", "WARN"),
             _rule(
-                all(r.get("token_counts") == "usage" for r in recs),
+                all(r.get(STATS.token_counts) == "usage" for r in recs),
                 f"{name}: every level took its token counts from the usage block",
                 "WARN",
             ),
@@ -350,7 +350,7 @@ def _client_rules(labels: dict[str, dict[int, dict]]) -> list[Finding]:
     the lab's own load generator does not write the field)."""
     found = []
     for name, lv in labels.items():
-        judged = {c: r["client_limited"] for c, r in lv.items() if "client_limited" in r}
+        judged = {c: r[LEVEL.client_limited] for c, r in lv.items() if LEVEL.client_limited in r}
         if not judged:
             continue
         limited = [c for c, flag in sorted(judged.items()) if flag]
@@ -369,7 +369,9 @@ def _prefix_rules(labels: dict[str, dict[int, dict]], required: bool = True) -> 
     failure only where the lab's sweeps are ``required``."""
 
     def labels_using(prompt_set: str) -> list[str]:
-        return [n for n, lv in labels.items() if any(r.get("prompt_set") == prompt_set for r in lv.values())]
+        return [
+            n for n, lv in labels.items() if any(r.get(LEVEL.prompt_set) == prompt_set for r in lv.values())
+        ]
 
     shared, control = labels_using("shared-prefix"), labels_using("unique-prefix")
     found = [

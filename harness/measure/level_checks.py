@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from harness import lab
-from harness.records.level import DIST, STATS, ClientCheck, LevelStats
+from harness.records.level import ClientCheck, DIST, LEVEL, LevelStats, STATS
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -54,11 +54,11 @@ def finish_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
     stopped = []
     asked = None
     for c in sorted(levels):
-        reasons = levels[c].get("finish_reasons") or {}
-        asked = asked or levels[c].get("max_tokens")
+        reasons = levels[c].get(STATS.finish_reasons) or {}
+        asked = asked or levels[c].get(LEVEL.max_tokens)
         if reasons.get("stop"):
             stopped.append(f"c={c} {reasons['stop']} of {sum(reasons.values())}")
-    if not any(levels[c].get("finish_reasons") for c in levels):
+    if not any(levels[c].get(STATS.finish_reasons) for c in levels):
         return []
     budget = f" {asked}-token" if asked else ""
     if stopped:
@@ -176,7 +176,7 @@ def workload_kind(rec: dict) -> str | None:
 def error_rules(label: str, levels: dict[int, dict], rules: list[dict]) -> list[tuple[str, str]]:
     out = []
     for c in sorted(levels):
-        err = levels[c].get("first_error")
+        err = levels[c].get(STATS.first_error)
         row = error_remedy(err, rules, workload_kind(levels[c]))
         if row:
             out.append(("WARN", f"{label} at c={c}: first error {err!r}: {row['cause']}; {row['remedy']}"))
@@ -187,7 +187,7 @@ def cached_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
     none = [
         c
         for c in sorted(levels)
-        if str(levels[c].get("engine", "")).startswith("vllm")
+        if str(levels[c].get(LEVEL.engine, "")).startswith("vllm")
         and (st := LevelStats.read(levels[c])).completed
         and st.cached_tokens_mean is None
     ]

@@ -32,7 +32,7 @@ from harness.measure.batch_per_decode import (  # noqa: F401  (re-exported: the 
     level_per_decode,
 )
 from harness.lab import remedy
-from harness.records.level import STATS, LevelStats
+from harness.records.level import LEVEL, LevelStats, STATS
 from harness.measure.level_checks import VARY
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -80,7 +80,7 @@ def _delta(sm: dict, metric: str) -> float | None:
 def peaks(rec: dict) -> dict[str, float]:
     """The level's peaks of the queue gauges the engine exposes, and its preemptions (the counter's
     rise over the level); only what was sampled."""
-    sm = rec.get("server_metrics") or {}
+    sm = rec.get(LEVEL.server_metrics) or {}
     out = {key: v for key, metric, _ in PEAKS if (v := _max(sm, metric)) is not None}
     preempted = _delta(sm, PREEMPTIONS)
     if preempted is not None:
@@ -92,7 +92,7 @@ def use(rec: dict) -> dict[str, float]:
     """The level's batch achieved per decode (over the level, ``level_per_decode``) and KV pool used
     (peak, a share), where known; vLLM before 0.10 calls the pool gauge ``gpu_cache_usage_perc``.
     The batch gauge's mean is never taken: it is llama-server's lifetime average (``batch_absent``)."""
-    sm = rec.get("server_metrics") or {}
+    sm = rec.get(LEVEL.server_metrics) or {}
     out = {}
     for key, metric, stat, _ in USE:
         value = (sm.get(metric) or sm.get(metric.replace(":kv_", ":gpu_")) or {}).get(stat)
@@ -111,12 +111,13 @@ def _use_cells(got: dict[str, float]) -> list[str]:
 def admission_text(rec: dict) -> str | None:
     """vLLM running at its cap with requests waiting and the pool mostly idle: the serving lab's
     reading, "admission is the limit, with almost all of the pool idle"; None otherwise."""
-    got, cap = {**peaks(rec), **use(rec)}, int(rec.get("server_slots") or 0)
+    got, cap = {**peaks(rec), **use(rec)}, int(rec.get(LEVEL.server_slots) or 0)
     at_cap = bool(cap) and got.get("running", 0) >= cap and bool(got.get("waiting"))
     if not at_cap or got.get("kv_used", 1.0) >= IDLE_POOL:
         return None
+    crowd = rec.get(STATS.concurrency)
     return (
-        f"c={rec.get('concurrency')}: running at the cap of {cap} with up to {_n(got['waiting'])} waiting "
+        f"c={crowd}: running at the cap of {cap} with up to {_n(got['waiting'])} waiting "
         f"and {got['kv_used']:.1%} of the KV pool used: admission is the limit, the pool is mostly idle"
     )
 
@@ -124,14 +125,14 @@ def admission_text(rec: dict) -> str | None:
 def batch_text(rec: dict) -> str | None:
     """llama.cpp's batch achieved per decode call during the level against the crowd (the batching
     task's figure), or why this level has none."""
-    got, c = use(rec), rec.get("concurrency")
+    got, c = use(rec), rec.get(STATS.concurrency)
     if not c:
         return None
     if "batch" not in got:
         why = batch_absent(rec)
         unknown = "llama-server's batch per decode call for this level unknown"
         return None if why is None else f"c={c}: {unknown}: {why}"
-    slots = rec.get("server_slots")
+    slots = rec.get(LEVEL.server_slots)
     room = min(c, slots) if slots else c
     batched = f"llama-server batched {got['batch']:.2f} sequences per decode call"
     return f"c={c}: {batched} during the level (of {room})"
@@ -140,7 +141,7 @@ def batch_text(rec: dict) -> str | None:
 def engine_cached_share(rec: dict) -> float | None:
     """The engine's cached share of the prompt tokens it was sent during the level, from its own
     counters; None when it exposes none or was sent nothing."""
-    sm = rec.get("server_metrics") or {}
+    sm = rec.get(LEVEL.server_metrics) or {}
     cached = _delta(sm, "llamacpp:prompt_tokens_cached_total")
     processed = _delta(sm, "llamacpp:prompt_tokens_total")
     if cached is not None and processed is not None:
@@ -228,7 +229,7 @@ def noise_text(rec: dict, previous: dict) -> str | None:
     share, source = noise(rec, previous)
     if fall[2] > share:
         return None
-    c, prev_c = rec.get("concurrency"), previous.get("concurrency")
+    c, prev_c = rec.get(STATS.concurrency), previous.get(STATS.concurrency)
     return (
         f"c={c}: {fall[0]:.1f} tok/s, {fall[2]:.1%} below c={prev_c}'s {fall[1]:.1f}, "
         f"within the run-to-run noise of {share:.1%} ({source}): noise, not past saturation"
@@ -242,17 +243,17 @@ def drop_text(rec: dict, previous: dict) -> str | None:
     if fall is None or noise_text(rec, previous):
         return None
     now, before = fall[0], fall[1]
-    c, prev_c = rec.get("concurrency"), previous.get("concurrency")
+    c, prev_c = rec.get(STATS.concurrency), previous.get(STATS.concurrency)
     found = peaks(rec)
     preempted = found.get("preemptions")
-    flight = rec.get("mean_in_flight")
+    flight = rec.get(STATS.mean_in_flight)
     parts = [
         f"c={c}: {now:.1f} tok/s, below c={prev_c}'s {before:.1f} ({now / before - 1:+.0%})",
         _flight_words(flight, c),
         SATURATION,
         f"vLLM preempted {_n(preempted)} request(s) at this level" if preempted else None,
         "no preemption counted (vllm:num_preemptions_total did not rise)" if preempted == 0 else None,
-        VLLM_CONFIRM if preempted is None and str(rec.get("engine", "")).startswith("vllm") else None,
+        VLLM_CONFIRM if preempted is None and str(rec.get(LEVEL.engine, "")).startswith("vllm") else None,
     ]
     return "; ".join(p for p in parts if p)
 
@@ -286,7 +287,7 @@ def level_findings(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]
                     f"{PREEMPT_REMEDY}",
                 )
             )
-        slots = levels[c].get("server_slots")
+        slots = levels[c].get(LEVEL.server_slots)
         if got.get("deferred") and slots and c <= slots:
             found.append(
                 (

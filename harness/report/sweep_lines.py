@@ -9,7 +9,7 @@ from harness.measure import server_metrics, level_checks as troubleshooting
 from harness import words
 from harness.measure.backlog import BACKLOG
 from harness.records.base import EndpointCheck
-from harness.records.level import STATS, Distribution, LevelRecord
+from harness.records.level import Distribution, LEVEL, LevelRecord, STATS
 from harness.safe_text import redact
 from harness.workloads.level_part import WORKLOAD, TurnRow
 from harness.workloads.traces import span_words
@@ -252,7 +252,7 @@ def worker_lines(record: dict) -> list[str]:
     """Each worker's part of a distributed level: its requests, what came back, its CPU and late
     reads, and the words for one that could not keep up or was lost."""
     lines = []
-    for w in record.get("workers") or []:
+    for w in record.get(LEVEL.workers) or []:
         cpu = "?" if w["cpu_percent"] is None else f"{w['cpu_percent']:.1f} %"
         late = "?" if w["late_share"] is None else f"{100 * w['late_share']:.2f} %"
         text = (

@@ -264,9 +264,9 @@ def _block_stage(stage: dict, entry: dict | None, quick: dict | None, notes: lis
 
 
 def _smoke_caps(stage: dict, caps: dict | None, notes: list[str]) -> dict:
-    """A block's steps under its stand-in's caps at the smoke size (``smoke_steps``): each option
-    at most its cap, each change a note. A block on a slow stand-in (llvmpipe) runs every step,
-    with fewer tokens."""
+    """A block's steps under its stand-in's caps at the smoke size (``smoke_steps``): each number
+    at most its cap, each switch (``no_warmup: true``) set, each change a note. A block on a slow
+    stand-in (llvmpipe) runs every step, with fewer tokens and requests."""
     if not caps:
         return stage
     steps = []
@@ -274,9 +274,11 @@ def _smoke_caps(stage: dict, caps: dict | None, notes: list[str]) -> dict:
         kind, options = _split(raw_step)
         for key, cap in caps.get(kind, {}).items():
             before = options.get(key)
-            if before is None or int(before) > int(cap):
-                notes.append(f"{stage['id']}/{kind}: {key} {before} -> {cap} (the smoke size for this block)")
-                options = {**options, key: int(cap)}
+            after = cap if isinstance(cap, bool) else int(cap)
+            if before != after and (isinstance(cap, bool) or before is None or int(before) > after):
+                where = f"{stage['id']}/{kind}"
+                notes.append(f"{where}: {key} {before} -> {after} (the smoke size for this block)")
+                options = {**options, key: after}
         steps.append(_join(kind, options))
     return {**stage, "steps": steps}
 

@@ -27,14 +27,14 @@ from typing import Callable
 
 from harness import lab
 from harness.bounds import MAX_SECONDS
-from harness.records.level import LevelStats
+from harness.records.level import DIST, LevelStats
 from harness.safe_text import safe_text
 from harness.measure.stats import bootstrap, percentile
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 METRICS = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2e": "end-to-end latency"}
-PERCENTILES = ("p50", "p90", "p95", "p99")
+PERCENTILES = (DIST.p50, DIST.p90, DIST.p95, DIST.p99)
 # How far apart a passing and a failing run of one level must be to contradict each other: one
 # run's figure at least twice the other's (a latency or a goodput share alike). A CPU server's
 # p95 moving 0.47 -> 0.54 s around a 0.5 s promise between two runs is noise to pool; 0.05 -> 1 s
@@ -49,7 +49,7 @@ class Criterion:
     objectives at or above ``limit`` (a share between 0 and 1)."""
 
     metric: str = "ttft"
-    pct: str = "p95"
+    pct: str = DIST.p95
     limit: float = 0.5
 
     @classmethod

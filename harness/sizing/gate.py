@@ -18,6 +18,7 @@ from typing import Any, Callable
 from harness.records.level import LEVEL, STATS, Arrival, LevelStats
 from harness.safe_text import safe_text
 from harness.measure.stats import all_worse_chance, median
+from harness.workloads.level_part import WORKLOAD
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -26,7 +27,7 @@ OPEN_ARRIVALS = ("fixed-rate", "poisson", "gamma", "trace")  # levels matched by
 # counts as good), with the words a reason says it in.
 CONDITIONS = {
     LEVEL.model: "model",
-    "workload": "workload",  # harness.workloads.level_part's WORKLOAD.workload
+    WORKLOAD.workload: "workload",
     LEVEL.prompt_set: "prompt set",
     LEVEL.max_tokens: "max tokens",
     LEVEL.temperature: "temperature",
@@ -38,7 +39,7 @@ CONDITIONS = {
 }
 # What a record without the field ran with (level records before it was added)
 # (the headless Locust run writes no arrival: a closed loop)
-ABSENT = {"workload": {"kind": "prompts"}, LEVEL.arrival: "closed"}
+ABSENT = {WORKLOAD.workload: {"kind": "prompts"}, LEVEL.arrival: "closed"}
 GATE_CHANCE = 0.05  # the most chance the rank test may leave that a difference is noise
 
 
@@ -87,7 +88,7 @@ def level_key(rec: dict) -> float:
     way = Arrival.read(rec)
     if way and way.kind in OPEN_ARRIVALS:
         if way.rate_rps is None:
-            raise KeyError("rate_rps")
+            raise KeyError(LEVEL.rate_rps)
         return round(float(way.rate_rps), 6)
     return int(LevelStats.read(rec).concurrency)
 

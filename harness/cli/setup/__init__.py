@@ -5,10 +5,18 @@ llama-cpu``) stay as aliases: they parse the same options and run after one line
 from __future__ import annotations
 
 import sys
+from types import ModuleType
 
-from harness.cli.setup import install, llama_cpu, llama_vulkan, mlx_cpu, models, shim_allow, vllm_cpu
+from harness.cli.commands import load
 
-THINGS = (llama_cpu, llama_vulkan, vllm_cpu, mlx_cpu, models, install, shim_allow)
+# The set-up verbs, each the module of that name in this package; loaded only when a command line
+# names `setup` or one of their old spellings (harness.cli.dispatch).
+NAMES = ("llama-cpu", "llama-vulkan", "vllm-cpu", "mlx-cpu", "models", "install", "shim-allow")
+
+
+def things() -> tuple[ModuleType, ...]:
+    """Every set-up verb's module, loaded."""
+    return tuple(load(name, __name__) for name in NAMES)
 
 
 def add_parser(sub) -> None:
@@ -19,7 +27,7 @@ def add_parser(sub) -> None:
         "installs or write the shim's allow-list.",
     )
     group = p.add_subparsers(dest="thing", metavar="THING", required=True)
-    for module in THINGS:
+    for module in things():
         module.add_parser(group)
 
 
@@ -27,7 +35,7 @@ def add_aliases(sub) -> None:
     """Each set-up verb under its old top-level name too, marked so ``notice`` names the new one,
     and listed in the top-level help as the old spelling."""
     old = set()
-    for module in THINGS:
+    for module in things():
         before = set(sub.choices)
         module.add_parser(sub)
         old |= set(sub.choices) - before

@@ -29,9 +29,11 @@ if GEVENT:
 
     monkey.patch_all()
 
-import harness.cli.dispatch  # noqa: E402,F401  the imports every trial would pay
-from harness.cli import entry  # noqa: E402
+from harness.cli import commands, entry  # noqa: E402
 from harness.records import notebook  # noqa: E402
+
+for _name in commands.NAMES:  # the imports every trial would pay (a start imports its command alone)
+    commands.load(_name)
 
 if GEVENT:
     import locust.main  # noqa: E402

@@ -3,7 +3,8 @@
 import pytest
 
 import harness
-from harness.cli import COMMANDS, build_parser, main
+from harness.cli import build_parser, commands, main
+from harness.cli.commands import NAMES
 from harness.cli import setup
 
 
@@ -11,23 +12,48 @@ def test_public_api_is_small():
     assert sorted(harness.__all__) == ["HarnessError", "__version__"]
 
 
-@pytest.mark.parametrize("module", COMMANDS, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
-def test_every_command_has_help(module, capsys):
-    name = module.__name__.rsplit(".", 1)[-1].replace("_", "-")
+@pytest.mark.parametrize("name", NAMES)
+def test_every_command_has_help(name, capsys):
     with pytest.raises(SystemExit) as exit_info:
         build_parser().parse_args([name, "--help"])
     assert exit_info.value.code == 0
     assert len(capsys.readouterr().out) > 100
 
 
-@pytest.mark.parametrize("module", setup.THINGS, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+@pytest.mark.parametrize("name", setup.NAMES)
 @pytest.mark.parametrize("spelling", [["setup"], []], ids=["setup", "old"])
-def test_every_set_up_verb_has_help_under_both_spellings(module, spelling, capsys):
-    name = module.__name__.rsplit(".", 1)[-1].replace("_", "-")
+def test_every_set_up_verb_has_help_under_both_spellings(name, spelling, capsys):
     with pytest.raises(SystemExit) as exit_info:
         build_parser().parse_args([*spelling, name, "--help"])
     assert exit_info.value.code == 0
     assert len(capsys.readouterr().out) > 100
+
+
+LINES = (
+    ["sweep", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--concurrency", "1,4"],
+    ["summarise", "--labbook", "runs/x/labbook.md", "--list", "--markdown"],
+    ["setup", "models", "--dry-run"],
+    ["models", "--dry-run"],
+    ["practice", "--port", "0"],
+)
+
+
+@pytest.mark.parametrize("argv", LINES, ids=lambda argv: argv[0])
+def test_a_command_line_loads_its_own_command_alone_and_parses_the_same(argv, monkeypatch):
+    loaded = []
+    load = commands.load
+    monkeypatch.setattr(commands, "load", lambda name, *rest: loaded.append(name) or load(name, *rest))
+    alone = vars(build_parser(argv).parse_args(argv))
+    assert loaded == ["setup" if argv[0] in setup.NAMES else argv[0]]
+    whole = vars(build_parser().parse_args(argv))
+    assert {k: v for k, v in alone.items() if k != "_subparsers"} == {
+        k: v for k, v in whole.items() if k != "_subparsers"
+    }
+
+
+def test_a_command_line_naming_no_command_gets_every_command():
+    choices = build_parser(["--version"])._subparsers._group_actions[0].choices
+    assert set(NAMES) | set(setup.NAMES) <= set(choices)
 
 
 def test_an_old_spelling_says_the_new_one_and_runs(capsys, tmp_path):

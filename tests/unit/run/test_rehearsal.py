@@ -72,9 +72,9 @@ def test_smoke_shrinks_below_quick_and_keeps_the_prefix_pairs_own_count() -> Non
     llama = steps_of(out, "llama")
     assert llama["sweep"]["concurrency"] == "1,5,10,20" and out["sweep"]["requests"] == 2
     assert out["sweep"]["max_tokens"] == 8 and out["sweep"]["min_rounds"] == 1
-    # the level's 2 requests never cap the pair's 4 (the lab's check wants 3 of 4 cached)
+    # the level's 2 requests never cap the pair's 3 (the lab's check wants over half cached: 2 of 3)
     pair = llama["prefix-pair"]
-    assert (pair["concurrency"], pair["requests"]) == ("1", 4)
+    assert (pair["concurrency"], pair["requests"]) == ("1", 3)
     control = steps_of(out, "control")
     assert control["measure"]["max_tokens"] == 32 and control["measure"]["long_repeats"] == 4
 

@@ -92,12 +92,19 @@ def test_at_the_smoke_size_the_vulkan_control_runs_every_step_with_fewer_tokens(
         "measure",
         "probe",
     ]
-    assert step_options(control, "measure") == {"max_tokens": 8, "long_repeats": 1, "repetitions": 1}
-    assert step_options(control, "probe") == {"max_tokens": 16}
-    assert "control/probe: max_tokens 64 -> 16 (the smoke size for this block)" in notes
+    assert step_options(control, "measure") == {
+        "max_tokens": 8,
+        "long_repeats": 1,
+        "repetitions": 1,
+        "no_warmup": True,
+    }
+    assert step_options(control, "probe") == {"max_tokens": 8}
+    assert "control/probe: max_tokens 64 -> 8 (the smoke size for this block)" in notes
+    assert "control/measure: no_warmup None -> True (the smoke size for this block)" in notes
     quick, _ = apply_x(installed, True)
     assert step_options(block(quick, "control"), "probe") == {"max_tokens": 64}
     assert step_options(block(quick, "control"), "measure")["max_tokens"] == 16
+    assert "no_warmup" not in step_options(block(quick, "control"), "measure")
     on_cpu, notes = apply_x(not_installed, "smoke")
     assert step_options(block(on_cpu, "control"), "probe") == {"max_tokens": 128}
     assert not [n for n in notes if "for this block" in n]

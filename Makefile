@@ -70,7 +70,7 @@ help:
 	@echo "make test-fast     the unit tests only (tests/unit: in-process, no server)"
 	@echo "make lint          ruff, mypy on the pure modules, vermin on the shim, and the docs rules (scripts/check_docs.py)"
 	@echo "make reference     write docs/reference/ from the parsers, the option declarations and the schemas"
-	@echo "make schemas       write the schemas generated from typed records (level) from their dataclasses"
+	@echo "make schemas       write the record schemas generated from their dataclasses (harness/records/)"
 	@echo "make house         redraw docs/architecture.md's house and module list from the source"
 	@echo "make mock          run the practice server (PROFILE=kit, PORT=8099) until Ctrl-C"
 	@echo "make check         memory bandwidth, the speed limit, and whether the practice server is up"

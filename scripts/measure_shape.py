@@ -162,6 +162,13 @@ def field_spellings(texts: dict[Path, str]) -> None:
     print("fields spelled as literals in more than 3 modules:", many, "of", len(fields))
 
 
+def generated_schemas() -> None:
+    """How many record schemas are written from their typed records (scripts/schemas.py)."""
+    schemas = sorted((ROOT / "harness" / "schemas").glob("*.schema.json"))
+    made = [p.name for p in schemas if "scripts/schemas.py" in json.loads(p.read_text()).get("$comment", "")]
+    print(f"\nJSON Schemas generated: {len(made)} of {len(schemas)} ({', '.join(made)})")
+
+
 def option_declarations(texts: dict[Path, str]) -> None:
     opts: dict[str, set[str]] = defaultdict(set)
     for path, text in texts.items():
@@ -182,6 +189,7 @@ def main() -> int:
     texts = sources()
     sizes(texts)
     field_spellings(texts)
+    generated_schemas()
     key_spellings(texts)
     option_declarations(texts)
     return 0

@@ -242,6 +242,15 @@ def schema_section(path: Path) -> list[str]:
     return lines
 
 
+def generated_kinds() -> list[str]:
+    """The record kinds whose schemas scripts/schemas.py writes (their ``$comment`` says so)."""
+    found = []
+    for path in sorted((ROOT / "harness" / "schemas").glob("*.schema.json")):
+        if "scripts/schemas.py" in json.loads(path.read_text(encoding="utf-8")).get("$comment", ""):
+            found.append(path.name.removesuffix(".schema.json"))
+    return found
+
+
 def records_page() -> str:
     from harness.report.curve_tables import COMPARE_HEAD, CURVE_HEAD
 
@@ -252,7 +261,8 @@ def records_page() -> str:
         "Every result is a record: one JSON object on one line of the notebook.",
         "Each kind has a JSON Schema in `harness/schemas/`, and every record is checked against it.",
         "This page is written from those schemas by `make reference`.",
-        "The level record's schema is itself written from its dataclasses by `make schemas`.",
+        f"The schemas of {', '.join(generated_kinds())} are themselves written from their dataclasses "
+        "by `make schemas`.",
         "A unit comes from the field's name: `_s` is seconds, `_ms` milliseconds, `_per_s` per second.",
         "`added` marks a field this harness writes beyond the lab's own scripts.",
         "",

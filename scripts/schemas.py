@@ -1,7 +1,14 @@
 #!/usr/bin/env python3
 """Write the record schemas that are generated from their typed records, so neither can drift.
 
-    harness/schemas/level.schema.json   from harness.records.level.LevelRecord and its parts
+    harness/schemas/level.schema.json          from harness.records.level.LevelRecord and its parts
+    harness/schemas/engine-speed.schema.json   from harness.records.engine.EngineSpeed and its parts
+    harness/schemas/sample.schema.json         from harness.records.sample.SampleLine
+    harness/schemas/capacity.schema.json       from harness.records.sizing.Capacity and its parts
+    harness/schemas/admission.schema.json      from harness.records.sizing.AdmissionRecommendation
+    harness/schemas/allocation.schema.json     from harness.records.engine.Allocation
+    harness/schemas/run-manifest.schema.json   from harness.records.manifest.RunManifest and its parts
+    harness/schemas/curve-summary.schema.json  from harness.records.base.CurveSummary and its parts
 
 Each field of a record part declares its schema facts (``harness.records.schema.fact``); a part
 its record's package cannot import is named by dotted path (``declared_in``) and read here: the
@@ -34,23 +41,91 @@ def resolve(path: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
+def record_schema(record: type, where: str, defs: tuple = ()) -> dict:
+    """A record kind's schema from its typed record: its ``KIND`` as ``$id``, its title and
+    description first, its properties, and the named parts it refers to in ``$defs``."""
+    from harness.records.schema import definitions, object_schema
+
+    body = object_schema(record, resolve)
+    head = {k: body.pop(k) for k in ("title", "description") if k in body}
+    out = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": record.KIND,
+        "$comment": NOTE.format(where=where),
+        **head,
+        **body,
+    }
+    if defs:
+        out["$defs"] = definitions(*defs, resolve=resolve)
+    return out
+
+
 def level_schema() -> dict:
     """The level record's schema, from ``LevelRecord`` and its parts."""
     from harness.records.level import Distribution, LevelRecord
-    from harness.records.schema import definitions, object_schema
 
-    body = object_schema(LevelRecord, resolve)
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": LevelRecord.KIND,
-        "$comment": NOTE.format(where="harness/records/level.py"),
-        **{k: body.pop(k) for k in ("title", "description")},
-        **body,
-        "$defs": definitions(Distribution, resolve=resolve),
-    }
+    return record_schema(LevelRecord, "harness/records/level.py", (Distribution,))
 
 
-SCHEMAS = {"level.schema.json": level_schema}
+def engine_speed_schema() -> dict:
+    """The single-user speed record's schema, from ``EngineSpeed`` and its parts."""
+    from harness.records.engine import EngineSpeed
+
+    return record_schema(EngineSpeed, "harness/records/engine.py")
+
+
+def sample_schema() -> dict:
+    """The samples file's line, from ``SampleLine``."""
+    from harness.records.sample import SampleLine
+
+    return record_schema(SampleLine, "harness/records/sample.py")
+
+
+def capacity_schema() -> dict:
+    """The capacity search's record, from ``Capacity`` and its parts."""
+    from harness.records.sizing import Capacity
+
+    return record_schema(Capacity, "harness/records/sizing.py")
+
+
+def admission_schema() -> dict:
+    """The admission recommendation, from ``AdmissionRecommendation`` and its parts."""
+    from harness.records.sizing import AdmissionRecommendation
+
+    return record_schema(AdmissionRecommendation, "harness/records/sizing.py")
+
+
+def allocation_schema() -> dict:
+    """What an engine allocated against the prediction, from ``Allocation``."""
+    from harness.records.engine import Allocation
+
+    return record_schema(Allocation, "harness/records/engine.py")
+
+
+def manifest_schema() -> dict:
+    """The track run's manifest, from ``RunManifest`` and its parts."""
+    from harness.records.manifest import RunManifest, StepEntry
+
+    return record_schema(RunManifest, "harness/records/manifest.py", (StepEntry,))
+
+
+def curve_summary_schema() -> dict:
+    """One label's curve in a line, from ``CurveSummary`` and its parts."""
+    from harness.records.base import CurveSummary
+
+    return record_schema(CurveSummary, "harness/records/base.py")
+
+
+SCHEMAS = {
+    "level.schema.json": level_schema,
+    "engine-speed.schema.json": engine_speed_schema,
+    "sample.schema.json": sample_schema,
+    "capacity.schema.json": capacity_schema,
+    "admission.schema.json": admission_schema,
+    "allocation.schema.json": allocation_schema,
+    "run-manifest.schema.json": manifest_schema,
+    "curve-summary.schema.json": curve_summary_schema,
+}
 
 
 WIDTH = 110  # a value whose JSON fits this on one line (indent included) is written on one line
@@ -127,10 +202,17 @@ def compare(old: dict, new: dict) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when a schema differs from its records")
-    parser.add_argument("--compare", metavar="OLD", help="how level.schema.json differs in meaning from OLD")
+    parser.add_argument(
+        "--compare", metavar="OLD", help="how the generated schema of OLD's $id differs in meaning from OLD"
+    )
     args = parser.parse_args(argv)
     if args.compare:
-        found = compare(json.loads(Path(args.compare).read_text(encoding="utf-8")), level_schema())
+        old = json.loads(Path(args.compare).read_text(encoding="utf-8"))
+        build = SCHEMAS.get(f"{old.get('$id')}.schema.json")
+        if build is None:
+            print(f"{args.compare}: its $id {old.get('$id')!r} is no generated kind", file=sys.stderr)
+            return 2
+        found = compare(old, build())
         print("\n".join(found) if found else "no difference in meaning")
         return 1 if found else 0
     stale = []

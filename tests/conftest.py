@@ -304,18 +304,20 @@ def fake_measurement(monkeypatch, **extra) -> None:
 
     def one(args, key, prompt):
         long = len(prompt) > 500
-        return {
-            "ttft_s": 1.0 if long else 0.4,
-            "decode_tokens_per_s": 54.2,
-            "decode_note": None,
-            "prompt_tokens": 1504 if long else 100,
-            "completion_tokens": 128,
-            "token_source": "usage",
-            "cached_tokens": 4,
-            "finish_reason": "length",
-            "fields": ["content"],
-            **extra,
-        }
+        return measure.OneRun(
+            **{
+                "ttft_s": 1.0 if long else 0.4,
+                "decode_tokens_per_s": 54.2,
+                "decode_note": None,
+                "prompt_tokens": 1504 if long else 100,
+                "completion_tokens": 128,
+                "token_source": "usage",
+                "cached_tokens": 4,
+                "finish_reason": "length",
+                "fields": ["content"],
+                **extra,
+            }
+        )
 
     monkeypatch.setattr(measure, "one", one)
     monkeypatch.setattr(measure, "wait_for", lambda *a, **k: None)

@@ -69,11 +69,10 @@ def run(args) -> int:
     # every numeric option in its declared range before anything is sent (ConfigError, one line)
     options.check(args, MEASURE, MAX_TOKENS, CONTEXT_LENGTH, TIMEOUT, IDLE_TIMEOUT, MODEL_GB, TELEMETRY_SET)
     got = single_user.run(args)
-    short, long = got.short, got.long
-    for line in result_lines(args.engine, short, long, got.prefill, got.added, got.tree, got.template):
+    for line in result_lines(args.engine, *got.records):
         print(line)
-    if "speed_limit" in short:
-        print(limit_line(args.engine, short["speed_limit"], short["decode_tokens_per_s"]))
+    if got.limit is not None:
+        print(limit_line(args.engine, got.limit, got.records[0].decode_tokens_per_s))
     if args.reuse_prompt:
         print(
             "    --reuse-prompt: these runs measured the prefix cache, not prefill; nothing recorded",
@@ -81,6 +80,6 @@ def run(args) -> int:
         )
         return 0
     if not args.print_only:
-        single_user.append_speeds(args.labbook, short, long)
+        single_user.append_speeds(args.labbook, got.short, got.long)
         print(f"    recorded 2 line(s) in {args.labbook}")
     return 0

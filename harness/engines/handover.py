@@ -18,6 +18,8 @@ shared 2-core machine it moved by up to about 500 MB while a 60 MB practice serv
 
 from __future__ import annotations
 
+from harness.records.manifest import MemoryRelease
+
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 TOLERANCE_MB = 512.0
@@ -111,13 +113,13 @@ def judge(before: dict, after: dict, engine: dict, held_mb: float | None) -> dic
             }
         )
     kept = [r for r in rows if not r["released"]]
-    return {
-        "released": None if not rows else not kept,
-        "held_mb": None if held_mb is None else round(held_mb, 1),
-        "tolerance_mb": round(tolerance, 1),
-        "readings": rows,
-        "warning": warning(kept, tolerance, own is not None and own["released"]) if kept else None,
-    }
+    return MemoryRelease(
+        released=None if not rows else not kept,
+        held_mb=None if held_mb is None else round(held_mb, 1),
+        tolerance_mb=round(tolerance, 1),
+        readings=rows,
+        warning=warning(kept, tolerance, own is not None and own["released"]) if kept else None,
+    ).to_dict()
 
 
 def warning(kept: list[dict], tolerance: float, engine_gone: bool = False) -> str:

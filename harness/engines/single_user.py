@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from harness import bounds
 from harness.energy import meter as metering
 from harness.measure import server_timings
-from harness.records.engine import EngineSpeed
+from harness.records.engine import BothTests, EngineSpeed, SpeedLimit
 from harness.measure.sample import decode_rate
 from harness.errors import ConfigError, TargetError, TargetUnreachable
 from harness.engines.models import chat_template
@@ -62,9 +62,27 @@ def wait_for(base_url: str, api_key: str | None, seconds: int) -> None:
     )
 
 
-def one(args, key: str | None, prompt: str) -> dict:
-    """One streamed request's figures (TTFT, decode rate, token counts, the server's own timings),
-    its prompt tagged with a fresh run id unless ``--reuse-prompt``; TargetError when it failed."""
+@dataclass(frozen=True)
+class OneRun:
+    """One measured request: its TTFT, decode rate (None with why where no true one exists), token
+    counts and where they came from, and the server's own rates where it sent its timings."""
+
+    ttft_s: float | None
+    decode_tokens_per_s: float | None
+    decode_note: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    token_source: str
+    cached_tokens: int | None
+    finish_reason: str | None
+    fields: list[str]
+    server_prefill: float | None = None
+    server_decode: float | None = None
+
+
+def one(args, key: str | None, prompt: str) -> OneRun:
+    """One streamed request's figures, its prompt tagged with a fresh run id unless
+    ``--reuse-prompt``; TargetError when it failed."""
     text = prompt if args.reuse_prompt else f"[run {uuid.uuid4().hex[:12]}]\n{prompt}"
     s = stream_chat(
         args.base_url,
@@ -84,24 +102,24 @@ def one(args, key: str | None, prompt: str) -> dict:
         )
     decode, why = decode_rate(s)
     timings = s.timings or {}
-    return {
-        "ttft_s": s.ttft,
-        "decode_tokens_per_s": decode,
-        "decode_note": why,
-        "prompt_tokens": s.prompt_tokens,
-        "completion_tokens": s.output_tokens,
-        "token_source": "usage" if s.token_source == "usage" else "chunks",
-        "cached_tokens": s.cached_tokens,
-        "finish_reason": s.finish_reason,
-        "fields": sorted(s.fields),
-        "server_prefill": timings.get("prompt_per_second"),
-        "server_decode": timings.get("predicted_per_second"),
-    }
+    return OneRun(
+        ttft_s=s.ttft,
+        decode_tokens_per_s=decode,
+        decode_note=why,
+        prompt_tokens=s.prompt_tokens,
+        completion_tokens=s.output_tokens,
+        token_source="usage" if s.token_source == "usage" else "chunks",
+        cached_tokens=s.cached_tokens,
+        finish_reason=s.finish_reason,
+        fields=sorted(s.fields),
+        server_prefill=timings.get("prompt_per_second"),
+        server_decode=timings.get("predicted_per_second"),
+    )
 
 
-def _median(runs: list[dict], key: str):
-    values = [r[key] for r in runs if r.get(key) is not None]
-    return statistics.median(values) if values else None
+def _median(values: list):
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
 
 
 def measure_test(
@@ -117,9 +135,9 @@ def measure_test(
         runs = [one(args, key, prompt) for _ in range(args.repetitions)]
     finally:
         summary = meter.stop() if meter is not None else None
-    tokens = sum(int(r["completion_tokens"] or 0) for r in runs)
+    tokens = sum(int(r.completion_tokens or 0) for r in runs)
     parts = energy(summary, tokens, len(runs), time.monotonic() - started) if energy is not None else {}
-    reused = [run["cached_tokens"] for run in runs if isinstance(run["cached_tokens"], int)]
+    reused = [run.cached_tokens for run in runs if isinstance(run.cached_tokens, int)]
     r2 = lambda v, d: None if v is None else round(v, d)  # noqa: E731
     return EngineSpeed(
         engine=args.engine,
@@ -132,42 +150,45 @@ def measure_test(
         test=name,
         repetitions=args.repetitions,
         max_tokens=args.max_tokens,
-        ttft_s=r2(_median(runs, "ttft_s"), 4),
-        decode_tokens_per_s=r2(_median(runs, "decode_tokens_per_s"), 2),  # None: no true rate (see extra)
-        prompt_tokens=_median(runs, "prompt_tokens"),
-        completion_tokens=_median(runs, "completion_tokens"),
-        token_source=runs[-1]["token_source"],
-        finish_reason=runs[-1]["finish_reason"],
-        text_fields=runs[-1]["fields"],
+        ttft_s=r2(_median([r.ttft_s for r in runs]), 4),
+        # None: no true rate (decode_note)
+        decode_tokens_per_s=r2(_median([r.decode_tokens_per_s for r in runs]), 2),
+        prompt_tokens=_median([r.prompt_tokens for r in runs]),
+        completion_tokens=_median([r.completion_tokens for r in runs]),
+        token_source=runs[-1].token_source,
+        finish_reason=runs[-1].finish_reason,
+        text_fields=runs[-1].fields,
         max_cached_prompt_tokens=max(reused, default=None),
         prompt_tag=not args.reuse_prompt,
-        server_prefill_tokens_per_s=_median(runs, "server_prefill"),
-        server_decode_tokens_per_s=_median(runs, "server_decode"),
+        server_prefill_tokens_per_s=_median([r.server_prefill for r in runs]),
+        server_decode_tokens_per_s=_median([r.server_decode for r in runs]),
         measured_on=now_stamp(),
-        extra={**_decode_note(runs), **parts},
+        decode_note=_decode_note(runs),
+        energy=parts.get("energy"),
+        cost=parts.get("cost"),
     )
 
 
-def _decode_note(runs: list[dict]) -> dict:
+def _decode_note(runs: list[OneRun]) -> str | None:
     """Why the record has no decode rate, when no run had one."""
-    notes = [r["decode_note"] for r in runs if r.get("decode_note")]
-    return {"decode_note": notes[0]} if notes and len(notes) == len(runs) else {}
+    notes = [r.decode_note for r in runs if r.decode_note]
+    return notes[0] if notes and len(notes) == len(runs) else None
 
 
-def prefill_from_difference(short: dict, long: dict) -> tuple[float | None, str | None]:
+def prefill_from_difference(short: EngineSpeed, long: EngineSpeed) -> tuple[float | None, str | None]:
     """(long prompt tokens - short prompt tokens) / (TTFT long - TTFT short): fixed costs cancel.
 
     Returns the rate, or None with the reason it cannot be read from these two records."""
-    if not (short["prompt_tokens"] and long["prompt_tokens"]):
+    if not (short.prompt_tokens and long.prompt_tokens):
         return None, "the server sent no prompt token counts"
-    if long["prompt_tokens"] <= short["prompt_tokens"]:
+    if long.prompt_tokens <= short.prompt_tokens:
         return None, "the long prompt was not longer in tokens than the short one"
-    if long["ttft_s"] <= short["ttft_s"]:
+    if long.ttft_s <= short.ttft_s:
         return None, (
-            f"the long prompt's TTFT ({long['ttft_s']:.3f} s) was not above the short one's "
-            f"({short['ttft_s']:.3f} s), so a run was disturbed; raise --repetitions for medians"
+            f"the long prompt's TTFT ({long.ttft_s:.3f} s) was not above the short one's "
+            f"({short.ttft_s:.3f} s), so a run was disturbed; raise --repetitions for medians"
         )
-    rate = (long["prompt_tokens"] - short["prompt_tokens"]) / (long["ttft_s"] - short["ttft_s"])
+    rate = (long.prompt_tokens - short.prompt_tokens) / (long.ttft_s - short.ttft_s)
     return round(rate, 1), None
 
 
@@ -189,40 +210,45 @@ def idle_snapshot(args) -> dict:
     return idle
 
 
-def _extras(args, key: str | None, tests: list, idle: dict) -> tuple[dict, dict, dict, object, dict | None]:
+def both_tests(args, key: str | None, tests: list[EngineSpeed], idle: dict) -> BothTests:
     """What both speed records carry: memory, prefill from the difference, version, chat template."""
     loaded = host_snapshot()
-    added = memory.delta(idle, loaded) if idle else {}
     tree = (  # a container's own processes, else the server's tree (vLLM is four processes)
         memory.container_memory(args.container) if args.container else memory.process_tree_mb(args.server_pid)
     )
-    prefill, prefill_note = prefill_from_difference(*(t.to_dict() for t in tests))
-    version_reply = server_version(args.base_url, key)  # TensorRT-LLM's /version, as the lab records it
-    template = chat_template.fingerprint(args.checkpoint) if args.checkpoint else None
-    extra = {
-        "prefill_tokens_per_s": prefill,
-        **({"prefill_note": prefill_note} if prefill_note else {}),
-        "memory": loaded,
-        "memory_delta_mb": added,
-        "process_resident_mb": tree.get("rss_mb"),
-        "process_tree": tree,
-        **({"server_version": version_reply} if version_reply else {}),
-        **({"chat_template": template} if template else {}),
-    }
-    return extra, added, tree, prefill, template
+    prefill, prefill_note = prefill_from_difference(*tests)
+    return BothTests(
+        prefill_tokens_per_s=prefill,
+        prefill_note=prefill_note,
+        memory=loaded,
+        memory_delta_mb=memory.delta(idle, loaded) if idle else {},
+        process_resident_mb=tree.get("rss_mb"),
+        process_tree=tree,
+        server_version=server_version(args.base_url, key)
+        or None,  # TensorRT-LLM's /version, as the lab records it
+        chat_template=chat_template.fingerprint(args.checkpoint) if args.checkpoint else None,
+    )
 
 
 @dataclass(frozen=True)
 class Speeds:
-    """Both speed records as dicts (short, long) and what was printed beside them: the memory added
-    since the idle snapshot, the server's process tree, prefill from the difference, its template."""
+    """Both speed records (short, long): each as its notebook line, and what is printed beside
+    them (the memory added since the idle snapshot, the server's process tree, prefill from the
+    difference, its template, the short test's speed limit) from the typed records."""
 
-    short: dict
-    long: dict
-    added: dict
-    tree: dict
-    prefill: float | None
-    template: dict | None
+    records: tuple[EngineSpeed, EngineSpeed]
+
+    @property
+    def short(self) -> dict:
+        return self.records[0].to_dict()
+
+    @property
+    def long(self) -> dict:
+        return self.records[1].to_dict()
+
+    @property
+    def limit(self) -> SpeedLimit | None:
+        return self.records[0].speed_limit
 
 
 def measure(args, key: str | None, idle: dict, meter=None, energy: EnergyParts | None = None) -> Speeds:
@@ -233,13 +259,10 @@ def measure(args, key: str | None, idle: dict, meter=None, energy: EnergyParts |
     tests = [
         measure_test(args, key, n, p, meter, energy) for n, p in (("short", SHORT), ("long", long_prompt))
     ]
-    extra, added, tree, prefill, template = _extras(args, key, tests, idle)
-    recs = [replace(t, extra={**t.extra, **extra}) for t in tests]
-    check = server_timings.compare(recs[1].to_dict())  # the server's own timings, where it sent them
-    if check:
-        recs[1] = replace(recs[1], extra={**recs[1].extra, "server_timings_check": check})
-    short, long = (r.to_dict() for r in recs)
-    return Speeds(short, long, added, tree, prefill, template)
+    both = both_tests(args, key, tests, idle)
+    short, long = (replace(t, both=both) for t in tests)
+    long = replace(long, server_timings_check=server_timings.compare(long))  # where the server sent its own
+    return Speeds((short, long))
 
 
 def measure_metered(args, key: str | None, idle: dict, telemetry) -> Speeds:
@@ -276,9 +299,10 @@ def run(args) -> Speeds:
     parts = urlsplit(args.base_url)
     telemetry = metering.plan_options(args, f"{parts.scheme}://{parts.netloc}")["telemetry"]
     got = measure_metered(args, key, idle, telemetry)
-    rate = got.short["decode_tokens_per_s"]
-    if bandwidth and rate:
-        got.short["speed_limit"] = speed_limit_part(args.machine, bandwidth, args.model_gb, rate)
+    short, long = got.records
+    if bandwidth and short.decode_tokens_per_s:
+        limit = speed_limit_part(args.machine, bandwidth, args.model_gb, short.decode_tokens_per_s)
+        got = Speeds((replace(short, speed_limit=limit), long))
     return got
 
 

@@ -27,6 +27,7 @@ from harness.records.level import (
     RunMark,
 )
 from harness.records.base import Objectives
+from harness.records.sample import SampleLine
 from harness.measure.backlog import Backlog, most_at_once
 from harness.measure.stats import BIG, in_order, percentile, ranked
 from harness.measure.tally import LevelTally
@@ -358,29 +359,28 @@ def sample_record(s: Sample, label: str, concurrency: int) -> dict:
     def rel(t: float | None) -> float | None:
         return None if t is None else round(t - s.t_departed, 6)
 
-    return {
-        "label": label,
-        "concurrency": concurrency,
-        "ok": s.ok,
-        "error": s.error,
-        "ttft_s": rel(s.t_first),
-        "end_s": rel(s.t_end),
-        "token_times_s": [rel(t) for t in s.token_times],
-        "output_tokens": s.output_tokens,
-        "token_source": s.token_source,
-        "usage_note": s.usage_note,
-        "cached_note": s.cached_note,
-        "prompt_tokens": s.prompt_tokens,
-        "cached_tokens": s.cached_tokens,
-        "finish_reason": s.finish_reason,
-        "fields": s.fields,
-        "clock": s.clock,
-        "read_lags_s": [round(lag, 6) for lag in s.read_lags],
-        "merged_tokens": s.merged_tokens,
-        "send_delay_s": None if s.send_delay is None else round(s.send_delay, 6),
-        # the departure on the monotonic clock, to line a request up with a server's own log
-        "departed_monotonic_s": round(s.t_departed, 6),
-        "request_id": s.request_id,
-        **({"ttft_absent": s.ttft_absent} if s.ttft_absent else {}),
-        **s.tags,  # conversation, turn, lengths asked for, schedule_lateness_s (workloads)
-    }
+    return SampleLine(
+        label=label,
+        concurrency=concurrency,
+        ok=s.ok,
+        error=s.error,
+        ttft_s=rel(s.t_first),
+        end_s=rel(s.t_end),
+        token_times_s=[round(t - s.t_departed, 6) for t in s.token_times],
+        output_tokens=s.output_tokens,
+        token_source=s.token_source,
+        usage_note=s.usage_note,
+        cached_note=s.cached_note,
+        prompt_tokens=s.prompt_tokens,
+        cached_tokens=s.cached_tokens,
+        finish_reason=s.finish_reason,
+        fields=s.fields,
+        clock=s.clock,
+        read_lags_s=[round(lag, 6) for lag in s.read_lags],
+        merged_tokens=s.merged_tokens,
+        send_delay_s=None if s.send_delay is None else round(s.send_delay, 6),
+        departed_monotonic_s=round(s.t_departed, 6),
+        request_id=s.request_id,
+        ttft_absent=s.ttft_absent or None,
+        tags=s.tags,  # conversation, turn, lengths asked for, schedule_lateness_s (workloads)
+    ).to_dict()

@@ -7,7 +7,10 @@ Pure: the long test's record (with the prefill from the difference) in, the comp
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from harness.measure.level_checks import VARY
+from harness.records.engine import SPEED, EngineSpeed, TimingsCheck
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -30,45 +33,42 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def compare(rec: dict) -> dict | None:
-    """``{"prefill_gap", "decode_gap", "within", "agree", "finding"}`` for a long-test record whose
-    server sent its timings; None when it sent none (every engine but llama-server and its wrappers)."""
-    prefill = _gap(rec.get("prefill_tokens_per_s"), rec.get("server_prefill_tokens_per_s"))
-    decode = _gap(rec.get("decode_tokens_per_s"), rec.get("server_decode_tokens_per_s"))
+def compare(rec: EngineSpeed) -> TimingsCheck | None:
+    """The long test's client rates against its server's own timings; None when the server sent none
+    (every engine but llama-server and its wrappers)."""
+    client_prefill = rec.both.prefill_tokens_per_s if rec.both is not None else None
+    pairs = (
+        ("prefill", client_prefill, rec.server_prefill_tokens_per_s),
+        ("decode", rec.decode_tokens_per_s, rec.server_decode_tokens_per_s),
+    )
+    prefill, decode = (_gap(client, server) for _, client, server in pairs)
     if prefill is None and decode is None:
         return None
     off = [
         f"{name} {client:.1f} tok/s against the server's {server:.1f} ({gap:+.1%})"
-        for name, gap, client, server in (
-            ("prefill", prefill, rec.get("prefill_tokens_per_s"), rec.get("server_prefill_tokens_per_s")),
-            ("decode", decode, rec.get("decode_tokens_per_s"), rec.get("server_decode_tokens_per_s")),
-        )
+        for (name, client, server), gap in zip(pairs, (prefill, decode), strict=True)
         if gap is not None and abs(gap) > AGREE
     ]
-    return {
-        "prefill_gap": _round(prefill),
-        "decode_gap": _round(decode),
-        "within": AGREE,
-        "agree": not off,
-        "finding": f"client and server timings disagree: {'; '.join(off)}: {DISAGREE}" if off else None,
-    }
+    finding = f"client and server timings disagree: {'; '.join(off)}: {DISAGREE}" if off else None
+    return TimingsCheck(_round(prefill), _round(decode), AGREE, not off, finding)
 
 
-def of(rec: dict) -> dict | None:
+def of(rec: Mapping[str, Any]) -> TimingsCheck | None:
     """The long test's comparison as recorded, else worked out from the record (a notebook written
     before ``harness measure`` recorded it)."""
-    return rec.get("server_timings_check") or compare(rec)
+    said = rec.get(SPEED.server_timings_check)
+    return TimingsCheck.read(said) if said else compare(EngineSpeed.read(rec))
 
 
-def words(check: dict | None) -> str | None:
+def words(check: TimingsCheck | None) -> str | None:
     """One line: the two gaps and whether they agree within a few per cent."""
     if not check:
         return None
     gaps = ", ".join(
-        f"{name} {check[key]:+.1%}"
-        for name, key in (("prefill", "prefill_gap"), ("decode", "decode_gap"))
-        if check.get(key) is not None
+        f"{name} {gap:+.1%}"
+        for name, gap in (("prefill", check.prefill_gap), ("decode", check.decode_gap))
+        if gap is not None
     )
-    if check["agree"]:
-        return f"client against the server's own timings: {gaps}, within {check['within']:.0%}: they agree"
-    return str(check["finding"])
+    if check.agree:
+        return f"client against the server's own timings: {gaps}, within {check.within:.0%}: they agree"
+    return str(check.finding)

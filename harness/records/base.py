@@ -3,8 +3,9 @@
 This module is the one home of what every record shares: the schema version, the lab ids, the
 default goodput objectives and the timestamp format. Each kind of record the package writes has
 a frozen dataclass: the level record and its parts in ``harness.records.level``, the sweep's
-other kinds here (curve summary, capacity, endpoint check, cross-check, admission
-recommendation), the engines lab's in ``harness.records.engine``. Its ``to_dict()`` gives the
+other kinds here (curve summary, endpoint check, cross-check), the capacity search and the
+admission recommendation in ``harness.records.sizing``, the engines lab's in
+``harness.records.engine``. Its ``to_dict()`` gives the
 exact JSON object that goes on the notebook line, keys in the order the notebook has always had
 them, so the sweep, the headless Locust run and the web UI cannot drift apart. Validation against
 ``schemas/`` stays in ``harness.records.notebook``; the time a record is stamped with comes from its
@@ -14,11 +15,12 @@ caller (``harness.records.clock`` reads the clock).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any, ClassVar, Mapping
 
 from harness import lab
+from harness.records.schema import fact, line
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -28,6 +30,10 @@ FEATURES_LAB = lab.ENGINES_LAB_ID  # the engines lab's records carry it
 DEFAULT_SLO_TTFT_S = lab.threshold("slo_ttft_s")
 DEFAULT_SLO_TPOT_S = lab.threshold("slo_tpot_s")
 UNKNOWN = "unknown"  # what a record says of an engine, host or version nobody named
+MACHINE_NOTE = (  # what a record's machine part is (the notebook writer adds it, harness.machine)
+    "added: the machine the record was written on, read from it (harness.machine); records "
+    "written before it lack it"
+)
 STAMP_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # ISO 8601 in UTC to the second with a Z: every record's stamp
 # What a stamp may read as: today's, and the older lines' local time with its offset (+0000) or
 # ISO 8601 with +00:00 (strptime's %z takes Z, +0000 and +00:00 alike).
@@ -75,88 +81,105 @@ DEFAULT_OBJECTIVES = Objectives()
 
 
 @dataclass(frozen=True)
-class CurveSummary:
-    """One label's curve in a line: levels, knee, operating point, fit and capacity."""
+class CurveRun:
+    """Who measured a curve: its first level's engine, version, host, quant, model and server."""
 
-    KIND: ClassVar[str] = "curve-summary"  # the record's kind: its schema's name
+    engine: str | None = fact(nullable=True, default=None)
+    engine_version: str | None = fact(nullable=True, default=None)
+    host: str | None = fact(nullable=True, default=None)
+    quant: str | None = fact(nullable=True, default=None)
+    model: str | None = fact(nullable=True, default=None)
+    context_length: int | None = fact(nullable=True, default=None)
+    server_slots: int | None = fact(nullable=True, default=None)
 
-    label: str
-    run: dict  # engine, engine_version, host, quant, model, context_length, server_slots of its first level
-    levels: list[int]
-    knee_between: list[int] | None
-    operating_point: int | None
-    peak_output_tokens_per_s: float
-    tpot_fit_ms: dict | None
-    ceiling_tokens_per_s: float | None
-    c_at_slo: float | None
-    capacity_within_promise: int | None
-    promise_s: float | None
-    recorded_at: str
-    capacity_reading: str | None = None  # exact, at least, none (written only when known)
-    spread: list[dict] | None = None  # per repeated level: runs and the range of each figure
-    seat_ceiling_tokens_per_s: float | None = None  # seats / (a + b x seats), when the seats are known
-
-    RUN_FIELDS = ("engine", "engine_version", "host", "quant", "model", "context_length", "server_slots")
-
-    def to_dict(self) -> dict:
-        extra = ("capacity_reading", "spread", "seat_ceiling_tokens_per_s")
-        optional = {k: v for k in extra if (v := getattr(self, k)) is not None}
-        return {
-            "lab": LAB_ID,
-            "harness_schema": SCHEMA_VERSION,
-            "record": self.KIND,
-            "label": self.label,
-            **{k: self.run.get(k) for k in self.RUN_FIELDS},
-            **own_fields(self, skip=("label", "run", *extra)),
-            **optional,
-            **machine_of(self.run),
-        }
-
-
-def machine_of(run: Mapping[str, Any]) -> dict:
-    """The machine part of the level a derived record stands on, so a summary written elsewhere
-    still names the machine that measured it; empty for levels written before the part."""
-    return {"machine": run["machine"]} if isinstance(run.get("machine"), dict) else {}
+    @classmethod
+    def of(cls, level: Mapping[str, Any]) -> CurveRun:
+        """The run context of a curve's first level (its other fields ignored)."""
+        return cls(**{f.name: level.get(f.name) for f in fields(cls)})
 
 
 @dataclass(frozen=True)
-class Capacity:
-    """What ``harness capacity`` found: the largest load within the promise (``capacity``; None
-    when even the first level breaks it), how that reads (``reading``: exact, at least, between or
-    none), the criterion and every level it tried, in the order it tried them."""
+class TpotFit:
+    """The least-squares fit TPOT p50 = a + b x c, in milliseconds."""
 
-    KIND: ClassVar[str] = "capacity"  # the record's kind: its schema's name
+    a: float = fact(required=True)
+    b: float = fact(required=True)
 
-    label: str
-    run: dict  # engine, model, base_url, prompt_set, max_tokens, server_slots of the search
-    run_id: str
-    criterion: dict  # metric, percentile, limit, text
-    confidence: float
-    capacity: int | None
-    reading: str
-    answer: str
-    tried: list[dict]  # level, run, figure, pooled, interval, verdict, why
-    levels_measured: int
-    runs: int
-    elapsed_s: float
-    time_budget_s: float
-    stopped: str  # done, time, server (a run the server failed), contradiction (a level's runs disagree)
-    recorded_at: str
-    rate_step_rps: float | None = None  # the open-loop search: level k is k x this many requests/s
-    end_reason: str | None = None  # stopped server or contradiction: why, in one line
 
-    RUN_FIELDS = ("engine", "model", "base_url", "prompt_set", "max_tokens", "server_slots")
+@dataclass(frozen=True)
+class CurveSummary:
+    """One label's curve in a line: levels, knee, operating point, fit and capacity."""
+
+    label: str = fact()
+    run: CurveRun = fact(flatten="")
+    levels: list[int] = fact(required=True, items={"type": "integer", "minimum": 1})
+    knee_between: list[int] | None = fact(
+        required=True,
+        nullable=True,
+        oneOf=[
+            {"type": "null"},
+            {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2},
+        ],
+    )
+    operating_point: int | None = fact(required=True, nullable=True)
+    peak_output_tokens_per_s: float = fact(required=True, minimum=0)
+    tpot_fit_ms: TpotFit | None = fact(required=True, nullable=True)
+    ceiling_tokens_per_s: float | None = fact(
+        "added: 1/b, open-ended (every request admitted at once)", nullable=True
+    )
+    c_at_slo: float | None = fact("added: where TPOT p50 reaches the objective", nullable=True)
+    capacity_within_promise: int | None = fact(
+        "added: largest level with p95 TTFT within promise_s", nullable=True
+    )
+    promise_s: float | None = fact(nullable=True)
+    recorded_at: str = fact()
+    capacity_reading: str | None = fact(  # written only when known
+        "added: exact (the next level up was measured and broke the promise), at least (nothing "
+        "measured above it broke it, or the levels between were not measured), none",
+        enum=["exact", "at least", "none"],
+        default=None,
+    )
+    spread: list[dict] | None = fact(
+        "added: each level run more than once (sweep --repeat): how many runs, and the range "
+        "(smallest, largest) of each headline figure over them; the level's own figures are the medians",
+        items={
+            "type": "object",
+            "required": ["c", "runs"],
+            "properties": {"c": {"type": "integer", "minimum": 1}, "runs": {"type": "integer", "minimum": 2}},
+            "additionalProperties": {
+                "type": "array",
+                "items": {"type": "number"},
+                "minItems": 2,
+                "maxItems": 2,
+            },
+        },
+        default=None,
+    )
+    seat_ceiling_tokens_per_s: float | None = fact(
+        "added: seats / (a + b x seats), the ceiling when the seats are known (given or inferred); "
+        "written only then",
+        exclusiveMinimum=0,
+        default=None,
+    )
+    machine: dict | None = fact(MACHINE_NOTE, schema={"$ref": "machine"}, default=None)
+
+    KIND: ClassVar[str] = "curve-summary"  # the record's kind: its schema's name
+    SCHEMA_FACTS: ClassVar[dict] = {"title": "Derived numbers for one label's curve"}
+    SCHEMA_REQUIRED: ClassVar[tuple] = ("lab", "record", "label")
+    SCHEMA_KEYS: ClassVar[dict] = {
+        "harness_schema": {"const": SCHEMA_VERSION},
+        "lab": {"type": "string"},
+        "record": {"const": "curve-summary"},
+    }
 
     def to_dict(self) -> dict:
-        return {
-            "lab": LAB_ID,
-            "harness_schema": SCHEMA_VERSION,
-            "record": self.KIND,
-            "label": self.label,
-            "search": "concurrency" if self.rate_step_rps is None else "rate",
-            **{k: self.run.get(k) for k in self.RUN_FIELDS},
-            **own_fields(self, skip=("label", "run")),
-        }
+        return {"lab": LAB_ID, "harness_schema": SCHEMA_VERSION, "record": self.KIND, **line(self)}
+
+
+def machine_of(level: Mapping[str, Any]) -> dict | None:
+    """The machine part of the level a derived record stands on, so a summary written elsewhere
+    still names the machine that measured it; None for levels written before the part."""
+    return level["machine"] if isinstance(level.get("machine"), dict) else None
 
 
 @dataclass(frozen=True)
@@ -237,43 +260,3 @@ def own_fields(record: Any, skip: tuple[str, ...] = ()) -> dict:
 def is_admission(record: Mapping[str, Any]) -> bool:
     """Whether a notebook object is an admission recommendation (``record: admission``)."""
     return record.get("lab") == LAB_ID and record.get("record") == "admission"
-
-
-@dataclass(frozen=True)
-class AdmissionRecommendation:
-    """The serving lab's admission recommendation: the level chosen below the unacceptable region
-    of the ``source`` curve (its operating point, or the capacity a search found), the first level
-    above it that broke the objective, what the admission run (the mixed short/long workload at
-    that level, under ``label``) measured there, and the recommendation in words. ``level`` is None
-    (and ``why`` says why) when no level qualified; ``harness.sizing.admission`` builds it."""
-
-    KIND: ClassVar[str] = "admission"  # the record's kind: its schema's name
-
-    label: str
-    source: str
-    run: dict  # engine, model, server_slots of the source curve's first level
-    method: str  # operating point, capacity search
-    objective: dict  # text, limits {"ttft_s.p90": seconds, ...}
-    source_levels: list[int]
-    level: int | None
-    unacceptable_from: int | None
-    unacceptable_why: str | None
-    confirmed: dict | None  # the admission run at the level: prompt set, counts, percentiles, verdict
-    verdict: str  # recommended, not confirmed, unconfirmed, none
-    recommendation: str
-    why: str
-    recorded_at: str
-
-    RUN_FIELDS = ("engine", "model", "server_slots")
-
-    def to_dict(self) -> dict:
-        return {
-            "lab": LAB_ID,
-            "harness_schema": SCHEMA_VERSION,
-            "record": self.KIND,
-            "label": self.label,
-            "from": self.source,
-            **{k: self.run.get(k) for k in self.RUN_FIELDS},
-            **own_fields(self, skip=("label", "source", "run")),
-            **machine_of(self.run),
-        }

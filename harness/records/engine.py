@@ -9,9 +9,10 @@ Built here, one frozen dataclass per kind, as the sweep's records are in ``harne
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Mapping
 
-from harness.records.base import FEATURES_LAB, SCHEMA_VERSION, own_fields
+from harness.records.base import FEATURES_LAB, MACHINE_NOTE, SCHEMA_VERSION, own_fields
+from harness.records.schema import FieldNames, fact, line, read_line
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -20,21 +21,46 @@ PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py
 class Allocation:
     """What an engine's log says it allocated, against the prediction for the same settings."""
 
-    KIND: ClassVar[str] = "allocation"  # the record's kind: its schema's name
+    label: str = fact()
+    engine: str = fact(required=True, enum=["llama-server", "vllm", "trtllm"])
+    model: str = fact()
+    log: str = fact(required=True)
+    settings: dict = fact("slots, ctx_per_slot, cache_type, swa_full, kv_bytes", required=True)
+    observed: dict = fact(required=True)
+    predicted: dict = fact(
+        required=True,
+        schema={"required": ["log_lines"]},
+        properties={"log_lines": {"type": "array", "items": {"type": "string"}}},
+    )
+    verdict: str = fact(
+        "observed: read and recorded, nothing predicted (e.g. vLLM sized by a memory fraction)",
+        required=True,
+        enum=["match", "mismatch", "observed"],
+    )
+    problems: list[str] = fact(required=True)
+    recorded_at: str = fact()
+    machine: dict | None = fact(MACHINE_NOTE, schema={"$ref": "machine"}, default=None)
 
-    label: str
-    engine: str
-    model: str
-    log: str
-    settings: dict
-    observed: dict
-    predicted: dict
-    verdict: str
-    problems: list[str]
-    recorded_at: str
+    KIND: ClassVar[str] = "allocation"  # the record's kind: its schema's name
+    SCHEMA_FACTS: ClassVar[dict] = {
+        "title": "What an engine allocated, read from its log, against the prediction"
+    }
+    SCHEMA_REQUIRED: ClassVar[tuple] = ("harness_schema", "record")
+    SCHEMA_KEYS: ClassVar[dict] = {
+        "harness_schema": {"const": SCHEMA_VERSION},
+        "record": {"const": "allocation"},
+    }
 
     def to_dict(self) -> dict:
-        return {"harness_schema": SCHEMA_VERSION, "record": self.KIND, **own_fields(self)}
+        return {"harness_schema": SCHEMA_VERSION, "record": self.KIND, **line(self)}
+
+    @classmethod
+    def read(cls, record: Mapping[str, Any]) -> Allocation:
+        """An allocation line as the typed record."""
+        return read_line(cls, record)
+
+
+ALLOCATION = FieldNames(Allocation)  # an allocation line's keys
 
 
 @dataclass(frozen=True)
@@ -64,43 +90,162 @@ class Features:
 
 
 @dataclass(frozen=True)
-class EngineSpeed:
-    """One single-user speed test (``short`` or ``long``) of the engines lab: medians over the
-    repetitions; ``extra`` holds what is known only once both tests ran (prefill, memory)."""
+class SpeedLimit:
+    """A speed record's ``speed_limit`` part: the machine's bandwidth over the model's size, and the
+    short test's decode as a share of it (``harness.sizing.arithmetic.speed_limit_part``)."""
 
-    KIND: ClassVar[str] = "engine-speed"  # the record's kind: its schema's name
+    machine: str = fact()
+    bandwidth_gb_s: float = fact(required=True, exclusiveMinimum=0)
+    model_gb: float = fact(required=True, exclusiveMinimum=0)
+    tok_s: float = fact(required=True)
+    share: float = fact(required=True, minimum=0)
 
-    engine: str
-    engine_version: str
-    backend: str
-    host: str
-    model: str
-    quant: str
-    context_length: int | None
-    test: str
-    repetitions: int
-    max_tokens: int
-    ttft_s: float | None
-    decode_tokens_per_s: float | None
-    prompt_tokens: float | None
-    completion_tokens: float | None
-    token_source: str
-    finish_reason: str | None
-    text_fields: list[str]
-    max_cached_prompt_tokens: int | None
-    prompt_tag: bool
-    server_prefill_tokens_per_s: float | None
-    server_decode_tokens_per_s: float | None
-    measured_on: str
-    extra: dict = field(default_factory=dict)
+
+@dataclass(frozen=True)
+class TimingsCheck:
+    """The long test's client figures against the server's own timings, as signed shares of the
+    server's (``harness.measure.server_timings.compare``)."""
+
+    prefill_gap: float | None = fact(required=True, nullable=True)
+    decode_gap: float | None = fact(required=True, nullable=True)
+    within: float = fact(required=True, minimum=0)
+    agree: bool = fact(required=True)
+    finding: str | None = fact(required=True, nullable=True)
 
     def to_dict(self) -> dict:
-        return {
-            "lab": FEATURES_LAB,
-            "harness_schema": SCHEMA_VERSION,
-            **own_fields(self, skip=("extra",)),
-            **self.extra,
-        }
+        return line(self)
+
+    @classmethod
+    def read(cls, value: Mapping[str, Any]) -> TimingsCheck:
+        return read_line(cls, value)
+
+
+@dataclass(frozen=True)
+class ChatTemplate:
+    """The checkpoint's chat template: the first hex digits of its SHA-256 and where it was read,
+    or no digest and a note saying why (``harness.engines.models.chat_template.fingerprint``)."""
+
+    sha256: str | None = fact(required=True, nullable=True, pattern="^[0-9a-f]{12}$")
+    source: str | None = fact(default=None)
+    note: str | None = fact(default=None)
+
+    def to_dict(self) -> dict:
+        return line(self)
+
+
+@dataclass(frozen=True)
+class BothTests:
+    """What a speed record holds once both tests ran: prefill from their difference, the memory
+    the server holds, its version reply and its chat template."""
+
+    prefill_tokens_per_s: float | None = fact("from the short/long difference", nullable=True)
+    prefill_note: str | None = fact(
+        "why prefill_tokens_per_s is null (no token counts, or the long prompt's TTFT not above the "
+        "short one's)",
+        default=None,
+    )
+    memory: dict = fact(default_factory=dict)
+    memory_delta_mb: dict = fact(default_factory=dict)
+    process_resident_mb: float | None = fact(
+        "RSS of the server process and all its descendants, MB", nullable=True, default=None
+    )
+    process_tree: dict = fact(
+        "processes, rss_mb (summed) and pss_mb (shared pages split) of the server's process tree",
+        default_factory=dict,
+    )
+    server_version: str | None = fact(
+        "the server's GET /version reply, one line (TensorRT-LLM documents it; the lab records it whole)",
+        default=None,
+    )
+    chat_template: ChatTemplate | None = fact(
+        "measure --checkpoint: the first 12 hex digits of the SHA-256 of the chat template the "
+        "checkpoint carries (a GGUF's tokenizer.chat_template, a folder's chat_template.jinja or "
+        "tokenizer_config.json) and where it was read, or a null sha256 and a note saying why there is "
+        "none; the identity row compares it",
+        default=None,
+    )
+
+
+@dataclass(frozen=True)
+class EngineSpeed:
+    """One single-user speed test (``short`` or ``long``) of the engines lab: medians over the
+    repetitions; ``both`` holds what is known only once both tests ran (prefill, memory)."""
+
+    engine: str = fact(required=True, minLength=1)
+    engine_version: str = fact()
+    backend: str = fact()
+    host: str = fact()
+    model: str = fact(required=True)
+    quant: str = fact()
+    context_length: int = fact(minimum=0)
+    test: str = fact(required=True, enum=["short", "long"])
+    repetitions: int = fact(required=True, minimum=1)
+    max_tokens: int = fact(minimum=1)
+    ttft_s: float = fact(required=True, minimum=0)
+    decode_tokens_per_s: float | None = fact(
+        "null when no true rate exists (one token, one delta, a zero interval); decode_note says which",
+        required=True,
+        nullable=True,
+        minimum=0,
+    )
+    prompt_tokens: float | None = fact(nullable=True)
+    completion_tokens: float | None = fact(nullable=True)
+    token_source: str = fact(required=True, enum=["usage", "chunks"])
+    finish_reason: str | None = fact(nullable=True)
+    text_fields: list[str] = fact()
+    max_cached_prompt_tokens: int | None = fact(
+        "above 64 means the prompt tag did not defeat the cache", nullable=True
+    )
+    prompt_tag: bool = fact()
+    server_prefill_tokens_per_s: float | None = fact(nullable=True)
+    server_decode_tokens_per_s: float | None = fact(nullable=True)
+    measured_on: str = fact()
+    decode_note: str | None = fact(default=None)
+    energy: dict | None = fact(
+        "added: the energy of this test's repetitions (not its warm-up), as a level record's energy "
+        "part (schemas/level.schema.json; tests/unit/energy/test_engine_tables.py holds the two the "
+        "same): output tokens and requests are the repetitions'; label says imitation or stand-in "
+        "where the headline devices are no real device",
+        declared_in="harness.energy.record_part.ENERGY_SCHEMA",
+        default=None,
+    )
+    cost: dict | None = fact(
+        "added: the cost of a million output tokens over this test's repetitions, as a level "
+        "record's cost part",
+        declared_in="harness.energy.record_part.COST_SCHEMA",
+        default=None,
+    )
+    both: BothTests | None = fact(flatten="", default=None)
+    server_timings_check: TimingsCheck | None = fact(
+        "long test only, where the server sent llama.cpp's timings block: the client's prefill (from "
+        "the difference) and decode against the server's own, as signed shares of the server's; agree "
+        "when both are within `within` (the engines lab's few per cent)",
+        default=None,
+    )
+    speed_limit: SpeedLimit | None = fact(
+        "the speed limit: the short test's decode as a share of bandwidth / model size (60-85 % is sane)",
+        default=None,
+    )
+    machine: dict | None = fact(MACHINE_NOTE, schema={"$ref": "machine"}, default=None)  # the writer's
+
+    KIND: ClassVar[str] = "engine-speed"  # the record's kind: its schema's name
+    SCHEMA_FACTS: ClassVar[dict] = {
+        "title": "Single-user speed for one test (short or long prompt): medians of the measured runs"
+    }
+    SCHEMA_REQUIRED: ClassVar[tuple] = ("lab",)
+    SCHEMA_KEYS: ClassVar[dict] = {"harness_schema": {"const": SCHEMA_VERSION}, "lab": {"type": "string"}}
+
+    def to_dict(self) -> dict:
+        return {"lab": FEATURES_LAB, "harness_schema": SCHEMA_VERSION, **line(self)}
+
+    @classmethod
+    def read(cls, record: Mapping[str, Any]) -> EngineSpeed:
+        """A speed line as the typed record; a field the line lacks (one written before it existed)
+        reads as its default, or None."""
+        return read_line(cls, record)
+
+
+SPEED = FieldNames(EngineSpeed)  # a speed line's keys (a table's columns, a check's figures)
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,14 @@ A part its record's floor cannot import (the workload's, the energy's) is named 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
-from typing import Any, Callable, Mapping, Union
+from typing import Any, Callable, Mapping, TypeVar, Union
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
+T = TypeVar("T")
 SCHEMA = "schema"  # the metadata key that holds a field's facts
 _PLAIN = {int: "integer", float: "number", str: "string", bool: "boolean", dict: "object"}
 _FIRST = ("$ref", "const", "enum", "type", "required", "additionalProperties")  # a property's layout
@@ -33,6 +35,7 @@ def fact(
     key: str | None = None,
     required: bool = False,
     nullable: bool = False,
+    omit_none: bool = False,
     flatten: str | None = None,
     declared_in: str | None = None,
     written: bool = True,
@@ -43,6 +46,7 @@ def fact(
 ) -> Any:
     """A dataclass field with its schema facts. ``key``: the line's key when not the field's name;
     ``required``: every line has it; ``nullable``: null is a value (not a left-out key);
+    ``omit_none``: a nullable field left out while None all the same (written once known);
     ``flatten``: the part's own fields go on the line itself, each key after this prefix;
     ``declared_in``: the dotted path of the part's dataclass or schema fragment; ``written``:
     False for a field the line never carries (an input of the builder). ``keywords``: JSON
@@ -54,6 +58,7 @@ def fact(
         "key": key,
         "required": required,
         "nullable": nullable,
+        "omit_none": omit_none,
         "flatten": flatten,
         "declared_in": declared_in,
         "written": written,
@@ -159,9 +164,13 @@ def _without_none(hint: Any) -> Any:
 
 def type_schema(hint: Any, resolve: Resolve = _no_resolve, nullable: bool = False) -> dict:
     """The JSON Schema of a Python type: a plain type, a list of one, or a part of its own (its
-    ``$defs`` name where it has one, ``SCHEMA_DEF``, else its object inline)."""
+    ``$defs`` name where it has one, ``SCHEMA_DEF``, else its object inline; one of null and it
+    where null is a value)."""
     base = _without_none(hint)
     origin = typing.get_origin(base)
+    values = typing.get_args(base)[1:] if origin is dict else ()
+    if values and _is_part(values[0]):  # a map of names to parts
+        return {"type": "object", "additionalProperties": type_schema(values[0], resolve)}
     if base in _PLAIN or origin is dict:
         word = _PLAIN[dict if origin is dict else base]
         return {"type": [word, "null"] if nullable else word}
@@ -173,9 +182,8 @@ def type_schema(hint: Any, resolve: Resolve = _no_resolve, nullable: bool = Fals
         return out
     if isinstance(base, type) and dataclasses.is_dataclass(base):
         name = getattr(base, "SCHEMA_DEF", None)
-        if name:
-            return {"$ref": f"#/$defs/{name}"}
-        return object_schema(base, resolve)
+        part = {"$ref": f"#/$defs/{name}"} if name else object_schema(base, resolve)
+        return {"oneOf": [{"type": "null"}, part]} if nullable else part
     raise TypeError(f"no JSON type for {hint!r}: give type= or a schema in its fact()")
 
 
@@ -198,3 +206,98 @@ class FieldNames:
         if name.startswith("_") or name not in self._names:
             raise AttributeError(f"no record field {name!r}")
         return name
+
+
+def left_out_while_none(part: type) -> tuple[str, ...]:
+    """The fields a line leaves out while they hold None: those null is no value of (a line read
+    from an older shape that lacked one gives it back without it), and the ``omit_none`` ones."""
+    written = [f for f in dataclasses.fields(part) if (f.metadata.get(SCHEMA) or {}).get("written", True)]
+    return tuple(f.name for f in written if _absent_while_none(f))
+
+
+def _absent_while_none(f: dataclasses.Field) -> bool:
+    facts = f.metadata.get(SCHEMA) or {}
+    return not facts.get("nullable") or bool(facts.get("omit_none"))
+
+
+def line(part: Any, prefix: str = "") -> dict:
+    """The notebook line of a record part, its keys in field order: a part of its own as its object,
+    a flattened part's fields in place, and a field null is no value of left out while it is None.
+    So the dataclass alone says what a line holds."""
+    out: dict = {}
+    for f in dataclasses.fields(part):
+        facts = f.metadata.get(SCHEMA) or {}
+        if not facts.get("written", True):
+            continue
+        value = getattr(part, f.name)
+        if facts.get("flatten") is not None:
+            if value is not None:
+                out.update(_plain(value, prefix + facts["flatten"]))
+            continue
+        if value is None and _absent_while_none(f):
+            continue
+        out[prefix + (facts.get("key") or f.name)] = _plain(value)
+    return out
+
+
+def _plain(value: Any, prefix: str = "") -> Any:
+    """A field's value as JSON holds it: a part by its own ``to_dict`` where it has one, else its
+    ``line``; a list item by item."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if hasattr(value, "to_dict") and not prefix:
+            return value.to_dict()
+        return line(value, prefix)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict) and any(_is_part(type(v)) for v in value.values()):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def read_line(part: type[T], record: Mapping[str, Any], prefix: str = "") -> T:
+    """A record part from its notebook line (``line`` back): a key the line lacks reads as the
+    field's default, else None, so lines written before a field existed still read; a part of its
+    own is read from its object, a flattened one from the line itself."""
+    given: dict = {}
+    for name, key, inner, each, flatten, needed in _reading(part):  # type: ignore[arg-type]
+        if flatten is not None:
+            if any(prefix + flatten + k in record for k in line_keys(inner)):
+                given[name] = read_line(inner, record, prefix + flatten)
+            elif needed:
+                given[name] = read_line(inner, {})
+            continue
+        if prefix + key in record:
+            value = record[prefix + key]
+            if inner is not None and isinstance(value, Mapping):
+                value = read_line(inner, value)
+            elif each is not None and isinstance(value, list):
+                value = [read_line(each, v) if isinstance(v, Mapping) else v for v in value]
+            given[name] = value
+        elif needed:
+            given[name] = None
+    return part(**given)
+
+
+@functools.lru_cache(maxsize=None)
+def _reading(part: type) -> tuple[tuple[str, str, Any, Any, str | None, bool], ...]:
+    """How ``read_line`` reads each field of a part, worked out once per part: its name, its key,
+    its own part's class (None for a plain value), the class of each item of a list of parts, its
+    flatten prefix, and whether it has no default."""
+    hints = typing.get_type_hints(part)
+    plan = []
+    for f in dataclasses.fields(part):
+        facts = f.metadata.get(SCHEMA) or {}
+        if not facts.get("written", True):
+            continue
+        inner = _without_none(hints[f.name])
+        own = inner if _is_part(inner) else None
+        items = typing.get_args(inner) if typing.get_origin(inner) is list else ()
+        each = items[0] if items and _is_part(items[0]) else None
+        flatten = facts.get("flatten") if own is not None else None
+        needed = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        plan.append((f.name, facts.get("key") or f.name, own, each, flatten, needed))
+    return tuple(plan)
+
+
+def _is_part(hint: Any) -> bool:
+    return isinstance(hint, type) and dataclasses.is_dataclass(hint)

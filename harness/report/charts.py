@@ -8,6 +8,7 @@ import matplotlib
 
 from harness.measure.curves import completed_levels, spread_of
 from harness.records.level import DIST, LEVEL, STATS, LevelStats
+from harness.records.sample import SampleLine
 from harness.energy import report_section as energy_section
 
 matplotlib.use("Agg")
@@ -154,19 +155,19 @@ def tpot_chart(label: str, levels: dict[int, dict], fit: dict | None, path: str 
     return _save(fig, path)
 
 
-def latency_histogram(label: str, samples: list[dict], path: str | Path, mark: str = "") -> Path:
+def latency_histogram(label: str, samples: list[SampleLine], path: str | Path, mark: str = "") -> Path:
     """The distribution of first-token wait and end-to-end latency of every completed request of
     one curve (the samples file's rows), one outline per crowd size."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
-    ok = [s for s in samples if s.get("ok")]
-    for ax, key in ((left, "ttft_s"), (right, "end_s")):
-        every = [s[key] for s in ok if s.get(key) is not None]
+    ok = [s for s in samples if s.ok]
+    for ax, latency in ((left, _ttft), (right, _end)):
+        every = [v for s in ok if (v := latency(s)) is not None]
         if not every:
             continue
         low, high = min(every), max(every)
         bins = [low + (high - low) * i / 40 for i in range(41)] if high > low else 1
-        for c in sorted({s["concurrency"] for s in ok}):
-            values = [s[key] for s in ok if s["concurrency"] == c and s.get(key) is not None]
+        for c in sorted({s.concurrency for s in ok}):
+            values = [v for s in ok if s.concurrency == c and (v := latency(s)) is not None]
             if values:
                 ax.hist(values, bins=bins, histtype="step", label=f"c={c} ({len(values)})")
     left.set_xlabel("first-token wait, TTFT (s)")
@@ -180,18 +181,21 @@ def latency_histogram(label: str, samples: list[dict], path: str | Path, mark: s
     return _save(fig, path)
 
 
-def requests_over_time(label: str, samples: list[dict], path: str | Path, mark: str = "") -> Path:
+def _ttft(s: SampleLine) -> float | None:
+    return s.ttft_s
+
+
+def _end(s: SampleLine) -> float | None:
+    return s.end_s
+
+
+def requests_over_time(label: str, samples: list[SampleLine], path: str | Path, mark: str = "") -> Path:
     """Requests in flight over the curve's run (each request from its departure to its end, on the
     client's monotonic clock), and each failed request marked where it ended."""
     spans = [
-        (
-            s["departed_monotonic_s"],
-            s["departed_monotonic_s"] + s["end_s"],
-            s["concurrency"],
-            bool(s.get("ok")),
-        )
+        (s.departed_monotonic_s, s.departed_monotonic_s + s.end_s, s.concurrency, bool(s.ok))
         for s in samples
-        if s.get("departed_monotonic_s") is not None and s.get("end_s") is not None
+        if s.departed_monotonic_s is not None and s.end_s is not None
     ]
     fig, ax = plt.subplots(figsize=(9, 3.5))
     if spans:

@@ -11,6 +11,8 @@ from harness import lab
 from harness.measure import server_timings
 from harness.energy import engine_tables as engine_energy
 
+from harness.records.engine import SPEED
+
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 CACHE_LIMIT = 64  # more reused prompt tokens than this: the run measured the prefix cache, not prefill
@@ -21,14 +23,14 @@ def latest_per_engine(speed_records: list[dict], feature_records: list[dict]):
     order: list[str] = []
     speed: dict[str, dict] = {}
     features: dict[str, dict] = {}
-    for rec in sorted(speed_records + feature_records, key=lambda r: r.get("measured_on", "")):
+    for rec in sorted(speed_records + feature_records, key=lambda r: r.get(SPEED.measured_on, "")):
         engine = rec.get("engine", "?")
         if engine not in order:
             order.append(engine)
         if rec.get("probe") == "features":
             features[engine] = rec
         else:
-            speed.setdefault(engine, {})[rec["test"]] = rec
+            speed.setdefault(engine, {})[rec[SPEED.test]] = rec
     return order, speed, features
 
 
@@ -40,10 +42,10 @@ def rerun_rules(speed_records: list[dict]) -> list[tuple[str, str, str]]:
     runs of the same test decoded more than a few per cent apart (the most recent run replaces the
     row, so the earlier one is only read here)."""
     runs: dict[tuple[str, str], list[float]] = {}
-    for rec in sorted(speed_records, key=lambda r: r.get("measured_on", "")):
-        if rec.get("decode_tokens_per_s"):
-            runs.setdefault((rec.get("engine", "?"), rec.get("test", "?")), []).append(
-                rec["decode_tokens_per_s"]
+    for rec in sorted(speed_records, key=lambda r: r.get(SPEED.measured_on, "")):
+        if rec.get(SPEED.decode_tokens_per_s):
+            runs.setdefault((rec.get("engine", "?"), rec.get(SPEED.test, "?")), []).append(
+                rec[SPEED.decode_tokens_per_s]
             )
     out = []
     for (engine, test), rates in runs.items():
@@ -72,7 +74,7 @@ def memory_added(rec: dict) -> tuple[float | None, str]:
     Discrete NVIDIA: the per-process figure (it counts the server wherever it runs), else the
     device figure (WSL2 lists no processes). AMD: VRAM plus GTT. DGX Spark and other Linux
     without a device total: MemAvailable. Mac: vm_stat's active + wired + compressed."""
-    added, loaded = rec.get("memory_delta_mb") or {}, rec.get("memory") or {}
+    added, loaded = rec.get(SPEED.memory_delta_mb) or {}, rec.get(SPEED.memory) or {}
     if loaded.get("gpu_total_mb"):
         if (added.get("gpu_process_mb") or 0) > 0:
             return added["gpu_process_mb"], "nvidia-smi per-process"
@@ -108,20 +110,20 @@ def speed_rows(order, speed, ceilings: dict | None = None) -> list[list]:
         mem, source = memory_added(rec)
         row = [
             engine,
-            rec.get("quant") or "—",
-            rec.get("backend") or "—",
-            _v(s.get("ttft_s"), 3),
-            _v(lo.get("ttft_s"), 3),
-            _v(rec.get("prefill_tokens_per_s"), 1),
-            _v(s.get("decode_tokens_per_s")),
-            _v(lo.get("decode_tokens_per_s")),
+            rec.get(SPEED.quant) or "—",
+            rec.get(SPEED.backend) or "—",
+            _v(s.get(SPEED.ttft_s), 3),
+            _v(lo.get(SPEED.ttft_s), 3),
+            _v(rec.get(SPEED.prefill_tokens_per_s), 1),
+            _v(s.get(SPEED.decode_tokens_per_s)),
+            _v(lo.get(SPEED.decode_tokens_per_s)),
             _v(mem),
             source,
             _resident(rec),
         ]
         if ceilings is not None:
             ceiling = ceilings.get(engine)
-            rate = s.get("decode_tokens_per_s")
+            rate = s.get(SPEED.decode_tokens_per_s)
             row.append(f"{rate / ceiling:.2f} of {ceiling:.1f}" if rate and ceiling else "—")
         rows.append(row)
     return rows
@@ -150,8 +152,8 @@ FEATURE_HEAD = ["Engine", "/v1/models", "Tool calling", "Tool calling, streamed"
 
 def _resident(rec: dict) -> str:
     """RSS of the server's whole process tree (and PSS, the tree's share of shared pages) with the count."""
-    tree = rec.get("process_tree") or {}
-    rss = tree.get("rss_mb", rec.get("process_resident_mb"))
+    tree = rec.get(SPEED.process_tree) or {}
+    rss = tree.get("rss_mb", rec.get(SPEED.process_resident_mb))
     if rss is None and tree.get("container_mb") is None:
         return "—"
     pss = f", PSS {tree['pss_mb']}" if tree.get("pss_mb") else ""
@@ -232,12 +234,12 @@ def render(order, speed, features, ceilings: dict | None = None) -> str:
         rec = lo or s
         if rec:
             values = [
-                f"{engine}, {rec.get('quant') or '?'}",
-                s.get("ttft_s"),
-                lo.get("ttft_s"),
-                rec.get("prefill_tokens_per_s"),
-                s.get("decode_tokens_per_s"),
-                lo.get("decode_tokens_per_s"),
+                f"{engine}, {rec.get(SPEED.quant) or '?'}",
+                s.get(SPEED.ttft_s),
+                lo.get(SPEED.ttft_s),
+                rec.get(SPEED.prefill_tokens_per_s),
+                s.get(SPEED.decode_tokens_per_s),
+                lo.get(SPEED.decode_tokens_per_s),
                 memory_added(rec)[0],
             ]
             parts.append("  [" + ", ".join(as_js(v) for v in values) + "],")
@@ -264,11 +266,11 @@ def check(  # noqa: C901
                 f"speed tests present: {sorted(pair) or 'none'}; both short and long are needed",
             )
         for test, rec in sorted(pair.items()):
-            if rec.get("ttft_s") is None or rec.get("decode_tokens_per_s") is None:
+            if rec.get(SPEED.ttft_s) is None or rec.get(SPEED.decode_tokens_per_s) is None:
                 say("FAIL", engine, f"{test}: TTFT or decode rate missing")
-            if not rec.get("engine_version") or not rec.get("quant"):
+            if not rec.get(SPEED.engine_version) or not rec.get(SPEED.quant):
                 say("FAIL", engine, f"{test}: engine version or quant not recorded")
-            backend = (rec.get("backend") or "").strip()
+            backend = (rec.get(SPEED.backend) or "").strip()
             cpu_only = backend.lower() == "cpu"
             if backend == "" or (cpu_only and not allow_cpu):
                 say(
@@ -277,9 +279,9 @@ def check(  # noqa: C901
                     f"{test}: backend '{backend}' does not name an accelerator (--allow-cpu for the "
                     "CPU path)",
                 )
-            if rec.get("prompt_tag") is False:
+            if rec.get(SPEED.prompt_tag) is False:
                 say("FAIL", engine, f"{test}: measured with --reuse-prompt, i.e. the cache, not prefill")
-            cached = rec.get("max_cached_prompt_tokens")
+            cached = rec.get(SPEED.max_cached_prompt_tokens)
             if cached is None:
                 say("WARN", engine, f"{test}: no cached-token count came back; read the server log")
             elif cached > CACHE_LIMIT:
@@ -288,30 +290,30 @@ def check(  # noqa: C901
                     engine,
                     f"{test}: {cached} prompt tokens were served from cache (limit {CACHE_LIMIT})",
                 )
-            if rec.get("completion_tokens") != rec.get("max_tokens"):
+            if rec.get(SPEED.completion_tokens) != rec.get(SPEED.max_tokens):
                 say(
                     "WARN",
                     engine,
-                    f"{test}: {rec.get('completion_tokens')} tokens generated instead of "
-                    f"{rec.get('max_tokens')} (finish {rec.get('finish_reason')})",
+                    f"{test}: {rec.get(SPEED.completion_tokens)} tokens generated instead of "
+                    f"{rec.get(SPEED.max_tokens)} (finish {rec.get(SPEED.finish_reason)})",
                 )
-            if rec.get("token_source") != "usage":
+            if rec.get(SPEED.token_source) != "usage":
                 say("WARN", engine, f"{test}: token counts estimated from chunks")
         rec = pair.get("long") or pair.get("short")
         if rec:
-            if rec.get("prefill_tokens_per_s") is None:
+            if rec.get(SPEED.prefill_tokens_per_s) is None:
                 say("WARN", engine, "prefill could not be computed from the short/long difference")
             mem, source = memory_added(rec)
-            if not rec.get("memory_delta_mb"):
+            if not rec.get(SPEED.memory_delta_mb):
                 say("WARN", engine, "no memory added figure (no idle snapshot given)")
             elif mem is not None and mem <= 0:
                 say("WARN", engine, f"memory added is {mem} MB by {source}; take a fresh idle snapshot")
         timing = server_timings.of(pair.get("long") or {})
         if timing:  # llama-server's own timings against the client's: "within a few per cent"
-            say("PASS" if timing["agree"] else "WARN", engine, str(server_timings.words(timing)))
+            say("PASS" if timing.agree else "WARN", engine, str(server_timings.words(timing)))
         ceiling = (ceilings or {}).get(engine)
-        if ceiling and pair.get("short", {}).get("decode_tokens_per_s"):
-            ratio = pair["short"]["decode_tokens_per_s"] / ceiling
+        if ceiling and pair.get("short", {}).get(SPEED.decode_tokens_per_s):
+            ratio = pair["short"][SPEED.decode_tokens_per_s] / ceiling
             say(
                 "FAIL" if ratio > 1 else "PASS",
                 engine,

@@ -14,6 +14,7 @@ from harness import lab
 from harness.report import identity
 from harness.sizing.predictions import decode_ceiling, kv_per_token
 from harness.report.engine_tables import memory_added
+from harness.records.engine import SPEED
 
 # The section's heading: the engines lab's own title of the task this module answers.
 TITLE = lab.task_answered_by("report/engine_verdicts")
@@ -41,7 +42,7 @@ def formats(order: list[str], speed: dict, model) -> dict[str, str]:
     out = {}
     for engine in order:
         rec = (speed.get(engine) or {}).get("short") or (speed.get(engine) or {}).get("long")
-        name = ec.format_for_quant((rec or {}).get("quant", ""), model.formats) if rec else None
+        name = ec.format_for_quant((rec or {}).get(SPEED.quant, ""), model.formats) if rec else None
         if name:
             out[engine] = name
     return out
@@ -59,7 +60,7 @@ def ceilings(order: list[str], speed: dict, model, bandwidth_gb_s: float) -> dic
 
 
 def _short_rate(speed: dict, engine: str) -> float | None:
-    return ((speed.get(engine) or {}).get("short") or {}).get("decode_tokens_per_s")
+    return ((speed.get(engine) or {}).get("short") or {}).get(SPEED.decode_tokens_per_s)
 
 
 def portable_engine(order: list[str], fmts: dict) -> str | None:
@@ -108,7 +109,7 @@ def memory_rows(
         pair = speed.get(engine) or {}
         rec = pair.get("long") or pair.get("short")
         found = ec.rule_for(engine, rules)
-        cpu = str((rec or {}).get("backend") or "").upper() == "CPU"
+        cpu = str((rec or {}).get(SPEED.backend) or "").upper() == "CPU"
         if not rec or engine not in fmts or not found or cpu:
             why = (
                 "no rule for this engine"
@@ -123,8 +124,8 @@ def memory_rows(
         long = pair.get("long") or {}
         tokens = ec.cache_tokens(
             found[1],
-            int(rec.get("context_length") or 0),
-            (long.get("prompt_tokens") or 0) + (long.get("completion_tokens") or 0),
+            int(rec.get(SPEED.context_length) or 0),
+            (long.get(SPEED.prompt_tokens) or 0) + (long.get(SPEED.completion_tokens) or 0),
         )
         low, high = ec.visible_bytes(found[1], model.formats[fmts[engine]], per, tokens, "vm_stat" in source)
         seen = f"{low:,}" if low == high else f"{low:,} to {high:,}"
@@ -161,7 +162,7 @@ def _cache_words(rule: dict, tokens: int, per_token: float) -> str:
 
 
 def _prefill_line(order: list[str], speed: dict) -> str:
-    rates = [(((speed.get(e) or {}).get("long") or {}).get("prefill_tokens_per_s"), e) for e in order]
+    rates = [(((speed.get(e) or {}).get("long") or {}).get(SPEED.prefill_tokens_per_s), e) for e in order]
     rates = sorted(((r, e) for r, e in rates if r), reverse=True)
     if len(rates) < 2:
         return "Prefill: fewer than two engines have a difference-based rate; nothing to compare."
@@ -238,7 +239,7 @@ def verdict_lines(order, speed, features, fmts: dict, ceils: dict) -> list[str]:
         if rate and ceiling and rate > ceiling:
             limits.append(f"{engine} decodes above its own ceiling: the bandwidth figure is wrong")
         rec = pair.get("short") or pair.get("long") or {}
-        if (rec.get("backend") or "").lower() == "cpu":
+        if (rec.get(SPEED.backend) or "").lower() == "cpu":
             limits.append(f"{engine} ran on the CPU backend")
         if "vm_stat" in memory_added(pair.get("long") or rec)[1]:
             limits.append(
@@ -260,7 +261,7 @@ def render(order, speed, features, inputs: Inputs) -> str:
     fmts = formats(order, speed, model)
     ceils = ceilings(order, speed, model, inputs.bandwidth_gb_s) if inputs.bandwidth_gb_s else {}
     parts = [f"Predictions for {model.name} ({model.source}), in the formats each engine's quant names."]
-    served = sorted({rec.get("model", "") for pair in speed.values() for rec in pair.values()} - {""})
+    served = sorted({rec.get(SPEED.model, "") for pair in speed.values() for rec in pair.values()} - {""})
     if not any(_squash(model.name) in _squash(name) for name in served):
         parts.append(
             f"Warning: no record names {model.name} (they name {', '.join(served) or 'nothing'}); if the "

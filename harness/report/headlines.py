@@ -6,6 +6,7 @@ them; ``harness track`` prints them at the end of a run)."""
 from __future__ import annotations
 
 from harness.measure import curves
+from harness.records.sizing import Capacity
 from harness.records.level import DIST, LEVEL, STATS, LevelStats
 from harness.report.curve_tables import said
 
@@ -42,7 +43,7 @@ def headlines(
     pairs: dict[str, tuple[str, str]],
     promise_s: float,
     admissions: dict[str, str] | None = None,
-    searches: dict[str, dict] | None = None,
+    searches: dict[str, Capacity] | None = None,
 ) -> list[dict]:
     """One row per curve: peak output tokens/s (and its range when that level was repeated), knee,
     operating point, capacity within the promise as the levels show it (exact, at least, none),
@@ -86,7 +87,7 @@ def headlines(
     return rows
 
 
-def admission_outcome(levels: dict[int, dict], promise_s: float, search: dict | None = None) -> str:
+def admission_outcome(levels: dict[int, dict], promise_s: float, search: Capacity | None = None) -> str:
     """The admission level's outcome in words: its crowd, p95 TTFT against the promise and by how
     much, and how many requests met the goodput objective; why not, when it did not run. When the
     level was found by ``harness capacity`` (``search``), that level and the search's answer."""
@@ -95,9 +96,9 @@ def admission_outcome(levels: dict[int, dict], promise_s: float, search: dict | 
         return "not run"
     c = done[-1]
     if search is not None:
-        if search.get("capacity") not in levels:
-            return f"capacity search: {search['answer']}"
-        c = search["capacity"]
+        if search.capacity is None or search.capacity not in levels:
+            return f"capacity search: {search.answer}"
+        c = search.capacity
     rec, st = levels[c], LevelStats.read(levels[c])
     p95 = st.ttft_s.p95
     if p95 is None:

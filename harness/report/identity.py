@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
+from harness.records.engine import SPEED
+
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 PORTABLE = ("llama.cpp", "llama-server")
@@ -30,25 +32,25 @@ HEAD = [
 
 def _cells(pair: dict) -> list[str]:
     rec = pair.get("long") or pair.get("short") or {}
-    cached = rec.get("max_cached_prompt_tokens")
-    tag = "tagged" if rec.get("prompt_tag") else "untagged"
-    prompt = f"{rec['prompt_tokens']:,.0f} tokens, {tag}" if rec.get("prompt_tokens") else tag
+    cached = rec.get(SPEED.max_cached_prompt_tokens)
+    tag = "tagged" if rec.get(SPEED.prompt_tag) else "untagged"
+    prompt = f"{rec[SPEED.prompt_tokens]:,.0f} tokens, {tag}" if rec.get(SPEED.prompt_tokens) else tag
     return [
-        str(rec.get("model") or "—"),
-        str(rec.get("quant") or "—"),
+        str(rec.get(SPEED.model) or "—"),
+        str(rec.get(SPEED.quant) or "—"),
         _template(rec),
         prompt,
-        f"{rec['context_length']:,}" if rec.get("context_length") else "—",
-        f"{rec['max_tokens']}" if rec.get("max_tokens") else "—",
+        f"{rec[SPEED.context_length]:,}" if rec.get(SPEED.context_length) else "—",
+        f"{rec[SPEED.max_tokens]}" if rec.get(SPEED.max_tokens) else "—",
         "—" if cached is None else f"at most {cached:,} prompt tokens cached",
     ]
 
 
 def _template(rec: dict) -> str:
-    found = rec.get("chat_template") or {}
+    found = rec.get(SPEED.chat_template) or {}
     if found.get("sha256"):
         return f"sha256 {found['sha256']} ({found.get('source') or 'the checkpoint'})"
-    return f"{rec['model']}'s own" if rec.get("model") else "the checkpoint's own"
+    return f"{rec[SPEED.model]}'s own" if rec.get(SPEED.model) else "the checkpoint's own"
 
 
 def _same(i: int, cell: str, base: str) -> bool:

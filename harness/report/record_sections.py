@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from harness.records.engine import Allocation
+from harness.records.manifest import MANIFEST, STEP
+from harness.records.sizing import Capacity
 from harness.records.labels import file_label
 from harness.measure import curves
 from harness.engines import trtllm_log
@@ -28,13 +31,15 @@ def _mib(value: float | None) -> str:
 
 def allocation(r: RunInputs) -> list[str]:
     """What each engine's log allocated against the prediction for the same settings."""
-    recs = r.records("allocation", lambda o: o.get("record") == "allocation")
+    recs = [
+        Allocation.read(o) for o in r.records(Allocation.KIND, lambda o: o.get("record") == Allocation.KIND)
+    ]
     lines = ["## Allocation against the prediction", ""]
     if not recs:
         return lines + absent("No allocation was checked", r.why_none("verify-allocation"))
     rows = []
     for a in recs:
-        st, pred, seen = a.get("settings") or {}, a.get("predicted") or {}, a.get("observed") or {}
+        st, pred, seen = a.settings or {}, a.predicted or {}, a.observed or {}
         slots, ctx, kv = st.get("slots"), st.get("ctx_per_slot"), st.get("kv_bytes")
         stated = [
             f"{slots} x {ctx:,} tokens" if slots and ctx else None,
@@ -43,7 +48,7 @@ def allocation(r: RunInputs) -> list[str]:
             f"KV cap {st['kv_max_tokens']:,} tokens" if st.get("kv_max_tokens") else None,
         ]
         settings = ", ".join(x for x in stated if x)
-        if a["engine"] == "trtllm":
+        if a.engine == "trtllm":
             cap, got = pred.get("kv_max_tokens"), trtllm_log.pool_tokens(seen)
             want = "—" if cap is None else f"at most {cap:,} tokens"
             got = "—" if got is None else f"{got:,} tokens"
@@ -55,17 +60,17 @@ def allocation(r: RunInputs) -> list[str]:
             want = _mib(None if pool is None else pool / 2**20)
             caches = seen.get("kv_caches") or []
             got = _mib(sum(c["mib"] for c in caches)) if caches else "—"
-        if a["verdict"] == "observed":  # --observe-only: the memory fraction sized the pool, not the settings
+        if a.verdict == "observed":  # --observe-only: the memory fraction sized the pool, not the settings
             want = "— (observed only: a memory fraction sets the pool)"
         rows.append(
             [
-                a["label"],
-                a["engine"],
+                a.label,
+                a.engine,
                 settings or "not stated",
                 want,
                 got,
-                a["verdict"],
-                "; ".join(a["problems"]),
+                a.verdict,
+                "; ".join(a.problems or []),
             ]
         )
     head = [
@@ -140,18 +145,18 @@ def sample_charts(r: RunInputs, label: str) -> list[str]:
 
 def capacity_searches(r: RunInputs) -> list[str]:
     """Each ``harness capacity`` search in the notebook: criterion, answer, levels and time."""
-    recs = r.records("capacity", lambda o: o.get("record") == "capacity")
+    recs = [Capacity.read(o) for o in r.records(Capacity.KIND, lambda o: o.get("record") == Capacity.KIND)]
     if not recs:
         return []
     rows = [
         [
-            c["label"],
-            c["criterion"]["text"],
-            "none" if c["capacity"] is None else str(c["capacity"]),
-            c["answer"],
-            f"{c['levels_measured']} levels, {c['runs']} runs",
-            f"{c['elapsed_s']:.0f} of {c['time_budget_s']:g}",
-            " -> ".join(f"{t['level']}:{t['verdict']}" for t in c["tried"]),
+            c.label,
+            c.criterion.text,
+            "none" if c.capacity is None else str(c.capacity),
+            c.answer,
+            f"{c.levels_measured} levels, {c.runs} runs",
+            f"{c.elapsed_s:.0f} of {c.time_budget_s:g}",
+            " -> ".join(f"{t.level}:{t.verdict}" for t in c.tried),
         ]
         for c in recs
     ]
@@ -202,14 +207,14 @@ def comparisons(r: RunInputs) -> list[str]:
     steps = [s for s in r.plan.steps if s.kind == "compare"]
     if not steps:
         return lines + absent("No comparison", r.why_none("compare"))
-    status = {s["id"]: s for s in r.manifest.get("steps", [])}
+    status = {s[STEP.id]: s for s in r.manifest.get(MANIFEST.steps, [])}
     for step in steps:
         pairs = [tuple(p) for p in step.options.get("items", [])]
         entry = status.get(step.id) or {}
-        if entry.get("status") in ("skipped", "failed"):
+        if entry.get(STEP.status) in ("skipped", "failed"):
             named = "; ".join(f"{a} against {b}" for a, b in pairs)
-            why = f"step {step.id} {entry['status']}" + (
-                f": {entry['reason']}" if entry.get("reason") else ""
+            why = f"step {step.id} {entry[STEP.status]}" + (
+                f": {entry[STEP.reason]}" if entry.get(STEP.reason) else ""
             )
             lines += absent(f"Not compared ({named})", why)
             continue

@@ -11,6 +11,8 @@ from typing import Any
 
 from harness.records.notebook import read_records, read_samples
 from harness.records.level import LEVEL
+from harness.records.manifest import MANIFEST, STEP
+from harness.records.sample import SampleLine
 
 
 @dataclass
@@ -39,25 +41,26 @@ class RunInputs:
             self._cache[kind] = found
         return self._cache[kind]
 
-    def samples(self, label: str) -> list[dict]:
+    def samples(self, label: str) -> list[SampleLine]:
         """The exact per-request rows of one curve's levels from the samples file beside the
         notebook (the rows of the run each level record came from, when the rows say their run)."""
         if "samples" not in self._cache:
-            self._cache["samples"] = read_sample_rows(self.notebook.with_suffix(".samples.jsonl"))
+            rows = read_sample_rows(self.notebook.with_suffix(".samples.jsonl"))
+            self._cache["samples"] = [SampleLine.read(row) for row in rows]
         levels = self.levels.get(label, {})
         return [
             row
             for row in self._cache["samples"]
-            if row.get("label") == label
-            and row.get("concurrency") in levels
+            if row.label == label
+            and row.concurrency in levels
             and (
-                not levels[row["concurrency"]].get(LEVEL.run_id)
-                or row.get("run_id") in (None, levels[row["concurrency"]][LEVEL.run_id])
+                not levels[row.concurrency].get(LEVEL.run_id)
+                or row.run_id in (None, levels[row.concurrency][LEVEL.run_id])
             )
         ]
 
     def steps_of(self, kind: str) -> list[dict]:
-        return [s for s in self.manifest.get("steps", []) if s.get("kind") == kind]
+        return [s for s in self.manifest.get(MANIFEST.steps, []) if s.get(STEP.kind) == kind]
 
     def why_none(self, kind: str) -> str:
         """Why the steps of one kind left nothing to show: not in the plan, skipped, failed, or silent."""
@@ -65,9 +68,9 @@ class RunInputs:
         if not steps:
             return f"this plan has no {kind} step"
         for status in ("failed", "skipped", "running", "pending"):
-            hit = [s for s in steps if s.get("status") == status]
+            hit = [s for s in steps if s.get(STEP.status) == status]
             if len(hit) == len(steps) or (status == "failed" and hit):
-                reason = hit[0].get("reason")
+                reason = hit[0].get(STEP.reason)
                 return f"the {kind} step {status}" + (f": {reason}" if reason else "")
         return f"the {kind} steps wrote no record to the notebook"
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from harness.measure import curves
 from harness import words
+from harness.records.manifest import ENGINE, MANIFEST, STEP
+from harness.records.sizing import Capacity
 from harness.records.base import is_level
 from harness.records.notebook import read_records
 from harness.energy import report_section as energy_section
@@ -57,12 +59,12 @@ def plan_pairs(plan) -> tuple[list[str], dict[str, tuple[str, str]]]:
     return curve_labels, pairs
 
 
-def searches_in(notebook: Path) -> dict[str, dict]:
+def searches_in(notebook: Path) -> dict[str, Capacity]:
     """label -> the latest capacity record of that label (``harness capacity``)."""
     if not notebook.is_file():
         return {}
-    recs = read_records(notebook, "capacity", select=lambda o: o.get("record") == "capacity").records
-    return {c["label"]: c for c in recs}
+    recs = read_records(notebook, Capacity.KIND, select=lambda o: o.get("record") == Capacity.KIND).records
+    return {c.label: c for c in map(Capacity.read, recs)}
 
 
 def levels_in(notebook: Path) -> dict[str, dict[int, dict]]:
@@ -73,9 +75,9 @@ def levels_in(notebook: Path) -> dict[str, dict[int, dict]]:
 def skipped_blocks(manifest: dict) -> list[str]:
     """Optional blocks that did not run here (their engine is not installed), each with its reason."""
     found = [
-        f"- `{s['id'].removesuffix('/start')}`: {s.get('reason') or 'skipped'}"
-        for s in manifest["steps"]
-        if s["id"].endswith("/start") and s["status"] == "skipped"
+        f"- `{s[STEP.id].removesuffix('/start')}`: {s.get(STEP.reason) or 'skipped'}"
+        for s in manifest[MANIFEST.steps]
+        if s[STEP.id].endswith("/start") and s[STEP.status] == "skipped"
     ]
     return ["Blocks skipped on this machine:", "", *found, ""] if found else []
 
@@ -119,22 +121,22 @@ def _write_whole(path: Path, text: str) -> None:
 def final_status(step: dict) -> tuple[str, str]:
     """A step's status and note as the finished report states them: the report step, still
     running while it writes this file, is the step that wrote it."""
-    note = step.get("reason") or (step.get("result") or {}).get("why") or ""
-    if step.get("kind") == "report" and step.get("status") in ("running", "pending"):
+    note = step.get(STEP.reason) or (step.get(STEP.result) or {}).get("why") or ""
+    if step.get(STEP.kind) == "report" and step.get(STEP.status) in ("running", "pending"):
         return "passed", "wrote this report (report.md and report.html)"
-    return step.get("status", "pending"), note
+    return step.get(STEP.status, "pending"), note
 
 
 def _title(r: RunInputs) -> list[str]:
-    statuses = [final_status(s)[0] for s in r.manifest.get("steps", [])]
+    statuses = [final_status(s)[0] for s in r.manifest.get(MANIFEST.steps, [])]
     counts = ", ".join(f"{statuses.count(k)} {k}" for k in dict.fromkeys(statuses))
     m = r.manifest
     return [
         f"# {r.plan.title}",
         "",
-        *rehearsal_banner(m.get("rehearsal")),
+        *rehearsal_banner(m.get(MANIFEST.rehearsal)),
         f"Plan `{r.plan.path}`" + (f", tier {r.plan.tier}" if r.plan.tier else "") + f"; run directory "
-        f"`{r.run_dir}`; started {m['started']}, report written {m['updated']}; "
+        f"`{r.run_dir}`; started {m[MANIFEST.started]}, report written {m[MANIFEST.updated]}; "
         f"{len(statuses)} steps: {counts or 'none'}.",
         "",
     ]
@@ -249,7 +251,7 @@ def time_series(r: RunInputs) -> list[str]:
 
 
 def conditions(r: RunInputs) -> list[str]:
-    plan, host = r.plan, r.manifest.get("host") or {}
+    plan, host = r.plan, r.manifest.get(MANIFEST.host) or {}
     sweep = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in plan.sweep.items())
     return [
         "## Test conditions",
@@ -267,9 +269,9 @@ def conditions(r: RunInputs) -> list[str]:
 
 def engines(r: RunInputs) -> list[str]:
     """Each engine block: engine, version and its one change in a table, then its command line."""
-    started = r.manifest.get("engines", {})
+    started = r.manifest.get(MANIFEST.engines, {})
     rows = [
-        [bid, e["engine"], e.get("version"), words.change_text(e.get("changed"))]
+        [bid, e[ENGINE.engine], e.get(ENGINE.version), words.change_text(e.get(ENGINE.changed))]
         for bid, e in started.items()
     ]
     lines = ["## Engines", ""]
@@ -285,7 +287,7 @@ def engines(r: RunInputs) -> list[str]:
             "",
             "Their command lines:",
             "",
-            *(f"- {bid}: `{e['command']}`" for bid, e in started.items()),
+            *(f"- {bid}: `{e[ENGINE.command]}`" for bid, e in started.items()),
             "",
             *lab_records.log_lines(started),
             *lab_records.release_lines(started),
@@ -298,14 +300,14 @@ def _step_rows(steps: list[dict]) -> list[list]:
     rows: list[list] = []
     for s in steps:
         status, note = final_status(s)
-        block = s["id"].split("/")[0] if "/" in s["id"] else None
-        seconds = "—" if s.get("duration_s") is None else f"{s['duration_s']:.1f}"
+        block = s[STEP.id].split("/")[0] if "/" in s[STEP.id] else None
+        seconds = "—" if s.get(STEP.duration_s) is None else f"{s[STEP.duration_s]:.1f}"
         last = rows[-1] if rows else None
         if last and status == "skipped" and last[4] == (block, status, note) and block is not None:
             last[5] += 1
-            last[0] = f"{last[6]} … {s['id']} ({last[5]} steps)"
+            last[0] = f"{last[6]} … {s[STEP.id]} ({last[5]} steps)"
             continue
-        rows.append([s["id"], status, seconds, note, (block, status, note), 1, s["id"]])
+        rows.append([s[STEP.id], status, seconds, note, (block, status, note), 1, s[STEP.id]])
     return [row[:4] for row in rows]
 
 
@@ -313,7 +315,7 @@ def steps(r: RunInputs) -> list[str]:
     return [
         "## Steps",
         "",
-        table(["step", "status", "seconds", "note"], _step_rows(r.manifest.get("steps", []))),
+        table(["step", "status", "seconds", "note"], _step_rows(r.manifest.get(MANIFEST.steps, []))),
         "",
     ]
 

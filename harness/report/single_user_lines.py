@@ -7,17 +7,18 @@ from __future__ import annotations
 from harness.measure import server_timings
 from harness.sizing.arithmetic import speed_limit, speed_share
 from harness.energy.record_part import energy_lines
+from harness.records.engine import BothTests, EngineSpeed, SpeedLimit
 
 
-def _rate(rec: dict) -> str:
-    value = rec["decode_tokens_per_s"]
-    return f"{value:.2f}" if value is not None else f"- ({rec.get('decode_note', 'not measured')})"
+def _rate(rec: EngineSpeed) -> str:
+    value = rec.decode_tokens_per_s
+    return f"{value:.2f}" if value is not None else f"- ({rec.decode_note or 'not measured'})"
 
 
-def limit_line(engine: str, part: dict, rate: float) -> str:
+def limit_line(engine: str, part: SpeedLimit, rate: float) -> str:
     """The short test's decode ``rate`` over bandwidth / model size (``part``: the record's
     ``speed_limit``), and what the lab's band makes of it."""
-    bandwidth, model_gb = part["bandwidth_gb_s"], part["model_gb"]
+    bandwidth, model_gb = part.bandwidth_gb_s, part.model_gb
     limit = speed_limit(bandwidth, model_gb)
     share, reading = speed_share(rate, limit)
     return (
@@ -26,42 +27,43 @@ def limit_line(engine: str, part: dict, rate: float) -> str:
     )
 
 
-def result_lines(
-    engine: str, short: dict, long: dict, prefill, added: dict, tree: dict, template: dict | None
-) -> list[str]:
+def result_lines(engine: str, short: EngineSpeed, long: EngineSpeed) -> list[str]:
     """Each test's figures, prefill from the difference, the server's own timings and whether they
     agree, the energy of each test, the memory added and the chat template, one line each."""
     out: list[str] = []
-    rss = tree.get("rss_mb")
+    both = long.both or BothTests(None)
     for rec in (short, long):
         out.append(
-            f"    {engine:>14} {rec['test']:>5}  prompt {rec['prompt_tokens']} tok  "
-            f"ttft {rec['ttft_s']:.3f} s  "
-            f"decode {_rate(rec)} tok/s  {rec['completion_tokens']} tok ({rec['finish_reason']}), "
-            f"counts from {rec['token_source']}, cached {rec['max_cached_prompt_tokens']}"
+            f"    {engine:>14} {rec.test:>5}  prompt {rec.prompt_tokens} tok  "
+            f"ttft {rec.ttft_s:.3f} s  "
+            f"decode {_rate(rec)} tok/s  {rec.completion_tokens} tok ({rec.finish_reason}), "
+            f"counts from {rec.token_source}, cached {rec.max_cached_prompt_tokens}"
         )
+    prefill = both.prefill_tokens_per_s
     out.append(
         f"    {engine:>14} prefill from the difference: "
         + (
-            f"{prefill:.1f} tok/s over {long['prompt_tokens'] - short['prompt_tokens']:.0f} more prompt "
-            "tokens"
+            f"{prefill:.1f} tok/s over {(long.prompt_tokens or 0) - (short.prompt_tokens or 0):.0f} more "
+            "prompt tokens"
             if prefill
-            else f"not computable: {long.get('prefill_note')}"
+            else f"not computable: {both.prefill_note}"
         )
     )
-    if long["server_prefill_tokens_per_s"] is not None:
+    if long.server_prefill_tokens_per_s is not None:
         out.append(
             f"    {engine:>14} server's own timings (long): prefill "
-            f"{long['server_prefill_tokens_per_s']:.1f} "
-            f"tok/s, decode {long['server_decode_tokens_per_s']:.2f} tok/s"
+            f"{long.server_prefill_tokens_per_s:.1f} "
+            f"tok/s, decode {long.server_decode_tokens_per_s:.2f} tok/s"
         )
-    agreement = server_timings.words(long.get("server_timings_check"))
+    agreement = server_timings.words(long.server_timings_check)
     if agreement:
         out.append(f"    {engine:>14} {agreement}")
     for rec in (short, long):
-        for line in energy_lines(rec):
-            out.append(f"    {engine:>14} {rec['test']:>5} {line.strip()}")
+        for line in energy_lines(rec.to_dict()):
+            out.append(f"    {engine:>14} {rec.test:>5} {line.strip()}")
+    added, tree = both.memory_delta_mb, both.process_tree
     mem = ", ".join(f"{k} {v}" for k, v in added.items()) if added else "no idle snapshot given"
+    rss = tree.get("rss_mb")
     resident = (
         "not read (give --server-pid)"
         if rss is None
@@ -71,7 +73,8 @@ def result_lines(
         f"    {engine:>14} memory added since the idle snapshot (MB): {mem}; "
         f"server resident set (MB): {resident}"
     )
+    template = both.chat_template
     if template:
-        said = f"{template['sha256']} ({template['source']})" if template["sha256"] else template["note"]
+        said = f"{template.sha256} ({template.source})" if template.sha256 else template.note
         out.append(f"    {engine:>14} chat template: {said}")
     return out

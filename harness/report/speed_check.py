@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from harness.records.sizing import AdmissionRecommendation
+from harness.records.engine import SPEED
 from harness.sizing import admission
 from harness.sizing.arithmetic import speed_limit, speed_share
 from harness.bounds import Bounds
@@ -85,13 +87,13 @@ def model_gb(rec: dict, served: list[Served]) -> float | None:
     model file of the engine that answered to its model name (the one with its engine label when two
     did, as on the CPU track, where llama-server and vLLM both answer gemma-3-270m), the format its
     quant names, else the file's only format; None when nothing says."""
-    stated = (rec.get("speed_limit") or {}).get("model_gb")
+    stated = (rec.get(SPEED.speed_limit) or {}).get("model_gb")
     if stated:
         return float(stated)
-    found = [s for s in served if s.api_model == rec.get("model")]
-    found = [s for s in found if s.engine == rec.get("engine")] or found
+    found = [s for s in served if s.api_model == rec.get(SPEED.model)]
+    found = [s for s in found if s.engine == rec.get(SPEED.engine)] or found
     for s in found:
-        fmt = format_for_quant(rec.get("quant") or "", s.formats)
+        fmt = format_for_quant(rec.get(SPEED.quant) or "", s.formats)
         if fmt is None and len(s.formats) == 1:
             fmt = next(iter(s.formats))
         if fmt is not None:
@@ -112,9 +114,13 @@ def single_user_speeds(path: str, served: list[Served]) -> list[tuple[str, float
         if st.concurrency == 1 and tpot and rec.get(LEVEL.engine) != "practice":
             out[f"{rec[LEVEL.label]} (crowd of 1, 1 / TPOT p50)"] = (1 / tpot, model_gb(rec, served))
     for rec in read_records(path, "engine-speed", select=is_engine_speed).records:
-        if rec.get("test") == "short" and rec.get("decode_tokens_per_s") and rec.get("engine") != "practice":
-            out[f"{rec['engine']} (single-user short test)"] = (
-                rec["decode_tokens_per_s"],
+        if (
+            rec.get(SPEED.test) == "short"
+            and rec.get(SPEED.decode_tokens_per_s)
+            and rec.get(SPEED.engine) != "practice"
+        ):
+            out[f"{rec[SPEED.engine]} (single-user short test)"] = (
+                rec[SPEED.decode_tokens_per_s],
                 model_gb(rec, served),
             )
     return [(what, rate, size) for what, (rate, size) in out.items()]
@@ -174,4 +180,5 @@ def lines(machine: str | None, model_gb_given: float | None, labbook: str, serve
             else f"of the limit for the {SEED_MODEL_GB:g} GB model (its own model's size is not recorded)"
         )
         out.append(f"single user: {what}: {rate:.1f} tok/s = {share:.0%} {against}; {reading}")
-    return out + [f"admission:   {admission.line(rec)}" for rec in admissions(labbook)]
+    read = AdmissionRecommendation.read
+    return out + [f"admission:   {admission.line(read(rec))}" for rec in admissions(labbook)]

@@ -8,10 +8,11 @@ from numbers import Real
 
 from tabulate import tabulate
 
+from harness.records.sizing import AdmissionRecommendation
 from harness.sizing import admission, criterion as sizing
 from harness.measure import curves
 from harness.records.level import LEVEL, STATS, LevelStats
-from harness.records.base import CurveSummary, is_admission, is_level
+from harness.records.base import CurveRun, CurveSummary, TpotFit, is_admission, is_level, machine_of
 from harness.errors import ConfigError
 from harness.records.clock import now_stamp
 from harness.records.notebook import read_records
@@ -179,16 +180,15 @@ def summary_record(
     label: str, levels: dict[int, dict], d: curves.Curve, capacity: int | None, promise: float | None
 ) -> dict:
     """The curve-summary record of a label's curve."""
+    first = levels[d.levels[0]]
     return CurveSummary(
         label=label,
-        run=levels[d.levels[0]],
+        run=CurveRun.of(first),
         levels=d.levels,
         knee_between=list(d.knee) if d.knee else None,
         operating_point=d.operating_point,
         peak_output_tokens_per_s=max(LevelStats.read(levels[c]).output_tokens_per_s for c in d.levels),
-        tpot_fit_ms=(
-            {"a": round(d.fit["a_s"] * 1000, 3), "b": round(d.fit["b_s"] * 1000, 4)} if d.fit else None
-        ),
+        tpot_fit_ms=TpotFit(round(d.fit["a_s"] * 1000, 3), round(d.fit["b_s"] * 1000, 4)) if d.fit else None,
         ceiling_tokens_per_s=None if d.ceiling is None else round(d.ceiling, 1),
         c_at_slo=None if d.c_at_slo is None else round(d.c_at_slo, 1),
         capacity_within_promise=capacity,
@@ -199,6 +199,7 @@ def summary_record(
         seat_ceiling_tokens_per_s=round(d.fit["seat_ceiling"], 1)
         if d.fit and d.fit.get("seat_ceiling")
         else None,
+        machine=machine_of(first),
     ).to_dict()
 
 
@@ -263,8 +264,8 @@ def admission_records(path: str) -> tuple[list[dict], list[str]]:
 def admission_lines(records: list[dict], label: str | None = None) -> list[str]:
     """The latest admission recommendation of each admission label (with ``label``: those chosen
     from that curve, or written under it)."""
-    latest = {r["label"]: r for r in records}
-    shown = [r for r in latest.values() if label is None or label in (r["label"], r["from"])]
+    latest = {r.label: r for r in map(AdmissionRecommendation.read, records)}
+    shown = [r for r in latest.values() if label is None or label in (r.label, r.source)]
     head = ["==> admission recommendation" + ("s" if len(shown) > 1 else "")] if shown else []
     return head + [f"    {admission.line(rec)}" for rec in shown]
 

@@ -12,6 +12,7 @@ from harness.measure.backlog import BACKLOG
 from harness.records.level import LEVEL, STATS, Arrival, ClientCheck, Distribution
 from harness.workloads.level_part import WORKLOAD, TurnRow
 from harness.records.base import is_level
+from harness.records.sample import SampleLine
 from harness.report.markdown import table
 
 
@@ -152,7 +153,7 @@ def markdown(records: list[dict]) -> list[str]:
     return lines
 
 
-def length_chart(label: str, rows: list[dict], path: Path) -> Path | None:
+def length_chart(label: str, rows: list[SampleLine], path: Path) -> Path | None:
     """The input and output lengths of every completed request of one label (its sample rows):
     what was sent and received, with what the workload asked for outlined over it. None when no
     request asked for a length."""
@@ -161,17 +162,17 @@ def length_chart(label: str, rows: list[dict], path: Path) -> Path | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ok = [row for row in rows if row.get("ok")]
+    ok = [row for row in rows if row.ok]
     pairs = (
-        ("prompt_tokens", "input_tokens_asked", "input"),
-        ("output_tokens", "output_tokens_asked", "output"),
+        ([row.prompt_tokens for row in ok], "input_tokens_asked", "input"),
+        ([row.output_tokens for row in ok], "output_tokens_asked", "output"),
     )
-    if not any(row.get(asked) is not None for row in ok for _, asked, _ in pairs):
+    if not any(row.tags.get(asked) is not None for row in ok for _, asked, _ in pairs):
         return None
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for ax, (got, asked, name) in zip(axes, pairs, strict=True):
-        sent = [row[got] for row in ok if row.get(got) is not None]
-        wanted = [row[asked] for row in ok if row.get(asked) is not None]
+    for ax, (counted, asked, name) in zip(axes, pairs, strict=True):
+        sent = [n for n in counted if n is not None]
+        wanted = [row.tags[asked] for row in ok if row.tags.get(asked) is not None]
         if sent:
             ax.hist(
                 sent, bins=30, alpha=0.6, label=f"{'sent' if name == 'input' else 'received'} ({len(sent)})"

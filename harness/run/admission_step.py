@@ -10,6 +10,7 @@ from typing import Callable, Mapping
 
 from harness.sizing import admission
 from harness.measure import curves
+from harness.records.sizing import Capacity
 from harness.records.base import is_admission, is_level
 from harness.errors import HarnessError
 from harness.records.clock import now_stamp
@@ -41,14 +42,14 @@ def admission_level(notebook: Path, step: Step) -> tuple[int | None, str]:
     return d.operating_point, f"highest level of {source} inside the objective"
 
 
-def _capacity(notebook: Path, label: str) -> dict | None:
+def _capacity(notebook: Path, label: str) -> Capacity | None:
     """The latest capacity record of the admission step's label (a search step wrote it)."""
     if not Path(notebook).is_file():
         return None
     recs = read_records(
         notebook, "capacity", select=lambda o: o.get("record") == "capacity" and o.get("label") == label
     ).records
-    return recs[-1] if recs else None
+    return Capacity.read(recs[-1]) if recs else None
 
 
 def record_admission(

@@ -20,6 +20,7 @@ import yaml
 
 from harness import paths
 from harness.records.clock import now_stamp
+from harness.records.manifest import CUT, ENGINE, MANIFEST
 from harness.engines.ports import holder, wait_port_free
 
 
@@ -35,8 +36,8 @@ def recorded_servers(runs_root: Path) -> list[dict]:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             continue
-        for block, entry in data.get("engines", {}).items():
-            if entry.get("running"):
+        for block, entry in data.get(MANIFEST.engines, {}).items():
+            if entry.get(ENGINE.running):
                 found.append({"manifest": path, "block": block, **entry})
     return found
 
@@ -54,7 +55,7 @@ def cut_runs(runs_root: Path) -> list[str]:
         except (OSError, ValueError, KeyError, TypeError):
             continue
         if cut is not None:
-            where = f"in step {cut['step']}" if cut["step"] else "between two steps"
+            where = f"in step {cut[CUT.step]}" if cut[CUT.step] else "between two steps"
             lines.append(
                 f"{path.parent}: cut {where}; finish it with harness track {data.get('plan_file')} "
                 f"--run-dir {path.parent} --resume"
@@ -73,7 +74,7 @@ def _ours(pid: int, command: str) -> bool:
 
 
 def stop_server(entry: dict) -> str:
-    pid, command = entry.get("pid"), entry.get("command", "")
+    pid, command = entry.get(ENGINE.pid), entry.get(ENGINE.command, "")
     if command.startswith("docker run") and "--name" in command and shutil.which("docker"):
         name = shlex.split(command)[shlex.split(command).index("--name") + 1]
         subprocess.run(["docker", "rm", "-f", name], capture_output=True)
@@ -94,7 +95,9 @@ def stop_server(entry: dict) -> str:
         outcome = f"pid {pid} stopped"
     else:
         outcome = "already gone"
-    if entry.get("port") and not wait_port_free(entry.get("host", "127.0.0.1"), entry["port"], 15):
+    if entry.get(ENGINE.port) and not wait_port_free(
+        entry.get(ENGINE.host, "127.0.0.1"), entry[ENGINE.port], 15
+    ):
         return f"{outcome}; port {entry['port']} still held by {holder(entry['port']) or 'unknown'}"
     mark_stopped(entry["manifest"], entry["block"])
     return f"{outcome}; port {entry.get('port')} is free"
@@ -115,7 +118,7 @@ def _remove_compose_project(command: str) -> str:
 
 def mark_stopped(manifest: Path, block: str) -> None:
     data = json.loads(manifest.read_text(encoding="utf-8"))
-    data["engines"][block]["running"] = False
+    data[MANIFEST.engines][block][ENGINE.running] = False
     tmp = manifest.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     tmp.replace(manifest)

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from harness.records.manifest import MANIFEST, EngineEntry
 from harness.errors import HarnessError
 from harness.run.api_keys import api_key_env
 from harness.run.child import run_harness
@@ -61,14 +62,13 @@ class EngineControl:
             target = file_target(self.run_dir, name)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
-        self.manifest.data["engines"][block.id] = {
-            "engine": engine.name,
-            "command": launcher.command(),
-            "settings": {k: v for k, v in ctx.settings.items() if "key" not in k.lower()},
-            "changed": block.changed,
-            "version": None,
-            "log": str(ctx.log),
-        }
+        self.manifest.data[MANIFEST.engines][block.id] = EngineEntry(
+            engine=engine.name,
+            command=launcher.command(),
+            settings={k: v for k, v in ctx.settings.items() if "key" not in k.lower()},
+            changed=block.changed,
+            log=str(ctx.log),
+        ).to_dict()
         self.manifest.save()
 
     def start_engine(self, ctx: BlockContext, entry: dict) -> bool:

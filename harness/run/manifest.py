@@ -13,8 +13,18 @@ import psutil
 
 from harness import __version__
 from harness.errors import ConfigError
-from harness.records.base import SCHEMA_VERSION
 from harness.records.clock import now_stamp
+from harness.records.manifest import (
+    CUT,
+    ENGINE,
+    MANIFEST,
+    RUNNER,
+    STEP,
+    Cut,
+    RunManifest,
+    RunnerMark,
+    StepEntry,
+)
 from harness.records.notebook import validate
 from harness.run.plans import Plan
 
@@ -32,45 +42,27 @@ class Manifest:
 
     @classmethod
     def new(cls, path: Path, plan: Plan, run_dir: Path) -> "Manifest":
-        data = {
-            "record": "run-manifest",
-            "harness_schema": SCHEMA_VERSION,
-            "harness_version": __version__,
-            "plan": plan.name,
-            "plan_file": str(plan.path),
-            "plan_sha256": plan.sha256,
-            "tier": plan.tier,
-            "variables": {k: v for k, v in plan.variables.items() if "KEY" not in k.upper()},
-            **({"rehearsal": plan.rehearsal.to_dict()} if plan.rehearsal else {}),
-            "run_dir": str(run_dir),
-            "status": "running",
-            "started": now(),
-            "updated": now(),
-            "host": {
+        data = RunManifest(
+            harness_version=__version__,
+            plan=plan.name,
+            plan_file=str(plan.path),
+            plan_sha256=plan.sha256,
+            tier=plan.tier,
+            variables={k: v for k, v in plan.variables.items() if "KEY" not in k.upper()},
+            rehearsal=plan.rehearsal.to_dict() if plan.rehearsal else None,
+            run_dir=str(run_dir),
+            status="running",
+            started=now(),
+            updated=now(),
+            host={
                 "node": platform.node(),
                 "system": platform.platform(),
                 "python": platform.python_version(),
                 "cpus": os.cpu_count(),
             },
-            "engines": {},
-            "steps": [
-                {
-                    "id": s.id,
-                    "kind": s.kind,
-                    "block": s.block.id if s.block else None,
-                    "status": "pending",
-                    "reason": None,
-                    "command": None,
-                    "started": None,
-                    "ended": None,
-                    "duration_s": None,
-                    "attempts": 0,
-                    "log": None,
-                    "result": None,
-                }
-                for s in plan.steps
-            ],
-        }
+            engines={},
+            steps=[StepEntry(s.id, s.kind, s.block.id if s.block else None) for s in plan.steps],
+        ).to_dict()
         return cls(path, data)
 
     @classmethod
@@ -91,24 +83,25 @@ class Manifest:
         path = run_dir / "manifest.json"
         if resume:
             manifest = cls.load(path)
-            if manifest.data["plan_sha256"] != plan.sha256:
+            if manifest.data[MANIFEST.plan_sha256] != plan.sha256:
                 raise ConfigError(
                     f"{plan.path} changed since {run_dir} started; start a new run (without --resume)"
                 )
-            if manifest.data["status"] == "running" and runner_alive(manifest.data):
+            if manifest.data[MANIFEST.status] == "running" and runner_alive(manifest.data):
+                pid = manifest.data[MANIFEST.runner][RUNNER.pid]
                 raise ConfigError(
-                    f"{run_dir} is being run now by harness track (pid {manifest.data['runner']['pid']}); "
+                    f"{run_dir} is being run now by harness track (pid {pid}); "
                     "let it finish or stop it, then --resume"
                 )
             manifest.cut = manifest.note_cut()
-            manifest.data["status"] = "running"
+            manifest.data[MANIFEST.status] = "running"
         elif path.exists():
             raise ConfigError(
                 f"{run_dir} already holds a run; use --resume to continue it, or another --run-dir"
             )
         else:
             manifest = cls.new(path, plan, run_dir)
-        manifest.data["runner"] = runner_mark()
+        manifest.data[MANIFEST.runner] = runner_mark()
         return manifest
 
     def note_cut(self) -> dict | None:
@@ -117,29 +110,29 @@ class Manifest:
         found = cut_of(self.data)
         if found is None:
             return None
-        self.data.setdefault("cuts", []).append(found)
-        if found["step"] is not None:
-            self.step(found["step"]).update(status="interrupted", ended=found["found"], reason=CUT_REASON)
+        self.data.setdefault(MANIFEST.cuts, []).append(found)
+        if found[CUT.step] is not None:
+            self.step(found[CUT.step]).update(status="interrupted", ended=found[CUT.found], reason=CUT_REASON)
         return found
 
     def step(self, step_id: str) -> dict:
-        for entry in self.data["steps"]:
-            if entry["id"] == step_id:
+        for entry in self.data[MANIFEST.steps]:
+            if entry[STEP.id] == step_id:
                 return entry
         raise ConfigError(f"step {step_id} is not in {self.path}; the plan changed, start a new run")
 
     def done(self, step_id: str) -> bool:
         """Whether a step finished in an earlier attempt (passed or skipped): it is not repeated."""
-        return self.step(step_id)["status"] in ("passed", "skipped")
+        return self.step(step_id)[STEP.status] in ("passed", "skipped")
 
     def mark_stopped(self) -> None:
         """No engine of this run is running any more (what harness cleanup reads)."""
-        for entry in self.data["engines"].values():
-            if entry.get("running"):
-                entry["running"] = False
+        for entry in self.data[MANIFEST.engines].values():
+            if entry.get(ENGINE.running):
+                entry[ENGINE.running] = False
 
     def save(self) -> None:
-        self.data["updated"] = now()
+        self.data[MANIFEST.updated] = now()
         validate(self.data, "run-manifest", where=str(self.path))
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.data, indent=2) + "\n", encoding="utf-8")
@@ -152,17 +145,17 @@ CUT_REASON = "cut: the run stopped during this step without a word (a SIGKILL, a
 def runner_mark() -> dict:
     """This process, as the manifest names the runner of the attempt under way."""
     me = psutil.Process()
-    return {"pid": me.pid, "since": round(me.create_time(), 2)}
+    return RunnerMark(me.pid, round(me.create_time(), 2)).to_dict()
 
 
 def runner_alive(data: dict) -> bool:
     """Whether the runner a manifest names still runs (the same process: its start time matches)."""
-    mark = data.get("runner")
+    mark = data.get(MANIFEST.runner)
     if not mark:
         return False
     try:
-        proc = psutil.Process(mark["pid"])
-        return abs(proc.create_time() - mark["since"]) < 1 and proc.status() != psutil.STATUS_ZOMBIE
+        proc = psutil.Process(mark[RUNNER.pid])
+        return abs(proc.create_time() - mark[RUNNER.since]) < 1 and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
         return False
 
@@ -170,13 +163,13 @@ def runner_alive(data: dict) -> bool:
 def cut_of(data: dict) -> dict | None:
     """The cut a manifest shows, or None: it says running but its runner is gone. The step still
     marked running is the one cut (None: between two steps)."""
-    if data.get("status") != "running" or runner_alive(data):
+    if data.get(MANIFEST.status) != "running" or runner_alive(data):
         return None
-    running = [s for s in data["steps"] if s["status"] == "running"]
+    running = [s for s in data[MANIFEST.steps] if s[STEP.status] == "running"]
     step = running[0] if running else None
-    return {
-        "step": step["id"] if step else None,
-        "attempt": step["attempts"] if step else 0,
-        "started": step["started"] if step else None,
-        "found": now(),
-    }
+    return Cut(
+        step=step[STEP.id] if step else None,
+        attempt=step[STEP.attempts] if step else 0,
+        started=step[STEP.started] if step else None,
+        found=now(),
+    ).to_dict()

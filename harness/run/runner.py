@@ -24,6 +24,7 @@ from harness.run.dry_run import print_dry_run
 from harness.run.engine_control import EngineControl
 from harness.engines.handover_watch import HandOver
 from harness.run.launcher_table import Launcher, make_launcher
+from harness.records.manifest import CUT, ENGINE, MANIFEST, STEP
 from harness.run.manifest import Manifest, now
 from harness.run.plans import Block, Plan, Step, stages
 from harness.run.admission_step import admission_level, write_admission
@@ -68,7 +69,7 @@ class Runner(EngineControl):
         self.manifest.save()
         if resume:
             self._after_a_cut()
-        done = sum(1 for s in self.manifest.data["steps"] if s["status"] in ("passed", "skipped"))
+        done = sum(1 for s in self.manifest.data[MANIFEST.steps] if s[STEP.status] in ("passed", "skipped"))
         self.out(
             f"==> {self.plan.name}: {self.plan.title}; {len(self.plan.steps)} steps, {done} already "
             f"done; run directory {self.run_dir}"
@@ -82,12 +83,12 @@ class Runner(EngineControl):
         the manifest's own record, as ``harness cleanup`` does): a resumed run starts its own."""
         cut = self.manifest.cut
         if cut is not None:
-            where = f"step {cut['step']}" if cut["step"] else "between two steps"
+            where = f"step {cut[CUT.step]}" if cut[CUT.step] else "between two steps"
             self.out(f"==> the last attempt was cut in {where} (no word from it: a SIGKILL or a crash)")
-        left = [(b, e) for b, e in self.manifest.data["engines"].items() if e.get("running")]
+        left = [(b, e) for b, e in self.manifest.data[MANIFEST.engines].items() if e.get(ENGINE.running)]
         for block, entry in left:
             outcome = stop_server({**entry, "manifest": self.manifest.path, "block": block})
-            entry["running"] = False
+            entry[ENGINE.running] = False
             self.out(f"==> {block}: left running by the last attempt: {outcome}")
         if left:
             self.manifest.save()
@@ -121,10 +122,10 @@ class Runner(EngineControl):
 
     def _interrupted(self) -> int:
         m = self.manifest
-        for entry in m.data["steps"]:
-            if entry["status"] == "running":
+        for entry in m.data[MANIFEST.steps]:
+            if entry[STEP.status] == "running":
                 entry.update(status="interrupted", ended=now(), reason="interrupted (Ctrl-C or SIGINT)")
-        m.data["status"] = "interrupted"
+        m.data[MANIFEST.status] = "interrupted"
         m.save()
         self.out(
             f"==> interrupted; the engine was stopped. Continue with: harness track {self.plan.path} "
@@ -134,8 +135,8 @@ class Runner(EngineControl):
 
     def _finish(self) -> int:
         m = self.manifest
-        statuses = [s["status"] for s in m.data["steps"]]
-        m.data["status"] = "passed" if all(x in ("passed", "skipped") for x in statuses) else "failed"
+        statuses = [s[STEP.status] for s in m.data[MANIFEST.steps]]
+        m.data[MANIFEST.status] = "passed" if all(x in ("passed", "skipped") for x in statuses) else "failed"
         m.save()
         counts = {k: statuses.count(k) for k in ("passed", "skipped", "failed", "pending")}
         self.out(
@@ -143,21 +144,23 @@ class Runner(EngineControl):
             + ", ".join(f"{v} {k}" for k, v in counts.items() if v)
             + f"; manifest {m.path}"
         )
-        return 0 if m.data["status"] == "passed" else 1
+        return 0 if m.data[MANIFEST.status] == "passed" else 1
 
     # -- one step's manifest entry ----------------------------------------------------------------
     def _begin(self, step: Step) -> dict:
         entry = self.manifest.step(step.id)
-        entry.update(status="running", started=now(), ended=None, reason=None, attempts=entry["attempts"] + 1)
+        entry.update(
+            status="running", started=now(), ended=None, reason=None, attempts=entry[STEP.attempts] + 1
+        )
         self.manifest.save()
         return entry
 
     def _end(self, entry: dict, status: str, reason: str | None = None, result: dict | None = None) -> bool:
-        started = read_stamp(entry["started"]).timestamp()
+        started = read_stamp(entry[STEP.started]).timestamp()
         duration = round(max(0.0, time.time() - started), 1)
         entry.update(status=status, reason=reason, ended=now(), duration_s=duration)
         if result is not None:
-            entry["result"] = result
+            entry[STEP.result] = result
         self.manifest.save()
         mark = {"passed": "PASS", "skipped": "SKIP", "failed": "FAIL"}.get(status, status)
         self.out(f"    {mark}  {entry['id']}" + (f": {reason}" if reason else "") + f" ({duration} s)")
@@ -207,7 +210,7 @@ class Runner(EngineControl):
         """Why an optional block is skipped before its engine is tried: its engine is missing here,
         or its base block was skipped (a variant of an engine that did not start)."""
         why = self._missing(block)
-        if why is None and block.base and self.manifest.step(f"{block.base}/start")["status"] == "skipped":
+        if why is None and block.base and self.manifest.step(f"{block.base}/start")[STEP.status] == "skipped":
             why = f"its base block {block.base} was skipped"
         return why
 
@@ -216,7 +219,8 @@ class Runner(EngineControl):
         return {
             b.id
             for b in self.plan.blocks.values()
-            if b.optional and (self.manifest.step(f"{b.id}/start")["status"] == "skipped" or self._missing(b))
+            if b.optional
+            and (self.manifest.step(f"{b.id}/start")[STEP.status] == "skipped" or self._missing(b))
         }
 
     def _missing(self, block: Block) -> str | None:
@@ -231,7 +235,7 @@ class Runner(EngineControl):
     def _needs_missing(self, block_id: str) -> str | None:
         """Why a global step that needs an optional block is skipped (that block was skipped, or
         will be because its engine is missing), or None."""
-        if self.manifest.step(f"{block_id}/start")["status"] == "skipped":
+        if self.manifest.step(f"{block_id}/start")[STEP.status] == "skipped":
             return f"optional block {block_id} was skipped"
         why = self._missing(self.plan.blocks[block_id])
         return f"optional block {block_id} cannot run here: {why}" if why else None
@@ -256,14 +260,14 @@ class Runner(EngineControl):
         """Run one step and record its outcome; False when it failed."""
         entry = self._begin(step)
         log_path = self.run_dir / "steps" / f"{step.id.replace('/', '__').replace(':', '_')}.txt"
-        entry["log"] = str(log_path)
+        entry[STEP.log] = str(log_path)
         self.out(f"--> {step.id}")
         try:
             done = self._in_process(step, ctx, entry)
             if done is not None:
                 return done
             calls = step_calls(self.plan, self.run_dir, self.notebook, step, ctx)
-            entry["command"] = " && ".join(c.line() for c in calls)
+            entry[STEP.command] = " && ".join(c.line() for c in calls)
             self.manifest.save()
             env = self.step_env(step.block)
             failures = [c.command for c in calls if run_harness(c.to_argv(), log_path, env, self.out) != 0]
@@ -283,7 +287,7 @@ class Runner(EngineControl):
         if found is None:
             return ""
         self.out(f"    WHY   {found.text()}")
-        entry["result"] = {**(entry.get("result") or {}), "diagnosis": found.to_dict()}
+        entry[STEP.result] = {**(entry.get(STEP.result) or {}), "diagnosis": found.to_dict()}
         return f"; {found.cause}: {found.remedy}"
 
     def _in_process(self, step: Step, ctx: BlockContext | None, entry: dict) -> bool | None:
@@ -309,7 +313,7 @@ class Runner(EngineControl):
                 write_admission(self.notebook, step, entry, self.out, why, self.step_env(step.block))
                 return self._end(entry, "skipped", why)
             ctx.state.admission_level = str(level)
-            entry["result"] = {"admission_level": level, "why": why}
+            entry[STEP.result] = {"admission_level": level, "why": why}
             self.out(f"    admission: c={level} ({why})")
         if step.kind in ("preflight", "environments"):
             return self._preflight(entry) if step.kind == "preflight" else self._environments(entry)

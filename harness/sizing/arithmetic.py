@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from harness import lab
+from harness.records.engine import SpeedLimit
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -156,18 +157,14 @@ def speed_limit(bandwidth_gb_s: float, model_gb: float) -> float:
     return bandwidth_gb_s / model_gb
 
 
-def speed_limit_part(machine: str, bandwidth_gb_s: float, model_gb: float, measured_tok_s: float) -> dict:
+def speed_limit_part(
+    machine: str, bandwidth_gb_s: float, model_gb: float, measured_tok_s: float
+) -> SpeedLimit:
     """A speed record's ``speed_limit`` part: the machine, its bandwidth, the model's size, the
     limit they make and the measured decode's share of it."""
     limit = speed_limit(bandwidth_gb_s, model_gb)
     share, _ = speed_share(measured_tok_s, limit)
-    return {
-        "machine": machine,
-        "bandwidth_gb_s": bandwidth_gb_s,
-        "model_gb": model_gb,
-        "tok_s": round(limit, 2),
-        "share": round(share, 3),
-    }
+    return SpeedLimit(machine, bandwidth_gb_s, model_gb, round(limit, 2), round(share, 3))
 
 
 SANE_BAND = lab.band("sane_speed_share")  # where a sane single-user measurement lands, of the speed limit

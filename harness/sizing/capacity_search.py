@@ -15,7 +15,7 @@ from typing import Protocol
 from harness import bounds
 from harness.sizing import criterion as sizing
 from harness.measure.curves import copies_for
-from harness.records.base import Capacity
+from harness.records.sizing import Capacity, SearchCriterion, SearchRun, TriedRun
 from harness.measure.sample import Sample
 from harness.errors import ConfigError
 from harness.energy.record_part import energy_words
@@ -107,7 +107,7 @@ class Search:
 
     step: float | None  # None: closed loop over crowds; else open loop at k x step requests/s
     levels: dict[int, sizing.LevelRuns] = field(default_factory=dict)
-    tried: list[dict] = field(default_factory=list)
+    tried: list[TriedRun] = field(default_factory=list)
     walls: dict[int, float] = field(default_factory=dict)
     stopped: str = "done"  # done, time, server, contradiction
     ended: str | None = None  # stopped server or contradiction: why, in one line
@@ -186,7 +186,7 @@ def search(
         _tried(found, k, rate, number, criterion.statistic(values), v, v.outcome, v.why)
         say(
             f"    [{len(found.tried)}] {where} run {runs.runs}: {criterion.text.split(' <=')[0]} "
-            f"{_f(found.tried[-1]['figure'])} (pooled {_f(v.figure)}; {v.why}) -> {v.outcome}"
+            f"{_f(found.tried[-1].figure)} (pooled {_f(v.figure)}; {v.why}) -> {v.outcome}"
         )
         clash = sizing.contradiction(runs, found.name)
         if clash:
@@ -200,16 +200,16 @@ def _tried(
 ) -> None:
     """One run in the search's path, as the capacity record lists it."""
     found.tried.append(
-        {
-            "level": k,
-            **({} if rate is None else {"rate_rps": rate}),
-            "run": number,
-            "figure": _round(figure),
-            "pooled": None if v is None else _round(v.figure),
-            "interval": None if v is None or v.interval is None else [_round(x) for x in v.interval],
-            "verdict": outcome,
-            "why": why,
-        }
+        TriedRun(
+            level=k,
+            run=number,
+            figure=_round(figure),
+            pooled=None if v is None else _round(v.figure),
+            interval=None if v is None or v.interval is None else [round(x, 5) for x in v.interval],
+            verdict=outcome,
+            why=why,
+            rate_rps=rate,
+        )
     )
 
 
@@ -252,20 +252,15 @@ def answer(
     sentence = f"{sentence}; {found.name(capacity)} {watts}" if watts and capacity else sentence
     record = Capacity(
         label=args.label,
-        run=context,
+        run=SearchRun.of(context),
         run_id=run_id,
-        criterion={
-            "metric": criterion.metric,
-            "percentile": criterion.pct,
-            "limit": criterion.limit,
-            "text": criterion.text,
-        },
+        criterion=SearchCriterion(criterion.metric, criterion.pct, criterion.limit, criterion.text),
         confidence=args.confidence,
         capacity=capacity,
         reading=reading,
         answer=sentence,
         tried=found.tried,
-        levels_measured=len({t["level"] for t in found.tried}),
+        levels_measured=len({t.level for t in found.tried}),
         runs=len(found.tried),
         elapsed_s=round(elapsed, 1),
         time_budget_s=args.time_budget,

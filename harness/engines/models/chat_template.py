@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from harness.engines.models.gguf_header import read_header
+from harness.records.engine import ChatTemplate
 
 SHORT = 12  # hex digits of the SHA-256 shown and recorded
 
@@ -34,8 +35,8 @@ def _folder(path: Path) -> tuple[str | None, str]:
     return (found if isinstance(found, str) else None), "tokenizer_config.json chat_template"
 
 
-def fingerprint(checkpoint: str) -> dict:
-    """``{"sha256", "source"}`` of the checkpoint's chat template, or ``{"sha256": None, "note"}``
+def fingerprint(checkpoint: str) -> ChatTemplate:
+    """The digest of the checkpoint's chat template and where it was read, or no digest and a note
     saying why there is none (no such path, no template in it, unreadable)."""
     path = Path(checkpoint).expanduser()
     try:
@@ -44,10 +45,10 @@ def fingerprint(checkpoint: str) -> dict:
         elif path.is_file():
             text, source = _gguf(path)
         else:
-            return {"sha256": None, "note": f"{checkpoint}: no such file or folder here"}
+            return ChatTemplate(None, note=f"{checkpoint}: no such file or folder here")
     except (OSError, ValueError, UnicodeDecodeError) as exc:  # a broken header or JSON is a ValueError
-        return {"sha256": None, "note": f"{checkpoint}: unreadable ({exc})"}
+        return ChatTemplate(None, note=f"{checkpoint}: unreadable ({exc})")
     if not text:
-        return {"sha256": None, "note": f"{checkpoint}: no chat template ({source})"}
+        return ChatTemplate(None, note=f"{checkpoint}: no chat template ({source})")
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:SHORT]
-    return {"sha256": digest, "source": source}
+    return ChatTemplate(digest, source)

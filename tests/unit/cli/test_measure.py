@@ -111,7 +111,11 @@ def test_check_sets_single_user_speeds_against_the_limit(tmp_path, capsys):
 
 
 def test_prefill_from_the_difference_or_the_reason_it_has_none():
-    from harness.engines.single_user import prefill_from_difference
+    from harness.engines import single_user
+    from harness.records.engine import EngineSpeed
+
+    def prefill_from_difference(short: dict, long: dict):  # the figures as the two lines hold them
+        return single_user.prefill_from_difference(EngineSpeed.read(short), EngineSpeed.read(long))
 
     short = {"prompt_tokens": 59, "ttft_s": 0.20}
     # 443 more tokens in 0.75 s more
@@ -129,10 +133,11 @@ def test_prefill_from_the_difference_or_the_reason_it_has_none():
 def test_the_speed_limit_part_and_its_line_from_the_machine_table_figure():
     """M4 Max's 546 GB/s over a 4.9 GB model is 111.4 tok/s; a short decode of 86 tok/s is 77 % of it."""
     from harness.report.single_user_lines import limit_line
+    from harness.records.schema import line
     from harness.sizing.arithmetic import speed_limit_part
 
     part = speed_limit_part("m4-max", 546.0, 4.9, 86.0)
-    assert part == {
+    assert line(part) == {
         "machine": "m4-max",
         "bandwidth_gb_s": 546.0,
         "model_gb": 4.9,

@@ -34,23 +34,26 @@ def test_the_same_template_in_a_gguf_and_in_a_folder_has_one_fingerprint(tmp_pat
     mlx.mkdir()
     (mlx / "chat_template.jinja").write_text(TEMPLATE)
     (mlx / "tokenizer_config.json").write_text(json.dumps({"chat_template": "ignored: the .jinja wins"}))
-    assert fingerprint(str(tmp_path / "q.gguf")) == {"sha256": SHA, "source": "GGUF tokenizer.chat_template"}
-    assert fingerprint(str(awq)) == {"sha256": SHA, "source": "tokenizer_config.json chat_template"}
-    assert fingerprint(str(mlx)) == {"sha256": SHA, "source": "chat_template.jinja"}
+    assert fingerprint(str(tmp_path / "q.gguf")).to_dict() == {
+        "sha256": SHA,
+        "source": "GGUF tokenizer.chat_template",
+    }
+    assert fingerprint(str(awq)).to_dict() == {"sha256": SHA, "source": "tokenizer_config.json chat_template"}
+    assert fingerprint(str(mlx)).to_dict() == {"sha256": SHA, "source": "chat_template.jinja"}
     named = tmp_path / "named"
     named.mkdir()
     templates = [{"name": "tool_use", "template": "x"}, {"name": "default", "template": TEMPLATE}]
     (named / "tokenizer_config.json").write_text(json.dumps({"chat_template": templates}))
-    assert fingerprint(str(named))["sha256"] == SHA
+    assert fingerprint(str(named)).sha256 == SHA
 
 
 def test_no_template_says_why(tmp_path):
     write_gguf(tmp_path / "bare.gguf", None)
-    assert fingerprint(str(tmp_path / "bare.gguf")) == {
+    assert fingerprint(str(tmp_path / "bare.gguf")).to_dict() == {
         "sha256": None,
         "note": f"{tmp_path / 'bare.gguf'}: no chat template (GGUF tokenizer.chat_template)",
     }
-    assert fingerprint(str(tmp_path / "gone"))["note"].endswith("gone: no such file or folder here")
+    assert str(fingerprint(str(tmp_path / "gone")).note).endswith("gone: no such file or folder here")
     (tmp_path / "junk.gguf").write_bytes(b"not a gguf")
-    assert "unreadable (not a GGUF file (bad magic))" in fingerprint(str(tmp_path / "junk.gguf"))["note"]
-    assert fingerprint(str(tmp_path))["note"].endswith("no chat_template.jinja or tokenizer_config.json)")
+    assert "unreadable (not a GGUF file (bad magic))" in str(fingerprint(str(tmp_path / "junk.gguf")).note)
+    assert str(fingerprint(str(tmp_path)).note).endswith("no chat_template.jinja or tokenizer_config.json)")

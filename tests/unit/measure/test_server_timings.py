@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from harness.measure import server_timings as st
+from harness.records.engine import EngineSpeed
 from tests.conftest import FIXTURES, fake_measurement
 
 LONG = {
@@ -18,31 +19,36 @@ LONG = {
 }
 
 
+def _compare(rec: dict):
+    return st.compare(EngineSpeed.read(rec))
+
+
 def test_rates_within_a_few_per_cent_agree():
-    check = st.compare(LONG)
-    assert check == {
+    check = _compare(LONG)
+    assert check is not None and check.to_dict() == {
         "prefill_gap": 0.028,
         "decode_gap": -0.0234,
         "within": 0.05,
         "agree": True,
         "finding": None,
     }
+    assert st.of({**LONG, "server_timings_check": check.to_dict()}) == check == st.of(LONG)
     assert st.words(check) == (
         "client against the server's own timings: prefill +2.8%, decode -2.3%, within 5%: they agree"
     )
 
 
 def test_a_large_disagreement_is_named():
-    check = st.compare({**LONG, "decode_tokens_per_s": 38.6})
-    assert check is not None and check["agree"] is False
-    assert check["finding"] == (
+    check = _compare({**LONG, "decode_tokens_per_s": 38.6})
+    assert check is not None and check.agree is False
+    assert check.finding == (
         "client and server timings disagree: decode 38.6 tok/s against the server's 55.5 (-30.5%): "
         + st.DISAGREE
     )
 
 
 def test_no_timings_block_no_comparison():
-    assert st.compare({"test": "long", "prefill_tokens_per_s": 100.0, "decode_tokens_per_s": 20.0}) is None
+    assert _compare({"test": "long", "prefill_tokens_per_s": 100.0, "decode_tokens_per_s": 20.0}) is None
 
 
 def test_engines_check_and_tables_name_the_disagreement(capsys):

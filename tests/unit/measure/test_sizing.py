@@ -95,25 +95,15 @@ def test_answer_names_levels_as_crowds_or_rates():
 
 
 def test_the_capacity_record_is_schema_valid_and_says_its_search():
-    from harness.records.base import Capacity
     from harness.records.notebook import problems
+    from harness.records.sizing import Capacity, SearchCriterion, SearchRun, TriedRun
 
-    tried = [
-        {
-            "level": 8,
-            "run": 1,
-            "figure": 0.14,
-            "pooled": 0.14,
-            "interval": [0.13, 0.15],
-            "verdict": "pass",
-            "why": "90% interval 0.130-0.150 within",
-        }
-    ]
+    tried = [TriedRun(8, 1, 0.14, 0.14, [0.13, 0.15], "pass", "90% interval 0.130-0.150 within")]
     rec = Capacity(
         "cap",
-        {"engine": "practice", "model": "m", "max_tokens": 128},
+        SearchRun.of({"engine": "practice", "model": "m", "max_tokens": 128}),
         "r1",
-        {"metric": "ttft", "percentile": "p95", "limit": 0.5, "text": "TTFT p95 <= 0.5 s"},
+        SearchCriterion("ttft", "p95", 0.5, "TTFT p95 <= 0.5 s"),
         0.9,
         8,
         "at least",
@@ -128,11 +118,11 @@ def test_the_capacity_record_is_schema_valid_and_says_its_search():
     )
     out = rec.to_dict()
     assert out["record"] == "capacity" and out["search"] == "concurrency" and out["capacity"] == 8
-    assert not problems(out, "capacity")
+    assert not problems(out, "capacity") and Capacity.read(out) == rec
     assert problems({**out, "reading": "exactly"}, "capacity")  # the reading is one of four words
     rate = Capacity(**{**rec.__dict__, "rate_step_rps": 0.5}).to_dict()
     assert rate["search"] == "rate" and not problems(rate, "capacity")
-    failed = {**tried[0], "level": 16, "pooled": None, "interval": None, "verdict": "error", "why": "x"}
+    failed = TriedRun(16, 1, 0.14, None, None, "error", "x")
     ended = Capacity(
         **{**rec.__dict__, "tried": [*tried, failed], "stopped": "server", "end_reason": "16 at once: x"}
     ).to_dict()

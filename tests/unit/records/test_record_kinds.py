@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from harness.records import engine as er, level as lr, base as r
+from harness.records import engine as er, level as lr, base as r, sizing as sz
 from harness.records.notebook import SCHEMA_DIR, load_schema
 
 MODELS = [
     lr.LevelRecord,
     r.CurveSummary,
-    r.Capacity,
+    sz.Capacity,
     r.EndpointCheck,
     r.CrossCheck,
-    r.AdmissionRecommendation,
+    sz.AdmissionRecommendation,
     er.Allocation,
     er.Features,
     er.EngineSpeed,

@@ -192,7 +192,10 @@ def test_every_stamp_in_the_fixture_notebooks_reads():
 
 def test_curve_summary_and_endpoint_check():
     first = {"engine": "e", "model": "m", "quant": "q", "concurrency": 1}
-    rec = r.CurveSummary("x", first, [1, 2], [1, 2], 1, 10.0, None, None, None, None, None, "t").to_dict()
+    summary = r.CurveSummary(
+        "x", r.CurveRun.of(first), [1, 2], [1, 2], 1, 10.0, None, None, None, None, None, "t"
+    )
+    rec = summary.to_dict()
     _same(
         rec,
         {
@@ -347,13 +350,18 @@ def test_engine_speed_memory_and_model_fetch():
         None,
         None,
         "t",
-        {"prefill_tokens_per_s": None},
+        both=er.BothTests(None),
     )
     got = speed.to_dict()
-    assert list(got)[:3] == ["lab", "harness_schema", "engine"] and list(got)[-2:] == [
+    assert list(got)[:3] == ["lab", "harness_schema", "engine"] and list(got)[-6:] == [
         "measured_on",
         "prefill_tokens_per_s",
+        "memory",
+        "memory_delta_mb",
+        "process_resident_mb",
+        "process_tree",
     ]
+    assert er.EngineSpeed.read(got) == speed  # the line reads back as the record
     snap = er.MemorySnapshot("t", "Linux x86_64", "box", 1.0, 0.5, 0.0, {"gpu_used_mb": None}).to_dict()
     assert list(snap) == [
         "taken_at",

@@ -182,3 +182,101 @@ def test_the_generated_schema_holds_each_part_to_its_declaration(where, value):
         target = target[step]
     target[where[-1]] = value
     assert problems(line, "level"), f"{where} = {value!r} passed"
+
+
+@dataclass(frozen=True)
+class _Line:
+    count: int = fact(required=True)
+    inner: _Inner = fact(flatten="slo_")
+    span: _Span | None = fact(default=None)  # left out while None
+    low: float | None = fact(nullable=True, default=None)  # null is a value: written
+    note: str | None = fact(key="why", default=None)
+
+
+def test_a_line_holds_the_declared_keys_and_reads_back():
+    from harness.records.schema import line, read_line
+
+    whole = _Line(3, _Inner(0.5), _Span(1.0), 2.0, "n")
+    assert line(whole) == {"count": 3, "slo_ttft_s": 0.5, "span": {"low": 1.0}, "low": 2.0, "why": "n"}
+    assert read_line(_Line, line(whole)) == whole
+    bare = _Line(3, _Inner(0.5))
+    assert line(bare) == {"count": 3, "slo_ttft_s": 0.5, "low": None}
+    assert read_line(_Line, {"count": 3, "slo_ttft_s": 0.5}) == bare  # an old line lacks the rest
+
+
+def test_the_speed_record_refuses_what_its_parts_refuse():
+    from harness.records.engine import BothTests, ChatTemplate, EngineSpeed, SpeedLimit, TimingsCheck
+    from harness.records.notebook import problems
+
+    speed = EngineSpeed(
+        "e", "1", "CPU", "h", "m", "q", 2048, "long", 3, 64, 0.2, 20.0, 100, 64, "usage", "length",
+        ["content"], 0, True, 2300.0, 21.0, "2026-12-06T17:40:00Z",
+        both=BothTests(2340.0, chat_template=ChatTemplate("0123456789ab", "GGUF")),
+        server_timings_check=TimingsCheck(0.017, -0.048, 0.05, True, None),
+        speed_limit=SpeedLimit("spark", 273.0, 4.9, 55.71, 0.359),
+    )  # fmt: skip
+    rec = speed.to_dict()
+    assert problems(rec, "engine-speed") == [] and EngineSpeed.read(rec) == speed
+    for bad in (
+        {"speed_limit": {**rec["speed_limit"], "model_gb": 0}},
+        {"server_timings_check": {**rec["server_timings_check"], "agree": "yes"}},
+        {"chat_template": {"sha256": "not hex"}},
+        {"test": "medium"},
+    ):
+        assert problems({**rec, **bad}, "engine-speed"), f"{bad} passed"
+
+
+def test_a_sample_line_is_its_declared_line_and_reads_back():
+    """The samples file's line is built from the instance's dict for speed: it says what ``line``
+    says, its tags after, and reads back with its tags."""
+    from harness.records.notebook import problems
+    from harness.records.sample import SampleLine
+    from harness.records.schema import line
+
+    row = SampleLine("c", 2, True, None, 0.1, 0.5, [0.1, 0.3], 2, "usage", None, None, 9, 0, "stop")
+    assert row.to_dict() == line(row) and "ttft_absent" not in row.to_dict()
+    tagged = SampleLine(**{**row.__dict__, "ttft_absent": "not streamed", "tags": {"turn": 2}})
+    assert tagged.to_dict() == {**line(tagged), "turn": 2}
+    assert SampleLine.read(tagged.to_dict()) == tagged and problems(tagged.to_dict(), "sample") == []
+    assert problems({**row.to_dict(), "merged_tokens": -1}, "sample")
+
+
+def test_compare_reads_the_kind_from_the_old_schemas_id(tmp_path, capsys):
+    schemas = _script()
+    for name, build in schemas.SCHEMAS.items():
+        old = build()
+        old["properties"] = dict(reversed(list(old["properties"].items())))
+        path = tmp_path / name
+        path.write_text(json.dumps(old), encoding="utf-8")
+        assert schemas.main(["--compare", str(path)]) == 0, name
+    assert capsys.readouterr().out.count("no difference in meaning") == len(schemas.SCHEMAS)
+    other = tmp_path / "engine.schema.json"
+    other.write_text(json.dumps({"$id": "engine"}), encoding="utf-8")
+    assert schemas.main(["--compare", str(other)]) == 2
+    assert "is no generated kind" in capsys.readouterr().err
+
+
+def test_a_line_of_an_older_shape_reads_back_as_it_was():
+    """A key an older line lacks reads as None and is left out again where null is no value of it,
+    so a line read and written back is the line (and still valid)."""
+    from harness.records.engine import Allocation, EngineSpeed
+    from harness.records.notebook import problems
+
+    alloc = {
+        "harness_schema": 1,
+        "record": "allocation",
+        "engine": "llama-server",
+        "log": "x.log",
+        "settings": {},
+        "observed": {},
+        "predicted": {"log_lines": []},
+        "verdict": "observed",
+        "problems": [],
+    }
+    assert Allocation.read(alloc).to_dict() == alloc and problems(alloc, "allocation") == []
+    speed = EngineSpeed(
+        "e", "1", "CPU", "h", "m", "q", 2048, "short", 3, 64, 0.2, 20.0, 100, 64, "usage", "length",
+        ["content"], 0, True, None, None, "2026-12-06T17:40:00Z",
+    ).to_dict()  # fmt: skip
+    lab = {k: v for k, v in speed.items() if k not in ("engine_version", "backend", "host", "max_tokens")}
+    assert EngineSpeed.read(lab).to_dict() == lab and problems(lab, "engine-speed") == []

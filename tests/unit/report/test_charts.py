@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 
+from harness.records.sample import SampleLine
 from harness.report import charts, run_report
 from tests.conftest import FIXTURES
 
@@ -54,7 +55,7 @@ def test_conditions_line_states_the_traffic_crowds_and_promise():
     )
 
 
-def sample_rows():
+def sample_rows() -> list[SampleLine]:
     """Per-request rows as the samples file holds them: two crowd sizes, one failed request."""
     rows = []
     for c, ttft, end in ((1, 0.03, 0.3), (4, 0.09, 0.4)):
@@ -79,7 +80,7 @@ def sample_rows():
             "departed_monotonic_s": 106,
         }
     )
-    return rows
+    return [SampleLine.read(row) for row in rows]
 
 
 def test_pareto_histogram_and_time_charts_are_pngs(tmp_path):

@@ -11,6 +11,7 @@ import shutil
 import pytest
 import yaml
 
+from harness.records.sample import SampleLine
 from harness.report import headlines, record_sections, run_report
 from harness.run.plans import load_plan
 from tests.conftest import FIXTURES
@@ -396,7 +397,7 @@ def test_requests_over_time_is_drawn_only_on_one_hosts_clock(tmp_path, clock, dr
         for i in range(6)
     ]
     r = RunInputs(tmp_path, None, {}, {"x": {2: {"concurrency": 2, "wall_clock": clock}}}, 2.0, ["x"], {})
-    r._cache["samples"] = rows
+    r._cache["samples"] = [SampleLine.read(row) for row in rows]  # as RunInputs.samples reads them
     text = "\n".join(record_sections.sample_charts(r, "x"))
     assert "charts/x-latency.png" in text
     assert ("charts/x-over-time.png" in text) is drawn

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from harness.sizing import admission
 from harness.records.notebook import problems
+from harness.records.sizing import AdmissionRecommendation, Capacity
 
 
 def level(c: int, ttft90: float, tpot90: float, failed: int = 0, prompt_set: str = "mixed") -> dict:
@@ -30,8 +31,11 @@ SOURCE = {1: level(1, 0.2, 0.03), 5: level(5, 0.9, 0.06), 10: level(10, 2.6, 0.0
 
 
 def build(admitted: dict, lv=5, capacity=None, source=SOURCE):
-    rec = admission.recommend("a", "base", source, admitted, lv, "why", "2026-12-02T03:00:00+0000", capacity)
-    return rec.to_dict()
+    found = Capacity.read(capacity) if capacity is not None else None  # as the admission step reads it
+    rec = admission.recommend("a", "base", source, admitted, lv, "why", "2026-12-02T03:00:00+0000", found)
+    out = rec.to_dict()
+    assert AdmissionRecommendation.read(out) == rec  # the line reads back as the record
+    return out
 
 
 def test_recommended_below_the_unacceptable_region():
@@ -45,14 +49,16 @@ def test_recommended_below_the_unacceptable_region():
         "kept the objective"
     )
     assert rec["server_slots"] == 8 and rec["source_levels"] == [1, 5, 10, 20]
-    assert "unacceptable from c=10 (TTFT p90 2.6 s > 2 s)" in admission.line(rec)
+    assert "unacceptable from c=10 (TTFT p90 2.6 s > 2 s)" in admission.line(
+        AdmissionRecommendation.read(rec)
+    )
 
 
 def test_an_admission_run_that_broke_the_objective_is_not_confirmed():
     rec = build({5: level(5, 1.0, 0.12, failed=1)})
     assert rec["verdict"] == "not confirmed" and rec["confirmed"]["broken"] == "1 failed request(s)"
     assert "choose a lower level" in rec["recommendation"]
-    assert admission.rules([rec]) == [("WARN", admission.line(rec))]
+    assert admission.rules([rec]) == [("WARN", admission.line(AdmissionRecommendation.read(rec)))]
     tpot = build({5: level(5, 1.0, 0.12)})
     assert tpot["confirmed"]["broken"] == "TPOT p90 0.12 s > 0.1 s"
 
@@ -92,4 +98,4 @@ def test_a_search_level_is_the_capacity_under_its_own_criterion():
 
 def test_rules_keep_the_latest_record_per_label():
     old, new = build({}), build({5: level(5, 1.0, 0.07)})
-    assert admission.rules([old, new]) == [("PASS", admission.line(new))]
+    assert admission.rules([old, new]) == [("PASS", admission.line(AdmissionRecommendation.read(new)))]

@@ -9,6 +9,7 @@
     harness/schemas/allocation.schema.json     from harness.records.engine.Allocation
     harness/schemas/run-manifest.schema.json   from harness.records.manifest.RunManifest and its parts
     harness/schemas/curve-summary.schema.json  from harness.records.base.CurveSummary and its parts
+    harness/schemas/features.schema.json       from harness.records.engine.Features and its Verdict
 
 Each field of a record part declares its schema facts (``harness.records.schema.fact``); a part
 its record's package cannot import is named by dotted path (``declared_in``) and read here: the
@@ -116,6 +117,13 @@ def curve_summary_schema() -> dict:
     return record_schema(CurveSummary, "harness/records/base.py")
 
 
+def features_schema() -> dict:
+    """The feature probe's record, from ``Features`` and its ``Verdict``."""
+    from harness.records.engine import Features, Verdict
+
+    return record_schema(Features, "harness/records/engine.py", (Verdict,))
+
+
 SCHEMAS = {
     "level.schema.json": level_schema,
     "engine-speed.schema.json": engine_speed_schema,
@@ -125,6 +133,7 @@ SCHEMAS = {
     "allocation.schema.json": allocation_schema,
     "run-manifest.schema.json": manifest_schema,
     "curve-summary.schema.json": curve_summary_schema,
+    "features.schema.json": features_schema,
 }
 
 

@@ -13,6 +13,7 @@ from harness.options.record import ENGINE, ENGINE_VERSION
 from harness.options.shared import API_KEY, API_KEY_ENV, LABBOOK, MACHINE_DESC, MODEL, PRINT_ONLY
 from harness.options.single_user import PROMPT_SUFFIX
 from harness.safe_text import safe_text
+from harness.records.engine import FEATURES, Features
 from harness.records.notebook import append_record, check_writable
 from harness.endpoints import probe_requests
 
@@ -35,24 +36,21 @@ def run(args) -> int:
     if not args.print_only:
         check_writable(args.labbook)
     record = probe_requests.features(args, key)
-    shown = {
-        "models_endpoint": lambda r: r["model_ids"],
-        "tool_calling": lambda r: {r.get("called"): r.get("arguments")},
-        "streaming_tool_calling": lambda r: {r.get("called"): r.get("arguments")},
-        "structured_output": lambda r: r.get("value"),
-    }
-    for section, title in (
-        ("models_endpoint", "/v1/models"),
-        ("tool_calling", "tool calling"),
-        ("streaming_tool_calling", "tool calling, streamed"),
-        ("structured_output", "JSON schema"),
-    ):
+    shown = (  # each verdict's key, its title, and what a supported one shows
+        (FEATURES.models_endpoint, "/v1/models", lambda r: r["model_ids"]),
+        (FEATURES.tool_calling, "tool calling", lambda r: {r.get("called"): r.get("arguments")}),
+        (
+            FEATURES.streaming_tool_calling,
+            "tool calling, streamed",
+            lambda r: {r.get("called"): r.get("arguments")},
+        ),
+        (FEATURES.structured_output, "JSON schema", lambda r: r.get("value")),
+    )
+    for section, title, show in shown:
         r = record[section]
-        verdict = (
-            f"yes {json.dumps(shown[section](r))}" if r["supported"] else f"no ({safe_text(r.get('detail'))})"
-        )
+        verdict = f"yes {json.dumps(show(r))}" if r["supported"] else f"no ({safe_text(r.get('detail'))})"
         print(f"    {args.engine}: {title:<24} {verdict}")
     if not args.print_only:
-        append_record(args.labbook, record, "features")
+        append_record(args.labbook, record, Features.KIND)
         print(f"    appended a features record to {args.labbook}")
     return 0

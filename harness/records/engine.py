@@ -64,29 +64,62 @@ ALLOCATION = FieldNames(Allocation)  # an allocation line's keys
 
 
 @dataclass(frozen=True)
+class Verdict:
+    """One probe's verdict in a features record: supported or not, the status, and when not, the
+    exact reason and the server's raw reply. The probes' builders write it as a dict (a probe may
+    add keys of its own, such as the model ids listed); this part declares the keys they share."""
+
+    supported: bool = fact(required=True)
+    status: int = fact()
+    detail: str = fact("the exact reason, when not supported")
+    raw_reply: str = fact(
+        "when not supported: the server's raw reply (a streamed one's lines), cut after 4,096 characters",
+        maxLength=4200,
+    )
+
+    SCHEMA_DEF: ClassVar[str] = "verdict"  # its name in the schema's $defs
+
+
+_VERDICT = {"$ref": "#/$defs/verdict"}
+
+
+@dataclass(frozen=True)
 class Features:
     """The engines lab's feature probe of one engine: /v1/models, tools, streamed tools, schema."""
 
-    KIND: ClassVar[str] = "features"  # the record's kind: its schema's name
+    engine: str = fact(required=True, minLength=1)
+    engine_version: str = fact()
+    host: str = fact()
+    model: str = fact(required=True)
+    base_url: str = fact()
+    models_endpoint: dict = fact(required=True, schema=_VERDICT)
+    tool_calling: dict = fact(required=True, schema=_VERDICT)
+    streaming_tool_calling: dict = fact("added: tool_calls arriving as stream deltas", schema=_VERDICT)
+    structured_output: dict = fact(required=True, schema=_VERDICT)
+    measured_on: str = fact()
+    machine: dict | None = fact(MACHINE_NOTE, schema={"$ref": "machine"}, default=None)
 
-    engine: str
-    engine_version: str
-    host: str
-    model: str
-    base_url: str
-    models_endpoint: dict
-    tool_calling: dict
-    streaming_tool_calling: dict
-    structured_output: dict
-    measured_on: str
+    KIND: ClassVar[str] = "features"  # the record's kind: its schema's name
+    SCHEMA_FACTS: ClassVar[dict] = {
+        "title": "What one server really supports: model listing, tool calling, JSON-schema output"
+    }
+    SCHEMA_REQUIRED: ClassVar[tuple] = ("lab", "probe")
+    SCHEMA_KEYS: ClassVar[dict] = {
+        "lab": {"type": "string"},
+        "harness_schema": {"const": SCHEMA_VERSION},
+        "probe": {"const": "features"},
+    }
 
     def to_dict(self) -> dict:
-        return {
-            "lab": FEATURES_LAB,
-            "harness_schema": SCHEMA_VERSION,
-            "probe": "features",
-            **own_fields(self),
-        }
+        return {"lab": FEATURES_LAB, "harness_schema": SCHEMA_VERSION, "probe": self.KIND, **line(self)}
+
+    @classmethod
+    def read(cls, record: Mapping[str, Any]) -> Features:
+        """A features line as the typed record."""
+        return read_line(cls, record)
+
+
+FEATURES = FieldNames(Features)  # a features line's keys (the verdicts a table reads)
 
 
 @dataclass(frozen=True)

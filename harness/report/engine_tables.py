@@ -11,7 +11,7 @@ from harness import lab
 from harness.measure import server_timings
 from harness.energy import engine_tables as engine_energy
 
-from harness.records.engine import SPEED
+from harness.records.engine import FEATURES, SPEED
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -169,16 +169,16 @@ def feature_rows(order, features) -> list[list]:
         if f:
             details = [
                 f[s].get("detail")
-                for s in ("tool_calling", "streaming_tool_calling", "structured_output")
+                for s in (FEATURES.tool_calling, FEATURES.streaming_tool_calling, FEATURES.structured_output)
                 if (f.get(s) or {}).get("detail")
             ]
             rows.append(
                 [
                     engine,
-                    _yes(f.get("models_endpoint")),
-                    _yes(f.get("tool_calling")),
-                    _yes(f.get("streaming_tool_calling")),
-                    _yes(f.get("structured_output")),
+                    _yes(f.get(FEATURES.models_endpoint)),
+                    _yes(f.get(FEATURES.tool_calling)),
+                    _yes(f.get(FEATURES.streaming_tool_calling)),
+                    _yes(f.get(FEATURES.structured_output)),
                     "; ".join(details) or "—",
                 ]
             )
@@ -326,7 +326,7 @@ def check(  # noqa: C901
         if not feat:
             say("FAIL", engine, "no features record (run harness probe)")
         else:
-            for section in ("tool_calling", "structured_output"):
+            for section in (FEATURES.tool_calling, FEATURES.structured_output):
                 if not isinstance((feat.get(section) or {}).get("supported"), bool):
                     say("FAIL", engine, f"features record lacks a yes/no for {section}")
         if feat and set(pair) == {"short", "long"}:

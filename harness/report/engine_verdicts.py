@@ -14,7 +14,7 @@ from harness import lab
 from harness.report import identity
 from harness.sizing.predictions import decode_ceiling, kv_per_token
 from harness.report.engine_tables import memory_added
-from harness.records.engine import SPEED
+from harness.records.engine import FEATURES, SPEED
 
 # The section's heading: the engines lab's own title of the task this module answers.
 TITLE = lab.task_answered_by("report/engine_verdicts")
@@ -173,7 +173,7 @@ def _prefill_line(order: list[str], speed: dict) -> str:
     )
 
 
-FEATURE_NAMES = {"tool_calling": "tool calling", "structured_output": "JSON schema"}
+FEATURE_NAMES = {FEATURES.tool_calling: "tool calling", FEATURES.structured_output: "JSON schema"}
 
 
 def feature_lines(order: list[str], features: dict, settings: dict) -> list[str]:
@@ -195,7 +195,7 @@ def feature_lines(order: list[str], features: dict, settings: dict) -> list[str]
 
 def _eligible(features: dict, engine: str) -> bool:
     f = features.get(engine) or {}
-    return all((f.get(s) or {}).get("supported") is True for s in ("tool_calling", "structured_output"))
+    return all((f.get(s) or {}).get("supported") is True for s in FEATURE_NAMES)
 
 
 def verdict_lines(order, speed, features, fmts: dict, ceils: dict) -> list[str]:

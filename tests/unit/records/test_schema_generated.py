@@ -280,3 +280,20 @@ def test_a_line_of_an_older_shape_reads_back_as_it_was():
     ).to_dict()  # fmt: skip
     lab = {k: v for k, v in speed.items() if k not in ("engine_version", "backend", "host", "max_tokens")}
     assert EngineSpeed.read(lab).to_dict() == lab and problems(lab, "engine-speed") == []
+
+
+def test_each_features_record_reads_back_as_it_was():
+    """A features line from a lab's notebook (the engines lab's fixture) reads as the typed record
+    and writes back the same line, its verdicts kept whole."""
+    from harness.records.base import is_features
+    from harness.records.engine import Features
+    from harness.records.notebook import problems, read_records
+
+    found = read_records(
+        ROOT / "tests/fixtures/notebooks/engines-spark.md", Features.KIND, select=is_features
+    ).records
+    assert found
+    for record in found:
+        typed = Features.read(record)
+        assert typed.tool_calling["supported"] in (True, False)
+        assert typed.to_dict() == record and problems(typed.to_dict(), Features.KIND) == []

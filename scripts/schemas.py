@@ -10,6 +10,7 @@
     harness/schemas/run-manifest.schema.json   from harness.records.manifest.RunManifest and its parts
     harness/schemas/curve-summary.schema.json  from harness.records.base.CurveSummary and its parts
     harness/schemas/features.schema.json       from harness.records.engine.Features and its Verdict
+    harness/schemas/cross-check.schema.json    from harness.records.base.CrossCheck and its parts
 
 Each field of a record part declares its schema facts (``harness.records.schema.fact``); a part
 its record's package cannot import is named by dotted path (``declared_in``) and read here: the
@@ -124,6 +125,13 @@ def features_schema() -> dict:
     return record_schema(Features, "harness/records/engine.py", (Verdict,))
 
 
+def cross_check_schema() -> dict:
+    """Our level against the engine's own generator, from ``CrossCheck`` and its parts."""
+    from harness.records.base import CrossCheck, Figures
+
+    return record_schema(CrossCheck, "harness/records/base.py", (Figures,))
+
+
 SCHEMAS = {
     "level.schema.json": level_schema,
     "engine-speed.schema.json": engine_speed_schema,
@@ -134,6 +142,7 @@ SCHEMAS = {
     "run-manifest.schema.json": manifest_schema,
     "curve-summary.schema.json": curve_summary_schema,
     "features.schema.json": features_schema,
+    "cross-check.schema.json": cross_check_schema,
 }
 
 

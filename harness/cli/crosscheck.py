@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness.engines import crosscheck_tools
 from harness.errors import ConfigError
+from harness.records.base import FIGURES, CrossCheck
 from harness.records.notebook import append_record
 from harness import options
 from harness.options.load import MAX_TOKENS
@@ -72,29 +73,29 @@ def find_row(labbook: str, label: str, c: int) -> dict:
 
 def run(args) -> int:
     row = find_row(args.labbook, args.label, args.concurrency)
-    rec, cmp, tolerance = crosscheck_tools.check(args, row)
-    append_record(args.labbook, rec, "cross-check")
-    _print_result(args.tool, rec["ours"], rec, cmp, tolerance)
+    rec, _, tolerance = crosscheck_tools.check(args, row)
+    append_record(args.labbook, rec, CrossCheck.KIND)
+    check = CrossCheck.read(rec)
+    _print_result(args.tool, check, tolerance)
     sys.stdout.flush()
-    return 1 if args.strict and cmp["verdict"] in ("client suspect", "above bound") else 0
+    return 1 if args.strict and check.comparison.verdict in ("client suspect", "above bound") else 0
 
 
-def _print_result(tool: str, ours: dict, rec: dict, cmp: dict, tolerance: float) -> None:
+def _print_result(tool: str, check: CrossCheck, tolerance: float) -> None:
     def f(x, spec):
         return "-" if x is None else format(x, spec)
 
+    ours, theirs, cmp = check.ours, check.theirs, check.comparison
+    speed, tpot, cpu = FIGURES.output_tokens_per_s, FIGURES.tpot_p50_s, FIGURES.client_cpu
     print(
-        f"    output tok/s  ours {ours['output_tokens_per_s']:.1f}  {tool} "
-        f"{rec['theirs']['output_tokens_per_s']:.1f}  ratio {f(cmp['output_tokens_per_s_ratio'], '.3f')}"
+        f"    output tok/s  ours {ours[speed]:.1f}  {tool} "
+        f"{theirs[speed]:.1f}  ratio {f(cmp.output_tokens_per_s_ratio, '.3f')}"
     )
     print(
-        f"    TPOT p50 (s)  ours {f(ours['tpot_p50_s'], '.4f')}  "
-        f"{tool} {f(rec['theirs']['tpot_p50_s'], '.4f')}"
-        f"  ratio {f(cmp['tpot_p50_ratio'], '.3f')}"
+        f"    TPOT p50 (s)  ours {f(ours[tpot], '.4f')}  {tool} {f(theirs[tpot], '.4f')}"
+        f"  ratio {f(cmp.tpot_p50_ratio, '.3f')}"
     )
-    o_cpu, t_cpu = ours.get("client_cpu"), rec["theirs"].get("client_cpu")
+    o_cpu, t_cpu = ours.get(cpu), theirs.get(cpu)
     if o_cpu is not None or t_cpu is not None:
         print(f"    client CPU    ours {f(o_cpu, '.0%')}  {tool} {f(t_cpu, '.0%')} of a core while measuring")
-    print(
-        f"    verdict: {cmp['verdict']} (tolerance {tolerance:.0%})" + "".join(f"; {n}" for n in cmp["notes"])
-    )
+    print(f"    verdict: {cmp.verdict} (tolerance {tolerance:.0%})" + "".join(f"; {n}" for n in cmp.notes))

@@ -14,9 +14,9 @@ from pathlib import Path
 import psutil
 
 from harness.measure import crosscheck
-from harness.records.level import STATS, LevelStats
+from harness.records.level import LevelStats
 from harness.records.labels import file_label
-from harness.records.base import CrossCheck
+from harness.records.base import FIGURES, Comparison, CrossCheck
 from harness.errors import ConfigError, InstallError, TargetError
 from harness.records.clock import now_stamp
 
@@ -181,7 +181,7 @@ def check(args, row: dict, say=print) -> tuple[dict, dict, float]:
         max_tokens=max_tokens,
         ours=ours,
         theirs=their_view,
-        comparison=cmp,
+        comparison=Comparison.read(cmp),
         checked_at=now_stamp(),
     ).to_dict()
     return rec, cmp, tolerance
@@ -196,18 +196,18 @@ def _on_this_host(row: dict) -> bool:
 def _views(row: dict, theirs: dict) -> tuple[dict, dict]:
     """Our row and the tool's result in the same shape, for the record."""
     ours = {
-        STATS.output_tokens_per_s: LevelStats.read(row).output_tokens_per_s,
-        "tpot_p50_s": row["tpot_s"].get("p50"),
-        "ttft_p50_s": row["ttft_s"].get("p50"),
+        FIGURES.output_tokens_per_s: LevelStats.read(row).output_tokens_per_s,
+        FIGURES.tpot_p50_s: row["tpot_s"].get("p50"),
+        FIGURES.ttft_p50_s: row["ttft_s"].get("p50"),
         "completed": row["completed"],
         "prompt_tokens_mean": row.get("prompt_tokens_mean"),
         "max_tokens": row.get("max_tokens"),
-        "client_cpu": row.get("client_cpu"),
+        FIGURES.client_cpu: row.get("client_cpu"),
     }
     their_view = {
-        STATS.output_tokens_per_s: LevelStats.read(theirs).output_tokens_per_s,
-        "tpot_p50_s": (theirs.get("tpot_s") or {}).get("p50"),
-        "ttft_p50_s": (theirs.get("ttft_s") or {}).get("p50"),
+        FIGURES.output_tokens_per_s: LevelStats.read(theirs).output_tokens_per_s,
+        FIGURES.tpot_p50_s: (theirs.get("tpot_s") or {}).get("p50"),
+        FIGURES.ttft_p50_s: (theirs.get("ttft_s") or {}).get("p50"),
         **{
             k: theirs[k]
             for k in (

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from typing import Any, ClassVar, Mapping
 
 from harness import lab
-from harness.records.schema import fact, line
+from harness.records.schema import FieldNames, fact, line, read_line
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -212,32 +212,92 @@ class EndpointCheck:
 
 
 @dataclass(frozen=True)
+class Figures:
+    """One side of a cross-check (ours or the tool's) in the same shape. The builder writes it as a
+    dict (each side adds keys of its own: completed, failed, batch); this part declares the
+    keys both sides share."""
+
+    output_tokens_per_s: float = fact(required=True, minimum=0)
+    tpot_p50_s: float | None = fact(required=True, nullable=True)
+    ttft_p50_s: float | None = fact(nullable=True)
+    client_cpu: float | None = fact(
+        "the client's CPU seconds per wall second while it measured (ours: the level's; the tool's: its "
+        "process tree over its benchmark duration; null when unknown)",
+        nullable=True,
+        minimum=0,
+    )
+
+    SCHEMA_DEF: ClassVar[str] = "figures"  # its name in the schema's $defs
+
+
+FIGURES = FieldNames(Figures)  # a cross-check side's keys
+_FIGURES = {"$ref": "#/$defs/figures"}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Our figures against the tool's (``harness.measure.crosscheck.compare``): the ratios ours /
+    theirs, the tolerance, the verdict and the notes that explain it."""
+
+    output_tokens_per_s_ratio: float | None = fact("ours / theirs", required=True, nullable=True)
+    tpot_p50_ratio: float | None = fact("ours / theirs", required=True, nullable=True)
+    tolerance: float = fact(required=True, minimum=0)
+    verdict: str = fact(
+        required=True,
+        enum=["agree", "client suspect", "differ", "within bound", "above bound", "no figure"],
+    )
+    notes: list[str] = fact(default_factory=list)
+
+    @classmethod
+    def read(cls, value: Mapping[str, Any]) -> Comparison:
+        return read_line(cls, value)
+
+
+@dataclass(frozen=True)
 class CrossCheck:
     """Our level against another tool's run of the same load; ``comparison`` is
     ``harness.measure.crosscheck.compare``'s ratios, tolerance, verdict and notes."""
 
-    KIND: ClassVar[str] = "cross-check"  # the record's kind: its schema's name
+    label: str = fact(required=True)
+    concurrency: int = fact(required=True, minimum=1)
+    tool: str = fact(required=True, enum=["vllm-bench", "batched-bench"])
+    command: str = fact(required=True)
+    from_file: bool = fact("the tool's output was read from a saved file")
+    prompt_tokens: int = fact(minimum=1)
+    max_tokens: int = fact(minimum=1)
+    ours: dict = fact(required=True, schema=_FIGURES)
+    theirs: dict = fact(required=True, schema=_FIGURES)
+    comparison: Comparison = fact(flatten="")
+    checked_at: str = fact(required=True)
+    machine: dict | None = fact(MACHINE_NOTE, schema={"$ref": "machine"}, default=None)
 
-    label: str
-    concurrency: int
-    tool: str
-    command: str
-    from_file: bool
-    prompt_tokens: int
-    max_tokens: int
-    ours: dict
-    theirs: dict
-    comparison: dict
-    checked_at: str
+    KIND: ClassVar[str] = "cross-check"  # the record's kind: its schema's name
+    SCHEMA_FACTS: ClassVar[dict] = {
+        "title": "Our c-row against the engine's own generator at the same conditions",
+        "additionalProperties": False,
+    }
+    SCHEMA_REQUIRED: ClassVar[tuple] = ("harness_schema", "record")
+    SCHEMA_KEYS: ClassVar[dict] = {
+        "harness_schema": {"const": SCHEMA_VERSION},
+        "record": {"const": "cross-check"},
+        "lab": {"type": "string"},
+    }
+    SCHEMA_AFTER: ClassVar[dict] = {  # the rehearsal's stamp (harness.records.notebook.rehearsal_stamp)
+        "rehearsal": {
+            "type": "boolean",
+            "description": "written by a rehearsal on CPU stand-ins (harness track --rehearse)",
+        },
+        "rehearsal_track": {"type": ["string", "null"]},
+        "stand_in": {"type": "string", "description": "what served this record in a rehearsal"},
+    }
 
     def to_dict(self) -> dict:
-        head = {"harness_schema": SCHEMA_VERSION, "record": self.KIND, "lab": LAB_ID}
-        return {
-            **head,
-            **own_fields(self, skip=("comparison", "checked_at")),
-            **self.comparison,
-            "checked_at": self.checked_at,
-        }
+        return {"harness_schema": SCHEMA_VERSION, "record": self.KIND, "lab": LAB_ID, **line(self)}
+
+    @classmethod
+    def read(cls, record: Mapping[str, Any]) -> CrossCheck:
+        """A cross-check line as the typed record."""
+        return read_line(cls, record)
 
 
 def non_finite(value: Any, where: str = "") -> str | None:

@@ -15,8 +15,8 @@ from harness.records.sizing import Capacity
 from harness.records.labels import file_label
 from harness.measure import curves
 from harness.engines import trtllm_log
-from harness.records.level import LEVEL, STATS
-from harness.records.base import is_engine_speed, is_features
+from harness.records.level import LEVEL
+from harness.records.base import FIGURES, CrossCheck, is_engine_speed, is_features
 from harness.report import curve_tables as ct
 from harness.energy import engine_tables as engine_energy
 from harness.report import engine_tables, server_counters
@@ -280,24 +280,27 @@ CROSS_CHECK_HEAD = [
 
 def cross_check_rows(checks: list[dict]) -> list[list[str]]:
     """Our row beside the engine's own generator: output tokens/s and median TPOT, ratio, verdict."""
-    return [
-        [
-            f"{c['label']} c={c['concurrency']}",
-            c["tool"],
-            ct.f(c["ours"][STATS.output_tokens_per_s], ".1f"),
-            ct.f(c["theirs"][STATS.output_tokens_per_s], ".1f"),
-            ct.f(c["output_tokens_per_s_ratio"], ".2f"),
-            ct.f(c["ours"]["tpot_p50_s"], ".4f"),
-            ct.f(c["theirs"]["tpot_p50_s"], ".4f"),
-            c["verdict"],
-        ]
-        for c in checks
-    ]
+    speed, tpot = FIGURES.output_tokens_per_s, FIGURES.tpot_p50_s
+    rows = []
+    for c in map(CrossCheck.read, checks):
+        rows.append(
+            [
+                f"{c.label} c={c.concurrency}",
+                c.tool,
+                ct.f(c.ours[speed], ".1f"),
+                ct.f(c.theirs[speed], ".1f"),
+                ct.f(c.comparison.output_tokens_per_s_ratio, ".2f"),
+                ct.f(c.ours[tpot], ".4f"),
+                ct.f(c.theirs[tpot], ".4f"),
+                c.comparison.verdict,
+            ]
+        )
+    return rows
 
 
 def cross_check(r: RunInputs) -> list[str]:
     """The cross-check against the engine's own load generator, when the plan has one."""
-    checks = r.records("cross-check", lambda o: o.get("record") == "cross-check")
+    checks = r.records(CrossCheck.KIND, lambda o: o.get("record") == CrossCheck.KIND)
     lines = ["## Cross-check against the engine's own generator", ""]
     if not checks:
         return (

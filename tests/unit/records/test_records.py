@@ -264,7 +264,8 @@ def test_cross_check_allocation_features():
         "notes": [],
     }
     ours = {"output_tokens_per_s": 10.0}
-    rec = r.CrossCheck("x", 4, "vllm-bench", "cmd", False, 40, 64, ours, ours, cmp, "t").to_dict()
+    rec = r.CrossCheck("x", 4, "vllm-bench", "cmd", False, 40, 64, ours, ours, r.Comparison.read(cmp), "t")
+    rec = rec.to_dict()
     _same(
         rec,
         {

@@ -11,6 +11,7 @@
     harness/schemas/curve-summary.schema.json  from harness.records.base.CurveSummary and its parts
     harness/schemas/features.schema.json       from harness.records.engine.Features and its Verdict
     harness/schemas/cross-check.schema.json    from harness.records.base.CrossCheck and its parts
+    harness/schemas/endpoint-check.schema.json from harness.records.base.EndpointCheck and ProofSeen
 
 Each field of a record part declares its schema facts (``harness.records.schema.fact``); a part
 its record's package cannot import is named by dotted path (``declared_in``) and read here: the
@@ -132,6 +133,13 @@ def cross_check_schema() -> dict:
     return record_schema(CrossCheck, "harness/records/base.py", (Figures,))
 
 
+def endpoint_check_schema() -> dict:
+    """What the endpoint proof saw, from ``EndpointCheck`` and its ``ProofSeen``."""
+    from harness.records.base import EndpointCheck
+
+    return record_schema(EndpointCheck, "harness/records/base.py")
+
+
 SCHEMAS = {
     "level.schema.json": level_schema,
     "engine-speed.schema.json": engine_speed_schema,
@@ -143,6 +151,7 @@ SCHEMAS = {
     "curve-summary.schema.json": curve_summary_schema,
     "features.schema.json": features_schema,
     "cross-check.schema.json": cross_check_schema,
+    "endpoint-check.schema.json": endpoint_check_schema,
 }
 
 

@@ -22,7 +22,7 @@ from harness.workloads.level_part import tally_workload_stats, workload_stats
 from harness.workloads.conversations import ConversationPlan
 from harness.workloads.request import LengthPlan, largest_output, largest_request
 from harness.records.level import Arrival, LevelContext, LevelRecord, RunMark
-from harness.records.base import EndpointCheck
+from harness.records.base import EndpointCheck, ProofSeen
 from harness.endpoints import api_path, kind_named
 from harness.errors import EngineError, HarnessError, TargetError, TargetUnreachable
 from harness.records.clock import new_run_id, now_stamp
@@ -147,14 +147,17 @@ def prove_endpoint(plan: SweepPlan, listed: list[str]) -> EndpointCheck:
     except TargetError as exc:
         warnings, failure = [], exc
     need = largest_request(plan.context.max_tokens, plan.lengths, plan.conversations, plan.trace)
-    if failure is None and seen.get("n_ctx") and need and need > seen["n_ctx"]:
+    proof = ProofSeen.read(seen)
+    if failure is None and proof.n_ctx and need and need > proof.n_ctx:
         failure = TargetError(
-            f"the server's context is {seen['n_ctx']} tokens per sequence, and the workload asks up to "
+            f"the server's context is {proof.n_ctx} tokens per sequence, and the workload asks up to "
             f"{need} tokens a request (prompt and output); shorten its lengths or give the server more "
             "context"
         )
-    check = EndpointCheck(plan.context.label, plan.base_url, plan.model, seen, longest, now_stamp(), warnings)
-    append_record(plan.labbook, check.to_dict(), "endpoint-check")
+    check = EndpointCheck(
+        plan.context.label, plan.base_url, plan.model, proof, longest, now_stamp(), warnings
+    )
+    append_record(plan.labbook, check.to_dict(), EndpointCheck.KIND)
     if failure:
         raise failure
     return check

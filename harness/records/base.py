@@ -15,7 +15,7 @@ caller (``harness.records.clock`` reads the clock).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from typing import Any, ClassVar, Mapping
 
@@ -183,32 +183,56 @@ def machine_of(level: Mapping[str, Any]) -> dict | None:
 
 
 @dataclass(frozen=True)
+class ProofSeen:
+    """What the proof request saw (``harness.endpoints.proof.observe``): the model listing, whether
+    the reply streamed text and a finish reason, its usage block and the server's context."""
+
+    listed_models: list[Any] = fact()
+    model_listed: bool | None = fact(nullable=True)
+    ok: bool = fact(required=True)
+    error: str | None = fact(nullable=True)
+    finish_reason: str | None = fact(required=True, nullable=True)
+    text_fields: list[str] = fact(required=True)
+    usage: bool = fact(required=True)
+    prompt_tokens: int | None = fact(nullable=True)
+    output_tokens: int | None = fact(nullable=True)
+    ttft_s: float | None = fact(nullable=True)
+    n_ctx: int | None = fact("context per sequence the server reports", required=True, nullable=True)
+
+    @classmethod
+    def read(cls, value: Mapping[str, Any]) -> ProofSeen:
+        return read_line(cls, value)
+
+
+@dataclass(frozen=True)
 class EndpointCheck:
     """What the one request before a sweep's first level saw (``observed``) and what it means."""
 
-    KIND: ClassVar[str] = "endpoint-check"  # the record's kind: its schema's name
+    label: str = fact(required=True)
+    base_url: str = fact(required=True)
+    model: str = fact(required=True)
+    observed: ProofSeen = fact(flatten="")
+    longest_prompt_tokens_estimate: int = fact()
+    checked_at: str = fact(required=True)
+    warnings: list[str] = fact(default_factory=list)
+    machine: dict | None = fact(MACHINE_NOTE, schema={"$ref": "machine"}, default=None)
 
-    label: str
-    base_url: str
-    model: str
-    observed: dict  # harness.endpoints.proof.observe: listing, reply fields, usage, n_ctx
-    longest_prompt_tokens_estimate: int
-    checked_at: str
-    warnings: list[str] = field(default_factory=list)
+    KIND: ClassVar[str] = "endpoint-check"  # the record's kind: its schema's name
+    SCHEMA_FACTS: ClassVar[dict] = {"title": "What the endpoint proof saw before a sweep's first level"}
+    SCHEMA_REQUIRED: ClassVar[tuple] = ("harness_schema", "record")
+    SCHEMA_KEYS: ClassVar[dict] = {
+        "harness_schema": {"const": SCHEMA_VERSION},
+        "record": {"const": "endpoint-check"},
+        "lab": {"type": "string"},
+    }
 
     def to_dict(self) -> dict:
-        return {
-            "harness_schema": SCHEMA_VERSION,
-            "record": self.KIND,
-            "lab": LAB_ID,
-            "label": self.label,
-            "base_url": self.base_url,
-            "model": self.model,
-            **self.observed,
-            "longest_prompt_tokens_estimate": self.longest_prompt_tokens_estimate,
-            "checked_at": self.checked_at,
-            "warnings": list(self.warnings),
-        }
+        return {"harness_schema": SCHEMA_VERSION, "record": self.KIND, "lab": LAB_ID, **line(self)}
+
+    @classmethod
+    def read(cls, record: Mapping[str, Any]) -> EndpointCheck:
+        """An endpoint-check line as the typed record."""
+        return read_line(cls, record)
 
 
 @dataclass(frozen=True)

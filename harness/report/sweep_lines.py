@@ -22,9 +22,9 @@ def endpoint_lines(check: EndpointCheck) -> tuple[list[str], list[str]]:
     """What the endpoint proof saw (for stdout), and its warnings (for stderr)."""
     seen = check.observed
     line = (
-        f"    endpoint proved: text in {', '.join(seen['text_fields'])}, finish {seen['finish_reason']}, "
+        f"    endpoint proved: text in {', '.join(seen.text_fields)}, finish {seen.finish_reason}, "
         "usage "
-        f"{'yes' if seen['usage'] else 'no'}, context {seen['n_ctx'] or 'not reported'} per sequence"
+        f"{'yes' if seen.usage else 'no'}, context {seen.n_ctx or 'not reported'} per sequence"
     )
     return [line], [f"warning: {w}" for w in check.warnings]
 

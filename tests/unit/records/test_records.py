@@ -236,7 +236,7 @@ def test_curve_summary_and_endpoint_check():
         "ttft_s": 0.1,
         "n_ctx": 4096,
     }
-    rec = r.EndpointCheck("x", "http://h/v1", "m", seen, 300, "t", ["w"]).to_dict()
+    rec = r.EndpointCheck("x", "http://h/v1", "m", r.ProofSeen.read(seen), 300, "t", ["w"]).to_dict()
     _same(
         rec,
         {

@@ -297,3 +297,25 @@ def test_each_features_record_reads_back_as_it_was():
         typed = Features.read(record)
         assert typed.tool_calling["supported"] in (True, False)
         assert typed.to_dict() == record and problems(typed.to_dict(), Features.KIND) == []
+
+
+@pytest.mark.parametrize(
+    "name", ["practice-run", "practice-sweep", "llama-cpu-metrics", "llama-cpu-batch-level"]
+)
+def test_each_endpoint_check_reads_back_as_it_was(name):
+    """An endpoint-check line from a real sweep's notebook (the practice server, the CPU
+    llama-server; one proof that failed) reads as the typed record, what the proof saw as its part,
+    and writes back."""
+    from harness.records.base import EndpointCheck
+    from harness.records.notebook import problems, read_records
+
+    found = read_records(
+        ROOT / f"tests/fixtures/notebooks/{name}.md",
+        EndpointCheck.KIND,
+        select=lambda o: o.get("record") == EndpointCheck.KIND,
+    ).records
+    assert found
+    for record in found:
+        typed = EndpointCheck.read(record)
+        assert typed.observed.ok is bool(typed.observed.text_fields)  # a failed proof saw no text
+        assert typed.to_dict() == record and problems(typed.to_dict(), EndpointCheck.KIND) == []

@@ -12,6 +12,7 @@
     harness/schemas/features.schema.json       from harness.records.engine.Features and its Verdict
     harness/schemas/cross-check.schema.json    from harness.records.base.CrossCheck and its parts
     harness/schemas/endpoint-check.schema.json from harness.records.base.EndpointCheck and ProofSeen
+    harness/schemas/memory-snapshot.schema.json from harness.records.engine.MemorySnapshot, Readings
 
 Each field of a record part declares its schema facts (``harness.records.schema.fact``); a part
 its record's package cannot import is named by dotted path (``declared_in``) and read here: the
@@ -140,6 +141,13 @@ def endpoint_check_schema() -> dict:
     return record_schema(EndpointCheck, "harness/records/base.py")
 
 
+def memory_snapshot_schema() -> dict:
+    """Memory at one moment, from ``MemorySnapshot`` and its sources' ``Readings``."""
+    from harness.records.engine import MemorySnapshot
+
+    return record_schema(MemorySnapshot, "harness/records/engine.py")
+
+
 SCHEMAS = {
     "level.schema.json": level_schema,
     "engine-speed.schema.json": engine_speed_schema,
@@ -152,6 +160,7 @@ SCHEMAS = {
     "features.schema.json": features_schema,
     "cross-check.schema.json": cross_check_schema,
     "endpoint-check.schema.json": endpoint_check_schema,
+    "memory-snapshot.schema.json": memory_snapshot_schema,
 }
 
 

@@ -18,6 +18,7 @@ shared 2-core machine it moved by up to about 500 MB while a 60 MB practice serv
 
 from __future__ import annotations
 
+from harness.records.engine import READINGS, SNAPSHOT
 from harness.records.manifest import MemoryRelease
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -28,26 +29,26 @@ TOLERANCE_SHARE = 0.10
 
 # figure -> (its name in words, +1 when it grows as memory is taken, -1 when it shrinks)
 MACHINE_FIGURES = {
-    "mem_available_mb": ("MemAvailable", -1),
-    "gpu_used_mb": ("nvidia-smi memory.used", 1),
-    "rocm_vram_used_mb": ("rocm-smi VRAM used", 1),
-    "rocm_gtt_used_mb": ("rocm-smi GTT used", 1),
-    "mac_used_mb": ("vm_stat used pages", 1),
+    SNAPSHOT.mem_available_mb: ("MemAvailable", -1),
+    READINGS.gpu_used_mb: ("nvidia-smi memory.used", 1),
+    READINGS.rocm_vram_used_mb: ("rocm-smi VRAM used", 1),
+    READINGS.rocm_gtt_used_mb: ("rocm-smi GTT used", 1),
+    READINGS.mac_used_mb: ("vm_stat used pages", 1),
 }
 
 REMEDY = {
     "engine": "stop what is left of it before the next engine starts ({left}); then check which "
     "process owns the port",
-    "mem_available_mb": "a process of the engine, or another program that grew meanwhile, holds it: "
+    SNAPSHOT.mem_available_mb: "a process of the engine, or another program that grew meanwhile, holds it: "
     "find it (ps aux --sort=-rss | head), stop or close it, and take a fresh idle snapshot before "
     "measuring the next engine",
-    "gpu_used_mb": "nvidia-smi --query-compute-apps=pid,used_memory --format=csv shows which "
+    READINGS.gpu_used_mb: "nvidia-smi --query-compute-apps=pid,used_memory --format=csv shows which "
     "process still holds the card's memory: stop it before the next engine starts",
-    "rocm_vram_used_mb": "rocm-smi --showpids shows which process still holds the card's memory: "
+    READINGS.rocm_vram_used_mb: "rocm-smi --showpids shows which process still holds the card's memory: "
     "stop it before the next engine starts",
-    "rocm_gtt_used_mb": "rocm-smi --showpids shows which process still holds the card's memory: "
+    READINGS.rocm_gtt_used_mb: "rocm-smi --showpids shows which process still holds the card's memory: "
     "stop it before the next engine starts",
-    "mac_used_mb": "other applications grew during the run or the engine left a process: close "
+    READINGS.mac_used_mb: "other applications grew during the run or the engine left a process: close "
     "them (Activity Monitor, Memory), take a fresh idle snapshot and re-measure",
 }
 
@@ -99,7 +100,9 @@ def judge(before: dict, after: dict, engine: dict, held_mb: float | None) -> dic
             continue
         left = (a - b) * sign
         allowed = (
-            tolerance_mb(held_mb, MEM_AVAILABLE_TOLERANCE_MB) if key == "mem_available_mb" else tolerance
+            tolerance_mb(held_mb, MEM_AVAILABLE_TOLERANCE_MB)
+            if key == SNAPSHOT.mem_available_mb
+            else tolerance
         )
         rows.append(
             {
@@ -128,7 +131,7 @@ def warning(kept: list[dict], tolerance: float, engine_gone: bool = False) -> st
     parts = []
     for r in kept:
         remedy = REMEDY[r["source"]].format(left=r.get("left", ""))
-        if engine_gone and r["source"] in ("mem_available_mb", "mac_used_mb"):
+        if engine_gone and r["source"] in (SNAPSHOT.mem_available_mb, READINGS.mac_used_mb):
             remedy = "no process of the engine is left, so another program grew meanwhile or it left shared "
             remedy += "memory behind (ls -la /dev/shm); " + REMEDY[r["source"]]
         allowed = r.get("tolerance_mb", tolerance)

@@ -13,7 +13,7 @@ from typing import Callable
 
 import psutil
 
-from harness.records.engine import MemorySnapshot
+from harness.records.engine import READINGS, SNAPSHOT, MemorySnapshot
 from harness.records.clock import now_stamp
 from harness.endpoints import shim_host
 
@@ -50,18 +50,18 @@ def nvidia_readings(gpu: str | None, apps: str | None) -> dict:
     if not gpu:
         return {}
     used, _, total = (cell.strip() for cell in gpu.splitlines()[0].partition(","))
-    out: dict = {"gpu_used_mb": _float(used), "gpu_total_mb": _float(total)}
+    out: dict = {READINGS.gpu_used_mb: _float(used), READINGS.gpu_total_mb: _float(total)}
     if used in NOT_REPORTED or total in NOT_REPORTED:
-        out["unread"] = [
+        out[READINGS.unread] = [
             f"nvidia-smi reports no device memory ({used}, {total}): a unified-memory GPU such as GB10 "
             "takes it from the host, so mem_available_mb is the figure"
         ]
-    elif None in (out["gpu_used_mb"], out["gpu_total_mb"]):
-        return {"unread": [f"nvidia-smi's memory.used,memory.total was not two figures: {gpu[:80]!r}"]}
+    elif None in (out[READINGS.gpu_used_mb], out[READINGS.gpu_total_mb]):
+        return {READINGS.unread: [f"nvidia-smi's memory.used,memory.total was not two figures: {gpu[:80]!r}"]}
     per_process = [_float(line.split(",")[-1]) for line in (apps or "").splitlines() if "," in line]
     known = [v for v in per_process if v is not None]
     if known:
-        out["gpu_process_mb"] = sum(known)
+        out[READINGS.gpu_process_mb] = sum(known)
     return out
 
 
@@ -72,11 +72,11 @@ def rocm_readings(text: str | None) -> dict:
     try:
         cards = json.loads(text)
     except json.JSONDecodeError:
-        return {"unread": [f"rocm-smi --showmeminfo vram gtt --json gave no JSON: {text[:80]!r}"]}
+        return {READINGS.unread: [f"rocm-smi --showmeminfo vram gtt --json gave no JSON: {text[:80]!r}"]}
     cards = [c for c in cards.values() if isinstance(c, dict)] if isinstance(cards, dict) else []
     return {
-        "rocm_vram_used_mb": sum(_float(c.get("VRAM Total Used Memory (B)")) or 0 for c in cards) / MB,
-        "rocm_gtt_used_mb": sum(_float(c.get("GTT Total Used Memory (B)")) or 0 for c in cards) / MB,
+        READINGS.rocm_vram_used_mb: sum(_float(c.get("VRAM Total Used Memory (B)")) or 0 for c in cards) / MB,
+        READINGS.rocm_gtt_used_mb: sum(_float(c.get("GTT Total Used Memory (B)")) or 0 for c in cards) / MB,
     }
 
 
@@ -111,25 +111,25 @@ def snapshot(run: Callable[[list[str]], str | None] | None = None, host: dict | 
     run = run or _run
     facts = host or _here()
     taken_at = now_stamp()
-    snap: dict = {"swap_used_mb": round((facts["swap_used_bytes"] or 0) / MB, 1)}  # then each source
+    snap: dict = {READINGS.swap_used_mb: round((facts["swap_used_bytes"] or 0) / MB, 1)}  # then each source
     unread: list[str] = []
     gpu = run(["nvidia-smi", "--query-gpu=memory.used,memory.total", "--format=csv,noheader,nounits"])
     if gpu:
         apps = run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"])
         found = nvidia_readings(gpu, apps)
-        unread += found.pop("unread", [])
+        unread += found.pop(READINGS.unread, [])
         snap.update(found)
     found = rocm_readings(run(["rocm-smi", "--showmeminfo", "vram", "gtt", "--json"]))
-    unread += found.pop("unread", [])
+    unread += found.pop(READINGS.unread, [])
     snap.update(found)
     if unread:
-        snap["unread"] = unread
+        snap[READINGS.unread] = unread
     vmstat = run(["vm_stat"])
     if vmstat:  # a Mac: the lab reads its pages, and its swap from sysctl
         snap.update(mac_pages(vmstat))
         swap_used = mac_swap_used_mb(run(["sysctl", "-n", "vm.swapusage"]))
         if swap_used is not None:
-            snap["mac_swap_used_mb"] = swap_used
+            snap[READINGS.mac_swap_used_mb] = swap_used
     system = f"{facts['system']} {facts['machine']}"
     total, available, swap_free = (
         (facts[k] or 0) / MB for k in ("total_bytes", "available_bytes", "swap_free_bytes")
@@ -139,10 +139,10 @@ def snapshot(run: Callable[[list[str]], str | None] | None = None, host: dict | 
 
 # vm_stat rows that make up each macOS figure; "used" is active + wired + compressed pages.
 MAC_ROWS = {
-    "mac_free_mb": ("Pages free",),
-    "mac_wired_mb": ("Pages wired down",),
-    "mac_compressed_mb": ("Pages occupied by compressor",),
-    "mac_used_mb": ("Pages active", "Pages wired down", "Pages occupied by compressor"),
+    READINGS.mac_free_mb: ("Pages free",),
+    READINGS.mac_wired_mb: ("Pages wired down",),
+    READINGS.mac_compressed_mb: ("Pages occupied by compressor",),
+    READINGS.mac_used_mb: ("Pages active", "Pages wired down", "Pages occupied by compressor"),
 }
 
 
@@ -163,27 +163,30 @@ def mac_pages(vmstat: str) -> dict:
 
 # Figures that grow when a server loads (available memory is the one that shrinks).
 GROWING = (
-    "gpu_used_mb",
-    "gpu_process_mb",
-    "rocm_vram_used_mb",
-    "rocm_gtt_used_mb",
-    "mac_wired_mb",
-    "mac_used_mb",
-    "swap_used_mb",
-    "mac_swap_used_mb",
+    READINGS.gpu_used_mb,
+    READINGS.gpu_process_mb,
+    READINGS.rocm_vram_used_mb,
+    READINGS.rocm_gtt_used_mb,
+    READINGS.mac_wired_mb,
+    READINGS.mac_used_mb,
+    READINGS.swap_used_mb,
+    READINGS.mac_swap_used_mb,
 )
 
 
 def delta(idle: dict, loaded: dict) -> dict:
     """What the server added, per source present in both snapshots."""
     added: dict[str, int] = {}
-    pairs = {name: (idle.get(name), loaded.get(name)) for name in ("mem_available_mb", *GROWING)}
-    if pairs["gpu_process_mb"][0] is None and idle.get("gpu_total_mb"):
-        pairs["gpu_process_mb"] = (0.0, pairs["gpu_process_mb"][1])  # nvidia-smi listed no process at idle
+    pairs = {name: (idle.get(name), loaded.get(name)) for name in (SNAPSHOT.mem_available_mb, *GROWING)}
+    if pairs[READINGS.gpu_process_mb][0] is None and idle.get(READINGS.gpu_total_mb):
+        pairs[READINGS.gpu_process_mb] = (
+            0.0,
+            pairs[READINGS.gpu_process_mb][1],
+        )  # nvidia-smi listed no process at idle
     for name, (before, after) in pairs.items():
         if before is None or after is None:
             continue
-        added[name] = round(before - after) if name == "mem_available_mb" else round(after - before)
+        added[name] = round(before - after) if name == SNAPSHOT.mem_available_mb else round(after - before)
     return added
 
 

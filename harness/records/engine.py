@@ -8,11 +8,11 @@ Built here, one frozen dataclass per kind, as the sweep's records are in ``harne
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Mapping
 
-from harness.records.base import FEATURES_LAB, MACHINE_NOTE, SCHEMA_VERSION, own_fields
-from harness.records.schema import FieldNames, fact, line, read_line
+from harness.records.base import FEATURES_LAB, MACHINE_NOTE, SCHEMA_VERSION
+from harness.records.schema import FieldNames, fact, line, line_keys, read_line
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -282,22 +282,58 @@ SPEED = FieldNames(EngineSpeed)  # a speed line's keys (a table's columns, a che
 
 
 @dataclass(frozen=True)
+class Readings:
+    """A memory snapshot's figures from each source present, MB: nvidia-smi (device and per
+    process), rocm-smi (VRAM and GTT), macOS vm_stat and sysctl, psutil's swap. A source absent
+    leaves its keys out, so the builder (``harness.engines.memory``) keeps them as a dict, keyed
+    by ``READINGS``; a device that reports no figure writes null (a GB10's nvidia-smi)."""
+
+    gpu_used_mb: float | None = fact(nullable=True)
+    gpu_total_mb: float | None = fact(nullable=True)
+    gpu_process_mb: float = fact()
+    rocm_vram_used_mb: float = fact()
+    rocm_gtt_used_mb: float = fact()
+    mac_free_mb: float = fact()
+    mac_wired_mb: float = fact()
+    mac_compressed_mb: float = fact()
+    mac_used_mb: float = fact()
+    swap_used_mb: float = fact("psutil's swap in use", minimum=0)
+    mac_swap_used_mb: float = fact("sysctl vm.swapusage's used figure (a Mac)", minimum=0)
+    unread: list[str] = fact("one line per tool whose answer gave no figure, saying why")
+
+
+READINGS = FieldNames(Readings)  # a snapshot's figures by source
+
+
+@dataclass(frozen=True)
 class MemorySnapshot:
     """Memory as the machine reported it at one moment; ``readings`` holds the GPU, ROCm
     and macOS figures of whichever sources were present, in the order they were read."""
 
-    KIND: ClassVar[str] = "memory-snapshot"  # the record's kind: its schema's name
+    taken_at: str = fact(required=True)
+    system: str = fact()
+    hostname: str = fact()
+    mem_total_mb: float = fact(required=True, minimum=0)
+    mem_available_mb: float = fact(required=True, minimum=0)
+    swap_free_mb: float = fact(minimum=0)
+    readings: dict = fact(flatten="", declared_in="harness.records.engine.Readings", default_factory=dict)
 
-    taken_at: str
-    system: str
-    hostname: str
-    mem_total_mb: float
-    mem_available_mb: float
-    swap_free_mb: float
-    readings: dict = field(default_factory=dict)
+    KIND: ClassVar[str] = "memory-snapshot"  # the record's kind: its schema's name
+    SCHEMA_FACTS: ClassVar[dict] = {
+        "title": "Memory as the machine reports it, in MB (1e6 bytes); nvidia-smi figures are its MiB"
+    }
 
     def to_dict(self) -> dict:
-        return {**own_fields(self, skip=("readings",)), **self.readings}
+        return line(self)
+
+    @classmethod
+    def read(cls, record: Mapping[str, Any]) -> MemorySnapshot:
+        """A snapshot as the typed record, its sources' figures (those it has) as ``readings``."""
+        known = set(line_keys(Readings))
+        return replace(read_line(cls, record), readings={k: v for k, v in record.items() if k in known})
+
+
+SNAPSHOT = FieldNames(MemorySnapshot)  # a snapshot's own keys (its sources' are READINGS)
 
 
 @dataclass(frozen=True)

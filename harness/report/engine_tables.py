@@ -11,7 +11,7 @@ from harness import lab
 from harness.measure import server_timings
 from harness.energy import engine_tables as engine_energy
 
-from harness.records.engine import FEATURES, SPEED
+from harness.records.engine import FEATURES, READINGS, SNAPSHOT, SPEED
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -75,17 +75,18 @@ def memory_added(rec: dict) -> tuple[float | None, str]:
     device figure (WSL2 lists no processes). AMD: VRAM plus GTT. DGX Spark and other Linux
     without a device total: MemAvailable. Mac: vm_stat's active + wired + compressed."""
     added, loaded = rec.get(SPEED.memory_delta_mb) or {}, rec.get(SPEED.memory) or {}
-    if loaded.get("gpu_total_mb"):
-        if (added.get("gpu_process_mb") or 0) > 0:
-            return added["gpu_process_mb"], "nvidia-smi per-process"
-        if added.get("gpu_used_mb") is not None:
-            return added["gpu_used_mb"], "nvidia-smi device"
-    if "rocm_vram_used_mb" in added or "rocm_gtt_used_mb" in added:
-        return added.get("rocm_vram_used_mb", 0) + added.get("rocm_gtt_used_mb", 0), "rocm-smi VRAM+GTT"
-    if added.get("mac_used_mb") is not None:  # a Mac: psutil's "available" is not the lab's figure there
-        return added["mac_used_mb"], "vm_stat active+wired+compressed"
-    if added.get("mem_available_mb") is not None:
-        return added["mem_available_mb"], "MemAvailable"
+    r = READINGS
+    if loaded.get(r.gpu_total_mb):
+        if (added.get(r.gpu_process_mb) or 0) > 0:
+            return added[r.gpu_process_mb], "nvidia-smi per-process"
+        if added.get(r.gpu_used_mb) is not None:
+            return added[r.gpu_used_mb], "nvidia-smi device"
+    if r.rocm_vram_used_mb in added or r.rocm_gtt_used_mb in added:
+        return added.get(r.rocm_vram_used_mb, 0) + added.get(r.rocm_gtt_used_mb, 0), "rocm-smi VRAM+GTT"
+    if added.get(r.mac_used_mb) is not None:  # a Mac: psutil's "available" is not the lab's figure there
+        return added[r.mac_used_mb], "vm_stat active+wired+compressed"
+    if added.get(SNAPSHOT.mem_available_mb) is not None:
+        return added[SNAPSHOT.mem_available_mb], "MemAvailable"
     return None, "no idle snapshot"
 
 

@@ -115,3 +115,27 @@ def test_tabby_version_is_commit_and_exllamav3():
     assert engine_versions.tabby_version("/opt/tabbyAPI", run) == "tabbyAPI a1b2c3d, exllamav3 0.0.18"
     missing = engine_versions.tabby_version("/opt/none", lambda cmd: None)
     assert missing.startswith("tabbyAPI unknown (no git checkout at /opt/none), exllamav3 unknown (")
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [
+        MAC_IDLE,
+        {("rocm-smi",): "rocm-smi-meminfo.json"},
+        {("nvidia-smi", "--query-gpu=memory.used,memory.total"): "nvidia-smi-gpu-gb10.txt"},
+        {
+            ("nvidia-smi", "--query-gpu=memory.used,memory.total"): "nvidia-smi-gpu.txt",
+            ("nvidia-smi", "--query-compute-apps=pid,used_memory"): "nvidia-smi-apps.txt",
+        },
+    ],
+    ids=["mac", "rocm", "gb10", "nvidia"],
+)
+def test_each_sources_snapshot_is_valid_and_reads_back_as_it_was(answers):
+    """A snapshot from each source's recorded output is valid, its figures are the typed record's
+    readings (a GB10's null device figures kept as null), and it writes back the same object."""
+    from harness.records.engine import MemorySnapshot
+
+    snap = memory.snapshot(runner(answers))
+    validate(snap, MemorySnapshot.KIND)
+    typed = MemorySnapshot.read(snap)
+    assert typed.readings and typed.to_dict() == snap

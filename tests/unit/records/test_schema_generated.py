@@ -319,3 +319,26 @@ def test_each_endpoint_check_reads_back_as_it_was(name):
         typed = EndpointCheck.read(record)
         assert typed.observed.ok is bool(typed.observed.text_fields)  # a failed proof saw no text
         assert typed.to_dict() == record and problems(typed.to_dict(), EndpointCheck.KIND) == []
+
+
+def test_each_memory_snapshot_reads_back_as_it_was():
+    """The memory snapshots the engines lab's speed records hold read as the typed record, each
+    source's figures (those the snapshot has) as its readings, and write back the same object."""
+    from harness.records.base import is_engine_speed
+    from harness.records.engine import SPEED, EngineSpeed, MemorySnapshot
+    from harness.records.notebook import problems, read_records
+
+    found = read_records(
+        ROOT / "tests/fixtures/notebooks/engines-spark.md", EngineSpeed.KIND, select=is_engine_speed
+    ).records
+    snaps = [r[SPEED.memory] for r in found if r.get(SPEED.memory)]
+    assert snaps
+    for snap in snaps:
+        typed = MemorySnapshot.read(snap)
+        assert typed.mem_total_mb > 0
+        assert set(typed.readings) == set(snap) - {"taken_at", "system", "hostname"} - {
+            "mem_total_mb",
+            "mem_available_mb",
+            "swap_free_mb",
+        }
+        assert typed.to_dict() == snap and problems(snap, MemorySnapshot.KIND) == []

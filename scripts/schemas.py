@@ -13,6 +13,7 @@
     harness/schemas/cross-check.schema.json    from harness.records.base.CrossCheck and its parts
     harness/schemas/endpoint-check.schema.json from harness.records.base.EndpointCheck and ProofSeen
     harness/schemas/memory-snapshot.schema.json from harness.records.engine.MemorySnapshot, Readings
+    harness/schemas/model-fetch.schema.json    from harness.records.engine.ModelFetch and FetchResult
 
 Each field of a record part declares its schema facts (``harness.records.schema.fact``); a part
 its record's package cannot import is named by dotted path (``declared_in``) and read here: the
@@ -148,6 +149,13 @@ def memory_snapshot_schema() -> dict:
     return record_schema(MemorySnapshot, "harness/records/engine.py")
 
 
+def model_fetch_schema() -> dict:
+    """One model format fetched and checked, from ``ModelFetch`` and its ``FetchResult``."""
+    from harness.records.engine import ModelFetch
+
+    return record_schema(ModelFetch, "harness/records/engine.py")
+
+
 SCHEMAS = {
     "level.schema.json": level_schema,
     "engine-speed.schema.json": engine_speed_schema,
@@ -161,6 +169,7 @@ SCHEMAS = {
     "cross-check.schema.json": cross_check_schema,
     "endpoint-check.schema.json": endpoint_check_schema,
     "memory-snapshot.schema.json": memory_snapshot_schema,
+    "model-fetch.schema.json": model_fetch_schema,
 }
 
 

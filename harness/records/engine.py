@@ -337,32 +337,53 @@ SNAPSHOT = FieldNames(MemorySnapshot)  # a snapshot's own keys (its sources' are
 
 
 @dataclass(frozen=True)
+class FetchResult:
+    """What a fetch found and checked (``harness.engines.models.fetch``): where the model lies,
+    how many files and bytes, the checksum and where it came from, each check that passed."""
+
+    file: str | None = fact(nullable=True)
+    path: str = fact("where it lies: a file or folder in the library, or the Lemonade name", required=True)
+    files: int | None = fact(required=True, nullable=True, minimum=0)
+    bytes: int | None = fact(required=True, nullable=True, minimum=0)
+    sha256: str | None = fact(nullable=True, pattern="^[0-9a-f]{64}$")
+    sha256_from: str | None = fact(
+        "where the expected checksum came from", nullable=True, enum=["hub", "table", None]
+    )
+    checks: list[str] = fact("each check that passed, in words", required=True)
+    downloaded: bool = fact("false when it was already present and verified", required=True)
+
+
+@dataclass(frozen=True)
 class ModelFetch:
     """One model format fetched (or found already there) and verified; ``result`` holds the path,
     files, bytes, checksums and checks; ``repo`` and ``revision`` are None for Lemonade's copies."""
 
-    KIND: ClassVar[str] = "model-fetch"  # the record's kind: its schema's name
+    format: str = fact(required=True)
+    title: str = fact()
+    source: str = fact(required=True, enum=["hf", "lemonade"])
+    listed: str = fact("what the table says the hub listed, for comparison")
+    result: FetchResult = fact(flatten="")
+    fetched_at: str = fact(required=True)
+    repo: str | None = fact(default=None)
+    revision: str | None = fact(default=None)
+    machine: dict | None = fact(MACHINE_NOTE, schema={"$ref": "machine"}, default=None)
 
-    format: str
-    title: str
-    source: str
-    listed: Any
-    result: dict
-    fetched_at: str
-    repo: str | None = None
-    revision: str | None = None
+    KIND: ClassVar[str] = "model-fetch"  # the record's kind: its schema's name
+    SCHEMA_FACTS: ClassVar[dict] = {
+        "title": "One model format fetched (or found already present) and checked",
+        "additionalProperties": False,
+    }
+    SCHEMA_REQUIRED: ClassVar[tuple] = ("harness_schema", "record")
+    SCHEMA_KEYS: ClassVar[dict] = {
+        "harness_schema": {"const": SCHEMA_VERSION},
+        "record": {"const": "model-fetch"},
+        "lab": {"type": "string"},
+    }
 
     def to_dict(self) -> dict:
-        out = {
-            "harness_schema": SCHEMA_VERSION,
-            "record": self.KIND,
-            "format": self.format,
-            "title": self.title,
-            "source": self.source,
-            "listed": self.listed,
-            **self.result,
-            "fetched_at": self.fetched_at,
-        }
-        if self.repo is not None:
-            out.update(repo=self.repo, revision=self.revision)
-        return out
+        return {"harness_schema": SCHEMA_VERSION, "record": self.KIND, **line(self)}
+
+    @classmethod
+    def read(cls, record: Mapping[str, Any]) -> ModelFetch:
+        """A model-fetch line as the typed record."""
+        return read_line(cls, record)

@@ -18,7 +18,7 @@ from typing import Callable
 
 import requests
 
-from harness.records.engine import ModelFetch
+from harness.records.engine import FetchResult, ModelFetch
 from harness.records.clock import now_stamp
 from harness.errors import InstallError
 from harness.engines.models.download_table import hf_argv, lemonade_argv, listed, target
@@ -62,12 +62,12 @@ def _record(key: str, fmt: dict, **fields) -> dict:
         title=fmt["title"],
         source="hf" if hub else "lemonade",
         listed=listed(fmt),
-        result=fields,
+        result=FetchResult(**fields),
         fetched_at=now_stamp(),
         repo=fmt["repo"] if hub else None,
         revision=fmt.get("revision", "main") if hub else None,
     ).to_dict()
-    validate(rec, "model-fetch")
+    validate(rec, ModelFetch.KIND)
     return rec
 
 

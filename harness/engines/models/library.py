@@ -8,6 +8,7 @@ from typing import Callable
 
 from harness.errors import HarnessError
 from harness.engines.models import download_table, fetch as model_fetch
+from harness.records.engine import ModelFetch
 from harness.records.notebook import append_record
 
 Say = Callable[[str], None]
@@ -64,7 +65,7 @@ def fetch_all(
             continue
         _say_fetched(rec, say)
         if labbook:
-            append_record(labbook, rec, "model-fetch")
+            append_record(labbook, rec, ModelFetch.KIND)
     if failed:
         say(f"==> {len(failed)} of {len(chosen)} format(s) failed: {', '.join(failed)}")
         return 1
@@ -76,10 +77,11 @@ def fetch_all(
 
 
 def _say_fetched(rec: dict, say: Say) -> None:
+    got = ModelFetch.read(rec).result
     say(
-        f"    ok: {rec['path']}"
-        + (f", {rec['files']} files, {rec['bytes']:,} bytes" if rec["bytes"] else "")
-        + ("" if rec["downloaded"] else " (already present, nothing downloaded)")
+        f"    ok: {got.path}"
+        + (f", {got.files} files, {got.bytes:,} bytes" if got.bytes else "")
+        + ("" if got.downloaded else " (already present, nothing downloaded)")
     )
-    for check in rec["checks"]:
+    for check in got.checks:
         say(f"    pass: {check}")

@@ -373,7 +373,8 @@ def test_engine_speed_memory_and_model_fetch():
         "swap_free_mb",
         "gpu_used_mb",
     ]
-    hub = er.ModelFetch("gguf", "T", "hf", True, {"path": "p"}, "t", repo="o/r", revision="main").to_dict()
+    got = er.FetchResult("m.gguf", "p", 1, 10, None, None, ["size 10 bytes"], True)
+    hub = er.ModelFetch("gguf", "T", "hf", "1 file", got, "t", repo="o/r", revision="main").to_dict()
     assert list(hub) == [
         "harness_schema",
         "record",
@@ -381,9 +382,10 @@ def test_engine_speed_memory_and_model_fetch():
         "title",
         "source",
         "listed",
-        "path",
+        *("file", "path", "files", "bytes", "sha256", "sha256_from", "checks", "downloaded"),
         "fetched_at",
         "repo",
         "revision",
     ]
-    assert "repo" not in er.ModelFetch("l", "T", "lemonade", True, {}, "t").to_dict()
+    assert er.ModelFetch.read(hub).result == got and not problems(hub, "model-fetch")
+    assert "repo" not in er.ModelFetch("l", "T", "lemonade", "", got, "t").to_dict()

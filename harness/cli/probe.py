@@ -13,7 +13,7 @@ from harness.options.record import ENGINE, ENGINE_VERSION
 from harness.options.shared import API_KEY, API_KEY_ENV, LABBOOK, MACHINE_DESC, MODEL, PRINT_ONLY
 from harness.options.single_user import PROMPT_SUFFIX
 from harness.safe_text import safe_text
-from harness.records.engine import FEATURES, Features
+from harness.records.engine import FEATURES, VERDICT, Features
 from harness.records.notebook import append_record, check_writable
 from harness.endpoints import probe_requests
 
@@ -48,7 +48,11 @@ def run(args) -> int:
     )
     for section, title, show in shown:
         r = record[section]
-        verdict = f"yes {json.dumps(show(r))}" if r["supported"] else f"no ({safe_text(r.get('detail'))})"
+        verdict = (
+            f"yes {json.dumps(show(r))}"
+            if r[VERDICT.supported]
+            else f"no ({safe_text(r.get(VERDICT.detail))})"
+        )
         print(f"    {args.engine}: {title:<24} {verdict}")
     if not args.print_only:
         append_record(args.labbook, record, Features.KIND)

@@ -9,7 +9,7 @@ from contextlib import suppress
 
 from harness.endpoints import probes
 from harness.bounds import Bounds
-from harness.records.engine import Features
+from harness.records.engine import VERDICT, Features
 from harness.safe_text import redact, redact_tree, safe_text
 from harness.measure.stream import error_message
 from harness.errors import TargetError, TargetUnreachable
@@ -24,6 +24,11 @@ from harness.endpoints.http_client import (
     opened,
     request,
 )
+
+
+def _failed(status: int | None, detail: str) -> dict:
+    """A probe's verdict where the server did not deliver: its status and the exact reason."""
+    return {VERDICT.status: status, VERDICT.supported: False, VERDICT.detail: detail}
 
 
 class Client:
@@ -93,11 +98,11 @@ def _reply(resp: Reply) -> tuple[int, dict | None, str]:
 
 def _kept(verdict: dict, raw: bytes | str) -> dict:
     """A failed verdict keeps the server's raw reply (cut at a few kB), not only its summary."""
-    if verdict.get("supported"):
+    if verdict.get(VERDICT.supported):
         return verdict
-    detail = verdict.get("detail")  # the server's words: no key it echoed goes on disk
+    detail = verdict.get(VERDICT.detail)  # the server's words: no key it echoed goes on disk
     detail = redact(detail) if isinstance(detail, str) else detail
-    return {**verdict, "detail": detail, "raw_reply": redact(probes.raw_excerpt(raw))}
+    return {**verdict, VERDICT.detail: detail, VERDICT.raw_reply: redact(probes.raw_excerpt(raw))}
 
 
 def probe_models(client: Client) -> dict:
@@ -106,9 +111,9 @@ def probe_models(client: Client) -> dict:
     data = body.get("data") if status == 200 and isinstance(body, dict) else None
     data = data if isinstance(data, list) else []  # "data": null is no list of models
     ids = [safe_text(m["id"], 200) for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
-    out = {"status": status, "supported": status == 200 and bool(ids), "model_ids": ids[:10]}
-    if not out["supported"]:
-        out["detail"] = f"status {status}: {text or json.dumps(body)[:160]}"
+    out = {VERDICT.status: status, VERDICT.supported: status == 200 and bool(ids), "model_ids": ids[:10]}
+    if not out[VERDICT.supported]:
+        out[VERDICT.detail] = f"status {status}: {text or json.dumps(body)[:160]}"
     return _kept(out, resp.body)
 
 
@@ -129,13 +134,9 @@ def probe_tools(client: Client, args) -> dict:
     )
     status, body, text = _reply(resp)
     if status != 200 or body is None:
-        verdict = {
-            "status": status,
-            "supported": False,
-            "detail": f"status {status}: {text or json.dumps(body)[:160]}",
-        }
+        verdict = _failed(status, f"status {status}: {text or json.dumps(body)[:160]}")
         return _kept(verdict, resp.body)
-    return _kept({"status": status, **probes.judge_tool_reply(body)}, resp.body)
+    return _kept({VERDICT.status: status, **probes.judge_tool_reply(body)}, resp.body)
 
 
 def probe_streaming_tools(client: Client, args) -> dict:
@@ -149,25 +150,21 @@ def _judge_stream(status: int, lines: list[bytes], cut: str) -> dict:
         text = cut or (lines[0] if lines else b"").decode("utf-8", "replace")
         with suppress(ValueError):
             text = error_message(json.loads(text))
-        return {"status": status, "supported": False, "detail": f"status {status}: {text[:160]}"}
+        return _failed(status, f"status {status}: {text[:160]}")
     events = []
     for line in lines:
         if line.startswith(b"error:"):
             said = line[6:200].decode("utf-8", "replace").strip()
-            return {"status": 200, "supported": False, "detail": f"error mid-stream: {said}"}
+            return _failed(200, f"error mid-stream: {said}")
         if line.startswith(b"data:") and line[5:].strip() != b"[DONE]":
             try:
                 events.append(json.loads(line[5:]))
             except (ValueError, RecursionError):  # not JSON, not UTF-8, absurdly nested
-                return {
-                    "status": 200,
-                    "supported": False,
-                    "detail": "a stream line was not JSON: " + line[:80].decode("utf-8", "replace"),
-                }
+                return _failed(200, "a stream line was not JSON: " + line[:80].decode("utf-8", "replace"))
     if cut:
-        return {"status": 200, "supported": False, "detail": f"the stream was cut: {cut}"}
+        return _failed(200, f"the stream was cut: {cut}")
     name, arguments, text, finish = probes.assemble_tool_deltas(events)
-    return {"status": 200, **probes.judge_tool_call(name, arguments, text, finish)}
+    return {VERDICT.status: 200, **probes.judge_tool_call(name, arguments, text, finish)}
 
 
 def probe_schema(client: Client, args) -> dict:
@@ -178,13 +175,9 @@ def probe_schema(client: Client, args) -> dict:
     resp = client.post("/chat/completions", _chat_body(args, probes.PERSON_PROMPT, response_format=fmt))
     status, body, text = _reply(resp)
     if status != 200 or body is None:
-        verdict = {
-            "status": status,
-            "supported": False,
-            "detail": f"status {status}: {text or json.dumps(body)[:160]}",
-        }
+        verdict = _failed(status, f"status {status}: {text or json.dumps(body)[:160]}")
         return _kept(verdict, resp.body)
-    return _kept({"status": status, **probes.judge_schema_reply(body)}, resp.body)
+    return _kept({VERDICT.status: status, **probes.judge_schema_reply(body)}, resp.body)
 
 
 def features(args, key: str | None) -> dict:

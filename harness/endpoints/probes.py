@@ -9,6 +9,7 @@ import re
 import jsonschema
 
 from harness.records.base import FEATURES_LAB  # noqa: F401  (re-exported: defined with the records)
+from harness.records.engine import VERDICT
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -68,27 +69,32 @@ def _reasoning_field(message: dict) -> str | None:
 
 def judge_tool_call(name: str | None, arguments: object, text: str, finish: str | None) -> dict:
     """Supported only when a tool call names the weather function with a string ``city``."""
-    out: dict[str, object] = {"supported": False, "called": name, "arguments": None, "finish_reason": finish}
+    out: dict[str, object] = {
+        VERDICT.supported: False,
+        "called": name,
+        "arguments": None,
+        "finish_reason": finish,
+    }
     if name is None:
         if "<tool_call>" in (text or ""):
-            out["detail"] = (
+            out[VERDICT.detail] = (
                 "the model wrote a <tool_call> block as text; the server did not parse it (server finding)"
             )
         elif finish == "length":
-            out["detail"] = "the token budget ran out before any tool call (finish_reason length)"
+            out[VERDICT.detail] = "the token budget ran out before any tool call (finish_reason length)"
         else:
-            out["detail"] = "replied without tool_calls: " + (text or "").strip()[:80]
+            out[VERDICT.detail] = "replied without tool_calls: " + (text or "").strip()[:80]
         return out
     try:
         args = json.loads(arguments) if isinstance(arguments, str) else arguments
     except (ValueError, RecursionError):
-        out["detail"] = "tool_calls came back but their arguments are not valid JSON"
+        out[VERDICT.detail] = "tool_calls came back but their arguments are not valid JSON"
         return out
     out["arguments"] = args
     if name == TOOL_NAME and isinstance(args, dict) and isinstance(args.get("city"), str):
-        out["supported"] = True
+        out[VERDICT.supported] = True
     else:
-        out["detail"] = f"tool_calls came back, but not {TOOL_NAME} with a city string"
+        out[VERDICT.detail] = f"tool_calls came back, but not {TOOL_NAME} with a city string"
     return out
 
 
@@ -108,7 +114,7 @@ def judge_schema_reply(reply: dict, schema: dict = PERSON_SCHEMA) -> dict:
     content = _str(message.get("content")) or ""
     stripped = _EMPTY_THINK.sub("", content, count=1)
     out = {
-        "supported": False,
+        VERDICT.supported: False,
         "value": None,
         "think_block_removed": stripped != content,
         "finish_reason": finish,
@@ -117,14 +123,16 @@ def judge_schema_reply(reply: dict, schema: dict = PERSON_SCHEMA) -> dict:
     try:
         value = json.loads(stripped)
     except (ValueError, RecursionError):
-        out["detail"] = "the request was accepted but the reply is not JSON: " + stripped.strip()[:80]
+        out[VERDICT.detail] = "the request was accepted but the reply is not JSON: " + stripped.strip()[:80]
         return out
     out["value"] = value
     errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(value), key=lambda e: list(e.path))
     if errors:
-        out["detail"] = "JSON that does not match the schema: " + "; ".join(e.message for e in errors[:3])
+        out[VERDICT.detail] = "JSON that does not match the schema: " + "; ".join(
+            e.message for e in errors[:3]
+        )
     else:
-        out["supported"] = True
+        out[VERDICT.supported] = True
     return out
 
 

@@ -80,6 +80,7 @@ class Verdict:
     SCHEMA_DEF: ClassVar[str] = "verdict"  # its name in the schema's $defs
 
 
+VERDICT = FieldNames(Verdict)  # a verdict's keys (the probes write them, the report reads them)
 _VERDICT = {"$ref": "#/$defs/verdict"}
 
 

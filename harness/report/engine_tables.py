@@ -11,7 +11,7 @@ from harness import lab
 from harness.measure import server_timings
 from harness.energy import engine_tables as engine_energy
 
-from harness.records.engine import FEATURES, READINGS, SNAPSHOT, SPEED
+from harness.records.engine import FEATURES, READINGS, SNAPSHOT, SPEED, VERDICT
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -97,7 +97,7 @@ def _v(value, digits: int = 2):
 
 
 def _yes(section: dict | None) -> str:
-    return "—" if not section else ("yes" if section.get("supported") else "no")
+    return "—" if not section else ("yes" if section.get(VERDICT.supported) else "no")
 
 
 def speed_rows(order, speed, ceilings: dict | None = None) -> list[list]:
@@ -169,9 +169,9 @@ def feature_rows(order, features) -> list[list]:
         f = features.get(engine)
         if f:
             details = [
-                f[s].get("detail")
+                f[s].get(VERDICT.detail)
                 for s in (FEATURES.tool_calling, FEATURES.streaming_tool_calling, FEATURES.structured_output)
-                if (f.get(s) or {}).get("detail")
+                if (f.get(s) or {}).get(VERDICT.detail)
             ]
             rows.append(
                 [
@@ -328,7 +328,7 @@ def check(  # noqa: C901
             say("FAIL", engine, "no features record (run harness probe)")
         else:
             for section in (FEATURES.tool_calling, FEATURES.structured_output):
-                if not isinstance((feat.get(section) or {}).get("supported"), bool):
+                if not isinstance((feat.get(section) or {}).get(VERDICT.supported), bool):
                     say("FAIL", engine, f"features record lacks a yes/no for {section}")
         if feat and set(pair) == {"short", "long"}:
             say("PASS", engine, "short and long speed records and a features record present")

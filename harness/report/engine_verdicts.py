@@ -14,7 +14,7 @@ from harness import lab
 from harness.report import identity
 from harness.sizing.predictions import decode_ceiling, kv_per_token
 from harness.report.engine_tables import memory_added
-from harness.records.engine import FEATURES, SPEED
+from harness.records.engine import FEATURES, SPEED, VERDICT
 
 # The section's heading: the engines lab's own title of the task this module answers.
 TITLE = lab.task_answered_by("report/engine_verdicts")
@@ -184,18 +184,18 @@ def feature_lines(order: list[str], features: dict, settings: dict) -> list[str]
         found = ec.rule_for(engine, settings)
         for key, title in FEATURE_NAMES.items():
             section = f.get(key) or {}
-            if section.get("supported") is not False:
+            if section.get(VERDICT.supported) is not False:
                 continue
             fix = (found[1].get(key) if found else None) or "no setting known for this engine"
             lines.append(
-                f"- {engine}, {title}: {section.get('detail') or 'failed'}; what would change it: {fix}"
+                f"- {engine}, {title}: {section.get(VERDICT.detail) or 'failed'}; what would change it: {fix}"
             )
     return lines
 
 
 def _eligible(features: dict, engine: str) -> bool:
     f = features.get(engine) or {}
-    return all((f.get(s) or {}).get("supported") is True for s in FEATURE_NAMES)
+    return all((f.get(s) or {}).get(VERDICT.supported) is True for s in FEATURE_NAMES)
 
 
 def verdict_lines(order, speed, features, fmts: dict, ceils: dict) -> list[str]:

@@ -15,7 +15,7 @@
     harness/schemas/memory-snapshot.schema.json from harness.records.engine.MemorySnapshot, Readings
     harness/schemas/model-fetch.schema.json    from harness.records.engine.ModelFetch and FetchResult
 
-Each field of a record part declares its schema facts (``harness.records.schema.fact``); a part
+Each field of a record part declares its schema facts (``harness.schema_facts.fact``); a part
 its record's package cannot import is named by dotted path (``declared_in``) and read here: the
 workload's (harness.workloads.level_part), the energy and cost (harness.energy.record_part), the
 workers' (harness.load.worker_parts) and the series (harness.exporter.series).
@@ -49,7 +49,7 @@ def resolve(path: str) -> Any:
 def record_schema(record: type, where: str, defs: tuple = ()) -> dict:
     """A record kind's schema from its typed record: its ``KIND`` as ``$id``, its title and
     description first, its properties, and the named parts it refers to in ``$defs``."""
-    from harness.records.schema import definitions, object_schema
+    from harness.schema_facts import definitions, object_schema
 
     body = object_schema(record, resolve)
     head = {k: body.pop(k) for k in ("title", "description") if k in body}
@@ -156,6 +156,13 @@ def model_fetch_schema() -> dict:
     return record_schema(ModelFetch, "harness/records/engine.py")
 
 
+def machine_schema() -> dict:
+    """The machine part every record carries, from ``Machine`` and its parts."""
+    from harness.machine.part import Accelerator, Machine
+
+    return record_schema(Machine, "harness/machine/part.py", (Accelerator,))
+
+
 SCHEMAS = {
     "level.schema.json": level_schema,
     "engine-speed.schema.json": engine_speed_schema,
@@ -170,6 +177,7 @@ SCHEMAS = {
     "endpoint-check.schema.json": endpoint_check_schema,
     "memory-snapshot.schema.json": memory_snapshot_schema,
     "model-fetch.schema.json": model_fetch_schema,
+    "machine.schema.json": machine_schema,
 }
 
 

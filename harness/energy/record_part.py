@@ -115,7 +115,7 @@ COST_SCHEMA: dict = {
 class PartKeys:
     """The keys of a part declared here as a schema, as attributes: ``ENERGY.energy_j`` is the key
     ``"energy_j"``. Readers take the keys from here, so each is spelled once, in its schema, and a
-    misspelt one fails where it is used (``harness.records.schema.FieldNames`` for a dataclass)."""
+    misspelt one fails where it is used (``harness.schema_facts.FieldNames`` for a dataclass)."""
 
     def __init__(self, schema: dict) -> None:
         self._names = frozenset(schema["properties"])

@@ -9,13 +9,114 @@ image, and an ``absent`` map that gives, for each null, the reason. The probe
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Union
+from typing import ClassVar, Mapping, Union
 
 from harness.machine import readers
+from harness.schema_facts import fact, line
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 MACHINE_SCHEMA = 1  # the part's own version (schemas/machine.schema.json)
+CLOSED: dict = {"additionalProperties": False}  # a part holds its declared fields and nothing else
+
+
+@dataclass(kw_only=True)
+class Cpu:
+    model: str | None = fact(required=True, nullable=True)
+    cores: int | None = fact(
+        "physical cores (lscpu, sysctl hw.physicalcpu)", required=True, nullable=True, minimum=0
+    )
+    logical_cpus: int | None = fact(required=True, nullable=True, minimum=0)
+    arch: str | None = fact(required=True, nullable=True)
+
+    SCHEMA_FACTS: ClassVar[dict] = CLOSED
+
+
+@dataclass(kw_only=True)
+class OsPart:
+    system: str | None = fact(required=True, nullable=True)
+    name: str | None = fact(required=True, nullable=True)
+    kernel: str | None = fact(required=True, nullable=True)
+
+    SCHEMA_FACTS: ClassVar[dict] = CLOSED
+
+
+@dataclass(kw_only=True)
+class Accelerator:
+    vendor: str = fact(
+        "who made it, or 'engine log' for a device only the engine's log named",
+        required=True,
+        enum=["nvidia", "amd", "apple", "engine log"],
+    )
+    name: str | None = fact(required=True, nullable=True)
+    memory_bytes: int | None = fact(
+        "its own memory; null on unified-memory chips (see the machine's memory_bytes)",
+        required=True,
+        nullable=True,
+        minimum=0,
+    )
+    driver: str | None = fact(
+        "the kernel driver's version as its tool prints it", required=True, nullable=True
+    )
+    runtime: str | None = fact(
+        "the runtime: 'CUDA 13.0', 'ROCm 6.4.1'; for an engine-log device its device name (Vulkan0)",
+        required=True,
+        nullable=True,
+    )
+    source: str = fact(required=True, enum=["nvidia-smi", "rocm-smi", "amd-smi", "sysctl", "engine log"])
+
+    SCHEMA_DEF: ClassVar[str] = "accelerator"  # its name in the schema's $defs
+    SCHEMA_FACTS: ClassVar[dict] = CLOSED
+
+
+@dataclass(kw_only=True)
+class Container:
+    image: str | None = fact(required=True, nullable=True)
+    ran: str = fact(
+        "what ran in it: the engine serving the endpoint's port, or the harness itself",
+        required=True,
+        enum=["the engine", "the harness"],
+    )
+    source: str = fact(required=True, enum=["docker ps", "/run/.containerenv", "/.dockerenv"])
+
+    SCHEMA_FACTS: ClassVar[dict] = CLOSED
+
+
+@dataclass(kw_only=True)
+class Machine:
+    """The machine part every record carries under ``machine``; ``build`` writes it through this
+    declaration, and scripts/schemas.py writes schemas/machine.schema.json from it."""
+
+    machine_schema: int = fact(required=True, schema={"const": MACHINE_SCHEMA}, default=MACHINE_SCHEMA)
+    cpu: Cpu = fact(required=True)
+    memory_bytes: int | None = fact(
+        "the machine's memory (MemTotal, hw.memsize)", required=True, nullable=True, minimum=0
+    )
+    os: OsPart = fact(required=True)
+    accelerators: list[Accelerator] = fact(required=True)
+    container: Container | None = fact(required=True, nullable=True)
+    endpoint_here: bool | None = fact(
+        "whether the record's endpoint is served on this machine (a loopback name or an address of it)",
+        required=True,
+        nullable=True,
+    )
+    host_name: str | None = fact("only when asked for with --record-host-name", default=None)
+    absent: dict = fact(
+        "for each null or empty field, why",
+        required=True,
+        schema={"additionalProperties": {"type": "string", "minLength": 1}},
+    )
+
+    KIND: ClassVar[str] = "machine"  # the part's kind: its schema's name
+    SCHEMA_FACTS: ClassVar[dict] = {
+        "title": "The machine a record was written on, read from the machine (harness.machine)",
+        "description": "Every record the harness writes carries this part under 'machine' (records written "
+        "before it do not). It describes the host the harness ran on; endpoint_here says whether the "
+        "measured endpoint was served on it too. Each null has its reason in 'absent', keyed by the "
+        "field's path (cpu.model, accelerators.0.runtime). No serial number, UUID or bus id is read; "
+        "the host name only when asked for (--record-host-name).",
+        **CLOSED,
+    }
 
 
 @dataclass(frozen=True)
@@ -45,25 +146,27 @@ def build(outputs: Mapping[str, Output], facts: Mapping[str, object]) -> dict:
     absent: dict[str, str] = {}
     system = str(facts.get("system") or "")
     cpu, memory = _cpu(outputs, facts, absent, system)
-    part: dict = {
-        "machine_schema": MACHINE_SCHEMA,
-        "cpu": cpu,
-        "memory_bytes": memory,
-        "os": _os(outputs, facts, absent, system),
-        "accelerators": _accelerators(outputs, absent, system, memory),
-        "container": _container(outputs, facts, absent),
-        "endpoint_here": facts.get("endpoint_here"),
-    }
-    if part["endpoint_here"] is None:
+    os_part = _os(outputs, facts, absent, system)
+    accelerators = _accelerators(outputs, absent, system, memory)
+    container = _container(outputs, facts, absent)
+    here = facts.get("endpoint_here")
+    if here is None:
         absent["endpoint_here"] = str(facts.get("endpoint_why") or "the record names no endpoint")
-    elif part["endpoint_here"] is False:
+    elif here is False:
         absent["server"] = (
             "the endpoint is on another host: this part describes the load generator's machine only"
         )
-    if facts.get("host_name"):
-        part["host_name"] = facts["host_name"]
-    part["absent"] = absent
-    return part
+    part = Machine(
+        cpu=Cpu(**cpu),
+        memory_bytes=memory,
+        os=OsPart(**os_part),
+        accelerators=[Accelerator(**a) for a in accelerators],
+        container=Container(**container) if container else None,
+        endpoint_here=here,
+        host_name=str(facts["host_name"]) if facts.get("host_name") else None,
+        absent=absent,
+    )
+    return line(part)
 
 
 def _cpu(outputs, facts, absent: dict, system: str) -> tuple[dict, int | None]:

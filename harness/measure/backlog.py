@@ -35,7 +35,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import ClassVar, Iterable
 
-from harness.records.schema import FieldNames, fact
+from harness.schema_facts import FieldNames, fact
 from harness.records.level import LEVEL
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from typing import Any, ClassVar, Mapping
 
 from harness import lab
-from harness.records.schema import FieldNames, fact, line, read_line
+from harness.schema_facts import FieldNames, fact, line, read_line
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 

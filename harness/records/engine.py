@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Mapping
 
 from harness.records.base import FEATURES_LAB, MACHINE_NOTE, SCHEMA_VERSION
-from harness.records.schema import FieldNames, fact, line, line_keys, read_line
+from harness.schema_facts import FieldNames, fact, line, line_keys, read_line
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any, ClassVar, Mapping
 
 from harness.records.base import DEFAULT_OBJECTIVES, LAB_ID, SCHEMA_VERSION, UNKNOWN, Objectives, non_finite
-from harness.records.schema import FieldNames, fact, line_keys
+from harness.schema_facts import FieldNames, fact, line_keys
 from harness.errors import SchemaError
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it

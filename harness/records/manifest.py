@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from harness.records.base import SCHEMA_VERSION
-from harness.records.schema import FieldNames, fact, line
+from harness.schema_facts import FieldNames, fact, line
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 

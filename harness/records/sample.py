@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
-from harness.records.schema import FieldNames, fact, left_out_while_none, read_line
+from harness.schema_facts import FieldNames, fact, left_out_while_none, read_line
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Mapping
 
 from harness.records.base import LAB_ID, MACHINE_NOTE, SCHEMA_VERSION
-from harness.records.schema import FieldNames, fact, line, read_line
+from harness.schema_facts import FieldNames, fact, line, read_line
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 

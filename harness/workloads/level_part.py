@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Mapping
 from harness.measure.backlog import Backlog, Flight, backlog, server_note
 from harness.measure.levels import spread as _spread
 from harness.records.level import Distribution
-from harness.records.schema import FieldNames, fact
+from harness.schema_facts import FieldNames, fact
 from harness.workloads.schedules import coefficient_of_variation, gaps
 from harness.measure.sample import Sample
 from harness.measure.tally import LevelTally

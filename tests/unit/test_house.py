@@ -23,7 +23,7 @@ MAX_LINES = 1000  # a ceiling far above, so a module cannot grow unseen while it
 # The floors of the house, bottom up (docs/architecture.md, "Packages"): a package imports only the
 # floors below its own. The modules at the top of harness/ are the ground floor; they import each other.
 FLOORS = (
-    ("", "errors", "paths", "signals", "safe_text", "words", "lab", "bounds"),
+    ("", "errors", "paths", "signals", "safe_text", "words", "lab", "bounds", "schema_facts"),
     ("machine",),
     ("records",),
     ("measure",),

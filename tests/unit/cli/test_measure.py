@@ -133,7 +133,7 @@ def test_prefill_from_the_difference_or_the_reason_it_has_none():
 def test_the_speed_limit_part_and_its_line_from_the_machine_table_figure():
     """M4 Max's 546 GB/s over a 4.9 GB model is 111.4 tok/s; a short decode of 86 tok/s is 77 % of it."""
     from harness.report.single_user_lines import limit_line
-    from harness.records.schema import line
+    from harness.schema_facts import line
     from harness.sizing.arithmetic import speed_limit_part
 
     part = speed_limit_part("m4-max", 546.0, 4.9, 86.0)

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from harness.records.schema import definitions, fact, object_schema, type_schema
+from harness.schema_facts import definitions, fact, object_schema, type_schema
 from tests.conftest import ROOT
 
 
@@ -194,7 +194,7 @@ class _Line:
 
 
 def test_a_line_holds_the_declared_keys_and_reads_back():
-    from harness.records.schema import line, read_line
+    from harness.schema_facts import line, read_line
 
     whole = _Line(3, _Inner(0.5), _Span(1.0), 2.0, "n")
     assert line(whole) == {"count": 3, "slo_ttft_s": 0.5, "span": {"low": 1.0}, "low": 2.0, "why": "n"}
@@ -231,7 +231,7 @@ def test_a_sample_line_is_its_declared_line_and_reads_back():
     says, its tags after, and reads back with its tags."""
     from harness.records.notebook import problems
     from harness.records.sample import SampleLine
-    from harness.records.schema import line
+    from harness.schema_facts import line
 
     row = SampleLine("c", 2, True, None, 0.1, 0.5, [0.1, 0.3], 2, "usage", None, None, 9, 0, "stop")
     assert row.to_dict() == line(row) and "ttft_absent" not in row.to_dict()

@@ -9,6 +9,8 @@ the object; ``scripts/schemas.py`` writes ``harness/schemas/<kind>.schema.json``
 
 A part its record's floor cannot import (the workload's, the energy's) is named by dotted path
 (``declared_in``); the caller resolves it (``resolve``), so this module imports nothing. Pure.
+It sits on the ground floor, so that a package below the records (the machine's) declares its
+part here too.
 """
 
 from __future__ import annotations

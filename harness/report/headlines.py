@@ -117,7 +117,7 @@ def admission_outcome(levels: dict[int, dict], promise_s: float, search: Capacit
         verdict = f"breaks the {promise_s:g} s promise ({over}{failed})"
     prompts = f" ({rec[LEVEL.prompt_set]})" if rec.get(LEVEL.prompt_set) else ""
     good = f"{st.within_slo or 0}/{st.completed}"
-    found = f" (capacity search: {search['answer']})" if search else ""
+    found = f" (capacity search: {search.answer})" if search else ""
     return f"c={c}{prompts}{found}: {verdict}; {good} within the goodput objective"
 
 

@@ -173,7 +173,7 @@ def capacity_searches(r: RunInputs) -> list[str]:
         "## Capacity found by search",
         "",
         f"Each verdict from a bootstrap interval over the pooled requests of a level "
-        f"({recs[0]['confidence']:.0%}); the levels at the boundary were run again until stable.",
+        f"({recs[0].confidence:.0%}); the levels at the boundary were run again until stable.",
         "",
         table(head, rows),
         "",

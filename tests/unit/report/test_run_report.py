@@ -402,3 +402,68 @@ def test_requests_over_time_is_drawn_only_on_one_hosts_clock(tmp_path, clock, dr
     assert "charts/x-latency.png" in text
     assert ("charts/x-over-time.png" in text) is drawn
     assert ("clocks are never set against each other" in text) is not drawn
+
+
+def test_an_admission_level_found_by_a_capacity_search_names_the_search():
+    """Day 3's plan finds its admission level by `harness capacity`: the headline reads the search's
+    typed record (the level it found and its answer), as the report writes it after the search."""
+    from harness.records.sizing import Capacity, SearchCriterion, SearchRun, TriedRun
+
+    levels = raw_levels()["practice-baseline"]
+    c = sorted(levels)[0]
+    tried = [TriedRun(c, 1, 0.14, 0.14, [0.13, 0.15], "pass", "within")]
+    search = Capacity(
+        "practice-admission",
+        SearchRun.of({"engine": "practice", "model": "m", "max_tokens": 32}),
+        "r1",
+        SearchCriterion("ttft", "p95", 0.5, "TTFT p95 <= 0.5 s"),
+        0.9,
+        c,
+        "exact",
+        f"exactly {c} at once",
+        tried,
+        1,
+        1,
+        12.0,
+        240.0,
+        "done",
+        "t",
+    )
+    line = headlines.admission_outcome(levels, 2.0, search)
+    assert line.startswith(f"c={c}") and f"(capacity search: exactly {c} at once)" in line
+    missing = Capacity(**{**search.__dict__, "capacity": None, "answer": "none within the promise"})
+    assert headlines.admission_outcome(levels, 2.0, missing) == "capacity search: none within the promise"
+
+
+def test_the_capacity_searches_section_reads_each_search_from_the_notebook(tmp_path):
+    """A run whose notebook holds a `harness capacity` record (Day 3's plan): the section lists it,
+    read back as the typed record, with the search's confidence in its heading line."""
+    from harness.records.sizing import Capacity, SearchCriterion, SearchRun, TriedRun
+    from harness.report.run_inputs import RunInputs
+
+    tried = [
+        TriedRun(4, 1, 0.14, 0.14, [0.13, 0.15], "pass", "within"),
+        TriedRun(8, 1, 0.9, 0.9, None, "fail", "x"),
+    ]
+    search = Capacity(
+        "day3-practice-capacity",
+        SearchRun.of({"engine": "practice", "model": "m", "max_tokens": 32}),
+        "r1",
+        SearchCriterion("ttft", "p95", 0.5, "TTFT p95 <= 0.5 s"),
+        0.9,
+        4,
+        "exact",
+        "4 at once",
+        tried,
+        2,
+        2,
+        16.0,
+        120.0,
+        "done",
+        "t",
+    )
+    (tmp_path / "labbook.md").write_text(json.dumps(search.to_dict()) + "\n")
+    r = RunInputs(tmp_path, None, {}, {}, 0.5, [], {})
+    text = "\n".join(record_sections.capacity_searches(r))
+    assert "## Capacity found by search" in text and "(90%)" in text
+    assert "day3-practice-capacity" in text and "4:pass -> 8:fail" in text

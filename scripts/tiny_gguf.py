@@ -23,6 +23,9 @@ import numpy as np
 
 import gguf
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from harness.engines.models.gguf_header import ARRAY, SCALARS, STRING  # noqa: E402
+
 ARCH = "gemma3"
 DEFAULT_TOKENIZER = Path("models/gemma-3-270m-q4_k_m.gguf")
 # The model's shape: small, but with a head size llama.cpp's CUDA flash-attention kernels support.
@@ -31,19 +34,7 @@ CONTEXT = 8192
 SLIDING_WINDOW = 512
 
 
-_SCALAR = {
-    0: "<B",
-    1: "<b",
-    2: "<H",
-    3: "<h",
-    4: "<I",
-    5: "<i",
-    6: "<f",
-    7: "<?",
-    10: "<Q",
-    11: "<q",
-    12: "<d",
-}
+# numpy's dtype of each numeric array element type, by the same ids as gguf_header.SCALARS
 _NUMPY = {
     0: "<u1",
     1: "<i1",
@@ -57,7 +48,6 @@ _NUMPY = {
     11: "<i8",
     12: "<f8",
 }
-_STRING, _ARRAY = 8, 9
 
 
 def read_metadata(path: Path) -> dict[str, tuple[int, int | None, object]]:
@@ -78,9 +68,9 @@ def read_metadata(path: Path) -> dict[str, tuple[int, int | None, object]]:
 
     def value(kind: int):
         nonlocal at
-        if kind == _STRING:
+        if kind == STRING:
             return string()
-        fmt = _SCALAR[kind]
+        fmt = SCALARS[kind]
         (v,) = struct.unpack_from(fmt, data, at)
         at += struct.calcsize(fmt)
         return v
@@ -90,12 +80,12 @@ def read_metadata(path: Path) -> dict[str, tuple[int, int | None, object]]:
         key = string().decode("utf-8")
         (kind,) = struct.unpack_from("<I", data, at)
         at += 4
-        if kind != _ARRAY:
+        if kind != ARRAY:
             fields[key] = (kind, None, value(kind))
             continue
         sub, n = struct.unpack_from("<IQ", data, at)
         at += 12
-        if sub == _STRING:
+        if sub == STRING:
             fields[key] = (kind, sub, [string() for _ in range(n)])
         else:
             items = np.frombuffer(data, dtype=_NUMPY[sub], count=n, offset=at)

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
 
 MAGIC = b"GGUF"
-_SCALARS = {
+# Metadata value types by their GGUF id: the struct format of each scalar, and the string and array ids.
+SCALARS = {
     0: "<B",
     1: "<b",
     2: "<H",
@@ -24,7 +25,7 @@ _SCALARS = {
     11: "<q",
     12: "<d",
 }
-_STRING, _ARRAY = 8, 9
+STRING, ARRAY = 8, 9
 
 
 @dataclass
@@ -58,15 +59,15 @@ class _Reader:
         self.fh.seek(self.unpack("<Q"), 1)
 
     def value(self, vtype: int):
-        if vtype in _SCALARS:
-            return self.unpack(_SCALARS[vtype])
-        if vtype == _STRING:
+        if vtype in SCALARS:
+            return self.unpack(SCALARS[vtype])
+        if vtype == STRING:
             return self.string()
-        if vtype == _ARRAY:
+        if vtype == ARRAY:
             etype, count = self.unpack("<I"), self.unpack("<Q")
-            if etype in _SCALARS:
-                self.fh.seek(struct.calcsize(_SCALARS[etype]) * count, 1)
-            elif etype == _STRING:
+            if etype in SCALARS:
+                self.fh.seek(struct.calcsize(SCALARS[etype]) * count, 1)
+            elif etype == STRING:
                 for _ in range(count):
                     self.skip_string()
             else:

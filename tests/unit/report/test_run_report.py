@@ -404,31 +404,27 @@ def test_requests_over_time_is_drawn_only_on_one_hosts_clock(tmp_path, clock, dr
     assert ("clocks are never set against each other" in text) is not drawn
 
 
+def capacity_search(label: str, level: int, answer: str, tried: list):
+    """A finished ``harness capacity`` record with a TTFT p95 criterion at 0.5 s."""
+    from harness.records.sizing import Capacity, SearchCriterion, SearchRun
+
+    run = SearchRun.of({"engine": "practice", "model": "m", "max_tokens": 32})
+    criterion = SearchCriterion("ttft", "p95", 0.5, "TTFT p95 <= 0.5 s")
+    runs = len(tried)
+    return Capacity(
+        label, run, "r1", criterion, 0.9, level, "exact", answer, tried, runs, runs, 12.0, 240.0, "done", "t"
+    )
+
+
 def test_an_admission_level_found_by_a_capacity_search_names_the_search():
     """Day 3's plan finds its admission level by `harness capacity`: the headline reads the search's
     typed record (the level it found and its answer), as the report writes it after the search."""
-    from harness.records.sizing import Capacity, SearchCriterion, SearchRun, TriedRun
+    from harness.records.sizing import Capacity, TriedRun
 
     levels = raw_levels()["practice-baseline"]
     c = sorted(levels)[0]
     tried = [TriedRun(c, 1, 0.14, 0.14, [0.13, 0.15], "pass", "within")]
-    search = Capacity(
-        "practice-admission",
-        SearchRun.of({"engine": "practice", "model": "m", "max_tokens": 32}),
-        "r1",
-        SearchCriterion("ttft", "p95", 0.5, "TTFT p95 <= 0.5 s"),
-        0.9,
-        c,
-        "exact",
-        f"exactly {c} at once",
-        tried,
-        1,
-        1,
-        12.0,
-        240.0,
-        "done",
-        "t",
-    )
+    search = capacity_search("practice-admission", c, f"exactly {c} at once", tried)
     line = headlines.admission_outcome(levels, 2.0, search)
     assert line.startswith(f"c={c}") and f"(capacity search: exactly {c} at once)" in line
     missing = Capacity(**{**search.__dict__, "capacity": None, "answer": "none within the promise"})
@@ -438,30 +434,14 @@ def test_an_admission_level_found_by_a_capacity_search_names_the_search():
 def test_the_capacity_searches_section_reads_each_search_from_the_notebook(tmp_path):
     """A run whose notebook holds a `harness capacity` record (Day 3's plan): the section lists it,
     read back as the typed record, with the search's confidence in its heading line."""
-    from harness.records.sizing import Capacity, SearchCriterion, SearchRun, TriedRun
+    from harness.records.sizing import TriedRun
     from harness.report.run_inputs import RunInputs
 
     tried = [
         TriedRun(4, 1, 0.14, 0.14, [0.13, 0.15], "pass", "within"),
         TriedRun(8, 1, 0.9, 0.9, None, "fail", "x"),
     ]
-    search = Capacity(
-        "day3-practice-capacity",
-        SearchRun.of({"engine": "practice", "model": "m", "max_tokens": 32}),
-        "r1",
-        SearchCriterion("ttft", "p95", 0.5, "TTFT p95 <= 0.5 s"),
-        0.9,
-        4,
-        "exact",
-        "4 at once",
-        tried,
-        2,
-        2,
-        16.0,
-        120.0,
-        "done",
-        "t",
-    )
+    search = capacity_search("day3-practice-capacity", 4, "4 at once", tried)
     (tmp_path / "labbook.md").write_text(json.dumps(search.to_dict()) + "\n")
     r = RunInputs(tmp_path, None, {}, {}, 0.5, [], {})
     text = "\n".join(record_sections.capacity_searches(r))

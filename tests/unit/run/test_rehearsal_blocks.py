@@ -188,3 +188,22 @@ def test_the_plan_the_records_and_the_report_name_the_software_device(tmp_path, 
     shown = r.to_dict()["stand_ins"]
     assert llama_vulkan.SOFTWARE_DEVICE in shown["llama-server-control, block control"]["stand_in"]
     assert "llama-server-control" in shown  # the HIP control's stand-in is still listed
+
+
+def test_at_the_smoke_size_the_mlx_prefix_pair_runs_two_requests_a_side_and_says_so_on_each() -> None:
+    """Track M's real mlx_lm.server runs its prefix pair at 2 requests (smoke_steps); the change is
+    said on each of the pair's two sweeps, the steps a reader of the run sees."""
+    raw = yaml.safe_load((TRACK_X.parent / "track-m.yaml").read_text())
+    overlay, _, _ = rehearsal.read_overlay("track-m")
+    out, notes = rehearsal.apply(raw, overlay, quick="smoke", resolver=fake_place, state=installed)
+    assert step_options(block(out, "mlx"), "prefix-pair")["requests"] == 2
+    assert step_options(block(out, "llama"), "prefix-pair")["requests"] == 3  # the smoke size
+    said = "requests 3 -> 2 (the smoke size for this block)"
+    assert [n for n in notes if n.endswith(said)] == [
+        f"mlx/sweep:mlx-prefix-{side}: {said}" for side in ("unique", "shared")
+    ]
+    applied = rehearsal.Rehearsal("track-m", TRACK_X, "", "smoke", "a Mac", notes=notes)
+    for side in ("unique", "shared"):
+        assert applied.step_notes(f"mlx/sweep:mlx-prefix-{side}") == [said]
+    assert applied.step_notes("mlx/sweep:mlx-baseline") == []
+    assert applied.step_notes("llama/sweep:llama-prefix-unique") == []

@@ -8,8 +8,10 @@ property, so common words ("name", "model", "host") in HTTP payloads and tables 
 second takes only literals used as a key (``x["f"]``, ``x.get("f")``, ``{"f": ...}``) of a field
 of a record schema: a place that reads or writes a record by spelling its field. A third leaves out
 the fields that are also a word of another declared vocabulary: an option's name (harness/options),
-a data file's key (the schemas not generated from a record) or a key of the wire format
-(harness/endpoints/wire.py). Such a word is rightly spelled where that vocabulary is handled.
+a data file's key (the schemas not generated from a record, the vendored export format's too), a
+key of the wire format (harness/endpoints/wire.py) or a command's name (harness/cli/commands.py,
+the key of each command's own default). Such a word is rightly spelled where that vocabulary is
+handled.
 
     .venv/bin/python scripts/measure_shape.py
 """
@@ -170,9 +172,9 @@ def option_words() -> set[str]:
 
 def data_file_words() -> set[str]:
     """Every property of the data files' schemas: those not generated from a record (no
-    scripts/schemas.py in their ``$comment``)."""
+    scripts/schemas.py in their ``$comment``), the vendored ones (an export's format) too."""
     words: set[str] = set()
-    for schema in sorted((ROOT / "harness" / "schemas").glob("*.schema.json")):
+    for schema in sorted((ROOT / "harness" / "schemas").rglob("*.json")):
         tree = json.loads(schema.read_text(encoding="utf-8"))
         if "scripts/schemas.py" not in tree.get("$comment", ""):
             _properties(tree, words)
@@ -185,9 +187,23 @@ def wire_words() -> set[str]:
     return {a.value for call in calls for a in call.args if isinstance(a, ast.Constant)}
 
 
+def command_words() -> set[str]:
+    """Every ``harness`` command's name: the strings of ``NAMES`` in harness/cli/commands.py."""
+    tree = ast.parse((ROOT / "harness" / "cli" / "commands.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "NAMES" for t in node.targets):
+            return {e.value for e in getattr(node.value, "elts", []) if isinstance(e, ast.Constant)}
+    return set()
+
+
 def record_only(fields: set[str], keyed: dict[str, Counter]) -> None:
     """The record fields no other vocabulary declares, keyed in more than 3 modules, with where."""
-    vocabularies = {"option": option_words(), "data file": data_file_words(), "wire": wire_words()}
+    vocabularies = {
+        "option": option_words(),
+        "data file": data_file_words(),
+        "wire": wire_words(),
+        "command": command_words(),
+    }
     shared = {f: [v for v, words in vocabularies.items() if f in words] for f in fields}
     own = sorted((f for f in fields if not shared[f]), key=lambda f: (-len(keyed[f]), f))
     sizes = ", ".join(f"{v} {len(words)}" for v, words in vocabularies.items())

@@ -5,27 +5,16 @@ reads them here to tell a wire key from a record field of the same spelling."""
 
 from __future__ import annotations
 
-from typing import Iterator
+from harness.schema_facts import KeyNames
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 
-class WireKeys:
+class WireKeys(KeyNames):
     """Wire keys as attributes: ``REQUEST.max_tokens`` is ``"max_tokens"``. A misspelt one fails
     where it is used, so a body and its reader cannot drift apart."""
 
-    def __init__(self, *names: str) -> None:
-        self._names = frozenset(names)
-        for name in names:  # plain attributes, read as fast as a literal; ``__getattr__`` sees misses
-            setattr(self, name, name)
-
-    def __getattr__(self, name: str) -> str:
-        if name.startswith("_") or name not in self._names:
-            raise AttributeError(f"no wire key {name!r}")
-        return name
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(sorted(self._names))
+    what = "wire key"
 
 
 # A request body: /v1/chat/completions and /v1/completions, with the engines' own extensions.

@@ -13,7 +13,15 @@ from dataclasses import MISSING, Field, dataclass, fields, replace
 from datetime import datetime, timezone
 from typing import Any, ClassVar, Mapping
 
-from harness.records.base import DEFAULT_OBJECTIVES, LAB_ID, SCHEMA_VERSION, UNKNOWN, Objectives, non_finite
+from harness.records.base import (
+    DEFAULT_OBJECTIVES,
+    HEAD,
+    LAB_ID,
+    SCHEMA_VERSION,
+    UNKNOWN,
+    Objectives,
+    non_finite,
+)
 from harness.schema_facts import FieldNames, fact, line_keys
 from harness.errors import SchemaError
 
@@ -334,10 +342,10 @@ class LevelRecord:
         "written by the lab's own load-test.py validate too). Times in seconds; rates per second of "
         "wall clock. Fields marked 'added' are written by this harness only.",
     }
-    SCHEMA_REQUIRED: ClassVar[tuple] = ("lab",)
+    SCHEMA_REQUIRED: ClassVar[tuple] = (HEAD.lab,)
     SCHEMA_KEYS: ClassVar[dict] = {  # keys no field holds: what every level line carries
-        "lab": {"type": "string"},
-        "harness_schema": {
+        HEAD.lab: {"type": "string"},
+        HEAD.harness_schema: {
             "const": SCHEMA_VERSION,
             "description": "added: present on records this harness wrote",
         },
@@ -345,7 +353,12 @@ class LevelRecord:
 
     def to_dict(self) -> dict:
         c = self.context
-        out: dict = {"lab": LAB_ID, "harness_schema": SCHEMA_VERSION, "label": c.label, "engine": c.engine}
+        out: dict = {
+            HEAD.lab: LAB_ID,
+            HEAD.harness_schema: SCHEMA_VERSION,
+            "label": c.label,
+            "engine": c.engine,
+        }
         if c.server is not None:
             out.update(
                 engine_version=c.server.engine_version,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from harness.records.base import SCHEMA_VERSION
+from harness.records.base import HEAD, SCHEMA_VERSION
 from harness.schema_facts import FieldNames, fact, line
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -193,14 +193,14 @@ class RunManifest:
         "outcome. Rewritten after every step, validated before each write.",
         **CLOSED,
     }
-    SCHEMA_REQUIRED: ClassVar[tuple] = ("record", "harness_schema")
+    SCHEMA_REQUIRED: ClassVar[tuple] = (HEAD.record, HEAD.harness_schema)
     SCHEMA_KEYS: ClassVar[dict] = {
-        "record": {"const": "run-manifest"},
-        "harness_schema": {"const": SCHEMA_VERSION},
+        HEAD.record: {"const": "run-manifest"},
+        HEAD.harness_schema: {"const": SCHEMA_VERSION},
     }
 
     def to_dict(self) -> dict:
-        return {"record": self.KIND, "harness_schema": SCHEMA_VERSION, **line(self)}
+        return {HEAD.record: self.KIND, HEAD.harness_schema: SCHEMA_VERSION, **line(self)}
 
 
 MANIFEST = FieldNames(RunManifest)  # a manifest's top-level keys

@@ -24,7 +24,7 @@ from referencing.jsonschema import DRAFT202012
 
 from harness import paths
 from harness.records.level import LevelRecord
-from harness.records.base import is_level, non_finite
+from harness.records.base import HEAD, is_level, non_finite
 from harness.safe_text import redact_tree
 from harness.errors import ConfigError, SchemaError
 from harness.machine import probe
@@ -90,9 +90,9 @@ def rehearsal_stamp(record: dict, env: Mapping[str, str] | None = None) -> dict:
         found = json.loads(raw)
     except ValueError:
         raise SchemaError("HARNESS_REHEARSAL is not JSON; it is set by `harness track --rehearse`") from None
-    stamp = {"rehearsal": True, "rehearsal_track": found.get("track")}
+    stamp = {HEAD.rehearsal: True, HEAD.rehearsal_track: found.get("track")}
     if found.get("stand_in"):
-        stamp["stand_in"] = found["stand_in"]
+        stamp[HEAD.stand_in] = found["stand_in"]
     return {**record, **stamp}
 
 

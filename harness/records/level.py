@@ -22,7 +22,7 @@ from harness.records.base import (
     Objectives,
     non_finite,
 )
-from harness.schema_facts import FieldNames, fact, line_keys
+from harness.schema_facts import FieldNames, KeyNames, fact, line_keys
 from harness.errors import SchemaError
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -199,6 +199,69 @@ class ServerInfo:
     server_slots: int | None = fact(nullable=True, minimum=0)
 
 
+# The level record's ``workers`` (``Arrival.workers``): one entry per Locust worker, each made by
+# ``harness.load.worker_parts.WorkerPart.entry``. ``WORKER`` holds its keys for every reader.
+WORKERS_SCHEMA: dict = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": [
+            "worker",
+            "users",
+            "requests",
+            "returned",
+            "completed",
+            "cpu_percent",
+            "late_share",
+            "ttft_p50_s",
+            "limited",
+        ],
+        "properties": {
+            "worker": {
+                "type": "string",
+                "description": "its name (harness worker --name; default host:pid; local ones process-N)",
+            },
+            "users": {"type": "integer", "minimum": 0},
+            "requests": {"type": "integer", "minimum": 0, "description": "its share of the level's requests"},
+            "returned": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "exact samples it sent back to the master",
+            },
+            "completed": {"type": "integer", "minimum": 0},
+            "cpu_percent": {
+                "type": ["number", "null"],
+                "minimum": 0,
+                "description": (
+                    "its process's CPU (per cent of one core) as its heartbeats said, mean over the level"
+                ),
+            },
+            "late_share": {
+                "type": ["number", "null"],
+                "minimum": 0,
+                "maximum": 1,
+                "description": "its share of tokens read a whole token gap late",
+            },
+            "ttft_p50_s": {"type": ["number", "null"], "minimum": 0},
+            "limited": {
+                "type": "boolean",
+                "description": (
+                    "it could not keep up: CPU past 90 % or more than 0.25 % of its tokens read late"
+                ),
+            },
+            "lost": {
+                "type": "string",
+                "description": (
+                    "only for a worker lost mid-level: why; the requests of its share that "
+                    "never came back are failed samples (WorkerLost)"
+                ),
+            },
+        },
+    },
+}
+WORKER = KeyNames(*WORKERS_SCHEMA["items"]["properties"])
+
+
 @dataclass(frozen=True)
 class Arrival:
     """How requests arrived in a level: ``closed`` (optionally timed or spread over worker
@@ -228,7 +291,7 @@ class Arrival:
     workers: list[dict] | None = fact(
         "added, distributed levels: each Locust worker's part (harness.load.worker_parts); the "
         "level's percentiles are over every worker's samples pooled, never averaged across workers",
-        declared_in="harness.load.worker_parts.WORKERS_SCHEMA",
+        declared_in="harness.records.level.WORKERS_SCHEMA",
         default=None,
     )
     wall_clock: str | None = fact(
@@ -275,14 +338,17 @@ class RunMark:
     )
 
     def to_dict(self) -> dict:
-        return {"run_id": self.run_id, "repeat": self.repeat, "repeats": self.repeats}
+        return {_RUN.run_id: self.run_id, _RUN.repeat: self.repeat, _RUN.repeats: self.repeats}
 
     @classmethod
     def read(cls, record: Mapping[str, Any]) -> RunMark | None:
         """Which run wrote a level line; None on lines from before run ids."""
-        if "run_id" not in record:
+        if _RUN.run_id not in record:
             return None
-        return cls(record["run_id"], record.get("repeat", 1), record.get("repeats", 1))
+        return cls(record[_RUN.run_id], record.get(_RUN.repeat, 1), record.get(_RUN.repeats, 1))
+
+
+_RUN = FieldNames(RunMark)
 
 
 def run_id_for(when: datetime, pid: int) -> str:

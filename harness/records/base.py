@@ -110,6 +110,11 @@ class TpotFit:
     b: float = fact(required=True)
 
 
+# A repeated level's entry in the curve summary's ``spread``: its concurrency and how many runs;
+# each headline figure's range sits beside them.
+SPREAD = KeyNames("c", "runs")
+
+
 @dataclass(frozen=True)
 class CurveSummary:
     """One label's curve in a line: levels, knee, operating point, fit and capacity."""
@@ -148,8 +153,11 @@ class CurveSummary:
         "(smallest, largest) of each headline figure over them; the level's own figures are the medians",
         items={
             "type": "object",
-            "required": ["c", "runs"],
-            "properties": {"c": {"type": "integer", "minimum": 1}, "runs": {"type": "integer", "minimum": 2}},
+            "required": [SPREAD.c, SPREAD.runs],
+            "properties": {
+                SPREAD.c: {"type": "integer", "minimum": 1},
+                SPREAD.runs: {"type": "integer", "minimum": 2},
+            },
             "additionalProperties": {
                 "type": "array",
                 "items": {"type": "number"},

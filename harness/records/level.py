@@ -349,6 +349,9 @@ class RunMark:
 
 
 _RUN = FieldNames(RunMark)
+# What a level merged from its repeated runs carries besides a level line's keys
+# (``harness.measure.curves.merge_runs``): how many runs, and each headline figure's range.
+MERGED = KeyNames("runs", "spread")
 
 
 def run_id_for(when: datetime, pid: int) -> str:

@@ -457,9 +457,9 @@ class LevelRecord:
         if self.workload is not None:
             out.update(self.workload.to_dict())
         if self.energy is not None:
-            out["energy"] = self.energy
+            out[LEVEL.energy] = self.energy
         if self.cost is not None:
-            out["cost"] = self.cost
+            out[LEVEL.cost] = self.cost
         if self.machine is not None:
             out["machine"] = self.machine
         if self.series is not None:
@@ -493,8 +493,8 @@ class LevelRecord:
             arrival=Arrival.read(record),
             client=ClientCheck.read(record),
             run=RunMark.read(record),
-            energy=record.get("energy"),
-            cost=record.get("cost"),
+            energy=record.get(LEVEL.energy),
+            cost=record.get(LEVEL.cost),
             machine=record.get("machine"),
             series=record.get("series"),
         )

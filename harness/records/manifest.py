@@ -10,11 +10,17 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from harness.records.base import HEAD, SCHEMA_VERSION
-from harness.schema_facts import FieldNames, fact, line
+from harness.schema_facts import FieldNames, KeyNames, fact, line
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 CLOSED: dict = {"additionalProperties": False}  # a part that holds only its declared keys
+
+
+# A command the service launcher ran before the load (an engine entry's ``before_start``).
+BEFORE = KeyNames("command", "status")
+# The machine the runner ran on (the manifest's ``host``).
+HOST = KeyNames("node", "system", "python", "cpus")
 
 
 @dataclass(frozen=True)
@@ -132,8 +138,8 @@ class EngineEntry:
         "service launcher: the serve script's commands run before the load, with their exit status",
         items={
             "type": "object",
-            "required": ["command", "status"],
-            "properties": {"command": {"type": "string"}, "status": {"type": "integer"}},
+            "required": [BEFORE.command, BEFORE.status],
+            "properties": {BEFORE.command: {"type": "string"}, BEFORE.status: {"type": "integer"}},
         },
         default=None,
     )

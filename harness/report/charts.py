@@ -252,8 +252,8 @@ def series_chart(label: str, records: list[dict], path: str | Path, mark: str = 
     offset = 0.0
     for n, r in enumerate(records):
         s = r[LEVEL.series]
-        t = [offset + x for x in s["t_s"]]
-        server, client = s["server"], s["client"]
+        t = [offset + x for x in s[es.SERIES.t_s]]
+        server, client = s[es.SERIES.server], s[es.SERIES.client]
         first = n == 0
         top.step(
             t,

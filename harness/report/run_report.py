@@ -14,7 +14,7 @@ from pathlib import Path
 
 from harness.measure import curves
 from harness import words
-from harness.records.manifest import ENGINE, MANIFEST, STEP
+from harness.records.manifest import ENGINE, HOST, MANIFEST, STEP
 from harness.records.sizing import Capacity
 from harness.records.base import is_level
 from harness.records.notebook import read_records
@@ -257,7 +257,7 @@ def conditions(r: RunInputs) -> list[str]:
         "## Test conditions",
         "",
         f"- Machine: {plan.variables.get('HOST_DESC', 'not stated in the plan')} "
-        f"({said(host.get('system'))}, {said(host.get('cpus'))} CPUs)",
+        f"({said(host.get(HOST.system))}, {said(host.get(HOST.cpus))} CPUs)",
         f"- Promise for capacity: p95 TTFT within {r.promise:g} s; objective for goodput and the operating "
         f"point: TTFT <= {plan.sweep.get('slo_ttft', 2.0)} s and TPOT <= {plan.sweep.get('slo_tpot', 0.1)} s "
         "(p90)",

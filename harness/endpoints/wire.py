@@ -43,8 +43,10 @@ REQUEST = WireKeys(
     "enable_thinking",
 )
 # A chat message, a part of its content and a tool call in it (sent in ``messages``, received in
-# ``message`` or ``delta``).
-MESSAGE = WireKeys("role", "content", "text", "name", "tool_calls", "id", "type", "function", "arguments")
+# ``message`` or ``delta``; a streamed call's pieces carry its ``index``).
+MESSAGE = WireKeys(
+    "role", "content", "text", "name", "tool_calls", "id", "index", "type", "function", "arguments"
+)
 # An answer: a streamed event or a whole body, its choices, usage, llama.cpp's timings, an error.
 ANSWER = WireKeys(
     "id",

@@ -216,6 +216,9 @@ class ProofSeen:
         return read_line(cls, value)
 
 
+SEEN = FieldNames(ProofSeen)  # what the proof request saw: its keys
+
+
 @dataclass(frozen=True)
 class EndpointCheck:
     """What the one request before a sweep's first level saw (``observed``) and what it means."""

@@ -19,7 +19,7 @@ import dataclasses
 import functools
 import types
 import typing
-from typing import Any, Callable, Mapping, TypeVar, Union
+from typing import Any, Callable, Iterator, Mapping, TypeVar, Union
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -208,6 +208,27 @@ class FieldNames:
         if name.startswith("_") or name not in self._names:
             raise AttributeError(f"no record field {name!r}")
         return name
+
+
+class KeyNames:
+    """Keys no dataclass holds, declared as a list of names and read as attributes:
+    ``HEAD.harness_schema`` is the key ``"harness_schema"``. The list is the one place each is
+    spelled; a misspelt one fails where it is used."""
+
+    what = "key"
+
+    def __init__(self, *names: str) -> None:
+        self._names = frozenset(names)
+        for name in names:  # plain attributes, read as fast as a literal; ``__getattr__`` sees misses
+            setattr(self, name, name)
+
+    def __getattr__(self, name: str) -> str:
+        if name.startswith("_") or name not in self._names:
+            raise AttributeError(f"no {self.what} {name!r}")
+        return name
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._names))
 
 
 def left_out_while_none(part: type) -> tuple[str, ...]:

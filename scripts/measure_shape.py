@@ -6,7 +6,12 @@ warning, record fields spelled as string literals in many modules, and option na
 Record fields are counted twice. The first count takes every string literal equal to any schema
 property, so common words ("name", "model", "host") in HTTP payloads and tables count too. The
 second takes only literals used as a key (``x["f"]``, ``x.get("f")``, ``{"f": ...}``) of a field
-of a record schema: a place that reads or writes a record by spelling its field.
+of a record schema: a place that reads or writes a record by spelling its field. A third leaves out
+the fields that are also a word of another declared vocabulary: an option's name (harness/options),
+a data file's key (the schemas not generated from a record, the vendored export format's too), a
+key of the wire format (harness/endpoints/wire.py) or a command's name (harness/cli/commands.py,
+the key of each command's own default). Such a word is rightly spelled where that vocabulary is
+handled.
 
     .venv/bin/python scripts/measure_shape.py
 """
@@ -139,6 +144,74 @@ def key_spellings(texts: dict[Path, str]) -> None:
     print(f"  (fields in several kinds: {len(shared)}, {wide} of them keyed in more than 3 modules)")
     many = sum(len(keyed[f]) > 3 for f in fields)
     print("record fields used as keys in more than 3 modules:", many, "of", len(fields))
+    record_only(fields, keyed)
+
+
+def _calls(path: Path, name: str) -> Iterator[ast.Call]:
+    """The calls of ``name(...)`` in one module of the package."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == name:
+            yield node
+
+
+def option_words() -> set[str]:
+    """Every declared option's name and dest, its aliases too: the first argument of each
+    ``Option(...)`` in harness/options."""
+    words: set[str] = set()
+    for path in sorted((ROOT / "harness" / "options").glob("*.py")):
+        for call in _calls(path, "Option"):
+            spelt = [a for a in call.args[:1] if isinstance(a, ast.Constant)]
+            for kw in call.keywords:
+                if kw.arg == "aliases" and isinstance(kw.value, ast.Tuple):
+                    spelt += [e for e in kw.value.elts if isinstance(e, ast.Constant)]
+            for constant in spelt:
+                name = str(constant.value).lstrip("-")
+                words.update({name, name.replace("-", "_")})
+    return words
+
+
+def data_file_words() -> set[str]:
+    """Every property of the data files' schemas: those not generated from a record (no
+    scripts/schemas.py in their ``$comment``), the vendored ones (an export's format) too."""
+    words: set[str] = set()
+    for schema in sorted((ROOT / "harness" / "schemas").rglob("*.json")):
+        tree = json.loads(schema.read_text(encoding="utf-8"))
+        if "scripts/schemas.py" not in tree.get("$comment", ""):
+            _properties(tree, words)
+    return words
+
+
+def wire_words() -> set[str]:
+    """Every key of the wire format: the arguments of each ``WireKeys(...)`` in its declaration."""
+    calls = _calls(ROOT / "harness" / "endpoints" / "wire.py", "WireKeys")
+    return {a.value for call in calls for a in call.args if isinstance(a, ast.Constant)}
+
+
+def command_words() -> set[str]:
+    """Every ``harness`` command's name: the strings of ``NAMES`` in harness/cli/commands.py."""
+    tree = ast.parse((ROOT / "harness" / "cli" / "commands.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "NAMES" for t in node.targets):
+            return {e.value for e in getattr(node.value, "elts", []) if isinstance(e, ast.Constant)}
+    return set()
+
+
+def record_only(fields: set[str], keyed: dict[str, Counter]) -> None:
+    """The record fields no other vocabulary declares, keyed in more than 3 modules, with where."""
+    vocabularies = {
+        "option": option_words(),
+        "data file": data_file_words(),
+        "wire": wire_words(),
+        "command": command_words(),
+    }
+    shared = {f: [v for v, words in vocabularies.items() if f in words] for f in fields}
+    own = sorted((f for f in fields if not shared[f]), key=lambda f: (-len(keyed[f]), f))
+    sizes = ", ".join(f"{v} {len(words)}" for v, words in vocabularies.items())
+    print(f"\nwords of other vocabularies ({sizes}): {sum(bool(v) for v in shared.values())} record fields")
+    many = [f for f in own if len(keyed[f]) > 3]
+    print("record-only fields keyed in more than 3 modules:", len(many), "of", len(own))
+    for name in many:
+        print(f"  {name:24s} {len(keyed[name]):3d}  " + ", ".join(_short(m) for m in sorted(keyed[name])))
 
 
 def field_spellings(texts: dict[Path, str]) -> None:

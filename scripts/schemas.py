@@ -16,9 +16,9 @@
     harness/schemas/model-fetch.schema.json    from harness.records.engine.ModelFetch and FetchResult
 
 Each field of a record part declares its schema facts (``harness.schema_facts.fact``); a part
-its record's package cannot import is named by dotted path (``declared_in``) and read here: the
+declared as a schema fragment is named by dotted path (``declared_in``) and read here: the
 workload's (harness.workloads.level_part), the energy and cost (harness.energy.record_part), the
-workers' (harness.load.worker_parts) and the series (harness.exporter.series).
+workers' (harness.records.level) and the series (harness.exporter.series).
 
     .venv/bin/python scripts/schemas.py                 # write them (make schemas)
     .venv/bin/python scripts/schemas.py --check         # exit 1 naming each stale schema

@@ -9,6 +9,7 @@ import json
 
 from harness import options
 from harness.energy.detect import detect
+from harness.energy.readings import summary_lines
 from harness.energy.sampler import DEFAULT_INTERVAL, idle_baseline
 from harness.options.shared import AS_JSON
 from harness.options.telemetry import TELEMETRY
@@ -44,11 +45,8 @@ def run(args) -> int:
         return 0
     for line in found.lines():
         print(f"    {line}")
-    for source in (reading or {}).get("sources", []):
-        power = source.get("mean_power_w")
-        watts = "no power figure" if power is None else f"{power:.1f} W ({source['method']})"
-        label = f" [{source['label']}]" if source.get("label") else ""
-        print(f"==> {source['source']} {source['device']}{label}: {watts} over {source['readings']} readings")
+    for line in summary_lines(reading):
+        print(f"==> {line}")
     if not found.sources:
         print("==> no telemetry source here")
     return 0

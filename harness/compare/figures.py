@@ -14,7 +14,7 @@ from harness.sizing import gate
 from harness.energy.record_part import ENERGY
 from harness.records.level import LEVEL, LevelStats, objectives_of
 from harness.measure.stats import all_worse_chance, median
-from harness.report.headlines import headlines, operating_text, peak_text
+from harness.report.headlines import ROW, headlines, operating_text, peak_text
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -82,9 +82,9 @@ def headline_rows(found: list[RunSet], promise_s: float | None) -> list[Headline
                     set_no=no,
                     identity=identity(run),
                     peak=peak_text(top[0]) if top else "no level completed",
-                    knee=top[0]["knee"] if top else "-",
+                    knee=top[0][ROW.knee] if top else "-",
                     operating_point=operating_text(top[0]) if top else "none",
-                    capacity=top[0]["capacity"].text if top else "none",
+                    capacity=top[0][ROW.capacity].text if top else "none",
                     promise_s=promise,
                     at=at,
                     ttft_p95_s=st.ttft_s.p95 if st else None,

@@ -15,6 +15,7 @@ from harness.measure.sample import Sample
 from harness.safe_text import safe_text
 from harness.measure.stream import MAX_KEPT_TEXT, error_message
 from harness.workloads.request import Request, forced_fields
+from harness.endpoints.wire import ANSWER, REQUEST
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -31,16 +32,18 @@ class BodySettings:
 def chat_fields(job: Request, settings: BodySettings) -> dict:
     """A chat-shaped body without its streaming fields: ``messages``, the sampling fields, the
     job's extra fields and its forced length; each kind makes its own body from it."""
-    body: dict = {"messages": job.messages}
+    body: dict = {REQUEST.messages: job.messages}
     if settings.max_tokens is not None:
-        body["max_tokens"] = settings.max_tokens
+        body[REQUEST.max_tokens] = settings.max_tokens
     if settings.temperature is not None:
-        body["temperature"] = settings.temperature
+        body[REQUEST.temperature] = settings.temperature
     body.update(job.extra)
     if job.max_tokens is not None:
-        body.update(forced_fields(job.max_tokens) if job.force_length else {"max_tokens": job.max_tokens})
+        body.update(
+            forced_fields(job.max_tokens) if job.force_length else {REQUEST.max_tokens: job.max_tokens}
+        )
     if settings.model:
-        body["model"] = settings.model
+        body[REQUEST.model] = settings.model
     return body
 
 
@@ -64,15 +67,15 @@ class TokenCounting:
         if not isinstance(obj, dict):
             return
         s = self.sample
-        if s.request_id is None and isinstance(obj.get("id"), str):
-            s.request_id = safe_text(obj["id"], 200)
-        if "error" in obj and s.error is None:
+        if s.request_id is None and isinstance(obj.get(ANSWER.id), str):
+            s.request_id = safe_text(obj[ANSWER.id], 200)
+        if ANSWER.error in obj and s.error is None:
             s.error = f"StreamError: {error_message(obj)}"
-        if isinstance(obj.get("usage"), dict):
-            self._usage = obj["usage"]
-        if isinstance(obj.get("timings"), dict):
-            s.timings = _numbers(obj["timings"])
-        choices = obj.get("choices")
+        if isinstance(obj.get(ANSWER.usage), dict):
+            self._usage = obj[ANSWER.usage]
+        if isinstance(obj.get(ANSWER.timings), dict):
+            s.timings = _numbers(obj[ANSWER.timings])
+        choices = obj.get(ANSWER.choices)
         for choice in choices if isinstance(choices, list) else []:
             if isinstance(choice, dict):
                 self._choice(choice, t)
@@ -106,8 +109,8 @@ class TokenCounting:
             self.sample.t_first = t
 
     def _finish_reason(self, choice: dict) -> None:
-        if isinstance(choice.get("finish_reason"), str) and choice["finish_reason"]:
-            self.sample.finish_reason = choice["finish_reason"]
+        if isinstance(choice.get(ANSWER.finish_reason), str) and choice[ANSWER.finish_reason]:
+            self.sample.finish_reason = choice[ANSWER.finish_reason]
 
     def finish(self, t_end: float, error: str | None = None) -> Sample:
         s = self.sample
@@ -127,7 +130,7 @@ class TokenCounting:
     def _count_tokens(self) -> None:
         s = self.sample
         usage = self._usage or {}
-        claimed = usage.get("completion_tokens")
+        claimed = usage.get(ANSWER.completion_tokens)
         whole = isinstance(claimed, int) and not isinstance(claimed, bool)
         s.usage_note = None
         if isinstance(claimed, int) and whole:
@@ -139,7 +142,8 @@ class TokenCounting:
         else:
             s.output_tokens = self._deltas
             s.token_source = "usage-rejected" if s.usage_note else "deltas"
-        s.prompt_tokens = usage.get("prompt_tokens") if _count(usage.get("prompt_tokens")) else None
+        prompt = usage.get(ANSWER.prompt_tokens)
+        s.prompt_tokens = prompt if _count(prompt) else None
         s.cached_tokens = _cached_count(usage, s.timings, s.prompt_tokens)
         if s.cached_tokens is None:
             s.cached_note = _cached_note(usage, s.timings, s.prompt_tokens)
@@ -166,13 +170,13 @@ def _cached_count(usage: dict, timings: dict | None, prompt: int | None) -> int 
     """The cached prompt tokens the server reports (usage's details, else llama.cpp's ``cache_n``),
     or None: no count, or more cached tokens than the prompt it counted (no share past 1; the
     sample's ``cached_note`` says so)."""
-    details = usage.get("prompt_tokens_details")
+    details = usage.get(ANSWER.prompt_tokens_details)
     details = details if isinstance(details, dict) else {}
     cached = None
-    if _count(details.get("cached_tokens")):
-        cached = details["cached_tokens"]
-    elif timings and _count(timings.get("cache_n")):
-        cached = timings["cache_n"]
+    if _count(details.get(ANSWER.cached_tokens)):
+        cached = details[ANSWER.cached_tokens]
+    elif timings and _count(timings.get(ANSWER.cache_n)):
+        cached = timings[ANSWER.cache_n]
     return None if cached is not None and prompt is not None and cached > prompt else cached
 
 
@@ -182,8 +186,8 @@ def _cached_note(usage: dict, timings: dict | None, prompt: int | None) -> str |
     said = _cached_count(usage, timings, None)
     if said is not None:
         return f"the server said {said} cached tokens of a {prompt}-token prompt: no count"
-    details = usage.get("prompt_tokens_details")
-    raw = details.get("cached_tokens") if isinstance(details, dict) else None
+    details = usage.get(ANSWER.prompt_tokens_details)
+    raw = details.get(ANSWER.cached_tokens) if isinstance(details, dict) else None
     return None if raw is None else f"the server said cached_tokens {safe_text(repr(raw), 40)}: no count"
 
 

@@ -10,10 +10,11 @@ from harness.measure.stream import MAX_KEPT_TEXT, StreamParser, error_message, j
 from harness.endpoints.tool_calls import join_tool_deltas
 from harness.workloads.request import Request
 from harness.endpoints.base import BodySettings, TokenCounting, chat_fields
+from harness.endpoints.wire import ANSWER, REQUEST
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
-TEXT_FIELDS = ("content", "reasoning_content", "reasoning")
+TEXT_FIELDS = (ANSWER.content, ANSWER.reasoning_content, ANSWER.reasoning)
 NOT_STREAMED = "not streamed: the answer arrives whole, so it has no first token to time"
 
 
@@ -35,17 +36,18 @@ class WholeChatAnswer(TokenCounting):
             self.sample.error = problem
 
     def _choice(self, choice: dict, t: float) -> None:
-        message = choice.get("message")
+        message = choice.get(ANSWER.message)
         message = message if isinstance(message, dict) else {}
         for name in TEXT_FIELDS:
             value = message.get(name)
             if isinstance(value, str) and value:
                 self._field(name)
-                if name == "content":
+                if name == ANSWER.content:
                     self._keep(value)
-        if isinstance(message.get("tool_calls"), list) and message["tool_calls"]:
-            self._field("tool_calls")
-            self.sample.tool_calls_dropped += join_tool_deltas(self.sample.tool_calls, message["tool_calls"])
+        calls = message.get(ANSWER.tool_calls)
+        if isinstance(calls, list) and calls:
+            self._field(ANSWER.tool_calls)
+            self.sample.tool_calls_dropped += join_tool_deltas(self.sample.tool_calls, calls)
         self._finish_reason(choice)
 
     def _count_tokens(self) -> None:
@@ -59,7 +61,7 @@ class WholeChatAnswer(TokenCounting):
 
 def whole_problem(obj: object, body: bytes) -> str | None:
     """Why a body is no whole chat answer to read (an error, an event stream, not JSON), or None."""
-    if isinstance(obj, dict) and "error" in obj:
+    if isinstance(obj, dict) and ANSWER.error in obj:
         return f"ServerError: {error_message(obj)}"
     if isinstance(obj, dict):
         return None
@@ -76,7 +78,7 @@ class ChatNoStream:
     streamed = False
 
     def body(self, job: Request, settings: BodySettings) -> dict:
-        return {**chat_fields(job, settings), "stream": False}
+        return {**chat_fields(job, settings), REQUEST.stream: False}
 
     def parser(self, t_send: float, text_limit: int = MAX_KEPT_TEXT) -> StreamParser:
         return StreamParser(WholeChatAnswer(t_send, text_limit))

@@ -8,19 +8,27 @@ from __future__ import annotations
 from harness.measure.stream import MAX_KEPT_TEXT, StreamParser
 from harness.workloads.request import Request
 from harness.endpoints.base import BodySettings, TokenCounting, chat_fields
+from harness.endpoints.chat import stream_fields
+from harness.endpoints.wire import ANSWER, MESSAGE, REQUEST
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
-CHAT_ONLY = ("messages", "tools", "tool_choice", "response_format", "chat_template_kwargs")
+CHAT_ONLY = (
+    REQUEST.messages,
+    REQUEST.tools,
+    REQUEST.tool_choice,
+    REQUEST.response_format,
+    REQUEST.chat_template_kwargs,
+)
 
 
 def prompt_text(messages: list[dict]) -> str:
     """The messages' texts (a content string, or its parts' ``text``), joined by blank lines."""
     texts = []
     for message in messages:
-        content = message.get("content")
+        content = message.get(MESSAGE.content)
         if isinstance(content, list):
-            content = "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+            content = "".join(str(p.get(MESSAGE.text, "")) for p in content if isinstance(p, dict))
         if isinstance(content, str) and content:
             texts.append(content)
     return "\n\n".join(texts)
@@ -30,9 +38,9 @@ class CompletionsAnswer(TokenCounting):
     """The choices of a text completion stream's events: a ``text`` piece each."""
 
     def _choice(self, choice: dict, t: float) -> None:
-        text = choice.get("text")
+        text = choice.get(ANSWER.text)
         if isinstance(text, str) and text:
-            self._field("text")
+            self._field(ANSWER.text)
             self._keep(text)
             self._token(t)
         self._finish_reason(choice)
@@ -47,9 +55,9 @@ class Completions:
 
     def body(self, job: Request, settings: BodySettings) -> dict:
         fields = chat_fields(job, settings)
-        body = {"prompt": prompt_text(job.messages)}
+        body = {REQUEST.prompt: prompt_text(job.messages)}
         body.update((k, v) for k, v in fields.items() if k not in CHAT_ONLY)
-        return {**body, "stream": True, "stream_options": {"include_usage": True}}
+        return stream_fields(body)
 
     def parser(self, t_send: float, text_limit: int = MAX_KEPT_TEXT) -> StreamParser:
         return StreamParser(CompletionsAnswer(t_send, text_limit))

@@ -25,6 +25,7 @@ from urllib.parse import SplitResult, urlsplit
 from harness.bounds import Bounds
 from harness.safe_text import REDACTED, keep_secret, safe_text
 from harness.measure.sample import Sample
+from harness.endpoints.wire import MODELS
 from harness.measure.sse_lines import LineSplitter
 from harness.measure.stream import StreamParser, error_message, whole_body_error
 from harness.endpoints import body_of, kind_named
@@ -288,12 +289,16 @@ def model_ids(reply: Reply) -> list[str]:
     if reply.status != 200:
         return []
     try:
-        data = reply.json().get("data")
+        data = reply.json().get(MODELS.data)
     except (ValueError, AttributeError, RecursionError):
         return []
     if not isinstance(data, list):  # "data": null, a string, ...: no list of models
         return []
-    return [safe_text(m["id"], 200) for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
+    return [
+        safe_text(m[MODELS.id], 200)
+        for m in data
+        if isinstance(m, dict) and isinstance(m.get(MODELS.id), str)
+    ]
 
 
 def stream_chat(

@@ -12,6 +12,8 @@ from urllib.parse import urlsplit
 from harness.bounds import Bounds
 from harness.errors import TargetError
 from harness.endpoints.http_client import auth_headers, request, stream_chat
+from harness.endpoints.wire import MESSAGE, MODELS, REQUEST
+from harness.records.base import SEEN
 
 PROOF_PROMPT = "Answer with one short sentence: what is a token?"
 
@@ -53,9 +55,9 @@ def _stated_context(body: object, model: str) -> int | None:
     n = settings.get("n_ctx") if isinstance(settings, dict) else None
     if isinstance(n, int) and not isinstance(n, bool) and n > 0:
         return n
-    data = body.get("data")
+    data = body.get(MODELS.data)
     for m in data if isinstance(data, list) else []:
-        if isinstance(m, dict) and m.get("id") == model and isinstance(m.get("max_model_len"), int):
+        if isinstance(m, dict) and m.get(MODELS.id) == model and isinstance(m.get("max_model_len"), int):
             return m["max_model_len"] if m["max_model_len"] > 0 else None
     return None
 
@@ -77,10 +79,10 @@ def observe(
     deadline = time.monotonic() + timeout
     headers = auth_headers(api_key)
     body = {
-        "model": model,
-        "messages": [{"role": "user", "content": PROOF_PROMPT}],
-        "max_tokens": 32,
-        "temperature": 0,
+        REQUEST.model: model,
+        REQUEST.messages: [{MESSAGE.role: "user", MESSAGE.content: PROOF_PROMPT}],
+        REQUEST.max_tokens: 32,
+        REQUEST.temperature: 0,
     }
     for attempt in range(3):  # a transient 429/5xx is not a broken endpoint; three in a row is
         left = timeout if not attempt else round(deadline - time.monotonic(), 3)
@@ -94,17 +96,17 @@ def observe(
         if (s.ok and s.fields and s.finish_reason) or (s.error or "").startswith("Timeout"):
             break  # a timed-out proof is not sent again: the bound stated is the bound kept
     return {
-        "listed_models": listed,
-        "model_listed": (model in listed) if listed else None,
-        "ok": s.ok,
-        "error": s.error,
-        "finish_reason": s.finish_reason,
-        "text_fields": s.fields,
-        "usage": s.token_source == "usage",
-        "prompt_tokens": s.prompt_tokens,
-        "output_tokens": s.output_tokens,
-        "ttft_s": None if s.ttft is None else round(s.ttft, 4),
-        "n_ctx": server_context(base_url, model, headers, min(10.0, deadline - time.monotonic())),
+        SEEN.listed_models: listed,
+        SEEN.model_listed: (model in listed) if listed else None,
+        SEEN.ok: s.ok,
+        SEEN.error: s.error,
+        SEEN.finish_reason: s.finish_reason,
+        SEEN.text_fields: s.fields,
+        SEEN.usage: s.token_source == "usage",
+        SEEN.prompt_tokens: s.prompt_tokens,
+        SEEN.output_tokens: s.output_tokens,
+        SEEN.ttft_s: None if s.ttft is None else round(s.ttft, 4),
+        SEEN.n_ctx: server_context(base_url, model, headers, min(10.0, deadline - time.monotonic())),
     }
 
 
@@ -130,26 +132,28 @@ def not_openai(error: str | None) -> str | None:
 
 def verdict(seen: dict, longest_prompt_tokens: int, max_tokens: int) -> list[str]:
     """Warnings to print; raises TargetError when the endpoint cannot carry the sweep."""
-    if not seen["ok"]:
+    if not seen[SEEN.ok]:
         raise TargetError(
-            not_openai(seen["error"])
-            or f"the proof request failed ({seen['error']}); fix the endpoint before loading it"
+            not_openai(seen[SEEN.error])
+            or f"the proof request failed ({seen[SEEN.error]}); fix the endpoint before loading it"
         )
-    if not seen["text_fields"]:
+    if not seen[SEEN.text_fields]:
         raise TargetError(
             "the proof request returned no text in content, reasoning or tool calls; check the "
             "model and the chat template"
         )
-    if not seen["finish_reason"]:
+    if not seen[SEEN.finish_reason]:
         raise TargetError(
             "the proof request's stream ended without a finish reason; the server or a proxy cut it"
         )
     warnings = []
-    if seen["model_listed"] is False:
-        warnings.append(f"the server lists {', '.join(map(str, seen['listed_models']))}, not the model sent")
-    if not seen["usage"]:
+    if seen[SEEN.model_listed] is False:
+        warnings.append(
+            f"the server lists {', '.join(map(str, seen[SEEN.listed_models]))}, not the model sent"
+        )
+    if not seen[SEEN.usage]:
         warnings.append("no usage block came back: output tokens will be counted from the stream's chunks")
-    n_ctx = seen.get("n_ctx")
+    n_ctx = seen.get(SEEN.n_ctx)
     if n_ctx and longest_prompt_tokens + max_tokens > n_ctx:
         raise TargetError(
             f"the server's context is {n_ctx} tokens per sequence, and this prompt set needs about "

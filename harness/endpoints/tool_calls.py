@@ -4,6 +4,7 @@ its arguments a few characters at a time), keyed by ``index``; joined here into 
 from __future__ import annotations
 
 from harness.bounds import MAX_CALLS
+from harness.endpoints.wire import MESSAGE
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -18,7 +19,7 @@ def join_tool_deltas(kept: list[dict], calls: list) -> int:
     for call in calls:
         if not isinstance(call, dict):
             continue
-        index = call.get("index", len(kept))
+        index = call.get(MESSAGE.index, len(kept))
         if not isinstance(index, int) or isinstance(index, bool):
             continue
         if not 0 <= index < MAX_CALLS:
@@ -27,12 +28,12 @@ def join_tool_deltas(kept: list[dict], calls: list) -> int:
         while len(kept) <= index:
             kept.append({"id": "", "name": "", "arguments": ""})
         whole = kept[index]
-        fn = call.get("function")
+        fn = call.get(MESSAGE.function)
         fn = fn if isinstance(fn, dict) else {}
         for key, value in (
-            ("id", call.get("id")),
-            ("name", fn.get("name")),
-            ("arguments", fn.get("arguments")),
+            ("id", call.get(MESSAGE.id)),
+            ("name", fn.get(MESSAGE.name)),
+            ("arguments", fn.get(MESSAGE.arguments)),
         ):
             if isinstance(value, str) and len(whole[key]) + len(value) <= MAX_CHARS:
                 whole[key] = value if key == "id" else whole[key] + value

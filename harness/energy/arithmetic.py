@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from harness.errors import ConfigError
+from harness.schema_facts import KeyNames
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -32,17 +33,24 @@ JOULES_PER_KWH = 3.6e6
 MAX_PRICE = 1e6  # per hour or per kWh, in any currency: far above any machine's or any power's
 MAX_COST = 1e12  # per million output tokens: past it the figure says the level was not a real one
 
+# The keys of what the energy modules pass each other, each declared once here: a device's figures
+# (a reading's, and ``BOUNDS``'s), an energy over a span (``Energy.to_dict``: a source's summary and
+# a level's part carry them) and a level's price (``cost_per_million_tokens``).
+FIGURE = KeyNames("power_w", "energy_j", "utilisation_pct", "memory_used_mb", "temperature_c", "clock_mhz")
+SPAN = KeyNames("energy_j", "seconds", "method", "mean_power_w", "reason")
+PRICED = KeyNames("basis", "price", "cost", "reason")
+
 # What one device's figures may be, declared once: past a bound a figure is no device's (a driver's
 # garbage, 1e300 W), so it is None with what the device said, and a counter step that implies more
 # than ``power_w`` is a fault, not energy. One device, not a machine: 10 kW is above any
 # accelerator, CPU package or Mac today (a GB200 board draws about 2.7 kW).
 BOUNDS: dict[str, float] = {
-    "power_w": 10_000.0,
-    "energy_j": 1e15,  # a running counter: 10 kW for over 3,000 years
-    "utilisation_pct": 100.0,
-    "memory_used_mb": 1e9,  # a petabyte
-    "temperature_c": 250.0,
-    "clock_mhz": 100_000.0,
+    FIGURE.power_w: 10_000.0,
+    FIGURE.energy_j: 1e15,  # a running counter: 10 kW for over 3,000 years
+    FIGURE.utilisation_pct: 100.0,
+    FIGURE.memory_used_mb: 1e9,  # a petabyte
+    FIGURE.temperature_c: 250.0,
+    FIGURE.clock_mhz: 100_000.0,
 }
 MAX_POWER_W = BOUNDS["power_w"]
 # A counter is updated every few ms (RAPL, amdsmi) to tens of ms (NVML), so one step may hold that
@@ -147,10 +155,10 @@ class Energy:
         return mean_power(self.joules, self.seconds)
 
     def to_dict(self) -> dict:
-        out: dict = {"energy_j": self.joules, "seconds": self.seconds, "method": self.method}
-        out["mean_power_w"] = self.mean_power_w
+        out: dict = {SPAN.energy_j: self.joules, SPAN.seconds: self.seconds, SPAN.method: self.method}
+        out[SPAN.mean_power_w] = self.mean_power_w
         if self.reason:
-            out["reason"] = self.reason
+            out[SPAN.reason] = self.reason
         return out
 
 
@@ -248,18 +256,21 @@ def cost_per_million_tokens(
         return None
     basis = "per-hour" if price_per_hour is not None else "per-kwh"
     price = float(price_per_hour if price_per_hour is not None else price_per_kwh)  # type: ignore[arg-type]
-    out: dict = {"basis": basis, "price": price, "cost": None}
+    out: dict = {PRICED.basis: basis, PRICED.price: price, PRICED.cost: None}
     if not output_tokens or output_tokens <= 0:
-        out["reason"] = "no output tokens at this level"
+        out[PRICED.reason] = "no output tokens at this level"
     elif basis == "per-hour":
         if seconds is None or seconds <= 0:
-            out["reason"] = "the level has no wall-clock time"
+            out[PRICED.reason] = "the level has no wall-clock time"
         else:
-            out["cost"] = price * seconds / 3600 / output_tokens * 1e6
+            out[PRICED.cost] = price * seconds / 3600 / output_tokens * 1e6
     elif joules is None or joules < 0:
-        out["reason"] = "no energy measured at this level"
+        out[PRICED.reason] = "no energy measured at this level"
     else:
-        out["cost"] = price * joules / JOULES_PER_KWH / output_tokens * 1e6
-    if out["cost"] is not None and not out["cost"] <= MAX_COST:  # a level's record is never lost to it
-        out.update(cost=None, reason=f"past {MAX_COST:g} a million tokens: no level's real cost")
+        out[PRICED.cost] = price * joules / JOULES_PER_KWH / output_tokens * 1e6
+    cost = out[PRICED.cost]
+    if cost is not None and not cost <= MAX_COST:  # a level's record is never lost to it
+        out.update(
+            {PRICED.cost: None, PRICED.reason: f"past {MAX_COST:g} a million tokens: no level's real cost"}
+        )
     return out

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Callable
 
+from harness.energy.record_part import ENERGY
 from harness.energy.tables import cost_text
+from harness.records.engine import SPEED
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -38,13 +40,13 @@ def _pair(speed: dict, engine: str) -> tuple[dict, dict]:
 
 
 def _energy(rec: dict) -> dict:
-    return rec.get("energy") or {}
+    return rec.get(SPEED.energy) or {}
 
 
 def measured(order: list[str], speed: dict) -> bool:
     """Whether any engine's test has an energy figure or a cost."""
     return any(
-        _energy(rec).get("energy_j") is not None or rec.get("cost")
+        _energy(rec).get(ENERGY.energy_j) is not None or rec.get(SPEED.cost)
         for engine in order
         for rec in _pair(speed, engine)
     )
@@ -59,7 +61,7 @@ def _source(short: dict, long: dict) -> str:
     e = _energy(long) if _energy(long).get("source") else _energy(short)
     if not e.get("source"):
         return "none"
-    text = f"{e['source']} {', '.join(e.get('devices', []))}"
+    text = f"{e[ENERGY.source]} {', '.join(e.get(ENERGY.devices, []))}"
     return f"{text} ({e['label'].upper()})" if e.get("label") else text
 
 
@@ -75,8 +77,8 @@ def energy_rows(order: list[str], speed: dict) -> list[list[str]]:
         rows.append(
             [
                 engine,
-                _f(es.get("mean_power_w"), ".1f"),
-                _f(el.get("mean_power_w"), ".1f"),
+                _f(es.get(ENERGY.mean_power_w), ".1f"),
+                _f(el.get(ENERGY.mean_power_w), ".1f"),
                 _f(el.get("idle_power_w", es.get("idle_power_w")), ".1f"),
                 _f(es.get("j_per_output_token"), ".4g") + (net if es.get("j_per_output_token") else ""),
                 _f(el.get("j_per_output_token"), ".4g") + (net if el.get("j_per_output_token") else ""),
@@ -93,8 +95,8 @@ def why_none(order: list[str], speed: dict) -> str:
     """Why no engine has an energy figure, from the records' own reasons."""
     for engine in order:
         for rec in _pair(speed, engine):
-            if _energy(rec).get("reason"):
-                return str(_energy(rec)["reason"])
+            if _energy(rec).get(ENERGY.reason):
+                return str(_energy(rec)[ENERGY.reason])
     return "the speed tests read no telemetry (recorded before --telemetry, or with a harness without it)"
 
 

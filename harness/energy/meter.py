@@ -19,10 +19,12 @@ import sys
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
-from harness.energy.arithmetic import check_price
+from harness.energy.arithmetic import SPAN, check_price
 from harness.energy import IMITATIONS
 from harness.energy.detect import Detection, Where, detect, parse_spec
-from harness.energy.record_part import cost_part, energy_lines, energy_part
+from harness.energy.readings import SAMPLED, SOURCE
+from harness.energy.record_part import ENERGY, cost_part, energy_lines, energy_part
+from harness.records.level import LEVEL
 from harness.energy.sampler import DEFAULT_INTERVAL, TelemetrySampler, idle_baseline
 from harness.energy.sources.practice import ROUTE as PRACTICE_ROUTE
 from harness.errors import ConfigError
@@ -104,13 +106,13 @@ def open_meter(plan: TelemetryPlan, where: Where | None = None) -> Meter:
 def idle_text(idle: dict, telemetry: TelemetryPlan) -> str:
     """The idle baseline in one line."""
     parts = []
-    for s in idle.get("sources", []):
-        watts = s.get("mean_power_w")
-        parts.append(f"{s['source']} {s['device']} {'-' if watts is None else f'{watts:.1f} W'}")
+    for s in idle.get(SAMPLED.sources, []):
+        watts = s.get(SPAN.mean_power_w)
+        parts.append(f"{s[SOURCE.source]} {s[SOURCE.device]} {'-' if watts is None else f'{watts:.1f} W'}")
     taken = (
         "taken off each level (--subtract-idle)" if telemetry.subtract_idle else "shown beside, not taken off"
     )
-    return f"idle baseline over {idle.get('seconds', 0):g} s: {', '.join(parts)}; {taken}"
+    return f"idle baseline over {idle.get(SAMPLED.seconds, 0):g} s: {', '.join(parts)}; {taken}"
 
 
 def plan_options(args, root: str) -> dict:
@@ -197,11 +199,11 @@ def record_parts(
     part = None
     if meter is not None:
         asked, idle, absent, net = meter.asked, meter.idle, meter.absent, meter.plan.subtract_idle
-        part = out["energy"] = energy_part(summary, idle, asked, absent, output_tokens, requests, net)
-    joules = None if part is None else part["energy_j"]
+        part = out[LEVEL.energy] = energy_part(summary, idle, asked, absent, output_tokens, requests, net)
+    joules = None if part is None else part[ENERGY.energy_j]
     cost = cost_part(output_tokens, wall_s, joules, price_per_hour, price_per_kwh)
     if cost is not None:
-        out["cost"] = cost
+        out[LEVEL.cost] = cost
     return out
 
 
@@ -305,7 +307,7 @@ class LocustRun:
         record = with_parts(record, self.meter, summary, o.price_per_hour, o.price_per_kwh)
         if summary is None and self.meter is not None and self.meter.found.sources:
             why = f"the telemetry's spans ({len(self.spans)}) do not match the records' ({count})"
-            record.energy["reason"] = why
+            record.energy[ENERGY.reason] = why
         return record
 
     @staticmethod

@@ -18,10 +18,22 @@ import math
 from dataclasses import dataclass, field
 
 from harness.energy import arithmetic as energy
+from harness.energy.arithmetic import FIGURE, SPAN
+from harness.schema_facts import KeyNames
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
-FIGURES = ("power_w", "energy_j", "utilisation_pct", "memory_used_mb", "temperature_c")
+FIGURES = (
+    FIGURE.power_w,
+    FIGURE.energy_j,
+    FIGURE.utilisation_pct,
+    FIGURE.memory_used_mb,
+    FIGURE.temperature_c,
+)
+# The keys of a source's summary besides its figures and its span's (``Accumulator.summary``; the
+# sampler adds ``partial``), and of the sampler's summary of a level or of the idle baseline.
+SOURCE = KeyNames("source", "device", "readings", "label", "missing", "partial")
+SAMPLED = KeyNames("interval_s", "sources", "seconds")
 
 
 @dataclass(frozen=True)
@@ -138,7 +150,7 @@ class Accumulator:
 
     def _counter(self, r: Reading) -> None:
         if r.energy_j is None:
-            said = r.missing.get("energy_j", "not read")
+            said = r.missing.get(FIGURE.energy_j, "not read")
             if self._last_counter is not None or said.startswith("the device answered"):
                 self.counter_fault = f"the device's energy counter gave no figure ({said})"
             self.counter_ok = False
@@ -191,13 +203,13 @@ class Accumulator:
 
     def summary(self) -> dict:
         """The level's figures for this source, in the shape a level record will carry."""
-        out: dict = {"source": self.source, "device": self.device, "readings": self.readings}
+        out: dict = {SOURCE.source: self.source, SOURCE.device: self.device, SOURCE.readings: self.readings}
         if self.label:
-            out["label"] = self.label
+            out[SOURCE.label] = self.label
         out.update(self.energy().to_dict())
         out.update({name: g.summary() for name, g in sorted(self.gauges.items())})
-        found = {"energy_j"} if out.get("energy_j") is not None else set()
-        out["missing"] = {
+        found = {FIGURE.energy_j} if out.get(SPAN.energy_j) is not None else set()
+        out[SOURCE.missing] = {
             k: v for k, v in sorted(self.missing.items()) if k not in self.gauges and k not in found
         }
         return out
@@ -214,7 +226,11 @@ def level_energy(
     """A level's energy figures from its energy and wall clock: mean power, J per output token, J
     per request and output tokens per J. The idle baseline (W) is shown beside and taken off only
     when ``subtract_idle``; then ``net`` says so and the per-unit figures are of the net energy."""
-    out: dict = {"energy_j": joules, "seconds": seconds, "mean_power_w": energy.mean_power(joules, seconds)}
+    out: dict = {
+        SPAN.energy_j: joules,
+        SPAN.seconds: seconds,
+        SPAN.mean_power_w: energy.mean_power(joules, seconds),
+    }
     used = joules
     if idle_w is not None:
         out["idle_power_w"] = idle_w
@@ -222,9 +238,22 @@ def level_energy(
             used = energy.net_of_baseline(joules, seconds, idle_w)
             out["net_energy_j"] = used
             if used <= 0:
-                out["reason"] = "the level drew no more than the idle baseline; no per-token figure"
+                out[SPAN.reason] = "the level drew no more than the idle baseline; no per-token figure"
     out["subtracted_idle"] = bool(subtract_idle and idle_w is not None)
     out["j_per_output_token"] = energy.per_unit(used, output_tokens)
     out["j_per_request"] = energy.per_unit(used, requests)
     out["output_tokens_per_j"] = energy.units_per_joule(output_tokens, used)
+    return out
+
+
+def summary_lines(summary: dict | None) -> list[str]:
+    """One line per source of a sampler's summary: its mean power and method, over how many
+    readings (``harness telemetry``'s answer)."""
+    out = []
+    for source in (summary or {}).get(SAMPLED.sources, []):
+        power = source.get(SPAN.mean_power_w)
+        watts = "no power figure" if power is None else f"{power:.1f} W ({source[SPAN.method]})"
+        label = f" [{source[SOURCE.label]}]" if source.get(SOURCE.label) else ""
+        where = f"{source[SOURCE.source]} {source[SOURCE.device]}{label}"
+        out.append(f"{where}: {watts} over {source[SOURCE.readings]} readings")
     return out

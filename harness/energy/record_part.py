@@ -18,7 +18,8 @@ takes it for a measurement.
 from __future__ import annotations
 
 from harness.energy import arithmetic as energy
-from harness.energy.readings import level_energy
+from harness.energy.arithmetic import PRICED, SPAN
+from harness.energy.readings import SAMPLED, SOURCE, level_energy
 from harness.records.level import LEVEL
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -137,11 +138,13 @@ def _round(value: float | None, digits: int) -> float | None:
 def headline_sources(sources: list[dict]) -> list[dict]:
     """The sources whose energies are the level's headline figure (see the module docstring)."""
     for kind in HEADLINE_ORDER:
-        of_kind = [s for s in sources if s.get("source") == kind]
-        if not any(s.get("energy_j") is not None for s in of_kind):
+        of_kind = [s for s in sources if s.get(SOURCE.source) == kind]
+        if not any(s.get(SPAN.energy_j) is not None for s in of_kind):
             continue
         if kind == "rapl":
-            whole = [s for s in of_kind if s.get("device") == RAPL_WHOLE and s.get("energy_j") is not None]
+            whole = [
+                s for s in of_kind if s.get(SOURCE.device) == RAPL_WHOLE and s.get(SPAN.energy_j) is not None
+            ]
             return whole or of_kind
         return of_kind
     return []
@@ -151,14 +154,14 @@ def _idle_of(idle: dict | None, chosen: list[dict]) -> tuple[float | None, str |
     """The idle power (W) of the headline devices, added up; None and why where one has none."""
     if idle is None:
         return None, "no idle baseline was taken"
-    by_device = {(s.get("source"), s.get("device")): s for s in idle.get("sources", [])}
+    by_device = {(s.get(SOURCE.source), s.get(SOURCE.device)): s for s in idle.get(SAMPLED.sources, [])}
     total = 0.0
     for s in chosen:
-        base = by_device.get((s.get("source"), s.get("device")))
-        if base is None or base.get("mean_power_w") is None:
-            why = (base or {}).get("reason") or "not read before the first level"
-            return None, f"{s.get('source')} {s.get('device')}: no idle power ({why})"
-        total += base["mean_power_w"]
+        base = by_device.get((s.get(SOURCE.source), s.get(SOURCE.device)))
+        if base is None or base.get(SPAN.mean_power_w) is None:
+            why = (base or {}).get(SPAN.reason) or "not read before the first level"
+            return None, f"{s.get(SOURCE.source)} {s.get(SOURCE.device)}: no idle power ({why})"
+        total += base[SPAN.mean_power_w]
     return total, None
 
 
@@ -169,7 +172,7 @@ def _no_energy(chosen: list[dict], sources: list[dict], absent: dict[str, str]) 
         if "none" in absent:
             return absent["none"]
         return "no telemetry source here" + (f" ({'; '.join(lines)})" if lines else "")
-    reasons = [f"{s.get('source')} {s.get('device')}: {s.get('reason') or 'no energy'}" for s in sources]
+    reasons = [_said(s) for s in sources]
     return "no source gave energy: " + "; ".join(reasons)
 
 
@@ -186,31 +189,31 @@ def energy_part(
     (``{"interval_s", "sources": [...]}``, None when no sampler ran); ``idle``: the baseline's
     summary; ``asked``: the ``--telemetry`` words; ``absent``: word -> why that source is not read;
     ``output_tokens`` and ``requests``: the level's completed output tokens and requests."""
-    sources = list((telemetry or {}).get("sources", []))
+    sources = list((telemetry or {}).get(SAMPLED.sources, []))
     chosen = headline_sources(sources)
-    out: dict = {"telemetry": asked}
+    out: dict = {ENERGY.telemetry: asked}
     if telemetry is not None:
-        out["interval_s"] = telemetry.get("interval_s")
-    out["source"] = chosen[0]["source"] if chosen else None
-    out["devices"] = [str(s.get("device")) for s in chosen]
-    labels = sorted({s["label"] for s in chosen if s.get("label")})
+        out[ENERGY.interval_s] = telemetry.get(SAMPLED.interval_s)
+    out[ENERGY.source] = chosen[0][SOURCE.source] if chosen else None
+    out[ENERGY.devices] = [str(s.get(SOURCE.device)) for s in chosen]
+    labels = sorted({s[SOURCE.label] for s in chosen if s.get(SOURCE.label)})
     if labels:
-        out["label"] = ", ".join(labels)
-    gaps = [s for s in chosen if s.get("energy_j") is None or s.get("partial")]
-    joules = None if not chosen or gaps else sum(s["energy_j"] for s in chosen)
-    seconds = max((s["seconds"] for s in chosen if s.get("seconds") is not None), default=None)
-    methods = sorted({s["method"] for s in chosen if s.get("method")})
-    out["method"] = None if joules is None else methods[0] if len(methods) == 1 else "mixed"
+        out[ENERGY.label] = ", ".join(labels)
+    gaps = [s for s in chosen if s.get(SPAN.energy_j) is None or s.get(SOURCE.partial)]
+    joules = None if not chosen or gaps else sum(s[SPAN.energy_j] for s in chosen)
+    seconds = max((s[SPAN.seconds] for s in chosen if s.get(SPAN.seconds) is not None), default=None)
+    methods = sorted({s[SPAN.method] for s in chosen if s.get(SPAN.method)})
+    out[ENERGY.method] = None if joules is None else methods[0] if len(methods) == 1 else "mixed"
     idle_w, idle_why = _idle_of(idle, chosen) if chosen else (None, None)
     figures = level_energy(joules, seconds, output_tokens, requests, idle_w, subtract_idle)
     if joules is not None and len(chosen) > 1:  # each device's own span: its power, added up
-        powers = [energy.mean_power(s["energy_j"], s.get("seconds")) for s in chosen]
-        figures["mean_power_w"] = None if None in powers else sum(p for p in powers if p is not None)
+        powers = [energy.mean_power(s[SPAN.energy_j], s.get(SPAN.seconds)) for s in chosen]
+        figures[SPAN.mean_power_w] = None if None in powers else sum(p for p in powers if p is not None)
     figures.setdefault("idle_power_w", None)
     out.update(
-        energy_j=_round(figures["energy_j"], 3),
-        seconds=_round(figures["seconds"], 3),
-        mean_power_w=_round(figures["mean_power_w"], 3),
+        energy_j=_round(figures[SPAN.energy_j], 3),
+        seconds=_round(figures[SPAN.seconds], 3),
+        mean_power_w=_round(figures[SPAN.mean_power_w], 3),
         idle_power_w=_round(figures["idle_power_w"], 3),
         subtracted_idle=figures["subtracted_idle"],
     )
@@ -221,23 +224,26 @@ def energy_part(
         j_per_request=_round(figures["j_per_request"], 4),
         output_tokens_per_j=_round(figures["output_tokens_per_j"], 5),
     )
-    reason = figures.get("reason")
+    reason = figures.get(SPAN.reason)
     if joules is None:
-        reason = (
-            _no_energy(chosen, sources, absent)
-            if not chosen
-            else "; ".join(f"{s['source']} {s['device']}: {s.get('reason') or 'no energy'}" for s in gaps)
-        )
+        reason = _no_energy(chosen, sources, absent) if not chosen else "; ".join(_said(s) for s in gaps)
     elif out["j_per_output_token"] is None and reason is None:
         reason = "no output tokens at this level"
     if reason:
-        out["reason"] = reason
+        out[ENERGY.reason] = reason
     if idle_why and chosen:
         out["idle_reason"] = idle_why
     if absent:
         out["absent"] = dict(absent)
-    out["sources"] = [_tidy(s) for s in sources]
+    out[ENERGY.sources] = [_tidy(s) for s in sources]
     return out
+
+
+def _said(source: dict) -> str:
+    """A source and why it gave no energy, as a reason names it."""
+    return (
+        f"{source.get(SOURCE.source)} {source.get(SOURCE.device)}: {source.get(SPAN.reason) or 'no energy'}"
+    )
 
 
 def _tidy(value):
@@ -265,12 +271,12 @@ def cost_part(
     if found is None:
         return None
     out = {
-        "basis": found["basis"],
-        "price": found["price"],
-        "per_million_output_tokens": _round(found["cost"], 6),
+        COST.basis: found[PRICED.basis],
+        COST.price: found[PRICED.price],
+        COST.per_million_output_tokens: _round(found[PRICED.cost], 6),
     }
-    if found.get("reason"):
-        out["reason"] = found["reason"]
+    if found.get(PRICED.reason):
+        out[COST.reason] = found[PRICED.reason]
     return out
 
 

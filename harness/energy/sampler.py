@@ -18,7 +18,8 @@ import _thread
 import time
 from typing import Callable, Sequence
 
-from harness.energy.readings import Accumulator, Reading
+from harness.energy.arithmetic import SPAN
+from harness.energy.readings import SAMPLED, SOURCE, Accumulator, Reading
 from harness.errors import HarnessError
 from harness.energy.sources.base import Source
 
@@ -177,16 +178,16 @@ class TelemetrySampler:
                 ends = [
                     end for end, cut in (("first", track.head_failed), ("last", track.tail_failed)) if cut
                 ]
-                if entry.get("energy_j") is not None and ends:
-                    entry["partial"] = True  # its figures are those of the readings it has
-                    entry["reason"] = (
+                if entry.get(SPAN.energy_j) is not None and ends:
+                    entry[SOURCE.partial] = True  # its figures are those of the readings it has
+                    entry[SPAN.reason] = (
                         f"its {' and '.join(ends)} read failed, so its readings do not span the level "
-                        f"({failed}); the figures here are those of the {entry['readings']} before"
+                        f"({failed}); the figures here are those of the {entry[SOURCE.readings]} before"
                     )
-                elif entry.get("energy_j") is None:
-                    entry["reason"] = f"{entry.get('reason') or 'no energy'}; {failed}"
+                elif entry.get(SPAN.energy_j) is None:
+                    entry[SPAN.reason] = f"{entry.get(SPAN.reason) or 'no energy'}; {failed}"
             out.append(entry)
-        return {"interval_s": self.interval, "sources": out}
+        return {SAMPLED.interval_s: self.interval, SAMPLED.sources: out}
 
     def split(self) -> dict:
         """The summary of the span so far, and a new span from here on, without a read on the
@@ -219,5 +220,5 @@ def idle_baseline(
     finally:
         sampler.stop()
     summary = sampler.summary()
-    summary["seconds"] = seconds
+    summary[SAMPLED.seconds] = seconds
     return summary

@@ -17,6 +17,7 @@ from harness import bounds
 from harness.energy import meter as metering
 from harness.measure import server_timings
 from harness.records.engine import BothTests, EngineSpeed, SpeedLimit
+from harness.records.level import LEVEL
 from harness.measure.sample import decode_rate
 from harness.errors import ConfigError, TargetError, TargetUnreachable
 from harness.engines.models import chat_template
@@ -164,8 +165,8 @@ def measure_test(
         server_decode_tokens_per_s=_median([r.server_decode for r in runs]),
         measured_on=now_stamp(),
         decode_note=_decode_note(runs),
-        energy=parts.get("energy"),
-        cost=parts.get("cost"),
+        energy=parts.get(LEVEL.energy),
+        cost=parts.get(LEVEL.cost),
     )
 
 

@@ -14,6 +14,7 @@ from bisect import bisect_right
 
 from harness.measure.sample import Sample
 from harness.measure.tally import LevelTally
+from harness.schema_facts import KeyNames
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -53,6 +54,9 @@ SERIES_SCHEMA: dict = {
         },
     },
 }
+
+
+SERIES = KeyNames(*SERIES_SCHEMA["properties"])  # its keys, for every reader
 
 
 def _thin(readings: list[tuple[float, dict]], most: int) -> list[tuple[float, dict]]:
@@ -108,9 +112,9 @@ def series_part(readings: list[tuple[float, dict]], samples: list[Sample] | Leve
         base = first if name.endswith("_total") else 0.0
         server[name] = [None if name not in v else round(v[name] - base, 3) for _, v in readings]
     return {
-        "t_s": [round(t - t0, 3) for t in instants],
-        "server": server,
-        "client": client_at(samples, instants),
+        SERIES.t_s: [round(t - t0, 3) for t in instants],
+        SERIES.server: server,
+        SERIES.client: client_at(samples, instants),
     }
 
 
@@ -130,7 +134,7 @@ def rate(t_s: list[float], totals: list) -> float | None:
 def side_by_side(series: dict) -> dict:
     """One level's series in a few figures: the client's mean in flight beside the server's mean
     running and peak waiting, and each side's output tokens per second over the readings."""
-    t, server, client = series["t_s"], series["server"], series["client"]
+    t, server, client = series[SERIES.t_s], series[SERIES.server], series[SERIES.client]
     running, waiting, made = (first_of(n, server) for n in (RUNNING, WAITING, GENERATED))
 
     def mean(values: list) -> float | None:

@@ -26,6 +26,7 @@ from harness.records.base import EndpointCheck, ProofSeen
 from harness.endpoints import api_path, kind_named
 from harness.errors import EngineError, HarnessError, TargetError, TargetUnreachable
 from harness.records.clock import new_run_id, now_stamp
+from harness.records.sample import SAMPLE
 from harness.workloads.files import load_prompt_file
 from harness.records.notebook import append_level, append_record
 from harness.energy.meter import Meter, TelemetryPlan, with_parts
@@ -294,7 +295,7 @@ def spooled(plan: SweepPlan, level: float, distributed, repeat: int | None):
         return None
     from harness.load.spill import LevelSpool
 
-    mark = {"run_id": plan.run_id, "repeat": repeat}
+    mark = {SAMPLE.run_id: plan.run_id, SAMPLE.repeat: repeat}
     return LevelSpool(plan.context.label, level, mark, plan.samples_path.parent)
 
 
@@ -424,7 +425,7 @@ def _record_level(plan, result, concurrency, arrival, run, meter, spool) -> Leve
     if spool is not None:  # the lines written as the samples came, copied in pieces
         append_level(plan.labbook, record.to_dict(), plan.samples_path, spool.pieces())
         return record
-    mark = {"run_id": plan.run_id, "repeat": (run or RunMark(plan.run_id)).repeat}
+    mark = {SAMPLE.run_id: plan.run_id, SAMPLE.repeat: (run or RunMark(plan.run_id)).repeat}
     rows = [{**sample_record(s, plan.context.label, concurrency), **mark} for s in result.samples]
     append_level(plan.labbook, record.to_dict(), plan.samples_path, rows)  # both whole, or neither
     return record

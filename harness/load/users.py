@@ -26,6 +26,7 @@ from locust import User, constant, events, task
 
 from harness.workloads.prompts import make_prompts
 from harness.measure.sample import Sample
+from harness.records.sample import SAMPLE
 from harness.workloads.request import Request
 from harness.load.socket_client import Pool
 from harness.energy.meter import LOCUST_RUN
@@ -393,7 +394,9 @@ def _write_record(environment, o, phases: list[dict] | None = None) -> None:
         stats = workload_stats(samples, kind, params, open_loop=False)
         record = level_record(samples, users, max(wall, 1e-6), context, now_stamp(), run=run, workload=stats)
         record = LOCUST_RUN.with_energy(environment, record, n, len(spans))
-        rows = [{**sample_record(s, o.label, users), "run_id": run.run_id, "repeat": 1} for s in samples]
+        rows = [
+            {**sample_record(s, o.label, users), SAMPLE.run_id: run.run_id, SAMPLE.repeat: 1} for s in samples
+        ]
         append_level(o.labbook, record.to_dict(), samples_path, rows)  # both whole, or neither
         print(
             f"harness: appended a level record for {o.label} at {users} user(s) "

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from harness.measure.levels import late_share, token_gap
 from harness.measure.sample import Sample
 from harness.measure.stats import percentile
+from harness.records.level import WORKER
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -24,67 +25,6 @@ BUSY_CPU_PERCENT = 90.0
 # the share of a worker's tokens read a whole token gap late past which it was the limit, as
 # ``harness.measure.levels.client_limited`` judges the whole client
 LATE_LIMIT = 0.0025
-
-
-# The level record's ``workers`` (``Arrival.workers``): one ``WorkerPart.entry`` per worker.
-WORKERS_SCHEMA: dict = {
-    "type": "array",
-    "items": {
-        "type": "object",
-        "required": [
-            "worker",
-            "users",
-            "requests",
-            "returned",
-            "completed",
-            "cpu_percent",
-            "late_share",
-            "ttft_p50_s",
-            "limited",
-        ],
-        "properties": {
-            "worker": {
-                "type": "string",
-                "description": "its name (harness worker --name; default host:pid; local ones process-N)",
-            },
-            "users": {"type": "integer", "minimum": 0},
-            "requests": {"type": "integer", "minimum": 0, "description": "its share of the level's requests"},
-            "returned": {
-                "type": "integer",
-                "minimum": 0,
-                "description": "exact samples it sent back to the master",
-            },
-            "completed": {"type": "integer", "minimum": 0},
-            "cpu_percent": {
-                "type": ["number", "null"],
-                "minimum": 0,
-                "description": (
-                    "its process's CPU (per cent of one core) as its heartbeats said, mean over the level"
-                ),
-            },
-            "late_share": {
-                "type": ["number", "null"],
-                "minimum": 0,
-                "maximum": 1,
-                "description": "its share of tokens read a whole token gap late",
-            },
-            "ttft_p50_s": {"type": ["number", "null"], "minimum": 0},
-            "limited": {
-                "type": "boolean",
-                "description": (
-                    "it could not keep up: CPU past 90 % or more than 0.25 % of its tokens read late"
-                ),
-            },
-            "lost": {
-                "type": "string",
-                "description": (
-                    "only for a worker lost mid-level: why; the requests of its share that "
-                    "never came back are failed samples (WorkerLost)"
-                ),
-            },
-        },
-    },
-}
 
 
 @dataclass
@@ -107,18 +47,18 @@ class WorkerPart:
         cpu = round(statistics.fmean(self.cpu), 1) if self.cpu else None
         ttft = percentile([s.ttft for s in ok if s.ttft is not None], 50)
         out: dict = {
-            "worker": self.name,
-            "users": self.users,
-            "requests": self.share,
-            "returned": len(self.samples),
-            "completed": len(ok),
-            "cpu_percent": cpu,
-            "late_share": late,
-            "ttft_p50_s": None if ttft is None else round(ttft, 4),
-            "limited": bool((cpu is not None and cpu > BUSY_CPU_PERCENT) or (late or 0.0) > LATE_LIMIT),
+            WORKER.worker: self.name,
+            WORKER.users: self.users,
+            WORKER.requests: self.share,
+            WORKER.returned: len(self.samples),
+            WORKER.completed: len(ok),
+            WORKER.cpu_percent: cpu,
+            WORKER.late_share: late,
+            WORKER.ttft_p50_s: None if ttft is None else round(ttft, 4),
+            WORKER.limited: bool((cpu is not None and cpu > BUSY_CPU_PERCENT) or (late or 0.0) > LATE_LIMIT),
         }
         if self.lost:
-            out["lost"] = self.lost
+            out[WORKER.lost] = self.lost
         return out
 
 

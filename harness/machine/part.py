@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Mapping, Union
 
 from harness.machine import readers
-from harness.schema_facts import fact, line
+from harness.schema_facts import FieldNames, KeyNames, fact, line
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -39,6 +39,21 @@ class OsPart:
     kernel: str | None = fact(required=True, nullable=True)
 
     SCHEMA_FACTS: ClassVar[dict] = CLOSED
+
+
+OS = FieldNames(OsPart)  # the os part's keys
+# What the interpreter knows of this machine, beside the tools' outputs (``harness.machine.probe``).
+FACTS = KeyNames(
+    "system",
+    "arch",
+    "kernel",
+    "logical_cpus",
+    "endpoint_here",
+    "endpoint_why",
+    "port",
+    "dockerenv",
+    "host_name",
+)
 
 
 @dataclass(kw_only=True)
@@ -144,14 +159,14 @@ def build(outputs: Mapping[str, Output], facts: Mapping[str, object]) -> dict:
     the plain ``facts`` the interpreter knows (system, arch, kernel, logical CPUs, the endpoint's
     host being this one, the host name when asked for)."""
     absent: dict[str, str] = {}
-    system = str(facts.get("system") or "")
+    system = str(facts.get(FACTS.system) or "")
     cpu, memory = _cpu(outputs, facts, absent, system)
     os_part = _os(outputs, facts, absent, system)
     accelerators = _accelerators(outputs, absent, system, memory)
     container = _container(outputs, facts, absent)
-    here = facts.get("endpoint_here")
+    here = facts.get(FACTS.endpoint_here)
     if here is None:
-        absent["endpoint_here"] = str(facts.get("endpoint_why") or "the record names no endpoint")
+        absent["endpoint_here"] = str(facts.get(FACTS.endpoint_why) or "the record names no endpoint")
     elif here is False:
         absent["server"] = (
             "the endpoint is on another host: this part describes the load generator's machine only"
@@ -163,7 +178,7 @@ def build(outputs: Mapping[str, Output], facts: Mapping[str, object]) -> dict:
         accelerators=[Accelerator(**a) for a in accelerators],
         container=Container(**container) if container else None,
         endpoint_here=here,
-        host_name=str(facts["host_name"]) if facts.get("host_name") else None,
+        host_name=str(facts[FACTS.host_name]) if facts.get(FACTS.host_name) else None,
         absent=absent,
     )
     return line(part)
@@ -189,8 +204,8 @@ def _cpu(outputs, facts, absent: dict, system: str) -> tuple[dict, int | None]:
     cpu = {
         "model": found.get("model"),
         "cores": found.get("cores"),
-        "logical_cpus": found.get("logical_cpus") or facts.get("logical_cpus"),
-        "arch": facts.get("arch") or None,
+        "logical_cpus": found.get("logical_cpus") or facts.get(FACTS.logical_cpus),
+        "arch": facts.get(FACTS.arch) or None,
     }
     for key, value in cpu.items():
         if value is None:
@@ -210,12 +225,12 @@ def _os(outputs, facts, absent: dict, system: str) -> dict:
         name = readers.os_release(_text(outputs, "os-release") or "")
         name_why = _why(outputs, "os-release", "/etc/os-release names no system")
         kernel = None
-    out = {"system": system or None, "name": name, "kernel": kernel or facts.get("kernel") or None}
-    if out["system"] is None:
+    out = {OS.system: system or None, OS.name: name, OS.kernel: kernel or facts.get(FACTS.kernel) or None}
+    if out[OS.system] is None:
         absent["os.system"] = "the interpreter does not know the system"
     if name is None:
         absent["os.name"] = name_why
-    if out["kernel"] is None:
+    if out[OS.kernel] is None:
         absent["os.kernel"] = "the interpreter does not know the kernel release"
     return out
 
@@ -337,13 +352,13 @@ def _amd(outputs) -> list[dict]:
 
 
 def _container(outputs, facts, absent: dict) -> dict | None:
-    engine = readers.docker_ps_image(_text(outputs, "docker-ps") or "", int(facts.get("port") or 0))
+    engine = readers.docker_ps_image(_text(outputs, "docker-ps") or "", int(facts.get(FACTS.port) or 0))
     if engine:
         return {"image": engine, "ran": "the engine", "source": "docker ps"}
     own = readers.containerenv_image(_text(outputs, "containerenv") or "")
     if own:
         return {"image": own, "ran": "the harness", "source": "/run/.containerenv"}
-    if facts.get("dockerenv"):
+    if facts.get(FACTS.dockerenv):
         absent["container.image"] = (
             "the harness runs in a Docker container (/.dockerenv), whose image is not visible from inside"
         )

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from harness.errors import ConfigError
 from harness.machine import part, readers
+from harness.machine.part import FACTS
 
 TIMEOUT_S = 5.0
 _LOOPBACK = {"localhost", "127.0.0.1", "::1", "0.0.0.0", "[::1]"}
@@ -68,15 +69,15 @@ def part_for(record: Mapping[str, Any]) -> dict:
     here, why, port = _endpoint(base_url if isinstance(base_url, str) else None)
     outputs = _outputs(port if here else 0)
     facts = {
-        "system": platform.system(),
-        "arch": platform.machine(),
-        "kernel": platform.release(),
-        "logical_cpus": os.cpu_count(),
-        "endpoint_here": here,
-        "endpoint_why": why,
-        "port": port,
-        "dockerenv": os.path.exists("/.dockerenv"),
-        "host_name": socket.gethostname() if _settings["host_name"] else None,
+        FACTS.system: platform.system(),
+        FACTS.arch: platform.machine(),
+        FACTS.kernel: platform.release(),
+        FACTS.logical_cpus: os.cpu_count(),
+        FACTS.endpoint_here: here,
+        FACTS.endpoint_why: why,
+        FACTS.port: port,
+        FACTS.dockerenv: os.path.exists("/.dockerenv"),
+        FACTS.host_name: socket.gethostname() if _settings["host_name"] else None,
     }
     return part.build(outputs, facts)
 

@@ -113,7 +113,7 @@ class Backlog:
                 time_in_system_s=[_seconds(self.early_s), _seconds(self.late_s)],
             )
         else:
-            out["reason"] = self.reason
+            out[BACKLOG.reason] = self.reason
         return out
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from harness.measure import backlog, server_metrics, level_checks as troubleshooting
 from harness import lab
 from harness.records.base import DEFAULT_SLO_TPOT_S, DEFAULT_SLO_TTFT_S
-from harness.records.level import DIST, LEVEL, LevelStats, RunMark, STATS, objectives_of
+from harness.records.level import DIST, LEVEL, MERGED, LevelStats, RunMark, STATS, objectives_of
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -89,14 +89,14 @@ def merge_runs(runs: list[dict]) -> dict:
     for key in COUNTED:
         if all(isinstance(r.get(key), int) for r in runs):
             out[key] = sum(r[key] for r in runs)
-    out["runs"] = len(runs)
-    out["spread"] = spread
+    out[MERGED.runs] = len(runs)
+    out[MERGED.spread] = spread
     return out
 
 
 def spread_of(rec: dict, key: str, pct: str | None = None) -> list[float] | None:
     """The [smallest, largest] of a figure over a merged level's runs; None for a single run."""
-    return (rec.get("spread") or {}).get(f"{key}.{pct}" if pct else key)
+    return (rec.get(MERGED.spread) or {}).get(f"{key}.{pct}" if pct else key)
 
 
 def run_id(rec: dict) -> str | None:

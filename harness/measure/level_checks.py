@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from harness import lab
-from harness.records.level import ClientCheck, DIST, LEVEL, LevelStats, STATS
+from harness.records.level import MERGED, ClientCheck, DIST, LEVEL, LevelStats, STATS
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -75,9 +75,9 @@ def finish_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
 def repeat_rules(label: str, levels: dict[int, dict]) -> list[tuple[str, str]]:
     """Repeated levels (``--repeat``) whose headline figures vary by more than a few per cent."""
     varied = []
-    repeated = [c for c in sorted(levels) if levels[c].get("runs", 1) > 1]
+    repeated = [c for c in sorted(levels) if levels[c].get(MERGED.runs, 1) > 1]
     for c in repeated:
-        spread = levels[c].get("spread") or {}
+        spread = levels[c].get(MERGED.spread) or {}
         for key, name in SPREAD_NAMES.items():
             low, high = (spread.get(key) or [None, None])[:2]
             if low and high and (high - low) / low > VARY:

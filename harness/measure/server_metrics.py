@@ -32,7 +32,7 @@ from harness.measure.batch_per_decode import (  # noqa: F401  (re-exported: the 
     level_per_decode,
 )
 from harness.lab import remedy
-from harness.records.level import LEVEL, LevelStats, STATS
+from harness.records.level import LEVEL, MERGED, LevelStats, STATS
 from harness.measure.level_checks import VARY
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -203,7 +203,7 @@ def noise(rec: dict, previous: dict) -> tuple[float, str]:
     (``sweep --repeat``) where one was repeated, else the lab's "a few per cent" (``VARY``)."""
     shares = []
     for r in (previous, rec):
-        low_high = (r.get("spread") or {}).get(STATS.output_tokens_per_s)
+        low_high = (r.get(MERGED.spread) or {}).get(STATS.output_tokens_per_s)
         mid = LevelStats.read(r).output_tokens_per_s
         if low_high and mid:
             shares.append((low_high[1] - low_high[0]) / mid)

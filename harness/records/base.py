@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from typing import Any, ClassVar, Mapping
 
 from harness import lab
-from harness.schema_facts import FieldNames, fact, line, read_line
+from harness.schema_facts import FieldNames, KeyNames, fact, line, read_line
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -29,6 +29,10 @@ LAB_ID = lab.SERVING_LAB_ID  # the serving lab's records carry it (the lab profi
 FEATURES_LAB = lab.ENGINES_LAB_ID  # the engines lab's records carry it
 DEFAULT_SLO_TTFT_S = lab.threshold("slo_ttft_s")
 DEFAULT_SLO_TPOT_S = lab.threshold("slo_tpot_s")
+# The keys a line carries besides its part's fields: which lab, which shape and which kind of
+# record (a feature probe's ``probe``), and a rehearsal's stamp. Each kind's schema and line take
+# them from here.
+HEAD = KeyNames("lab", "harness_schema", "record", "probe", "rehearsal", "rehearsal_track", "stand_in")
 UNKNOWN = "unknown"  # what a record says of an engine, host or version nobody named
 MACHINE_NOTE = (  # what a record's machine part is (the notebook writer adds it, harness.machine)
     "added: the machine the record was written on, read from it (harness.machine); records "
@@ -61,12 +65,12 @@ def is_level(record: Mapping[str, Any]) -> bool:
 
 def is_engine_speed(record: Mapping[str, Any]) -> bool:
     """Whether a notebook object is the engines lab's single-user speed test (``short`` or ``long``)."""
-    return record.get("lab") == FEATURES_LAB and record.get("test") in ("short", "long")
+    return record.get(HEAD.lab) == FEATURES_LAB and record.get("test") in ("short", "long")
 
 
 def is_features(record: Mapping[str, Any]) -> bool:
     """Whether a notebook object is the engines lab's feature probe."""
-    return record.get("lab") == FEATURES_LAB and record.get("probe") == "features"
+    return record.get(HEAD.lab) == FEATURES_LAB and record.get(HEAD.probe) == "features"
 
 
 @dataclass(frozen=True)
@@ -104,6 +108,11 @@ class TpotFit:
 
     a: float = fact(required=True)
     b: float = fact(required=True)
+
+
+# A repeated level's entry in the curve summary's ``spread``: its concurrency and how many runs;
+# each headline figure's range sits beside them.
+SPREAD = KeyNames("c", "runs")
 
 
 @dataclass(frozen=True)
@@ -144,8 +153,11 @@ class CurveSummary:
         "(smallest, largest) of each headline figure over them; the level's own figures are the medians",
         items={
             "type": "object",
-            "required": ["c", "runs"],
-            "properties": {"c": {"type": "integer", "minimum": 1}, "runs": {"type": "integer", "minimum": 2}},
+            "required": [SPREAD.c, SPREAD.runs],
+            "properties": {
+                SPREAD.c: {"type": "integer", "minimum": 1},
+                SPREAD.runs: {"type": "integer", "minimum": 2},
+            },
             "additionalProperties": {
                 "type": "array",
                 "items": {"type": "number"},
@@ -165,15 +177,15 @@ class CurveSummary:
 
     KIND: ClassVar[str] = "curve-summary"  # the record's kind: its schema's name
     SCHEMA_FACTS: ClassVar[dict] = {"title": "Derived numbers for one label's curve"}
-    SCHEMA_REQUIRED: ClassVar[tuple] = ("lab", "record", "label")
+    SCHEMA_REQUIRED: ClassVar[tuple] = (HEAD.lab, HEAD.record, "label")
     SCHEMA_KEYS: ClassVar[dict] = {
-        "harness_schema": {"const": SCHEMA_VERSION},
-        "lab": {"type": "string"},
-        "record": {"const": "curve-summary"},
+        HEAD.harness_schema: {"const": SCHEMA_VERSION},
+        HEAD.lab: {"type": "string"},
+        HEAD.record: {"const": "curve-summary"},
     }
 
     def to_dict(self) -> dict:
-        return {"lab": LAB_ID, "harness_schema": SCHEMA_VERSION, "record": self.KIND, **line(self)}
+        return {HEAD.lab: LAB_ID, HEAD.harness_schema: SCHEMA_VERSION, HEAD.record: self.KIND, **line(self)}
 
 
 def machine_of(level: Mapping[str, Any]) -> dict | None:
@@ -204,6 +216,9 @@ class ProofSeen:
         return read_line(cls, value)
 
 
+SEEN = FieldNames(ProofSeen)  # what the proof request saw: its keys
+
+
 @dataclass(frozen=True)
 class EndpointCheck:
     """What the one request before a sweep's first level saw (``observed``) and what it means."""
@@ -219,15 +234,15 @@ class EndpointCheck:
 
     KIND: ClassVar[str] = "endpoint-check"  # the record's kind: its schema's name
     SCHEMA_FACTS: ClassVar[dict] = {"title": "What the endpoint proof saw before a sweep's first level"}
-    SCHEMA_REQUIRED: ClassVar[tuple] = ("harness_schema", "record")
+    SCHEMA_REQUIRED: ClassVar[tuple] = (HEAD.harness_schema, HEAD.record)
     SCHEMA_KEYS: ClassVar[dict] = {
-        "harness_schema": {"const": SCHEMA_VERSION},
-        "record": {"const": "endpoint-check"},
-        "lab": {"type": "string"},
+        HEAD.harness_schema: {"const": SCHEMA_VERSION},
+        HEAD.record: {"const": "endpoint-check"},
+        HEAD.lab: {"type": "string"},
     }
 
     def to_dict(self) -> dict:
-        return {"harness_schema": SCHEMA_VERSION, "record": self.KIND, "lab": LAB_ID, **line(self)}
+        return {HEAD.harness_schema: SCHEMA_VERSION, HEAD.record: self.KIND, HEAD.lab: LAB_ID, **line(self)}
 
     @classmethod
     def read(cls, record: Mapping[str, Any]) -> EndpointCheck:
@@ -300,23 +315,23 @@ class CrossCheck:
         "title": "Our c-row against the engine's own generator at the same conditions",
         "additionalProperties": False,
     }
-    SCHEMA_REQUIRED: ClassVar[tuple] = ("harness_schema", "record")
+    SCHEMA_REQUIRED: ClassVar[tuple] = (HEAD.harness_schema, HEAD.record)
     SCHEMA_KEYS: ClassVar[dict] = {
-        "harness_schema": {"const": SCHEMA_VERSION},
-        "record": {"const": "cross-check"},
-        "lab": {"type": "string"},
+        HEAD.harness_schema: {"const": SCHEMA_VERSION},
+        HEAD.record: {"const": "cross-check"},
+        HEAD.lab: {"type": "string"},
     }
     SCHEMA_AFTER: ClassVar[dict] = {  # the rehearsal's stamp (harness.records.notebook.rehearsal_stamp)
-        "rehearsal": {
+        HEAD.rehearsal: {
             "type": "boolean",
             "description": "written by a rehearsal on CPU stand-ins (harness track --rehearse)",
         },
-        "rehearsal_track": {"type": ["string", "null"]},
-        "stand_in": {"type": "string", "description": "what served this record in a rehearsal"},
+        HEAD.rehearsal_track: {"type": ["string", "null"]},
+        HEAD.stand_in: {"type": "string", "description": "what served this record in a rehearsal"},
     }
 
     def to_dict(self) -> dict:
-        return {"harness_schema": SCHEMA_VERSION, "record": self.KIND, "lab": LAB_ID, **line(self)}
+        return {HEAD.harness_schema: SCHEMA_VERSION, HEAD.record: self.KIND, HEAD.lab: LAB_ID, **line(self)}
 
     @classmethod
     def read(cls, record: Mapping[str, Any]) -> CrossCheck:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Mapping
 
-from harness.records.base import FEATURES_LAB, MACHINE_NOTE, SCHEMA_VERSION
+from harness.records.base import FEATURES_LAB, HEAD, MACHINE_NOTE, SCHEMA_VERSION
 from harness.schema_facts import FieldNames, fact, line, line_keys, read_line
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -45,14 +45,14 @@ class Allocation:
     SCHEMA_FACTS: ClassVar[dict] = {
         "title": "What an engine allocated, read from its log, against the prediction"
     }
-    SCHEMA_REQUIRED: ClassVar[tuple] = ("harness_schema", "record")
+    SCHEMA_REQUIRED: ClassVar[tuple] = (HEAD.harness_schema, HEAD.record)
     SCHEMA_KEYS: ClassVar[dict] = {
-        "harness_schema": {"const": SCHEMA_VERSION},
-        "record": {"const": "allocation"},
+        HEAD.harness_schema: {"const": SCHEMA_VERSION},
+        HEAD.record: {"const": "allocation"},
     }
 
     def to_dict(self) -> dict:
-        return {"harness_schema": SCHEMA_VERSION, "record": self.KIND, **line(self)}
+        return {HEAD.harness_schema: SCHEMA_VERSION, HEAD.record: self.KIND, **line(self)}
 
     @classmethod
     def read(cls, record: Mapping[str, Any]) -> Allocation:
@@ -104,15 +104,20 @@ class Features:
     SCHEMA_FACTS: ClassVar[dict] = {
         "title": "What one server really supports: model listing, tool calling, JSON-schema output"
     }
-    SCHEMA_REQUIRED: ClassVar[tuple] = ("lab", "probe")
+    SCHEMA_REQUIRED: ClassVar[tuple] = (HEAD.lab, "probe")
     SCHEMA_KEYS: ClassVar[dict] = {
-        "lab": {"type": "string"},
-        "harness_schema": {"const": SCHEMA_VERSION},
-        "probe": {"const": "features"},
+        HEAD.lab: {"type": "string"},
+        HEAD.harness_schema: {"const": SCHEMA_VERSION},
+        HEAD.probe: {"const": "features"},
     }
 
     def to_dict(self) -> dict:
-        return {"lab": FEATURES_LAB, "harness_schema": SCHEMA_VERSION, "probe": self.KIND, **line(self)}
+        return {
+            HEAD.lab: FEATURES_LAB,
+            HEAD.harness_schema: SCHEMA_VERSION,
+            HEAD.probe: self.KIND,
+            **line(self),
+        }
 
     @classmethod
     def read(cls, record: Mapping[str, Any]) -> Features:
@@ -266,11 +271,14 @@ class EngineSpeed:
     SCHEMA_FACTS: ClassVar[dict] = {
         "title": "Single-user speed for one test (short or long prompt): medians of the measured runs"
     }
-    SCHEMA_REQUIRED: ClassVar[tuple] = ("lab",)
-    SCHEMA_KEYS: ClassVar[dict] = {"harness_schema": {"const": SCHEMA_VERSION}, "lab": {"type": "string"}}
+    SCHEMA_REQUIRED: ClassVar[tuple] = (HEAD.lab,)
+    SCHEMA_KEYS: ClassVar[dict] = {
+        HEAD.harness_schema: {"const": SCHEMA_VERSION},
+        HEAD.lab: {"type": "string"},
+    }
 
     def to_dict(self) -> dict:
-        return {"lab": FEATURES_LAB, "harness_schema": SCHEMA_VERSION, **line(self)}
+        return {HEAD.lab: FEATURES_LAB, HEAD.harness_schema: SCHEMA_VERSION, **line(self)}
 
     @classmethod
     def read(cls, record: Mapping[str, Any]) -> EngineSpeed:
@@ -374,15 +382,15 @@ class ModelFetch:
         "title": "One model format fetched (or found already present) and checked",
         "additionalProperties": False,
     }
-    SCHEMA_REQUIRED: ClassVar[tuple] = ("harness_schema", "record")
+    SCHEMA_REQUIRED: ClassVar[tuple] = (HEAD.harness_schema, HEAD.record)
     SCHEMA_KEYS: ClassVar[dict] = {
-        "harness_schema": {"const": SCHEMA_VERSION},
-        "record": {"const": "model-fetch"},
-        "lab": {"type": "string"},
+        HEAD.harness_schema: {"const": SCHEMA_VERSION},
+        HEAD.record: {"const": "model-fetch"},
+        HEAD.lab: {"type": "string"},
     }
 
     def to_dict(self) -> dict:
-        return {"harness_schema": SCHEMA_VERSION, "record": self.KIND, **line(self)}
+        return {HEAD.harness_schema: SCHEMA_VERSION, HEAD.record: self.KIND, **line(self)}
 
     @classmethod
     def read(cls, record: Mapping[str, Any]) -> ModelFetch:

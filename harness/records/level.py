@@ -13,8 +13,16 @@ from dataclasses import MISSING, Field, dataclass, fields, replace
 from datetime import datetime, timezone
 from typing import Any, ClassVar, Mapping
 
-from harness.records.base import DEFAULT_OBJECTIVES, LAB_ID, SCHEMA_VERSION, UNKNOWN, Objectives, non_finite
-from harness.schema_facts import FieldNames, fact, line_keys
+from harness.records.base import (
+    DEFAULT_OBJECTIVES,
+    HEAD,
+    LAB_ID,
+    SCHEMA_VERSION,
+    UNKNOWN,
+    Objectives,
+    non_finite,
+)
+from harness.schema_facts import FieldNames, KeyNames, fact, line_keys
 from harness.errors import SchemaError
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -191,6 +199,69 @@ class ServerInfo:
     server_slots: int | None = fact(nullable=True, minimum=0)
 
 
+# The level record's ``workers`` (``Arrival.workers``): one entry per Locust worker, each made by
+# ``harness.load.worker_parts.WorkerPart.entry``. ``WORKER`` holds its keys for every reader.
+WORKERS_SCHEMA: dict = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": [
+            "worker",
+            "users",
+            "requests",
+            "returned",
+            "completed",
+            "cpu_percent",
+            "late_share",
+            "ttft_p50_s",
+            "limited",
+        ],
+        "properties": {
+            "worker": {
+                "type": "string",
+                "description": "its name (harness worker --name; default host:pid; local ones process-N)",
+            },
+            "users": {"type": "integer", "minimum": 0},
+            "requests": {"type": "integer", "minimum": 0, "description": "its share of the level's requests"},
+            "returned": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "exact samples it sent back to the master",
+            },
+            "completed": {"type": "integer", "minimum": 0},
+            "cpu_percent": {
+                "type": ["number", "null"],
+                "minimum": 0,
+                "description": (
+                    "its process's CPU (per cent of one core) as its heartbeats said, mean over the level"
+                ),
+            },
+            "late_share": {
+                "type": ["number", "null"],
+                "minimum": 0,
+                "maximum": 1,
+                "description": "its share of tokens read a whole token gap late",
+            },
+            "ttft_p50_s": {"type": ["number", "null"], "minimum": 0},
+            "limited": {
+                "type": "boolean",
+                "description": (
+                    "it could not keep up: CPU past 90 % or more than 0.25 % of its tokens read late"
+                ),
+            },
+            "lost": {
+                "type": "string",
+                "description": (
+                    "only for a worker lost mid-level: why; the requests of its share that "
+                    "never came back are failed samples (WorkerLost)"
+                ),
+            },
+        },
+    },
+}
+WORKER = KeyNames(*WORKERS_SCHEMA["items"]["properties"])
+
+
 @dataclass(frozen=True)
 class Arrival:
     """How requests arrived in a level: ``closed`` (optionally timed or spread over worker
@@ -220,7 +291,7 @@ class Arrival:
     workers: list[dict] | None = fact(
         "added, distributed levels: each Locust worker's part (harness.load.worker_parts); the "
         "level's percentiles are over every worker's samples pooled, never averaged across workers",
-        declared_in="harness.load.worker_parts.WORKERS_SCHEMA",
+        declared_in="harness.records.level.WORKERS_SCHEMA",
         default=None,
     )
     wall_clock: str | None = fact(
@@ -267,14 +338,20 @@ class RunMark:
     )
 
     def to_dict(self) -> dict:
-        return {"run_id": self.run_id, "repeat": self.repeat, "repeats": self.repeats}
+        return {_RUN.run_id: self.run_id, _RUN.repeat: self.repeat, _RUN.repeats: self.repeats}
 
     @classmethod
     def read(cls, record: Mapping[str, Any]) -> RunMark | None:
         """Which run wrote a level line; None on lines from before run ids."""
-        if "run_id" not in record:
+        if _RUN.run_id not in record:
             return None
-        return cls(record["run_id"], record.get("repeat", 1), record.get("repeats", 1))
+        return cls(record[_RUN.run_id], record.get(_RUN.repeat, 1), record.get(_RUN.repeats, 1))
+
+
+_RUN = FieldNames(RunMark)
+# What a level merged from its repeated runs carries besides a level line's keys
+# (``harness.measure.curves.merge_runs``): how many runs, and each headline figure's range.
+MERGED = KeyNames("runs", "spread")
 
 
 def run_id_for(when: datetime, pid: int) -> str:
@@ -334,10 +411,10 @@ class LevelRecord:
         "written by the lab's own load-test.py validate too). Times in seconds; rates per second of "
         "wall clock. Fields marked 'added' are written by this harness only.",
     }
-    SCHEMA_REQUIRED: ClassVar[tuple] = ("lab",)
+    SCHEMA_REQUIRED: ClassVar[tuple] = (HEAD.lab,)
     SCHEMA_KEYS: ClassVar[dict] = {  # keys no field holds: what every level line carries
-        "lab": {"type": "string"},
-        "harness_schema": {
+        HEAD.lab: {"type": "string"},
+        HEAD.harness_schema: {
             "const": SCHEMA_VERSION,
             "description": "added: present on records this harness wrote",
         },
@@ -345,7 +422,12 @@ class LevelRecord:
 
     def to_dict(self) -> dict:
         c = self.context
-        out: dict = {"lab": LAB_ID, "harness_schema": SCHEMA_VERSION, "label": c.label, "engine": c.engine}
+        out: dict = {
+            HEAD.lab: LAB_ID,
+            HEAD.harness_schema: SCHEMA_VERSION,
+            "label": c.label,
+            "engine": c.engine,
+        }
         if c.server is not None:
             out.update(
                 engine_version=c.server.engine_version,
@@ -375,9 +457,9 @@ class LevelRecord:
         if self.workload is not None:
             out.update(self.workload.to_dict())
         if self.energy is not None:
-            out["energy"] = self.energy
+            out[LEVEL.energy] = self.energy
         if self.cost is not None:
-            out["cost"] = self.cost
+            out[LEVEL.cost] = self.cost
         if self.machine is not None:
             out["machine"] = self.machine
         if self.series is not None:
@@ -411,8 +493,8 @@ class LevelRecord:
             arrival=Arrival.read(record),
             client=ClientCheck.read(record),
             run=RunMark.read(record),
-            energy=record.get("energy"),
-            cost=record.get("cost"),
+            energy=record.get(LEVEL.energy),
+            cost=record.get(LEVEL.cost),
             machine=record.get("machine"),
             series=record.get("series"),
         )

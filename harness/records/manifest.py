@@ -9,12 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from harness.records.base import SCHEMA_VERSION
-from harness.schema_facts import FieldNames, fact, line
+from harness.records.base import HEAD, SCHEMA_VERSION
+from harness.schema_facts import FieldNames, KeyNames, fact, line
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
 CLOSED: dict = {"additionalProperties": False}  # a part that holds only its declared keys
+
+
+# A command the service launcher ran before the load (an engine entry's ``before_start``).
+BEFORE = KeyNames("command", "status")
+# The machine the runner ran on (the manifest's ``host``).
+HOST = KeyNames("node", "system", "python", "cpus")
 
 
 @dataclass(frozen=True)
@@ -132,8 +138,8 @@ class EngineEntry:
         "service launcher: the serve script's commands run before the load, with their exit status",
         items={
             "type": "object",
-            "required": ["command", "status"],
-            "properties": {"command": {"type": "string"}, "status": {"type": "integer"}},
+            "required": [BEFORE.command, BEFORE.status],
+            "properties": {BEFORE.command: {"type": "string"}, BEFORE.status: {"type": "integer"}},
         },
         default=None,
     )
@@ -193,14 +199,14 @@ class RunManifest:
         "outcome. Rewritten after every step, validated before each write.",
         **CLOSED,
     }
-    SCHEMA_REQUIRED: ClassVar[tuple] = ("record", "harness_schema")
+    SCHEMA_REQUIRED: ClassVar[tuple] = (HEAD.record, HEAD.harness_schema)
     SCHEMA_KEYS: ClassVar[dict] = {
-        "record": {"const": "run-manifest"},
-        "harness_schema": {"const": SCHEMA_VERSION},
+        HEAD.record: {"const": "run-manifest"},
+        HEAD.harness_schema: {"const": SCHEMA_VERSION},
     }
 
     def to_dict(self) -> dict:
-        return {"record": self.KIND, "harness_schema": SCHEMA_VERSION, **line(self)}
+        return {HEAD.record: self.KIND, HEAD.harness_schema: SCHEMA_VERSION, **line(self)}
 
 
 MANIFEST = FieldNames(RunManifest)  # a manifest's top-level keys

@@ -24,7 +24,8 @@ from referencing.jsonschema import DRAFT202012
 
 from harness import paths
 from harness.records.level import LevelRecord
-from harness.records.base import is_level, non_finite
+from harness.records.sample import SAMPLE
+from harness.records.base import HEAD, is_level, non_finite
 from harness.safe_text import redact_tree
 from harness.errors import ConfigError, SchemaError
 from harness.machine import probe
@@ -90,9 +91,9 @@ def rehearsal_stamp(record: dict, env: Mapping[str, str] | None = None) -> dict:
         found = json.loads(raw)
     except ValueError:
         raise SchemaError("HARNESS_REHEARSAL is not JSON; it is set by `harness track --rehearse`") from None
-    stamp = {"rehearsal": True, "rehearsal_track": found.get("track")}
+    stamp = {HEAD.rehearsal: True, HEAD.rehearsal_track: found.get("track")}
     if found.get("stand_in"):
-        stamp["stand_in"] = found["stand_in"]
+        stamp[HEAD.stand_in] = found["stand_in"]
     return {**record, **stamp}
 
 
@@ -392,7 +393,12 @@ def read_samples(path: str | Path, levels: list[dict] | None = None) -> ReadResu
 def _level_key(obj: dict) -> tuple:
     """Which run of which level a sample row or a level record belongs to (run id None: written
     before run ids, matched by label and concurrency alone)."""
-    return (obj.get("run_id"), obj.get("label"), obj.get("concurrency"), obj.get("repeat", 1))
+    return (
+        obj.get(SAMPLE.run_id),
+        obj.get(SAMPLE.label),
+        obj.get(SAMPLE.concurrency),
+        obj.get(SAMPLE.repeat, 1),
+    )
 
 
 MAX_FIGURE = 1e15  # no figure a record holds comes near this (bytes of memory, epoch seconds)

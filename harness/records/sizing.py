@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar, Mapping
 
-from harness.records.base import LAB_ID, MACHINE_NOTE, SCHEMA_VERSION
+from harness.records.base import HEAD, LAB_ID, MACHINE_NOTE, SCHEMA_VERSION
 from harness.schema_facts import FieldNames, fact, line, read_line
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -125,11 +125,11 @@ class Capacity:
         "contradiction (one level's runs gave opposite verdicts); for the last two end_reason says "
         "why and the answer is what was measured before it.",
     }
-    SCHEMA_REQUIRED: ClassVar[tuple] = ("lab", "record")
+    SCHEMA_REQUIRED: ClassVar[tuple] = (HEAD.lab, HEAD.record)
     SCHEMA_KEYS: ClassVar[dict] = {  # keys no field holds
-        "harness_schema": {"const": SCHEMA_VERSION},
-        "lab": {"type": "string"},
-        "record": {"const": "capacity"},
+        HEAD.harness_schema: {"const": SCHEMA_VERSION},
+        HEAD.lab: {"type": "string"},
+        HEAD.record: {"const": "capacity"},
         "search": {
             "enum": ["concurrency", "rate"],
             "description": "closed loop over crowds, or open loop over arrival rates",
@@ -137,7 +137,7 @@ class Capacity:
     }
 
     def to_dict(self) -> dict:
-        head = {"lab": LAB_ID, "harness_schema": SCHEMA_VERSION, "record": self.KIND}
+        head = {HEAD.lab: LAB_ID, HEAD.harness_schema: SCHEMA_VERSION, HEAD.record: self.KIND}
         search = "concurrency" if self.rate_step_rps is None else "rate"
         return {**head, CAPACITY.label: self.label, CAPACITY.search: search, **line(self)}
 
@@ -239,20 +239,20 @@ class AdmissionRecommendation:
         "unconfirmed (no admission run recorded) or none (no level).",
         "additionalProperties": False,
     }
-    SCHEMA_REQUIRED: ClassVar[tuple] = ("lab", "record")
+    SCHEMA_REQUIRED: ClassVar[tuple] = (HEAD.lab, HEAD.record)
     SCHEMA_KEYS: ClassVar[dict] = {
-        "harness_schema": {"const": SCHEMA_VERSION},
-        "lab": {"type": "string"},
-        "record": {"const": "admission"},
+        HEAD.harness_schema: {"const": SCHEMA_VERSION},
+        HEAD.lab: {"type": "string"},
+        HEAD.record: {"const": "admission"},
     }
     SCHEMA_AFTER: ClassVar[dict] = {  # the rehearsal's stamp (harness.records.notebook.rehearsal_stamp)
-        "rehearsal": {"type": "boolean"},
-        "rehearsal_track": {"type": ["string", "null"]},
-        "stand_in": {"type": "string"},
+        HEAD.rehearsal: {"type": "boolean"},
+        HEAD.rehearsal_track: {"type": ["string", "null"]},
+        HEAD.stand_in: {"type": "string"},
     }
 
     def to_dict(self) -> dict:
-        head = {"lab": LAB_ID, "harness_schema": SCHEMA_VERSION, "record": self.KIND}
+        head = {HEAD.lab: LAB_ID, HEAD.harness_schema: SCHEMA_VERSION, HEAD.record: self.KIND}
         return {**head, **line(self)}
 
     @classmethod

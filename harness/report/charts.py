@@ -7,6 +7,7 @@ from pathlib import Path
 import matplotlib
 
 from harness.measure.curves import completed_levels, spread_of
+from harness.records.base import HEAD
 from harness.records.level import DIST, LEVEL, STATS, LevelStats
 from harness.records.sample import SampleLine
 from harness.energy import report_section as energy_section
@@ -29,7 +30,7 @@ REHEARSAL_MARK = "REHEARSAL on CPU stand-ins, not the track's hardware"
 
 def rehearsal_mark(records) -> str:
     """What a chart drawn from a rehearsal's records says first ('' for a real run's)."""
-    return REHEARSAL_MARK if any(r.get("rehearsal") for r in records) else ""
+    return REHEARSAL_MARK if any(r.get(HEAD.rehearsal) for r in records) else ""
 
 
 def conditions(levels_by_label: dict[str, dict[int, dict]], promise_s: float | None) -> str:
@@ -251,8 +252,8 @@ def series_chart(label: str, records: list[dict], path: str | Path, mark: str = 
     offset = 0.0
     for n, r in enumerate(records):
         s = r[LEVEL.series]
-        t = [offset + x for x in s["t_s"]]
-        server, client = s["server"], s["client"]
+        t = [offset + x for x in s[es.SERIES.t_s]]
+        server, client = s[es.SERIES.server], s[es.SERIES.client]
         first = n == 0
         top.step(
             t,

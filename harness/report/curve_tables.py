@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from harness.measure import curves
 from harness.sizing import criterion as sizing
-from harness.records.level import DIST, LEVEL, STATS, LevelStats
+from harness.records.base import SPREAD
+from harness.records.level import DIST, LEVEL, MERGED, STATS, LevelStats
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -107,7 +108,7 @@ def curve_rows(d: curves.Curve, levels: dict[int, dict]) -> list[list[str]]:
     rows = []
     for c in d.levels:
         r, st = levels[c], LevelStats.read(levels[c])
-        runs = f" ({r['runs']} runs)" if r.get("runs", 1) > 1 else ""
+        runs = f" ({r[MERGED.runs]} runs)" if r.get(MERGED.runs, 1) > 1 else ""
         rows.append(
             [
                 str(c),
@@ -138,9 +139,9 @@ def spread_rows(levels: dict[int, dict]) -> list[dict]:
     out = []
     for c in sorted(levels):
         r = levels[c]
-        if r.get("runs", 1) < 2:
+        if r.get(MERGED.runs, 1) < 2:
             continue
-        row: dict = {"c": c, "runs": r["runs"]}
+        row: dict = {SPREAD.c: c, SPREAD.runs: r[MERGED.runs]}
         for name, key, pct in (
             (STATS.output_tokens_per_s, STATS.output_tokens_per_s, None),
             (STATS.goodput_requests_per_s, STATS.goodput_requests_per_s, None),
@@ -158,7 +159,7 @@ def spread_rows(levels: dict[int, dict]) -> list[dict]:
 
 def spread_note(levels: dict[int, dict]) -> str | None:
     """What the brackets in the table mean, when any level was run more than once."""
-    repeated = sorted({r["runs"] for r in levels.values() if r.get("runs", 1) > 1})
+    repeated = sorted({r[MERGED.runs] for r in levels.values() if r.get(MERGED.runs, 1) > 1})
     if not repeated:
         return None
     return (

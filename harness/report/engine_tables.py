@@ -11,6 +11,7 @@ from harness import lab
 from harness.measure import server_timings
 from harness.energy import engine_tables as engine_energy
 
+from harness.records.base import HEAD
 from harness.records.engine import FEATURES, READINGS, SNAPSHOT, SPEED, VERDICT
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
@@ -27,7 +28,7 @@ def latest_per_engine(speed_records: list[dict], feature_records: list[dict]):
         engine = rec.get("engine", "?")
         if engine not in order:
             order.append(engine)
-        if rec.get("probe") == "features":
+        if rec.get(HEAD.probe) == "features":
             features[engine] = rec
         else:
             speed.setdefault(engine, {})[rec[SPEED.test]] = rec

@@ -9,6 +9,7 @@ from harness.measure import curves
 from harness.records.sizing import Capacity
 from harness.records.level import DIST, LEVEL, STATS, LevelStats
 from harness.report.curve_tables import said
+from harness.schema_facts import KeyNames
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
 
@@ -17,6 +18,23 @@ def _ttft(rec: dict | None, pct: str) -> float | None:
     """A level's first-token time at the percentile named, None where absent."""
     value: float | None = None if rec is None else getattr(LevelStats.read(rec).ttft_s, pct)
     return value
+
+
+# A headline row's keys (``headlines``) and its prefix pair's (``prefix_change``): every reader takes
+# them from here.
+ROW = KeyNames(
+    "label",
+    "engine",
+    "peak_tok_s",
+    "peak_range",
+    "knee",
+    "operating_point",
+    "operating_is_top",
+    "capacity",
+    "admission",
+    "prefix",
+)
+PREFIX = KeyNames("c", "ttft_unique_s", "ttft_shared_s", "change", "cached_share")
 
 
 def prefix_change(unique: dict[int, dict], shared: dict[int, dict]) -> dict | None:
@@ -29,11 +47,11 @@ def prefix_change(unique: dict[int, dict], shared: dict[int, dict]) -> dict | No
     if before is None or after is None:
         return None
     return {
-        "c": c,
-        "ttft_unique_s": before,
-        "ttft_shared_s": after,
-        "change": (after - before) / before if before else None,
-        "cached_share": curves.cached_share(shared[c]),
+        PREFIX.c: c,
+        PREFIX.ttft_unique_s: before,
+        PREFIX.ttft_shared_s: after,
+        PREFIX.change: (after - before) / before if before else None,
+        PREFIX.cached_share: curves.cached_share(shared[c]),
     }
 
 
@@ -68,20 +86,20 @@ def headlines(
         admitted = (admissions or {}).get(label)
         rows.append(
             {
-                "label": label,
-                "engine": first.get(LEVEL.engine),
-                "peak_tok_s": LevelStats.read(levels[peak_c]).output_tokens_per_s,
-                "peak_range": curves.spread_of(levels[peak_c], STATS.output_tokens_per_s),
-                "knee": f"{d.knee[0]}->{d.knee[1]}" if d.knee else "none",
-                "operating_point": d.operating_point,
-                "operating_is_top": d.operating_point == d.levels[-1],
-                "capacity": curves.capacity_reading(levels, promise_s),
-                "admission": admission_outcome(
+                ROW.label: label,
+                ROW.engine: first.get(LEVEL.engine),
+                ROW.peak_tok_s: LevelStats.read(levels[peak_c]).output_tokens_per_s,
+                ROW.peak_range: curves.spread_of(levels[peak_c], STATS.output_tokens_per_s),
+                ROW.knee: f"{d.knee[0]}->{d.knee[1]}" if d.knee else "none",
+                ROW.operating_point: d.operating_point,
+                ROW.operating_is_top: d.operating_point == d.levels[-1],
+                ROW.capacity: curves.capacity_reading(levels, promise_s),
+                ROW.admission: admission_outcome(
                     levels_by_label.get(admitted, {}), promise_s, (searches or {}).get(admitted)
                 )
                 if admitted
                 else None,
-                "prefix": change,
+                ROW.prefix: change,
             }
         )
     return rows
@@ -122,14 +140,14 @@ def admission_outcome(levels: dict[int, dict], promise_s: float, search: Capacit
 
 
 def peak_text(r: dict) -> str:
-    span = r.get("peak_range")
-    return f"{r['peak_tok_s']:.1f}" + (f" (range {span[0]:.1f}-{span[1]:.1f})" if span else "")
+    span = r.get(ROW.peak_range)
+    return f"{r[ROW.peak_tok_s]:.1f}" + (f" (range {span[0]:.1f}-{span[1]:.1f})" if span else "")
 
 
 def operating_text(r: dict) -> str:
-    if not r["operating_point"]:
+    if not r[ROW.operating_point]:
         return "none"
-    return f"c={r['operating_point']}" + (" (top level measured)" if r["operating_is_top"] else "")
+    return f"c={r[ROW.operating_point]}" + (" (top level measured)" if r[ROW.operating_is_top] else "")
 
 
 def prefix_text(pre: dict | None) -> str:
@@ -137,21 +155,21 @@ def prefix_text(pre: dict | None) -> str:
     and the cached share (each only where it was measured)."""
     if pre is None:
         return "no prefix pair in this run"
-    text = f"{pre['ttft_unique_s']:.3f} -> {pre['ttft_shared_s']:.3f} s at c={pre['c']}"
-    notes = [f"{pre['change']:+.0%}"] if pre["change"] is not None else []
-    if pre["cached_share"] is not None:
-        notes.append(f"{pre['cached_share']:.0%} of the prompt cached")
+    text = f"{pre[PREFIX.ttft_unique_s]:.3f} -> {pre[PREFIX.ttft_shared_s]:.3f} s at c={pre[PREFIX.c]}"
+    notes = [f"{pre[PREFIX.change]:+.0%}"] if pre[PREFIX.change] is not None else []
+    if pre[PREFIX.cached_share] is not None:
+        notes.append(f"{pre[PREFIX.cached_share]:.0%} of the prompt cached")
     return text + (f" ({', '.join(notes)})" if notes else "")
 
 
 def headline_lines(rows: list[dict], promise_s: float) -> list[str]:
     """The headline rows as the lines ``harness track`` prints at the end of a run."""
     return [
-        f"{r['label']} ({said(r['engine'])}): peak {peak_text(r)} tok/s, knee {r['knee']}, "
+        f"{r[ROW.label]} ({said(r[ROW.engine])}): peak {peak_text(r)} tok/s, knee {r[ROW.knee]}, "
         f"operating point {operating_text(r)}, "
-        f"capacity within the promise of {promise_s:g} s p95 TTFT: {r['capacity'].text}; "
-        + (f"admission {r['admission']}; " if r.get("admission") else "")
+        f"capacity within the promise of {promise_s:g} s p95 TTFT: {r[ROW.capacity].text}; "
+        + (f"admission {r[ROW.admission]}; " if r.get(ROW.admission) else "")
         + "prefix caching: "
-        + ("no pair" if r["prefix"] is None else f"TTFT p50 {prefix_text(r['prefix'])}")
+        + ("no pair" if r[ROW.prefix] is None else f"TTFT p50 {prefix_text(r[ROW.prefix])}")
         for r in rows
     ]

@@ -15,6 +15,7 @@ from harness.engines.definitions import load_engine
 from harness.sizing.machines import lookup
 from harness.report.markdown import table
 from harness.report.measured import plan_machine
+from harness.records.sizing import ADMISSION, AdmissionRecommendation
 from harness.report.run_inputs import RunInputs
 
 
@@ -139,27 +140,25 @@ def admission_section(r: RunInputs) -> list[str]:
     measured there."""
     from harness.records.base import is_admission
 
-    latest = {rec["label"]: rec for rec in r.records("admission", is_admission)}
+    latest = {rec[ADMISSION.label]: rec for rec in r.records("admission", is_admission)}
     if not latest:
         return []
     rows = []
-    for rec in latest.values():
-        seen = rec.get("confirmed") or {}
+    for a in map(AdmissionRecommendation.read, latest.values()):
+        seen = a.confirmed
         measured = (
-            f"{seen['prompt_set']}: {seen['completed']} done, {seen['failed']} failed, TTFT p90 "
-            f"{_s(seen.get('ttft_p90_s'))}, TPOT p90 {_s(seen.get('tpot_p90_s'))}"
+            f"{seen.prompt_set}: {seen.completed} done, {seen.failed} failed, TTFT p90 "
+            f"{_s(seen.ttft_p90_s)}, TPOT p90 {_s(seen.tpot_p90_s)}"
             if seen
             else "no admission run at this level"
         )
         region = (
-            f"c={rec['unacceptable_from']} ({rec['unacceptable_why']})"
-            if rec.get("unacceptable_from")
+            f"c={a.unacceptable_from} ({a.unacceptable_why})"
+            if a.unacceptable_from
             else "none measured above it"
         )
-        level = "none" if rec["level"] is None else f"c={rec['level']}"
-        rows.append(
-            [rec["from"], level, rec["method"], region, measured, rec["verdict"], rec["recommendation"]]
-        )
+        level = "none" if a.level is None else f"c={a.level}"
+        rows.append([a.source, level, a.method, region, measured, a.verdict, a.recommendation])
     head = [
         "curve",
         "admission level",

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from harness.measure import curves
 from harness import words
-from harness.records.manifest import ENGINE, MANIFEST, STEP
+from harness.records.manifest import ENGINE, HOST, MANIFEST, STEP
 from harness.records.sizing import Capacity
 from harness.records.base import is_level
 from harness.records.notebook import read_records
@@ -26,7 +26,7 @@ from harness.report import time_series as series_section
 from harness.report import workload_tables
 from harness.report.curve_tables import said
 from harness.report.markdown import absent, table, to_html
-from harness.report.headlines import headline_lines, headlines, operating_text, peak_text, prefix_text
+from harness.report.headlines import ROW, headline_lines, headlines, operating_text, peak_text, prefix_text
 from harness.report.run_inputs import RunInputs
 
 
@@ -181,14 +181,14 @@ def headline(r: RunInputs) -> list[str]:
     for x in rows:
         body.append(
             [
-                x["label"],
-                said(x["engine"]),
+                x[ROW.label],
+                said(x[ROW.engine]),
                 peak_text(x),
-                x["knee"].replace("->", " -> "),
-                operating_text(x) if x["operating_point"] else "no level qualifies",
-                x["capacity"].text,
-                x["admission"] or "no admission step",
-                prefix_text(x["prefix"]),
+                x[ROW.knee].replace("->", " -> "),
+                operating_text(x) if x[ROW.operating_point] else "no level qualifies",
+                x[ROW.capacity].text,
+                x[ROW.admission] or "no admission step",
+                prefix_text(x[ROW.prefix]),
             ]
         )
     head = [
@@ -257,7 +257,7 @@ def conditions(r: RunInputs) -> list[str]:
         "## Test conditions",
         "",
         f"- Machine: {plan.variables.get('HOST_DESC', 'not stated in the plan')} "
-        f"({said(host.get('system'))}, {said(host.get('cpus'))} CPUs)",
+        f"({said(host.get(HOST.system))}, {said(host.get(HOST.cpus))} CPUs)",
         f"- Promise for capacity: p95 TTFT within {r.promise:g} s; objective for goodput and the operating "
         f"point: TTFT <= {plan.sweep.get('slo_ttft', 2.0)} s and TPOT <= {plan.sweep.get('slo_tpot', 0.1)} s "
         "(p90)",

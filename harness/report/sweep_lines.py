@@ -9,7 +9,7 @@ from harness.measure import server_metrics, level_checks as troubleshooting
 from harness import words
 from harness.measure.backlog import BACKLOG
 from harness.records.base import EndpointCheck
-from harness.records.level import Distribution, LEVEL, LevelRecord, STATS
+from harness.records.level import Distribution, LEVEL, LevelRecord, STATS, WORKER
 from harness.safe_text import redact
 from harness.workloads.level_part import WORKLOAD, TurnRow
 from harness.workloads.traces import span_words
@@ -253,15 +253,17 @@ def worker_lines(record: dict) -> list[str]:
     reads, and the words for one that could not keep up or was lost."""
     lines = []
     for w in record.get(LEVEL.workers) or []:
-        cpu = "?" if w["cpu_percent"] is None else f"{w['cpu_percent']:.1f} %"
-        late = "?" if w["late_share"] is None else f"{100 * w['late_share']:.2f} %"
+        cpu, late = w[WORKER.cpu_percent], w[WORKER.late_share]
+        cpu = "?" if cpu is None else f"{cpu:.1f} %"
+        late = "?" if late is None else f"{100 * late:.2f} %"
         text = (
-            f"      worker {w['worker']}: {w['users']} user(s), {w['returned']} of {w['requests']} "
-            f"requests back ({w['completed']} ok), CPU {cpu}, tokens read late {late}"
+            f"      worker {w[WORKER.worker]}: {w[WORKER.users]} user(s), {w[WORKER.returned]} of "
+            f"{w[WORKER.requests]} requests back ({w[WORKER.completed]} ok), CPU {cpu}, "
+            f"tokens read late {late}"
         )
-        if w.get("lost"):
-            text += f"; LOST: {w['lost']}"
-        elif w["limited"]:
+        if w.get(WORKER.lost):
+            text += f"; LOST: {w[WORKER.lost]}"
+        elif w[WORKER.limited]:
             text += "; this worker could not keep up (CPU or late reads): add a worker host"
         lines.append(text)
     return lines

@@ -17,6 +17,7 @@ from harness.records.clock import now_stamp
 from harness.records.manifest import (
     CUT,
     ENGINE,
+    HOST,
     MANIFEST,
     RUNNER,
     STEP,
@@ -55,10 +56,10 @@ class Manifest:
             started=now(),
             updated=now(),
             host={
-                "node": platform.node(),
-                "system": platform.platform(),
-                "python": platform.python_version(),
-                "cpus": os.cpu_count(),
+                HOST.node: platform.node(),
+                HOST.system: platform.platform(),
+                HOST.python: platform.python_version(),
+                HOST.cpus: os.cpu_count(),
             },
             engines={},
             steps=[StepEntry(s.id, s.kind, s.block.id if s.block else None) for s in plan.steps],

@@ -140,7 +140,7 @@ class Runner(EngineControl):
         m.save()
         counts = {k: statuses.count(k) for k in ("passed", "skipped", "failed", "pending")}
         self.out(
-            f"==> {m.data['status']}: "
+            f"==> {m.data[MANIFEST.status]}: "
             + ", ".join(f"{v} {k}" for k, v in counts.items() if v)
             + f"; manifest {m.path}"
         )

@@ -18,6 +18,7 @@ import contextlib
 import time
 from typing import Any, Callable
 
+from harness.energy.arithmetic import FIGURE
 from harness.energy.readings import Reading, make_reading
 from harness.errors import TelemetryUnavailable
 
@@ -71,13 +72,13 @@ class AmdSmiSource:
             name = "AMD GPU"
         self.device = f"{index}: {name}"
         self.calls: dict[str, Callable[[], Any]] = {
-            "power_w": lambda: _first(smi.amdsmi_get_power_info(handle), POWER_FIELDS),
-            "energy_j": self._energy,
-            "utilisation_pct": lambda: smi.amdsmi_get_gpu_activity(handle)["gfx_activity"],
-            "memory_used_mb": lambda: (
+            FIGURE.power_w: lambda: _first(smi.amdsmi_get_power_info(handle), POWER_FIELDS),
+            FIGURE.energy_j: self._energy,
+            FIGURE.utilisation_pct: lambda: smi.amdsmi_get_gpu_activity(handle)["gfx_activity"],
+            FIGURE.memory_used_mb: lambda: (
                 smi.amdsmi_get_gpu_memory_usage(handle, smi.AmdSmiMemoryType.VRAM) / 1e6
             ),
-            "temperature_c": lambda: smi.amdsmi_get_temp_metric(
+            FIGURE.temperature_c: lambda: smi.amdsmi_get_temp_metric(
                 handle, smi.AmdSmiTemperatureType.EDGE, smi.AmdSmiTemperatureMetric.CURRENT
             ),
             "clock_gfx_mhz": lambda: _first(
@@ -102,7 +103,7 @@ class AmdSmiSource:
                 values[figure], missing[figure] = None, f"amdsmi: {exc}"
             if values[figure] is None:
                 missing.setdefault(figure, "amdsmi answers N/A")
-        if values["power_w"] is None and values["energy_j"] is None:
+        if values[FIGURE.power_w] is None and values[FIGURE.energy_j] is None:
             raise TelemetryUnavailable(f"amdsmi {self.device}: no power and no energy ({missing['power_w']})")
         return make_reading(self.kind, self.device, at, values, missing)
 

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from harness.energy.arithmetic import FIGURE
 from harness.energy.readings import Reading, make_reading
 from harness.errors import TelemetryUnavailable
 from harness.energy.sources.base import read_number, read_text
@@ -28,11 +29,11 @@ ROOT = Path("/sys/class/drm")
 CARD = re.compile(r"card\d+")
 # figure -> (folder: "hwmon" or "device", file names tried in order, scale to the figure's unit)
 FILES: dict[str, tuple[str, tuple[str, ...], float]] = {
-    "power_w": ("hwmon", ("power1_average", "power1_input"), 1e-6),
-    "energy_j": ("hwmon", ("energy1_input",), 1e-6),
-    "utilisation_pct": ("device", ("gpu_busy_percent",), 1.0),
-    "memory_used_mb": ("device", ("mem_info_vram_used",), 1e-6),
-    "temperature_c": ("hwmon", ("temp1_input",), 1e-3),
+    FIGURE.power_w: ("hwmon", ("power1_average", "power1_input"), 1e-6),
+    FIGURE.energy_j: ("hwmon", ("energy1_input",), 1e-6),
+    FIGURE.utilisation_pct: ("device", ("gpu_busy_percent",), 1.0),
+    FIGURE.memory_used_mb: ("device", ("mem_info_vram_used",), 1e-6),
+    FIGURE.temperature_c: ("hwmon", ("temp1_input",), 1e-3),
 }
 CLOCKS = {"sclk": "freq1_input", "mclk": "freq2_input"}
 
@@ -61,7 +62,7 @@ class HwmonSource:
             values[figure], why = _first(self.folders[where], names, scale)
             if why:
                 missing[figure] = f"amdgpu: {why}"
-        if values["power_w"] is None and values["energy_j"] is None:
+        if values[FIGURE.power_w] is None and values[FIGURE.energy_j] is None:
             raise TelemetryUnavailable(f"hwmon {self.device}: {missing['power_w']}")
         for name, file in CLOCKS.items():
             values[f"clock_{name}_mhz"], why = read_number(self.folders["hwmon"] / file, 1e-6)
@@ -88,7 +89,7 @@ def open_sources(root: Path = ROOT, clock: Callable[[], float] = time.monotonic)
     sources = []
     for card in cards:
         hwmon = _amdgpu_hwmon(card)
-        if hwmon is not None and _first(hwmon, FILES["power_w"][1], 1.0)[0] is not None:
+        if hwmon is not None and _first(hwmon, FILES[FIGURE.power_w][1], 1.0)[0] is not None:
             sources.append(HwmonSource(card, hwmon, clock))
     if not sources:
         return [], f"hwmon: no amdgpu card with a power1_average or power1_input under {root}"

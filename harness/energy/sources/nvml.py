@@ -19,6 +19,7 @@ import contextlib
 import time
 from typing import Any, Callable
 
+from harness.energy.arithmetic import FIGURE
 from harness.energy.readings import Reading, make_reading
 from harness.errors import TelemetryUnavailable
 
@@ -53,11 +54,11 @@ class NvmlSource:
         self.label = "stand-in" if "stand-in" in name.lower() else None
         sm, mem = nv.NVML_CLOCK_SM, nv.NVML_CLOCK_MEM
         self.calls: dict[str, Callable[[], float]] = {
-            "power_w": lambda: nv.nvmlDeviceGetPowerUsage(self.handle) / 1000,
-            "energy_j": lambda: nv.nvmlDeviceGetTotalEnergyConsumption(self.handle) / 1000,
-            "utilisation_pct": lambda: nv.nvmlDeviceGetUtilizationRates(self.handle).gpu,
-            "memory_used_mb": lambda: nv.nvmlDeviceGetMemoryInfo(self.handle).used / 1e6,
-            "temperature_c": lambda: nv.nvmlDeviceGetTemperature(self.handle, nv.NVML_TEMPERATURE_GPU),
+            FIGURE.power_w: lambda: nv.nvmlDeviceGetPowerUsage(self.handle) / 1000,
+            FIGURE.energy_j: lambda: nv.nvmlDeviceGetTotalEnergyConsumption(self.handle) / 1000,
+            FIGURE.utilisation_pct: lambda: nv.nvmlDeviceGetUtilizationRates(self.handle).gpu,
+            FIGURE.memory_used_mb: lambda: nv.nvmlDeviceGetMemoryInfo(self.handle).used / 1e6,
+            FIGURE.temperature_c: lambda: nv.nvmlDeviceGetTemperature(self.handle, nv.NVML_TEMPERATURE_GPU),
             "clock_sm_mhz": lambda: nv.nvmlDeviceGetClockInfo(self.handle, sm),
             "clock_mem_mhz": lambda: nv.nvmlDeviceGetClockInfo(self.handle, mem),
         }
@@ -71,7 +72,7 @@ class NvmlSource:
                 values[figure] = float(call())
             except self.nv.NVMLError as exc:
                 missing[figure] = f"NVML: {exc}"
-        if "power_w" not in values and "energy_j" not in values:
+        if FIGURE.power_w not in values and FIGURE.energy_j not in values:
             raise TelemetryUnavailable(f"nvml {self.device}: no power and no energy ({missing['power_w']})")
         return make_reading(self.kind, self.device, at, values, missing, label=self.label)
 

@@ -32,6 +32,7 @@ import time
 from typing import Any, Callable
 from xml.parsers.expat import ExpatError
 
+from harness.energy.arithmetic import FIGURE
 from harness.energy.readings import Reading, make_reading
 from harness.bounds import Bounds
 from harness.errors import ConfigError, TargetError, TelemetryUnavailable
@@ -39,8 +40,8 @@ from harness.endpoints import http_client as http, shim_host
 
 MAX_OUTPUT = 1 << 20  # one sample of two samplers is a few kB
 NOT_GIVEN = {
-    "energy_j": "powermetrics gives power over each window, not a running counter",
-    "memory_used_mb": "powermetrics gives no memory figure (unified memory: see the memory snapshot)",
+    FIGURE.energy_j: "powermetrics gives power over each window, not a running counter",
+    FIGURE.memory_used_mb: "powermetrics gives no memory figure (unified memory: see the memory snapshot)",
 }
 
 
@@ -109,19 +110,19 @@ def reading(sample: dict, end: float, device: str = "Apple silicon") -> Reading:
     idle = _num(gpu, "idle_ratio")
     freq = _num(gpu, "freq_hz")
     values: dict[str, Any] = {
-        "power_w": None if power is None else power / 1000,
-        "utilisation_pct": None if idle is None else min(100.0, max(0.0, (1 - idle) * 100)),
+        FIGURE.power_w: None if power is None else power / 1000,
+        FIGURE.utilisation_pct: None if idle is None else min(100.0, max(0.0, (1 - idle) * 100)),
         "clock_gpu_mhz": None if freq is None else (freq / 1e6 if freq > 1e5 else freq),
-        "energy_j": None,
-        "memory_used_mb": None,
-        "temperature_c": None,
+        FIGURE.energy_j: None,
+        FIGURE.memory_used_mb: None,
+        FIGURE.temperature_c: None,
     }
     pressure = sample.get("thermal_pressure")
     missing = {
         **NOT_GIVEN,
-        "temperature_c": f"powermetrics gives thermal pressure only ({pressure or 'not given'})",
-        "power_w": "the sample has no processor power",
-        "utilisation_pct": "the sample has no gpu idle_ratio",
+        FIGURE.temperature_c: f"powermetrics gives thermal pressure only ({pressure or 'not given'})",
+        FIGURE.power_w: "the sample has no processor power",
+        FIGURE.utilisation_pct: "the sample has no gpu idle_ratio",
         "clock_gpu_mhz": "the sample has no gpu freq_hz",
     }
     at = end - seconds / 2 if seconds else end

@@ -14,6 +14,7 @@ import time
 from typing import Callable
 
 from harness.bounds import Bounds
+from harness.energy.arithmetic import FIGURE
 from harness.energy.readings import Reading, make_reading
 from harness.errors import HarnessError, TelemetryUnavailable
 from harness.endpoints import http_client as http
@@ -22,10 +23,10 @@ LABEL = "imitation"
 ROUTE = "/practice/power"
 BOUND_S = 2.0
 NOT_GIVEN = {
-    "energy_j": "the practice server gives no energy counter (its power is integrated)",
-    "utilisation_pct": "the practice server imitates power only",
-    "memory_used_mb": "the practice server imitates power only",
-    "temperature_c": "the practice server imitates power only",
+    FIGURE.energy_j: "the practice server gives no energy counter (its power is integrated)",
+    FIGURE.utilisation_pct: "the practice server imitates power only",
+    FIGURE.memory_used_mb: "the practice server imitates power only",
+    FIGURE.temperature_c: "the practice server imitates power only",
 }
 
 
@@ -40,7 +41,7 @@ class PracticePower:
     def read(self) -> Reading:
         at = self.clock()
         body = fetch(self.url)
-        values = {"power_w": body.get("power_w"), **dict.fromkeys(NOT_GIVEN)}
+        values = {FIGURE.power_w: body.get("power_w"), **dict.fromkeys(NOT_GIVEN)}
         return make_reading(self.kind, self.device, at, values, dict(NOT_GIVEN), label=LABEL)
 
     def close(self) -> None:

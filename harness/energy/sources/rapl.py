@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from harness.energy.arithmetic import FIGURE
 from harness.energy.readings import Reading, make_reading
 from harness.errors import TelemetryUnavailable
 from harness.energy.sources.base import read_number, read_text
@@ -24,10 +25,10 @@ UJ = 1e-6
 ZONE = re.compile(r"intel-rapl:\d+")
 NO_POWER = "RAPL gives an energy counter only: power is the energy over the time"
 NOT_GIVEN = {
-    "power_w": NO_POWER,
-    "utilisation_pct": "RAPL gives no utilisation",
-    "memory_used_mb": "RAPL gives no memory figure",
-    "temperature_c": "RAPL gives no temperature",
+    FIGURE.power_w: NO_POWER,
+    FIGURE.utilisation_pct: "RAPL gives no utilisation",
+    FIGURE.memory_used_mb: "RAPL gives no memory figure",
+    FIGURE.temperature_c: "RAPL gives no temperature",
 }
 
 
@@ -48,7 +49,7 @@ class RaplSource:
         if self.wrap_j is None:  # without the range a step down is taken as a reset, never as energy
             missing["energy_wrap_j"] = f"{self.wrap_why}; a step down is then a reset"
         wrap = self.wrap_j if self.wrap_j and joules < self.wrap_j else None
-        values = {"energy_j": joules, **dict.fromkeys(NOT_GIVEN)}
+        values = {FIGURE.energy_j: joules, **dict.fromkeys(NOT_GIVEN)}
         return make_reading(self.kind, self.device, at, values, missing, wrap_j=wrap)
 
     def close(self) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 import requests
 
 from harness.errors import EngineError
+from harness.records.manifest import BEFORE
 from harness.engines import memory
 from harness.engines.ports import listener_pid
 from harness.engines.launchers.base import Launcher, last_log_line, probe_version, wait_healthy
@@ -101,7 +102,7 @@ class ServiceLauncher:
             self.daemon.start(timeout)
         for b in self.before:
             code = self._run(b.argv, min(timeout, 900.0))
-            self.before_results.append({"command": shlex.join(b.argv), "status": code})
+            self.before_results.append({BEFORE.command: shlex.join(b.argv), BEFORE.status: code})
             if code != 0 and b.check:
                 raise EngineError(
                     f"{shlex.join(b.argv)} exited with status {code}; read {self.log_path}: "

@@ -66,8 +66,8 @@ def steps_of(plan: dict, block: str) -> dict:
 
 
 def test_smoke_shrinks_below_quick_and_keeps_the_prefix_pairs_own_count() -> None:
-    raw = yaml.safe_load((rehearsal.REHEARSAL_DIR.parent / "tracks" / "track-s.yaml").read_text())
-    overlay, _, _ = rehearsal.read_overlay("track-s")
+    raw = yaml.safe_load((rehearsal.REHEARSAL_DIR.parent / "tracks" / "track-n.yaml").read_text())
+    overlay, _, _ = rehearsal.read_overlay("track-n")
     out, _ = rehearsal.apply(raw, overlay, quick="smoke", resolver=fake_place)
     llama = steps_of(out, "llama")
     assert llama["sweep"]["concurrency"] == "1,5,10,20" and out["sweep"]["requests"] == 2

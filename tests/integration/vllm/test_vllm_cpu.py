@@ -5,6 +5,7 @@ child process. One server for the folder (conftest.py), its stop checked at the 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -29,6 +30,37 @@ def test_install_is_checked():
     assert 106 in manifest["conversion"]["eos_token_id"]
     gen = json.loads((vllm_cpu.model_dir() / "generation_config.json").read_text())
     assert 106 in gen["eos_token_id"]
+
+
+def test_a_kept_conversion_is_copied_into_a_fresh_clone_and_a_tampered_one_is_not(tmp_path, monkeypatch):
+    """``--model-cache``: a clean clone whose cache keeps this conversion (the same GGUF, converter
+    and versions) copies it, every hash checked, instead of converting for a minute; a kept folder
+    whose file no longer matches its manifest is not used."""
+    from harness.engines import llama_cpu
+
+    real = vllm_cpu.model_dir()
+    cache = tmp_path / "cache"
+    kept = vllm_cpu.cached_model_dir(cache)
+    assert kept.parent == cache and kept.name.startswith(vllm_cpu.MODEL_DIR + "-")
+    kept.parent.mkdir()
+    shutil.copytree(real, kept)
+    shutil.copy(llama_cpu.assemble_model(), tmp_path / llama_cpu.MODEL_FILE)  # the clone's GGUF
+    monkeypatch.setenv("HARNESS_MODELS", str(tmp_path))
+    folder, facts = vllm_cpu.ensure_model(say=print, cache=cache)
+    assert folder == tmp_path / vllm_cpu.MODEL_DIR and facts["cached"] == str(kept)
+    assert vllm_cpu.manifest_matches(folder, llama_cpu.MODEL_SHA256)
+    assert vllm_cpu.ensure_model(cache=cache)[1] == {"reused": True}  # the clone's own copy, next time
+    # a checkout converted before the cache existed fills it
+    other = tmp_path / "other-cache"
+    said: list[str] = []
+    assert vllm_cpu.ensure_model(say=said.append, cache=other)[1] == {"reused": True}
+    assert said == [f"    kept in {vllm_cpu.cached_model_dir(other)} for the next clone"]
+    assert vllm_cpu.manifest_matches(vllm_cpu.cached_model_dir(other), llama_cpu.MODEL_SHA256)
+    # a kept file changed: the cache is not trusted (the clone's own folder removed, so it would be)
+    shutil.rmtree(folder)
+    with open(kept / "config.json", "a") as f:
+        f.write(" ")
+    assert not vllm_cpu.manifest_matches(kept, llama_cpu.MODEL_SHA256)
 
 
 def test_ready_means_a_real_completion_and_the_log_states_the_pool(vllm):

@@ -68,7 +68,7 @@ class OneRun:
     """One measured request: its TTFT, decode rate (None with why where no true one exists), token
     counts and where they came from, and the server's own rates where it sent its timings."""
 
-    ttft_s: float | None
+    ttft_s: float
     decode_tokens_per_s: float | None
     decode_note: str | None
     prompt_tokens: int | None
@@ -101,6 +101,8 @@ def one(args, key: str | None, prompt: str) -> OneRun:
         raise TargetError(
             f"a measured request failed: {s.error}; check --model against /v1/models and the server log"
         )
+    if s.ttft is None:  # the client fails a stream with no text (NoText), so an ok one has a first token
+        raise TargetError("a measured request ended without a first token; check the server log")
     decode, why = decode_rate(s)
     timings = s.timings or {}
     return OneRun(
@@ -151,7 +153,7 @@ def measure_test(
         test=name,
         repetitions=args.repetitions,
         max_tokens=args.max_tokens,
-        ttft_s=r2(_median([r.ttft_s for r in runs]), 4),
+        ttft_s=round(statistics.median(r.ttft_s for r in runs), 4),  # --repetitions is at least 1
         # None: no true rate (decode_note)
         decode_tokens_per_s=r2(_median([r.decode_tokens_per_s for r in runs]), 2),
         prompt_tokens=_median([r.prompt_tokens for r in runs]),

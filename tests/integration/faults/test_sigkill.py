@@ -345,3 +345,30 @@ def _resume_and_check(forks, plan, run_dir, runs, models, tmp_path, i, trip, chi
     assert forks.wait(forks.run(argv, tmp_path, out)) == 0, out.read_text()[-3000:]
     said = out.read_text()
     assert "servers our runs left running: 0" in said and ": cut " not in said, said
+
+
+def test_a_track_killed_while_it_stops_its_engine_resumes_to_a_pass(tmp_path):
+    """A SIGKILL inside a block's stop step, after its measuring steps all finished (CI met it once
+    at a random moment): the resume stops what the cut left, and the stop step passes, saying so,
+    rather than the run failing with nothing left to do."""
+    plan = tmp_path / "sigkill.yaml"
+    plan.write_text(PLAN)
+    run_dir = tmp_path / "runs" / "cut-in-stop"
+    argv = ["harness", "track", str(plan), "--run-dir", str(run_dir)]
+    trip = {"kind": "call", "target": "harness.run.engine_control:stop_and_judge", "nth": 1}
+    forks = Forks(gevent=False)
+    try:
+        assert forks.wait(forks.run(argv, tmp_path, tmp_path / "cut.out", trip)) == -signal.SIGKILL
+        before = _manifest(run_dir)
+        assert cut_of(before)["step"] == "practice/stop"
+        engine = before["engines"]["practice"]
+        assert engine["running"] and psutil.pid_exists(engine["pid"])  # the cut left it
+        out = tmp_path / "resume.out"
+        assert forks.wait(forks.run([*argv, "--resume"], tmp_path, out)) == 0, out.read_text()[-3000:]
+    finally:
+        forks.close()
+    after = _manifest(run_dir)
+    assert after["status"] == "passed", [(s["id"], s["status"]) for s in after["steps"]]
+    stop = next(s for s in after["steps"] if s["id"] == "practice/stop")
+    assert stop["status"] == "passed" and "cut while it stopped the engine" in stop["reason"]
+    assert _gone([engine["pid"]], 20) == [] and wait_port_free("127.0.0.1", engine["port"], 20)

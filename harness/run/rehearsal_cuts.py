@@ -15,11 +15,9 @@ variant whose base is left out. Every cut is a note, so the manifest and the rep
 from __future__ import annotations
 
 from harness.errors import ConfigError
-from harness.run.step_syntax import split_step
+from harness.run.step_syntax import PREFIX_SIDES, prefix_pair_label, split_step
 
 PURE = True  # no network, files, clock or Locust here: tests/unit/test_house.py checks it
-
-PREFIX_SIDES = ("unique", "shared")
 
 
 def left_out(overlay: dict, quick: bool | str) -> dict[str, str]:
@@ -37,7 +35,7 @@ def block_labels(stage: dict) -> set[str]:
         if kind in ("sweep", "admission") and options.get("label"):
             labels.add(str(options["label"]))
         elif kind == "prefix-pair" and options.get("label_prefix"):
-            labels.update(f"{options['label_prefix']}-prefix-{side}" for side in PREFIX_SIDES)
+            labels.update(prefix_pair_label(options["label_prefix"], side) for side in PREFIX_SIDES)
     return labels
 
 

@@ -93,6 +93,7 @@ build() {  # build NAME TAG DOCKERFILE [CONTEXT [docker build options...]]
     shift $(( $# < 4 ? $# : 4 ))
     log "building $tag ($file)"
     local blog=build/docker/$name.build.log
+    mkdir -p build/docker  # an image built first (vllm-cpu in CI's own lane) finds no folder yet
     docker build --force-rm --build-arg BASE_IMAGE="$BASE_IMAGE" "$@" -f "$file" -t "$tag" "$context" >"$blog" 2>&1 \
         || { tail -n 30 "$blog" >&2; die "$name image failed to build; see $blog"; }
     log "$tag built in $(( SECONDS - t0 )) s, $(docker image inspect "$tag" --format '{{.Size}}' | awk '{printf "%.0f MB", $1/1e6}')"

@@ -44,7 +44,7 @@ def start(tree: Path, command: str) -> tuple[float, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--tree", type=Path, help="a second checkout, timed beside this one")
     args = parser.parse_args()

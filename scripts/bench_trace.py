@@ -138,7 +138,7 @@ def row(layout: str, rate: float, level: dict, samples: list[dict], load_before:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     ap.add_argument("--rates", default="50,100", help="arrival rates of the traces, comma-separated")
     ap.add_argument("--requests", type=int, default=1000)
     ap.add_argument("--runs", type=int, default=1, help="replays of each trace")

@@ -84,7 +84,7 @@ def run_case(root: str, name: str, rate: float, count: int, burst: float | None,
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     ap.add_argument("--rate", type=float, default=50.0)
     ap.add_argument("--requests", type=int, default=500)
     ap.add_argument("--burstiness", type=float, default=0.5)

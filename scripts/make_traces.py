@@ -66,7 +66,7 @@ def sharegpt(args) -> list[dict]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     ap.add_argument("--out", default="data/traces")
     ap.add_argument("--requests", type=int, default=100)
     ap.add_argument("--rate", type=float, default=50.0, help="mean arrivals per second (Poisson)")

@@ -18,7 +18,7 @@ import time
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     p.add_argument("--tries", type=int, default=150)
     p.add_argument("--busy", type=int, default=0, help="busy loops beside it (a loaded machine)")
     p.add_argument("--signal", choices=["SIGTERM", "SIGINT"], default="SIGTERM")

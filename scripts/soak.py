@@ -328,7 +328,7 @@ def chart(rss_csv: Path, png: Path) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     ap.add_argument("--minutes", type=float, default=float(os.environ.get("SOAK_MINUTES") or 60))
     ap.add_argument("--streams", type=int, default=256)
     ap.add_argument("--every", type=float, default=5.0, help="seconds between RSS readings")

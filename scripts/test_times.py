@@ -33,7 +33,7 @@ def file_of(case: ET.Element) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("junit", type=Path)
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()

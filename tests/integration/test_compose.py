@@ -335,3 +335,43 @@ def test_the_rehearsal_merge_removes_only_what_the_stand_in_needs(service, tmp_p
         assert done.returncode == 0, done.stderr
         resolved = yaml.safe_load(done.stdout)["services"][service]
         assert "deploy" not in resolved and resolved["command"][0] == before["command"][0]
+
+
+THREADS = {"LLAMA_ARG_THREADS": "1", "OMP_NUM_THREADS": "1", "VLLM_CPU_OMP_THREADS_BIND": "nobind"}
+
+
+@pytest.mark.skipif(shutil.which("docker-compose") is None, reason="docker-compose is not installed")
+@pytest.mark.parametrize(
+    ("service", "names", "override"),
+    [
+        ("llama-cpu", ["LLAMA_ARG_THREADS"], None),
+        ("vllm-cpu", ["OMP_NUM_THREADS", "VLLM_CPU_OMP_THREADS_BIND"], None),
+        ("vllm", ["OMP_NUM_THREADS", "VLLM_CPU_OMP_THREADS_BIND"], REHEARSAL),
+    ],
+)
+def test_the_callers_thread_settings_reach_the_cpu_engines_containers(service, names, override, tmp_path):
+    """The CPU engines' thread settings go into their containers where the caller sets them (the
+    tests and CI's rehearsal lanes run each engine on one thread), and stay unset where the caller
+    leaves them unset, so the engine keeps its own default (the rehearsal's vLLM its `auto` binding)."""
+    compose = ROOT / "compose/compose.yaml"
+    if override:
+        compose = compose_files.write_merged(
+            compose_files.COMPOSE_FILE, (override,), tmp_path / "merged.yaml"
+        )
+    caller = {k: v for k, v in os.environ.items() if k not in THREADS}
+
+    def environment(env: dict) -> dict:
+        done = subprocess.run(
+            ["docker-compose", "-p", "llm-harness", "-f", str(compose), "--env-file",
+             str(ROOT / "compose/env/cpu.env"), "--profile", service, "config"],
+            capture_output=True, text=True, timeout=60, env=env,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return yaml.safe_load(done.stdout)["services"][service].get("environment") or {}
+
+    # `config` prints a name with no value as null: Compose then leaves it out of the container
+    unset = environment(caller)
+    bind = {"VLLM_CPU_OMP_THREADS_BIND": "auto"} if override else {}
+    assert {n: unset.get(n) for n in names} == {n: bind.get(n) for n in names}
+    passed = environment({**caller, **THREADS})
+    assert {n: passed.get(n) for n in names} == {n: THREADS[n] for n in names}

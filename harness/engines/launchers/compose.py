@@ -333,6 +333,8 @@ class ComposeLauncher:
         for action in (("stop", "-t", "10", self.service), ("rm", "-f", "-s", self.service)):
             self.run(self.argv(*action), self.variables)
         self._remove_left()
+        if self._follower is not None:  # the stopped container's last lines reach the log first
+            self._follower.join(timeout=5)
         if not wait_port_free(self.host, self.port, timeout=min(timeout, 30)):
             raise EngineError(
                 f"port {self.port} is still in use after stopping {self.service} (held by "

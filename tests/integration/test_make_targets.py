@@ -39,15 +39,24 @@ def test_track_cpu_dry_run_builds_nothing_before_printing(tmp_path):
 
 
 def test_llama_cpp_builds_one_compile_job_per_core(tmp_path):
+    """make llama-cpu hands scripts/llama-wheel.sh one compile job per core (BUILD_JOBS) and the two
+    programs the harness runs; the script gives the jobs to setup.py and CMake, with a ticker."""
     import os
+    import shlex
 
-    real = planned(tmp_path, "llama-cpu")
+    def wheel_args(*overrides: str) -> list[str]:
+        line = next(x for x in planned(tmp_path, "llama-cpu", *overrides).splitlines() if "llama-wheel.sh" in x)
+        words = shlex.split(line.replace(";", " ; "))
+        at = words.index("scripts/llama-wheel.sh")
+        return [w for w in words[:at] if w.startswith("LLAMA_CPP_BUILD_TARGETS=")] + words[at + 1 : at + 6]
+
     jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    assert f"LLAMA_CPP_BUILD_JOBS={jobs} CMAKE_BUILD_PARALLEL_LEVEL={jobs}" in real
-    assert "LLAMA_CPP_BUILD_JOBS=3 CMAKE_BUILD_PARALLEL_LEVEL=3" in planned(
-        tmp_path, "llama-cpu", "BUILD_JOBS=3"
-    )
-    assert "still building llama.cpp" in real  # the progress line is kept
+    targets, *_, given = wheel_args()
+    assert targets == "LLAMA_CPP_BUILD_TARGETS=llama-server llama-batched-bench"
+    assert given == str(jobs) and wheel_args("BUILD_JOBS=3")[-1] == "3"
+    script = (ROOT / "scripts" / "llama-wheel.sh").read_text()
+    assert 'LLAMA_CPP_BUILD_JOBS=$JOBS CMAKE_BUILD_PARALLEL_LEVEL=$JOBS' in script
+    assert "still building llama.cpp" in script  # the progress line is kept
 
 
 def test_make_ui_binds_loopback_and_takes_port_host_and_server(tmp_path):

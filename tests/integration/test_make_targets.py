@@ -45,7 +45,8 @@ def test_llama_cpp_builds_one_compile_job_per_core(tmp_path):
     import shlex
 
     def wheel_args(*overrides: str) -> list[str]:
-        line = next(x for x in planned(tmp_path, "llama-cpu", *overrides).splitlines() if "llama-wheel.sh" in x)
+        plan = planned(tmp_path, "llama-cpu", *overrides).splitlines()
+        line = next(x for x in plan if "llama-wheel.sh" in x)
         words = shlex.split(line.replace(";", " ; "))
         at = words.index("scripts/llama-wheel.sh")
         return [w for w in words[:at] if w.startswith("LLAMA_CPP_BUILD_TARGETS=")] + words[at + 1 : at + 6]
@@ -55,7 +56,7 @@ def test_llama_cpp_builds_one_compile_job_per_core(tmp_path):
     assert targets == "LLAMA_CPP_BUILD_TARGETS=llama-server llama-batched-bench"
     assert given == str(jobs) and wheel_args("BUILD_JOBS=3")[-1] == "3"
     script = (ROOT / "scripts" / "llama-wheel.sh").read_text()
-    assert 'LLAMA_CPP_BUILD_JOBS=$JOBS CMAKE_BUILD_PARALLEL_LEVEL=$JOBS' in script
+    assert "LLAMA_CPP_BUILD_JOBS=$JOBS CMAKE_BUILD_PARALLEL_LEVEL=$JOBS" in script
     assert "still building llama.cpp" in script  # the progress line is kept
 
 

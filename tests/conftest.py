@@ -41,8 +41,8 @@ VLLM_REQUIRED = os.environ.get("HARNESS_VLLM_REQUIRED") == "1"
 MLX_REQUIRED = os.environ.get("HARNESS_MLX_REQUIRED") == "1"
 # The same for the tests marked `vulkan` after `make llama-vulkan` (llama.cpp's Vulkan build).
 VULKAN_REQUIRED = os.environ.get("HARNESS_VULKAN_REQUIRED") == "1"
-# The smoke rehearsals CI runs beside and after make test, each checked by scripts/check_rehearsal.py:
-# a test marked ci_rehearsed(track) for one of them is skipped, saying so, and runs everywhere else.
+# The smoke rehearsals CI runs after make test, each checked by scripts/check_rehearsal.py: a test
+# marked ci_rehearsed(track) for one of them is skipped, saying so, and runs everywhere else.
 CI_REHEARSED = os.environ.get("HARNESS_CI_REHEARSED", "").split()
 
 # Sweeps in the tests read no telemetry unless a test names a source: on a host with power counters
@@ -153,7 +153,7 @@ def pytest_runtest_setup(item):
         _needs("Vulkan", llama_vulkan.install_status(), VULKAN_REQUIRED, "HARNESS_VULKAN_REQUIRED")
     rehearsed = item.get_closest_marker("ci_rehearsed")
     if rehearsed is not None and rehearsed.args[0] in CI_REHEARSED:
-        pytest.skip(f"CI's smoke rehearsal of {rehearsed.args[0]} runs this path (.ci/run)")
+        pytest.skip(f"CI's smoke rehearsal of {rehearsed.args[0]} runs this path after make test (.ci/run)")
 
 
 def _needs(what: str, reason: str | None, required: bool, variable: str) -> None:

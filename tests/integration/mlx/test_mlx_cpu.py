@@ -86,7 +86,7 @@ def test_a_short_sweep_and_the_probe_against_it(server, tmp_path):
     assert features["engine"] == "mlx-lm"
 
 
-# CI runs Track M's whole smoke rehearsal on this server beside make test, and
+# CI runs Track M's whole smoke rehearsal on this server after make test, and
 # `scripts/check_rehearsal.py track-m --real-mlx` asserts what this test does there.
 @pytest.mark.ci_rehearsed("track-m")
 def test_track_m_rehearsal_starts_it_and_labels_every_record(tmp_path):

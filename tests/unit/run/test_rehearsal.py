@@ -66,8 +66,9 @@ def steps_of(plan: dict, block: str) -> dict:
 
 
 def test_smoke_shrinks_below_quick_and_keeps_the_prefix_pairs_own_count() -> None:
-    raw = yaml.safe_load((rehearsal.REHEARSAL_DIR.parent / "tracks" / "track-n.yaml").read_text())
-    overlay, _, _ = rehearsal.read_overlay("track-n")
+    # Track M's rehearsal: it keeps the llama-server block that N and S leave to it
+    raw = yaml.safe_load((rehearsal.REHEARSAL_DIR.parent / "tracks" / "track-m.yaml").read_text())
+    overlay, _, _ = rehearsal.read_overlay("track-m")
     out, _ = rehearsal.apply(raw, overlay, quick="smoke", resolver=fake_place)
     llama = steps_of(out, "llama")
     assert llama["sweep"]["concurrency"] == "1,5,10,20" and out["sweep"]["requests"] == 2

@@ -51,7 +51,10 @@ def test_every_smoke_plan_with_cuts_loads_and_keeps_its_baselines(track: str) ->
     plan = load_plan(track, rehearse_it=True, quick="smoke")
     assert plan.rehearsal is not None and plan.rehearsal.left_out
     assert not set(plan.rehearsal.left_out) & set(plan.blocks)
-    assert "llama" in plan.blocks and ("control" in plan.blocks) == (track != "s")  # N's runs S's path
+    # the llama-server block stays in X (and M, which cuts nothing); N and S leave it to them
+    assert ("llama" in plan.blocks) == (track == "x") and ("control" in plan.blocks) == (track != "s")
+    summarised = {label for s in plan.steps if s.kind == "summarise" for label in s.options.get("labels", [])}
+    assert ("llama-baseline" in summarised) == (track == "x") and summarised
     assert plan.rehearsal.to_dict()["left_out"] == plan.rehearsal.left_out
     if track in ("n", "s"):  # the vLLM baseline stays where vLLM runs, and one memory fraction in N
         assert {"vllm", "vllm-mem-a"} & set(plan.blocks) == (
@@ -119,8 +122,16 @@ def test_an_unknown_block_a_kept_variant_of_a_cut_base_and_a_summary_of_a_cut_la
         cut_stages(_blocks(), {"zz": "why"}, "t", [])
     with pytest.raises(ConfigError, match="leaves out a but keeps a2, a variant of it"):
         cut_stages(_blocks(), {"a": "why"}, "t", [])
-    with pytest.raises(ConfigError, match="b-base, which a summarise step reads"):
-        cut_stages([*_blocks(), {"summarise": {"labels": ["a-base", "b-base"]}}], {"b": "why"}, "t", [])
+    with pytest.raises(ConfigError, match="b-base, every label a summarise step reads"):
+        cut_stages([*_blocks(), {"summarise": {"labels": ["b-base"]}}], {"b": "why"}, "t", [])
+
+
+def test_a_summary_keeps_the_labels_still_written_and_says_which_went() -> None:
+    notes: list[str] = []
+    stages = [*_blocks(), {"summarise": {"labels": ["a-base", "b-base"], "promise": "p"}}, "report"]
+    out = cut_stages(stages, {"b": "a runs it"}, "t", notes)
+    assert out[-2:] == [{"summarise": {"labels": ["a-base"], "promise": "p"}}, "report"]
+    assert "summarise: b-base left out with the block that writes it" in notes
 
 
 def test_a_compare_keeps_its_form_and_goes_when_nothing_is_left() -> None:

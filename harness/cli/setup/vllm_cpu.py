@@ -9,7 +9,7 @@ from harness.engines import vllm_cpu, vllm_serve
 from harness.engines.launchers.base import serve_until_stopped
 from harness.engines.launchers.vllm_cpu import memory_words
 from harness import options
-from harness.options.serve import LOG_FILE, MODEL_CACHE, PORT, RECONVERT, START_TIMEOUT
+from harness.options.serve import ENV_CACHE, LOG_FILE, MODEL_CACHE, PORT, RECONVERT, START_TIMEOUT
 from harness.options.shared import DRY_RUN
 
 
@@ -21,6 +21,7 @@ def add_parser(sub) -> None:
     )
     options.to_argparse(inst, RECONVERT, command="vllm-cpu install")
     options.to_argparse(inst, MODEL_CACHE, command="vllm-cpu install")
+    options.to_argparse(inst, ENV_CACHE, command="vllm-cpu install")
     inst.set_defaults(func=install)
     serve = sub2.add_parser(
         "serve",
@@ -49,7 +50,11 @@ def add_parser(sub) -> None:
 
 
 def install(args) -> int:
-    vllm_cpu.install(force=args.reconvert, cache=Path(args.model_cache) if args.model_cache else None)
+    vllm_cpu.install(
+        force=args.reconvert,
+        cache=Path(args.model_cache) if args.model_cache else None,
+        env_cache=Path(args.env_cache) if args.env_cache else None,
+    )
     return 0
 
 
